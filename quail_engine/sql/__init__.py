@@ -1,0 +1,1 @@
+"""SQL front ends: warehouse dialects -> canonical IR, and transpilation between dialects."""

@@ -1,0 +1,192 @@
+"""The canonical AI-SQL IR: one node per AI operator, whatever the vendor spelling.
+
+Every dialect front end lowers its functions to `AiOp`; the planner plans `AiOp`s; each dialect's
+emitter turns an `AiOp` back into its own spelling. See ../../docs/ARCHITECTURE.md.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+OPS = (
+    "ai_filter",      # BOOLEAN from one prefill (TRUE vs FALSE answer tokens)
+    "ai_join",        # ai_filter whose bindings span two relations
+    "ai_classify",    # one label (or several with multi) out of a literal label list
+    "ai_score",       # FLOAT from P(TRUE) or a small numeric scale
+    "ai_generate",    # free text: prefill + greedy decode
+    "ai_extract",     # decode to a JSON object of named fields
+    "ai_aggregate",   # one text per group (map-reduce decode)
+    "ai_embed",       # vector from an encoder pass
+    "ai_similarity",  # FLOAT similarity of two inputs
+    "ai_count_tokens",  # INTEGER, tokenizer only
+)
+
+ON_ERROR = ("null", "fail", "details")
+JOIN_KINDS = ("inner", "left", "semi", "anti", "cross")
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Slot `{index}` of a prompt template: the SQL expression that fills it.
+
+    `alias`/`column` name the source when the expression is a plain column reference
+    (`alias` is the relation alias as written, or None when unqualified and unresolved);
+    `sql` is the expression in DuckDB SQL, so any expression can be evaluated.
+    """
+
+    index: int
+    sql: str
+    alias: str | None = None
+    column: str | None = None
+    type: str = "VARCHAR"
+    modality: str = "text"
+
+    def to_text(self) -> str:
+        return f"{{{self.index}}}={self.sql}"
+
+
+@dataclass(frozen=True)
+class Label:
+    name: str
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class GenParams:
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything about an operator that is not its prompt or labels."""
+
+    model: str | None = None            # vendor model / endpoint hint, kept verbatim
+    selectivity: float | None = None    # planner hint, 0..1
+    anchor: str | None = None           # planner hint: alias whose KV is computed once
+    order: str | None = None            # 'as_written' disables filter reordering
+    gen: GenParams = field(default_factory=GenParams)
+    on_error: str = "null"
+    max_error_ratio: float | None = None
+    vendor: tuple[tuple[str, str], ...] = ()  # options kept for round trips (connection_id, ...)
+
+    def is_default(self) -> bool:
+        return self == Options()
+
+
+@dataclass(frozen=True)
+class JoinInfo:
+    """How an `ai_join` combines its two sides. `left`/`right` are relation aliases; `equi` are
+    equality conjuncts (DuckDB SQL) that restrict candidate pairs before any prompt runs."""
+
+    kind: str
+    left: tuple[str, ...]
+    right: tuple[str, ...]
+    equi: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AiOp:
+    """One AI operator. `template` holds `{i}` slots filled by `bindings[i]`.
+
+    `wrapper` names the vendor's result packaging the user wrote around the call (e.g.
+    `snowflake:labels[0]`, `bigquery:.result`, `databricks:=yes`), so emitters can re-add it.
+    `origin` is the user's original SQL fragment, quoted in errors.
+    """
+
+    op: str
+    template: str
+    bindings: tuple[Binding, ...] = ()
+    labels: tuple[Label, ...] | None = None
+    options: Options = field(default_factory=Options)
+    output_type: str = "VARCHAR"
+    wrapper: str | None = None
+    task: str | None = None             # summarize, translate, fix_grammar, mask, sentiment, ...
+    task_args: tuple[tuple[str, str], ...] = ()
+    instruction: str | None = None      # task text kept apart from content (AI_AGG, ...)
+    multi: bool = False                 # multi-label classify
+    examples: tuple[tuple[str, str], ...] = ()
+    join: JoinInfo | None = None
+    context: str = "select"             # where, join_on, select, having, order_by, aggregate
+    origin: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.op not in OPS:
+            raise ValueError(f"unknown IR operator {self.op!r}; expected one of {OPS}")
+        if self.options.on_error not in ON_ERROR:
+            raise ValueError(f"on_error must be one of {ON_ERROR}, got {self.options.on_error!r}")
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        """Relation aliases the prompt reads, in first-use order."""
+        seen: dict[str, None] = {}
+        for b in self.bindings:
+            if b.alias is not None:
+                seen.setdefault(b.alias, None)
+        return tuple(seen)
+
+    def to_text(self) -> str:
+        """Stable one-line form, used by golden tests and `quail explain`."""
+        parts = [f"template={json.dumps(self.template, ensure_ascii=False)}"]
+        if self.bindings:
+            parts.append("bindings=[" + ", ".join(b.to_text() for b in self.bindings) + "]")
+        if self.labels is not None:
+            parts.append("labels=[" + ", ".join(_label_text(lb) for lb in self.labels) + "]")
+        for name in ("task", "instruction", "wrapper"):
+            value = getattr(self, name)
+            if value is not None:
+                parts.append(f"{name}={json.dumps(value, ensure_ascii=False)}")
+        if self.task_args:
+            parts.append("task_args={" + ", ".join(f"{k}={v}" for k, v in self.task_args) + "}")
+        if self.multi:
+            parts.append("multi=true")
+        if self.examples:
+            parts.append(f"examples={len(self.examples)}")
+        if self.join is not None:
+            j = self.join
+            parts.append(f"join={j.kind}({','.join(j.left)} x {','.join(j.right)}"
+                         + (f"; {' AND '.join(j.equi)}" if j.equi else "") + ")")
+        opts = _options_text(self.options)
+        if opts:
+            parts.append(f"options={{{opts}}}")
+        parts.append(f"-> {self.output_type}")
+        return f"{self.op}(" + "; ".join(parts[:-1]) + ") " + parts[-1]
+
+    def to_json(self) -> dict[str, Any]:
+        out = _to_plain(self)
+        out.pop("origin", None)
+        out["origin"] = self.origin
+        return out
+
+
+def _label_text(label: Label) -> str:
+    name = json.dumps(label.name, ensure_ascii=False)
+    if label.description is None:
+        return name
+    return f"{name}:{json.dumps(label.description, ensure_ascii=False)}"
+
+
+def _options_text(o: Options) -> str:
+    items: list[str] = []
+    for f in fields(o):
+        value = getattr(o, f.name)
+        if f.name == "gen":
+            items += [f"{g.name}={getattr(value, g.name)!r}" for g in fields(value)
+                      if getattr(value, g.name) not in (None, ())]
+        elif f.name == "vendor":
+            items += [f"{k}={v}" for k, v in value]
+        elif value is not None and value != f.default:
+            items.append(f"{f.name}={value!r}")
+    return ", ".join(items)
+
+
+def _to_plain(value: Any) -> Any:
+    if hasattr(value, "__dataclass_fields__"):
+        return {f.name: _to_plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple | list):
+        return [_to_plain(v) for v in value]
+    return value

