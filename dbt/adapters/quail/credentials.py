@@ -1,0 +1,68 @@
+"""Profile fields of `type: quail`: everything dbt-duckdb reads, plus the AI model settings."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from dbt.adapters.duckdb.credentials import DuckDBCredentials
+from dbt_common.exceptions import DbtRuntimeError
+
+DIALECTS = ("snowflake", "bigquery", "databricks", "duckdb")
+_DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
+_LIMITS = ("max_batch_tokens", "max_context", "max_new_tokens")
+
+
+@dataclass
+class QuailCredentials(DuckDBCredentials):
+    """`model`: a Hugging Face directory, a GGUF file or a model name the engine knows; None
+    or 'embedded' means the embedded default model. `device`: auto, cpu, cuda or cuda:N.
+    `dialect`: the warehouse dialect model SQL is written in unless a model sets `quail_dialect`.
+    `cache_dir`: where answers (and converted weights) are cached across runs; None disables
+    the answer cache. The `max_*` fields bound the engine's batches and outputs."""
+
+    model: str | None = None
+    device: str = "auto"
+    dialect: str = "duckdb"
+    cache_dir: str | None = None
+    max_batch_tokens: int | None = None
+    max_context: int | None = None
+    max_new_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.model is not None and str(self.model).strip().lower() in ("", "embedded"):
+            self.model = None
+        self.dialect = check_dialect(self.dialect, "profile field 'dialect'")
+        if not _DEVICE.match(str(self.device)):
+            raise DbtRuntimeError(
+                f"profile field 'device' must be auto, cpu, cuda or cuda:N; got {self.device!r}")
+        for name in _LIMITS:
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value <= 0):
+                raise DbtRuntimeError(
+                    f"profile field {name!r} must be a positive integer; got {value!r}")
+
+    @property
+    def type(self) -> str:
+        return "quail"
+
+    def engine_options(self) -> dict[str, Any]:
+        """The settings that pick and bound the inference engine (one engine per distinct set)."""
+        options: dict[str, Any] = {"model": self.model, "device": self.device,
+                                   "cache_dir": self.cache_dir}
+        options.update({name: getattr(self, name) for name in _LIMITS})
+        return options
+
+    def _connection_keys(self) -> tuple[str, ...]:
+        return (*super()._connection_keys(), "model", "device", "dialect", "cache_dir",
+                *_LIMITS)
+
+
+def check_dialect(value: Any, where: str) -> str:
+    """The dialect name in lower case, or a DbtRuntimeError naming `where` and the bad value."""
+    name = str(value).strip().lower()
+    if name not in DIALECTS:
+        raise DbtRuntimeError(f"{where} must be one of {', '.join(DIALECTS)}; got {value!r}")
+    return name

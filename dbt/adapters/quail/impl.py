@@ -1,0 +1,77 @@
+"""The quail adapter: dbt-duckdb, plus the one hook where a model's SQL meets the AI engine.
+
+Every SQL materialization dbt-duckdb ships (table, incremental with any strategy, external)
+writes its rows through `create_table_as`. Our `quail__create_table_as` macro asks
+`adapter.quail_model_sql` for the SELECT to put there: unchanged for plain DuckDB SQL, the
+DuckDB transpilation for plain warehouse SQL, and for SQL with AI functions a scan of the Arrow
+result the executor computed before any DDL runs. So a run killed during inference has written
+nothing, and dbt-duckdb's swap-and-commit does the rest exactly as for any other model.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from dbt.adapters.base.meta import available
+from dbt.adapters.duckdb.impl import DuckDBAdapter, DuckDBConfig
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.quail.ai_runner import AiRunner
+from dbt.adapters.quail.connections import QuailConnectionManager
+from dbt.adapters.quail.credentials import check_dialect
+from dbt.adapters.quail.sql_routing import has_ai_functions, to_duckdb
+
+logger = AdapterLogger("Quail")
+_RESULT_IDS = itertools.count()
+
+
+@dataclass
+class QuailConfig(DuckDBConfig):
+    quail_dialect: str | None = None
+
+
+class QuailAdapter(DuckDBAdapter):
+    ConnectionManager = QuailConnectionManager
+    AdapterSpecificConfigs = QuailConfig
+
+    def debug_query(self) -> None:
+        super().debug_query()
+        AiRunner.for_credentials(self.config.credentials).check_model()
+
+    @available
+    def quail_dialect(self, configured: Any = None) -> str:
+        """The model's source dialect: its `quail_dialect` config, else the profile's."""
+        if configured is None or configured == "":
+            return self.config.credentials.dialect
+        return check_dialect(configured, "config 'quail_dialect'")
+
+    @available
+    def quail_model_sql(self, compiled_code: str, dialect: str | None = None,
+                        model_name: str | None = None) -> str:
+        """The DuckDB SELECT whose rows the model materializes (see module docstring)."""
+        dialect = self.quail_dialect(dialect)
+        if not has_ai_functions(compiled_code):
+            return to_duckdb(compiled_code, dialect)
+        cursor = self._raw_cursor()
+        runner = AiRunner.for_credentials(self.config.credentials)
+        table = runner.run(compiled_code, dialect, cursor, model_name or "<model>")
+        name = f"__quail_result_{next(_RESULT_IDS)}"
+        cursor.register(name, table)
+        return f'select * from "{name}"'
+
+    @available
+    def quail_view_sql(self, sql: str, dialect: str | None = None) -> str:
+        """A view's body in DuckDB SQL; its AI calls run through the in-DuckDB AI functions."""
+        return to_duckdb(sql, self.quail_dialect(dialect))
+
+    def _raw_cursor(self) -> Any:
+        connection = self.connections.get_thread_connection()
+        cursor = connection.handle.cursor()
+        raw = getattr(cursor, "_cursor", cursor)
+        if not hasattr(raw, "register"):
+            raise DbtRuntimeError(
+                "AI models need a local DuckDB connection (remote/buenavista is not supported)")
+        return raw

@@ -1,0 +1,18 @@
+"""dbt-tests-adapter fixtures with a `type: quail` profile (one DuckDB file per test class).
+
+The fixtures are imported rather than listed in `pytest_plugins`, which pytest only honours in
+the rootdir conftest; importing them scopes them to this folder.
+"""
+
+import os
+
+import pytest
+from dbt.tests.fixtures.project import *  # noqa: F401,F403
+
+os.environ.setdefault("DO_NOT_TRACK", "1")
+
+
+@pytest.fixture(scope="class")
+def dbt_profile_target(tmp_path_factory):
+    path = tmp_path_factory.mktemp("quail") / "test.duckdb"
+    return {"type": "quail", "threads": 4, "path": str(path)}
