@@ -1,0 +1,85 @@
+"""Weights: read a Hugging Face safetensors directory (one file or sharded) into a CausalLM.
+
+The model is built on the meta device and the checkpoint tensors are assigned in place, so a
+load costs one read of the file (memory-mapped) plus the dtype cast. Tied embeddings share the
+embedding matrix; a checkpoint's redundant `lm_head.weight` is then ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from quail_engine.errors import ModelError
+from quail_engine.infer.config import ModelConfig
+from quail_engine.infer.models import CausalLM, build_model
+
+logger = logging.getLogger(__name__)
+
+# Multimodal / wrapper checkpoints nest the text model; map their names onto ours.
+_PREFIX_RENAMES = (("model.language_model.", "model."), ("language_model.model.", "model."),
+                   ("language_model.lm_head.", "lm_head."))
+_IGNORED_SUFFIXES = ("rotary_emb.inv_freq",)
+
+
+def safetensors_files(directory: Path) -> list[Path]:
+    """The checkpoint's .safetensors files, in shard order."""
+    index = directory / "model.safetensors.index.json"
+    if index.exists():
+        weight_map = json.loads(index.read_text())["weight_map"]
+        return [directory / name for name in sorted(set(weight_map.values()))]
+    files = sorted(directory.glob("*.safetensors"))
+    if not files:
+        raise ModelError(f"no .safetensors weights in {str(directory)!r}")
+    return files
+
+
+def read_state_dict(directory: str | Path) -> dict[str, torch.Tensor]:
+    directory = Path(directory)
+    state: dict[str, torch.Tensor] = {}
+    for path in safetensors_files(directory):
+        for name, tensor in load_file(str(path)).items():
+            for old, new in _PREFIX_RENAMES:
+                if name.startswith(old):
+                    name = new + name[len(old):]
+            if not name.endswith(_IGNORED_SUFFIXES):
+                state[name] = tensor
+    return state
+
+
+def model_from_state_dict(config: ModelConfig, state: dict[str, torch.Tensor],
+                          device: str | torch.device = "cpu",
+                          dtype: torch.dtype = torch.float32) -> CausalLM:
+    """Build the family's model and assign `state` (HF names) to it, cast to device/dtype."""
+    with torch.device("meta"):
+        model = build_model(config)
+    expected = set(model.state_dict())
+    if config.tie_word_embeddings:
+        expected.discard("lm_head.weight")
+        state = {k: v for k, v in state.items() if k != "lm_head.weight"}
+    missing = sorted(expected - set(state))
+    unexpected = sorted(set(state) - expected)
+    if missing or unexpected:
+        raise ModelError(f"checkpoint does not match the {config.family} architecture: "
+                         f"missing {missing[:5]}, unexpected {unexpected[:5]}")
+    for name, tensor in state.items():
+        want = model.get_parameter(name).shape
+        if tensor.shape != want:
+            raise ModelError(f"weight {name!r} has shape {tuple(tensor.shape)}, config expects "
+                             f"{tuple(want)}")
+    state = {k: v.to(device=device, dtype=dtype) for k, v in state.items()}
+    model.load_state_dict(state, strict=False, assign=True)
+    model.tie_weights()
+    return model.eval().requires_grad_(False)
+
+
+def load_safetensors_model(directory: str | Path, config: ModelConfig,
+                           device: str | torch.device = "cpu",
+                           dtype: torch.dtype = torch.float32) -> CausalLM:
+    state = read_state_dict(directory)
+    logger.info("read %d tensors from %s", len(state), directory)
+    return model_from_state_dict(config, state, device, dtype)
