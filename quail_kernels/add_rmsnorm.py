@@ -1,0 +1,83 @@
+"""Fused residual add + RMSNorm, optionally quantizing the output to fp8 (per-row scale).
+
+residual_out = x + residual (or x when residual is None); out = rmsnorm(residual_out) * weight.
+With fp8=True, out is float8_e4m3fn and scale [T, 1] float32 holds amax(row) / 448, so that
+out * scale approximates the bf16 result (the row scale torch._scaled_mm takes as scale_a).
+
+Kernel: x, residual, out, residual_out [T, N] with unit last stride, row strides passed;
+weight [N]; grid (T,): one program per row, BLOCK = next_pow2(N) columns.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from quail_kernels import FP8_MAX
+from quail_kernels.checks import check_same_device, check_tensor
+
+
+@triton.jit
+def _add_rmsnorm_kernel(x_ptr, res_ptr, w_ptr, out_ptr, res_out_ptr, scale_ptr,
+                        n_cols, eps, stride_x, stride_r, stride_o, stride_ro,
+                        HAS_RES: tl.constexpr, IS_FP8: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
+    if HAS_RES:
+        x += tl.load(res_ptr + row * stride_r + cols, mask=mask, other=0.0).to(tl.float32)
+        x = x.to(res_out_ptr.dtype.element_ty)
+        tl.store(res_out_ptr + row * stride_ro + cols, x, mask=mask)
+        x = x.to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    var = tl.sum(x * x, axis=0) / n_cols
+    y = x * tl.rsqrt(var + eps) * w
+    if IS_FP8:
+        amax = tl.maximum(tl.max(tl.abs(y), axis=0), 1e-6)
+        scale = amax / 448.0
+        y = tl.clamp(y / scale, -448.0, 448.0)
+        tl.store(scale_ptr + row, scale)
+    tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor,
+                eps: float, fp8: bool = False):
+    """x, residual [T, N]; weight [N]. Returns (out, residual_out, scale-or-None)."""
+    check_tensor("x", x, 2)
+    check_tensor("weight", weight, 1)
+    if weight.shape[0] != x.shape[1]:
+        raise ValueError(f"weight {tuple(weight.shape)} does not match x {tuple(x.shape)}")
+    if residual is not None:
+        check_tensor("residual", residual, 2)
+        if residual.shape != x.shape:
+            raise ValueError(f"residual {tuple(residual.shape)} != x {tuple(x.shape)}")
+        check_same_device(x=x, residual=residual, weight=weight)
+    num_rows, n_cols = x.shape
+    out = torch.empty(x.shape, device=x.device,
+                      dtype=torch.float8_e4m3fn if fp8 else x.dtype)
+    res_out = torch.empty_like(x) if residual is not None else x
+    scale = torch.empty((num_rows, 1), device=x.device, dtype=torch.float32) if fp8 else out
+    if num_rows == 0:
+        return out, res_out, (scale if fp8 else None)
+    block = triton.next_power_of_2(n_cols)
+    res = residual if residual is not None else x
+    _add_rmsnorm_kernel[(num_rows,)](
+        x, res, weight, out, res_out, scale, n_cols, eps,
+        x.stride(0), res.stride(0), out.stride(0), res_out.stride(0),
+        HAS_RES=residual is not None, IS_FP8=fp8, BLOCK=block,
+        num_warps=min(16, max(1, block // 256)))
+    return out, res_out, (scale if fp8 else None)
+
+
+def add_rmsnorm_ref(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor,
+                    eps: float, fp8: bool = False):
+    res_out = x if residual is None else (x.float() + residual.float()).to(x.dtype)
+    h = res_out.float()
+    y = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * weight.float()
+    if not fp8:
+        return y.to(x.dtype), res_out, None
+    scale = y.abs().amax(-1, keepdim=True).clamp_min(1e-6) / FP8_MAX
+    q = (y / scale).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
+    return q, res_out, scale

@@ -1,0 +1,57 @@
+"""Shared pieces of the two attention kernels: GQA row packing and the online-softmax step.
+
+A program owns one KV head and BLOCK_M rows; row r is query token r // G of the tile and query
+head kv_head * G + r % G, so the G query heads that read one KV head share every K/V tile load
+(G = Hq / Hkv). Scores are kept in base 2 (scaled by log2 e); the returned LSE is natural log.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+LOG2E = 1.4426950408889634
+
+
+@triton.jit
+def gqa_rows(tile, kv_head, G: tl.constexpr, BLOCK_M: tl.constexpr):
+    """-> (token index within the sequence [BLOCK_M], query head [BLOCK_M], row valid)."""
+    tok_per_tile: tl.constexpr = BLOCK_M // G
+    rows = tl.arange(0, BLOCK_M)
+    tok = tile * tok_per_tile + rows // G
+    head = kv_head * G + rows % G
+    return tok, head, rows < tok_per_tile * G
+
+
+@triton.jit
+def softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale):
+    """One K/V tile: q [M, D], k [D, N], v [N, D], allowed [M, N]."""
+    s = tl.dot(q, k) * qk_scale
+    s = tl.where(allowed, s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+    p = tl.exp2(s - m_safe[:, None])
+    alpha = tl.exp2(m_i - m_safe)
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+    return m_new, l_i, acc
+
+
+@triton.jit
+def finish(m_i, l_i, acc):
+    """-> (out [M, D] float32, lse [M] natural log; 0 and -inf for rows that saw no key)."""
+    empty = l_i == 0.0
+    out = acc / tl.where(empty, 1.0, l_i)[:, None]
+    lse = tl.where(empty, float("-inf"), (m_i + tl.log2(tl.where(empty, 1.0, l_i))) * 0.6931471805599453)
+    return out, lse
+
+
+def default_blocks(device_type: str, head_dim: int) -> tuple[int, int, int, int]:
+    """(BLOCK_M, BLOCK_N, num_warps, num_stages) for a device type."""
+    if device_type == "cuda":
+        return (128, 64, 8, 3) if head_dim <= 128 else (64, 32, 8, 2)
+    return 32, 16, 4, 1
+
+
+def cdiv(a: int, b: int) -> int:
+    return triton.cdiv(a, b)

@@ -1,0 +1,122 @@
+"""Causal attention over packed variable-length sequences, returning the log-sum-exp.
+
+q [T, Hq, D], k/v [T, Hkv, D] (any token/head strides, unit last stride); cu_seqlens [B+1]
+int32 offsets. Returns out [T, Hq, D] (q's dtype) and lse [T, Hq] float32 (natural log of the
+sum of exp(scaled score) over the keys each query saw).
+
+Kernel: grid (cdiv(max_seqlen * G, BLOCK_M), B, Hkv); rows packed as in attention_tile.gqa_rows;
+keys 0..last query token of the tile, causal mask per row.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from quail_kernels.attention_tile import LOG2E, default_blocks, finish, gqa_rows, softmax_step
+from quail_kernels.checks import check_power_of_two, check_tensor
+
+
+@triton.jit
+def _varlen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, qk_scale,
+                             s_qt, s_qh, s_kt, s_kh, s_vt, s_vh, s_ot, s_oh, s_lt,
+                             G: tl.constexpr, D: tl.constexpr,
+                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    tile = tl.program_id(0)
+    seq = tl.program_id(1)
+    kv_head = tl.program_id(2)
+    start = tl.load(cu_ptr + seq)
+    seqlen = tl.load(cu_ptr + seq + 1) - start
+    tok_per_tile: tl.constexpr = BLOCK_M // G
+    if tile * tok_per_tile < seqlen:
+        tok, head, valid = gqa_rows(tile, kv_head, G, BLOCK_M)
+        row_ok = valid & (tok < seqlen)
+        d = tl.arange(0, D)
+        tok64 = (start + tok).to(tl.int64)
+        q = tl.load(q_ptr + tok64[:, None] * s_qt + head[:, None] * s_qh + d[None, :],
+                    mask=row_ok[:, None], other=0.0)
+        m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+        l_i = tl.zeros([BLOCK_M], tl.float32)
+        acc = tl.zeros([BLOCK_M, D], tl.float32)
+        hi = tl.minimum((tile + 1) * tok_per_tile, seqlen)
+        for n0 in range(0, hi, BLOCK_N):
+            cols = n0 + tl.arange(0, BLOCK_N)
+            col_ok = cols < seqlen
+            col64 = (start + cols).to(tl.int64)
+            k = tl.load(k_ptr + col64[None, :] * s_kt + kv_head * s_kh + d[:, None],
+                        mask=col_ok[None, :], other=0.0)
+            v = tl.load(v_ptr + col64[:, None] * s_vt + kv_head * s_vh + d[None, :],
+                        mask=col_ok[:, None], other=0.0)
+            allowed = (cols[None, :] <= tok[:, None]) & col_ok[None, :]
+            m_i, l_i, acc = softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale)
+        out, lse = finish(m_i, l_i, acc)
+        tl.store(o_ptr + tok64[:, None] * s_ot + head[:, None] * s_oh + d[None, :],
+                 out.to(o_ptr.dtype.element_ty), mask=row_ok[:, None])
+        tl.store(lse_ptr + tok64 * s_lt + head, lse, mask=row_ok)
+
+
+def _check_qkv(q, k, v):
+    check_tensor("q", q, 3)
+    check_tensor("k", k, 3)
+    check_tensor("v", v, 3)
+    if q.shape[-1] != k.shape[-1] or k.shape != v.shape:
+        raise ValueError(f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)} disagree")
+    if q.shape[1] % k.shape[1]:
+        raise ValueError(f"{q.shape[1]} query heads not a multiple of {k.shape[1]} KV heads")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"dtypes differ: q {q.dtype}, k {k.dtype}, v {v.dtype}")
+    check_power_of_two("head_dim", q.shape[-1])
+
+
+def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                     cu_seqlens: torch.Tensor, max_seqlen: int, scale: float,
+                     blocks: tuple[int, int, int, int] | None = None):
+    _check_qkv(q, k, v)
+    if k.shape[0] != q.shape[0]:
+        raise ValueError(f"k has {k.shape[0]} tokens, q has {q.shape[0]}")
+    check_tensor("cu_seqlens", cu_seqlens, 1, dtypes=(torch.int32,))
+    num_tokens, num_heads, head_dim = q.shape
+    group = num_heads // k.shape[1]
+    out = torch.empty_like(q)
+    lse = torch.empty((num_tokens, num_heads), device=q.device, dtype=torch.float32)
+    num_seqs = cu_seqlens.shape[0] - 1
+    if num_tokens == 0 or num_seqs == 0:
+        return out, lse
+    block_m, block_n, warps, stages = blocks or default_blocks(q.device.type, head_dim)
+    if block_m < group:
+        raise ValueError(f"BLOCK_M {block_m} smaller than the GQA group {group}")
+    grid = (triton.cdiv(max_seqlen, block_m // group), num_seqs, k.shape[1])
+    _varlen_attention_kernel[grid](
+        q, k, v, out, lse, cu_seqlens, scale * LOG2E,
+        q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0), v.stride(1),
+        out.stride(0), out.stride(1), lse.stride(0),
+        G=group, D=head_dim, BLOCK_M=block_m, BLOCK_N=block_n,
+        num_warps=warps, num_stages=stages)
+    return out, lse
+
+
+def attend_ref(q, k, v, allowed, scale):
+    """q [M, Hq, D], k/v [N, Hkv, D], allowed [M, N] -> (out [M, Hq, D], lse [M, Hq]) in fp32."""
+    group = q.shape[1] // k.shape[1]
+    kf = k.float().repeat_interleave(group, dim=1)
+    vf = v.float().repeat_interleave(group, dim=1)
+    s = torch.einsum("mhd,nhd->hmn", q.float(), kf) * scale
+    s = s.masked_fill(~allowed[None], float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.nan_to_num(torch.exp(s - lse[..., None]), nan=0.0)
+    out = torch.einsum("hmn,nhd->mhd", p, vf)
+    return out.to(q.dtype), lse.transpose(0, 1).contiguous()
+
+
+def varlen_attention_ref(q, k, v, cu_seqlens, max_seqlen, scale, blocks=None):
+    out = torch.empty_like(q)
+    lse = torch.empty(q.shape[:2], device=q.device, dtype=torch.float32)
+    bounds = cu_seqlens.tolist()
+    for start, end in zip(bounds[:-1], bounds[1:]):
+        if end > start:
+            idx = torch.arange(end - start, device=q.device)
+            allowed = idx[None, :] <= idx[:, None]
+            out[start:end], lse[start:end] = attend_ref(q[start:end], k[start:end],
+                                                        v[start:end], allowed, scale)
+    return out, lse

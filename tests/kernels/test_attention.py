@@ -1,0 +1,126 @@
+"""varlen_attention, prefix_attention and lse_merge against their references, and the join
+identity: prefix part + own causal part, merged, equals causal attention over the whole text."""
+
+import pytest
+import torch
+from kernel_checks import check_fp8, rel_err
+
+from quail_kernels.lse_merge import lse_merge, lse_merge_ref
+from quail_kernels.prefix_attention import prefix_attention, prefix_attention_ref
+from quail_kernels.varlen_attention import varlen_attention, varlen_attention_ref
+
+SEQ_CASES = [  # (lengths, hq, hkv, head_dim)
+    ([5], 2, 1, 32),
+    ([1, 17, 40], 4, 2, 32),
+    ([33, 2, 9], 6, 2, 16),
+    ([70], 3, 3, 32),
+]
+
+
+def _packed(lengths, hq, hkv, head_dim, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    total = sum(lengths)
+    q = torch.randn(total, hq, head_dim, generator=g).to(device)
+    k = torch.randn(total, hkv, head_dim, generator=g).to(device)
+    v = torch.randn(total, hkv, head_dim, generator=g).to(device)
+    cu = torch.tensor([0] + list(torch.tensor(lengths).cumsum(0)), dtype=torch.int32,
+                      device=device)
+    return q, k, v, cu
+
+
+@pytest.mark.parametrize("lengths,hq,hkv,head_dim", SEQ_CASES)
+def test_varlen_attention_matches_reference(device, lengths, hq, hkv, head_dim):
+    q, k, v, cu = _packed(lengths, hq, hkv, head_dim, device, sum(lengths))
+    scale = head_dim ** -0.5
+    out, lse = varlen_attention(q, k, v, cu, max(lengths), scale)
+    ref, ref_lse = varlen_attention_ref(q, k, v, cu, max(lengths), scale)
+    assert rel_err(out, ref) < 1e-4
+    assert torch.allclose(lse, ref_lse, atol=1e-4)
+
+
+def test_varlen_attention_reads_strided_views(device):
+    q, k, v, cu = _packed([9, 4], 4, 2, 32, device, 3)
+    qkv = torch.cat([q, k, v], dim=1)
+    out, _ = varlen_attention(qkv[:, :4], qkv[:, 4:6], qkv[:, 6:], cu, 9, 0.2)
+    ref, _ = varlen_attention_ref(q, k, v, cu, 9, 0.2)
+    assert rel_err(out, ref) < 1e-4
+
+
+def _arena(prefix_lens, hkv, head_dim, page, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    pages_each = [max(1, -(-n // page)) for n in prefix_lens]
+    num_pages = sum(pages_each) + 3
+    k_cache = torch.randn(num_pages, page, hkv, head_dim, generator=g).to(device)
+    v_cache = torch.randn(num_pages, page, hkv, head_dim, generator=g).to(device)
+    order = torch.randperm(num_pages, generator=g)  # pages need not be contiguous
+    table = torch.zeros(len(prefix_lens), max(pages_each), dtype=torch.int32)
+    used = 0
+    for i, n in enumerate(pages_each):
+        table[i, :n] = order[used:used + n]
+        used += n
+    return k_cache, v_cache, table.to(device)
+
+
+@pytest.mark.parametrize("q_lens,prefix_lens,hq,hkv,page", [
+    ([3], [40], 4, 2, 16),
+    ([15, 1, 30], [16, 0, 70], 6, 2, 16),
+    ([8, 8], [33, 100], 3, 1, 32),
+])
+def test_prefix_attention_matches_reference(device, q_lens, prefix_lens, hq, hkv, page):
+    head_dim = 32
+    q, _, _, cu = _packed(q_lens, hq, hkv, head_dim, device, sum(q_lens) + hq)
+    k_cache, v_cache, table = _arena(prefix_lens, hkv, head_dim, page, device, 7)
+    plen = torch.tensor(prefix_lens, dtype=torch.int32, device=device)
+    out, lse = prefix_attention(q, k_cache, v_cache, cu, table, plen, max(q_lens), 0.17)
+    ref, ref_lse = prefix_attention_ref(q, k_cache, v_cache, cu, table, plen, max(q_lens), 0.17)
+    assert rel_err(out, ref) < 1e-4
+    assert torch.equal(torch.isinf(lse), torch.isinf(ref_lse))
+    finite = torch.isfinite(ref_lse)
+    assert torch.allclose(lse[finite], ref_lse[finite], atol=1e-4)
+
+
+@pytest.mark.parametrize("fp8", [False, True])
+@pytest.mark.parametrize("second", [True, False])
+def test_lse_merge_matches_reference(device, fp8, second):
+    g = torch.Generator().manual_seed(5)
+    o1, o2 = (torch.randn(11, 6, 32, generator=g).to(device) for _ in range(2))
+    l1, l2 = (3 * torch.randn(11, 6, generator=g).to(device) for _ in range(2))
+    l1[0, 0] = float("-inf")
+    args = (o1, l1, o2, l2) if second else (o1, l1)
+    out, scale = lse_merge(*args, fp8=fp8)
+    ref, ref_scale = lse_merge_ref(*args, fp8=fp8)
+    if fp8:
+        check_fp8(out, scale, ref, ref_scale)
+    else:
+        assert rel_err(out, ref) < 1e-5
+
+
+@pytest.mark.parametrize("prefix_len,suffix_lens", [(37, [5, 12, 1]), (64, [20])])
+def test_prefix_plus_suffix_merge_equals_full_causal_attention(device, prefix_len, suffix_lens):
+    """What a join partner sees: anchor KV from the arena + its own tokens, merged exactly."""
+    hq, hkv, d, page = 4, 2, 32, 16
+    g = torch.Generator().manual_seed(prefix_len)
+    anchor_k = torch.randn(prefix_len, hkv, d, generator=g).to(device)
+    anchor_v = torch.randn(prefix_len, hkv, d, generator=g).to(device)
+    n_pages = -(-prefix_len // page)
+    k_cache = torch.zeros(n_pages, page, hkv, d, device=device)
+    v_cache = torch.zeros_like(k_cache)
+    k_cache.view(-1, hkv, d)[:prefix_len] = anchor_k
+    v_cache.view(-1, hkv, d)[:prefix_len] = anchor_v
+    q, k, v, cu = _packed(suffix_lens, hq, hkv, d, device, 11)
+    table = torch.arange(n_pages, dtype=torch.int32, device=device)[None].contiguous()
+    seg_cu = torch.tensor([0, sum(suffix_lens)], dtype=torch.int32, device=device)
+    plen = torch.tensor([prefix_len], dtype=torch.int32, device=device)
+    o_pre, l_pre = prefix_attention(q, k_cache, v_cache, seg_cu, table, plen,
+                                    sum(suffix_lens), 0.2)
+    o_own, l_own = varlen_attention(q, k, v, cu, max(suffix_lens), 0.2)
+    merged, _ = lse_merge(o_pre, l_pre, o_own, l_own)
+    bounds = cu.tolist()
+    for i, (s, e) in enumerate(zip(bounds[:-1], bounds[1:])):
+        full_k = torch.cat([anchor_k, k[s:e]])
+        full_v = torch.cat([anchor_v, v[s:e]])
+        full_q = torch.cat([torch.zeros(prefix_len, hq, d, device=device), q[s:e]])
+        full_cu = torch.tensor([0, prefix_len + e - s], dtype=torch.int32, device=device)
+        ref, _ = varlen_attention_ref(full_q, full_k, full_v, full_cu, 0, 0.2)
+        got = merged[s:e].view(e - s, hq, d)
+        assert rel_err(got, ref[prefix_len:]) < 1e-4, f"suffix {i}"
