@@ -1,0 +1,57 @@
+"""What the rules and the orderers know about a core: per-operator estimates and row counts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from quail_engine.plan.cost import DeviceSpec, ModelSpec, Work, num_passes, seconds
+
+DEFAULT_SELECTIVITY = 0.5
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """Planner's view of one AI operator.
+
+    `doc` is the document key of the alias the op reads (filters) - predicates with the same key
+    share that document's KV. `tokens` maps alias -> mean tokens of that alias's part of the
+    prompt; `question_tokens` is the rest (template text, chat framing, answer header).
+    """
+
+    op: int
+    kind: str
+    aliases: tuple[str, ...]
+    doc: str = ""
+    tokens: Mapping[str, float] = field(default_factory=dict)
+    question_tokens: float = 16.0
+    selectivity: float = DEFAULT_SELECTIVITY
+    selectivity_source: str = "default"   # hint | sample | default
+    anchor_hint: str | None = None
+    as_written: bool = False
+
+    def doc_tokens(self, alias: str | None = None) -> float:
+        alias = alias or (self.aliases[0] if self.aliases else "")
+        return float(self.tokens.get(alias, 0.0))
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    """Inputs of planning. `rows`: estimated rows per alias after relational pushdown.
+    `pair_fraction`: fraction of the cross product of two aliases kept by equality conjuncts
+    (key: the sorted alias pair), 1.0 when absent. `columns`: scan columns per alias."""
+
+    ops: Mapping[int, OpInfo]
+    rows: Mapping[str, float]
+    model: ModelSpec
+    device: DeviceSpec
+    pair_fraction: Mapping[tuple[str, str], float] = field(default_factory=dict)
+    columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    token_budget: int = 8192
+
+    def fraction(self, a: str, b: str) -> float:
+        return float(self.pair_fraction.get(tuple(sorted((a, b))), 1.0))
+
+    def seconds(self, work: Work) -> float:
+        return seconds(self.model, self.device, work,
+                       num_passes(work.fresh_tokens, self.token_budget))

@@ -1,0 +1,137 @@
+"""The physical plan of one core: ordered steps with estimates and the KV lifecycle.
+
+Steps run in order: scans, AI filters per relation (in the optimizer's order), AI joins (in the
+join orderer's order, anchors chosen), AI projections over the survivors. Each step names the
+documents whose KV it must encode (`encode`) and those it releases afterwards (`release`): a
+document stays resident exactly until the last step that reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from quail_engine.plan.context import PlanContext
+from quail_engine.plan.cost import Work, request_work
+from quail_engine.plan.join_order import Candidate
+from quail_engine.plan.nodes import AiFilter, Node, Project, Scan, walk
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: str                      # scan | filter | join | project
+    alias: str
+    op: int | None = None
+    anchor: str | None = None      # joins: alias whose document is the shared prefix
+    doc: str = ""                  # KV key: "<alias>:<binding sql>"
+    encode: bool = False           # this step encodes `doc` (else it reuses resident KV)
+    release: tuple[str, ...] = ()  # KV keys released after this step
+    rows_in: float = 0.0
+    rows_out: float = 0.0
+    work: Work = Work()
+    est_seconds: float = 0.0
+
+    def text(self) -> str:
+        head = self.kind if self.op is None else f"{self.kind} #{self.op}"
+        parts = [f"{head} {self.alias}"]
+        if self.anchor:
+            parts.append(f"anchor={self.anchor}")
+        if self.doc and self.kind != "join":
+            parts.append(("encode " if self.encode else "reuse ") + self.doc)
+        if self.release:
+            parts.append("release " + ",".join(self.release))
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class PhysicalPlan:
+    logical: Node
+    steps: tuple[Step, ...]
+    candidates: tuple[Candidate, ...] = ()
+    remarks: tuple[str, ...] = field(default=())
+
+    def text(self) -> str:
+        return "\n".join(s.text() for s in self.steps)
+
+    @property
+    def est_seconds(self) -> float:
+        return sum(s.est_seconds for s in self.steps)
+
+
+def filter_chains(plan: Node) -> dict[str, list[AiFilter]]:
+    """alias -> AI filters directly over its scan, innermost (first to run) first."""
+    out: dict[str, list[AiFilter]] = {}
+    for node in walk(plan):
+        if isinstance(node, AiFilter) and len(node.aliases_used) == 1:
+            alias = next(iter(node.aliases_used))
+            out.setdefault(alias, []).insert(0, node)
+    return out
+
+
+def build_physical(logical: Node, ctx: PlanContext, join: Candidate | None,
+                   projections: dict[int, str], remarks: tuple[str, ...] = (),
+                   candidates: tuple[Candidate, ...] = ()) -> PhysicalPlan:
+    """`projections`: op -> the alias it reads ("" when several)."""
+    steps: list[Step] = []
+    rows: dict[str, float] = {}
+    for node in walk(logical):
+        if isinstance(node, Scan):
+            n = float(ctx.rows.get(node.alias, 0.0))
+            rows[node.alias] = n
+            steps.append(Step("scan", node.alias, rows_in=n, rows_out=n))
+    for alias, chain in filter_chains(logical).items():
+        seen: set[str] = set()
+        n = rows.get(alias, 0.0)
+        for f in chain:
+            info = ctx.ops[f.op]
+            key = f"{alias}:{f.doc}"
+            encode = key not in seen
+            seen.add(key)
+            work = request_work(info.doc_tokens(alias), info.question_tokens, encode).scaled(n)
+            out = n * info.selectivity
+            steps.append(Step("filter", alias, f.op, doc=key, encode=encode, rows_in=n,
+                              rows_out=out, work=work, est_seconds=ctx.seconds(work)))
+            n = out
+        rows[alias] = n
+    for js in (join.steps if join is not None else ()):
+        if js.op is None:
+            continue
+        info = ctx.ops[js.op]
+        key = f"{js.anchor}:{','.join(sorted(info.tokens))}#{js.op}"
+        steps.append(Step("join", js.alias, js.op, anchor=js.anchor, doc=key, encode=True,
+                          release=(key,), rows_in=js.rows_in, rows_out=js.rows_out,
+                          work=js.work, est_seconds=ctx.seconds(js.work)))
+    final_rows = join.rows if join is not None else (next(iter(rows.values())) if rows else 0.0)
+    resident = {s.doc for s in steps if s.kind == "filter"}
+    for op, alias in projections.items():
+        info = ctx.ops[op]
+        key = f"{alias}:{info.doc}" if alias else ""
+        encode = key not in resident
+        n = final_rows
+        work = request_work(info.doc_tokens(alias) if alias else 0.0,
+                            info.question_tokens + (0.0 if alias else info.doc_tokens()),
+                            encode).scaled(n)
+        steps.append(Step("project", alias, op, doc=key, encode=encode, rows_in=n, rows_out=n,
+                          work=work, est_seconds=ctx.seconds(work)))
+        resident.add(key)
+    return PhysicalPlan(logical, _with_releases(steps), tuple(candidates), remarks)
+
+
+def _with_releases(steps: list[Step]) -> tuple[Step, ...]:
+    last: dict[str, int] = {}
+    for i, s in enumerate(steps):
+        if s.doc and s.kind in ("filter", "project"):
+            last[s.doc] = i
+    out = list(steps)
+    for key, i in last.items():
+        out[i] = replace(out[i], release=(*out[i].release, key))
+    return tuple(out)
+
+
+def projection_aliases(logical: Node, ctx: PlanContext) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for node in walk(logical):
+        if isinstance(node, Project):
+            for op in node.ops:
+                aliases = ctx.ops[op].aliases
+                out[op] = aliases[0] if len(aliases) == 1 else ""
+    return out

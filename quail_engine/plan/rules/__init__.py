@@ -1,0 +1,1 @@
+"""Logical rewrite rules, one per module; each is `rule(plan, ctx) -> plan`."""

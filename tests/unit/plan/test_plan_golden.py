@@ -1,0 +1,149 @@
+"""Golden plan tests: the planner with hand-built cores and estimates, no engine, no model."""
+
+import pytest
+from plan_fakes import Core, Rel, context, filter_op, info, join_op
+
+from quail_engine.plan.build import build_logical
+from quail_engine.plan.cost import Work
+from quail_engine.plan.filter_order import choose_order, expected_seconds
+from quail_engine.plan.join_order import Candidate, JoinEdge, pareto, plan_joins
+from quail_engine.plan.optimizer import optimize
+from quail_engine.plan.planner import plan_core
+
+# Filter order: (selectivities, document tokens, question tokens, as_written) -> order
+FILTER_ORDER_CASES = [
+    # different documents, equal cost: most selective first
+    ((0.9, 0.1, 0.5), (100, 100, 100), (16, 16, 16), False, (1, 2, 0)),
+    # equal selectivity: cheapest document first
+    ((0.5, 0.5), (400, 50), (16, 16), False, (1, 0)),
+    # expensive but very selective beats cheap and unselective
+    ((0.9, 0.01), (50, 400), (16, 16), False, (1, 0)),
+    # order => 'as_written' keeps the written order
+    ((0.9, 0.1, 0.5), (100, 100, 100), (16, 16, 16), True, (0, 1, 2)),
+]
+
+
+@pytest.mark.parametrize("sels,docs,questions,as_written,expected", FILTER_ORDER_CASES)
+def test_filter_order_under_given_selectivities(sels, docs, questions, as_written, expected):
+    ops = [info(i, "ai_filter", ["r"], {"r": d}, sel=s, doc=f"r.c{i}", question=q,
+                as_written=as_written) for i, (s, d, q) in enumerate(zip(sels, docs, questions))]
+    ctx = context(ops, {"r": 1000})
+    assert choose_order(range(len(ops)), 1000, ctx) == expected
+
+
+def test_shared_document_first_filter_pays_the_encoding():
+    # Same document for both: whichever runs first encodes it; the chosen order is the cheaper.
+    ops = [info(0, "ai_filter", ["r"], {"r": 300}, sel=0.2, doc="r.review", question=40),
+           info(1, "ai_filter", ["r"], {"r": 300}, sel=0.6, doc="r.review", question=8)]
+    ctx = context(ops, {"r": 500})
+    order = choose_order((0, 1), 500, ctx)
+    assert expected_seconds(order, 500, ctx) <= min(expected_seconds(o, 500, ctx)
+                                                    for o in ((0, 1), (1, 0)))
+
+
+def _two_filter_core():
+    core = Core((Rel("r", columns=("b_0_0", "b_1_0", "b_2_0")),), filters=(0, 1),
+                projections=(2,))
+    ai_ops = [filter_op("r", "review", "Is it about price?"),
+              filter_op("r", "review", "Is it positive?"), filter_op("r", "review")]
+    return core, ai_ops
+
+
+GOLDEN_LOGICAL = [
+    # sels of ops 0,1 -> logical plan text
+    ((0.9, 0.1), "project[#2](ai_filter#0[kv](ai_filter#1(scan(r; cols=b_0_0,b_1_0,b_2_0))))"),
+    ((0.1, 0.9), "project[#2](ai_filter#1[kv](ai_filter#0(scan(r; cols=b_0_0,b_1_0,b_2_0))))"),
+]
+
+
+@pytest.mark.parametrize("sels,expected", GOLDEN_LOGICAL)
+def test_logical_plan_golden(sels, expected):
+    core, ai_ops = _two_filter_core()
+    ops = [info(i, "ai_filter", ["r"], {"r": 120}, sel=s, doc="r.review")
+           for i, s in enumerate(sels)] + [info(2, "ai_classify", ["r"], {"r": 120}, doc="r.review")]
+    ctx = context(ops, {"r": 200}, columns={"r": ("b_0_0", "b_1_0", "b_2_0")})
+    assert optimize(build_logical(core, ai_ops), ctx).text() == expected
+
+
+def test_physical_plan_kv_lifecycle_one_encoding_released_after_last_reader():
+    core, ai_ops = _two_filter_core()
+    ops = [info(0, "ai_filter", ["r"], {"r": 120}, sel=0.9, doc="r.review"),
+           info(1, "ai_filter", ["r"], {"r": 120}, sel=0.1, doc="r.review"),
+           info(2, "ai_classify", ["r"], {"r": 120}, doc="r.review")]
+    plan = plan_core(core, ai_ops, context(ops, {"r": 200}))
+    assert plan.text().splitlines() == [
+        "scan r",
+        "filter #1 r encode r:r.review",
+        "filter #0 r reuse r:r.review",
+        "project #2 r reuse r:r.review release r:r.review",
+    ]
+    assert [round(s.rows_out, 6) for s in plan.steps] == [200, 20, 18, 18]
+
+
+def _join_core(equi=(), conj_r=()):
+    core = Core((Rel("r", conjuncts=conj_r), Rel("p")), filters=(0,), joins=(1,))
+    ai_ops = [filter_op("r", "review"), join_op("r", "review", "p", "description", equi)]
+    return core, ai_ops
+
+
+def test_equality_and_relational_pushdown():
+    core, ai_ops = _join_core(equi=("r.product_id = p.product_id",), conj_r=("r.stars > 3",))
+    ops = [info(0, "ai_filter", ["r"], {"r": 100}, doc="r.review"),
+           info(1, "ai_join", ["r", "p"], {"r": 100, "p": 300})]
+    plan = optimize(build_logical(core, ai_ops), context(ops, {"r": 100, "p": 10}))
+    assert plan.text() == ("ai_join#1[r.product_id = p.product_id]"
+                           "(ai_filter#0(scan(r; where r.stars > 3)), scan(p))")
+
+
+@pytest.mark.parametrize("tokens,rows,expected_anchor", [
+    ({"r": 40, "p": 400}, {"r": 100, "p": 100}, "p"),   # the long side is the anchor
+    ({"r": 400, "p": 40}, {"r": 100, "p": 100}, "r"),
+    ({"r": 400, "p": 40}, {"r": 50, "p": 80}, "r"),
+])
+def test_anchor_is_the_long_side(tokens, rows, expected_anchor):
+    core, ai_ops = _join_core()
+    ops = [info(0, "ai_filter", ["r"], {"r": tokens["r"]}, sel=1.0, doc="r.review"),
+           info(1, "ai_join", ["r", "p"], tokens)]
+    plan = plan_core(core, ai_ops, context(ops, rows))
+    joins = [s for s in plan.steps if s.kind == "join"]
+    assert [s.anchor for s in joins] == [expected_anchor]
+
+
+def test_anchor_hint_is_honoured_with_a_remark():
+    core, ai_ops = _join_core()
+    ops = [info(0, "ai_filter", ["r"], {"r": 40}, sel=1.0, doc="r.review"),
+           info(1, "ai_join", ["r", "p"], {"r": 40, "p": 400}, anchor="r")]
+    plan = plan_core(core, ai_ops, context(ops, {"r": 100, "p": 100}))
+    assert [s.anchor for s in plan.steps if s.kind == "join"] == ["r"]
+    assert plan.remarks and "anchor hint kept" in plan.remarks[0]
+
+
+def test_equality_fraction_shrinks_candidate_pairs():
+    ops = [info(1, "ai_join", ["r", "p"], {"r": 40, "p": 400})]
+    edges = [JoinEdge(1, "r", "p")]
+    full = plan_joins(["r", "p"], edges, context(ops, {"r": 100, "p": 10}))[0]
+    eq = plan_joins(["r", "p"], edges,
+                    context(ops, {"r": 100, "p": 10}, pair_fraction={("p", "r"): 0.1}))[0]
+    assert full.steps[-1].rows_in == 1000 and eq.steps[-1].rows_in == pytest.approx(100)
+    assert eq.work.fresh_tokens < full.work.fresh_tokens
+
+
+def _cand(name, *work):
+    return Candidate((name,), (), 1.0, Work(*work))
+
+
+def test_pruning_keeps_exactly_the_non_dominated_set():
+    a, b, c = _cand("a", 10, 100, 5, 5), _cand("b", 20, 50, 5, 5), _cand("c", 5, 200, 1, 9)
+    dominated = _cand("d", 20, 100, 5, 5)
+    duplicate = _cand("e", 10, 100, 5, 5)
+    kept = pareto([dominated, a, b, c, duplicate])
+    assert sorted(k.start[0] for k in kept) == ["a", "b", "c"]
+
+
+def test_dp_keeps_both_anchor_choices_when_neither_dominates():
+    # long anchor: fewer fresh tokens but more KV reads; neither dominates the other
+    ops = [info(1, "ai_join", ["r", "p"], {"r": 40, "p": 400})]
+    cands = plan_joins(["r", "p"], [JoinEdge(1, "r", "p")], context(ops, {"r": 100, "p": 100}))
+    anchors = sorted(c.steps[-1].anchor for c in cands)
+    assert anchors == ["p", "r"]
+    assert cands[0].steps[-1].anchor == "p"
