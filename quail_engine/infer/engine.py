@@ -1,0 +1,206 @@
+"""LocalEngine: the Engine protocol (api.py) on a local model, CPU or GPU.
+
+`run` sorts requests by readout: boolean/score/single-step label requests prefill together (one
+read per request, trimmed LM head), colliding labels are scored by teacher forcing, generate
+requests decode greedily. Calibration references are computed once per distinct content-free
+prompt and cached.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from quail_engine.errors import ExecutionError
+from quail_engine.infer.api import (
+    Answer,
+    BooleanReadout,
+    EngineStats,
+    GenerateReadout,
+    LabelReadout,
+    PrefixHandle,
+    Request,
+    ScoreReadout,
+)
+from quail_engine.infer.decode import DecodeSeq, greedy_decode
+from quail_engine.infer.kv import KVArena
+from quail_engine.infer.labels import label_answers, score_labels
+from quail_engine.infer.readout import BooleanTokens, boolean_tokens, label_tokens, sigmoid
+from quail_engine.infer.runner import Runner, SeqJob
+from quail_engine.infer.scheduler import Scheduler
+from quail_engine.infer.textio import TextCodec
+
+log = logging.getLogger(__name__)
+
+
+class LocalEngine:
+    """Runs requests on `model` (the CausalLM contract of infer/models/base.py)."""
+
+    def __init__(self, model: Any, tokenizer: Any, config: Any = None, model_id: str = "local",
+                 device: str | torch.device = "cpu", token_budget: int = 2048,
+                 max_seqs: int = 256, kv_capacity_bytes: int | None = None):
+        self.model = model
+        self.config = config
+        self.model_id = model_id
+        self.max_context = int(getattr(config, "max_position", 0) or 8192)
+        self.stats = EngineStats()
+        self.arena = KVArena(kv_capacity_bytes)
+        self.codec = TextCodec(tokenizer, config)
+        self.runner = Runner(model, Scheduler(token_budget, max_seqs), self.stats, device)
+        self._references: dict[tuple, torch.Tensor] = {}
+        self._token_sets: dict[tuple, Any] = {}
+
+    @classmethod
+    def load(cls, spec: str = "default", device: str = "cpu", dtype: Any = None,
+             **kwargs: Any) -> LocalEngine:
+        """Load a model (see infer/loader.py for the specs) and wrap it."""
+        from quail_engine.infer.loader import load_model
+
+        model, tokenizer, config = load_model(spec, device, dtype)
+        return cls(model, tokenizer, config, model_id=spec, device=device, **kwargs)
+
+    # -- text ---------------------------------------------------------------------------------
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        return [self.codec.encode(t) for t in texts]
+
+    def chat_split(self, prefix_text: str, suffix_text: str) -> tuple[list[int], list[int]]:
+        return self.codec.chat_split(prefix_text, suffix_text)
+
+    # -- prefixes -----------------------------------------------------------------------------
+    def add_prefix(self, tokens: Sequence[int], parent: PrefixHandle | None = None) -> PrefixHandle:
+        """Compute and keep the KV of `tokens` (after `parent`'s, when given); one reference."""
+        return self.add_prefixes([tokens], parent)[0]
+
+    def add_prefixes(self, token_lists: Sequence[Sequence[int]],
+                     parent: PrefixHandle | None = None) -> list[PrefixHandle]:
+        """Several prefixes in as few forward passes as the token budget allows."""
+        base = self.arena.get(parent.id) if parent is not None else None
+        jobs = [SeqJob(tokens=list(t), prefix=base, read=(), store_kv=True) for t in token_lists]
+        if any(not j.tokens for j in jobs):
+            raise ExecutionError("a prefix needs at least one token")
+        self.runner.run(jobs)
+        handles = []
+        for job in jobs:
+            entry = self.arena.add(job.kv, job.kv.num_tokens, int(job.kv.nbytes))
+            handles.append(PrefixHandle(entry, job.kv.num_tokens))
+        self.stats.prefixes_resident = self.arena.num_entries
+        return handles
+
+    def retain(self, handle: PrefixHandle) -> None:
+        self.arena.retain(handle.id)
+
+    def release(self, handle: PrefixHandle) -> None:
+        self.arena.release(handle.id)
+        self.stats.prefixes_resident = self.arena.num_entries
+
+    # -- requests -----------------------------------------------------------------------------
+    def run(self, requests: Sequence[Request]) -> list[Answer]:
+        prefixes = [self.arena.get(r.prefix.id) if r.prefix else None for r in requests]
+        for r in requests:
+            if not r.tokens:
+                raise ExecutionError("a request needs at least one token of its own")
+            self.stats.requested_tokens += len(r.tokens) + (r.prefix.num_tokens if r.prefix else 0)
+        self._prepare_references([r.readout for r in requests])
+        answers: list[Answer | None] = [None] * len(requests)
+        one_step, forced, gen = [], [], []
+        for i, r in enumerate(requests):
+            ro = r.readout
+            if isinstance(ro, GenerateReadout):
+                gen.append(i)
+            elif isinstance(ro, LabelReadout) and not self._labels(ro).is_single_step:
+                forced.append(i)
+            else:
+                one_step.append(i)
+        jobs = [SeqJob(list(requests[i].tokens), prefixes[i], vocab=self._vocab(requests[i].readout))
+                for i in one_step]
+        self.runner.run(jobs)
+        for i, job in zip(one_step, jobs):
+            answers[i] = self._one_step_answer(requests[i].readout, job.logits)
+        if forced:
+            seqs = [(prefixes[i], list(requests[i].tokens)) for i in forced]
+            by_labels = [self._labels(requests[i].readout) for i in forced]
+            scores = score_labels(self.runner, seqs, by_labels)
+            for k, i in enumerate(forced):
+                ro = requests[i].readout
+                answers[i] = label_answers(ro.labels, scores[k], self._reference(ro))
+        if gen:
+            seqs = [DecodeSeq(list(requests[i].tokens), prefixes[i], requests[i].readout.max_tokens,
+                              tuple(requests[i].readout.stop)) for i in gen]
+            greedy_decode(self.runner, seqs, self.codec.eos_ids, self.codec.decode)
+            for i, s in zip(gen, seqs):
+                answers[i] = Answer(value=s.text)
+        return answers  # type: ignore[return-value]
+
+    # -- readouts -----------------------------------------------------------------------------
+    def _booleans(self, ro: BooleanReadout | ScoreReadout) -> BooleanTokens:
+        key = ("bool", ro.true_words, ro.false_words)
+        if key not in self._token_sets:
+            self._token_sets[key] = boolean_tokens(self.codec.encode, ro.true_words,
+                                                   ro.false_words)
+        return self._token_sets[key]
+
+    def _labels(self, ro: LabelReadout):
+        key = ("labels", ro.labels)
+        if key not in self._token_sets:
+            self._token_sets[key] = label_tokens(self.codec.encode, ro.labels)
+        return self._token_sets[key]
+
+    def _vocab(self, ro: Any) -> tuple[int, ...]:
+        return self._labels(ro).vocab if isinstance(ro, LabelReadout) else self._booleans(ro).vocab
+
+    def _raw_scores(self, ro: Any, logits: torch.Tensor) -> torch.Tensor:
+        """[N, len(vocab)] -> boolean margins [N] or label scores [N, num_labels]."""
+        if isinstance(ro, LabelReadout):
+            return self._labels(ro).first_step_scores(logits)
+        return self._booleans(ro).margins(logits)
+
+    def _one_step_answer(self, ro: Any, logits: torch.Tensor) -> Answer:
+        raw = self._raw_scores(ro, logits)[0]
+        if isinstance(ro, LabelReadout):
+            return label_answers(ro.labels, raw, self._reference(ro))
+        ref = self._reference(ro)
+        margin = float(raw - ref) if ref is not None else float(raw)
+        p = sigmoid(margin)
+        if isinstance(ro, ScoreReadout):
+            return Answer(value=p, score=p, margin=margin)
+        return Answer(value=margin > 0, score=p, margin=margin)
+
+    # -- calibration --------------------------------------------------------------------------
+    @staticmethod
+    def _reference_key(ro: Any) -> tuple | None:
+        cal = getattr(ro, "calibration_tokens", None)
+        if cal is None:
+            return None
+        if isinstance(ro, LabelReadout):
+            return ("labels", ro.labels, tuple(cal))
+        return ("bool", ro.true_words, ro.false_words, tuple(cal))
+
+    def _reference(self, ro: Any) -> torch.Tensor | None:
+        key = self._reference_key(ro)
+        return None if key is None else self._references[key]
+
+    def _prepare_references(self, readouts: Sequence[Any]) -> None:
+        """Run each missing content-free prompt once (raw readout) and cache its scores."""
+        todo: dict[tuple, Any] = {}
+        for ro in readouts:
+            key = self._reference_key(ro)
+            if key is not None and key not in self._references:
+                todo.setdefault(key, ro)
+        one_step = [(k, ro) for k, ro in todo.items()
+                    if not (isinstance(ro, LabelReadout) and not self._labels(ro).is_single_step)]
+        forced = [(k, ro) for k, ro in todo.items() if (k, ro) not in one_step]
+        jobs = [SeqJob(list(ro.calibration_tokens), vocab=self._vocab(ro)) for _, ro in one_step]
+        self.runner.run(jobs)
+        for (key, ro), job in zip(one_step, jobs):
+            self._references[key] = self._raw_scores(ro, job.logits)[0]
+        if forced:
+            scores = score_labels(self.runner, [(None, list(ro.calibration_tokens))
+                                                for _, ro in forced],
+                                  [self._labels(ro) for _, ro in forced])
+            for (key, _), s in zip(forced, scores):
+                self._references[key] = s
+        if todo:
+            log.debug("computed %d calibration references", len(todo))

@@ -1,0 +1,61 @@
+"""Label readouts: teacher-forced scoring for labels whose first tokens collide, and turning
+per-label scores into an Answer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from quail_engine.infer.api import Answer
+from quail_engine.infer.readout import LabelTokens, calibrated
+from quail_engine.infer.runner import Runner, SeqJob
+
+
+def score_labels(runner: Runner, seqs: Sequence[tuple[Any, list[int]]],
+                 label_sets: Sequence[LabelTokens]) -> list[torch.Tensor]:
+    """Per sequence (prefix KV or None, own tokens): [num_labels] log-probabilities of each
+    label's continuation, log-sum-exp over its spellings (bare and after a space).
+
+    The prompt runs once with its KV kept; each spelling's tokens but the last then run as a
+    suffix on that KV, read at every position (full vocabulary: log-softmax needs it)."""
+    prompts = [SeqJob(tokens, prefix, store_kv=True) for prefix, tokens in seqs]
+    runner.run(prompts)
+    first = [torch.log_softmax(job.logits[-1], dim=-1) for job in prompts]
+    conts: list[tuple[int, int, int, SeqJob]] = []
+    for k, (job, lt) in enumerate(zip(prompts, label_sets)):
+        for li, spellings in enumerate(lt.spellings):
+            for si, sp in enumerate(spellings):
+                if len(sp) > 1:
+                    conts.append((k, li, si, SeqJob(list(sp[:-1]), job.kv,
+                                                    read=tuple(range(len(sp) - 1)))))
+    runner.run([c[-1] for c in conts])
+    for job in prompts:
+        job.kv = None
+    rest = {(k, li, si): _continuation_logprob(job.logits, lt_sp)
+            for k, li, si, job in conts
+            for lt_sp in [label_sets[k].spellings[li][si][1:]]}
+    out = []
+    for k, lt in enumerate(label_sets):
+        per_label = []
+        for li, spellings in enumerate(lt.spellings):
+            totals = [first[k][sp[0]] + rest.get((k, li, si), 0.0) for si, sp in
+                      enumerate(spellings)]
+            per_label.append(torch.logsumexp(torch.stack([torch.as_tensor(t) for t in totals]), 0))
+        out.append(torch.stack(per_label))
+    return out
+
+
+def _continuation_logprob(logits: torch.Tensor, targets: Sequence[int]) -> torch.Tensor:
+    logp = torch.log_softmax(logits, dim=-1)
+    return logp[torch.arange(len(targets)), torch.tensor(list(targets))].sum()
+
+
+def label_answers(labels: Sequence[str], scores: torch.Tensor,
+                  reference: torch.Tensor | None) -> Answer:
+    """Best label after calibration; `score` is its softmax share among the labels."""
+    adjusted = calibrated(scores, reference)
+    probs = torch.softmax(adjusted.float(), dim=-1)
+    best = int(adjusted.argmax())
+    return Answer(value=labels[best], score=float(probs[best]))

@@ -1,0 +1,114 @@
+"""Forward passes: pack sequence jobs (scheduler), build the packed tensors, run the model, read
+only the positions asked for against only the LM-head rows asked for, and split the results."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from quail_engine.infer.api import EngineStats
+from quail_engine.infer.scheduler import Scheduler, SeqWork
+
+
+@dataclass
+class SeqJob:
+    """One sequence to prefill.
+
+    `prefix`: the model's PrefixKV this sequence continues (positions start after it), or None.
+    `read`: offsets into `tokens` whose logits are wanted (negative = from the end).
+    `vocab`: LM-head rows to compute (None = the full vocabulary).
+    `store_kv`: return the KV of the whole sequence (prefix + own tokens) in `kv`.
+    Outputs: `logits` [len(read), len(vocab)], `kv`.
+    """
+
+    tokens: Sequence[int]
+    prefix: Any = None
+    read: Sequence[int] = (-1,)
+    vocab: tuple[int, ...] | None = None
+    store_kv: bool = False
+    logits: torch.Tensor | None = None
+    kv: Any = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def num_prefix_tokens(self) -> int:
+        return 0 if self.prefix is None else self.prefix.num_tokens
+
+
+class Runner:
+    """Runs `SeqJob`s through `model`, many per forward pass, and counts the work in `stats`."""
+
+    def __init__(self, model: Any, scheduler: Scheduler, stats: EngineStats,
+                 device: torch.device | str = "cpu"):
+        self.model = model
+        self.scheduler = scheduler
+        self.stats = stats
+        self.device = torch.device(device)
+
+    def run(self, jobs: Sequence[SeqJob], count_as_decode: bool = False) -> None:
+        work = [SeqWork(len(j.tokens), j.num_prefix_tokens) for j in jobs]
+        for batch in self.scheduler.pack(work):
+            self._run_pass([jobs[i] for i in batch], count_as_decode)
+
+    @torch.inference_mode()
+    def _run_pass(self, jobs: list[SeqJob], count_as_decode: bool) -> None:
+        ids, positions, cu, reads, read_owner = [], [], [0], [], []
+        for k, job in enumerate(jobs):
+            n, start = len(job.tokens), job.num_prefix_tokens
+            ids.extend(job.tokens)
+            positions.extend(range(start, start + n))
+            for r in job.read:
+                off = r if r >= 0 else n + r
+                if not 0 <= off < n:
+                    raise ValueError(f"read offset {r} outside a sequence of {n} tokens")
+                reads.append(cu[-1] + off)
+                read_owner.append(k)
+            cu.append(cu[-1] + n)
+        dev = self.device
+        hidden, kvs = self.model.forward(
+            torch.tensor(ids, dtype=torch.long, device=dev),
+            torch.tensor(positions, dtype=torch.long, device=dev),
+            torch.tensor(cu, dtype=torch.int32, device=dev),
+            [j.prefix for j in jobs],
+            torch.tensor(reads, dtype=torch.long, device=dev),
+            [j.store_kv for j in jobs],
+        )
+        self.stats.forward_passes += 1
+        if count_as_decode:
+            self.stats.decode_tokens += len(ids)
+        else:
+            self.stats.fresh_tokens += len(ids)
+        self._split_logits(jobs, hidden, read_owner)
+        for job, kv in zip(jobs, kvs):
+            if job.store_kv:
+                job.kv = kv if job.prefix is None else job.prefix.concat(kv)
+
+    def _split_logits(self, jobs: list[SeqJob], hidden: torch.Tensor,
+                      read_owner: list[int]) -> None:
+        owner = torch.tensor(read_owner, dtype=torch.long)
+        full = [k for k, j in enumerate(jobs) if j.read and j.vocab is None]
+        subset = [k for k, j in enumerate(jobs) if j.read and j.vocab is not None]
+        if full:
+            rows = torch.isin(owner, torch.tensor(full)).nonzero().flatten()
+            self._assign(jobs, owner[rows], self.model.logits(hidden[rows.to(hidden.device)], None),
+                         None)
+        if subset:
+            union = sorted({t for k in subset for t in jobs[k].vocab})
+            rows = torch.isin(owner, torch.tensor(subset)).nonzero().flatten()
+            union_t = torch.tensor(union, dtype=torch.long, device=hidden.device)
+            logits = self.model.logits(hidden[rows.to(hidden.device)], union_t)
+            self._assign(jobs, owner[rows], logits, {t: c for c, t in enumerate(union)})
+
+    @staticmethod
+    def _assign(jobs: list[SeqJob], owners: torch.Tensor, logits: torch.Tensor,
+                column: dict[int, int] | None) -> None:
+        logits = logits.float().cpu()
+        for k in owners.unique().tolist():
+            rows = (owners == k).nonzero().flatten()
+            part = logits[rows]
+            if column is not None:
+                part = part[:, [column[t] for t in jobs[k].vocab]]
+            jobs[k].logits = part

@@ -1,0 +1,76 @@
+"""Packed and prefix-shared requests through the engine give transformers' logits (fp32)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import hf_last_logits
+
+from quail_engine.infer.api import BooleanReadout, Request
+from quail_engine.infer.runner import SeqJob
+
+RTOL = 1e-4
+
+
+def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a - b).abs().max() / b.abs().max())
+
+
+def prompts(lengths, seed=1, vocab=128):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(2, vocab, (n,), generator=g).tolist() for n in lengths]
+
+
+@pytest.mark.parametrize("lengths", [[1], [7], [5, 17, 1, 33, 9], [40] * 4, [3, 60, 2]])
+@pytest.mark.parametrize("budget", [8, 64, 4096])
+def test_packed_answer_logits_equal_transformers(tiny_llama, engine, lengths, budget):
+    hf, _, _ = tiny_llama
+    engine.runner.scheduler = type(engine.runner.scheduler)(token_budget=budget)
+    vocab = (3, 5, 90, 11)
+    jobs = [SeqJob(p, vocab=vocab) for p in prompts(lengths)]
+    engine.runner.run(jobs)
+    for job in jobs:
+        ref = hf_last_logits(hf, list(job.tokens))[list(vocab)]
+        assert job.logits.shape == (1, len(vocab))
+        assert rel_err(job.logits[0], ref) <= RTOL
+
+
+@pytest.mark.parametrize("prefix_len, suffix_lengths", [(1, [1, 4]), (24, [3, 11, 1, 30]),
+                                                        (50, [8] * 6)])
+def test_prefix_shared_equals_unshared_and_transformers(tiny_llama, engine, prefix_len,
+                                                        suffix_lengths):
+    hf, _, _ = tiny_llama
+    prefix = prompts([prefix_len], seed=2)[0]
+    suffixes = prompts(suffix_lengths, seed=3)
+    handle = engine.add_prefix(prefix)
+    readout = BooleanReadout()
+    shared = engine.run([Request(tuple(s), readout, handle) for s in suffixes])
+    unshared = engine.run([Request(tuple(prefix + s), readout) for s in suffixes])
+    tokens = engine._booleans(readout)
+    for s, a, b in zip(suffixes, shared, unshared):
+        ref = tokens.margins(hf_last_logits(hf, prefix + s)[list(tokens.vocab)].unsqueeze(0))[0]
+        assert a.margin == pytest.approx(float(ref), abs=1e-4)
+        assert b.margin == pytest.approx(float(ref), abs=1e-4)
+        assert a.value == b.value == (float(ref) > 0)
+    engine.release(handle)
+
+
+def test_nested_prefix_equals_flat_prompt(tiny_llama, engine):
+    hf, _, _ = tiny_llama
+    head, doc, question = prompts([6, 20, 5], seed=4)
+    outer = engine.add_prefix(head)
+    inner = engine.add_prefix(doc, parent=outer)
+    assert inner.num_tokens == 26
+    job = SeqJob(question, engine.arena.get(inner.id), vocab=tuple(range(256)))
+    engine.runner.run([job])
+    assert rel_err(job.logits[0], hf_last_logits(hf, head + doc + question)) <= RTOL
+
+
+def test_teacher_forced_label_positions_equal_transformers(tiny_llama, engine):
+    hf, _, _ = tiny_llama
+    prompt, cont = prompts([12, 4], seed=5)
+    job = SeqJob(prompt + cont, read=tuple(range(-5, 0)))
+    engine.runner.run([job])
+    with torch.no_grad():
+        ref = hf(torch.tensor([prompt + cont])).logits[0, -5:]
+    assert rel_err(job.logits, ref) <= RTOL
