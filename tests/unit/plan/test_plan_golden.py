@@ -147,3 +147,21 @@ def test_dp_keeps_both_anchor_choices_when_neither_dominates():
     anchors = sorted(c.steps[-1].anchor for c in cands)
     assert anchors == ["p", "r"]
     assert cands[0].steps[-1].anchor == "p"
+
+
+def test_replanning_after_a_join_changes_the_order_of_the_remaining_joins():
+    edges = [JoinEdge(1, "a", "b"), JoinEdge(2, "b", "c"), JoinEdge(3, "a", "d")]
+    ops = [info(1, "ai_join", ["a", "b"], {"a": 5, "b": 2000}, sel=0.5),
+           info(2, "ai_join", ["b", "c"], {"b": 2000, "c": 5}, sel=0.01),
+           info(3, "ai_join", ["a", "d"], {"a": 5, "d": 5}, sel=0.5)]
+    ctx = context(ops, {"a": 20, "b": 20, "c": 1, "d": 1})
+    estimated = 20 * 20 * 0.5
+
+    def remaining(observed):
+        best = plan_joins("abcd", edges, ctx, start=(frozenset("ab"), observed))[0]
+        return [s.alias for s in best.steps]
+
+    # as estimated, the very selective join with c shrinks the large intermediate first;
+    # when a single row survived, that no longer pays and d goes first
+    assert remaining(estimated) == ["c", "d"]
+    assert remaining(1) == ["d", "c"]
