@@ -1,0 +1,117 @@
+"""PackedBatch: the per-forward metadata of the GPU path, built once on the host.
+
+Sequences are reordered so that all sequences sharing one resident prefix sit next to each
+other; each such run is one segment of the prefix-attention kernel (its queries share every
+K/V tile of the anchor). Sequences without a prefix form segments of prefix length 0.
+Reads are remapped into the new order, so callers see rows in their own order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from quail_engine.infer.gpu.paged_kv import PagedKVArena, PagedPrefix
+
+
+@dataclass
+class PackedBatch:
+    input_ids: torch.Tensor        # [T] long, reordered
+    positions: torch.Tensor        # [T] long
+    cu_seqlens: torch.Tensor       # [B+1] int32
+    max_seqlen: int
+    read_index: torch.Tensor       # [R] long rows in the reordered pack, in the caller's order
+    has_prefix: bool
+    seg_cu: torch.Tensor | None    # [S+1] int32 query rows of each prefix segment
+    block_table: torch.Tensor | None  # [S, max_pages] int32
+    prefix_lens: torch.Tensor | None  # [S] int32
+    max_seg_len: int
+    store_rows: torch.Tensor | None   # [N] long rows whose K/V go to the arena
+    store_slots: torch.Tensor | None  # [N] long flat arena slots
+    stored: list[PagedPrefix | None]  # per sequence in the caller's order
+
+
+def _order(prefixes: Sequence[PagedPrefix | None]) -> list[int]:
+    first_seen: dict[int, int] = {}
+    for b, p in enumerate(prefixes):
+        first_seen.setdefault(id(p) if p is not None else 0, b)
+    return sorted(range(len(prefixes)),
+                  key=lambda b: (first_seen[id(prefixes[b]) if prefixes[b] is not None else 0], b))
+
+
+def pack(input_ids: torch.Tensor, positions: torch.Tensor, cu_seqlens: torch.Tensor,
+         prefixes: Sequence[PagedPrefix | None], read_index: torch.Tensor,
+         store_kv: Sequence[bool] | None, arena: PagedKVArena | None) -> PackedBatch:
+    device = input_ids.device
+    bounds = [int(x) for x in cu_seqlens.tolist()]
+    num_seqs = len(bounds) - 1
+    if len(prefixes) != num_seqs:
+        raise ValueError(f"{len(prefixes)} prefixes for {num_seqs} sequences")
+    for p in prefixes:
+        if p is not None and not isinstance(p, PagedPrefix):
+            raise ValueError(f"the GPU path takes PagedPrefix prefixes, got {type(p).__name__}")
+    store = list(store_kv) if store_kv is not None else [False] * num_seqs
+    order = _order(prefixes)
+    lengths = [bounds[b + 1] - bounds[b] for b in range(num_seqs)]
+    new_start: dict[int, int] = {}
+    pos = 0
+    for b in order:
+        new_start[b] = pos
+        pos += lengths[b]
+    identity = order == list(range(num_seqs))
+    if identity:
+        ids, poss = input_ids, positions
+        reads = read_index
+    else:
+        perm = torch.cat([torch.arange(bounds[b], bounds[b + 1]) for b in order]).to(device)
+        ids, poss = input_ids[perm], positions[perm]
+        old_to_new = torch.empty_like(perm)
+        old_to_new[perm] = torch.arange(perm.numel(), device=device)
+        reads = old_to_new[read_index]
+    new_cu = [0]
+    for b in order:
+        new_cu.append(new_cu[-1] + lengths[b])
+
+    has_prefix = any(p is not None and p.num_tokens > 0 for p in prefixes)
+    seg_cu = block_table = prefix_lens = None
+    max_seg = 0
+    if has_prefix:
+        segs: list[tuple[PagedPrefix | None, int, int]] = []
+        for b in order:
+            p = prefixes[b] if prefixes[b] is not None and prefixes[b].num_tokens > 0 else None
+            start, end = new_start[b], new_start[b] + lengths[b]
+            if segs and segs[-1][0] is p:
+                segs[-1] = (p, segs[-1][1], end)
+            else:
+                segs.append((p, start, end))
+        width = max(1, max(len(p.pages) for p, _, _ in segs if p is not None))
+        table = torch.zeros(len(segs), width, dtype=torch.int32)
+        for i, (p, _, _) in enumerate(segs):
+            if p is not None:
+                table[i, :len(p.pages)] = torch.tensor(p.pages, dtype=torch.int32)
+        seg_cu = torch.tensor([s for _, s, _ in segs] + [segs[-1][2]], dtype=torch.int32,
+                              device=device)
+        block_table = table.to(device)
+        prefix_lens = torch.tensor([p.num_tokens if p is not None else 0 for p, _, _ in segs],
+                                   dtype=torch.int32, device=device)
+        max_seg = max(e - s for _, s, e in segs)
+
+    stored: list[PagedPrefix | None] = [None] * num_seqs
+    rows, slots = [], []
+    for b in range(num_seqs):
+        if store[b]:
+            if arena is None:
+                raise ValueError("store_kv needs a KV arena")
+            entry = arena.allocate(lengths[b])
+            stored[b] = entry
+            rows.append(torch.arange(new_start[b], new_start[b] + lengths[b]))
+            slots.append(entry.slots())
+    return PackedBatch(
+        input_ids=ids, positions=poss,
+        cu_seqlens=torch.tensor(new_cu, dtype=torch.int32, device=device),
+        max_seqlen=max(lengths, default=0), read_index=reads, has_prefix=has_prefix,
+        seg_cu=seg_cu, block_table=block_table, prefix_lens=prefix_lens, max_seg_len=max_seg,
+        store_rows=torch.cat(rows).to(device) if rows else None,
+        store_slots=torch.cat(slots).to(device) if slots else None, stored=stored)

@@ -1,0 +1,120 @@
+"""GpuCausalLM: the CausalLM contract (models/base.py) on Triton kernels and cuBLAS/fp8 GEMMs.
+
+Per layer: add+RMSNorm(+fp8) -> fused QKV GEMM -> QK-norm+RoPE in place -> (store K/V into
+arena pages) -> varlen causal attention [+ prefix attention + LSE merge] (+fp8) -> O GEMM ->
+add+RMSNorm(+fp8) -> fused gate/up GEMM -> SiLU*mul(+fp8) -> down GEMM. The last layer runs
+its MLP only on the rows that are read. Families: llama, qwen3 (qwen2 without attention bias).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch
+
+from quail_engine.infer.config import ModelConfig
+from quail_engine.infer.gpu.batch import pack
+from quail_engine.infer.gpu.linear import GpuLinear
+from quail_engine.infer.gpu.paged_kv import PagedKVArena, PagedPrefix
+from quail_kernels.add_rmsnorm import add_rmsnorm
+from quail_kernels.lse_merge import lse_merge
+from quail_kernels.prefix_attention import prefix_attention
+from quail_kernels.qk_norm_rope import qk_norm_rope, rope_cos_sin
+from quail_kernels.silu_mul import silu_mul
+from quail_kernels.varlen_attention import varlen_attention
+
+GPU_FAMILIES = ("llama", "qwen2", "qwen3")
+
+
+class GpuLayer:
+    def __init__(self, sd: Mapping[str, torch.Tensor], i: int, config: ModelConfig, fp8: bool,
+                 device: torch.device, dtype: torch.dtype):
+        p = f"model.layers.{i}."
+        dev = lambda name: sd[p + name].to(device)  # noqa: E731
+        self.ln1 = dev("input_layernorm.weight").float()
+        self.ln2 = dev("post_attention_layernorm.weight").float()
+        self.qkv = GpuLinear(torch.cat([dev("self_attn.q_proj.weight"), dev("self_attn.k_proj.weight"),
+                                        dev("self_attn.v_proj.weight")]), fp8, dtype)
+        self.o = GpuLinear(dev("self_attn.o_proj.weight"), fp8, dtype)
+        self.gate_up = GpuLinear(torch.cat([dev("mlp.gate_proj.weight"), dev("mlp.up_proj.weight")]),
+                                 fp8, dtype)
+        self.down = GpuLinear(dev("mlp.down_proj.weight"), fp8, dtype)
+        self.q_norm = dev("self_attn.q_norm.weight").float() if config.qk_norm else None
+        self.k_norm = dev("self_attn.k_norm.weight").float() if config.qk_norm else None
+
+
+class GpuCausalLM:
+    """Same forward/logits contract as CausalLM; prefixes are PagedPrefix entries of `arena`."""
+
+    def __init__(self, config: ModelConfig, state_dict: Mapping[str, torch.Tensor],
+                 fp8: bool = False, device: torch.device | str = "cuda",
+                 arena: PagedKVArena | None = None, dtype: torch.dtype = torch.bfloat16):
+        if config.family not in GPU_FAMILIES or config.attention_bias or config.sandwich_norm:
+            raise ValueError(f"the GPU path supports {GPU_FAMILIES} without attention bias; "
+                             f"got family {config.family!r}")
+        if config.rope_scaling is not None or "sliding_attention" in config.layer_types:
+            raise ValueError("the GPU path does not support RoPE scaling or sliding windows yet")
+        self.config = config
+        self.fp8 = fp8
+        self.device = torch.device(device)
+        self.dtype = dtype
+        self.embed = state_dict["model.embed_tokens.weight"].to(self.device, self.dtype)
+        head = state_dict.get("lm_head.weight")
+        self.lm_head = self.embed if head is None or config.tie_word_embeddings else \
+            head.to(self.device, self.dtype)
+        self.final_norm = state_dict["model.norm.weight"].to(self.device).float()
+        self.layers = [GpuLayer(state_dict, i, config, fp8, self.device, dtype)
+                       for i in range(config.num_layers)]
+        self.cos_sin = rope_cos_sin(config.max_position, config.head_dim, config.rope_theta,
+                                    self.device)
+        self.arena = arena
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, cu_seqlens: torch.Tensor,
+                prefixes: Sequence[PagedPrefix | None], read_index: torch.Tensor,
+                store_kv: Sequence[bool] | None = None):
+        """-> (hidden [R, H] before the final norm, per sequence PagedPrefix of its own tokens
+        when store_kv[b] else None)."""
+        if positions.numel() and int(positions.max()) >= self.cos_sin.shape[0]:
+            raise ValueError(f"position {int(positions.max())} beyond max_position "
+                             f"{self.cos_sin.shape[0]}")
+        b = pack(input_ids, positions, cu_seqlens, prefixes, read_index, store_kv, self.arena)
+        cfg = self.config
+        x = self.embed[b.input_ids]
+        res = None
+        last = len(self.layers) - 1
+        for li, layer in enumerate(self.layers):
+            h, res, s = add_rmsnorm(x, res, layer.ln1, cfg.rms_norm_eps, self.fp8)
+            qkv = layer.qkv(h, s)
+            q, k, v = qk_norm_rope(qkv, b.positions, self.cos_sin, layer.q_norm, layer.k_norm,
+                                   cfg.num_heads, cfg.num_kv_heads, cfg.rms_norm_eps)
+            if b.store_rows is not None:
+                self.arena.k[li].view(-1, cfg.num_kv_heads, cfg.head_dim)[b.store_slots] = \
+                    k[b.store_rows]
+                self.arena.v[li].view(-1, cfg.num_kv_heads, cfg.head_dim)[b.store_slots] = \
+                    v[b.store_rows]
+            o, lse = varlen_attention(q, k, v, b.cu_seqlens, b.max_seqlen, cfg.attention_scale)
+            if b.has_prefix:
+                op, lp = prefix_attention(q, self.arena.k[li], self.arena.v[li], b.seg_cu,
+                                          b.block_table, b.prefix_lens, b.max_seg_len,
+                                          cfg.attention_scale)
+                a, s = lse_merge(o, lse, op, lp, fp8=self.fp8)
+            elif self.fp8:
+                a, s = lse_merge(o, lse, fp8=True)
+            else:
+                a, s = o.view(o.shape[0], -1), None
+            x = layer.o(a, s)
+            if li == last:
+                x, res = x[b.read_index], res[b.read_index]
+            h, res, s = add_rmsnorm(x, res, layer.ln2, cfg.rms_norm_eps, self.fp8)
+            a, s = silu_mul(layer.gate_up(h, s), fp8=self.fp8)
+            x = layer.down(a, s)
+        hidden = (x.float() + res.float()).to(self.dtype)
+        return hidden, b.stored
+
+    def logits(self, hidden: torch.Tensor, token_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Final norm + LM head restricted to `token_ids` (all if None), in float32."""
+        h = hidden.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.config.rms_norm_eps)
+        h = h.to(self.dtype).float() * self.final_norm
+        weight = self.lm_head if token_ids is None else self.lm_head[token_ids]
+        return h @ weight.float().t()
