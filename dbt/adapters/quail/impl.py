@@ -11,6 +11,7 @@ nothing, and dbt-duckdb's swap-and-commit does the rest exactly as for any other
 from __future__ import annotations
 
 import itertools
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,17 @@ class QuailAdapter(DuckDBAdapter):
     ConnectionManager = QuailConnectionManager
     AdapterSpecificConfigs = QuailConfig
 
+    def __init__(self, config: Any, mp_context: Any) -> None:
+        super().__init__(config, mp_context)
+        self._results: dict[int, list[tuple[Any, str]]] = {}
+
+    def post_model_hook(self, config: Any, context: Any) -> None:
+        try:
+            for cursor, name in self._results.pop(threading.get_ident(), []):
+                cursor.unregister(name)
+        finally:
+            super().post_model_hook(config, context)
+
     def debug_query(self) -> None:
         super().debug_query()
         AiRunner.for_credentials(self.config.credentials).check_model()
@@ -60,6 +72,7 @@ class QuailAdapter(DuckDBAdapter):
         table = runner.run(compiled_code, dialect, cursor, model_name or "<model>")
         name = f"__quail_result_{next(_RESULT_IDS)}"
         cursor.register(name, table)
+        self._results.setdefault(threading.get_ident(), []).append((cursor, name))
         return f'select * from "{name}"'
 
     @available
