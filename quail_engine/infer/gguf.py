@@ -1,0 +1,152 @@
+"""GGUF files: dequantize once, cache as a Hugging Face directory, load in about a second.
+
+`convert_gguf(path)` writes `config.json`, `model.safetensors` (float32, HF tensor names, HF
+conventions) and the tokenizer files to a cache directory keyed by the file's name, size and
+mtime; the loader then treats it like any local HF directory. Two llama.cpp conventions are
+undone: Llama-architecture GGUFs store Q/K rows permuted for llama.cpp's interleaved RoPE
+(reversed here, as transformers does), and Gemma GGUFs store RMSNorm weights with the +1 folded
+in (subtracted here, since our Gemma norm multiplies by 1 + w).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import save_file
+
+from quail_engine.errors import ModelError
+from quail_engine.infer.models import build_model, config_from_hf
+
+logger = logging.getLogger(__name__)
+
+# GGUF architecture -> (HF model_type, {gguf metadata suffix: HF config key}).
+_ARCHS = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gemma3": "gemma3_text"}
+_METADATA = {
+    "block_count": "num_hidden_layers", "context_length": "max_position_embeddings",
+    "embedding_length": "hidden_size", "feed_forward_length": "intermediate_size",
+    "attention.head_count": "num_attention_heads", "attention.head_count_kv": "num_key_value_heads",
+    "attention.key_length": "head_dim", "rope.freq_base": "rope_theta",
+    "attention.layer_norm_rms_epsilon": "rms_norm_eps", "attention.sliding_window": "sliding_window",
+    "vocab_size": "vocab_size",
+}
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("QUAIL_CACHE_DIR") or Path.home() / ".cache" / "quail" / "models")
+
+
+def cache_dir_for(path: Path) -> Path:
+    stat = path.stat()
+    return cache_root() / f"{path.stem}-{stat.st_size}-{stat.st_mtime_ns}"
+
+
+def _field(reader, key: str, default=None):
+    field = reader.fields.get(key)
+    return default if field is None else field.contents()
+
+
+def hf_config_from_gguf(reader) -> dict:
+    """A config.json dict equivalent to the GGUF's metadata (transformers' reading of it)."""
+    arch = _field(reader, "general.architecture")
+    if arch not in _ARCHS:
+        raise ModelError(f"GGUF architecture {arch!r} is not supported; supported: {sorted(_ARCHS)}")
+    hf: dict = {"model_type": _ARCHS[arch]}
+    for suffix, key in _METADATA.items():
+        value = _field(reader, f"{arch}.{suffix}")
+        if value is not None:
+            hf[key] = value
+    names = {t.name: t for t in reader.tensors}
+    hf.setdefault("vocab_size", int(names["token_embd.weight"].shape[-1]))
+    hf["tie_word_embeddings"] = "output.weight" not in names
+    scaling = _field(reader, f"{arch}.rope.scaling.type")
+    if scaling not in (None, "none"):
+        factor = float(_field(reader, f"{arch}.rope.scaling.factor", 1.0))
+        hf["rope_scaling"] = {"rope_type": scaling, "factor": factor}
+    if "rope_freqs.weight" in names:
+        raise ModelError("GGUF with a rope_freqs tensor (Llama 3.1-style RoPE) is not supported")
+    for token, key in (("bos", "bos_token_id"), ("eos", "eos_token_id")):
+        value = _field(reader, f"tokenizer.ggml.{token}_token_id")
+        if value is not None:
+            hf[key] = int(value)
+    return hf
+
+
+def _reverse_llama_permute(weights: np.ndarray, num_heads: int) -> np.ndarray:
+    """Undo llama.cpp's convert_hf_to_gguf `permute` of Q/K rows (per head: halves interleaved)."""
+    dim = weights.shape[0] // num_heads // 2
+    w = weights.reshape(num_heads, dim, 2, *weights.shape[1:])
+    return w.swapaxes(2, 1).reshape(weights.shape)
+
+
+def gguf_state_dict(reader, hf: dict) -> dict[str, torch.Tensor]:
+    """Dequantized float32 tensors under HF names, llama.cpp conventions undone."""
+    from gguf import MODEL_ARCH_NAMES, dequantize, get_tensor_name_map
+
+    config = config_from_hf(hf)
+    arch_name = _field(reader, "general.architecture")
+    arch = next(a for a, n in MODEL_ARCH_NAMES.items() if n == arch_name)
+    name_map = get_tensor_name_map(arch, config.num_layers)
+    with torch.device("meta"):
+        expected = build_model(config).state_dict()
+    to_hf = {}
+    for hf_name in expected:
+        stem, _, suffix = hf_name.rpartition(".")
+        gguf_name = name_map.get_name(stem)
+        if gguf_name is not None:
+            to_hf[f"{gguf_name}.{suffix}"] = hf_name
+    state = {}
+    for tensor in reader.tensors:
+        if tensor.name not in to_hf:
+            logger.info("GGUF tensor %s has no counterpart; skipped", tensor.name)
+            continue
+        weights = np.asarray(dequantize(tensor.data, tensor.tensor_type), dtype=np.float32)
+        if arch_name == "llama" and ".attn_q." in tensor.name:
+            weights = _reverse_llama_permute(weights, config.num_heads)
+        elif arch_name == "llama" and ".attn_k." in tensor.name:
+            weights = _reverse_llama_permute(weights, config.num_kv_heads)
+        elif arch_name == "gemma3" and tensor.name.endswith("norm.weight"):
+            weights = weights - 1.0
+        if not weights.flags.writeable or not weights.flags.c_contiguous:
+            weights = weights.copy()
+        state[to_hf[tensor.name]] = torch.from_numpy(weights)
+    return state
+
+
+def convert_gguf(path: str | Path, force: bool = False) -> Path:
+    """The cached HF directory for GGUF `path`, converting it first if needed."""
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"GGUF file {str(path)!r} does not exist")
+    target = cache_dir_for(path)
+    if (target / "config.json").exists() and not force:
+        return target
+    from gguf import GGUFReader
+    from transformers import AutoTokenizer
+
+    start = time.perf_counter()
+    reader = GGUFReader(str(path))
+    hf = hf_config_from_gguf(reader)
+    state = gguf_state_dict(reader, hf)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+        tokenizer.save_pretrained(str(tmp))
+        hf["quail_source"] = str(path)
+        (tmp / "config.json").write_text(json.dumps(hf, indent=1))
+        if target.exists():
+            shutil.rmtree(target)
+        tmp.rename(target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    logger.info("converted %s to %s in %.1f s", path, target, time.perf_counter() - start)
+    return target
