@@ -79,3 +79,32 @@ def test_prefix_shared_requests_answer_like_unshared(device, family):
     for entry in stored:
         assert entry.release()
     assert fast.arena.num_free_pages == 16
+
+
+def test_gpu_runner_answers_like_cpu_runner(device):
+    """The GPU runner (prefix-sorted packing, async readout) gives each job the logits the plain
+    runner gives it, including jobs that continue a prefix the runner stored."""
+    from quail_engine.infer.api import EngineStats
+    from quail_engine.infer.gpu.runner import GpuRunner
+    from quail_engine.infer.runner import Runner, SeqJob
+    from quail_engine.infer.scheduler import Scheduler
+
+    config, ref, fast = _models("qwen3", device)
+    g = torch.Generator().manual_seed(4)
+    anchor = torch.randint(0, 97, (30,), generator=g).tolist()
+    tails = [torch.randint(0, 97, (n,), generator=g).tolist() for n in (4, 9, 2)]
+    gpu = GpuRunner(fast, EngineStats(), token_budget=24)
+    store = SeqJob(anchor, read=(), store_kv=True)
+    gpu.run([store])
+    vocab = (3, 5, 40)
+    jobs = [SeqJob(t, prefix=store.kv if i % 2 == 0 else None, vocab=vocab)
+            for i, t in enumerate(tails)]
+    gpu.run(jobs)
+    cpu = Runner(ref, Scheduler(64), EngineStats())
+    want = [SeqJob((anchor + t) if i % 2 == 0 else t, vocab=vocab) for i, t in enumerate(tails)]
+    with torch.inference_mode():
+        cpu.run(want)
+    for got, exp in zip(jobs, want):
+        assert got.logits.shape == (1, 3)
+        assert rel_err(got.logits, exp.logits) < 1e-4
+    assert gpu.stats.fresh_tokens == 30 + 15

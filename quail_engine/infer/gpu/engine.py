@@ -1,0 +1,52 @@
+"""GpuEngine: LocalEngine (the Engine protocol) with the model on GpuCausalLM, the runner on
+GpuRunner and prefixes in the paged arena, so callers use one API whatever the device."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import torch
+
+from quail_engine.infer.api import PrefixHandle
+from quail_engine.infer.engine import LocalEngine
+from quail_engine.infer.gpu.model import GpuCausalLM
+from quail_engine.infer.gpu.paged_kv import PagedKVArena
+from quail_engine.infer.gpu.runner import GpuRunner
+
+log = logging.getLogger(__name__)
+
+
+def build_gpu_model(config: Any, state_dict: dict, fp8: bool = False, device: str = "cuda",
+                    kv_fraction: float = 0.4, page_size: int = 64) -> GpuCausalLM:
+    """GpuCausalLM + a paged arena taking `kv_fraction` of the GPU memory free after loading."""
+    model = GpuCausalLM(config, state_dict, fp8=fp8, device=device)
+    free, _ = torch.cuda.mem_get_info(model.device)
+    model.arena = PagedKVArena.for_budget(config.num_layers, config.num_kv_heads, config.head_dim,
+                                          int(free * kv_fraction), page_size, model.dtype,
+                                          model.device)
+    log.info("paged KV arena: %d pages of %d tokens", model.arena.num_pages, page_size)
+    return model
+
+
+class GpuEngine(LocalEngine):
+    def __init__(self, model: GpuCausalLM, tokenizer: Any, config: Any = None,
+                 model_id: str = "local", token_budget: int | None = None, **kwargs: Any):
+        super().__init__(model, tokenizer, config, model_id=model_id, device=model.device,
+                         **kwargs)
+        self.runner = GpuRunner(model, self.stats, token_budget)
+
+    @classmethod
+    def load(cls, spec: str = "default", device: str = "cuda", dtype: Any = None,
+             fp8: bool = False, **kwargs: Any) -> GpuEngine:
+        from quail_engine.infer.loader import load_model
+
+        cpu_model, tokenizer, config = load_model(spec, "cpu", dtype or torch.bfloat16)
+        model = build_gpu_model(config, cpu_model.state_dict(), fp8=fp8, device=device)
+        return cls(model, tokenizer, config, model_id=spec, **kwargs)
+
+    def release(self, handle: PrefixHandle) -> None:
+        entry = self.arena.get(handle.id)
+        super().release(handle)
+        if not self.arena.has(handle.id):
+            entry.release()

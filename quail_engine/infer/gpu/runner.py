@@ -1,0 +1,111 @@
+"""GpuRunner: the Runner interface (infer/runner.py: `run(jobs)` over SeqJob) on GpuCausalLM.
+
+Differences from the CPU runner, all for throughput: the token budget is sized from free GPU
+memory; jobs are ordered so that sequences sharing a resident prefix pack together (one
+prefix-attention segment each); answer logits are copied to pinned host memory asynchronously
+and the host waits once, after the last pass of the call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import torch
+
+from quail_engine.infer.api import EngineStats
+from quail_engine.infer.runner import SeqJob
+from quail_engine.infer.scheduler import Scheduler, SeqWork
+
+log = logging.getLogger(__name__)
+
+MIN_BUDGET, MAX_BUDGET = 2048, 65536
+
+
+def activation_bytes_per_token(config) -> int:
+    """Peak activation bytes one packed token needs inside a layer (bf16, both attention
+    partials live at once), with 25% headroom."""
+    c = config
+    q_dim = c.num_heads * c.head_dim
+    qkv = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim
+    elems = 4 * c.hidden_size + qkv + 3 * q_dim + 3 * c.intermediate_size
+    return int(1.25 * (2 * elems + 8 * c.num_heads))
+
+
+def token_budget_for(config, device: torch.device, fraction: float = 0.5) -> int:
+    """Fresh tokens per pass: `fraction` of the free GPU memory over the per-token activations,
+    clamped to [2048, 65536] and rounded down to a multiple of 1024."""
+    free, _ = torch.cuda.mem_get_info(device)
+    tokens = int(free * fraction) // activation_bytes_per_token(config)
+    return max(MIN_BUDGET, min(MAX_BUDGET, tokens // 1024 * 1024))
+
+
+class GpuRunner:
+    def __init__(self, model, stats: EngineStats, token_budget: int | None = None,
+                 max_seqs: int | None = None):
+        self.model = model
+        self.stats = stats
+        self.device = model.device
+        if token_budget is None and self.device.type != "cuda":
+            raise ValueError("token_budget is required off the GPU")
+        budget = token_budget or token_budget_for(model.config, self.device)
+        self.scheduler = Scheduler(budget, max_seqs or max(256, budget // 4))
+        log.info("GPU runner: %d tokens per pass", budget)
+
+    def run(self, jobs: Sequence[SeqJob], count_as_decode: bool = False) -> None:
+        order = sorted(range(len(jobs)), key=lambda i: id(jobs[i].prefix) if jobs[i].prefix
+                       is not None else 0)
+        work = [SeqWork(len(jobs[i].tokens), jobs[i].num_prefix_tokens) for i in order]
+        pending = []
+        for batch in self.scheduler.pack(work):
+            pending.append(self._run_pass([jobs[order[i]] for i in batch], count_as_decode))
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        for batch_jobs, owners, host, columns in pending:
+            for k, job in enumerate(batch_jobs):
+                rows = [r for r, o in enumerate(owners) if o == k]
+                if rows:
+                    part = host[rows]
+                    if job.vocab is not None:
+                        cols = list(job.vocab) if columns is None else [columns[t] for t in job.vocab]
+                        part = part[:, cols]
+                    job.logits = part
+
+    @torch.inference_mode()
+    def _run_pass(self, jobs: list[SeqJob], count_as_decode: bool):
+        ids, positions, cu, reads, owners = [], [], [0], [], []
+        for k, job in enumerate(jobs):
+            n, start = len(job.tokens), job.num_prefix_tokens
+            ids.extend(job.tokens)
+            positions.extend(range(start, start + n))
+            for r in job.read:
+                off = r if r >= 0 else n + r
+                if not 0 <= off < n:
+                    raise ValueError(f"read offset {r} outside a sequence of {n} tokens")
+                reads.append(cu[-1] + off)
+                owners.append(k)
+            cu.append(cu[-1] + n)
+        dev = self.device
+        as_tensor = lambda x, dt=torch.long: torch.tensor(x, dtype=dt).to(dev, non_blocking=True)  # noqa: E731
+        hidden, kvs = self.model.forward(as_tensor(ids), as_tensor(positions),
+                                         as_tensor(cu, torch.int32), [j.prefix for j in jobs],
+                                         as_tensor(reads), [j.store_kv for j in jobs])
+        self.stats.forward_passes += 1
+        if count_as_decode:
+            self.stats.decode_tokens += len(ids)
+        else:
+            self.stats.fresh_tokens += len(ids)
+        for job, kv in zip(jobs, kvs):
+            if job.store_kv:
+                job.kv = kv if job.prefix is None else job.prefix.concat(kv)
+        vocabs = [j.vocab for j in jobs if j.read]
+        columns = None
+        token_ids = None
+        if vocabs and all(v is not None for v in vocabs):
+            union = sorted({t for v in vocabs for t in v})
+            columns = {t: c for c, t in enumerate(union)}
+            token_ids = torch.tensor(union, dtype=torch.long, device=dev)
+        logits = self.model.logits(hidden, token_ids)
+        host = torch.empty(logits.shape, dtype=torch.float32, pin_memory=dev.type == "cuda")
+        host.copy_(logits, non_blocking=True)
+        return jobs, owners, host, columns
