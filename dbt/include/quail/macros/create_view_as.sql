@@ -2,7 +2,7 @@
     AI functions registered inside DuckDB. -#}
 {% macro quail__create_view_as(relation, sql) -%}
   {%- if execute -%}
-    {%- set sql = adapter.quail_view_sql(sql, config.get('quail_dialect')) -%}
+    {%- set sql = adapter.quail_view_sql(sql, quail_config_dialect()) -%}
   {%- endif -%}
   {{ return(duckdb__create_view_as(relation, sql)) }}
 {%- endmacro %}
