@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -74,5 +74,31 @@ def tiny_hf_model(request, tmp_path_factory):
     _randomise(model, seed=len(request.param))
     directory = tmp_path_factory.mktemp(f"tiny_{request.param}")
     model.save_pretrained(directory, safe_serialization=True)
-    json.loads((directory / "config.json").read_text())
     return request.param, model, directory
+
+
+def relative_error(ours: torch.Tensor, ref: torch.Tensor) -> float:
+    return ((ours.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
+
+
+def hf_logits(model, ids) -> torch.Tensor:
+    """Hugging Face full forward pass over one prompt: logits [len(ids), vocab]."""
+    with torch.no_grad():
+        return model(torch.tensor([list(ids)])).logits[0].float()
+
+
+def packed(prompts, prefixes=None, starts=None):
+    """(input_ids, positions, cu_seqlens, prefixes, read_index at each prompt's last token)."""
+    starts = starts or [0] * len(prompts)
+    ids = torch.tensor([t for p in prompts for t in p])
+    positions = torch.cat([torch.arange(s, s + len(p)) for s, p in zip(starts, prompts)])
+    lengths = torch.tensor([len(p) for p in prompts])
+    cu = torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)]).to(torch.int32)
+    return ids, positions, cu, prefixes or [None] * len(prompts), cu[1:].long() - 1
+
+
+@pytest.fixture(scope="session")
+def tools():
+    """The helpers above, for test modules (importing `conftest` by name is ambiguous when
+    several test folders have one)."""
+    return SimpleNamespace(relative_error=relative_error, hf_logits=hf_logits, packed=packed)
