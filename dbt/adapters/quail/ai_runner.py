@@ -64,7 +64,7 @@ class AiRunner:
 
     def check_model(self) -> None:
         engine = self.engine()
-        logger.info(f"quail: model {engine.model_id} loads on {self.device}")
+        logger.info(f"model {engine.model_id} loads on {self.device}")
 
     def run(self, sql: str, dialect: str, cursor: Any, model_name: str) -> Any:
         """Execute `sql` (in `dialect`) on `cursor` with its AI operators on the engine."""
@@ -83,7 +83,7 @@ class AiRunner:
             tokens = _token_count(engine) - before
         hits = _report_value(session, "cache_hits")
         logger.info(
-            f"quail: {model_name}: {table.num_rows} rows, {tokens} tokens, {seconds:.2f} s "
+            f"{model_name}: {table.num_rows} rows, {tokens} tokens, {seconds:.2f} s "
             f"on {engine.model_id} ({self.device})"
             + (f", {hits} answers from cache" if hits is not None else ""))
         return table
@@ -112,7 +112,7 @@ class AiRunner:
         except (QuailError, OSError, ValueError) as exc:
             raise DbtRuntimeError(
                 f"quail could not load model {spec!r} on {self.device}: {exc}") from exc
-        logger.info(f"quail: loaded model {spec!r} on {self.device} in "
+        logger.info(f"loaded model {spec!r} on {self.device} in "
                     f"{time.perf_counter() - start:.1f} s")
         return engine
 

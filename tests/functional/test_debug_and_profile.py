@@ -1,0 +1,58 @@
+"""`dbt debug` loads the configured model and says what is wrong when it cannot; profile fields
+are checked with messages that quote the bad value."""
+
+import pytest
+from dbt.tests.util import run_dbt_and_capture
+
+from dbt.adapters.quail.credentials import QuailCredentials
+
+pytestmark = pytest.mark.dbt
+
+
+class TestDebugReportsAMissingModel:
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, tmp_path_factory):
+        path = tmp_path_factory.mktemp("quail") / "test.duckdb"
+        return {"type": "quail", "threads": 1, "path": str(path),
+                "model": "/nonexistent/quail-model.gguf", "device": "cpu"}
+
+    def test_debug_fails_naming_the_model(self, project):
+        _, out = run_dbt_and_capture(["debug"], expect_pass=False)
+        assert "/nonexistent/quail-model.gguf" in out
+        assert "could not load model" in out
+
+
+@pytest.mark.model
+class TestDebugLoadsTheEmbeddedModel:
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, tmp_path_factory):
+        path = tmp_path_factory.mktemp("quail") / "test.duckdb"
+        return {"type": "quail", "threads": 1, "path": str(path), "device": "cpu"}
+
+    def test_debug_passes(self, project):
+        _, out = run_dbt_and_capture(["debug"])
+        assert "model default loads on cpu" in out
+
+
+_BAD_FIELDS = [
+    ({"dialect": "oracle"}, "'oracle'"),
+    ({"device": "tpu"}, "'tpu'"),
+    ({"max_batch_tokens": 0}, "max_batch_tokens"),
+    ({"max_new_tokens": -5}, "max_new_tokens"),
+]
+
+
+@pytest.mark.parametrize(("fields", "quoted"), _BAD_FIELDS)
+def test_bad_profile_fields_are_refused_with_the_value(fields, quoted):
+    with pytest.raises(Exception, match=quoted):
+        QuailCredentials(database="memory", schema="main", **fields)
+
+
+@pytest.mark.parametrize(("model", "expected"), [
+    (None, None), ("", None), ("embedded", None), ("Embedded", None),
+    ("/models/x.gguf", "/models/x.gguf")])
+def test_embedded_is_the_default_model(model, expected):
+    creds = QuailCredentials(database="memory", schema="main", model=model)
+    assert creds.model == expected
+    assert creds.type == "quail"
+    assert creds.dialect == "duckdb"
