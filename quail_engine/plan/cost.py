@@ -54,6 +54,13 @@ class ModelSpec:
         return spec
 
     @classmethod
+    def from_attrs(cls, cfg: Any, name: str = "model", weight_bytes: float = 2.0) -> ModelSpec:
+        """From an object with the same field names (the engine's ModelConfig)."""
+        return cls(name, int(cfg.num_layers), int(cfg.hidden_size), int(cfg.num_heads),
+                   int(cfg.num_kv_heads), int(cfg.head_dim), int(cfg.intermediate_size),
+                   int(getattr(cfg, "vocab_size", 0)), weight_bytes)
+
+    @classmethod
     def from_file(cls, path: str | Path, **kwargs: Any) -> ModelSpec:
         path = Path(path)
         return cls.from_config(json.loads(path.read_text()), name=path.parent.name, **kwargs)

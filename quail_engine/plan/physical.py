@@ -101,7 +101,8 @@ def build_physical(logical: Node, ctx: PlanContext, join: Candidate | None,
                           release=(key,), rows_in=js.rows_in, rows_out=js.rows_out,
                           work=js.work, est_seconds=ctx.seconds(js.work)))
     final_rows = join.rows if join is not None else (next(iter(rows.values())) if rows else 0.0)
-    resident = {s.doc for s in steps if s.kind == "filter"}
+    has_joins = any(s.kind == "join" for s in steps)
+    resident = set() if has_joins else {s.doc for s in steps if s.kind == "filter"}
     for op, alias in projections.items():
         info = ctx.ops[op]
         key = f"{alias}:{info.doc}" if alias else ""

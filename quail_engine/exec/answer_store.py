@@ -1,0 +1,32 @@
+"""Answers of the current query, by (operator id, binding values), read by the DuckDB UDFs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def value_key(values: Sequence[object]) -> tuple:
+    """Binding values as a hashable key; DuckDB and the scans hand over the same Python types."""
+    return tuple(None if v is None else str(v) for v in values)
+
+
+class AnswerStore:
+    """`complete` ops were precomputed for every row that can reach them: a miss is a row the
+    plan already eliminated (another conjunct is false), so it answers FALSE without a prompt."""
+
+    def __init__(self) -> None:
+        self._answers: dict[int, dict[tuple, object]] = {}
+        self.complete: set[int] = set()
+        self.skipped: dict[int, int] = {}
+
+    def put(self, op: int, values: Sequence[object], answer: object) -> None:
+        self._answers.setdefault(op, {})[value_key(values)] = answer
+
+    def has(self, op: int, values: Sequence[object]) -> bool:
+        return value_key(values) in self._answers.get(op, {})
+
+    def get(self, op: int, values: Sequence[object], default: object = None) -> object:
+        return self._answers.get(op, {}).get(value_key(values), default)
+
+    def count(self, op: int) -> int:
+        return len(self._answers.get(op, {}))

@@ -1,0 +1,159 @@
+"""Precompute the answers of one core in the planned order.
+
+Scans each relation on DuckDB, estimates tokens and selectivities (hints win, else a small
+sample whose answers are kept), plans, then runs the AI filters per relation in chunks with the
+document KV resident across the predicates that share it, the AI joins in the chosen order
+(re-planned from observed counts after each join) with anchor documents resident while their
+partners run, and the AI projections over the survivors.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from quail_engine.exec.answer_store import AnswerStore
+from quail_engine.exec.estimates import op_infos
+from quail_engine.exec.join_runner import run_joins
+from quail_engine.exec.op_runner import OpRunner
+from quail_engine.exec.prompts import OpPrompt
+from quail_engine.exec.scans import ScanData, load_scan, op_values
+from quail_engine.plan.context import PlanContext
+from quail_engine.plan.physical import PhysicalPlan
+from quail_engine.plan.planner import plan_core
+
+log = logging.getLogger(__name__)
+CHUNK_ROWS = 64
+
+
+class CoreRunner:
+    def __init__(self, con, ai_ops: Sequence, runner: OpRunner, store: AnswerStore, model,
+                 device, sample_size: int = 8):
+        self.con, self.ai_ops, self.runner, self.store = con, list(ai_ops), runner, store
+        self.model, self.device, self.sample_size = model, device, sample_size
+
+    def run(self, core) -> PhysicalPlan:
+        scans = {rel.alias: load_scan(self.con, rel) for rel in core.relations}
+        ops = [o for o in (*core.filters, *core.joins, *core.projections)
+               if _precomputable(o, self.ai_ops[o], scans)]
+        infos = op_infos(ops, self.ai_ops, scans, self.runner, self.store, self.sample_size)
+        rows = {a: float(len(s.rows)) for a, s in scans.items()}
+        ctx = PlanContext(infos, rows, self.model, self.device,
+                          pair_fraction=_pair_fractions(scans), columns={
+                              a: s.columns for a, s in scans.items()})
+        planned = _planned_core(core, set(ops))
+        plan = plan_core(planned, self.ai_ops, ctx)
+        self._record_estimates(plan, infos)
+        has_joins = any(s.kind == "join" for s in plan.steps)
+        survivors = self._run_filters(plan, scans, projections_too=not has_joins)
+        if has_joins:
+            kinds = {self.ai_ops[o].join.kind for o in planned.joins if self.ai_ops[o].join}
+            final = run_joins(plan, ctx, scans, survivors, self.ai_ops, self.runner, self.store)
+            if kinds <= {"inner", "cross"}:
+                self._run_projections(plan, scans, final)
+        self.store.complete |= set(planned.filters) | set(planned.joins)
+        self.runner.report.plans.append(plan.logical.text() + "\n" + plan.text())
+        self.runner.report.remarks.extend(plan.remarks)
+        return plan
+
+    def _record_estimates(self, plan: PhysicalPlan, infos) -> None:
+        for step in plan.steps:
+            if step.op is None:
+                continue
+            rep = self.runner.report.op(step.op, self.ai_ops[step.op].op)
+            info = infos[step.op]
+            rep.est_rows_out = (rep.est_rows_out or 0.0) + step.rows_out
+            rep.est_tokens = (rep.est_tokens or 0.0) + step.work.fresh_tokens
+            rep.est_seconds = (rep.est_seconds or 0.0) + step.est_seconds
+            rep.selectivity_est = info.selectivity if step.kind != "project" else None
+            rep.selectivity_source = info.selectivity_source if step.kind != "project" else None
+
+    def _ask(self, op: int, layout: OpPrompt, values: list[tuple], kv) -> None:
+        need = [v for v in dict.fromkeys(values) if not self.store.has(op, v)]
+        if need:
+            for v, a in zip(need, self.runner.answer(op, layout, need, kv=kv)):
+                self.store.put(op, v, a)
+
+    def _run_filters(self, plan: PhysicalPlan, scans: dict[str, ScanData],
+                     projections_too: bool) -> dict[str, list[int]]:
+        survivors: dict[str, list[int]] = {}
+        for alias, scan in scans.items():
+            steps = [s for s in plan.steps if s.alias == alias and (
+                s.kind == "filter" or (projections_too and s.kind == "project"))]
+            alive_all: list[int] = []
+            for c in range(0, len(scan.rows), CHUNK_ROWS):
+                alive = list(range(c, min(c + CHUNK_ROWS, len(scan.rows))))
+                kvs: dict[str, object] = {}
+                try:
+                    for step in steps:
+                        alive = self._run_step(step, scan, alive, kvs)
+                        for key in step.release:
+                            kv = kvs.pop(key, None)
+                            if kv is not None:
+                                kv.release()
+                finally:
+                    for kv in kvs.values():
+                        kv.release()
+                alive_all += alive
+            survivors[alias] = alive_all
+        return survivors
+
+    def _run_step(self, step, scan: ScanData, alive: list[int], kvs: dict) -> list[int]:
+        op = self.ai_ops[step.op]
+        layout = OpPrompt.for_op(op)
+        rep = self.runner.report.op(step.op, op.op)
+        values = [op_values(scan, step.op, op, i) for i in alive]
+        kv = kvs.setdefault(step.doc, self.runner.doc_kv()) if layout.is_shared else None
+        self._ask(step.op, layout, values, kv)
+        rep.rows_in += len(alive)
+        if step.kind == "project":
+            rep.rows_out += len(alive)
+            return alive
+        kept = [i for i, v in zip(alive, values) if self.store.get(step.op, v) is True]
+        rep.rows_out += len(kept)
+        return kept
+
+    def _run_projections(self, plan: PhysicalPlan, scans, final: list[dict[str, int]]) -> None:
+        for step in (s for s in plan.steps if s.kind == "project" and s.alias):
+            op = self.ai_ops[step.op]
+            rows = sorted({r[step.alias] for r in final if step.alias in r})
+            values = [op_values(scans[step.alias], step.op, op, i) for i in rows]
+            self._ask(step.op, OpPrompt.for_op(op), values, None)
+            rep = self.runner.report.op(step.op, op.op)
+            rep.rows_in += len(rows)
+            rep.rows_out += len(rows)
+
+
+def _precomputable(op_id: int, op, scans: dict[str, ScanData]) -> bool:
+    """Every binding of `op` is a scan column of some relation of the core."""
+    return bool(op.bindings) and all(
+        any(f"b_{op_id}_{i}" in s.columns for s in scans.values())
+        for i in range(len(op.bindings)))
+
+
+def _pair_fractions(scans: dict[str, ScanData]) -> dict[tuple[str, str], float]:
+    out = {}
+    aliases = sorted(scans)
+    for i, a in enumerate(aliases):
+        for b in aliases[i + 1:]:
+            keys = scans[a].key_columns & scans[b].key_columns
+            if keys:
+                out[(a, b)] = scans[a].key_match_fraction(scans[b], sorted(keys))
+    return out
+
+
+@dataclass(frozen=True)
+class PlannedCore:
+    """The part of a core the planner precomputes (operators whose bindings the scans hold)."""
+
+    relations: tuple
+    filters: tuple
+    joins: tuple
+    projections: tuple
+
+
+def _planned_core(core, ops: set[int]) -> PlannedCore:
+    return PlannedCore(tuple(core.relations), tuple(o for o in core.filters if o in ops),
+                       tuple(o for o in core.joins if o in ops),
+                       tuple(o for o in core.projections if o in ops))

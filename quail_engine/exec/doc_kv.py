@@ -1,0 +1,64 @@
+"""Resident document KV for one plan step group: prefix text -> engine prefix handle.
+
+The executor opens one DocKV per document the plan shares (a relation's column read by several
+predicates, or a join's anchor side) and releases it exactly when the plan says no later step
+reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from quail_engine.infer.api import PrefixHandle
+from quail_engine.plan.cost import Work, request_work
+
+
+class DocKV:
+    def __init__(self, engine, max_tokens: int | None = None):
+        self.engine = engine
+        self.max_tokens = max_tokens
+        self.handles: dict[str, PrefixHandle] = {}
+        self.heads: dict[str, list[int]] = {}
+        self.truncated = 0
+        self.work = Work()  # encoding work not yet claimed by a report
+
+    def head(self, prefix_text: str) -> list[int]:
+        """Token ids of the chat header + document (cut to `max_tokens`, beginning kept)."""
+        if prefix_text not in self.heads:
+            head, _ = self.engine.chat_split(prefix_text, "")
+            if self.max_tokens is not None and len(head) > self.max_tokens:
+                head = head[:self.max_tokens]
+                self.truncated += 1
+            self.heads[prefix_text] = head
+        return self.heads[prefix_text]
+
+    def ensure(self, prefix_texts: Sequence[str]) -> None:
+        """Encode every document not yet resident (several per forward pass when possible)."""
+        todo = [t for t in dict.fromkeys(prefix_texts) if t not in self.handles]
+        if not todo:
+            return
+        token_lists = [self.head(t) for t in todo]
+        if hasattr(self.engine, "add_prefixes"):
+            handles = self.engine.add_prefixes(token_lists)
+        else:
+            handles = [self.engine.add_prefix(t) for t in token_lists]
+        for text, handle in zip(todo, handles):
+            self.handles[text] = handle
+            self.work = self.work + request_work(handle.num_tokens, 0, True)
+
+    def take_work(self) -> Work:
+        work, self.work = self.work, Work()
+        return work
+
+    def get(self, prefix_text: str) -> PrefixHandle:
+        return self.handles[prefix_text]
+
+    def release(self, prefix_texts: Sequence[str] | None = None) -> None:
+        texts = list(self.handles) if prefix_texts is None else list(prefix_texts)
+        for text in texts:
+            handle = self.handles.pop(text, None)
+            if handle is not None:
+                self.engine.release(handle)
+
+    def __len__(self) -> int:
+        return len(self.handles)

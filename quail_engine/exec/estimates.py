@@ -1,0 +1,117 @@
+"""Planner inputs measured on the data: prompt token lengths and selectivities.
+
+A selectivity hint (Options.selectivity) wins; otherwise the predicate runs on a small evenly
+spaced sample first (its answers are stored, so they are not computed again) and the planner
+uses the observed rate, smoothed away from 0 and 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from quail_engine.exec.answer_store import AnswerStore
+from quail_engine.exec.op_runner import OpRunner
+from quail_engine.exec.prompts import OpPrompt
+from quail_engine.exec.scans import ScanData, op_values
+from quail_engine.plan.build import doc_key
+from quail_engine.plan.context import DEFAULT_SELECTIVITY, OpInfo
+
+TOKEN_SAMPLE = 16
+
+
+def binding_alias(op_id: int, index: int, scans: dict[str, ScanData]) -> str:
+    for alias, scan in scans.items():
+        if f"b_{op_id}_{index}" in scan.columns:
+            return alias
+    raise KeyError(f"b_{op_id}_{index}")
+
+
+def spread(n: int, k: int) -> list[int]:
+    """Up to k evenly spaced indexes of range(n)."""
+    if n <= k:
+        return list(range(n))
+    return [round(i * (n - 1) / (k - 1)) for i in range(k)] if k > 1 else [0]
+
+
+def _token_lengths(op_id: int, op, scans, runner: OpRunner) -> tuple[dict[str, float], float]:
+    by_alias: dict[str, list[int]] = {}
+    for i in range(len(op.bindings)):
+        by_alias.setdefault(binding_alias(op_id, i, scans), []).append(i)
+    tokens: dict[str, float] = {}
+    for alias, slots in by_alias.items():
+        scan = scans[alias]
+        texts = ["\n\n".join(str(scan.rows[r][f"b_{op_id}_{i}"] or "") for i in slots)
+                 for r in spread(len(scan.rows), TOKEN_SAMPLE)]
+        lengths = [len(t) for t in runner.engine.tokenize(texts)] if texts else [0]
+        tokens[alias] = sum(lengths) / max(1, len(lengths))
+    layout = OpPrompt.for_op(op)
+    head, tail = runner.engine.chat_split(*layout.texts(layout.calibration_values()))
+    question = float(len(tail) + len(head) - 1)  # chat framing + template, "N/A" ~ 1 token
+    return tokens, question
+
+
+def _sample_filter(op_id: int, op, scan: ScanData, runner: OpRunner, store: AnswerStore,
+                   k: int) -> tuple[int, int]:
+    values = [op_values(scan, op_id, op, r) for r in spread(len(scan.rows), k)]
+    need = [v for v in dict.fromkeys(values) if not store.has(op_id, v)]
+    for v, a in zip(need, runner.answer(op_id, OpPrompt.for_op(op), need)):
+        store.put(op_id, v, a)
+    answers = [store.get(op_id, v) for v in values]
+    known = [a for a in answers if a is not None]
+    return sum(1 for a in known if a is True), len(known)
+
+
+def _sample_join(op_id: int, op, scans, runner: OpRunner, store: AnswerStore,
+                 k: int) -> tuple[int, int]:
+    aliases = sorted({binding_alias(op_id, i, scans) for i in range(len(op.bindings))})
+    if len(aliases) != 2:
+        return 0, 0
+    a, b = (scans[x] for x in aliases)
+    keys = sorted(a.key_columns & b.key_columns)
+    pairs = []
+    for i in spread(len(a.rows), k):
+        for j in spread(len(b.rows), k):
+            if not keys or a.key(i, keys) == b.key(j, keys):
+                pairs.append((i, j))
+    pairs = [pairs[p] for p in spread(len(pairs), k)]
+    values = []
+    for i, j in pairs:
+        row = {**b.rows[j], **a.rows[i]}
+        values.append(tuple(row[f"b_{op_id}_{n}"] for n in range(len(op.bindings))))
+    need = [v for v in dict.fromkeys(values) if not store.has(op_id, v)]
+    for v, ans in zip(need, runner.answer(op_id, OpPrompt.for_op(op), need)):
+        store.put(op_id, v, ans)
+    known = [store.get(op_id, v) for v in values]
+    known = [x for x in known if x is not None]
+    return sum(1 for x in known if x is True), len(known)
+
+
+def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], runner: OpRunner,
+             store: AnswerStore, sample_size: int) -> dict[int, OpInfo]:
+    out: dict[int, OpInfo] = {}
+    for op_id in ops:
+        op = ai_ops[op_id]
+        tokens, question = _token_lengths(op_id, op, scans, runner)
+        aliases = tuple(tokens)
+        sel, source = DEFAULT_SELECTIVITY, "default"
+        if op.options.selectivity is not None:
+            sel, source = float(op.options.selectivity), "hint"
+        elif op.op in ("ai_filter", "ai_join") and sample_size > 0:
+            # sample at most a quarter of the rows: on a tiny table a sample costs more than
+            # any reordering could save
+            k = min(sample_size, min(len(scans[a].rows) for a in aliases) // 4)
+            hits, n = 0, 0
+            if k and op.op == "ai_filter":
+                hits, n = _sample_filter(op_id, op, scans[aliases[0]], runner, store, k)
+            elif k:
+                hits, n = _sample_join(op_id, op, scans, runner, store, k)
+            if n:
+                sel, source = (hits + 0.5) / (n + 1), "sample"
+                rep = runner.report.op(op_id, op.op)
+                rep.selectivity_source = "sample"
+        doc = doc_key(op, aliases[0]) if len(aliases) == 1 else ""
+        out[op_id] = OpInfo(op_id, op.op, aliases, doc=doc, tokens=tokens,
+                            question_tokens=question, selectivity=sel,
+                            selectivity_source=source, anchor_hint=op.options.anchor,
+                            as_written=op.options.order == "as_written")
+    return out

@@ -1,0 +1,117 @@
+"""Run a core's AI joins in the planned order, re-planning the rest after each join.
+
+Candidate pairs are the surviving rows of the joined set times the new relation's survivors,
+restricted by the equality keys (shared k_<n> scan columns) before any prompt runs. Pairs are
+grouped by anchor document; a chunk of anchors is encoded once (KV resident) while all their
+partners run, then released.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from quail_engine.exec.answer_store import AnswerStore
+from quail_engine.exec.op_runner import OpRunner
+from quail_engine.exec.prompts import OpPrompt
+from quail_engine.exec.scans import ScanData
+from quail_engine.plan.context import PlanContext
+from quail_engine.plan.join_order import JoinStep
+from quail_engine.plan.physical import PhysicalPlan
+from quail_engine.plan.planner import choose_join, join_edges
+
+log = logging.getLogger(__name__)
+ANCHORS_PER_CHUNK = 32
+
+
+def _values(op_id: int, op, scans: dict[str, ScanData], row: dict[str, int]) -> tuple:
+    out = []
+    for i in range(len(op.bindings)):
+        col = f"b_{op_id}_{i}"
+        alias = next(a for a in row if col in scans[a].columns)
+        out.append(scans[alias].rows[row[alias]][col])
+    return tuple(out)
+
+
+def _candidates(cur: list[dict[str, int]], alias: str, scans: dict[str, ScanData],
+                survivors: list[int]) -> list[dict[str, int]]:
+    new = scans[alias]
+    joined = list(cur[0]) if cur else []
+    keys_by = {a: sorted(scans[a].key_columns & new.key_columns) for a in joined}
+    keys_by = {a: k for a, k in keys_by.items() if k}
+    if not keys_by:
+        return [{**r, alias: j} for r in cur for j in survivors]
+    index: dict[tuple, list[int]] = {}
+    for j in survivors:
+        k = tuple(new.key(j, keys) for _, keys in sorted(keys_by.items()))
+        if all(None not in part for part in k):
+            index.setdefault(k, []).append(j)
+    out = []
+    for r in cur:
+        k = tuple(scans[a].key(r[a], keys) for a, keys in sorted(keys_by.items()))
+        out += [{**r, alias: j} for j in index.get(k, ())]
+    return out
+
+
+def _run_ai_step(step: JoinStep, pairs: list[dict[str, int]], scans, ai_ops, runner: OpRunner,
+                 store: AnswerStore) -> list[dict[str, int]]:
+    op = ai_ops[step.op]
+    layout = OpPrompt.for_op(op, anchor=step.anchor)
+    rep = runner.report.op(step.op, op.op)
+    values = [_values(step.op, op, scans, p) for p in pairs]
+    need = [v for v in dict.fromkeys(values) if not store.has(step.op, v)]
+    by_anchor: dict[str, list[tuple]] = {}
+    for v in need:
+        if any(x is None for x in v):
+            store.put(step.op, v, None)
+            continue
+        by_anchor.setdefault(layout.texts(v)[0], []).append(v)
+    anchors = list(by_anchor)
+    for c in range(0, len(anchors), ANCHORS_PER_CHUNK):
+        chunk = [v for a in anchors[c:c + ANCHORS_PER_CHUNK] for v in by_anchor[a]]
+        kv = runner.doc_kv()
+        try:
+            for v, ans in zip(chunk, runner.answer(step.op, layout, chunk, kv=kv)):
+                store.put(step.op, v, ans)
+        finally:
+            kv.release()
+    kept = [p for p, v in zip(pairs, values) if store.get(step.op, v) is True]
+    rep.rows_in += len(pairs)
+    rep.rows_out += len(kept)
+    return kept
+
+
+def run_joins(plan: PhysicalPlan, ctx: PlanContext, scans: dict[str, ScanData],
+              survivors: dict[str, list[int]], ai_ops, runner: OpRunner,
+              store: AnswerStore) -> list[dict[str, int]]:
+    """Joined rows (alias -> scan row index) that satisfy every planned AI join."""
+    if not plan.candidates:
+        return []
+    best = plan.candidates[0]
+    aliases = [a for a in scans]
+    edges = join_edges(plan.logical, ctx)
+    rows = {a: float(len(survivors.get(a, []))) for a in aliases}
+    first = best.start[0]
+    cur = [{first: i} for i in survivors.get(first, [])]
+    joined = {first}
+    steps = list(best.steps)
+    while len(joined) < len(aliases):
+        step = steps.pop(0)
+        group = [step]
+        while steps and steps[0].alias == step.alias:
+            group.append(steps.pop(0))
+        pairs = _candidates(cur, step.alias, scans, survivors.get(step.alias, []))
+        for s in group:
+            pairs = pairs if s.op is None else _run_ai_step(s, pairs, scans, ai_ops, runner, store)
+        cur = pairs
+        joined.add(step.alias)
+        if len(joined) < len(aliases):
+            replanned, _, _ = choose_join(aliases, edges, ctx, rows=rows,
+                                          start=(frozenset(joined), float(len(cur))))
+            if replanned is not None and replanned.steps:
+                new_steps = list(replanned.steps)
+                if [s.alias for s in new_steps] != [s.alias for s in steps]:
+                    runner.report.remarks.append(
+                        f"re-planned after joining {','.join(sorted(joined))} "
+                        f"({len(cur)} rows): {replanned.text()}")
+                steps = new_steps
+    return cur

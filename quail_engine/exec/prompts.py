@@ -1,0 +1,106 @@
+"""Prompt layout of one AI operator: the document first (a shareable prefix), the question after.
+
+For filters, joins, classify and score the document part - the values of the anchor's bindings -
+is the prefix, so its KV is computed once and reused by every question over the same document
+(and by every join partner). The question part is the template with the document slots replaced
+by a reference to the text above, plus the answer instruction. Generative operators keep the
+template as written (one user turn, nothing shared). The content-free calibration prompt is the
+same layout with "N/A" as every value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from quail_engine.infer.api import (
+    BooleanReadout,
+    GenerateReadout,
+    LabelReadout,
+    Readout,
+    ScoreReadout,
+)
+
+SLOT = re.compile(r"\{(\d+)\}")
+DOC_REF = "(see the text above)"
+SHARED_KINDS = ("ai_filter", "ai_join", "ai_classify", "ai_score")
+DEFAULT_MAX_TOKENS = 48
+
+
+@dataclass(frozen=True)
+class OpPrompt:
+    """Layout of operator `op` (an ir.AiOp) with the bindings in `doc_slots` as the document."""
+
+    op: object
+    doc_slots: tuple[int, ...]
+
+    @classmethod
+    def for_op(cls, op, anchor: str | None = None) -> OpPrompt:
+        """`anchor`: the alias whose bindings are the shared document (None: all of them, or
+        for a join its first alias)."""
+        if op.op not in SHARED_KINDS:
+            return cls(op, ())
+        if anchor is None and op.op == "ai_join" and op.aliases:
+            anchor = op.aliases[0]
+        slots = tuple(b.index for b in op.bindings if anchor is None or b.alias == anchor)
+        return cls(op, slots)
+
+    @property
+    def is_shared(self) -> bool:
+        return bool(self.doc_slots)
+
+    def texts(self, values: Sequence[object]) -> tuple[str, str]:
+        """(prefix_text, suffix_text) of one row; their concatenation is the user turn."""
+        vals = ["" if v is None else str(v) for v in values]
+        if not self.is_shared:
+            return _render(self.op.template, vals, ()), ""
+        doc = "\n\n".join(vals[i] for i in self.doc_slots)
+        question = _render(self.op.template, vals, self.doc_slots).strip()
+        return f"{doc}\n\n", f"{question}\n{self._instruction()}"
+
+    def _instruction(self) -> str:
+        if self.op.op == "ai_classify":
+            names = ", ".join(lb.name for lb in (self.op.labels or ()))
+            return f"Answer with one of: {names}."
+        return "Answer yes or no."
+
+    def readout(self, calibration_tokens: Sequence[int] | None = None) -> Readout:
+        cal = tuple(calibration_tokens) if calibration_tokens is not None else None
+        kind = self.op.op
+        if kind in ("ai_filter", "ai_join"):
+            return BooleanReadout(calibration_tokens=cal)
+        if kind == "ai_score":
+            return ScoreReadout(calibration_tokens=cal)
+        if kind == "ai_classify":
+            return LabelReadout(tuple(lb.name for lb in (self.op.labels or ())),
+                                calibration_tokens=cal)
+        gen = self.op.options.gen
+        return GenerateReadout(max_tokens=gen.max_tokens or DEFAULT_MAX_TOKENS, stop=gen.stop)
+
+    def calibration_values(self) -> list[str]:
+        return ["N/A"] * len(self.op.bindings)
+
+
+def _render(template: str, values: Sequence[str], doc_slots: Sequence[int]) -> str:
+    def fill(m: re.Match) -> str:
+        i = int(m.group(1))
+        if i in doc_slots:
+            return DOC_REF
+        return values[i] if i < len(values) else m.group(0)
+
+    return SLOT.sub(fill, template)
+
+
+def sql_value(op, answer) -> object:
+    """The SQL value of an engine Answer for `op`'s canonical output type."""
+    if answer is None:
+        return None
+    value = answer.value
+    if op.op == "ai_classify" and op.multi:
+        return [value] if isinstance(value, str) else list(value)
+    if op.op in ("ai_filter", "ai_join"):
+        return bool(value)
+    if op.op in ("ai_score", "ai_similarity"):
+        return float(value)
+    return value if isinstance(value, str) else str(value)

@@ -1,0 +1,115 @@
+"""The execution report: per operator estimates vs actuals, totals, the plan; JSON and text."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from quail_engine.plan.cost import Work
+
+
+@dataclass
+class OpReport:
+    op: int
+    kind: str
+    rows_in: int = 0
+    rows_out: int = 0
+    est_rows_out: float | None = None
+    selectivity_est: float | None = None
+    selectivity_source: str | None = None
+    selectivity_observed: float | None = None
+    fresh_tokens: int = 0
+    requested_tokens: int = 0
+    kv_hit_tokens: int = 0
+    est_tokens: float | None = None
+    est_seconds: float | None = None
+    seconds: float = 0.0
+    prompts: int = 0
+    cache_hits: int = 0
+    unplanned: int = 0
+    skipped: int = 0
+    truncated: int = 0
+    nulls: int = 0
+    work: Work = field(default_factory=Work)
+
+    def to_json(self) -> dict:
+        out = asdict(self)
+        out.pop("work")
+        if self.rows_in and self.kind in ("ai_filter", "ai_join"):
+            out["selectivity_observed"] = self.rows_out / self.rows_in
+        return out
+
+
+@dataclass
+class Report:
+    ops: dict[int, OpReport] = field(default_factory=dict)
+    wall_s: float = 0.0
+    sol_seconds: float = 0.0
+    device: str = ""
+    model: str = ""
+    plans: list[str] = field(default_factory=list)
+    remarks: list[str] = field(default_factory=list)
+    rows: int = 0
+
+    def op(self, op_id: int, kind: str) -> OpReport:
+        if op_id not in self.ops:
+            self.ops[op_id] = OpReport(op_id, kind)
+        return self.ops[op_id]
+
+    @property
+    def fresh_tokens(self) -> int:
+        return sum(o.fresh_tokens for o in self.ops.values())
+
+    @property
+    def requested_tokens(self) -> int:
+        return sum(o.requested_tokens for o in self.ops.values())
+
+    @property
+    def cache_hits(self) -> int:
+        return sum(o.cache_hits for o in self.ops.values())
+
+    @property
+    def truncated(self) -> int:
+        return sum(o.truncated for o in self.ops.values())
+
+    def total_work(self) -> Work:
+        total = Work()
+        for o in self.ops.values():
+            total = total + o.work
+        return total
+
+    def to_json(self) -> dict:
+        return {
+            "operators": [self.ops[k].to_json() for k in sorted(self.ops)],
+            "wall_s": self.wall_s, "fresh_tokens": self.fresh_tokens,
+            "requested_tokens": self.requested_tokens, "sol_seconds": self.sol_seconds,
+            "cache_hits": self.cache_hits, "truncated": self.truncated, "rows": self.rows,
+            "device": self.device, "model": self.model, "plans": self.plans,
+            "remarks": self.remarks,
+        }
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2)
+
+    def text(self) -> str:
+        head = (f"{'op':>3} {'kind':<12} {'rows in':>8} {'rows out':>8} {'sel est':>7} "
+                f"{'sel obs':>7} {'fresh tok':>9} {'req tok':>9} {'kv hit':>8} {'cache':>6} "
+                f"{'est s':>7} {'s':>7}")
+        lines = [head]
+        for k in sorted(self.ops):
+            o = self.ops[k].to_json()
+            lines.append(
+                f"{o['op']:>3} {o['kind']:<12} {o['rows_in']:>8} {o['rows_out']:>8} "
+                f"{_f(o['selectivity_est']):>7} {_f(o['selectivity_observed']):>7} "
+                f"{o['fresh_tokens']:>9} {o['requested_tokens']:>9} {o['kv_hit_tokens']:>8} "
+                f"{o['cache_hits']:>6} {_f(o['est_seconds']):>7} {_f(o['seconds']):>7}")
+        lines.append(f"total: {self.rows} rows, wall {self.wall_s:.2f} s, fresh "
+                     f"{self.fresh_tokens} / requested {self.requested_tokens} tokens, "
+                     f"speed of light {self.sol_seconds:.3g} s on {self.device}, "
+                     f"cache hits {self.cache_hits}, truncated {self.truncated}")
+        lines += [f"remark: {r}" for r in self.remarks]
+        return "\n".join(lines)
+
+
+def _f(value) -> str:
+    return "-" if value is None else f"{value:.3g}"

@@ -1,0 +1,155 @@
+"""QuailSession: run one AI-SQL statement on a DuckDB connection and a local model.
+
+DuckDB runs the whole statement (transpiled by the SQL front end); each AI call is a
+`quail_ai_<id>` UDF reading precomputed answers. Before the statement runs, every core is
+planned and its answers precomputed in the planned order. Errors in the SQL (unknown tables or
+columns) surface before any prompt runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+
+from quail_engine.errors import ExecutionError, QuailError
+from quail_engine.exec.answer_cache import AnswerCache
+from quail_engine.exec.answer_store import AnswerStore
+from quail_engine.exec.core_runner import CoreRunner
+from quail_engine.exec.device_lock import device_lock
+from quail_engine.exec.op_runner import OpRunner
+from quail_engine.exec.progress import Progress
+from quail_engine.exec.report import Report
+from quail_engine.exec.scans import query_arrow
+from quail_engine.exec.udfs import prepare_sql, register_udfs
+from quail_engine.plan.cost import ModelSpec, num_passes, seconds
+
+log = logging.getLogger(__name__)
+
+
+class _LazyEngine:
+    """Loads the engine on first use, so SQL errors are reported before a model loads."""
+
+    def __init__(self, factory: Callable[[], object]):
+        self._factory, self._engine = factory, None
+
+    def get(self):
+        if self._engine is None:
+            self._engine = self._factory()
+        return self._engine
+
+
+class QuailSession:
+    """`execute(sql, dialect) -> pyarrow.Table`; `report` describes the last execution.
+
+    `plan=False` runs the statement as written (AI calls evaluated where DuckDB evaluates them,
+    no precompute); `share_kv=False` encodes every prompt in full (the baseline of the bench).
+    """
+
+    def __init__(self, con, engine_factory: Callable[[], object], cache_dir: str | Path | None =
+                 None, *, use_cache: bool = True, device: str = "cpu", progress: bool = False,
+                 sample_size: int = 8, on_long: str = "truncate", calibrate: bool = True,
+                 plan: bool = True, share_kv: bool = True, device_spec=None,
+                 batch_size: int = 64):
+        self.con = con
+        self._engine = _LazyEngine(engine_factory)
+        self.cache = AnswerCache.in_dir(cache_dir if use_cache else None)
+        self.device, self.show_progress = device, progress
+        self.sample_size, self.on_long, self.calibrate = sample_size, on_long, calibrate
+        self.plan, self.share_kv, self.device_spec = plan, share_kv, device_spec
+        self.batch_size = batch_size
+        self.report = Report()
+        self.parsed = None
+
+    @property
+    def engine(self):
+        return self._engine.get()
+
+    def parse(self, sql: str, dialect: str):
+        from quail_engine.sql.query import parse
+
+        return parse(sql, dialect)
+
+    def execute(self, sql: str, dialect: str = "duckdb") -> pa.Table:
+        start = time.perf_counter()
+        parsed = self.parse(sql, dialect)
+        self.parsed = parsed
+        self.report = Report(device=self.device)
+        store = AnswerStore()
+        progress = Progress(enabled=None if self.show_progress else False)
+        runner = _SessionRunner(self, progress)
+        statement = prepare_sql(parsed.duckdb_sql) if parsed.ai_ops else parsed.duckdb_sql
+        lock = device_lock(self.device)
+        register_udfs(self.con, parsed.ai_ops, store, runner, lock)
+        self._check(statement)
+        try:
+            with lock:
+                if self.plan and parsed.ai_ops:
+                    spec, dev = self._specs()
+                    for core in parsed.cores:
+                        CoreRunner(self.con, parsed.ai_ops, runner, store, spec, dev,
+                                   self.sample_size).run(core)
+            table = query_arrow(self.con, statement)
+        except QuailError:
+            raise
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # duckdb raises many types; a UDF error comes back wrapped
+            raise ExecutionError(f"query failed: {exc}\n  in: {statement}") from exc
+        finally:
+            progress.close()
+        self._finish(start, table.num_rows)
+        return table
+
+    def _check(self, statement: str) -> None:
+        try:
+            self.con.execute("EXPLAIN " + statement)
+        except Exception as exc:  # noqa: BLE001 - binder/catalog/parser errors of DuckDB
+            raise ExecutionError(f"{exc}\n  in: {statement}") from None
+
+    def _specs(self):
+        from quail_engine.plan.device import device_spec
+
+        engine = self.engine
+        config = getattr(engine, "config", None)
+        spec = (ModelSpec.from_attrs(config, name=engine.model_id) if config is not None
+                else ModelSpec("unknown", 30, 576, 9, 3, 64, 1536, 49152))
+        dev = self.device_spec or device_spec("cuda" if str(self.device).startswith("cuda")
+                                              else "cpu")
+        return spec, dev
+
+    def _finish(self, start: float, rows: int) -> None:
+        rep = self.report
+        rep.wall_s = time.perf_counter() - start
+        rep.rows = rows
+        if rep.ops and self._engine._engine is not None:
+            spec, dev = self._specs()
+            work = rep.total_work()
+            rep.sol_seconds = seconds(spec, dev, work, num_passes(work.fresh_tokens))
+            rep.device = dev.name
+            rep.model = self.engine.model_id
+        for op_id, o in rep.ops.items():
+            log.info("op %d %s: %d -> %d rows, %d fresh tokens", op_id, o.kind, o.rows_in,
+                     o.rows_out, o.fresh_tokens)
+
+
+class _SessionRunner(OpRunner):
+    """OpRunner bound to the session's lazily loaded engine and current report."""
+
+    def __init__(self, session: QuailSession, progress: Progress):
+        self._session = session
+        super().__init__(None, session.cache, session.report, progress,
+                         on_long=session.on_long, calibrate=session.calibrate,
+                         batch_size=session.batch_size)
+        self.share_kv = session.share_kv
+
+    @property
+    def engine(self):
+        return self._session.engine
+
+    @engine.setter
+    def engine(self, value) -> None:
+        pass

@@ -1,0 +1,84 @@
+"""The query's AI functions inside DuckDB: `quail_ai_<id>(b0, b1, ...)` as Arrow scalar UDFs.
+
+Each UDF looks its answers up in the AnswerStore. A miss of an operator the plan precomputed
+completely (a core's filter or join) is a row another conjunct already eliminated: it answers
+FALSE and no prompt runs. Any other miss is computed on the fly in one batch per DuckDB vector
+(counted as "unplanned" in the report). Arguments are passed as VARCHAR (`prepare_sql` casts
+them), so every binding type works and matches the scans' text.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+import threading
+
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+
+from quail_engine.exec.answer_store import AnswerStore
+from quail_engine.exec.op_runner import OpRunner
+from quail_engine.exec.prompts import OpPrompt
+
+log = logging.getLogger(__name__)
+_NAME = re.compile(r"^quail_ai_(\d+)$", re.IGNORECASE)
+_ARROW = {"BOOLEAN": pa.bool_(), "DOUBLE": pa.float64(), "FLOAT": pa.float64(),
+          "VARCHAR": pa.string(), "JSON": pa.string(), "VARCHAR[]": pa.list_(pa.string()),
+          "BIGINT": pa.int64(), "INTEGER": pa.int64()}
+
+
+def sql_type(op) -> str:
+    t = (op.output_type or "VARCHAR").upper()
+    return t if t in _ARROW else "VARCHAR"
+
+
+def prepare_sql(duckdb_sql: str) -> str:
+    """Cast every argument of every quail_ai_<id>(...) call to VARCHAR."""
+    tree = sqlglot.parse_one(duckdb_sql, read="duckdb")
+    for call in list(tree.find_all(exp.Anonymous)):
+        if _NAME.match(call.name or ""):
+            call.set("expressions", [exp.cast(a, "VARCHAR") for a in call.expressions])
+    return tree.sql(dialect="duckdb")
+
+
+def register_udfs(con, ai_ops, store: AnswerStore, runner: OpRunner,
+                  lock: threading.Lock | None = None) -> None:
+    """Register `quail_ai_<id>` for every operator of the query on connection `con`."""
+    lock = lock or threading.Lock()
+    for op_id, op in enumerate(ai_ops):
+        name = f"quail_ai_{op_id}"
+        try:
+            con.remove_function(name)
+        except Exception:  # noqa: BLE001 - duckdb raises when it is not registered
+            pass
+        con.create_function(name, _udf(op_id, op, store, runner, lock),
+                            ["VARCHAR"] * len(op.bindings), sql_type(op), type="arrow",
+                            side_effects=False)
+
+
+def _udf(op_id: int, op, store: AnswerStore, runner: OpRunner, lock: threading.Lock):
+    arrow_type = _ARROW[sql_type(op)]
+    guarded = op.op in ("ai_filter", "ai_join")
+
+    def fn(*arrays):
+        rows = list(zip(*(a.to_pylist() for a in arrays)))
+        missing = [r for r in dict.fromkeys(rows) if not store.has(op_id, r)]
+        if missing and guarded and op_id in store.complete:
+            store.skipped[op_id] = store.skipped.get(op_id, 0) + len(missing)
+            runner.report.op(op_id, op.op).skipped += len(missing)
+            for r in missing:
+                store.put(op_id, r, False)
+        elif missing:
+            with lock:
+                answers = runner.answer(op_id, OpPrompt.for_op(op), missing, unplanned=True)
+            for r, a in zip(missing, answers):
+                store.put(op_id, r, a)
+        return pa.array([store.get(op_id, r) for r in rows], type=arrow_type)
+
+    # duckdb counts the function's parameters: give it one per binding
+    fn.__signature__ = inspect.Signature(
+        [inspect.Parameter(f"b{i}", inspect.Parameter.POSITIONAL_ONLY)
+         for i in range(len(op.bindings))])
+    return fn

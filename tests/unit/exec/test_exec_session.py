@@ -1,0 +1,210 @@
+"""The executor end to end with real DuckDB and a deterministic fake engine."""
+
+import duckdb
+import pytest
+from exec_fakes import (
+    FakeEngine,
+    Parsed,
+    ajoin,
+    bfilter,
+    classify,
+    filters_query,
+    generate,
+    join_query,
+)
+
+from quail_engine.errors import ExecutionError
+from quail_engine.exec.prompts import OpPrompt, sql_value
+from quail_engine.exec.session import QuailSession
+from quail_engine.infer.api import Request
+from quail_engine.plan.cost import DeviceSpec
+
+REVIEWS = [
+    (1, "great price and good battery", 1), (2, "bad battery died fast", 1),
+    (3, "the price was too high", 2), (4, "lovely colour positive vibes", 2),
+    (5, "negative experience with the price", 3), (6, None, 3),
+    (7, "my widget works, battery fine", 1), (8, "gadget broke, negative", 2),
+    (9, "positive about price and battery", 3), (10, "nothing to say", 1),
+]
+PRODUCTS = [(1, "widget"), (2, "gadget"), (3, "battery")]
+TOY = DeviceSpec("toy", 1e11, 2e10)
+
+
+@pytest.fixture
+def con():
+    c = duckdb.connect()
+    c.execute("CREATE TABLE reviews (id INTEGER, review VARCHAR, product_id INTEGER)")
+    c.executemany("INSERT INTO reviews VALUES (?, ?, ?)", REVIEWS)
+    c.execute("CREATE TABLE products (product_id INTEGER, name VARCHAR)")
+    c.executemany("INSERT INTO products VALUES (?, ?)", PRODUCTS)
+    c.execute("CREATE TABLE empty_reviews AS SELECT * FROM reviews WHERE false")
+    return c
+
+
+def session(con, parsed, engine, tmp_path=None, **kw):
+    s = QuailSession(con, lambda: engine, cache_dir=tmp_path, use_cache=tmp_path is not None,
+                     device_spec=TOY, **kw)
+    s.parse = lambda sql, dialect: parsed
+    return s
+
+
+def ask_one_at_a_time(engine, op, values):
+    """The reference: one prompt per row, full tokens, no prefix, no plan."""
+    if any(v is None for v in values):
+        return None
+    layout = OpPrompt.for_op(op)
+    head, tail = engine.chat_split(*layout.texts(values))
+    return sql_value(op, engine.run([Request(tuple(head + tail), layout.readout())])[0])
+
+
+def reference_filters(engine, ops, where, project):
+    out = []
+    for rid, review, _ in REVIEWS:
+        if all(ask_one_at_a_time(engine, ops[i], (review,)) is True for i in where):
+            out.append((rid, *(ask_one_at_a_time(engine, ops[i], (review,)) for i in project)))
+    return out
+
+
+FILTER_CASES = [
+    # (ops, where, project)
+    ((bfilter("Mentions PRICE?"), bfilter("Mentions BATTERY?"), classify()), (0, 1), (2,)),
+    ((bfilter("Mentions PRICE?", sel=0.9), bfilter("About BATTERY?", sel=0.1), generate()),
+     (0, 1), (2,)),
+    ((bfilter("Is it POSITIVE?"), classify()), (0,), (1,)),
+    ((classify(),), (), (0,)),
+]
+
+
+@pytest.mark.parametrize("ops,where,project", FILTER_CASES)
+def test_results_match_one_question_at_a_time(con, ops, where, project):
+    engine = FakeEngine()
+    parsed = filters_query(ops, where, project)
+    got = session(con, parsed, engine).execute(parsed.duckdb_sql).to_pylist()
+    expected = reference_filters(FakeEngine(), ops, where, project)
+    assert [tuple(r.values()) for r in got] == expected
+    assert engine.resident == 0  # every document KV released
+
+
+def test_predicates_over_one_document_share_its_kv(con):
+    ops = (bfilter("Mentions PRICE?"), bfilter("Mentions BATTERY?"), classify())
+    parsed = filters_query(ops)
+    planned, plain = FakeEngine(), FakeEngine()
+    s1 = session(con, parsed, planned, sample_size=0)
+    result = s1.execute(parsed.duckdb_sql)
+    s2 = session(con, parsed, plain, plan=False, share_kv=False)
+    assert s2.execute(parsed.duckdb_sql) == result
+    non_null = sum(1 for r in REVIEWS if r[1] is not None)
+    # each document is encoded at most once; later questions cost only their own tokens
+    assert 0 < len(planned.prefixes) <= non_null
+    assert plain.prefixes == {}
+    assert s1.report.fresh_tokens < s2.report.fresh_tokens
+    assert s1.report.ops[1].kv_hit_tokens > 0
+
+
+@pytest.mark.parametrize("sels,order,first", [
+    ((0.9, 0.1), None, 1), ((0.1, 0.9), None, 0), ((0.9, 0.1), "as_written", 0)])
+def test_filter_order_follows_hints(con, sels, order, first):
+    ops = (bfilter("Mentions PRICE?", sel=sels[0], order=order),
+           bfilter("Mentions BATTERY?", sel=sels[1], order=order), classify())
+    parsed = filters_query(ops)
+    s = session(con, parsed, FakeEngine())
+    s.execute(parsed.duckdb_sql)
+    assert s.report.ops[first].rows_in == len(REVIEWS)
+    assert s.report.ops[1 - first].rows_in == s.report.ops[first].rows_out
+    assert s.report.ops[first].selectivity_source == "hint"
+
+
+def test_sampled_selectivity_is_reported_and_answers_kept(con):
+    ops = (bfilter("Mentions PRICE?"), bfilter("Mentions BATTERY?"), classify())
+    parsed = filters_query(ops)
+    engine = FakeEngine()
+    s = session(con, parsed, engine, sample_size=2)
+    s.execute(parsed.duckdb_sql)
+    rep = s.report.to_json()["operators"]
+    assert rep[0]["selectivity_source"] == "sample"
+    assert 0 < rep[0]["selectivity_est"] < 1
+    assert s.report.ops[0].prompts <= len(REVIEWS)  # sampled rows are not asked twice
+
+
+def test_cache_rerun_computes_nothing_and_no_cache_recomputes(con, tmp_path):
+    ops = (bfilter("Mentions PRICE?"), bfilter("Mentions BATTERY?"), classify())
+    parsed = filters_query(ops)
+    first = session(con, parsed, FakeEngine(), tmp_path)
+    result = first.execute(parsed.duckdb_sql)
+    again_engine = FakeEngine()
+    again = session(con, parsed, again_engine, tmp_path)
+    assert again.execute(parsed.duckdb_sql) == result
+    assert again_engine.stats.fresh_tokens == 0
+    assert again.report.cache_hits > 0
+    uncached = session(con, parsed, FakeEngine(), None)
+    uncached.execute(parsed.duckdb_sql)
+    assert uncached.report.cache_hits == 0 and uncached.report.fresh_tokens > 0
+
+
+def test_null_document_gives_null_answer(con):
+    parsed = filters_query((classify(),), where=(), project=(0,))
+    rows = session(con, parsed, FakeEngine()).execute(parsed.duckdb_sql).to_pylist()
+    assert {r["id"]: r["a0"] for r in rows}[6] is None
+
+
+def test_empty_table_gives_empty_result_without_prompts(con):
+    parsed = filters_query((bfilter("Mentions PRICE?"), bfilter("X?"), classify()),
+                           table="empty_reviews")
+    engine = FakeEngine()
+    assert session(con, parsed, engine).execute(parsed.duckdb_sql).num_rows == 0
+    assert engine.calls == 0
+
+
+def test_unknown_column_is_an_error_before_any_prompt(con):
+    loaded = []
+    parsed = filters_query((bfilter("Mentions PRICE?"),), where=(0,), project=())
+    bad = Parsed("duckdb", "", parsed.ai_ops,
+                 "SELECT r.nope FROM reviews AS r WHERE quail_ai_0(r.review)", parsed.cores)
+    s = QuailSession(con, lambda: loaded.append(1) or FakeEngine())
+    s.parse = lambda sql, dialect: bad
+    with pytest.raises(ExecutionError, match="nope"):
+        s.execute("...")
+    assert loaded == []
+
+
+def test_join_matches_reference_and_respects_equality(con):
+    engine = FakeEngine()
+    parsed = join_query(ajoin())
+    s = session(con, parsed, engine)
+    got = [tuple(r.values()) for r in s.execute(parsed.duckdb_sql).to_pylist()]
+    ref_engine = FakeEngine()
+    expected = sorted((rid, name) for rid, review, pid in REVIEWS for qid, name in PRODUCTS
+                      if pid == qid and ask_one_at_a_time(ref_engine, parsed.ai_ops[0],
+                                                          (review, name)))
+    assert got == expected and got
+    equi_pairs = sum(1 for r in REVIEWS for p in PRODUCTS if r[2] == p[0] and r[1] is not None)
+    assert s.report.ops[0].prompts <= equi_pairs
+    assert engine.resident == 0
+
+
+def test_unplanned_ai_call_is_computed_on_the_fly(con):
+    op = bfilter("Mentions PRICE?")
+    sql = "SELECT r.id FROM reviews AS r WHERE quail_ai_0(r.review) OR r.id = 10 ORDER BY r.id"
+    parsed = Parsed("duckdb", sql, (op,), sql, ())
+    s = session(con, parsed, FakeEngine())
+    got = [r["id"] for r in s.execute(sql).to_pylist()]
+    ref = FakeEngine()
+    assert got == [rid for rid, review, _ in REVIEWS
+                   if rid == 10 or ask_one_at_a_time(ref, op, (review,)) is True]
+    assert s.report.ops[0].unplanned > 0
+
+
+def test_interrupt_keeps_cached_answers(con, tmp_path):
+    class Interrupting(FakeEngine):
+        def run(self, requests):
+            if self.calls >= 2:
+                raise KeyboardInterrupt
+            return super().run(requests)
+
+    parsed = filters_query((classify(),), where=(), project=(0,))
+    s = session(con, parsed, Interrupting(), tmp_path, sample_size=0, batch_size=2)
+    with pytest.raises(KeyboardInterrupt):
+        s.execute(parsed.duckdb_sql)
+    again = session(con, parsed, FakeEngine(), tmp_path)
+    again.execute(parsed.duckdb_sql)
+    assert again.report.cache_hits > 0
