@@ -1,1 +1,24 @@
-"""dialects."""
+"""One module per dialect: a sqlglot subclass, `FUNCTIONS` (vendor name -> IR builder),
+`lookup`, `is_ai_name` and `unwrap` (result wrappers)."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from quail_engine.errors import SqlError
+
+DIALECTS = ("snowflake", "bigquery", "databricks", "duckdb")
+
+
+def get(name: str) -> ModuleType:
+    """The dialect module for `name` (case-insensitive)."""
+    key = (name or "").lower()
+    if key not in DIALECTS:
+        raise SqlError(f"unknown dialect {name!r}; expected one of {', '.join(DIALECTS)}")
+    return importlib.import_module(f"quail_engine.sql.dialects.{key}")
+
+
+def sqlglot_dialect(name: str):
+    module = get(name)
+    return next(v for k, v in vars(module).items() if k.startswith("Quail") and isinstance(v, type))

@@ -1,0 +1,77 @@
+"""What a dialect builder returns, and the helpers builders share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from quail_engine.sql.call import Call
+from quail_engine.sql.ir import AiOp, Binding, Options
+from quail_engine.sql.prompt import Prompt
+
+OUTPUT_TYPES = {
+    "ai_filter": "BOOLEAN", "ai_join": "BOOLEAN", "ai_classify": "VARCHAR", "ai_score": "DOUBLE",
+    "ai_generate": "VARCHAR", "ai_extract": "JSON", "ai_aggregate": "VARCHAR",
+    "ai_embed": "FLOAT[]", "ai_similarity": "DOUBLE", "ai_count_tokens": "BIGINT",
+}
+AGGREGATE_OPS = ("ai_aggregate",)
+
+SENTIMENT_LABELS = {
+    "snowflake": ("positive", "negative", "neutral", "mixed", "unknown"),
+    "databricks": ("positive", "negative", "neutral", "mixed"),
+}
+
+
+@dataclass
+class Built:
+    """A lowered AI call: the IR node, the binding expressions (source AST) in slot order, and
+    `shape`, the vendor packaging of the bare call's result (a key of `shapes.SHAPES`, or None
+    when the bare call already returns the canonical type)."""
+
+    op: AiOp
+    exprs: tuple[exp.Expr, ...] = ()
+    shape: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def binding(index: int, node: exp.Expr) -> Binding:
+    alias = column = None
+    if isinstance(node, exp.Column):
+        alias, column = (node.table or None), node.name
+    modality = "image" if isinstance(node, exp.Anonymous) and node.name.upper() in (
+        "TO_FILE", "FL_GET_FILE") else "text"
+    return Binding(index=index, sql=node.sql(dialect="duckdb"), alias=alias, column=column,
+                   modality=modality)
+
+
+def make(op: str, prompt: Prompt, call: Call, *, shape: str | None = None,
+         options: Options | None = None, output_type: str | None = None, **fields: Any) -> Built:
+    """An AiOp for `call` with the prompt's template and bindings."""
+    if "task_args" in fields:
+        fields["task_args"] = tuple(sorted(fields["task_args"]))
+    node = AiOp(op=op, template=prompt.template,
+                bindings=tuple(binding(i, e) for i, e in enumerate(prompt.exprs)),
+                options=options or Options(),
+                output_type=output_type or _default_type(op, fields.get("multi", False)),
+                **fields)
+    return Built(op=node, exprs=prompt.exprs, shape=shape)
+
+
+def _default_type(op: str, multi: bool) -> str:
+    if op == "ai_classify" and multi:
+        return "VARCHAR[]"
+    return OUTPUT_TYPES[op]
+
+
+def vendor_items(values: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Options kept verbatim for round trips, as sorted (key, text) pairs."""
+    return tuple(sorted((k, v if isinstance(v, str) else _json(v)) for k, v in values.items()
+                        if v is not None))
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True)

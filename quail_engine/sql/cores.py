@@ -1,0 +1,230 @@
+"""Cores: the SELECT blocks that hold AI operators, with what the planner needs to precompute
+their answers: the relations (each with a pushed-down scan query), the AI filters and joins that
+are top-level AND-conjuncts of WHERE / inner-join ON, and the AI projections.
+
+AI predicates under OR/NOT or in an outer join's ON stay out of `filters`/`joins`: DuckDB still
+evaluates them through `quail_ai_<id>(...)` in `duckdb_sql`, they are just not planned.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from quail_engine.sql.build import AGGREGATE_OPS
+from quail_engine.sql.ir import AiOp, JoinInfo
+from quail_engine.sql.scan import Pending, scan_relation
+from quail_engine.sql.sources import is_inner, join_of, sources_of
+
+log = logging.getLogger(__name__)
+OP_META = "quail_op"
+
+
+@dataclass(frozen=True)
+class Relation:
+    """One input of a core. `scan_sql` is a complete DuckDB query returning this relation's
+    candidate rows after the relational conjuncts that touch only it, with exactly `columns`:
+    `b_<op>_<i>` (binding i of op) and `k_<n>` (side of equality conjunct n)."""
+
+    alias: str
+    scan_sql: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EquiKey:
+    """Equality conjunct `n` of ai_join `join`: column `k_<n>` of both sides' scans."""
+
+    join: int
+    n: int
+    left: str
+    right: str
+    sql: str
+
+
+@dataclass(frozen=True)
+class Core:
+    relations: tuple[Relation, ...]
+    filters: tuple[int, ...]
+    joins: tuple[int, ...]
+    projections: tuple[int, ...]
+    aggregates: tuple[int, ...] = ()
+    keys: tuple[EquiKey, ...] = ()
+
+    def to_text(self) -> str:
+        rels = ", ".join(f"{r.alias}[{', '.join(r.columns)}]" for r in self.relations)
+        return (f"core(relations=[{rels}]; filters={list(self.filters)}; joins="
+                f"{list(self.joins)}; projections={list(self.projections)}"
+                + (f"; aggregates={list(self.aggregates)}" if self.aggregates else "") + ")")
+
+
+def op_id_of(node: exp.Expr) -> int | None:
+    return node.meta.get(OP_META) if node.meta else None
+
+
+def conjuncts(node: exp.Expr | None) -> list[exp.Expr]:
+    if node is None:
+        return []
+    node = node.unnest()
+    if isinstance(node, exp.And):
+        return conjuncts(node.this) + conjuncts(node.expression)
+    return [node]
+
+
+def extract_cores(tree: exp.Expr, ops: list[AiOp]) -> tuple[list[Core], list[AiOp]]:
+    """All cores of `tree` (a lowered statement), and `ops` with ai_join kinds filled in."""
+    ops = list(ops)
+    absorbed: set[int] = set()
+    cores = []
+    for select in tree.find_all(exp.Select):
+        if id(select) in absorbed:
+            continue
+        pending = Pending(select=select, sources=sources_of(select), ops=ops)
+        if not pending.sources:
+            continue
+        _predicates(pending, absorbed)
+        for node in select.expressions:
+            for call in node.find_all(exp.Anonymous):
+                op_id = op_id_of(call)
+                if op_id is None or call.find_ancestor(exp.Select) is not select:
+                    continue
+                target = pending.aggregates if ops[op_id].op in AGGREGATE_OPS else pending.projections
+                if _reads_only(ops[op_id], pending.sources) and op_id not in target:
+                    target.append(op_id)
+        if pending.filters or pending.joins or pending.projections or pending.aggregates:
+            cores.append(_core(pending))
+    _mark_unplanned_joins(tree, ops)
+    return cores, ops
+
+
+def _reads_only(op: AiOp, sources) -> bool:
+    return bool(op.bindings) and all(b.alias in sources for b in op.bindings)
+
+
+def _predicates(p: Pending, absorbed: set[int]) -> None:
+    where = p.select.args.get("where")
+    found = conjuncts(where.this if where else None)
+    exists = [c for c in found if isinstance(c, exp.Exists)
+              or (isinstance(c, exp.Not) and isinstance(c.this, exp.Exists))]
+    for c in found:
+        if not any(c is e for e in exists):
+            _conjunct(p, c, None)
+    for join in p.select.args.get("joins") or ():
+        for c in conjuncts(join.args.get("on")):
+            _conjunct(p, c, join)
+    for c in exists:
+        _exists(p, c, absorbed)
+
+
+def _conjunct(p: Pending, c: exp.Expr, join: exp.Join | None, inner_alias: str | None = None,
+              kind: str = "inner") -> None:
+    default = inner_alias or (next(iter(p.sources)) if len(p.sources) == 1 else None)
+    op_id = op_id_of(c)
+    if op_id is not None and p.ops[op_id].output_type == "BOOLEAN" and (join is None
+                                                                        or is_inner(join)):
+        aliases = _aliases_in_order(p.ops[op_id], p.sources)
+        if aliases is None:
+            return
+        if len(aliases) == 1:
+            p.filters.append(op_id)
+        elif len(aliases) == 2:
+            if inner_alias is not None:
+                left = tuple(a for a in aliases if a != inner_alias)
+                right = (inner_alias,)
+            else:
+                left, right = aliases[:1], aliases[1:]
+            p.joins.append(op_id)
+            p.ops[op_id] = dataclasses.replace(p.ops[op_id], op="ai_join",
+                                               join=JoinInfo(kind, left, right))
+        return
+    if op_id is None and not any(op_id_of(n) is not None for n in c.find_all(exp.Anonymous)):
+        p.relational.append((c, join, default))
+
+
+def _aliases_in_order(op: AiOp, sources) -> tuple[str, ...] | None:
+    used = {b.alias for b in op.bindings}
+    if not op.bindings or None in used or not used <= set(sources):
+        log.info("%s is not planned: its bindings do not name the core's relations", op.op)
+        return None
+    return tuple(a for a in sources if a in used)
+
+
+def _exists(p: Pending, c: exp.Expr, absorbed: set[int]) -> None:
+    is_anti = isinstance(c, exp.Not)
+    query = (c.this if is_anti else c).this
+    if not isinstance(query, exp.Select) or query.args.get("joins") or any(
+            query.args.get(k) for k in ("group", "having", "limit", "qualify", "with_")):
+        return
+    inner = sources_of(query)
+    if len(inner) != 1 or set(inner) & set(p.sources):
+        return
+    inner_alias, source = next(iter(inner.items()))
+    outer_sources = p.sources
+    p.sources = {**p.sources, inner_alias: source}
+    before_joins, before_filters = len(p.joins), len(p.filters)
+    where = query.args.get("where")
+    kind = "anti" if is_anti else "semi"
+    rel_before = len(p.relational)
+    for conj in conjuncts(where.this if where else None):
+        _conjunct(p, conj, None, inner_alias=inner_alias, kind=kind)
+    new_joins = p.joins[before_joins:]
+    if not new_joins:
+        p.sources, p.joins, p.filters = outer_sources, p.joins[:before_joins], p.filters[:before_filters]
+        del p.relational[rel_before:]
+        return
+    p.semi[inner_alias] = source
+    absorbed.add(id(query))
+
+
+def _core(p: Pending) -> Core:
+    keys: list[EquiKey] = []
+    for op_id in p.joins:
+        join = p.ops[op_id].join
+        equi = []
+        for c, _, default in p.relational:
+            sides = _equi_sides(c, p.sources, default)
+            if sides and {sides[0][0], sides[1][0]} == {join.left[0], join.right[0]}:
+                n = len(keys)
+                left, right = sides if sides[0][0] == join.left[0] else sides[::-1]
+                p.keys.append((n, left, right))
+                keys.append(EquiKey(op_id, n, join.left[0], join.right[0], c.sql(dialect="duckdb")))
+                equi.append(c.sql(dialect="duckdb"))
+        p.ops[op_id] = dataclasses.replace(p.ops[op_id],
+                                           join=dataclasses.replace(join, equi=tuple(equi)))
+    relations = tuple(scan_relation(p, alias) for alias in p.sources)
+    return Core(relations, tuple(p.filters), tuple(p.joins), tuple(p.projections),
+                tuple(p.aggregates), tuple(keys))
+
+
+def _equi_sides(c: exp.Expr, sources, default: str | None):
+    if not isinstance(c, exp.EQ):
+        return None
+    out = []
+    for side in (c.this, c.expression):
+        tables = {col.table or default for col in side.find_all(exp.Column)}
+        if len(tables) != 1 or None in tables or next(iter(tables)) not in sources:
+            return None
+        out.append((next(iter(tables)), side))
+    return (out[0], out[1]) if out[0][0] != out[1][0] else None
+
+
+def _mark_unplanned_joins(tree: exp.Expr, ops: list[AiOp]) -> None:
+    """Boolean AI predicates in WHERE/ON that read two relations are ai_join even when unplanned
+    (under OR, in an outer join's ON)."""
+    for i, op in enumerate(ops):
+        aliases = [a for a in dict.fromkeys(b.alias for b in op.bindings) if a is not None]
+        if op.op != "ai_filter" or op.context not in ("where", "join_on") or len(aliases) < 2:
+            continue
+        kind = "inner"
+        for call in tree.find_all(exp.Anonymous):
+            join = call.find_ancestor(exp.Join)
+            if op_id_of(call) == i and join is not None and not is_inner(join):
+                kind = (join.side or "inner").lower()
+        ops[i] = dataclasses.replace(op, op="ai_join",
+                                     join=JoinInfo(kind, tuple(aliases[:1]), tuple(aliases[1:])))
+
+
+__all__ = ["Core", "EquiKey", "Relation", "extract_cores", "join_of"]

@@ -1,0 +1,179 @@
+"""BigQuery AI functions -> IR. Docs: https://cloud.google.com/bigquery/docs/reference/standard-sql/bigqueryml-syntax-ai-if
+
+sqlglot 30.30 re-parses `AI.*` calls with its own function parsers, so `AI.IF(...)` becomes the
+ordinary `IF(cond, a, b)` and `AI.AGG(x, 'i')` fails (facts.md). `QuailBigQuery` parses `AI.*`
+calls as plain anonymous calls instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from sqlglot import exp, parser
+from sqlglot.dialects.bigquery import BigQuery
+from sqlglot.parsers.bigquery import BigQueryParser
+from sqlglot.tokens import TokenType
+
+from quail_engine.sql.build import Built, make, vendor_items
+from quail_engine.sql.call import Call, Signature, bind
+from quail_engine.sql.dialects.common import append, text_prompt, untyped_ai
+from quail_engine.sql.ir import Options
+from quail_engine.sql.literals import gen_params, labels, literal, options, string
+from quail_engine.sql.prompt import normalize
+
+NAME = "bigquery"
+MANAGED = ("connection_id", "endpoint", "examples", "embeddings", "optimization_mode",
+           "max_error_ratio", "request_type")
+GENERATIVE = ("endpoint", "model_params", "connection_id", "request_type")
+SCHEMA_TYPES = {"STRING": "VARCHAR", "INT64": "BIGINT", "FLOAT64": "DOUBLE", "BOOL": "BOOLEAN",
+                "NUMERIC": "DOUBLE"}
+
+
+class QuailBigQuery(BigQuery):
+    class Parser(BigQueryParser):
+        FUNCTIONS = untyped_ai(BigQueryParser.FUNCTIONS)
+
+        def _parse_column_ops(self, this: exp.Expr | None) -> exp.Expr | None:
+            if (isinstance(this, exp.Column) and not this.table and this.name.upper() == "AI"
+                    and self._curr and self._curr.token_type == TokenType.DOT):
+                return parser.Parser._parse_column_ops(self, this)
+            return super()._parse_column_ops(this)
+
+
+def _options(a: dict, call: Call) -> Options:
+    endpoint = a.get("endpoint")
+    ratio = a.get("max_error_ratio")
+    params = options(a.get("model_params"), "model_params", call.name, NAME)
+    vendor = {k: (a[k].sql(dialect=NAME) if k == "embeddings" else
+                  literal(a[k], k, call.name, NAME))
+              for k in ("connection_id", "optimization_mode", "request_type", "embeddings")
+              if a.get(k) is not None}
+    rest = {k: v for k, v in params.items() if k.lower() not in ("generation_config",
+                                                                 "generationconfig")}
+    if rest:
+        vendor["model_params"] = rest
+    return Options(model=None if endpoint is None else string(endpoint, "endpoint", call.name,
+                                                             NAME),
+                   max_error_ratio=None if ratio is None else float(
+                       literal(ratio, "max_error_ratio", call.name, NAME)),
+                   gen=gen_params(params), vendor=vendor_items(vendor))
+
+
+def _examples(a: dict, call: Call) -> tuple[tuple[str, str], ...]:
+    if a.get("examples") is None:
+        return ()
+    items = literal(a["examples"], "examples", call.name, NAME)
+    return tuple((str(i[0]), json.dumps(i[1])) for i in items)
+
+
+def _build_if(call: Call) -> Built:
+    a = bind(call, Signature(("prompt",), 1, MANAGED), NAME)
+    return make("ai_filter", normalize(a["prompt"], call.name, NAME), call,
+                options=_options(a, call), examples=_examples(a, call))
+
+
+def _build_classify(call: Call) -> Built:
+    a = bind(call, Signature(("input", "categories"), 2, (*MANAGED, "output_mode")), NAME)
+    mode = a.get("output_mode")
+    mode = None if mode is None else string(mode, "output_mode", call.name, NAME).lower()
+    opts = _options(a, call)
+    if mode == "single":
+        opts = dataclasses.replace(opts, vendor=(*opts.vendor, ("output_mode", "single")))
+    return make("ai_classify", normalize(a["input"], call.name, NAME), call,
+                shape="list1" if mode == "single" else None,
+                labels=labels(a["categories"], call.name, NAME, min_count=2),
+                multi=mode == "multi", options=opts, examples=_examples(a, call))
+
+
+def _build_score(call: Call) -> Built:
+    a = bind(call, Signature(("prompt",), 1, MANAGED), NAME)
+    return make("ai_score", normalize(a["prompt"], call.name, NAME), call,
+                options=_options(a, call))
+
+
+def _schema(text: str) -> tuple[tuple[str, str], ...]:
+    fields = []
+    for item in text.split(","):
+        name, _, kind = item.strip().partition(" ")
+        fields.append((name, SCHEMA_TYPES.get(kind.strip().upper(), "JSON")))
+    return tuple(fields)
+
+
+def _build_generate(call: Call, output_type: str = "VARCHAR") -> Built:
+    a = bind(call, Signature(("prompt",), 1, (*GENERATIVE, "output_schema")), NAME)
+    prompt = normalize(a["prompt"], call.name, NAME)
+    if a.get("output_schema") is not None:
+        schema = string(a["output_schema"], "output_schema", call.name, NAME)
+        fields = _schema(schema)
+        cols = ", ".join(f"{n} := CAST({{v}}->>'{n}' AS {t})" for n, t in fields)
+        built = make("ai_extract", prompt, call, options=_options(a, call),
+                     labels=labels(exp.Array(expressions=[exp.Literal.string(n) for n, _ in fields]),
+                                   call.name, NAME),
+                     task_args=(("output_schema", schema),))
+        built.shape = f"struct_pack({cols}, full_response := {{v}}, status := '')"
+        return built
+    op = "ai_filter" if output_type == "BOOLEAN" else "ai_generate"
+    return make(op, prompt, call, shape="result_struct", options=_options(a, call),
+                output_type=output_type)
+
+
+def _build_agg(call: Call) -> Built:
+    a = bind(call, Signature(("input", "instruction"), 2, ("connection_id", "endpoint")), NAME)
+    return make("ai_aggregate", normalize(a["input"], call.name, NAME), call,
+                instruction=string(a["instruction"], "the instruction", call.name, NAME),
+                task_args=(("distinct", "true"),) if call.is_distinct else (),
+                options=_options(a, call))
+
+
+def _build_count_tokens(call: Call) -> Built:
+    a = bind(call, Signature(("input",), 1, ("endpoint",)), NAME)
+    return make("ai_count_tokens", normalize(a["input"], call.name, NAME), call,
+                shape="result_struct", options=_options(a, call))
+
+
+def _build_embed(call: Call) -> Built:
+    a = bind(call, Signature(("content",), 1, ("endpoint", "connection_id", "task_type",
+                                                "title", "model_params")), NAME)
+    return make("ai_embed", normalize(a["content"], call.name, NAME), call,
+                shape="result_struct", options=_options(a, call))
+
+
+def _build_similarity(call: Call) -> Built:
+    a = bind(call, Signature(("content1", "content2"), 2, ("endpoint", "connection_id",
+                                                            "model_params")), NAME)
+    return make("ai_similarity", append(text_prompt(a["content1"]), a["content2"]), call,
+                task_args=(("range", "-1..1"),), options=_options(a, call))
+
+
+FUNCTIONS = {
+    "AI.IF": _build_if,
+    "AI.CLASSIFY": _build_classify,
+    "AI.SCORE": _build_score,
+    "AI.GENERATE": _build_generate,
+    "AI.GENERATE_BOOL": lambda call: _build_generate(call, "BOOLEAN"),
+    "AI.GENERATE_INT": lambda call: _build_generate(call, "BIGINT"),
+    "AI.GENERATE_DOUBLE": lambda call: _build_generate(call, "DOUBLE"),
+    "AI.AGG": _build_agg,
+    "AI.COUNT_TOKENS": _build_count_tokens,
+    "AI.EMBED": _build_embed,
+    "AI.SIMILARITY": _build_similarity,
+}
+
+
+def lookup(name: str):
+    return FUNCTIONS.get(name)
+
+
+def is_ai_name(name: str) -> bool:
+    return name.startswith("AI.")
+
+
+def unwrap(built: Built, node: exp.Expr) -> tuple[exp.Expr, str | None, Built]:
+    """Strip `.result` from the STRUCT the AI.GENERATE* family returns."""
+    parent = node.parent
+    if (built.shape == "result_struct" and isinstance(parent, exp.Dot) and parent.this is node
+            and parent.expression.name.lower() == "result"):
+        op = dataclasses.replace(built.op, wrapper=f"{NAME}:.result")
+        return parent, op.wrapper, dataclasses.replace(built, op=op, shape=None)
+    return node, None, built

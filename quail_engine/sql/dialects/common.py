@@ -1,0 +1,74 @@
+"""Pieces every dialect module shares: the sqlglot parser tweak, JSON-path wrappers, prompts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp, parser
+
+from quail_engine.sql.prompt import Prompt
+
+AI_TYPED_FUNCTIONS = ("AI_AGG", "AI_CLASSIFY", "AI_EMBED", "AI_GENERATE", "AI_SIMILARITY",
+                      "AI_SUMMARIZE_AGG")
+TEXT_TYPES = (exp.DType.TEXT, exp.DType.VARCHAR, exp.DType.CHAR, exp.DType.NCHAR,
+              exp.DType.NVARCHAR)
+
+
+def untyped_ai(functions: dict) -> dict:
+    """A parser FUNCTIONS table without sqlglot's typed AI_* builders, so every AI call parses
+    as `exp.Anonymous` with its arguments as written (named arguments included)."""
+    return {k: v for k, v in functions.items() if k not in AI_TYPED_FUNCTIONS}
+
+
+assert all(k in parser.Parser.FUNCTIONS for k in AI_TYPED_FUNCTIONS)
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """A result wrapper the user wrote around a call: `path` is the JSON path (`labels[0]`),
+    `shape` what is left to re-create around the canonical value once it is stripped."""
+
+    path: str
+    shape: str | None = None
+
+
+def json_path_text(path: exp.Expr) -> str | None:
+    if not isinstance(path, exp.JSONPath):
+        return None
+    out = ""
+    for part in path.expressions:
+        if isinstance(part, exp.JSONPathRoot):
+            continue
+        if isinstance(part, exp.JSONPathKey):
+            out += ("." if out else "") + str(part.this)
+        elif isinstance(part, exp.JSONPathSubscript):
+            out += f"[{part.this}]"
+        else:
+            return None
+    return out
+
+
+def climb_json(node: exp.Expr) -> tuple[exp.Expr, str, bool] | None:
+    """(outer node, path, has_text_cast) for `node:path[::STRING]`, or None."""
+    parent = node.parent
+    if not (isinstance(parent, exp.JSONExtract) and parent.this is node):
+        return None
+    path = json_path_text(parent.expression)
+    if path is None:
+        return None
+    outer = parent
+    cast = outer.parent
+    if isinstance(cast, exp.Cast) and cast.this is outer and cast.to.this in TEXT_TYPES:
+        return cast, path, True
+    return outer, path, False
+
+
+def append(prompt: Prompt, node: exp.Expr, sep: str = "\n") -> Prompt:
+    """`prompt` followed by one more slot (a FILE argument, ...)."""
+    index = len(prompt.exprs)
+    return Prompt(f"{prompt.template}{sep}{{{index}}}", (*prompt.exprs, node))
+
+
+def text_prompt(node: exp.Expr) -> Prompt:
+    """One input used as-is (similarity, embedding inputs): a single slot."""
+    return Prompt("{0}", (node,))

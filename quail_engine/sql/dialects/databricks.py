@@ -1,0 +1,194 @@
+"""Databricks AI Functions -> IR. Docs: https://docs.databricks.com/aws/en/large-language-models/ai-functions
+
+Databricks has no ai_filter: `ai_classify(x, ARRAY('yes','no')) = 'yes'`, `ai_query(ep, p) =
+'yes'` and `ai_query(ep, p, responseFormat => 'STRUCT<m: BOOLEAN>'):m` are read as ai_filter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+from sqlglot import exp
+from sqlglot.dialects.databricks import Databricks
+from sqlglot.parsers.databricks import DatabricksParser
+
+from quail_engine.sql.build import SENTIMENT_LABELS, Built, make, vendor_items
+from quail_engine.sql.call import Call, Signature, bind
+from quail_engine.sql.dialects.common import Wrapper, append, climb_json, text_prompt, untyped_ai
+from quail_engine.sql.errors import UnsupportedError
+from quail_engine.sql.ir import Label, Options
+from quail_engine.sql.literals import gen_params, labels, literal, options, string
+from quail_engine.sql.prompt import normalize
+
+NAME = "databricks"
+BOOL_FORMAT = re.compile(r"^\s*STRUCT\s*<\s*(\w+)\s*:\s*BOOLEAN\s*>\s*$", re.IGNORECASE)
+
+
+class QuailDatabricks(Databricks):
+    class Parser(DatabricksParser):
+        FUNCTIONS = untyped_ai(DatabricksParser.FUNCTIONS)
+
+
+def _build_query(call: Call) -> Built:
+    names = ("endpoint", "request")
+    named = ("returnType", "failOnError", "modelParameters", "responseFormat", "files")
+    a = bind(call, Signature(names, 2, named), NAME)
+    fail = a.get("failOnError")
+    is_fail = True if fail is None else bool(literal(fail, "failOnError", call.name, NAME))
+    params = options(a.get("modelParameters"), "modelParameters", call.name, NAME)
+    rest = {k: v for k, v in params.items() if k.lower() not in ("max_tokens", "temperature",
+                                                                  "top_p", "stop")}
+    task_args = tuple((k, string(a[k], k, call.name, NAME)) for k in ("responseFormat",
+                                                                       "returnType") if k in a)
+    return make("ai_generate", normalize(a["request"], call.name, NAME), call,
+                shape=None if is_fail else "result_error_struct", task_args=task_args,
+                options=Options(model=string(a["endpoint"], "the endpoint", call.name, NAME),
+                                gen=gen_params(params), on_error="fail" if is_fail else "details",
+                                vendor=vendor_items(rest)))
+
+
+def _build_classify(call: Call) -> Built:
+    a = bind(call, Signature(("content", "labels", "options"), 2), NAME)
+    prompt = normalize(a["content"], call.name, NAME)
+    found = labels(a["labels"], call.name, NAME, min_count=2)
+    if isinstance(a["labels"], exp.Array):
+        return make("ai_classify", prompt, call, labels=found)
+    opts = {k: str(v) for k, v in options(a.get("options"), "options", call.name, NAME).items()}
+    is_multi = opts.pop("multilabel", "false").lower() == "true"
+    return make("ai_classify", prompt, call, labels=found, multi=is_multi,
+                shape="response_object_multi" if is_multi else "response_object",
+                instruction=opts.pop("instructions", None),
+                options=Options(vendor=vendor_items({"labels_json": "true", **opts})))
+
+
+def _build_extract(call: Call) -> Built:
+    a = bind(call, Signature(("content", "labels", "options"), 2), NAME)
+    prompt = normalize(a["content"], call.name, NAME)
+    if isinstance(a["labels"], exp.Array):
+        found = labels(a["labels"], call.name, NAME)
+        cols = ", ".join(f"\"{lb.name}\" := {{v}}->>'{lb.name}'" for lb in found)
+        built = make("ai_extract", prompt, call, labels=found)
+        built.shape = f"struct_pack({cols})"
+        return built
+    schema = json.loads(string(a["labels"], "the schema", call.name, NAME))
+    opts = options(a.get("options"), "options", call.name, NAME)
+    if isinstance(schema, list):
+        return make("ai_extract", prompt, call, shape="response_extract",
+                    labels=tuple(Label(str(s)) for s in schema),
+                    options=Options(vendor=vendor_items({"labels_json": "true", **opts})))
+    return make("ai_extract", prompt, call, shape="response_extract",
+                task_args=(("schema", json.dumps(schema, sort_keys=True)),),
+                options=Options(vendor=vendor_items(opts)))
+
+
+def _one(task: str | None, op: str = "ai_generate"):
+    def build(call: Call) -> Built:
+        a = bind(call, Signature(("content",), 1), NAME)
+        return make(op, normalize(a["content"], call.name, NAME), call, task=task)
+    return build
+
+
+def _build_sentiment(call: Call) -> Built:
+    a = bind(call, Signature(("content",), 1), NAME)
+    return make("ai_classify", normalize(a["content"], call.name, NAME), call, task="sentiment",
+                labels=tuple(Label(x) for x in SENTIMENT_LABELS[NAME]))
+
+
+def _build_summarize(call: Call) -> Built:
+    a = bind(call, Signature(("content", "max_words"), 1), NAME)
+    words = a.get("max_words")
+    args = () if words is None else (("max_words", str(literal(words, "max_words", call.name,
+                                                                NAME))),)
+    return make("ai_generate", normalize(a["content"], call.name, NAME), call, task="summarize",
+                task_args=args)
+
+
+def _build_translate(call: Call) -> Built:
+    a = bind(call, Signature(("content", "to_lang"), 2), NAME)
+    lang = string(a["to_lang"], "to_lang", call.name, NAME)
+    return make("ai_generate", normalize(a["content"], call.name, NAME), call, task="translate",
+                task_args=(("target_language", lang),))
+
+
+def _build_similarity(call: Call) -> Built:
+    a = bind(call, Signature(("expr1", "expr2"), 2), NAME)
+    return make("ai_similarity", append(text_prompt(a["expr1"]), a["expr2"]), call,
+                task_args=(("range", "0..1"),))
+
+
+def _build_mask(call: Call) -> Built:
+    a = bind(call, Signature(("content", "labels"), 2), NAME)
+    return make("ai_generate", normalize(a["content"], call.name, NAME), call, task="mask",
+                labels=labels(a["labels"], call.name, NAME))
+
+
+def _build_parse_document(call: Call) -> Built:
+    raise UnsupportedError("ai_parse_document is not supported: quail reads text columns, not "
+                           "binary documents", call.sql(NAME), NAME)
+
+
+FUNCTIONS = {
+    "AI_QUERY": _build_query,
+    "AI_CLASSIFY": _build_classify,
+    "AI_EXTRACT": _build_extract,
+    "AI_ANALYZE_SENTIMENT": _build_sentiment,
+    "AI_SUMMARIZE": _build_summarize,
+    "AI_TRANSLATE": _build_translate,
+    "AI_SIMILARITY": _build_similarity,
+    "AI_MASK": _build_mask,
+    "AI_FIX_GRAMMAR": _one("fix_grammar"),
+    "AI_GEN": _one(None),
+    "AI_PARSE_DOCUMENT": _build_parse_document,
+}
+
+WRAPPERS = {
+    "response_object": {"response[0]": Wrapper("response[0]"),
+                        "response": Wrapper("response", "list1")},
+    "response_object_multi": {"response": Wrapper("response")},
+    "response_extract": {"response": Wrapper("response")},
+}
+
+
+def lookup(name: str):
+    return FUNCTIONS.get(name)
+
+
+def is_ai_name(name: str) -> bool:
+    return name.startswith("AI_")
+
+
+def _as_filter(built: Built, wrapper: str) -> Built:
+    op = dataclasses.replace(built.op, op="ai_filter", labels=None, output_type="BOOLEAN",
+                             wrapper=wrapper, task_args=())
+    return dataclasses.replace(built, op=op, shape=None)
+
+
+def _is_yes(node: exp.Expr) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string and node.this.lower() == "yes"
+
+
+def unwrap(built: Built, node: exp.Expr) -> tuple[exp.Expr, str | None, Built]:
+    """Strip `:response[0]`, and read the boolean idioms as ai_filter."""
+    op, parent = built.op, node.parent
+    if isinstance(parent, exp.EQ) and (_is_yes(parent.expression) or _is_yes(parent.this)):
+        names = [lb.name.lower() for lb in op.labels or ()]
+        if op.op == "ai_classify" and op.task is None and not op.multi and names == ["yes", "no"]:
+            return parent, f"{NAME}:ai_classify=yes", _as_filter(built, f"{NAME}:ai_classify=yes")
+        if op.op == "ai_generate" and op.task is None and built.shape is None:
+            return parent, f"{NAME}:ai_query=yes", _as_filter(built, f"{NAME}:ai_query=yes")
+    climbed = climb_json(node)
+    if climbed is None:
+        return node, None, built
+    outer, path, _ = climbed
+    fmt = dict(op.task_args).get("responseFormat", "")
+    match = BOOL_FORMAT.match(fmt)
+    if op.op == "ai_generate" and match and match.group(1).lower() == path.lower():
+        return outer, f"{NAME}:ai_query:{path}", _as_filter(built, f"{NAME}:ai_query:{path}")
+    w = WRAPPERS.get(built.shape or "", {}).get(path)
+    if w is None:
+        return node, None, built
+    text = f"{NAME}:{path}"
+    return outer, text, dataclasses.replace(built, op=dataclasses.replace(op, wrapper=text),
+                                            shape=w.shape)

@@ -1,0 +1,141 @@
+"""DuckDB SQL with quail's canonical AI functions, for users with no warehouse:
+
+    ai_filter(prompt)                 ai_classify(input, ['a', 'b'])     ai_score(prompt)
+    ai_generate(prompt)               ai_extract(input, ['field', ...])  ai_aggregate(input, 'instruction')
+    ai_embed(input)                   ai_similarity(a, b)                ai_count_tokens(input)
+
+`prompt` is a string, a column, `prompt('Is {0} about {1}?', a, b)`, `concat(...)` or `||`;
+`ai_filter('Is {0} good?', review)` is short for `ai_filter(prompt('Is {0} good?', review))`.
+Options are named arguments: `model := 'x'`, `max_tokens := 20`, `on_error := 'fail'`,
+`selectivity := 0.1`, `multi := true`, `instruction := '...'`, `task := 'translate'`, ...
+"""
+
+from __future__ import annotations
+
+import json
+
+from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
+from sqlglot.parsers.duckdb import DuckDBParser
+
+from quail_engine.sql.build import Built, make
+from quail_engine.sql.call import Call
+from quail_engine.sql.dialects.common import append, text_prompt, untyped_ai
+from quail_engine.sql.errors import ArgumentError
+from quail_engine.sql.ir import GenParams, Options
+from quail_engine.sql.literals import labels, literal
+from quail_engine.sql.prompt import Prompt, normalize
+
+NAME = "duckdb"
+OPTION_KEYS = ("model", "selectivity", "anchor", "order", "on_error", "max_error_ratio")
+GEN_KEYS = ("max_tokens", "temperature", "top_p", "stop")
+FIELD_KEYS = ("multi", "instruction", "task", "output_type")
+
+
+class QuailDuckDB(DuckDB):
+    class Parser(DuckDBParser):
+        FUNCTIONS = untyped_ai(DuckDBParser.FUNCTIONS)
+
+
+def _named(call: Call) -> tuple[Options, dict, tuple[tuple[str, str], ...]]:
+    values = {k: literal(v, f"option {k}", call.name, NAME) for k, v in call.kwargs.items()}
+    stop = values.get("stop")
+    gen = GenParams(**{k: values.pop(k) for k in GEN_KEYS[:3] if k in values},
+                    stop=tuple([stop] if isinstance(stop, str) else stop or ()))
+    values.pop("stop", None)
+    opts = Options(gen=gen, **{k: values.pop(k) for k in OPTION_KEYS if k in values})
+    fields = {k: values.pop(k) for k in FIELD_KEYS if k in values}
+    task_args = tuple(sorted((k, v if isinstance(v, str) else json.dumps(v))
+                             for k, v in values.items()))
+    return opts, fields, task_args
+
+
+def _prompt(call: Call, args: list[exp.Expr]) -> Prompt:
+    if not args:
+        raise ArgumentError(f"{call.name} needs a prompt", call.sql(NAME), NAME)
+    if len(args) == 1:
+        return normalize(args[0], call.name, NAME)
+    return normalize(exp.Anonymous(this="prompt", expressions=[a.copy() for a in args]),
+                     call.name, NAME)
+
+
+def _count(call: Call, n: int) -> None:
+    if len(call.args) != n:
+        raise ArgumentError(f"{call.name} takes {n} positional argument{'s' * (n != 1)}, got "
+                            f"{len(call.args)}", call.sql(NAME), NAME)
+
+
+def _templated(op: str):
+    def build(call: Call) -> Built:
+        opts, fields, task_args = _named(call)
+        return make(op, _prompt(call, call.args), call, options=opts, task_args=task_args,
+                    **fields)
+    return build
+
+
+def _build_classify(call: Call) -> Built:
+    _count(call, 2)
+    opts, fields, task_args = _named(call)
+    return make("ai_classify", _prompt(call, call.args[:1]), call, options=opts,
+                labels=labels(call.args[1], call.name, NAME, min_count=2), task_args=task_args,
+                **fields)
+
+
+def _build_extract(call: Call) -> Built:
+    if len(call.args) not in (1, 2):
+        raise ArgumentError(f"{call.name} takes an input and a field list", call.sql(NAME), NAME)
+    opts, fields, task_args = _named(call)
+    found = labels(call.args[1], call.name, NAME) if len(call.args) == 2 else None
+    if found is None and "schema" not in dict(task_args) and fields.get("task") is None:
+        raise ArgumentError(f"{call.name} needs a field list or schema := '...'",
+                            call.sql(NAME), NAME)
+    return make("ai_extract", _prompt(call, call.args[:1]), call, options=opts, labels=found,
+                task_args=task_args, **fields)
+
+
+def _build_aggregate(call: Call) -> Built:
+    if len(call.args) not in (1, 2):
+        raise ArgumentError(f"{call.name} takes an input and an instruction",
+                            call.sql(NAME), NAME)
+    opts, fields, task_args = _named(call)
+    if len(call.args) == 2:
+        fields["instruction"] = literal(call.args[1], "the instruction", call.name, NAME)
+    return make("ai_aggregate", _prompt(call, call.args[:1]), call, options=opts,
+                task_args=(*task_args, *((("distinct", "true"),) if call.is_distinct else ())),
+                **fields)
+
+
+def _build_unary(op: str, n: int):
+    def build(call: Call) -> Built:
+        _count(call, n)
+        opts, fields, task_args = _named(call)
+        prompt = _prompt(call, call.args[:1]) if n == 1 else append(text_prompt(call.args[0]),
+                                                                     call.args[1])
+        return make(op, prompt, call, options=opts, task_args=task_args, **fields)
+    return build
+
+
+FUNCTIONS = {
+    "AI_FILTER": _templated("ai_filter"),
+    "AI_CLASSIFY": _build_classify,
+    "AI_SCORE": _templated("ai_score"),
+    "AI_GENERATE": _templated("ai_generate"),
+    "AI_EXTRACT": _build_extract,
+    "AI_AGGREGATE": _build_aggregate,
+    "AI_EMBED": _build_unary("ai_embed", 1),
+    "AI_SIMILARITY": _build_unary("ai_similarity", 2),
+    "AI_COUNT_TOKENS": _build_unary("ai_count_tokens", 1),
+}
+
+
+def lookup(name: str):
+    return FUNCTIONS.get(name)
+
+
+def is_ai_name(name: str) -> bool:
+    return name.startswith("AI_")
+
+
+def unwrap(built: Built, node: exp.Expr) -> tuple[exp.Expr, str | None, Built]:
+    return node, None, built
+

@@ -1,0 +1,261 @@
+"""Snowflake Cortex AISQL -> IR. Docs: https://docs.snowflake.com/en/user-guide/snowflake-cortex/aisql"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from sqlglot import exp
+from sqlglot.dialects.snowflake import Snowflake
+from sqlglot.parsers.snowflake import SnowflakeParser
+
+from quail_engine.sql.build import SENTIMENT_LABELS, Built, make, vendor_items
+from quail_engine.sql.call import Call, Signature, bind
+from quail_engine.sql.dialects.common import Wrapper, append, climb_json, text_prompt, untyped_ai
+from quail_engine.sql.errors import ArgumentError, UnsupportedError
+from quail_engine.sql.ir import Label, Options
+from quail_engine.sql.literals import gen_params, labels, literal, options, string
+from quail_engine.sql.prompt import normalize
+
+NAME = "snowflake"
+CORTEX = "SNOWFLAKE.CORTEX."
+
+
+class QuailSnowflake(Snowflake):
+    class Parser(SnowflakeParser):
+        FUNCTIONS = untyped_ai(SnowflakeParser.FUNCTIONS)
+
+
+def _on_error(args: dict, default: str = "null") -> tuple[str, str | None]:
+    flag = args.get("return_error_details")
+    if flag is not None and literal(flag, "return_error_details", "", NAME):
+        return "details", "value_error_object"
+    return default, None
+
+
+def _compose(outer: str | None, inner: str | None) -> str | None:
+    return "+".join(s for s in (outer, inner) if s) or None
+
+
+def _build_filter(call: Call) -> Built:
+    a = bind(call, Signature(("input", "file", "return_error_details"), 1, ("predicate",)), NAME)
+    if "predicate" in a:
+        a.setdefault("input", a.pop("predicate"))
+    file = a.get("file")
+    if isinstance(file, exp.Boolean):
+        a["return_error_details"], file = a.pop("file"), None
+    on_error, shape = _on_error(a)
+    prompt = normalize(a["input"], call.name, NAME)
+    if file is not None:
+        prompt = append(prompt, file)
+    return make("ai_filter", prompt, call, shape=shape, options=Options(on_error=on_error))
+
+
+def _build_classify(call: Call, legacy: bool = False) -> Built:
+    names = ("input", "list_of_categories", "config_object", "return_error_details")
+    a = bind(call, Signature(names, 2, ("categories", "config", "options")), NAME)
+    cats = a.get("list_of_categories", a.get("categories"))
+    config = options(a.get("config_object", a.get("config", a.get("options"))), "the config",
+                     call.name, NAME)
+    is_multi = str(config.pop("output_mode", "single")).lower() == "multi"
+    examples = tuple((str(e.get("input")), json.dumps(e.get("labels"))) for e in
+                     config.pop("examples", []) or [])
+    instruction = config.pop("task_description", None)
+    on_error, details = _on_error(a)
+    base = "label_object" if legacy else ("labels_object_multi" if is_multi else "labels_object")
+    return make("ai_classify", normalize(a["input"], call.name, NAME), call,
+                shape=_compose(details, base), labels=labels(cats, call.name, NAME, min_count=2),
+                multi=is_multi, instruction=instruction, examples=examples,
+                options=Options(on_error=on_error, vendor=vendor_items(config)))
+
+
+def _build_complete(call: Call, legacy: bool = False, try_: bool = False) -> Built:
+    names = ("model", "prompt", "model_parameters", "response_format", "show_details")
+    a = bind(call, Signature(names, 2, ("file", "options")), NAME)
+    params = a.get("model_parameters", a.get("options"))
+    if params is not None and not isinstance(params, exp.Struct):
+        a["file"], params = a.pop("model_parameters"), None
+    if isinstance(a["prompt"], exp.Array):
+        raise UnsupportedError(f"{call.name}: conversation-history arrays are not supported; "
+                               "pass one prompt string or PROMPT(...)", call.sql(NAME), NAME)
+    opts = options(params, "model_parameters", call.name, NAME)
+    prompt = normalize(a["prompt"], call.name, NAME)
+    if a.get("file") is not None:
+        prompt = append(prompt, a["file"])
+    task_args = []
+    if a.get("response_format") is not None:
+        task_args.append(("response_format", a["response_format"].sql(dialect=NAME)))
+    shape = None
+    if legacy and params is not None or (
+            a.get("show_details") is not None and literal(a["show_details"], "show_details",
+                                                          call.name, NAME)):
+        shape = "choices_object"
+    on_error = "fail" if legacy and not try_ else "null"
+    gen = gen_params(opts)
+    rest = {k: v for k, v in opts.items() if k.lower() not in
+            ("temperature", "top_p", "max_tokens", "stop")}
+    return make("ai_generate", prompt, call, shape=shape, task_args=tuple(task_args),
+                options=Options(model=string(a["model"], "the model", call.name, NAME), gen=gen,
+                                on_error=on_error, vendor=vendor_items(rest)))
+
+
+def _build_agg(call: Call) -> Built:
+    a = bind(call, Signature(("expr", "instruction"), 2), NAME)
+    return make("ai_aggregate", normalize(a["expr"], call.name, NAME), call,
+                instruction=string(a["instruction"], "the instruction", call.name, NAME))
+
+
+def _build_summarize_agg(call: Call) -> Built:
+    a = bind(call, Signature(("expr",), 1), NAME)
+    return make("ai_aggregate", normalize(a["expr"], call.name, NAME), call, task="summarize")
+
+
+def _build_sentiment(call: Call) -> Built:
+    a = bind(call, Signature(("text", "categories", "return_error_details"), 1), NAME)
+    if isinstance(a.get("categories"), exp.Boolean):
+        a["return_error_details"] = a.pop("categories")
+    if a.get("categories") is not None:
+        raise UnsupportedError("AI_SENTIMENT with aspect categories is not supported (only the "
+                               "overall sentiment)", call.sql(NAME), NAME)
+    on_error, details = _on_error(a)
+    return make("ai_classify", normalize(a["text"], call.name, NAME), call,
+                shape=_compose(details, "sentiment_object"), task="sentiment",
+                labels=tuple(Label(x) for x in SENTIMENT_LABELS[NAME]),
+                options=Options(on_error=on_error))
+
+
+def _build_extract(call: Call) -> Built:
+    a = bind(call, Signature(("text", "responseFormat"), 0, ("file", "scores", "config")), NAME)
+    source = a.get("text", a.get("file"))
+    if source is None or "responseFormat" not in a:
+        raise ArgumentError(f"{call.name} needs text (or file) and responseFormat",
+                            call.sql(NAME), NAME)
+    fmt = literal(a["responseFormat"], "responseFormat", call.name, NAME)
+    task_args = []
+    fields = None
+    if isinstance(fmt, dict) and "schema" in fmt:
+        task_args.append(("schema", json.dumps(fmt["schema"], sort_keys=True)))
+    else:
+        fields = labels(a["responseFormat"], call.name, NAME)
+    if a.get("scores") is not None:
+        task_args.append(("scores", json.dumps(literal(a["scores"], "scores", call.name, NAME))))
+    return make("ai_extract", normalize(source, call.name, NAME), call, shape="extract_object",
+                labels=fields, task_args=tuple(task_args))
+
+
+def _build_translate(call: Call) -> Built:
+    names = ("text", "source_language", "target_language", "return_error_details")
+    a = bind(call, Signature(names, 3), NAME)
+    on_error, shape = _on_error(a)
+    langs = tuple((k, string(a[k], k, call.name, NAME)) for k in names[1:3])
+    return make("ai_generate", normalize(a["text"], call.name, NAME), call, shape=shape,
+                task="translate", task_args=langs, options=Options(on_error=on_error))
+
+
+def _build_similarity(call: Call) -> Built:
+    a = bind(call, Signature(("input1", "input2", "config_object"), 2), NAME)
+    config = options(a.get("config_object"), "the config", call.name, NAME)
+    model = config.pop("model", None)
+    prompt = append(text_prompt(a["input1"]), a["input2"])
+    return make("ai_similarity", prompt, call, task_args=(("range", "-1..1"),),
+                options=Options(model=model, vendor=vendor_items(config)))
+
+
+def _build_embed(call: Call) -> Built:
+    a = bind(call, Signature(("model", "input"), 2), NAME)
+    return make("ai_embed", normalize(a["input"], call.name, NAME), call,
+                options=Options(model=string(a["model"], "the model", call.name, NAME)))
+
+
+def _build_count_tokens(call: Call) -> Built:
+    if len(call.args) < 2:
+        raise ArgumentError(f"{call.name} needs a function name and an input",
+                            call.sql(NAME), NAME)
+    fn = string(call.args[0], "the function name", call.name, NAME).lower()
+    has_model = len(call.args) >= 3 and fn not in ("ai_classify", "ai_similarity", "ai_translate")
+    model = string(call.args[1], "the model", call.name, NAME) if has_model else None
+    text = call.args[2 if has_model else 1]
+    return make("ai_count_tokens", normalize(text, call.name, NAME), call,
+                task_args=(("function", fn),), options=Options(model=model))
+
+
+def _build_legacy_sentiment(call: Call) -> Built:
+    a = bind(call, Signature(("text",), 1), NAME)
+    return make("ai_score", normalize(a["text"], call.name, NAME), call, task="sentiment",
+                task_args=(("range", "-1..1"),))
+
+
+def _build_summarize(call: Call) -> Built:
+    a = bind(call, Signature(("text",), 1), NAME)
+    return make("ai_generate", normalize(a["text"], call.name, NAME), call, task="summarize")
+
+
+def _build_extract_answer(call: Call) -> Built:
+    a = bind(call, Signature(("source_document", "question"), 2), NAME)
+    question = string(a["question"], "the question", call.name, NAME)
+    return make("ai_extract", normalize(a["source_document"], call.name, NAME), call,
+                shape="answer_array", task="extract_answer", labels=(Label("answer", question),))
+
+
+def _build_embed_text(call: Call) -> Built:
+    built = _build_embed(call)
+    dim = call.name.rsplit("_", 1)[-1]
+    return dataclasses.replace(built, op=dataclasses.replace(built.op,
+                                                             task_args=(("dimensions", dim),)))
+
+
+FUNCTIONS = {
+    "AI_FILTER": _build_filter,
+    "AI_CLASSIFY": _build_classify,
+    "AI_COMPLETE": _build_complete,
+    "AI_AGG": _build_agg,
+    "AI_SUMMARIZE_AGG": _build_summarize_agg,
+    "AI_SENTIMENT": _build_sentiment,
+    "AI_EXTRACT": _build_extract,
+    "AI_TRANSLATE": _build_translate,
+    "AI_SIMILARITY": _build_similarity,
+    "AI_EMBED": _build_embed,
+    "AI_COUNT_TOKENS": _build_count_tokens,
+    CORTEX + "COMPLETE": lambda call: _build_complete(call, legacy=True),
+    CORTEX + "TRY_COMPLETE": lambda call: _build_complete(call, legacy=True, try_=True),
+    CORTEX + "CLASSIFY_TEXT": lambda call: _build_classify(call, legacy=True),
+    CORTEX + "SENTIMENT": _build_legacy_sentiment,
+    CORTEX + "SUMMARIZE": _build_summarize,
+    CORTEX + "TRANSLATE": _build_translate,
+    CORTEX + "EXTRACT_ANSWER": _build_extract_answer,
+    CORTEX + "EMBED_TEXT_768": _build_embed_text,
+    CORTEX + "EMBED_TEXT_1024": _build_embed_text,
+}
+
+WRAPPERS = {
+    "labels_object": {"labels[0]": Wrapper("labels[0]"), "labels": Wrapper("labels", "list1")},
+    "labels_object_multi": {"labels": Wrapper("labels")},
+    "label_object": {"label": Wrapper("label")},
+    "sentiment_object": {"categories[0].sentiment": Wrapper("categories[0].sentiment")},
+    "extract_object": {"response": Wrapper("response")},
+}
+
+
+def lookup(name: str):
+    """The builder for a function name, or None. `SNOWFLAKE.CORTEX.AI_X` means `AI_X`."""
+    if name.startswith(CORTEX) and name[len(CORTEX):].startswith("AI_"):
+        name = name[len(CORTEX):]
+    return FUNCTIONS.get(name)
+
+
+def is_ai_name(name: str) -> bool:
+    return name.startswith(("AI_", CORTEX))
+
+
+def unwrap(built: Built, node: exp.Expr) -> tuple[exp.Expr, str | None, Built]:
+    """Strip `:labels[0]::STRING`, `:label`, `:response`, ... around a call."""
+    table = WRAPPERS.get(built.shape or "")
+    climbed = climb_json(node) if table else None
+    if not climbed or climbed[1] not in table:
+        return node, None, built
+    outer, path, has_cast = climbed
+    w = table[path]
+    text = f"{NAME}:{path.replace('.', ':')}" + ("::STRING" if has_cast else "")
+    return outer, text, dataclasses.replace(built, op=dataclasses.replace(built.op, wrapper=text),
+                                            shape=w.shape)
+

@@ -1,0 +1,1 @@
+"""IR -> vendor SQL text, one module per dialect (`emit(op, args) -> str`)."""

@@ -1,0 +1,119 @@
+"""IR -> BigQuery AI functions (prompts as tuples, `.result` re-added)."""
+
+from __future__ import annotations
+
+import json
+
+from quail_engine.sql.emit.common import lit, parts, refuse, similarity_range, task_prefix, warn
+from quail_engine.sql.ir import AiOp
+
+NAME = "bigquery"
+TYPED = {"BIGINT": "AI.GENERATE_INT", "DOUBLE": "AI.GENERATE_DOUBLE"}
+
+
+def _prompt(op: AiOp, args: list[str], prefix: str = "") -> str:
+    pieces = parts(op, args, NAME, prefix)
+    return pieces[0] if len(pieces) == 1 else f"({', '.join(pieces)})"
+
+
+def _endpoint(op: AiOp) -> str:
+    return f", endpoint => {lit(op.options.model, NAME)}" if op.options.model else ""
+
+
+def _managed(fn: str, op: AiOp) -> str:
+    g = op.options.gen
+    if any(v not in (None, ()) for v in (g.temperature, g.top_p, g.max_tokens, g.stop or None)):
+        warn(fn, NAME, "managed AI functions take no generation parameters; they are dropped")
+    extra = _endpoint(op)
+    if op.options.max_error_ratio is not None:
+        extra += f", max_error_ratio => {op.options.max_error_ratio}"
+    return extra
+
+
+def _filter(op: AiOp, args: list[str]) -> str:
+    return f"AI.IF({_prompt(op, args)}{_managed('AI.IF', op)})"
+
+
+def _classify(op: AiOp, args: list[str]) -> str:
+    if op.task == "sentiment":
+        warn("sentiment", NAME, "AI.CLASSIFY over the sentiment labels stands in for the vendor's "
+             "sentiment function")
+    if op.instruction:
+        warn("AI.CLASSIFY", NAME, "AI.CLASSIFY has no task description; it is dropped")
+    cats = ", ".join(f"STRUCT({lit(lb.name, NAME)} AS label, {lit(lb.description, NAME)} AS "
+                     f"description)" if lb.description else lit(lb.name, NAME)
+                     for lb in op.labels)
+    mode = ", output_mode => 'multi'" if op.multi else ""
+    return f"AI.CLASSIFY({_prompt(op, args)}, categories => [{cats}]{mode}{_managed('AI.CLASSIFY', op)})"
+
+
+def _score(op: AiOp, args: list[str]) -> str:
+    prefix = task_prefix(op)
+    if prefix:
+        warn("SENTIMENT", NAME, "AI.SCORE with a -1..1 sentiment rubric stands in for the "
+             "sentiment score")
+    return f"AI.SCORE({_prompt(op, args, prefix)}{_managed('AI.SCORE', op)})"
+
+
+def _model_params(op: AiOp) -> str:
+    g = op.options.gen
+    config = {k: v for k, v in (("maxOutputTokens", g.max_tokens), ("temperature", g.temperature),
+                                ("topP", g.top_p), ("stopSequences", list(g.stop) or None))
+              if v is not None}
+    if not config:
+        return ""
+    return f", model_params => JSON {lit(json.dumps({'generationConfig': config}), NAME)}"
+
+
+def _generate(op: AiOp, args: list[str]) -> str:
+    prefix = task_prefix(op)
+    if op.task is not None:
+        warn(f"ai_{op.task}", NAME, "spelled as AI.GENERATE with an instruction prefix")
+    fn = TYPED.get(op.output_type, "AI.GENERATE")
+    return f"{fn}({_prompt(op, args, prefix)}{_endpoint(op)}{_model_params(op)}).result"
+
+
+def _extract(op: AiOp, args: list[str]) -> str:
+    if dict(op.task_args).get("schema") or not op.labels:
+        raise refuse("ai_extract", NAME, "a JSON-schema response format has no output_schema "
+                     "spelling here", op)
+    if any(lb.description and lb.description != lb.name for lb in op.labels):
+        warn("ai_extract", NAME, "field questions are dropped; output_schema names the fields")
+    schema = ", ".join(f"{lb.name} STRING" for lb in op.labels)
+    return (f"TO_JSON(AI.GENERATE({_prompt(op, args)}, output_schema => {lit(schema, NAME)}"
+            f"{_endpoint(op)}))")
+
+
+def _aggregate(op: AiOp, args: list[str]) -> str:
+    instruction = op.instruction
+    if instruction is None:
+        instruction = "Summarize the following texts."
+        warn("AI_SUMMARIZE_AGG", NAME, f"spelled as AI.AGG with the instruction {instruction!r}")
+    distinct = "DISTINCT " if ("distinct", "true") in op.task_args else ""
+    return f"AI.AGG({distinct}{_prompt(op, args)}, {lit(instruction, NAME)}{_endpoint(op)})"
+
+
+def _embed(op: AiOp, args: list[str]) -> str:
+    return f"AI.EMBED({_prompt(op, args)}{_endpoint(op)}).result"
+
+
+def _similarity(op: AiOp, args: list[str]) -> str:
+    if similarity_range(op) != "-1..1":
+        raise refuse("ai_similarity", NAME, f"the source similarity ranges over "
+                     f"{similarity_range(op)}, AI.SIMILARITY (cosine) over -1..1", op)
+    return f"AI.SIMILARITY(content1 => {args[0]}, content2 => {args[1]}{_endpoint(op)})"
+
+
+def _count_tokens(op: AiOp, args: list[str]) -> str:
+    return f"AI.COUNT_TOKENS({_prompt(op, args)}{_endpoint(op)}).result"
+
+
+EMITTERS = {
+    "ai_filter": _filter, "ai_join": _filter, "ai_classify": _classify, "ai_score": _score,
+    "ai_generate": _generate, "ai_extract": _extract, "ai_aggregate": _aggregate,
+    "ai_embed": _embed, "ai_similarity": _similarity, "ai_count_tokens": _count_tokens,
+}
+
+
+def emit(op: AiOp, args: list[str]) -> str:
+    return EMITTERS[op.op](op, args)

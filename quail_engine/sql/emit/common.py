@@ -1,0 +1,75 @@
+"""Helpers the emitters share: literals, prompt spellings, refusals and warnings."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from sqlglot import exp
+
+from quail_engine.sql.errors import UnsupportedError
+from quail_engine.sql.ir import AiOp
+from quail_engine.sql.prompt import template_parts
+
+log = logging.getLogger("quail_engine.sql.transpile")
+
+TASK_TEXT = {
+    "summarize": "Summarize the following text{words}:\n",
+    "translate": "Translate the following text{source} to {target}:\n",
+    "fix_grammar": "Correct the grammar of the following text:\n",
+    "mask": "Replace every {labels} in the following text with [MASKED]:\n",
+    "sentiment": "Rate the sentiment of the following text from -1 (negative) to 1 (positive):\n",
+}
+
+
+def lit(value: str, dialect: str) -> str:
+    return exp.Literal.string(value).sql(dialect=dialect)
+
+
+def parts(op: AiOp, args: list[str], dialect: str, prefix: str = "") -> list[str]:
+    """The prompt as a list of SQL pieces (quoted literals and argument SQL), in order."""
+    out = []
+    for part in template_parts(prefix + op.template):
+        out.append(args[part] if isinstance(part, int) else lit(part, dialect))
+    return out or [lit("", dialect)]
+
+
+def single(op: AiOp, args: list[str], dialect: str, prefix: str = "") -> str | None:
+    """The prompt as one expression when it is one slot or one literal, else None."""
+    pieces = parts(op, args, dialect, prefix)
+    return pieces[0] if len(pieces) == 1 else None
+
+
+def concat(op: AiOp, args: list[str], dialect: str, prefix: str = "") -> str:
+    return single(op, args, dialect, prefix) or f"CONCAT({', '.join(parts(op, args, dialect, prefix))})"
+
+
+def task_prefix(op: AiOp) -> str:
+    """Instruction text that spells a task function as a plain prompt."""
+    if op.task not in TASK_TEXT:
+        return ""
+    a = dict(op.task_args)
+    words = f" in at most {a['max_words']} words" if a.get("max_words") not in (None, "0") else ""
+    source = f" from {a['source_language']}" if a.get("source_language") else ""
+    labels = ", ".join(lb.name for lb in op.labels or ())
+    return TASK_TEXT[op.task].format(words=words, source=source,
+                                     target=a.get("target_language", "English"), labels=labels)
+
+
+def refuse(fn: str, target: str, why: str, op: AiOp) -> UnsupportedError:
+    return UnsupportedError(f"{fn} cannot be written in {target}: {why}", op.origin or None,
+                            target)
+
+
+def warn(fn: str, target: str, difference: str) -> None:
+    log.warning("%s -> %s: %s", fn, target, difference)
+
+
+def labels_json(op: AiOp) -> str:
+    if any(lb.description for lb in op.labels or ()):
+        return json.dumps({lb.name: lb.description or "" for lb in op.labels})
+    return json.dumps([lb.name for lb in op.labels or ()])
+
+
+def similarity_range(op: AiOp) -> str:
+    return dict(op.task_args).get("range", "-1..1")

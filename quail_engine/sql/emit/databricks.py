@@ -1,0 +1,144 @@
+"""IR -> Databricks AI Functions (filters as the `ai_classify(..., ARRAY('yes','no')) = 'yes'`
+idiom, prompts as `concat(...)`)."""
+
+from __future__ import annotations
+
+import json
+
+from quail_engine.sql.build import SENTIMENT_LABELS
+from quail_engine.sql.emit.common import (
+    concat,
+    labels_json,
+    lit,
+    refuse,
+    similarity_range,
+    task_prefix,
+    warn,
+)
+from quail_engine.sql.ir import AiOp
+
+NAME = "databricks"
+
+
+def _p(op: AiOp, args: list[str], prefix: str = "") -> str:
+    return concat(op, args, NAME, prefix)
+
+
+def _fail_on_error(fn: str, op: AiOp) -> None:
+    if op.options.on_error == "null":
+        warn(fn, NAME, "ai_query fails the whole query on an error row where the source "
+             "returns NULL")
+
+
+def _params(op: AiOp) -> str:
+    g = op.options.gen
+    items = [(k, v) for k, v in (("max_tokens", g.max_tokens), ("temperature", g.temperature),
+                                 ("top_p", g.top_p)) if v is not None]
+    if not items:
+        return ""
+    inner = ", ".join(f"{lit(k, NAME)}, {v}" for k, v in items)
+    return f", modelParameters => named_struct({inner})"
+
+
+def _filter(op: AiOp, args: list[str]) -> str:
+    if op.options.model:
+        _fail_on_error("ai_query", op)
+        return f"ai_query({lit(op.options.model, NAME)}, {_p(op, args)}{_params(op)}) = 'yes'"
+    return f"ai_classify({_p(op, args)}, ARRAY('yes', 'no')) = 'yes'"
+
+
+def _classify(op: AiOp, args: list[str]) -> str:
+    names = tuple(lb.name for lb in op.labels)
+    if op.task == "sentiment":
+        if names != SENTIMENT_LABELS[NAME]:
+            warn("ai_analyze_sentiment", NAME, f"labels {list(names)} become Databricks' "
+                 f"{list(SENTIMENT_LABELS[NAME])}")
+        return f"ai_analyze_sentiment({_p(op, args)})"
+    if op.options.model:
+        warn("ai_classify", NAME, f"task functions choose their own model; {op.options.model!r} "
+             "is dropped")
+    is_v1 = (not op.multi and not op.instruction and len(names) <= 20
+             and not any(lb.description for lb in op.labels))
+    if is_v1:
+        return f"ai_classify({_p(op, args)}, ARRAY({', '.join(lit(n, NAME) for n in names)}))"
+    opts = []
+    if op.multi:
+        opts += ["'multilabel'", "'true'"]
+    if op.instruction:
+        opts += ["'instructions'", lit(op.instruction, NAME)]
+    extra = f", map({', '.join(opts)})" if opts else ""
+    path = ":response" if op.multi else ":response[0]"
+    return f"ai_classify({_p(op, args)}, {lit(labels_json(op), NAME)}{extra}){path}"
+
+
+def _score(op: AiOp, args: list[str]) -> str:
+    if not op.options.model:
+        raise refuse("ai_score", NAME, "Databricks has no scoring function (ai_query needs a "
+                     "serving endpoint: set a model)", op)
+    warn("ai_score", NAME, "spelled as ai_query(...) cast to DOUBLE")
+    return f"CAST(ai_query({lit(op.options.model, NAME)}, {_p(op, args, task_prefix(op))}) AS DOUBLE)"
+
+
+def _generate(op: AiOp, args: list[str]) -> str:
+    a = dict(op.task_args)
+    if op.task == "summarize":
+        words = f", {a['max_words']}" if a.get("max_words") else ""
+        return f"ai_summarize({_p(op, args)}{words})"
+    if op.task == "translate":
+        if a.get("source_language"):
+            warn("ai_translate", NAME, "ai_translate detects the source language; "
+                 f"{a['source_language']!r} is dropped")
+        return f"ai_translate({_p(op, args)}, {lit(a.get('target_language', 'en'), NAME)})"
+    if op.task == "fix_grammar":
+        return f"ai_fix_grammar({_p(op, args)})"
+    if op.task == "mask":
+        return f"ai_mask({_p(op, args)}, ARRAY({', '.join(lit(lb.name, NAME) for lb in op.labels)}))"
+    if op.task is not None:
+        raise refuse(f"ai_{op.task}", NAME, "Databricks has no such task function", op)
+    if op.options.model:
+        _fail_on_error("ai_query", op)
+        sql = f"ai_query({lit(op.options.model, NAME)}, {_p(op, args)}{_params(op)})"
+    else:
+        if _params(op):
+            warn("ai_gen", NAME, "ai_gen takes no generation parameters; they are dropped")
+        sql = f"ai_gen({_p(op, args)})"
+    if op.output_type in ("BIGINT", "DOUBLE"):
+        warn("ai_generate", NAME, f"typed generation becomes a cast of free text to {op.output_type}")
+        return f"TRY_CAST({sql} AS {op.output_type})"
+    return sql
+
+
+def _extract(op: AiOp, args: list[str]) -> str:
+    schema = dict(op.task_args).get("schema")
+    if any(lb.description and lb.description != lb.name for lb in op.labels or ()):
+        warn("ai_extract", NAME, "field questions are dropped; the schema names the fields")
+    fmt = schema if schema is not None else json.dumps([lb.name for lb in op.labels or ()])
+    return f"ai_extract({_p(op, args)}, {lit(fmt, NAME)}):response"
+
+
+def _similarity(op: AiOp, args: list[str]) -> str:
+    if similarity_range(op) != "0..1":
+        raise refuse("ai_similarity", NAME, f"the source similarity ranges over "
+                     f"{similarity_range(op)}, Databricks' ai_similarity over 0..1", op)
+    return f"ai_similarity({args[0]}, {args[1]})"
+
+
+def _none(fn: str, why: str):
+    def emit(op: AiOp, args: list[str]) -> str:
+        raise refuse(fn, NAME, why, op)
+    return emit
+
+
+EMITTERS = {
+    "ai_filter": _filter, "ai_join": _filter, "ai_classify": _classify, "ai_score": _score,
+    "ai_generate": _generate, "ai_extract": _extract,
+    "ai_aggregate": _none("ai_aggregate", "Databricks has no AI aggregate function"),
+    "ai_embed": _none("ai_embed", "Databricks has no embedding function (only ai_query against "
+                      "an embedding endpoint)"),
+    "ai_similarity": _similarity,
+    "ai_count_tokens": _none("ai_count_tokens", "Databricks has no token-counting function"),
+}
+
+
+def emit(op: AiOp, args: list[str]) -> str:
+    return EMITTERS[op.op](op, args)

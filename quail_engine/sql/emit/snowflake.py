@@ -1,0 +1,150 @@
+"""IR -> Snowflake Cortex AISQL."""
+
+from __future__ import annotations
+
+import json
+
+from quail_engine.sql.build import SENTIMENT_LABELS
+from quail_engine.sql.emit.common import lit, refuse, similarity_range, single, warn
+from quail_engine.sql.ir import AiOp
+
+NAME = "snowflake"
+DEFAULT_MODEL = "llama3.1-8b"
+DEFAULT_EMBED = "snowflake-arctic-embed-l-v2.0"
+
+
+def _prompt(op: AiOp, args: list[str]) -> str:
+    one = single(op, args, NAME)
+    if one is not None:
+        return one
+    used = sorted({p for p in range(len(args)) if f"{{{p}}}" in op.template})
+    return f"PROMPT({', '.join([lit(op.template, NAME), *[args[i] for i in used]])})"
+
+
+def _object(values: dict) -> str:
+    items = []
+    for k, v in values.items():
+        value = lit(v, NAME) if isinstance(v, str) else json.dumps(v).replace('"', "'")
+        items.append(f"{lit(k, NAME)}: {value}")
+    return "{" + ", ".join(items) + "}"
+
+
+def _no_model(fn: str, op: AiOp) -> None:
+    if op.options.model:
+        warn(fn, NAME, f"Snowflake task functions choose their own model; {op.options.model!r} "
+             "is dropped")
+
+
+def _filter(op: AiOp, args: list[str]) -> str:
+    _no_model("AI_FILTER", op)
+    return f"AI_FILTER({_prompt(op, args)})"
+
+
+def _classify(op: AiOp, args: list[str]) -> str:
+    _no_model("AI_CLASSIFY", op)
+    names = tuple(lb.name for lb in op.labels or ())
+    if op.task == "sentiment":
+        if names != SENTIMENT_LABELS[NAME]:
+            warn("AI_SENTIMENT", NAME, f"labels {list(names)} become Snowflake's "
+                 f"{list(SENTIMENT_LABELS[NAME])}")
+        return f"AI_SENTIMENT({_prompt(op, args)}):categories[0]:sentiment::STRING"
+    cats = ", ".join(_object({"label": lb.name, "description": lb.description})
+                     if lb.description else lit(lb.name, NAME) for lb in op.labels)
+    config = {}
+    if op.instruction:
+        config["task_description"] = op.instruction
+    if op.multi:
+        config["output_mode"] = "multi"
+    extra = f", {_object(config)}" if config else ""
+    path = ":labels" if op.multi else ":labels[0]::STRING"
+    return f"AI_CLASSIFY({_prompt(op, args)}, [{cats}]{extra}){path}"
+
+
+def _score(op: AiOp, args: list[str]) -> str:
+    if op.task == "sentiment" and similarity_range(op) == "-1..1":
+        return f"SNOWFLAKE.CORTEX.SENTIMENT({_prompt(op, args)})"
+    raise refuse("ai_score", NAME, "Cortex has no scoring function (AI.SCORE's rubric "
+                 "scoring has no equivalent)", op)
+
+
+def _params(op: AiOp) -> str:
+    g = op.options.gen
+    values = {k: v for k, v in (("temperature", g.temperature), ("top_p", g.top_p),
+                                ("max_tokens", g.max_tokens)) if v is not None}
+    return f", {_object(values)}" if values else ""
+
+
+def _generate(op: AiOp, args: list[str]) -> str:
+    a = dict(op.task_args)
+    if op.task == "translate":
+        _no_model("AI_TRANSLATE", op)
+        return (f"AI_TRANSLATE({_prompt(op, args)}, {lit(a.get('source_language', ''), NAME)}, "
+                f"{lit(a.get('target_language', 'en'), NAME)})")
+    if op.task == "summarize":
+        if a.get("max_words"):
+            warn("SUMMARIZE", NAME, "Snowflake's SUMMARIZE has no word limit; max_words dropped")
+        return f"SNOWFLAKE.CORTEX.SUMMARIZE({_prompt(op, args)})"
+    if op.task is not None:
+        raise refuse(f"ai_{op.task}", NAME, "Cortex has no such task function", op)
+    model = op.options.model
+    if model is None:
+        model = DEFAULT_MODEL
+        warn("AI_COMPLETE", NAME, f"AI_COMPLETE needs a model; using {DEFAULT_MODEL!r}")
+    sql = f"AI_COMPLETE({lit(model, NAME)}, {_prompt(op, args)}{_params(op)})"
+    if op.output_type in ("BIGINT", "DOUBLE"):
+        warn("AI_COMPLETE", NAME, f"typed generation becomes a cast of free text to "
+             f"{op.output_type}")
+        return f"TRY_CAST({sql} AS {'INT' if op.output_type == 'BIGINT' else 'FLOAT'})"
+    return sql
+
+
+def _extract(op: AiOp, args: list[str]) -> str:
+    schema = dict(op.task_args).get("schema")
+    if schema is not None:
+        fmt = f"PARSE_JSON({lit(json.dumps({'schema': json.loads(schema)}), NAME)})"
+    elif any(lb.description for lb in op.labels or ()):
+        fmt = _object({lb.name: lb.description or lb.name for lb in op.labels})
+    else:
+        fmt = "[" + ", ".join(lit(lb.name, NAME) for lb in op.labels or ()) + "]"
+    return f"AI_EXTRACT({_prompt(op, args)}, {fmt}):response"
+
+
+def _aggregate(op: AiOp, args: list[str]) -> str:
+    if ("distinct", "true") in op.task_args:
+        raise refuse("AI.AGG(DISTINCT ...)", NAME, "AI_AGG has no DISTINCT form", op)
+    if op.instruction is None:
+        return f"AI_SUMMARIZE_AGG({_prompt(op, args)})"
+    return f"AI_AGG({_prompt(op, args)}, {lit(op.instruction, NAME)})"
+
+
+def _embed(op: AiOp, args: list[str]) -> str:
+    model = op.options.model or DEFAULT_EMBED
+    if op.options.model is None:
+        warn("AI_EMBED", NAME, f"AI_EMBED needs a model; using {DEFAULT_EMBED!r}")
+    return f"AI_EMBED({lit(model, NAME)}, {_prompt(op, args)})"
+
+
+def _similarity(op: AiOp, args: list[str]) -> str:
+    if similarity_range(op) != "-1..1":
+        raise refuse("ai_similarity", NAME, f"the source similarity ranges over "
+                     f"{similarity_range(op)}, Snowflake's AI_SIMILARITY over -1..1", op)
+    config = f", {_object({'model': op.options.model})}" if op.options.model else ""
+    return f"AI_SIMILARITY({args[0]}, {args[1]}{config})"
+
+
+def _count_tokens(op: AiOp, args: list[str]) -> str:
+    fn = dict(op.task_args).get("function", "ai_complete")
+    model = f"{lit(op.options.model, NAME)}, " if op.options.model else ""
+    return f"AI_COUNT_TOKENS({lit(fn, NAME)}, {model}{_prompt(op, args)})"
+
+
+EMITTERS = {
+    "ai_filter": _filter, "ai_join": _filter, "ai_classify": _classify, "ai_score": _score,
+    "ai_generate": _generate, "ai_extract": _extract, "ai_aggregate": _aggregate,
+    "ai_embed": _embed, "ai_similarity": _similarity, "ai_count_tokens": _count_tokens,
+}
+
+
+def emit(op: AiOp, args: list[str]) -> str:
+    return EMITTERS[op.op](op, args)
+

@@ -1,0 +1,133 @@
+"""Lowering: find every AI call in a parsed statement, build its IR node, strip the result
+wrapper the user wrote, and replace the call by `quail_ai_<id>(<bindings>)` (re-packaged in the
+vendor's shape where the wrapper was not stripped). Pure AST -> AST."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from quail_engine.sql import shapes, tvf
+from quail_engine.sql.build import AGGREGATE_OPS, Built
+from quail_engine.sql.call import as_call
+from quail_engine.sql.errors import UnknownAiFunctionError, UnsupportedPositionError
+from quail_engine.sql.ir import Binding
+from quail_engine.sql.prompt import is_prompt_call
+from quail_engine.sql.sources import sources_of
+
+CLAUSES = {exp.Where: "where", exp.Having: "having", exp.Order: "order_by",
+           exp.Group: "group_by", exp.Qualify: "qualify"}
+REFUSED = {exp.Limit: "LIMIT", exp.Offset: "OFFSET", exp.Values: "VALUES"}
+OP_META = "quail_op"
+
+
+@dataclass
+class Lowered:
+    tree: exp.Expr
+    built: list[Built]
+
+
+def placeholder_name(op_id: int) -> str:
+    return f"quail_ai_{op_id}"
+
+
+def lower(tree: exp.Expr, dialect_module) -> Lowered:
+    name = dialect_module.NAME
+    built = tvf.lower_table_functions(tree, name)
+    sites = _find_sites(tree, dialect_module)
+    for node, builder, call in sites:
+        one = builder(call)
+        outer, _, one = dialect_module.unwrap(one, node)
+        context = _context(outer, name)
+        if one.op.op in AGGREGATE_OPS and context not in ("select", "having", "order_by"):
+            raise UnsupportedPositionError(f"{call.name} is an aggregate and cannot be used in "
+                                           f"{context.replace('_', ' ').upper()}",
+                                           outer.sql(dialect=name), name)
+        op = dataclasses.replace(one.op, context=context, origin=outer.sql(dialect=name),
+                                 bindings=_resolve(one, outer))
+        one = dataclasses.replace(one, op=op)
+        one.extra["outer"] = outer
+        built.append(one)
+    for op_id, one in enumerate(built):
+        if "outer" not in one.extra:
+            continue
+        call = exp.Anonymous(this=placeholder_name(op_id), expressions=[e.copy() for e in one.exprs])
+        call.meta[OP_META] = op_id
+        new = shapes.wrap(one.shape, call)
+        new.meta[OP_META] = op_id
+        one.extra.pop("outer").replace(new)
+    return Lowered(tree, built)
+
+
+def _find_sites(tree: exp.Expr, module) -> list:
+    sites: list = []
+    for node in tree.walk(bfs=False):
+        call = as_call(node)
+        if call is None:
+            continue
+        if is_prompt_call(node) and not _inside_call(node, module):
+            raise UnsupportedPositionError("PROMPT() is only supported as the argument of an AI "
+                                           "function", node.sql(dialect=module.NAME), module.NAME)
+        builder = module.lookup(call.name)
+        if builder is None:
+            if module.is_ai_name(call.name):
+                raise UnknownAiFunctionError(f"unknown AI function {call.name} in {module.NAME}",
+                                             node.sql(dialect=module.NAME), module.NAME)
+            continue
+        sites.append((node, builder, call))
+    nodes = [s[0] for s in sites]
+    for node in nodes:
+        parent = node.parent
+        while parent is not None:
+            if any(parent is other for other in nodes):
+                raise UnsupportedPositionError(
+                    "an AI function cannot take another AI function's result as an argument; "
+                    "compute it in a CTE first", parent.sql(dialect=module.NAME), module.NAME)
+            parent = parent.parent
+    return sites
+
+
+def _inside_call(node: exp.Expr, module) -> bool:
+    parent = node.parent
+    while parent is not None:
+        call = as_call(parent)
+        if call is not None and module.lookup(call.name) is not None:
+            return True
+        parent = parent.parent
+    return False
+
+
+def _context(node: exp.Expr, dialect: str) -> str:
+    child, parent = node, node.parent
+    while parent is not None:
+        for kind, label in REFUSED.items():
+            if isinstance(parent, kind):
+                raise UnsupportedPositionError(f"an AI function cannot be used in {label}",
+                                               parent.sql(dialect=dialect), dialect)
+        for kind, label in CLAUSES.items():
+            if isinstance(parent, kind):
+                return label
+        if isinstance(parent, exp.Join) and child.arg_key == "on":
+            return "join_on"
+        if isinstance(parent, exp.Select) and child.arg_key == "expressions":
+            return "select"
+        if isinstance(parent, exp.Query):
+            return "select"
+        child, parent = parent, parent.parent
+    return "select"
+
+
+def _resolve(one: Built, outer: exp.Expr) -> tuple[Binding, ...]:
+    """Fill `alias` for bindings that read one relation (unqualified columns belong to the
+    enclosing SELECT's only relation, when it has one)."""
+    select = outer.find_ancestor(exp.Select)
+    sources = sources_of(select) if select is not None else {}
+    only = next(iter(sources)) if len(sources) == 1 else None
+    out = []
+    for b, node in zip(one.op.bindings, one.exprs):
+        aliases = {c.table or only for c in node.find_all(exp.Column)}
+        alias = aliases.pop() if len(aliases) == 1 else None
+        out.append(dataclasses.replace(b, alias=alias))
+    return tuple(out)

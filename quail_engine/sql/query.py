@@ -1,0 +1,92 @@
+"""`parse(sql, dialect)`: a warehouse statement as AI operators, cores and DuckDB SQL.
+
+Execution contract: DuckDB runs `duckdb_sql`, the whole statement in which each AI call is
+`quail_ai_<id>(<binding expressions>)` returning the op's `output_type` (BOOLEAN, VARCHAR,
+VARCHAR[], DOUBLE, BIGINT, JSON, FLOAT[]); aggregate ops take `list(<binding>)` per group.
+The planner precomputes answers for the `cores`; BigQuery table functions are subqueries
+mapping `quail_ai_<id>(prompt)` over their input (ids in `table_functions`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from quail_engine.sql import dialects
+from quail_engine.sql.build import AGGREGATE_OPS
+from quail_engine.sql.cores import Core, extract_cores, op_id_of
+from quail_engine.sql.errors import SqlError
+from quail_engine.sql.ir import AiOp
+from quail_engine.sql.lower import Lowered, lower
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    dialect: str
+    source_sql: str
+    ai_ops: tuple[AiOp, ...]        # op id = index
+    duckdb_sql: str
+    cores: tuple[Core, ...]
+    table_functions: tuple[int, ...] = ()
+
+    def to_text(self) -> str:
+        lines = [f"#{i} {op.to_text()}" for i, op in enumerate(self.ai_ops)]
+        lines += [c.to_text() for c in self.cores]
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        from quail_engine.sql.explain import explain_json
+
+        return explain_json(self)
+
+
+def read_tree(sql: str, dialect: str) -> exp.Expr:
+    """Parse one statement with the dialect's sqlglot subclass (a leading comment is fine)."""
+    try:
+        trees = [t for t in sqlglot.parse(sql, read=dialects.sqlglot_dialect(dialect)) if t]
+    except (ParseError, TokenError) as exc:
+        raise SqlError(f"cannot parse the SQL: {str(exc).splitlines()[0]}", sql.strip()[:200],
+                       dialect) from None
+    if len(trees) != 1:
+        raise SqlError(f"expected one SQL statement, got {len(trees)}", sql.strip()[:200],
+                       dialect)
+    return trees[0]
+
+
+def lower_sql(sql: str, dialect: str) -> tuple[Lowered, list[AiOp], list[Core]]:
+    module = dialects.get(dialect)
+    lowered = lower(read_tree(sql, module.NAME), module)
+    _aggregate_lists(lowered)
+    cores, ops = extract_cores(lowered.tree, [b.op for b in lowered.built])
+    return lowered, ops, cores
+
+
+def parse(sql: str, dialect: str) -> ParsedQuery:
+    """Read `sql` in `dialect` (snowflake, bigquery, databricks, duckdb)."""
+    lowered, ops, cores = lower_sql(sql, dialect)
+    tvfs = tuple(i for i, b in enumerate(lowered.built) if b.op.origin and "outer" not in b.extra
+                 and b.op.bindings and b.op.bindings[0].alias == f"__quail_in_{i}")
+    return ParsedQuery(dialect=dialects.get(dialect).NAME, source_sql=sql, ai_ops=tuple(ops),
+                       duckdb_sql=to_duckdb(lowered.tree), cores=tuple(cores),
+                       table_functions=tvfs)
+
+
+def to_duckdb(tree: exp.Expr) -> str:
+    """DuckDB SQL of a lowered tree; `quail_ai_<id>` keeps its lower-case spelling."""
+    return tree.sql(dialect="duckdb", normalize_functions=False)
+
+
+def _aggregate_lists(lowered: Lowered) -> None:
+    """Aggregate ops read a whole group: their placeholder takes `list(<binding>)`."""
+    for call in list(lowered.tree.find_all(exp.Anonymous)):
+        op_id = op_id_of(call)
+        if op_id is None or lowered.built[op_id].op.op not in AGGREGATE_OPS:
+            continue
+        is_distinct = ("distinct", "true") in lowered.built[op_id].op.task_args
+        args = [exp.ArrayAgg(this=exp.Distinct(expressions=[a]) if is_distinct else a)
+                for a in call.expressions]
+        call.set("expressions", args)

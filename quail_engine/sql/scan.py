@@ -1,0 +1,97 @@
+"""Per-relation scan queries of a core: projection and predicate pushdown in DuckDB SQL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from quail_engine.sql.ir import AiOp
+from quail_engine.sql.sources import alias_of, is_inner, join_of
+
+
+@dataclass
+class Pending:
+    """A core being assembled (see cores.py)."""
+
+    select: exp.Select
+    sources: dict[str, exp.Expr]
+    ops: list[AiOp]
+    filters: list[int] = field(default_factory=list)
+    joins: list[int] = field(default_factory=list)
+    projections: list[int] = field(default_factory=list)
+    aggregates: list[int] = field(default_factory=list)
+    relational: list[tuple[exp.Expr, exp.Join | None, str | None]] = field(default_factory=list)
+    keys: list[tuple[int, tuple[str, exp.Expr], tuple[str, exp.Expr]]] = field(default_factory=list)
+    semi: dict[str, exp.Expr] = field(default_factory=dict)
+
+
+def scan_relation(p: Pending, alias: str):
+    from quail_engine.sql.cores import Relation
+
+    columns: list[tuple[str, str]] = []
+    for op_id in dict.fromkeys([*p.filters, *p.joins, *p.projections, *p.aggregates]):
+        for b in p.ops[op_id].bindings:
+            if b.alias == alias:
+                columns.append((f"b_{op_id}_{b.index}", b.sql))
+    for n, left, right in p.keys:
+        for side_alias, side in (left, right):
+            if side_alias == alias:
+                columns.append((f"k_{n}", side.sql(dialect="duckdb")))
+    if not columns:
+        columns.append(("_row", "1"))
+    source = p.sources[alias].copy()
+    source.set("alias", None)
+    conds = [c.sql(dialect="duckdb") for c, join, default in p.relational
+             if _pushable(p, c, join, default, alias)]
+    name = exp.to_identifier(alias).sql(dialect="duckdb")
+    sql = (f"SELECT {', '.join(f'{e} AS {c}' for c, e in columns)} "
+           f"FROM {source.sql(dialect='duckdb')} AS {name}")
+    if conds:
+        sql += " WHERE " + " AND ".join(f"({c})" if len(conds) > 1 else c for c in conds)
+    ctes = _ctes_needed(p.select, [p.sources[alias], *(c for c, _, _ in p.relational)])
+    if ctes:
+        sql = "WITH " + ", ".join(ctes) + " " + sql
+    return Relation(alias, sql, tuple(c for c, _ in columns))
+
+
+def _null_supplying(select: exp.Select, alias: str) -> bool:
+    own = join_of(select, alias)
+    if own is not None and (own.side or "").upper() in ("LEFT", "FULL"):
+        return True
+    joins = list(select.args.get("joins") or ())
+    start = joins.index(own) + 1 if own is not None else 0
+    return any((j.side or "").upper() in ("RIGHT", "FULL") for j in joins[start:])
+
+
+def _pushable(p: Pending, c: exp.Expr, join: exp.Join | None, default: str | None,
+              alias: str) -> bool:
+    if any(c.find(k) for k in (exp.Subquery, exp.Select, exp.AggFunc, exp.Window, exp.Exists)):
+        return False
+    tables = {col.table or default for col in c.find_all(exp.Column)}
+    if tables != {alias}:
+        return False
+    if alias in p.semi:
+        return True
+    if join is None or is_inner(join):
+        return not _null_supplying(p.select, alias)
+    return (join.side or "").upper() == "LEFT" and alias_of(join.this) == alias
+
+
+def _ctes_needed(select: exp.Select, nodes: list[exp.Expr]) -> list[str]:
+    visible: dict[str, exp.CTE] = {}
+    node: exp.Expr | None = select
+    while node is not None:
+        with_ = node.args.get("with_") if isinstance(node, exp.Query) else None
+        for cte in (with_.expressions if with_ else ()):
+            visible.setdefault(cte.alias_or_name, cte)
+        node = node.parent
+    wanted: set[str] = set()
+    todo = [t.name for n in nodes for t in n.find_all(exp.Table)]
+    while todo:
+        name = todo.pop()
+        if name in visible and name not in wanted:
+            wanted.add(name)
+            todo += [t.name for t in visible[name].this.find_all(exp.Table)]
+    order = list(visible)
+    return [visible[n].sql(dialect="duckdb") for n in sorted(wanted, key=order.index)]

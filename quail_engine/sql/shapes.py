@@ -1,0 +1,50 @@
+"""Vendor result packagings, re-created around the canonical value in DuckDB SQL.
+
+Where a user did not strip the vendor wrapper (a bare `AI_CLASSIFY(...)` returns
+`{"labels": [...]}`), the statement must still see the vendor's shape: `{v}` is the canonical
+value (the `quail_ai_<id>(...)` call). Written in DuckDB SQL; sqlglot carries them to other
+dialects when transpiling.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp, parse_one
+
+SHAPES = {
+    "labels_object": "json_object('labels', json_array({v}))",
+    "labels_object_multi": "json_object('labels', to_json({v}))",
+    "label_object": "json_object('label', {v})",
+    "sentiment_object": ("json_object('categories', json_array(json_object('name', 'overall', "
+                         "'sentiment', {v})))"),
+    "extract_object": "json_object('response', {v}, 'error', NULL)",
+    "value_error_object": "json_object('value', {v}, 'error', NULL)",
+    "answer_array": "json_array({v})",
+    "result_struct": "struct_pack(result := {v}, full_response := CAST(NULL AS JSON), status := '')",
+    "list1": "[{v}]",
+    "response_object": "json_object('response', json_array({v}), 'error_message', NULL)",
+    "response_object_multi": "json_object('response', to_json({v}), 'error_message', NULL)",
+    "response_extract": "json_object('response', {v}, 'error_message', NULL)",
+    "result_error_struct": "struct_pack(result := {v}, errorMessage := CAST(NULL AS VARCHAR))",
+    "choices_object": ("json_object('choices', json_array(json_object('messages', {v})), "
+                       "'model', NULL, 'usage', NULL)"),
+}
+
+_SLOT = "__quail_shape_value__"
+
+
+def wrap(shape: str | None, value: exp.Expr) -> exp.Expr:
+    """`value` packaged as `shape`: a key of SHAPES, several joined by '+' (outermost first),
+    or a DuckDB SQL template with `{v}`; `value` itself when shape is None."""
+    if shape is None:
+        return value
+    if "{v}" not in shape and "+" in shape:
+        outer, inner = shape.split("+", 1)
+        return wrap(outer, wrap(inner, value))
+    template = SHAPES.get(shape, shape)
+    tree = parse_one(template.replace("{v}", _SLOT), read="duckdb")
+    if isinstance(tree, exp.Column) and tree.name == _SLOT:
+        return value
+    for col in list(tree.find_all(exp.Column)):
+        if col.name == _SLOT:
+            col.replace(value.copy())
+    return tree

@@ -1,0 +1,56 @@
+"""`transpile(sql, read, write)`: relational SQL through sqlglot, AI functions through the IR.
+
+Each AI call becomes the target's equivalent (PROMPT <-> tuple <-> CONCAT, result wrappers
+re-added, Databricks filters as its idiom). Where the target has no equivalent or its semantics
+differ, the emitter raises UnsupportedError (function, target, why) or logs a warning when a
+faithful rewrite with a documented difference exists. Where the user kept a vendor result shape
+(a bare `AI_CLASSIFY(...)` object), the shape is rebuilt around the target's call.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from sqlglot import exp
+
+from quail_engine.sql import dialects
+from quail_engine.sql.cores import op_id_of
+from quail_engine.sql.query import lower_sql, read_tree
+
+
+def _token(op_id: int) -> str:
+    return f"QUAILOP{op_id}X"
+
+
+def emit_op(op, args: list[str], write: str) -> str:
+    """The target spelling of one IR node, with its canonical result wrapper."""
+    return importlib.import_module(f"quail_engine.sql.emit.{write}").emit(op, args)
+
+
+def transpile(sql: str, read: str, write: str, *, keep_source: bool = True) -> str:
+    """`sql` (dialect `read`) in dialect `write`. With `keep_source` and read == write, the
+    statement is only re-printed; otherwise every AI call goes through the emitters."""
+    read, write = dialects.get(read).NAME, dialects.get(write).NAME
+    if read == write and keep_source:
+        lower_sql(sql, read)
+        return read_tree(sql, read).sql(dialect=dialects.sqlglot_dialect(write))
+    lowered, ops, _ = lower_sql(sql, read)
+    tree = lowered.tree
+    texts: dict[str, str] = {}
+    for call in list(tree.find_all(exp.Anonymous)):
+        op_id = op_id_of(call)
+        if op_id is None or not call.name.lower().startswith("quail_ai_"):
+            continue
+        built = lowered.built[op_id]
+        args = [e.sql(dialect=dialects.sqlglot_dialect(write)) for e in built.exprs]
+        texts[_token(op_id)] = emit_op(ops[op_id], args, write)
+        call.replace(exp.Anonymous(this=_token(op_id)))
+    out = tree.sql(dialect=dialects.sqlglot_dialect(write))
+    for token, text in texts.items():
+        out = out.replace(f"{token}()", _paren(text))
+    return out
+
+
+def _paren(text: str) -> str:
+    """Comparisons (`... = 'yes'`) need parentheses inside larger expressions."""
+    return f"({text})" if text.endswith("= 'yes'") else text

@@ -1,0 +1,100 @@
+"""BigQuery table functions (ML.GENERATE_TEXT, AI.GENERATE_TEXT, AI.GENERATE_TABLE) as a map over
+their input relation: the TVF becomes a subquery that selects the input's columns plus the
+vendor's output columns computed from `quail_ai_<id>(prompt)`:
+
+    ML.GENERATE_TEXT(MODEL m, TABLE t, STRUCT(TRUE AS flatten_json_output)) AS g
+    -> (SELECT *, quail_ai_0(prompt) AS ml_generate_text_llm_result,
+               NULL AS ml_generate_text_rai_result, '' AS ml_generate_text_status
+        FROM t AS __quail_in_0) AS g
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import sqlglot
+from sqlglot import exp
+
+from quail_engine.sql import shapes
+from quail_engine.sql.build import Built, make
+from quail_engine.sql.errors import ArgumentError
+from quail_engine.sql.ir import Binding, Label, Options
+from quail_engine.sql.literals import gen_params, options
+from quail_engine.sql.prompt import Prompt
+
+SCHEMA_TYPES = {"STRING": "VARCHAR", "INT64": "BIGINT", "FLOAT64": "DOUBLE", "BOOL": "BOOLEAN"}
+TEXT_COLUMNS = {
+    "ML.GENERATE_TEXT/flat": (("ml_generate_text_llm_result", "{v}"),
+                              ("ml_generate_text_rai_result", "CAST(NULL AS JSON)"),
+                              ("ml_generate_text_status", "''")),
+    "ML.GENERATE_TEXT": (("ml_generate_text_result", "json_object('candidates', json_array("
+                          "json_object('content', json_object('parts', json_array(json_object("
+                          "'text', {v}))))))"),
+                         ("ml_generate_text_status", "''")),
+    "AI.GENERATE_TEXT": (("result", "{v}"), ("full_response", "CAST(NULL AS JSON)"),
+                         ("status", "''")),
+}
+
+
+def input_alias(op_id: int) -> str:
+    return f"__quail_in_{op_id}"
+
+
+def lower_table_functions(tree: exp.Expr, dialect: str) -> list[Built]:
+    """Replace each TVF in `tree` by its map subquery; ids are 0.. in order of appearance."""
+    out: list[Built] = []
+    if dialect != "bigquery":
+        return out
+    for node in list(tree.find_all(exp.GenerateText, exp.GenerateTable)):
+        table = node.parent
+        prefix = table.args["db"].name.upper() if table.args.get("db") else "ML"
+        is_table = isinstance(node, exp.GenerateTable)
+        name = f"{prefix}.{'GENERATE_TABLE' if is_table else 'GENERATE_TEXT'}"
+        params = options(node.args.get("params_struct"), "the parameter STRUCT", name, dialect)
+        op_id = len(out)
+        origin = table.sql(dialect=dialect)
+        prompt = Prompt("{0}", (exp.column("prompt"),))
+        opts = Options(model=node.this.sql(dialect=dialect).replace("`", ""),
+                       gen=gen_params(params))
+        if is_table:
+            schema = str(params.get("output_schema") or "")
+            if not schema:
+                raise ArgumentError(f"{name} needs output_schema in its STRUCT", origin, dialect)
+            fields = [f.strip().split(None, 1) for f in schema.split(",")]
+            one = make("ai_extract", prompt, None, options=opts,
+                       labels=tuple(Label(f[0]) for f in fields),
+                       task_args=(("output_schema", schema),))
+            columns = [(f[0], f"CAST({{v}}->>'{f[0]}' AS "
+                        f"{SCHEMA_TYPES.get(f[1].upper(), 'JSON')})") for f in fields]
+            columns += [("full_response", "{v}"), ("status", "''")]
+        else:
+            one = make("ai_generate", prompt, None, options=opts)
+            key = name + ("/flat" if name.startswith("ML.") and params.get("flatten_json_output")
+                          else "")
+            columns = list(TEXT_COLUMNS[key])
+        alias = table.alias or name.split(".")[1].lower()
+        binding = Binding(0, "prompt", alias=input_alias(op_id), column="prompt")
+        one.op = dataclasses.replace(one.op, context="select", origin=origin, bindings=(binding,))
+        table.replace(_map_subquery(node.expression, op_id, columns, alias))
+        out.append(one)
+    return out
+
+
+def _map_subquery(source: exp.Expr, op_id: int, columns, alias: str) -> exp.Subquery:
+    if isinstance(source, exp.Subquery):
+        source = source.this
+    if isinstance(source, exp.Table):
+        inner = source.copy()
+        inner.set("alias", exp.TableAlias(this=exp.to_identifier(input_alias(op_id))))
+    else:
+        inner = exp.Subquery(this=source, alias=exp.TableAlias(
+            this=exp.to_identifier(input_alias(op_id))))
+    selects: list[exp.Expr] = [exp.Star()]
+    for name, template in columns:
+        call = exp.Anonymous(this=f"quail_ai_{op_id}", expressions=[exp.column("prompt")])
+        call.meta["quail_op"] = op_id
+        value = (shapes.wrap(template, call) if "{v}" in template
+                 else sqlglot.parse_one(template, read="duckdb"))
+        selects.append(exp.alias_(value, name))
+    select = exp.Select(expressions=selects).from_(inner)
+    return exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias)))
