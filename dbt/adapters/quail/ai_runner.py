@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -21,7 +19,6 @@ logger = AdapterLogger("Quail")
 
 class AiRunner:
     _RUNNERS: dict[tuple, AiRunner] = {}
-    _DEVICE_LOCKS: dict[str, threading.Lock] = {}
     _GUARD = threading.Lock()
 
     def __init__(self, options: dict[str, Any]):
@@ -47,14 +44,6 @@ class AiRunner:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         return "cuda:0" if device == "cuda" else device
 
-    @contextmanager
-    def device_lock(self) -> Iterator[None]:
-        """Held while AI work runs: one AI job at a time on each device, whatever the thread."""
-        with self._GUARD:
-            lock = self._DEVICE_LOCKS.setdefault(self.device, threading.Lock())
-        with lock:
-            yield
-
     def engine(self) -> Any:
         """The loaded engine (loaded on first use; errors name the model and what went wrong)."""
         with self._load_lock:
@@ -67,38 +56,35 @@ class AiRunner:
         logger.info(f"model {engine.model_id} loads on {self.device}")
 
     def run(self, sql: str, dialect: str, cursor: Any, model_name: str) -> Any:
-        """Execute `sql` (in `dialect`) on `cursor` with its AI operators on the engine."""
-        from quail_engine.errors import QuailError
+        """Execute `sql` (in `dialect`) on `cursor` with its AI operators on the engine.
 
-        with self.device_lock():
-            engine = self.engine()
-            before = _token_count(engine)
-            start = time.perf_counter()
+        The whole execution holds the device's lock: the executor's `quail_ai_<id>` functions
+        are registered on the shared DuckDB database, so two AI statements must not interleave.
+        """
+        from quail_engine.errors import QuailError
+        from quail_engine.exec.device_lock import device_lock
+        from quail_engine.exec.session import QuailSession
+
+        session = QuailSession(cursor, engine_factory=self.engine,
+                               cache_dir=self.options["cache_dir"], device=self.device)
+        with device_lock(self.device):
+            logger.info(f"{model_name}: running AI operators ({dialect} SQL) on {self.device}")
             try:
-                session = self._session(cursor, engine)
                 table = session.execute(sql, dialect)
             except QuailError as exc:
                 raise DbtRuntimeError(f"quail could not run {model_name}: {exc}") from exc
-            seconds = time.perf_counter() - start
-            tokens = _token_count(engine) - before
-        hits = _report_value(session, "cache_hits")
+            finally:
+                _remove_udfs(cursor, session)
+        report = session.report
+        ops = report.ops.values()
         logger.info(
-            f"{model_name}: {table.num_rows} rows, {tokens} tokens, {seconds:.2f} s "
-            f"on {engine.model_id} ({self.device})"
-            + (f", {hits} answers from cache" if hits is not None else ""))
+            f"{model_name}: {table.num_rows} rows, {sum(o.prompts for o in ops)} prompts "
+            f"({sum(o.cache_hits for o in ops)} from cache), {report.fresh_tokens} tokens, "
+            f"{report.wall_s:.2f} s on {report.model or 'no model'} ({self.device})")
         return table
 
-    def _session(self, cursor: Any, engine: Any) -> Any:
-        try:
-            from quail_engine.exec import QuailSession
-        except ImportError as exc:
-            raise DbtRuntimeError(
-                "quail's executor (quail_engine.exec.QuailSession) is not available in this "
-                f"installation: {exc}") from exc
-        return QuailSession(cursor, engine_factory=lambda: engine,
-                            cache_dir=self.options["cache_dir"])
-
     def _load_engine(self) -> Any:
+        from dbt.adapters.quail.engine_limits import LimitedEngine
         from quail_engine.errors import QuailError
         from quail_engine.infer.engine import LocalEngine
 
@@ -114,18 +100,16 @@ class AiRunner:
                 f"quail could not load model {spec!r} on {self.device}: {exc}") from exc
         logger.info(f"loaded model {spec!r} on {self.device} in "
                     f"{time.perf_counter() - start:.1f} s")
-        return engine
+        return LimitedEngine(engine, self.options.get("max_context"),
+                             self.options.get("max_new_tokens"))
 
 
-def _token_count(engine: Any) -> int:
-    stats = getattr(engine, "stats", None)
-    return int(getattr(stats, "fresh_tokens", 0) or 0) + int(getattr(stats, "decode_tokens", 0) or 0)
-
-
-def _report_value(session: Any, name: str) -> Any:
-    report = getattr(session, "report", None)
-    if callable(report):
-        report = report()
-    if isinstance(report, dict):
-        return report.get(name)
-    return getattr(report, name, None)
+def _remove_udfs(cursor: Any, session: Any) -> None:
+    """Drop the statement's `quail_ai_<id>` functions: DuckDB shares them across the
+    database's connections, and only the connection that created one may remove it."""
+    parsed = getattr(session, "parsed", None)
+    for op_id in range(len(parsed.ai_ops) if parsed is not None else 0):
+        try:
+            cursor.remove_function(f"quail_ai_{op_id}")
+        except Exception as exc:  # noqa: BLE001 - duckdb raises when it was never registered
+            logger.debug(f"quail_ai_{op_id} was not registered: {exc}")

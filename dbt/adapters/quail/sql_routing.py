@@ -30,9 +30,9 @@ def to_duckdb(sql: str, dialect: str) -> str:
     if dialect == "duckdb":
         return sql
     from quail_engine.errors import QuailError
-    from quail_engine.sql import transpile
+    from quail_engine.sql.query import parse
 
     try:
-        return transpile(sql, dialect, "duckdb")
+        return parse(sql, dialect).duckdb_sql
     except QuailError as exc:
         raise DbtRuntimeError(f"quail could not translate {dialect} SQL to DuckDB: {exc}") from exc

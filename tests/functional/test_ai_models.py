@@ -1,0 +1,99 @@
+"""AI models on the embedded default model (CPU): the same classification written in Snowflake,
+BigQuery and Databricks syntax gives the same labels; incremental AI models compute answers only
+for new rows, with each incremental strategy; views, `dbt show` and unit tests see AI results."""
+
+import re
+
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture
+
+pytestmark = [pytest.mark.dbt, pytest.mark.model]
+
+_REVIEWS = """id,review_text
+1,I love this blender. It works perfectly and makes great smoothies.
+2,Terrible kettle. It broke after two days and leaks water everywhere.
+3,Fantastic headphones with amazing sound. Best purchase this year.
+4,The toaster burns every slice. Awful and a complete waste of money.
+5,Wonderful lamp. Bright and beautiful and I am very happy with it.
+6,Horrible fan. It is loud and stopped working within a week.
+7,These shoes are so comfortable. I love them and wear them daily.
+8,The charger is junk. It never charged my phone. I want a refund.
+"""
+
+_SENTIMENT = {
+    "snowflake": "AI_CLASSIFY(review_text, ['positive', 'negative']):labels[0]::string",
+    "bigquery": "AI.CLASSIFY(review_text, categories => ['positive', 'negative'])",
+    "databricks": "ai_classify(review_text, ARRAY('positive', 'negative'))",
+}
+
+
+def _sentiment_model(dialect: str, materialized: str = "table", strategy: str | None = None) -> str:
+    config = f"materialized='{materialized}', quail_dialect='{dialect}'"
+    if strategy:
+        config += f", incremental_strategy='{strategy}'"
+        if strategy != "append":
+            config += ", unique_key='id'"
+    return f"""
+{{{{ config({config}) }}}}
+select id, {_SENTIMENT[dialect]} as sentiment
+from {{{{ ref('reviews') }}}}
+where id <= {{{{ var('max_id', 1000) }}}}
+{{% if is_incremental() %}}
+  and id > (select coalesce(max(id), 0) from {{{{ this }}}})
+{{% endif %}}
+"""
+
+
+def _labels(project, model: str) -> dict[int, str]:
+    rows = project.run_sql(f"select id, sentiment from {project.test_schema}.{model}", fetch="all")
+    return dict(rows)
+
+
+class TestSameLabelsInEveryDialect:
+    @pytest.fixture(scope="class")
+    def seeds(self):
+        return {"reviews.csv": _REVIEWS}
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {f"{d}_sentiment.sql": _sentiment_model(d) for d in _SENTIMENT}
+
+    def test_three_dialects_one_answer(self, project):
+        run_dbt(["seed"])
+        run_dbt(["run"])
+        labels = {d: _labels(project, f"{d}_sentiment") for d in _SENTIMENT}
+        assert set(labels["snowflake"]) == set(range(1, 9))
+        assert set(labels["snowflake"].values()) <= {"positive", "negative"}
+        assert labels["bigquery"] == labels["snowflake"]
+        assert labels["databricks"] == labels["snowflake"]
+
+
+_STRATEGIES = ["append", "delete+insert", "merge"]
+
+
+class TestIncrementalComputesOnlyNewRows:
+    @pytest.fixture(scope="class")
+    def seeds(self):
+        return {"reviews.csv": _REVIEWS}
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {f"inc_{s.replace('+', '_')}.sql": _sentiment_model("snowflake", "incremental", s)
+                for s in _STRATEGIES}
+
+    def test_second_run_asks_only_about_new_rows(self, project):
+        run_dbt(["seed"])
+        _, first = run_dbt_and_capture(["run", "--threads", "1", "--vars", "{max_id: 5}"])
+        _, second = run_dbt_and_capture(["run", "--threads", "1", "--vars", "{max_id: 8}"])
+        for strategy in _STRATEGIES:
+            model = f"inc_{strategy.replace('+', '_')}"
+            assert _ai_rows(first, model) == 5
+            assert _ai_rows(second, model) == 3
+            labels = _labels(project, model)
+            assert sorted(labels) == list(range(1, 9))
+
+
+def _ai_rows(log: str, model: str) -> int:
+    found = re.findall(rf"model\.test\.{model}: (\d+) rows,", log)
+    assert len(found) == 1, f"no AI report line for {model} in:\n{log}"
+    return int(found[0])
