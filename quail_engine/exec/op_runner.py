@@ -101,12 +101,18 @@ class OpRunner:
         fresh0, req0 = stats.fresh_tokens, stats.requested_tokens
         reserve = readout.max_tokens if isinstance(readout, GenerateReadout) else 1
         requests: list[Request] = []
+        kv_hits = 0
         if layout.is_shared and kv is not None and self.share_kv:
             before = kv.truncated
+            resident = set(kv.handles)
             kv.ensure([p for p, _ in texts])
             rep.truncated += kv.truncated - before
+            encoded_now: set[str] = set()
             for p, s in texts:
                 handle = kv.get(p)
+                if p in resident or p in encoded_now:
+                    kv_hits += handle.num_tokens
+                encoded_now.add(p)
                 _, tail = self.engine.chat_split(p, s)
                 tail = self._fit(tail, self.engine.max_context - handle.num_tokens - reserve, rep)
                 requests.append(Request(tuple(tail), readout, handle))
@@ -121,7 +127,7 @@ class OpRunner:
         answers = self.engine.run(requests)
         rep.fresh_tokens += stats.fresh_tokens - fresh0
         rep.requested_tokens += stats.requested_tokens - req0
-        rep.kv_hit_tokens += (stats.requested_tokens - req0) - (stats.fresh_tokens - fresh0)
+        rep.kv_hit_tokens += kv_hits
         return answers
 
     def _fit(self, tokens: list[int], limit: int, rep) -> list[int]:

@@ -50,6 +50,7 @@ class Report:
     plans: list[str] = field(default_factory=list)
     remarks: list[str] = field(default_factory=list)
     rows: int = 0
+    load_s: float = 0.0  # model loading, included in wall_s
 
     def op(self, op_id: int, kind: str) -> OpReport:
         if op_id not in self.ops:
@@ -84,7 +85,7 @@ class Report:
             "wall_s": self.wall_s, "fresh_tokens": self.fresh_tokens,
             "requested_tokens": self.requested_tokens, "sol_seconds": self.sol_seconds,
             "cache_hits": self.cache_hits, "truncated": self.truncated, "rows": self.rows,
-            "device": self.device, "model": self.model, "plans": self.plans,
+            "load_s": self.load_s, "device": self.device, "model": self.model, "plans": self.plans,
             "remarks": self.remarks,
         }
 

@@ -35,10 +35,13 @@ class _LazyEngine:
 
     def __init__(self, factory: Callable[[], object]):
         self._factory, self._engine = factory, None
+        self.load_s = 0.0
 
     def get(self):
         if self._engine is None:
+            start = time.perf_counter()
             self._engine = self._factory()
+            self.load_s = time.perf_counter() - start
         return self._engine
 
 
@@ -108,7 +111,8 @@ class QuailSession:
         try:
             self.con.execute("EXPLAIN " + statement)
         except Exception as exc:  # noqa: BLE001 - binder/catalog/parser errors of DuckDB
-            raise ExecutionError(f"{exc}\n  in: {statement}") from None
+            message = str(exc).replace("EXPLAIN ", "", 1)
+            raise ExecutionError(f"{message}\n  in: {statement}") from None
 
     def _specs(self):
         from quail_engine.plan.device import device_spec
@@ -125,6 +129,7 @@ class QuailSession:
         rep = self.report
         rep.wall_s = time.perf_counter() - start
         rep.rows = rows
+        rep.load_s, self._engine.load_s = self._engine.load_s, 0.0
         if rep.ops and self._engine._engine is not None:
             spec, dev = self._specs()
             work = rep.total_work()

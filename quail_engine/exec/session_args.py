@@ -1,0 +1,83 @@
+"""Command-line arguments shared by `quail query` and `quail explain --analyze`, and the
+session they open: tables, database, model, device, cache, report, progress."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from quail_engine.errors import QuailError
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("QUAIL_CACHE_DIR", Path.home() / ".cache" / "quail")) / "answers"
+
+
+def add_session_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--table", "-t", action="append", default=[], metavar="NAME=PATH",
+                   help="a table from a .parquet, .csv, .json, .arrow or .duckdb file "
+                        "(repeatable)")
+    p.add_argument("--database", metavar="FILE.duckdb",
+                   help="make every table of this DuckDB database visible")
+    p.add_argument("--model", default="default",
+                   help="default | gemma3-270m | smollm2-135m | a .gguf file | a model dir")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--report", metavar="FILE.json", help="write the execution report here")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write cached answers")
+    p.add_argument("--cache-dir", default=None, help=f"answer cache (default {default_cache_dir()})")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.add_argument("--on-long", default="truncate", choices=("truncate", "error"),
+                   help="a document longer than the model's context: cut it (keeping its "
+                        "beginning) and count it in the report, or refuse the query")
+
+
+def resolve_device(device: str) -> str:
+    if device != "auto":
+        return device
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
+
+
+def connect(args: argparse.Namespace):
+    """A DuckDB connection with the --table and --database inputs registered."""
+    import duckdb
+
+    from quail_engine.exec.tables import attach_database, register_table
+
+    con = duckdb.connect()
+    if args.database:
+        attach_database(con, args.database)
+    for spec in args.table:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise QuailError(f"--table expects NAME=PATH, got {spec!r}")
+        register_table(con, name.strip(), path.strip())
+    return con
+
+
+def open_session(args: argparse.Namespace, con=None):
+    """(connection, QuailSession) for the parsed arguments; the model loads on first use."""
+    from quail_engine.exec.session import QuailSession
+
+    con = con if con is not None else connect(args)
+    device = resolve_device(args.device)
+
+    def factory():
+        from quail_engine.infer.engine import LocalEngine
+
+        return LocalEngine.load(args.model, device="cuda:0" if device == "cuda" else device)
+
+    cache_dir = args.cache_dir or default_cache_dir()
+    session = QuailSession(con, factory, cache_dir=cache_dir, use_cache=not args.no_cache,
+                           device=device, progress=not args.quiet, on_long=args.on_long)
+    return con, session
+
+
+def write_report(session, path: str | None) -> None:
+    if path:
+        Path(path).write_text(session.report.dumps() + "\n", encoding="utf-8")
