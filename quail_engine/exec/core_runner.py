@@ -40,9 +40,9 @@ class CoreRunner:
         infos = op_infos(ops, self.ai_ops, scans, self.runner, self.store, self.sample_size)
         rows = {a: float(len(s.rows)) for a, s in scans.items()}
         ctx = PlanContext(infos, rows, self.model, self.device,
-                          pair_fraction=_pair_fractions(scans), columns={
+                          pair_fraction=pair_fractions(scans), columns={
                               a: s.columns for a, s in scans.items()})
-        planned = _planned_core(core, set(ops))
+        planned = planned_core(core, set(ops))
         plan = plan_core(planned, self.ai_ops, ctx)
         self._record_estimates(plan, infos)
         has_joins = any(s.kind == "join" for s in plan.steps)
@@ -132,7 +132,7 @@ def _precomputable(op_id: int, op, scans: dict[str, ScanData]) -> bool:
         for i in range(len(op.bindings)))
 
 
-def _pair_fractions(scans: dict[str, ScanData]) -> dict[tuple[str, str], float]:
+def pair_fractions(scans: dict[str, ScanData]) -> dict[tuple[str, str], float]:
     out = {}
     aliases = sorted(scans)
     for i, a in enumerate(aliases):
@@ -153,7 +153,7 @@ class PlannedCore:
     projections: tuple
 
 
-def _planned_core(core, ops: set[int]) -> PlannedCore:
+def planned_core(core, ops: set[int]) -> PlannedCore:
     return PlannedCore(tuple(core.relations), tuple(o for o in core.filters if o in ops),
                        tuple(o for o in core.joins if o in ops),
                        tuple(o for o in core.projections if o in ops))
