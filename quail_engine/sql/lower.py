@@ -34,10 +34,13 @@ def placeholder_name(op_id: int) -> str:
 
 
 def lower(tree: exp.Expr, dialect_module) -> Lowered:
+    """Identical AI calls (same IR, same argument SQL) share one op id, so DuckDB matches a
+    call in GROUP BY with the same call in SELECT."""
     name = dialect_module.NAME
     built = tvf.lower_table_functions(tree, name)
-    sites = _find_sites(tree, dialect_module)
-    for node, builder, call in sites:
+    seen: dict[tuple, int] = {}
+    replacements: list[tuple[exp.Expr, int, Built]] = []
+    for node, builder, call in _find_sites(tree, dialect_module):
         one = builder(call)
         outer, _, one = dialect_module.unwrap(one, node)
         context = _context(outer, name)
@@ -48,16 +51,18 @@ def lower(tree: exp.Expr, dialect_module) -> Lowered:
         op = dataclasses.replace(one.op, context=context, origin=outer.sql(dialect=name),
                                  bindings=_resolve(one, outer))
         one = dataclasses.replace(one, op=op)
-        one.extra["outer"] = outer
-        built.append(one)
-    for op_id, one in enumerate(built):
-        if "outer" not in one.extra:
-            continue
+        key = (dataclasses.replace(op, context=""), tuple(e.sql() for e in one.exprs))
+        if key not in seen:
+            seen[key] = len(built)
+            one.extra["outer"] = True
+            built.append(one)
+        replacements.append((outer, seen[key], one))
+    for outer, op_id, one in replacements:
         call = exp.Anonymous(this=placeholder_name(op_id), expressions=[e.copy() for e in one.exprs])
         call.meta[OP_META] = op_id
         new = shapes.wrap(one.shape, call)
         new.meta[OP_META] = op_id
-        one.extra.pop("outer").replace(new)
+        outer.replace(new)
     return Lowered(tree, built)
 
 

@@ -68,8 +68,7 @@ def lower_sql(sql: str, dialect: str) -> tuple[Lowered, list[AiOp], list[Core]]:
 def parse(sql: str, dialect: str) -> ParsedQuery:
     """Read `sql` in `dialect` (snowflake, bigquery, databricks, duckdb)."""
     lowered, ops, cores = lower_sql(sql, dialect)
-    tvfs = tuple(i for i, b in enumerate(lowered.built) if b.op.origin and "outer" not in b.extra
-                 and b.op.bindings and b.op.bindings[0].alias == f"__quail_in_{i}")
+    tvfs = tuple(i for i, b in enumerate(lowered.built) if b.extra.get("tvf"))
     return ParsedQuery(dialect=dialects.get(dialect).NAME, source_sql=sql, ai_ops=tuple(ops),
                        duckdb_sql=to_duckdb(lowered.tree), cores=tuple(cores),
                        table_functions=tvfs)

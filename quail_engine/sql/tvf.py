@@ -75,6 +75,7 @@ def lower_table_functions(tree: exp.Expr, dialect: str) -> list[Built]:
         alias = table.alias or name.split(".")[1].lower()
         binding = Binding(0, "prompt", alias=input_alias(op_id), column="prompt")
         one.op = dataclasses.replace(one.op, context="select", origin=origin, bindings=(binding,))
+        one.extra["tvf"] = True
         table.replace(_map_subquery(node.expression, op_id, columns, alias))
         out.append(one)
     return out
