@@ -22,7 +22,7 @@ class Call:
     is_distinct: bool = False
 
     def sql(self, dialect: str) -> str:
-        return self.node.sql(dialect=dialect)
+        return fragment(self.node, dialect)
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,13 @@ class Signature:
     positional: tuple[str, ...]
     required: int
     named: tuple[str, ...] = ()
+
+
+def fragment(node: exp.Expr, dialect: str) -> str:
+    """`node` as SQL for an error message, function names spelled as the user wrote them."""
+    from quail_engine.sql.dialects import sqlglot_dialect
+
+    return node.sql(dialect=sqlglot_dialect(dialect), normalize_functions=False)
 
 
 def _dotted(node: exp.Expr) -> str | None:

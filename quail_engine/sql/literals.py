@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from quail_engine.sql.call import fragment
 from quail_engine.sql.errors import ArgumentError, LabelsNotLiteralError
 from quail_engine.sql.ir import GenParams, Label
 
@@ -59,16 +60,16 @@ def literal(node: exp.Expr, what: str, fn: str, dialect: str) -> Any:
     """The Python value of a literal argument (str, int, float, bool, None, list, dict)."""
     value = _value(node)
     if value is _NOT_LITERAL:
-        raise LabelsNotLiteralError(f"{fn}: {what} must be a literal, got {node.sql(dialect)}",
-                                    node.sql(dialect), dialect)
+        raise LabelsNotLiteralError(f"{fn}: {what} must be a literal, got {fragment(node, dialect)}",
+                                    fragment(node, dialect), dialect)
     return value
 
 
 def string(node: exp.Expr, what: str, fn: str, dialect: str) -> str:
     value = literal(node, what, fn, dialect)
     if not isinstance(value, str):
-        raise ArgumentError(f"{fn}: {what} must be a string, got {node.sql(dialect)}",
-                            node.sql(dialect), dialect)
+        raise ArgumentError(f"{fn}: {what} must be a string, got {fragment(node, dialect)}",
+                            fragment(node, dialect), dialect)
     return value
 
 
@@ -83,8 +84,8 @@ def options(node: exp.Expr | None, what: str, fn: str, dialect: str) -> dict[str
         except json.JSONDecodeError:
             value = None
     if not isinstance(value, dict):
-        raise ArgumentError(f"{fn}: {what} must be an object, got {node.sql(dialect)}",
-                            node.sql(dialect), dialect)
+        raise ArgumentError(f"{fn}: {what} must be an object, got {fragment(node, dialect)}",
+                            fragment(node, dialect), dialect)
     return value
 
 
@@ -114,7 +115,7 @@ def labels(node: exp.Expr, fn: str, dialect: str, *, min_count: int = 1) -> tupl
                 break
     if len(out) < min_count:
         raise ArgumentError(f"{fn}: expected a list of at least {min_count} labels, got "
-                            f"{node.sql(dialect)}", node.sql(dialect), dialect)
+                            f"{fragment(node, dialect)}", fragment(node, dialect), dialect)
     return tuple(out)
 
 

@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from quail_engine.sql import shapes, tvf
 from quail_engine.sql.build import AGGREGATE_OPS, Built
-from quail_engine.sql.call import as_call
+from quail_engine.sql.call import as_call, fragment
 from quail_engine.sql.errors import UnknownAiFunctionError, UnsupportedPositionError
 from quail_engine.sql.ir import Binding
 from quail_engine.sql.prompt import is_prompt_call
@@ -47,8 +47,8 @@ def lower(tree: exp.Expr, dialect_module) -> Lowered:
         if one.op.op in AGGREGATE_OPS and context not in ("select", "having", "order_by"):
             raise UnsupportedPositionError(f"{call.name} is an aggregate and cannot be used in "
                                            f"{context.replace('_', ' ').upper()}",
-                                           outer.sql(dialect=name), name)
-        op = dataclasses.replace(one.op, context=context, origin=outer.sql(dialect=name),
+                                           fragment(outer, name), name)
+        op = dataclasses.replace(one.op, context=context, origin=fragment(outer, name),
                                  bindings=_resolve(one, outer))
         one = dataclasses.replace(one, op=op)
         key = (dataclasses.replace(op, context=""), tuple(e.sql() for e in one.exprs))
@@ -74,12 +74,12 @@ def _find_sites(tree: exp.Expr, module) -> list:
             continue
         if is_prompt_call(node) and not _inside_call(node, module):
             raise UnsupportedPositionError("PROMPT() is only supported as the argument of an AI "
-                                           "function", node.sql(dialect=module.NAME), module.NAME)
+                                           "function", fragment(node, module.NAME), module.NAME)
         builder = module.lookup(call.name)
         if builder is None:
             if module.is_ai_name(call.name):
                 raise UnknownAiFunctionError(f"unknown AI function {call.name} in {module.NAME}",
-                                             node.sql(dialect=module.NAME), module.NAME)
+                                             fragment(node, module.NAME), module.NAME)
             continue
         sites.append((node, builder, call))
     nodes = [s[0] for s in sites]
@@ -89,7 +89,7 @@ def _find_sites(tree: exp.Expr, module) -> list:
             if any(parent is other for other in nodes):
                 raise UnsupportedPositionError(
                     "an AI function cannot take another AI function's result as an argument; "
-                    "compute it in a CTE first", parent.sql(dialect=module.NAME), module.NAME)
+                    "compute it in a CTE first", fragment(parent, module.NAME), module.NAME)
             parent = parent.parent
     return sites
 
@@ -110,7 +110,7 @@ def _context(node: exp.Expr, dialect: str) -> str:
         for kind, label in REFUSED.items():
             if isinstance(parent, kind):
                 raise UnsupportedPositionError(f"an AI function cannot be used in {label}",
-                                               parent.sql(dialect=dialect), dialect)
+                                               fragment(node, dialect), dialect)
         for kind, label in CLAUSES.items():
             if isinstance(parent, kind):
                 return label

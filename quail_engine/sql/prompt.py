@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from quail_engine.sql.call import fragment
 from quail_engine.sql.errors import ArgumentError, PlaceholderError
 from quail_engine.sql.ir import AiOp
 
@@ -29,29 +30,30 @@ def is_prompt_call(node: exp.Expr) -> bool:
     return isinstance(node, exp.Anonymous) and node.name.upper() == "PROMPT"
 
 
-def normalize(node: exp.Expr, fn: str, dialect: str) -> Prompt:
-    """Read a prompt argument; `fn` names the consuming function in errors."""
+def normalize(node: exp.Expr, fn: str, dialect: str, origin: exp.Expr | None = None) -> Prompt:
+    """Read a prompt argument; `fn` names the consuming function in errors, which quote
+    `origin` (default: the argument)."""
     if is_prompt_call(node):
-        return _from_prompt_call(node, fn, dialect)
+        return _from_prompt_call(node, fn, dialect, origin or node)
     parts: list[str | exp.Expr] = []
     _flatten(node, parts)
     return _build(parts)
 
 
-def _from_prompt_call(node: exp.Anonymous, fn: str, dialect: str) -> Prompt:
+def _from_prompt_call(node: exp.Anonymous, fn: str, dialect: str, origin: exp.Expr) -> Prompt:
     if not node.expressions:
-        raise ArgumentError(f"{fn}: PROMPT() needs a template", node.sql(dialect), dialect)
+        raise ArgumentError(f"{fn}: PROMPT() needs a template", fragment(origin, dialect), dialect)
     first, args = node.expressions[0], list(node.expressions[1:])
     if not (isinstance(first, exp.Literal) and first.is_string):
         raise ArgumentError(f"{fn}: the PROMPT template must be a string literal, got "
-                            f"{first.sql(dialect)}", node.sql(dialect), dialect)
+                            f"{fragment(first, dialect)}", fragment(origin, dialect), dialect)
     parts: list[str | exp.Expr] = []
     pos = 0
     for match in SLOT.finditer(first.this):
         index = int(match.group(1))
         if index >= len(args):
             raise PlaceholderError(f"{fn}: placeholder {{{index}}} has no argument (PROMPT got "
-                                   f"{len(args)})", node.sql(dialect), dialect)
+                                   f"{len(args)})", fragment(origin, dialect), dialect)
         parts += [first.this[pos:match.start()], args[index]]
         pos = match.end()
     parts.append(first.this[pos:])

@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from quail_engine.sql import shapes
 from quail_engine.sql.build import Built, make
+from quail_engine.sql.call import fragment
 from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import Binding, Label, Options
 from quail_engine.sql.literals import gen_params, options
@@ -52,9 +53,9 @@ def lower_table_functions(tree: exp.Expr, dialect: str) -> list[Built]:
         name = f"{prefix}.{'GENERATE_TABLE' if is_table else 'GENERATE_TEXT'}"
         params = options(node.args.get("params_struct"), "the parameter STRUCT", name, dialect)
         op_id = len(out)
-        origin = table.sql(dialect=dialect)
+        origin = fragment(table, dialect)
         prompt = Prompt("{0}", (exp.column("prompt"),))
-        opts = Options(model=node.this.sql(dialect=dialect).replace("`", ""),
+        opts = Options(model=fragment(node.this, dialect).replace("`", ""),
                        gen=gen_params(params))
         if is_table:
             schema = str(params.get("output_schema") or "")

@@ -56,7 +56,7 @@ def _prompt(call: Call, args: list[exp.Expr]) -> Prompt:
     if len(args) == 1:
         return normalize(args[0], call.name, NAME)
     return normalize(exp.Anonymous(this="prompt", expressions=[a.copy() for a in args]),
-                     call.name, NAME)
+                     call.name, NAME, origin=call.node)
 
 
 def _count(call: Call, n: int) -> None:
