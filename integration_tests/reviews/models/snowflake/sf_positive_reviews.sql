@@ -3,7 +3,7 @@
 select id, review_text, product
 from {{ ref('reviews') }}
 where id <= {{ var('max_review_id', 1000000) }}
-  and AI_FILTER(PROMPT('Is this review a complaint about a product? Review: {0}', review_text))
+  and AI_FILTER(PROMPT('Is this product review positive? {0}', review_text))
 {% if is_incremental() %}
   and id > (select coalesce(max(id), 0) from {{ this }})
 {% endif %}
