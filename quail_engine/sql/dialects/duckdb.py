@@ -38,13 +38,16 @@ class QuailDuckDB(DuckDB):
 
 
 def _named(call: Call) -> tuple[Options, dict, tuple[tuple[str, str], ...]]:
-    values = {k: literal(v, f"option {k}", call.name, NAME) for k, v in call.kwargs.items()}
+    values = {k: literal(v, f"option {k}", call.name, NAME) for k, v in call.kwargs.items()
+              if k != "labels"}
     stop = values.get("stop")
     gen = GenParams(**{k: values.pop(k) for k in GEN_KEYS[:3] if k in values},
                     stop=tuple([stop] if isinstance(stop, str) else stop or ()))
     values.pop("stop", None)
     opts = Options(gen=gen, **{k: values.pop(k) for k in OPTION_KEYS if k in values})
     fields = {k: values.pop(k) for k in FIELD_KEYS if k in values}
+    if "labels" in call.kwargs:
+        fields["labels"] = labels(call.kwargs["labels"], call.name, NAME)
     task_args = tuple(sorted((k, v if isinstance(v, str) else json.dumps(v))
                              for k, v in values.items()))
     return opts, fields, task_args

@@ -48,6 +48,8 @@ def _named(op: AiOp) -> list[str]:
         out.append(f"instruction := {_value(op.instruction)}")
     if op.multi:
         out.append("multi := true")
+    if op.labels is not None and op.op not in ("ai_classify", "ai_extract"):
+        out.append(f"labels := {_labels(op)}")
     base = "BOOLEAN" if op.op == "ai_join" else OUTPUT_TYPES[op.op]
     if op.output_type not in (base, "VARCHAR[]" if op.multi else base):
         out.append(f"output_type := {_value(op.output_type)}")
