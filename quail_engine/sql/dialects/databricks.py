@@ -178,6 +178,10 @@ def unwrap(built: Built, node: exp.Expr) -> tuple[exp.Expr, str | None, Built]:
             return parent, f"{NAME}:ai_classify=yes", _as_filter(built, f"{NAME}:ai_classify=yes")
         if op.op == "ai_generate" and op.task is None and built.shape is None:
             return parent, f"{NAME}:ai_query=yes", _as_filter(built, f"{NAME}:ai_query=yes")
+    if (built.shape == "result_error_struct" and isinstance(parent, exp.Dot)
+            and parent.this is node and parent.expression.name.lower() == "result"):
+        op = dataclasses.replace(op, wrapper=f"{NAME}:.result")
+        return parent, op.wrapper, dataclasses.replace(built, op=op, shape=None)
     climbed = climb_json(node)
     if climbed is None:
         return node, None, built

@@ -30,6 +30,8 @@ CASES = [
      "AI_FILTER(a, b, TRUE, d)"),
     ("bigquery", "SELECT AI.IF(review, colour => 'red') FROM t", ArgumentError, "'colour'",
      "AI.IF(review, colour => 'red')"),
+    ("bigquery", "SELECT * FROM t WHERE AI.IF('Is it good?', review)", ArgumentError,
+     "AI.IF takes at most 1 positional", "AI.IF('Is it good?', review)"),
     ("databricks", "SELECT ai_translate(review) FROM t", ArgumentError, "missing to_lang",
      "ai_translate(review)"),
     ("duckdb", "SELECT ai_classify(review) FROM t", ArgumentError, "2 positional",
