@@ -81,10 +81,11 @@ def relative_error(ours: torch.Tensor, ref: torch.Tensor) -> float:
     return ((ours.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
 
 
-def hf_logits(model, ids) -> torch.Tensor:
-    """Hugging Face full forward pass over one prompt: logits [len(ids), vocab]."""
+def hf_logits(model, ids, last_only: bool = False) -> torch.Tensor:
+    """Hugging Face full forward pass over one prompt: logits [len(ids), vocab] (or [1, vocab]
+    for the last position only)."""
     with torch.no_grad():
-        return model(torch.tensor([list(ids)])).logits[0].float()
+        return model(torch.tensor([list(ids)]), logits_to_keep=int(last_only)).logits[0].float()
 
 
 def packed(prompts, prefixes=None, starts=None):
