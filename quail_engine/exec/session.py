@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.progress import Progress
 from quail_engine.exec.report import Report
 from quail_engine.exec.scans import query_arrow
-from quail_engine.exec.udfs import prepare_sql, register_udfs
+from quail_engine.exec.udfs import prepare_sql, register_udfs, unregister_udfs
 from quail_engine.plan.cost import ModelSpec, num_passes, seconds
 
 log = logging.getLogger(__name__)
@@ -84,11 +85,12 @@ class QuailSession:
         store = AnswerStore()
         progress = Progress(enabled=None if self.show_progress else False)
         runner = _SessionRunner(self, progress)
-        statement = prepare_sql(parsed.duckdb_sql) if parsed.ai_ops else parsed.duckdb_sql
+        suffix = f"_{uuid.uuid4().hex[:10]}"
+        statement = prepare_sql(parsed.duckdb_sql, suffix) if parsed.ai_ops else parsed.duckdb_sql
         lock = device_lock(self.device)
-        register_udfs(self.con, parsed.ai_ops, store, runner, lock)
-        self._check(statement)
+        names = register_udfs(self.con, parsed.ai_ops, store, runner, lock, suffix)
         try:
+            self._check(statement)
             with lock:
                 if self.plan and parsed.ai_ops:
                     spec, dev = self._specs()
@@ -104,6 +106,7 @@ class QuailSession:
             raise ExecutionError(f"query failed: {exc}\n  in: {statement}") from exc
         finally:
             progress.close()
+            unregister_udfs(self.con, names)
         self._finish(start, table.num_rows)
         return table
 

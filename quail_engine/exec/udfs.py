@@ -34,28 +34,39 @@ def sql_type(op) -> str:
     return t if t in _ARROW else "VARCHAR"
 
 
-def prepare_sql(duckdb_sql: str) -> str:
-    """Cast every argument of every quail_ai_<id>(...) call to VARCHAR."""
+def prepare_sql(duckdb_sql: str, suffix: str = "") -> str:
+    """Cast every argument of every quail_ai_<id>(...) call to VARCHAR and rename the call to
+    quail_ai_<id><suffix>. DuckDB functions live in the database's catalog, shared by every
+    cursor: a per-execution suffix keeps concurrent statements from clashing."""
     tree = sqlglot.parse_one(duckdb_sql, read="duckdb")
     for call in list(tree.find_all(exp.Anonymous)):
         if _NAME.match(call.name or ""):
+            call.set("this", f"{call.name.lower()}{suffix}")
             call.set("expressions", [exp.cast(a, "VARCHAR") for a in call.expressions])
-    return tree.sql(dialect="duckdb")
+    return tree.sql(dialect="duckdb", normalize_functions=False)
 
 
 def register_udfs(con, ai_ops, store: AnswerStore, runner: OpRunner,
-                  lock: threading.Lock | None = None) -> None:
-    """Register `quail_ai_<id>` for every operator of the query on connection `con`."""
+                  lock: threading.Lock | None = None, suffix: str = "") -> list[str]:
+    """Register `quail_ai_<id><suffix>` for every operator of the query on `con`; returns the
+    names (pass them to `unregister_udfs` when the statement is done)."""
     lock = lock or threading.Lock()
+    names = []
     for op_id, op in enumerate(ai_ops):
-        name = f"quail_ai_{op_id}"
-        try:
-            con.remove_function(name)
-        except Exception:  # noqa: BLE001 - duckdb raises when it is not registered
-            pass
+        name = f"quail_ai_{op_id}{suffix}"
+        names.append(name)
         con.create_function(name, _udf(op_id, op, store, runner, lock),
                             ["VARCHAR"] * len(op.bindings), sql_type(op), type="arrow",
                             side_effects=False)
+    return names
+
+
+def unregister_udfs(con, names) -> None:
+    for name in names:
+        try:
+            con.remove_function(name)
+        except Exception:  # noqa: BLE001 - already gone or registered elsewhere
+            log.debug("could not remove function %s", name)
 
 
 def _udf(op_id: int, op, store: AnswerStore, runner: OpRunner, lock: threading.Lock):
