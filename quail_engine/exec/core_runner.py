@@ -46,10 +46,18 @@ class CoreRunner:
         plan = plan_core(planned, self.ai_ops, ctx)
         self._record_estimates(plan, infos)
         has_joins = any(s.kind == "join" for s in plan.steps)
-        survivors = self._run_filters(plan, scans, projections_too=not has_joins)
+        self.carry_key = self._carry_key(plan) if has_joins else None
+        self.carry = self.runner.doc_kv()
+        try:
+            survivors = self._run_filters(plan, scans, projections_too=not has_joins)
+            if has_joins:
+                final = run_joins(plan, ctx, scans, survivors, self.ai_ops, self.runner,
+                                  self.store, carry=(self.carry_key[0] if self.carry_key
+                                                     else None, self.carry))
+        finally:
+            self.carry.release()
         if has_joins:
             kinds = {self.ai_ops[o].join.kind for o in planned.joins if self.ai_ops[o].join}
-            final = run_joins(plan, ctx, scans, survivors, self.ai_ops, self.runner, self.store)
             if kinds <= {"inner", "cross"}:
                 self._run_projections(plan, scans, final)
         self.store.complete |= set(planned.filters) | set(planned.joins)
@@ -89,15 +97,35 @@ class CoreRunner:
                     for step in steps:
                         alive = self._run_step(step, scan, alive, kvs)
                         for key in step.release:
+                            if (alias, key) == self.carry_key:
+                                continue  # the join's anchors: kept for the survivors
                             kv = kvs.pop(key, None)
                             if kv is not None:
                                 kv.release()
+                    if self.carry_key and self.carry_key[0] == alias and steps:
+                        kv = kvs.pop(self.carry_key[1], None)
+                        if kv is not None:
+                            last = self.ai_ops[steps[-1].op]
+                            self.carry.take(kv, {OpPrompt.for_op(last).texts(
+                                op_values(scan, steps[-1].op, last, i))[0] for i in alive})
+                            kv.release()  # documents of rows the filters eliminated
                 finally:
                     for kv in kvs.values():
                         kv.release()
                 alive_all += alive
             survivors[alias] = alive_all
         return survivors
+
+    def _carry_key(self, plan: PhysicalPlan) -> tuple[str, str] | None:
+        """(alias, doc key) of the filter document the first AI join anchors on, when the
+        join's anchor part is that same document: its KV then stays resident for the
+        survivors instead of being encoded again."""
+        join = next(s for s in plan.steps if s.kind == "join")
+        anchor_sql = [b.sql for b in self.ai_ops[join.op].bindings if b.alias == join.anchor]
+        filters = [s for s in plan.steps if s.kind == "filter" and s.alias == join.anchor]
+        if filters and [b.sql for b in self.ai_ops[filters[-1].op].bindings] == anchor_sql:
+            return join.anchor, filters[-1].doc
+        return None
 
     def _run_step(self, step, scan: ScanData, alive: list[int], kvs: dict) -> list[int]:
         op = self.ai_ops[step.op]

@@ -53,6 +53,18 @@ class DocKV:
     def get(self, prefix_text: str) -> PrefixHandle:
         return self.handles[prefix_text]
 
+    def take(self, other: DocKV, prefix_texts) -> None:
+        """Move the resident documents `prefix_texts` of `other` into this one (no copy)."""
+        for text in prefix_texts:
+            handle = other.handles.pop(text, None)
+            if handle is None:
+                continue
+            if text in self.handles:
+                self.engine.release(handle)
+            else:
+                self.handles[text] = handle
+                self.heads[text] = other.heads.get(text) or self.head(text)
+
     def release(self, prefix_texts: Sequence[str] | None = None) -> None:
         texts = list(self.handles) if prefix_texts is None else list(prefix_texts)
         for text in texts:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 
 from quail_engine.exec.answer_store import AnswerStore
+from quail_engine.exec.doc_kv import DocKV
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.prompts import OpPrompt
 from quail_engine.exec.scans import ScanData
@@ -53,7 +54,7 @@ def _candidates(cur: list[dict[str, int]], alias: str, scans: dict[str, ScanData
 
 
 def _run_ai_step(step: JoinStep, pairs: list[dict[str, int]], scans, ai_ops, runner: OpRunner,
-                 store: AnswerStore) -> list[dict[str, int]]:
+                 store: AnswerStore, carry: DocKV | None = None) -> list[dict[str, int]]:
     op = ai_ops[step.op]
     layout = OpPrompt.for_op(op, anchor=step.anchor)
     rep = runner.report.op(step.op, op.op)
@@ -69,6 +70,8 @@ def _run_ai_step(step: JoinStep, pairs: list[dict[str, int]], scans, ai_ops, run
     for c in range(0, len(anchors), ANCHORS_PER_CHUNK):
         chunk = [v for a in anchors[c:c + ANCHORS_PER_CHUNK] for v in by_anchor[a]]
         kv = runner.doc_kv()
+        if carry is not None:
+            kv.take(carry, anchors[c:c + ANCHORS_PER_CHUNK])
         try:
             for v, ans in zip(chunk, runner.answer(step.op, layout, chunk, kv=kv)):
                 store.put(step.op, v, ans)
@@ -82,8 +85,11 @@ def _run_ai_step(step: JoinStep, pairs: list[dict[str, int]], scans, ai_ops, run
 
 def run_joins(plan: PhysicalPlan, ctx: PlanContext, scans: dict[str, ScanData],
               survivors: dict[str, list[int]], ai_ops, runner: OpRunner,
-              store: AnswerStore) -> list[dict[str, int]]:
-    """Joined rows (alias -> scan row index) that satisfy every planned AI join."""
+              store: AnswerStore, carry: tuple[str | None, DocKV] | None = None
+              ) -> list[dict[str, int]]:
+    """Joined rows (alias -> scan row index) that satisfy every planned AI join. `carry`:
+    (alias, resident documents) the filters left for the first join anchored on alias."""
+    carry_alias, carry_kv = carry or (None, None)
     if not plan.candidates:
         return []
     best = plan.candidates[0]
@@ -101,7 +107,12 @@ def run_joins(plan: PhysicalPlan, ctx: PlanContext, scans: dict[str, ScanData],
             group.append(steps.pop(0))
         pairs = _candidates(cur, step.alias, scans, survivors.get(step.alias, []))
         for s in group:
-            pairs = pairs if s.op is None else _run_ai_step(s, pairs, scans, ai_ops, runner, store)
+            reuse = carry_kv if s.anchor is not None and s.anchor == carry_alias else None
+            pairs = pairs if s.op is None else _run_ai_step(s, pairs, scans, ai_ops, runner,
+                                                            store, reuse)
+            if reuse is not None:
+                reuse.release()
+                carry_alias = None
         cur = pairs
         joined.add(step.alias)
         if len(joined) < len(aliases):

@@ -208,3 +208,28 @@ def test_interrupt_keeps_cached_answers(con, tmp_path):
     again = session(con, parsed, FakeEngine(), tmp_path)
     again.execute(parsed.duckdb_sql)
     assert again.report.cache_hits > 0
+
+
+def test_join_anchor_reuses_the_filter_document_kv(con):
+    from exec_fakes import Core, Relation
+
+    op_f = bfilter("Mentions BATTERY?")
+    op_j = ajoin()
+    sql = ("SELECT r.id, p.name FROM reviews AS r JOIN products AS p ON "
+           "quail_ai_1(r.review, p.name) WHERE quail_ai_0(r.review) ORDER BY r.id, p.name")
+    core = Core((Relation("r", "SELECT r.review AS b_0_0, r.review AS b_1_0 FROM reviews r"),
+                 Relation("p", "SELECT p.name AS b_1_1 FROM products p")), (0,), (1,), ())
+    parsed = Parsed("duckdb", sql, (op_f, op_j), sql, (core,))
+    engine = FakeEngine()
+    s = session(con, parsed, engine, sample_size=0)
+    got = [tuple(r.values()) for r in s.execute(sql).to_pylist()]
+    ref = FakeEngine()
+    expected = sorted((rid, name) for rid, review, _ in REVIEWS for _, name in PRODUCTS
+                      if ask_one_at_a_time(ref, op_f, (review,))
+                      and ask_one_at_a_time(ref, OpPrompt.for_op(op_j, "r").op, (review, name)))
+    assert got == expected and got
+    assert "anchor=r" in s.report.plans[0]
+    # every review is encoded once: the join's anchors are the filter's resident documents
+    assert len(engine.prefixes) == sum(1 for r in REVIEWS if r[1] is not None)
+    assert s.report.ops[1].kv_hit_tokens > 0
+    assert engine.resident == 0
