@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 _SPLIT = "\u2063QUAIL_SPLIT\u2063"
+BASE_ANSWER_HEADER = "\nAnswer:"   # stands in for the assistant header of a model with no chat template
 _END_TOKENS = ("<end_of_turn>", "<|im_end|>", "<|eot_id|>", "<|endoftext|>")
 
 
@@ -30,6 +31,10 @@ class TextCodec:
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
 
+    def decode_raw(self, ids: Sequence[int]) -> str:
+        """Text of `ids` with special tokens spelled out (to show a prompt layout)."""
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
     @property
     def has_chat_template(self) -> bool:
         return bool(getattr(self.tokenizer, "chat_template", None))
@@ -41,11 +46,12 @@ class TextCodec:
 
     def chat_split(self, prefix_text: str, suffix_text: str) -> tuple[list[int], list[int]]:
         """(chat header + prefix_text, suffix_text + assistant header) as token ids. Without a
-        chat template: BOS (when the model has one) + prefix_text, then suffix_text."""
+        chat template: BOS (when the model has one) + prefix_text, then suffix_text +
+        BASE_ANSWER_HEADER."""
         if self.has_chat_template:
             head, _, tail = self.render_chat(prefix_text + _SPLIT + suffix_text).partition(_SPLIT)
         else:
-            head, tail = prefix_text, suffix_text
+            head, tail = prefix_text, suffix_text + BASE_ANSWER_HEADER
         head_ids = self.encode(head)
         if not self.has_chat_template and self.bos_id is not None:
             head_ids = [self.bos_id, *head_ids]

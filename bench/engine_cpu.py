@@ -1,0 +1,206 @@
+"""CPU throughput: Quail's engine vs a plain transformers baseline, measured in the same run.
+
+Workloads (synthetic text from a fixed word pool, seeded, so every run sees the same tokens):
+  filter: N prompts of ~150 tokens, one yes/no question (instruction shared as a prefix)
+  join:   A anchors of ~300 tokens x P partners of ~40 tokens (anchor KV computed once)
+Engines:
+  quail:        LocalEngine via quail_engine.infer.ask (packed prefill, prefix KV, trimmed head)
+  transformers: AutoModelForCausalLM on the same converted weights and dtype; padded batches,
+                the full prompt every time, full-vocabulary logits at the last position
+requested tokens = every prompt token of every request; fresh = tokens actually computed.
+
+    python bench/engine_cpu.py                      # writes bench/results/cpu-<date>.json|md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+POOL = ("the service product food staff room story price quality delivery screen battery music "
+        "plot acting design support order taste view sound menu team value experience time "
+        "was were is very quite rather really not never always fairly somewhat too so and but "
+        "great good fine poor bad awful lovely slow fast clean dirty cheap loud quiet fresh cold "
+        "warm friendly rude helpful late early broken solid simple clever dull bright").split()
+FILTER_Q = "Is the following review positive?"
+JOIN_Q = "Does the second text answer a need described in the first text?"
+
+
+def words(rng: random.Random, n: int) -> str:
+    out = []
+    for i in range(n):
+        out.append(rng.choice(POOL))
+        if i % 12 == 11:
+            out[-1] += "."
+    return " ".join(out).capitalize() + "."
+
+
+def sized_texts(tokenizer, rng: random.Random, count: int, target: int) -> list[str]:
+    """`count` texts of about `target` tokens each."""
+    texts = []
+    for _ in range(count):
+        n = target
+        text = words(rng, n)
+        while len(tokenizer.encode(text, add_special_tokens=False)) > target and n > 1:
+            n -= max(1, n // 20)
+            text = words(rng, n)
+        texts.append(text)
+    return texts
+
+
+def run_quail(engine, fn) -> dict:
+    before = dict(vars(engine.stats))
+    start = time.perf_counter()
+    result = fn()
+    seconds = time.perf_counter() - start
+    after = vars(engine.stats)
+    delta = {k: after[k] - before[k] for k in ("requested_tokens", "fresh_tokens",
+                                               "forward_passes")}
+    return {"engine": "quail", "seconds": seconds, **delta, "result": result}
+
+
+def run_baseline(hf, prompts: list[list[int]], batch: int, yes: list[int], no: list[int],
+                 pad_id: int) -> dict:
+    margins = []
+    start = time.perf_counter()
+    with torch.inference_mode():
+        for i in range(0, len(prompts), batch):
+            chunk = prompts[i:i + batch]
+            width = max(map(len, chunk))
+            ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
+            mask = torch.zeros((len(chunk), width), dtype=torch.long)
+            for r, p in enumerate(chunk):   # left padding: the last position is the prompt's
+                ids[r, width - len(p):] = torch.tensor(p)
+                mask[r, width - len(p):] = 1
+            logits = hf(input_ids=ids, attention_mask=mask, logits_to_keep=1).logits[:, -1].float()
+            margins += (logits[:, yes].max(-1).values - logits[:, no].max(-1).values).tolist()
+    seconds = time.perf_counter() - start
+    tokens = sum(map(len, prompts))
+    return {"engine": "transformers", "seconds": seconds, "requested_tokens": tokens,
+            "fresh_tokens": tokens, "forward_passes": -(-len(prompts) // batch), "result": margins}
+
+
+def row(workload: str, r: dict) -> dict:
+    out = {"workload": workload, "engine": r["engine"],
+           "fresh_tokens_per_s": round(r["fresh_tokens"] / r["seconds"], 1),
+           "requested_tokens_per_s": round(r["requested_tokens"] / r["seconds"], 1)}
+    out.update({k: r[k] for k in ("seconds", "requested_tokens", "fresh_tokens",
+                                  "forward_passes")})
+    out["seconds"] = round(out["seconds"], 2)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="default")
+    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--filter-n", type=int, default=256)
+    ap.add_argument("--anchors", type=int, default=8)
+    ap.add_argument("--partners", type=int, default=64)
+    ap.add_argument("--baseline-anchors", type=int, default=2,
+                    help="anchors the transformers baseline runs in the join (rate, not total)")
+    ap.add_argument("--batch", type=int, default=16, help="transformers batch size")
+    ap.add_argument("--token-budget", type=int, default=4096)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+
+    from transformers import AutoModelForCausalLM
+
+    from quail_engine.infer import ask
+    from quail_engine.infer.engine import LocalEngine
+    from quail_engine.infer.loader import load_model, resolve_dtype, resolve_model_dir
+
+    load_start = time.perf_counter()
+    model, tokenizer, config = load_model(args.model, "cpu", args.dtype)
+    engine = LocalEngine(model, tokenizer, config, model_id=args.model,
+                         token_budget=args.token_budget)
+    hf = AutoModelForCausalLM.from_pretrained(str(resolve_model_dir(args.model)),
+                                              dtype=resolve_dtype(args.dtype)).eval()
+    load_s = time.perf_counter() - load_start
+    bt = engine._booleans(ask.BooleanReadout())
+    yes, no = list(bt.true_ids), list(bt.false_ids)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    rng = random.Random(0)
+    loadavg_before = os.getloadavg()
+
+    docs = sized_texts(tokenizer, rng, args.filter_n, 125)
+    q = run_quail(engine, lambda: ask.ask_boolean(engine, docs, FILTER_Q, calibrate=False))
+    full = [sum(ask.prompt_split(engine, d, FILTER_Q), []) for d in docs]
+    b = run_baseline(hf, full, args.batch, yes, no, pad)
+    agree_f = sum((a.margin > 0) == (m > 0) for a, m in zip(q["result"], b["result"])) / len(docs)
+    name_f = f"filter {args.filter_n} x ~{sum(map(len, full)) // len(full)} tok"
+    rows = [row(name_f, q), row(name_f, b)]
+
+    anchors = sized_texts(tokenizer, rng, args.anchors, 285)
+    partners = sized_texts(tokenizer, rng, args.partners, 28)
+    q = run_quail(engine, lambda: ask.ask_join(engine, anchors, partners, JOIN_Q, calibrate=False))
+    pairs = []
+    for a in anchors[:args.baseline_anchors]:
+        pairs += [sum(ask.join_split(engine, a, p, JOIN_Q), []) for p in partners]
+    b = run_baseline(hf, pairs, args.batch, yes, no, pad)
+    ours = [a.margin > 0 for row_ in q["result"][:args.baseline_anchors] for a in row_]
+    agree_j = sum(o == (m > 0) for o, m in zip(ours, b["result"])) / len(pairs)
+    head_len = sum(len(ask.join_split(engine, a, "", JOIN_Q)[0]) for a in anchors) // len(anchors)
+    name_j = (f"join {args.anchors} anchors x {args.partners} partners "
+              f"(~{head_len}+~{sum(map(len, pairs)) // len(pairs) - head_len} tok)")
+    rows += [row(name_j, q), row(name_j, b)]
+
+    ratios = {}
+    for w in (name_f, name_j):
+        ours_r, base_r = [r for r in rows if r["workload"] == w]
+        ratios[w] = {"requested_vs_transformers": round(
+            ours_r["requested_tokens_per_s"] / base_r["requested_tokens_per_s"], 2)}
+    result = {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": "python " + " ".join(sys.argv),
+        "machine": {"nproc": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+                    "loadavg_before": loadavg_before, "loadavg_after": os.getloadavg(),
+                    "processor": platform.processor() or platform.machine(),
+                    "torch": torch.__version__, "python": platform.python_version()},
+        "model": args.model, "dtype": args.dtype, "load_seconds": round(load_s, 1),
+        "token_budget": args.token_budget, "baseline_batch": args.batch,
+        "baseline_join_pairs": len(pairs),
+        "decision_agreement": {name_f: agree_f, name_j: agree_j},
+        "rows": rows, "ratios": ratios,
+    }
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+    out = Path(args.out or Path(__file__).parent / "results" / f"cpu-{stamp}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    out.with_suffix(".md").write_text(markdown(result))
+    print(markdown(result))
+    return 0
+
+
+def markdown(r: dict) -> str:
+    m = r["machine"]
+    lines = [f"# CPU engine benchmark ({r['date']})", "",
+             f"`{r['command']}` - model {r['model']} ({r['dtype']}), {m['nproc']} cores, "
+             f"load average before {m['loadavg_before'][0]:.2f}, after "
+             f"{m['loadavg_after'][0]:.2f} (other work shared the cores)", "",
+             "| workload | engine | requested tok/s | fresh tok/s | s | passes |",
+             "|---|---|---:|---:|---:|---:|"]
+    for x in r["rows"]:
+        lines.append(f"| {x['workload']} | {x['engine']} | {x['requested_tokens_per_s']:.0f} | "
+                     f"{x['fresh_tokens_per_s']:.0f} | {x['seconds']:.1f} | "
+                     f"{x['forward_passes']} |")
+    lines.append("")
+    for w, ratio in r["ratios"].items():
+        lines.append(f"- {w}: quail / transformers (requested tok/s) = "
+                     f"{ratio['requested_vs_transformers']}x; decisions agree on "
+                     f"{r['decision_agreement'][w]:.1%}")
+    lines.append(f"- transformers ran {r['baseline_join_pairs']} of the join pairs (a rate).")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
