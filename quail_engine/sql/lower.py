@@ -34,8 +34,9 @@ def placeholder_name(op_id: int) -> str:
 
 
 def lower(tree: exp.Expr, dialect_module) -> Lowered:
-    """Identical AI calls (same IR, same argument SQL) share one op id, so DuckDB matches a
-    call in GROUP BY with the same call in SELECT."""
+    """Identical AI calls (same IR, same argument SQL) in one SELECT block share one op id, so
+    DuckDB matches a call in GROUP BY with the same call in SELECT. Across blocks they stay
+    apart: each block's op ids describe only that block's rows."""
     name = dialect_module.NAME
     built = tvf.lower_table_functions(tree, name)
     seen: dict[tuple, int] = {}
@@ -51,7 +52,8 @@ def lower(tree: exp.Expr, dialect_module) -> Lowered:
         op = dataclasses.replace(one.op, context=context, origin=fragment(outer, name),
                                  bindings=_resolve(one, outer))
         one = dataclasses.replace(one, op=op)
-        key = (dataclasses.replace(op, context=""), tuple(e.sql() for e in one.exprs))
+        key = (id(outer.find_ancestor(exp.Select)), dataclasses.replace(op, context=""),
+               tuple(e.sql() for e in one.exprs))
         if key not in seen:
             seen[key] = len(built)
             one.extra["outer"] = True

@@ -215,3 +215,17 @@ def test_dbt_query_comment_is_kept():
     parsed = parse(sql, "snowflake")
     assert parsed.duckdb_sql.startswith('/* {"app": "dbt"')
     assert len(parsed.ai_ops) == 1
+
+
+def test_same_call_in_select_and_group_by_is_one_op():
+    parsed = parse("SELECT ai_analyze_sentiment(review), COUNT(*) FROM reviews "
+                   "GROUP BY ai_analyze_sentiment(review)", "databricks")
+    assert len(parsed.ai_ops) == 1
+    assert parsed.duckdb_sql.count("quail_ai_0(review)") == 2
+
+
+def test_same_call_in_two_blocks_stays_two_ops():
+    parsed = parse("SELECT id FROM reviews WHERE AI_FILTER(review) UNION ALL "
+                   "SELECT product_id FROM products WHERE AI_FILTER(review)", "snowflake")
+    assert len(parsed.ai_ops) == 2
+    assert [c.filters for c in parsed.cores] == [(0,), (1,)]
