@@ -12,6 +12,7 @@ from quail_engine.sql.query import ParsedQuery, parse
 def explain_json(q: ParsedQuery) -> dict[str, Any]:
     """{dialect, ai_operators: [{id, op, template, bindings: [{alias, column, sql}], labels, ...}],
     cores, table_functions, duckdb_sql}."""
+    planned = {i for c in q.cores for i in (*c.filters, *c.joins, *c.projections, *c.aggregates)}
     operators = []
     for i, op in enumerate(q.ai_ops):
         item = {"id": i, "op": op.op, "template": op.template,
@@ -24,7 +25,7 @@ def explain_json(q: ParsedQuery) -> dict[str, Any]:
                 "multi": op.multi,
                 "join": None if op.join is None else dataclasses.asdict(op.join),
                 "options": _plain(op.options), "placeholder": f"quail_ai_{i}",
-                "text": op.to_text(), "origin": op.origin}
+                "text": op.to_text(), "origin": op.origin, "is_planned": i in planned}
         operators.append(item)
     cores = [{"relations": [dataclasses.asdict(r) for r in c.relations],
               "filters": list(c.filters), "joins": list(c.joins),
@@ -35,8 +36,12 @@ def explain_json(q: ParsedQuery) -> dict[str, Any]:
 
 
 def explain_text(q: ParsedQuery) -> str:
+    """Operators (marked `unplanned` when DuckDB alone evaluates them: under OR/NOT, in an
+    outer join's ON, in ORDER BY, ...), cores with their scans, and the DuckDB SQL."""
+    planned = {i for c in q.cores for i in (*c.filters, *c.joins, *c.projections, *c.aggregates)}
     lines = [f"dialect: {q.dialect}", "ai operators:"]
-    lines += [f"  #{i} [{op.context}] {op.to_text()}" for i, op in enumerate(q.ai_ops)]
+    lines += [f"  #{i} [{op.context}{'' if i in planned else ', unplanned'}] {op.to_text()}"
+              for i, op in enumerate(q.ai_ops)]
     if not q.ai_ops:
         lines.append("  (none)")
     lines.append("cores:")

@@ -83,6 +83,14 @@ CASES = [
      "SELECT id, product, stars FROM AI.GENERATE_TABLE(MODEL `p.d.m`, (SELECT id, review AS prompt FROM reviews WHERE id <= 3), STRUCT('product STRING, stars INT64' AS output_schema)) ORDER BY id",
      ['core(relations=[__quail_in_0[b_0_0]]; filters=[]; joins=[]; projections=[0])'],
      [[3]]),
+    ('tvf_ai_generate_text', 'bigquery',
+     "SELECT id, result FROM AI.GENERATE_TEXT(MODEL `p.d.m`, (SELECT id, review AS prompt FROM reviews WHERE id > 38), STRUCT(30 AS max_output_tokens)) ORDER BY id",
+     ['core(relations=[__quail_in_0[b_0_0]]; filters=[]; joins=[]; projections=[0])'],
+     [[2]]),
+    ('tvf_unflattened_json', 'bigquery',
+     "SELECT id, ml_generate_text_result FROM ML.GENERATE_TEXT(MODEL `p.d.m`, (SELECT id, review AS prompt FROM reviews), STRUCT(0.2 AS temperature)) AS g ORDER BY id",
+     ['core(relations=[__quail_in_0[b_0_0]]; filters=[]; joins=[]; projections=[0])'],
+     [[40]]),
     ('two_filters_and_projection', 'duckdb',
      "SELECT id, ai_generate('Reply to {0}', review) FROM reviews WHERE ai_filter('Negative? {0}', review) AND ai_filter('About {0}?', product_id) AND id < 15",
      ['core(relations=[reviews[b_1_0, b_2_0, b_0_0]]; filters=[1, 2]; joins=[]; projections=[0])'],
@@ -108,6 +116,8 @@ ORACLES = {
     "not_exists_anti": "SELECT p.name FROM products p WHERE NOT EXISTS (SELECT 1 FROM reviews r "
                        "WHERE r.product_id = p.product_id AND "
                        + GOOD.format("r.review || p.name") + ")",
+    "tvf_ai_generate_text": "SELECT id, 'reply: ' || left(lower(review), 12) FROM reviews "
+                            "WHERE id > 38 ORDER BY id",
     "cte_and_group": "SELECT product_id, CASE WHEN " + GOOD.format("review") + " THEN "
                      "'positive' ELSE 'negative' END AS s, COUNT(*) AS n FROM reviews WHERE id < 20"
                      " GROUP BY 1, 2 ORDER BY n DESC",
