@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from quail_engine.errors import ExecutionError
 from quail_engine.infer.api import PrefixHandle
 from quail_engine.plan.cost import Work, request_work
 
 
 class DocKV:
-    def __init__(self, engine, max_tokens: int | None = None):
+    def __init__(self, engine, max_tokens: int | None = None, on_long: str = "truncate"):
         self.engine = engine
         self.max_tokens = max_tokens
+        self.on_long = on_long
         self.handles: dict[str, PrefixHandle] = {}
         self.heads: dict[str, list[int]] = {}
         self.truncated = 0
@@ -27,6 +29,11 @@ class DocKV:
         if prefix_text not in self.heads:
             head, _ = self.engine.chat_split(prefix_text, "")
             if self.max_tokens is not None and len(head) > self.max_tokens:
+                if self.on_long == "error":
+                    raise ExecutionError(
+                        f"a document of {len(head)} tokens exceeds the model's context of "
+                        f"{self.engine.max_context} tokens less {self.engine.max_context - self.max_tokens} "
+                        f"for the question (on_long='error'): {prefix_text[:80]!r}...")
                 head = head[:self.max_tokens]
                 self.truncated += 1
             self.heads[prefix_text] = head

@@ -36,7 +36,8 @@ class OpRunner:
         self._calibration: dict[tuple, list[int]] = {}
 
     def doc_kv(self) -> DocKV:
-        return DocKV(self.engine, max(16, self.engine.max_context - QUESTION_RESERVE))
+        return DocKV(self.engine, max(16, self.engine.max_context - QUESTION_RESERVE),
+                     self.on_long)
 
     def readout(self, layout: OpPrompt):
         if not self.calibrate or layout.op.op not in ("ai_filter", "ai_join", "ai_score",

@@ -1,0 +1,106 @@
+"""Inputs and outputs around a session: tables from files, the CLI, long documents, progress,
+the report's JSON fields."""
+
+import io
+import json
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from exec_fakes import FakeEngine, bfilter, classify, filters_query
+
+from quail_engine.cli import main
+from quail_engine.errors import ExecutionError
+from quail_engine.exec.progress import Progress
+from quail_engine.exec.session import QuailSession
+from quail_engine.exec.tables import register_table
+from quail_engine.plan.cost import DeviceSpec
+
+ROWS = [{"id": 1, "review": "great PRICE, price fine"}, {"id": 2, "review": "meh"}]
+
+
+def write_inputs(tmp_path):
+    table = pa.Table.from_pylist(ROWS)
+    pq.write_table(table, tmp_path / "r.parquet")
+    (tmp_path / "r.csv").write_text("id,review\n1,great PRICE price fine\n2,meh\n")
+    with pa.ipc.new_file(str(tmp_path / "r.arrow"), table.schema) as w:
+        w.write_table(table)
+    db = duckdb.connect(str(tmp_path / "r.duckdb"))
+    db.execute("CREATE TABLE r AS SELECT * FROM (VALUES (1, 'a'), (2, 'b')) t(id, review)")
+    db.close()
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "csv", "arrow", "duckdb"])
+def test_tables_from_files(tmp_path, suffix):
+    write_inputs(tmp_path)
+    con = duckdb.connect()
+    register_table(con, "r", tmp_path / f"r.{suffix}")
+    assert con.execute("SELECT count(*) FROM r").fetchone()[0] == 2
+
+
+def test_missing_table_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ExecutionError, match="does not exist"):
+        register_table(duckdb.connect(), "r", tmp_path / "nope.parquet")
+
+
+def test_cli_query_prints_table_and_writes_report(tmp_path, monkeypatch, capsys):
+    write_inputs(tmp_path)
+    import quail_engine.infer.engine as engine_mod
+
+    monkeypatch.setattr(engine_mod.LocalEngine, "load", classmethod(lambda cls, *a, **k:
+                                                                      FakeEngine()))
+    out = tmp_path / "out.parquet"
+    rc = main(["query", "-e", "SELECT id FROM r WHERE ai_filter('Is PRICE ok? ' || review)",
+               "--table", f"r={tmp_path / 'r.parquet'}", "--report", str(tmp_path / "rep.json"),
+               "--cache-dir", str(tmp_path / "cache"), "--quiet", "--output", str(out)])
+    assert rc == 0
+    assert pq.read_table(out).to_pylist() == [{"id": 1}]
+    rep = json.loads((tmp_path / "rep.json").read_text())
+    op = rep["operators"][0]
+    for key in ("op", "rows_in", "rows_out", "selectivity_est", "selectivity_observed",
+                "fresh_tokens", "requested_tokens", "est_seconds", "seconds"):
+        assert key in op
+    for key in ("wall_s", "fresh_tokens", "requested_tokens", "sol_seconds", "cache_hits"):
+        assert key in rep
+    assert rep["fresh_tokens"] > 0 and rep["sol_seconds"] > 0
+    rc = main(["query", "-e", "SELECT nope FROM r", "--table", f"r={tmp_path / 'r.csv'}",
+               "--quiet", "--no-cache"])
+    assert rc == 2 and "nope" in capsys.readouterr().err
+
+
+class TinyContext(FakeEngine):
+    max_context = 40
+
+
+@pytest.mark.parametrize("on_long", ["truncate", "error"])
+def test_long_document_truncated_and_counted_or_refused(on_long):
+    con = duckdb.connect()
+    con.execute("CREATE TABLE reviews (id INTEGER, review VARCHAR)")
+    con.execute("INSERT INTO reviews VALUES (1, ?), (2, 'short PRICE price')",
+                [" ".join(f"w{i}" for i in range(200)) + " PRICE price"])
+    parsed = filters_query((bfilter("Mentions PRICE?"), classify()), where=(0,), project=(1,))
+    s = QuailSession(con, TinyContext, use_cache=False, on_long=on_long,
+                     device_spec=DeviceSpec("toy", 1e11, 1e10))
+    s.parse = lambda sql, dialect: parsed
+    if on_long == "error":
+        with pytest.raises(ExecutionError, match="exceeds the model's context"):
+            s.execute(parsed.duckdb_sql)
+        return
+    rows = s.execute(parsed.duckdb_sql).to_pylist()
+    assert [r["id"] for r in rows] == [2]  # the long review lost its end (and its PRICE)
+    assert s.report.truncated >= 1
+
+
+def test_progress_bar_only_on_a_terminal():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    quiet, tty = io.StringIO(), Tty()
+    Progress(stream=quiet).advance(5, 100)
+    bar = Progress(total_rows=10, stream=tty, min_interval=0)
+    bar.advance(5, 100)
+    bar.close()
+    assert quiet.getvalue() == ""
+    assert "5/10 prompts, 100 tokens" in tty.getvalue() and "tokens/s" in tty.getvalue()
