@@ -42,18 +42,34 @@ def _window_mask(q_pos: Tensor, k_pos: Tensor, causal: bool, sliding_window: int
     return allowed
 
 
+def _chunks(bounds: list[int], budget: int) -> list[tuple[int, int]]:
+    """Runs of whole consecutive sequences of at most `budget` tokens (a longer sequence forms
+    its own run): one masked matmul per run instead of one per sequence."""
+    runs, start = [], 0
+    for a, b in zip(bounds[1:-1], bounds[2:]):
+        if b - start > budget and a > start:
+            runs.append((start, a))
+            start = a
+    if bounds[-1] > start:
+        runs.append((start, bounds[-1]))
+    return runs
+
+
 def varlen_causal_attention(q: Tensor, k: Tensor, v: Tensor, cu_seqlens: Tensor, scale: float,
-                            sliding_window: int | None = None) -> tuple[Tensor, Tensor]:
+                            sliding_window: int | None = None,
+                            chunk_tokens: int = 512) -> tuple[Tensor, Tensor]:
     """Causal attention of each packed sequence over its own tokens (key j visible to query i
-    when i - window < j <= i)."""
+    when i - window < j <= i). Short sequences are batched `chunk_tokens` at a time under a
+    block-diagonal mask."""
     out = torch.empty_like(q)
     lse = torch.empty(q.shape[:2], dtype=torch.float32, device=q.device)
-    bounds = cu_seqlens.tolist()
-    for start, end in zip(bounds[:-1], bounds[1:]):
-        if end == start:
-            continue
-        idx = torch.arange(end - start, device=q.device)
+    bounds = [int(b) for b in cu_seqlens.tolist()]
+    lengths = torch.tensor([b - a for a, b in zip(bounds[:-1], bounds[1:])], device=q.device)
+    seq_of = torch.repeat_interleave(torch.arange(len(lengths), device=q.device), lengths)
+    for start, end in _chunks(bounds, chunk_tokens):
+        idx = torch.arange(start, end, device=q.device)
         allowed = _window_mask(idx, idx, True, sliding_window)
+        allowed &= seq_of[start:end].view(-1, 1) == seq_of[start:end].view(1, -1)
         out[start:end], lse[start:end] = _attend(q[start:end], k[start:end], v[start:end],
                                                  allowed, scale)
     return out, lse

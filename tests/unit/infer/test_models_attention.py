@@ -71,3 +71,18 @@ def test_prefix_entirely_outside_the_window_contributes_nothing():
     k, v = torch.randn(3, 1, 4, generator=gen), torch.randn(3, 1, 4, generator=gen)
     out, lse = prefix_attention(q, torch.tensor([10]), k, v, 1.0, sliding_window=4)
     assert torch.isneginf(lse).all() and (out == 0).all()
+
+
+@pytest.mark.parametrize("chunk_tokens", [1, 5, 8, 512])
+@pytest.mark.parametrize("window", [None, 3])
+def test_chunked_varlen_equals_per_sequence_reference(chunk_tokens, window):
+    gen = torch.Generator().manual_seed(chunk_tokens)
+    lengths = [3, 1, 6, 2, 4]
+    q = torch.randn(sum(lengths), 4, 8, generator=gen, dtype=torch.float64)
+    k, v = (torch.randn(sum(lengths), 2, 8, generator=gen, dtype=torch.float64) for _ in range(2))
+    cu = torch.tensor([0, 3, 4, 10, 12, 16], dtype=torch.int32)
+    out, _ = varlen_causal_attention(q, k, v, cu, 0.3, window, chunk_tokens=chunk_tokens)
+    for a, b in zip(cu[:-1].tolist(), cu[1:].tolist()):
+        pos = torch.arange(b - a)
+        expected = _dense_reference(q[a:b], k[a:b], v[a:b], pos, pos, 0.3, window)
+        assert torch.allclose(out[a:b], expected, atol=1e-5)
