@@ -48,15 +48,29 @@ def json_path_text(path: exp.Expr) -> str | None:
     return out
 
 
+def _climb_brackets(node: exp.Expr) -> tuple[exp.Expr, str] | None:
+    """`node['labels'][0]` (Snowflake/Databricks subscripts) as (outer, 'labels[0]')."""
+    outer, path = node, ""
+    while isinstance(outer.parent, exp.Bracket) and outer.parent.this is outer:
+        keys = outer.parent.expressions
+        if len(keys) != 1 or not isinstance(keys[0], exp.Literal):
+            return None
+        key = keys[0]
+        path += (("." if path else "") + key.this) if key.is_string else f"[{key.this}]"
+        outer = outer.parent
+    return (outer, path) if path else None
+
+
 def climb_json(node: exp.Expr) -> tuple[exp.Expr, str, bool] | None:
-    """(outer node, path, has_text_cast) for `node:path[::STRING]`, or None."""
+    """(outer node, path, has_text_cast) for `node:path[::STRING]` or `node['path'][0]`."""
     parent = node.parent
-    if not (isinstance(parent, exp.JSONExtract) and parent.this is node):
-        return None
-    path = json_path_text(parent.expression)
+    if isinstance(parent, exp.JSONExtract) and parent.this is node:
+        path = json_path_text(parent.expression)
+        outer = parent
+    else:
+        outer, path = _climb_brackets(node) or (node, None)
     if path is None:
         return None
-    outer = parent
     cast = outer.parent
     if isinstance(cast, exp.Cast) and cast.this is outer and cast.to.this in TEXT_TYPES:
         return cast, path, True
