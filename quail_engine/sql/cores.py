@@ -82,7 +82,7 @@ def extract_cores(tree: exp.Expr, ops: list[AiOp]) -> tuple[list[Core], list[AiO
     for select in tree.find_all(exp.Select):
         if id(select) in absorbed:
             continue
-        pending = Pending(select=select, sources=sources_of(select), ops=ops)
+        pending = Pending(select=select, sources=_scannable(select), ops=ops)
         if not pending.sources:
             continue
         _predicates(pending, absorbed)
@@ -98,6 +98,13 @@ def extract_cores(tree: exp.Expr, ops: list[AiOp]) -> tuple[list[Core], list[AiO
             cores.append(_core(pending))
     _mark_unplanned_joins(tree, ops)
     return cores, ops
+
+
+def _scannable(select: exp.Select) -> dict[str, exp.Expr]:
+    """Relations that can be scanned on their own (tables, subqueries); LATERAL / UNNEST
+    sources depend on another relation's row, so AI ops reading them are not planned."""
+    return {a: s for a, s in sources_of(select).items() if isinstance(s, exp.Table | exp.Subquery)
+            and not isinstance(s.this, exp.Unnest)}
 
 
 def _reads_only(op: AiOp, sources) -> bool:

@@ -239,3 +239,13 @@ def test_same_call_in_two_blocks_stays_two_ops():
                    "SELECT product_id FROM products WHERE AI_FILTER(review)", "snowflake")
     assert len(parsed.ai_ops) == 2
     assert [c.filters for c in parsed.cores] == [(0,), (1,)]
+
+
+def test_lateral_sources_are_not_scanned_alone(con):
+    parsed = parse("SELECT r.id, u.w FROM reviews r, UNNEST(string_split(r.review, ' ')) AS u(w) "
+                   "WHERE ai_filter('Good? {0}', r.review) AND ai_filter('Noun? {0}', u.w) "
+                   "AND r.id = 1", "duckdb")
+    assert [c.to_text() for c in parsed.cores] == [
+        "core(relations=[r[b_0_0]]; filters=[0]; joins=[]; projections=[])"]
+    _register(con, parsed)
+    assert con.execute(_as_executed(parsed)).fetchall() == []
