@@ -17,6 +17,7 @@ from quail_engine.exec.answer_cache import AnswerCache, answer_key
 from quail_engine.exec.doc_kv import DocKV
 from quail_engine.exec.prompts import OpPrompt, sql_value
 from quail_engine.exec.report import Report
+from quail_engine.exec.tasks import check_supported
 from quail_engine.infer.api import Answer, GenerateReadout, Request
 from quail_engine.plan.cost import request_work
 
@@ -54,6 +55,9 @@ class OpRunner:
                kv: DocKV | None = None, unplanned: bool = False) -> list[object]:
         """SQL values for `rows` (aligned); NULL in any binding gives NULL."""
         rep = self.report.op(op_id, layout.op.op)
+        check_supported(layout.op)
+        if layout.op.op == "ai_count_tokens":
+            return self._count_tokens(layout, rows)
         start = time.perf_counter()
         readout = self.readout(layout)
         out: list[object] = [None] * len(rows)
@@ -95,6 +99,12 @@ class OpRunner:
             rep.seconds += time.perf_counter() - start
         rep.prompts += len(texts)
         return out
+
+    def _count_tokens(self, layout: OpPrompt, rows: Sequence[Sequence[object]]) -> list[object]:
+        texts = [None if any(v is None for v in r) else layout.texts(r)[0] for r in rows]
+        counts = self.engine.tokenize([t for t in texts if t is not None])
+        it = iter(counts)
+        return [None if t is None else len(next(it)) for t in texts]
 
     def _run_batch(self, layout: OpPrompt, readout, texts: list[tuple[str, str]],
                    kv: DocKV | None, rep) -> list[Answer]:

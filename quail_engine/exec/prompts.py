@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from quail_engine.exec.tasks import shape_text, task_prompt
 from quail_engine.infer.api import (
     BooleanReadout,
     GenerateReadout,
@@ -54,10 +55,21 @@ class OpPrompt:
         """(prefix_text, suffix_text) of one row; their concatenation is the user turn."""
         vals = ["" if v is None else str(v) for v in values]
         if not self.is_shared:
-            return _render(self.op.template, vals, ()), ""
+            return task_prompt(self.op, _render(self.op.template, vals, ())), ""
         doc = "\n\n".join(vals[i] for i in self.doc_slots)
         question = _render(self.op.template, vals, self.doc_slots).strip()
+        if question == DOC_REF:  # the template is the document alone: ask the task's question
+            question = self._default_question()
+        if self.op.instruction:
+            question = f"{self.op.instruction}\n{question}"
         return f"{doc}\n\n", f"{question}\n{self._instruction()}"
+
+    def _default_question(self) -> str:
+        if self.op.task == "sentiment":
+            return "What is the sentiment of the text above?"
+        if self.op.op == "ai_classify":
+            return "Which category fits the text above best?"
+        return "Is the statement above true?"
 
     def _instruction(self) -> str:
         if self.op.op == "ai_classify":
@@ -70,7 +82,7 @@ class OpPrompt:
         kind = self.op.op
         if kind in ("ai_filter", "ai_join"):
             return BooleanReadout(calibration_tokens=cal)
-        if kind == "ai_score":
+        if kind in ("ai_score", "ai_similarity"):
             return ScoreReadout(calibration_tokens=cal)
         if kind == "ai_classify":
             return LabelReadout(tuple(lb.name for lb in (self.op.labels or ())),
@@ -101,6 +113,8 @@ def sql_value(op, answer) -> object:
         return [value] if isinstance(value, str) else list(value)
     if op.op in ("ai_filter", "ai_join"):
         return bool(value)
+    if op.op == "ai_similarity" and ("range", "-1..1") in op.task_args:
+        return 2.0 * float(value) - 1.0
     if op.op in ("ai_score", "ai_similarity"):
         return float(value)
-    return value if isinstance(value, str) else str(value)
+    return shape_text(op, value if isinstance(value, str) else str(value))

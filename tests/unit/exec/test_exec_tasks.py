@@ -1,0 +1,71 @@
+"""Generative task prompts and answer shaping, per operator kind."""
+
+import json
+
+import pytest
+
+from quail_engine.errors import UnsupportedError
+from quail_engine.exec.prompts import OpPrompt, sql_value
+from quail_engine.exec.tasks import check_supported
+from quail_engine.infer.api import Answer, GenerateReadout, LabelReadout, ScoreReadout
+from quail_engine.sql.ir import AiOp, Binding, Label
+
+B0 = (Binding(0, "t.x", "t", "x"),)
+
+
+@pytest.mark.parametrize("op,contains", [
+    (AiOp("ai_generate", "{0}", B0, task="summarize", task_args=(("max_words", "10"),)),
+     "Summarize the following text in at most 10 words:\n\nDOC"),
+    (AiOp("ai_generate", "{0}", B0, task="translate", task_args=(("target_language", "fr"),)),
+     "to fr"),
+    (AiOp("ai_generate", "{0}", B0, task="mask", labels=(Label("person"),)),
+     "replacing every person with [MASKED]"),
+    (AiOp("ai_extract", "{0}", B0, labels=(Label("mood", "What mood?"),), output_type="JSON"),
+     '"mood": What mood?'),
+    (AiOp("ai_aggregate", "{0}", B0, instruction="Name the common theme"), "Name the common theme"),
+    (AiOp("ai_generate", "Write a haiku about {0}", B0), "Write a haiku about DOC"),
+])
+def test_task_prompts(op, contains):
+    prefix, suffix = OpPrompt.for_op(op).texts(("DOC",))
+    assert contains in prefix and suffix == ""
+    assert isinstance(OpPrompt.for_op(op).readout(), GenerateReadout)
+
+
+@pytest.mark.parametrize("op,question", [
+    (AiOp("ai_classify", "{0}", B0, labels=(Label("positive"), Label("negative")),
+          task="sentiment"), "What is the sentiment of the text above?\nAnswer with one of: "
+                             "positive, negative."),
+    (AiOp("ai_filter", "Is {0} about cats?", B0, output_type="BOOLEAN"),
+     "Is (see the text above) about cats?\nAnswer yes or no."),
+])
+def test_document_first_layout(op, question):
+    prefix, suffix = OpPrompt.for_op(op).texts(("DOC",))
+    assert prefix == "DOC\n\n" and suffix == question
+
+
+@pytest.mark.parametrize("op,answer,value", [
+    (AiOp("ai_extract", "{0}", B0, labels=(Label("mood"),), output_type="JSON"),
+     Answer('Sure: {"mood": "happy"} done'), {"mood": "happy"}),
+    (AiOp("ai_extract", "{0}", B0, labels=(Label("mood"),), output_type="JSON"),
+     Answer("no json here"), {"mood": None}),
+])
+def test_extract_answers_become_json(op, answer, value):
+    assert json.loads(sql_value(op, answer)) == value
+
+
+def test_similarity_is_a_score_in_the_vendor_range():
+    op = AiOp("ai_similarity", "{0}\n{1}", B0 + (Binding(1, "'x'"),),
+              task_args=(("range", "-1..1"),), output_type="DOUBLE")
+    assert isinstance(OpPrompt.for_op(op).readout(), ScoreReadout)
+    assert sql_value(op, Answer(0.75)) == 0.5
+
+
+def test_multi_label_classify_returns_a_list():
+    op = AiOp("ai_classify", "{0}", B0, labels=(Label("a"), Label("b")), multi=True)
+    assert isinstance(OpPrompt.for_op(op).readout(), LabelReadout)
+    assert sql_value(op, Answer("b")) == ["b"]
+
+
+def test_embeddings_are_refused_clearly():
+    with pytest.raises(UnsupportedError, match="embedding"):
+        check_supported(AiOp("ai_embed", "{0}", B0))
