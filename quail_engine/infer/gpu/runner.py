@@ -61,11 +61,10 @@ class GpuRunner:
             pending.append(self._run_pass([jobs[order[i]] for i in batch], count_as_decode))
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-        for batch_jobs, owners, host, columns in pending:
-            for k, job in enumerate(batch_jobs):
-                rows = [r for r, o in enumerate(owners) if o == k]
-                if rows:
-                    part = host[rows]
+        for batch_jobs, spans, host, columns in pending:
+            for job, (first, count) in zip(batch_jobs, spans):
+                if count:
+                    part = host[first:first + count]
                     if job.vocab is not None:
                         cols = list(job.vocab) if columns is None else [columns[t] for t in job.vocab]
                         part = part[:, cols]
@@ -73,17 +72,17 @@ class GpuRunner:
 
     @torch.inference_mode()
     def _run_pass(self, jobs: list[SeqJob], count_as_decode: bool):
-        ids, positions, cu, reads, owners = [], [], [0], [], []
-        for k, job in enumerate(jobs):
+        ids, positions, cu, reads, spans = [], [], [0], [], []
+        for job in jobs:
             n, start = len(job.tokens), job.num_prefix_tokens
             ids.extend(job.tokens)
             positions.extend(range(start, start + n))
+            spans.append((len(reads), len(job.read)))
             for r in job.read:
                 off = r if r >= 0 else n + r
                 if not 0 <= off < n:
                     raise ValueError(f"read offset {r} outside a sequence of {n} tokens")
                 reads.append(cu[-1] + off)
-                owners.append(k)
             cu.append(cu[-1] + n)
         dev = self.device
         as_tensor = lambda x, dt=torch.long: torch.tensor(x, dtype=dt).to(dev, non_blocking=True)  # noqa: E731
@@ -108,4 +107,4 @@ class GpuRunner:
         logits = self.model.logits(hidden, token_ids)
         host = torch.empty(logits.shape, dtype=torch.float32, pin_memory=dev.type == "cuda")
         host.copy_(logits, non_blocking=True)
-        return jobs, owners, host, columns
+        return jobs, spans, host, columns

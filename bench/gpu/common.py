@@ -1,0 +1,99 @@
+"""Shared helpers for the device scripts: timing, ceilings, result logging. Torch + triton only."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+log = logging.getLogger("bench.gpu")
+
+
+def out_dir() -> Path:
+    path = Path(os.environ.get("OUT") or ROOT / "bench" / "results" / "local")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def bench_ms(fn, warmup: int = 25, rep: int = 100) -> float:
+    """Median milliseconds of `fn` (CUDA events through triton's do_bench)."""
+    from triton.testing import do_bench
+    return float(do_bench(fn, warmup=warmup, rep=rep, return_mode="median"))
+
+
+def wall(fn, reps: int = 1) -> float:
+    """Seconds per call of `fn`, host clock around synchronized calls (for long runs)."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / reps
+
+
+def measure_ceilings() -> dict:
+    """Device copy GB/s (read + write), bf16 GEMM and fp8 _scaled_mm TFLOP/s at 8192^3."""
+    n = 8192
+    src = torch.randn(256 * 1024 * 1024, device="cuda")  # 1 GiB
+    dst = torch.empty_like(src)
+    copy_ms = bench_ms(lambda: dst.copy_(src))
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    bf16_ms = bench_ms(lambda: a @ b)
+    a8, b8 = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+    one = torch.ones((), device="cuda")
+    fp8_t_ms = bench_ms(lambda: torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one,
+                                                 out_dtype=torch.bfloat16))
+    sa, sb = torch.ones(n, 1, device="cuda"), torch.ones(1, n, device="cuda")
+    fp8_r_ms = bench_ms(lambda: torch._scaled_mm(a8, b8.t(), scale_a=sa, scale_b=sb,
+                                                 out_dtype=torch.bfloat16))
+    flops = 2 * n ** 3
+    return {"copy_GBps": 2 * 4 * 256 * 1024 * 1024 / copy_ms / 1e6,
+            "bf16_tflops": flops / bf16_ms / 1e9,
+            "fp8_tensorwise_tflops": flops / fp8_t_ms / 1e9,
+            "fp8_rowwise_tflops": flops / fp8_r_ms / 1e9}
+
+
+class Results:
+    """Sections of a JSON results file, rewritten after each section so a killed run keeps
+    what it measured."""
+
+    def __init__(self, name: str):
+        self.path = out_dir() / name
+        self.data: dict = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+    def section(self, key: str, fn, *args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            value = fn(*args, **kwargs)
+        except Exception as exc:  # report and go on: one broken section must not lose the rest
+            value = {"error": f"{type(exc).__name__}: {exc}",
+                     "trace": traceback.format_exc()[-3000:]}
+            log.error("section %s failed: %s", key, value["error"])
+        self.data[key] = value
+        self.data[key + "_seconds"] = round(time.perf_counter() - t0, 2)
+        self.path.write_text(json.dumps(self.data, indent=1, default=str))
+        log.info("section %s done in %.1fs", key, self.data[key + "_seconds"])
+        return value
+
+
+def env_info() -> dict:
+    import triton
+    props = torch.cuda.get_device_properties(0)
+    return {"torch": torch.__version__, "triton": triton.__version__, "gpu": props.name,
+            "sms": props.multi_processor_count, "mem_GiB": round(props.total_memory / 2**30, 1)}
+
+
+def setup_logging() -> None:
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout,
+                        format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
