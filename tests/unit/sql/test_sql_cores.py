@@ -248,4 +248,4 @@ def test_lateral_sources_are_not_scanned_alone(con):
     assert [c.to_text() for c in parsed.cores] == [
         "core(relations=[r[b_0_0]]; filters=[0]; joins=[]; projections=[])"]
     _register(con, parsed)
-    assert con.execute(_as_executed(parsed)).fetchall() == []
+    assert con.execute(_as_executed(parsed)).fetchall() == [(1, "great.")]
