@@ -216,7 +216,7 @@ def test_unstripped_vendor_shape_is_rebuilt(con):
                    "AI.x FROM (SELECT review, 1 AS x FROM reviews WHERE id = 1) AS AI",
                    "snowflake")
     _register(con, parsed)
-    (value, _) = con.execute(_as_executed(parsed)).fetchone()
+    ((value, _),) = con.execute(_as_executed(parsed)).fetchall()
     assert value == '{"labels":["positive"]}'
 
 
