@@ -1,0 +1,66 @@
+"""Query shapes through the real SQL front end and DuckDB with the fake engine: the planned run
+returns exactly what the unplanned run (every AI call evaluated where DuckDB evaluates it)
+returns."""
+
+import duckdb
+import pytest
+from exec_fakes import FakeEngine
+
+from quail_engine.exec.session import QuailSession
+from quail_engine.plan.cost import DeviceSpec
+
+REVIEWS = [(i, text, pid) for i, (text, pid) in enumerate([
+    ("widget works, good PRICE price", 1), ("gadget broke, awful", 2), (None, 1),
+    ("the widget battery died", 1), ("gadget is lovely, fair price", 2),
+    ("battery battery great", 3), ("nothing to report", 3), ("widget widget", 2)], start=1)]
+PRODUCTS = [(1, "widget"), (2, "gadget"), (3, "battery"), (4, "lamp")]
+
+SHAPES = [
+    ("snowflake", "SELECT id FROM reviews WHERE AI_FILTER(PROMPT('Mentions PRICE? {0}', review)) "
+                  "AND id > 0 ORDER BY id"),
+    ("snowflake", "WITH pos AS (SELECT * FROM reviews WHERE AI_FILTER(PROMPT('Is it GOOD? {0}', "
+                  "review))) SELECT count(*) FROM pos"),
+    ("snowflake", "SELECT r.id, p.name FROM reviews r JOIN products p ON r.product_id = "
+                  "p.product_id AND AI_FILTER(PROMPT('Is {0} about {1}?', r.review, p.name)) "
+                  "ORDER BY 1, 2"),
+    ("snowflake", "SELECT r.id, p.name FROM reviews r, products p WHERE AI_FILTER(PROMPT("
+                  "'Is {0} about {1}?', r.review, p.name)) AND AI_FILTER(PROMPT('Mentions "
+                  "BATTERY? {0}', r.review)) ORDER BY 1, 2"),
+    ("snowflake", "SELECT r.id, p.name FROM reviews r LEFT JOIN products p ON AI_FILTER(PROMPT("
+                  "'Is {0} about {1}?', r.review, p.name)) ORDER BY 1, 2 NULLS FIRST"),
+    ("snowflake", "SELECT p.name FROM products p WHERE EXISTS (SELECT 1 FROM reviews r WHERE "
+                  "AI_FILTER(PROMPT('Is {0} about {1}?', r.review, p.name))) ORDER BY 1"),
+    ("snowflake", "SELECT p.name FROM products p WHERE NOT EXISTS (SELECT 1 FROM reviews r "
+                  "WHERE AI_FILTER(PROMPT('Is {0} about {1}?', r.review, p.name))) ORDER BY 1"),
+    ("snowflake", "SELECT AI_CLASSIFY(review, ['widget', 'gadget']):labels[0]::STRING AS k, "
+                  "count(*) AS n FROM reviews GROUP BY k ORDER BY k NULLS FIRST"),
+    ("bigquery", "SELECT id, AI.GENERATE(('Say: ', review)).result AS s FROM reviews "
+                 "WHERE AI.IF(('Mentions WIDGET? ', review)) OR id = 2 ORDER BY id"),
+    ("databricks", "SELECT id, row_number() OVER (ORDER BY id DESC) AS rn FROM reviews WHERE "
+                   "ai_classify(CONCAT('GADGET? ', review), ARRAY('yes', 'no')) = 'yes' "
+                   "ORDER BY id"),
+    ("duckdb", "SELECT r.id, p.name, q.name AS other FROM reviews r JOIN products p ON "
+               "r.product_id = p.product_id JOIN products q ON ai_filter('Is ' || r.review || "
+               "' about ' || q.name || '?') WHERE ai_filter('BATTERY? ' || r.review) "
+               "ORDER BY 1, 2, 3"),
+]
+
+
+@pytest.fixture
+def con():
+    c = duckdb.connect()
+    c.execute("CREATE TABLE reviews (id INTEGER, review VARCHAR, product_id INTEGER)")
+    c.executemany("INSERT INTO reviews VALUES (?, ?, ?)", REVIEWS)
+    c.execute("CREATE TABLE products (product_id INTEGER, name VARCHAR)")
+    c.executemany("INSERT INTO products VALUES (?, ?)", PRODUCTS)
+    return c
+
+
+@pytest.mark.parametrize("dialect,sql", SHAPES)
+def test_planned_equals_unplanned(con, dialect, sql):
+    dev = DeviceSpec("toy", 1e11, 1e10)
+    planned = QuailSession(con, FakeEngine, use_cache=False, device_spec=dev, sample_size=2)
+    plain = QuailSession(con, FakeEngine, use_cache=False, device_spec=dev, plan=False,
+                         share_kv=False)
+    expected = plain.execute(sql, dialect).to_pylist()
+    assert planned.execute(sql, dialect).to_pylist() == expected
