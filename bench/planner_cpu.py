@@ -49,7 +49,7 @@ def make_data(con, rows: int, seed: int = 0) -> None:
     for i in range(1, rows + 1):
         pid, name = rng.choice(PRODUCTS)
         good = rng.random() < 0.5
-        text = rng.choice(GOOD if good else BAD).format(p=name)
+        text = f"Order {1000 + i}: " + rng.choice(GOOD if good else BAD).format(p=name)
         if rng.random() < 0.25:
             text += PRICE_GOOD if good else PRICE_BAD
         data.append((i, text, pid))
@@ -77,10 +77,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=200)
     ap.add_argument("--model", default="default")
+    ap.add_argument("--dtype", default=None, help="bfloat16 (default) or float32")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = ap.parse_args(argv)
     load_before = os.getloadavg()
-    engine = LocalEngine.load(args.model, device="cpu")
+    engine = LocalEngine.load(args.model, device="cpu", dtype=args.dtype)
     con = duckdb.connect()
     make_data(con, args.rows)
     QuailSession(con.cursor(), lambda: engine, use_cache=False).execute(  # warm-up
@@ -95,7 +96,7 @@ def main(argv=None) -> int:
         "command": " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])]),
         "machine": {"nproc": os.cpu_count(), "loadavg_before": load_before,
                     "loadavg_after": os.getloadavg(), "python": platform.python_version()},
-        "model": engine.model_id, "rows": args.rows, "sql": SQL.strip(),
+        "model": engine.model_id, "dtype": args.dtype or "bfloat16", "rows": args.rows, "sql": SQL.strip(),
         "runs": [baseline, planned],
         "speedup_wall": baseline["wall_s"] / planned["wall_s"],
         "speedup_sol": baseline["sol_seconds"] / planned["sol_seconds"],
@@ -104,7 +105,7 @@ def main(argv=None) -> int:
     }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"planner-cpu-{dt.date.today().isoformat()}"
+    stem = out / f"planner-cpu-{dt.date.today().isoformat()}-{args.dtype or 'bfloat16'}"
     stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     stem.with_suffix(".md").write_text(markdown(result))
     sys.stdout.write(markdown(result))
@@ -112,7 +113,8 @@ def main(argv=None) -> int:
 
 
 def markdown(r: dict) -> str:
-    lines = [f"# Planner benchmark (CPU, {r['model']}, {r['rows']} reviews x 4 products)", "",
+    lines = [f"# Planner benchmark (CPU, {r['model']} {r['dtype']}, {r['rows']} reviews x 4 "
+             "products)", "",
              f"`{r['command']}` on {r['machine']['nproc']} cores, load average "
              f"{r['machine']['loadavg_before'][0]:.1f} before / "
              f"{r['machine']['loadavg_after'][0]:.1f} after.", "",

@@ -24,7 +24,7 @@ from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.planner import plan_core
 
 log = logging.getLogger(__name__)
-CHUNK_ROWS = 64
+CHUNK_ROWS = 256
 
 
 class CoreRunner:

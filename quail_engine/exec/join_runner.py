@@ -21,7 +21,7 @@ from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.planner import choose_join, join_edges
 
 log = logging.getLogger(__name__)
-ANCHORS_PER_CHUNK = 32
+ANCHORS_PER_CHUNK = 128
 
 
 def _values(op_id: int, op, scans: dict[str, ScanData], row: dict[str, int]) -> tuple:

@@ -27,7 +27,7 @@ QUESTION_RESERVE = 256  # tokens kept free for the question when a document is c
 
 class OpRunner:
     def __init__(self, engine, cache: AnswerCache, report: Report, progress=None,
-                 on_long: str = "truncate", calibrate: bool = True, batch_size: int = 64):
+                 on_long: str = "truncate", calibrate: bool = True, batch_size: int = 256):
         if on_long not in ("truncate", "error"):
             raise ValueError(f"on_long must be 'truncate' or 'error', got {on_long!r}")
         self.engine, self.cache, self.report = engine, cache, report

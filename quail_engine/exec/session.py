@@ -57,7 +57,7 @@ class QuailSession:
                  None, *, use_cache: bool = True, device: str = "cpu", progress: bool = False,
                  sample_size: int = 8, on_long: str = "truncate", calibrate: bool = True,
                  plan: bool = True, share_kv: bool = True, device_spec=None,
-                 batch_size: int = 64):
+                 batch_size: int = 256):
         self.con = con
         self._engine = _LazyEngine(engine_factory)
         self.cache = AnswerCache.in_dir(cache_dir if use_cache else None)
