@@ -25,6 +25,15 @@ class QuailSnowflake(Snowflake):
     class Parser(SnowflakeParser):
         FUNCTIONS = untyped_ai(SnowflakeParser.FUNCTIONS)
 
+        def _parse_type(self, *args, **kwargs):
+            """`TYPE OBJECT(a STRING, ...)`: AI_COMPLETE's response_format as a SQL type
+            (https://docs.snowflake.com/en/sql-reference/functions/ai_complete-single-string)."""
+            if (self._curr and self._curr.text.upper() == "TYPE" and self._next
+                    and self._next.text.upper() in ("OBJECT", "ARRAY", "MAP")):
+                self._advance()
+                return self._parse_types()
+            return super()._parse_type(*args, **kwargs)
+
 
 def _on_error(args: dict, default: str = "null") -> tuple[str, str | None]:
     flag = args.get("return_error_details")
@@ -83,8 +92,11 @@ def _build_complete(call: Call, legacy: bool = False, try_: bool = False) -> Bui
     if a.get("file") is not None:
         prompt = append(prompt, a["file"])
     task_args = []
-    if a.get("response_format") is not None:
-        task_args.append(("response_format", a["response_format"].sql(dialect=NAME)))
+    fmt = a.get("response_format")
+    if fmt is not None:
+        text = fmt.sql(dialect=NAME)
+        task_args.append(("response_format", f"TYPE {text}" if isinstance(fmt, exp.DataType)
+                          else text))
     shape = None
     if legacy and params is not None or (
             a.get("show_details") is not None and literal(a["show_details"], "show_details",

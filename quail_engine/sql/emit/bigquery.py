@@ -69,6 +69,9 @@ def _generate(op: AiOp, args: list[str]) -> str:
     prefix = task_prefix(op)
     if op.task is not None:
         warn(f"ai_{op.task}", NAME, "spelled as AI.GENERATE with an instruction prefix")
+    if {"response_format", "responseFormat"} & set(dict(op.task_args)):
+        warn("ai_generate", NAME, "the response format is dropped (AI.GENERATE takes an "
+             "output_schema of its own)")
     fn = TYPED.get(op.output_type, "AI.GENERATE")
     return f"{fn}({_prompt(op, args, prefix)}{_endpoint(op)}{_model_params(op)}).result"
 

@@ -95,9 +95,12 @@ def _generate(op: AiOp, args: list[str]) -> str:
         return f"ai_mask({_p(op, args)}, ARRAY({', '.join(lit(lb.name, NAME) for lb in op.labels)}))"
     if op.task is not None:
         raise refuse(f"ai_{op.task}", NAME, "Databricks has no such task function", op)
+    if "response_format" in a:
+        warn("AI_COMPLETE", NAME, "a Snowflake response_format has no ai_query spelling; dropped")
+    fmt = f", responseFormat => {lit(a['responseFormat'], NAME)}" if "responseFormat" in a else ""
     if op.options.model:
         _fail_on_error("ai_query", op)
-        sql = f"ai_query({lit(op.options.model, NAME)}, {_p(op, args)}{_params(op)})"
+        sql = f"ai_query({lit(op.options.model, NAME)}, {_p(op, args)}{_params(op)}{fmt})"
     else:
         if _params(op):
             warn("ai_gen", NAME, "ai_gen takes no generation parameters; they are dropped")

@@ -90,7 +90,12 @@ def _generate(op: AiOp, args: list[str]) -> str:
     if model is None:
         model = DEFAULT_MODEL
         warn("AI_COMPLETE", NAME, f"AI_COMPLETE needs a model; using {DEFAULT_MODEL!r}")
-    sql = f"AI_COMPLETE({lit(model, NAME)}, {_prompt(op, args)}{_params(op)})"
+    params = _params(op)
+    if "responseFormat" in a:
+        warn("ai_query", NAME, "a Databricks responseFormat has no AI_COMPLETE spelling; dropped")
+    if "response_format" in a:
+        params = f"{params or ', {}'}, {a['response_format']}"
+    sql = f"AI_COMPLETE({lit(model, NAME)}, {_prompt(op, args)}{params})"
     if op.output_type in ("BIGINT", "DOUBLE"):
         warn("AI_COMPLETE", NAME, f"typed generation becomes a cast of free text to "
              f"{op.output_type}")

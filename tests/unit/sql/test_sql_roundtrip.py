@@ -27,6 +27,10 @@ QUERIES = {
                 "p.product_id AND AI_FILTER(PROMPT('Does {0} mention {1}?', r.review, p.name))"),
     "sf_complete": ("snowflake", "SELECT AI_COMPLETE('llama3.1-8b', PROMPT('Summarize {0}', "
                     "review), {'max_tokens': 20}) FROM reviews"),
+    "sf_complete_typed": ("snowflake", "SELECT AI_COMPLETE('llama3.1-8b', review, {}, TYPE "
+                          "OBJECT(sentiment STRING)) FROM reviews"),
+    "db_query_format": ("databricks", "SELECT ai_query('ep', review, responseFormat => "
+                        "'STRUCT<summary: STRING>') FROM reviews"),
     "sf_agg": ("snowflake", "SELECT product_id, AI_AGG(review, 'List complaints') FROM reviews "
                "GROUP BY product_id"),
     "sf_extract": ("snowflake", "SELECT AI_EXTRACT(review, ['product', 'price']):response "
