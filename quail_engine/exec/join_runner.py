@@ -96,6 +96,11 @@ def run_joins(plan: PhysicalPlan, ctx: PlanContext, scans: dict[str, ScanData],
     aliases = [a for a in scans]
     edges = join_edges(plan.logical, ctx)
     rows = {a: float(len(survivors.get(a, []))) for a in aliases}
+    observed, _, _ = choose_join(aliases, edges, ctx, rows=rows)  # the filters' real survivors
+    if observed is not None and observed.text() != best.text():
+        runner.report.remarks.append(f"re-planned joins from observed survivors {rows}: "
+                                     f"{observed.text()} instead of {best.text()}")
+        best = observed
     first = best.start[0]
     cur = [{first: i} for i in survivors.get(first, [])]
     joined = {first}
