@@ -128,6 +128,7 @@ def _predicates(p: Pending, absorbed: set[int]) -> None:
 
 def _conjunct(p: Pending, c: exp.Expr, join: exp.Join | None, inner_alias: str | None = None,
               kind: str = "inner") -> None:
+    c = _is_true(c)
     default = inner_alias or (next(iter(p.sources)) if len(p.sources) == 1 else None)
     op_id = op_id_of(c)
     if op_id is not None and p.ops[op_id].output_type == "BOOLEAN" and (join is None
@@ -149,6 +150,14 @@ def _conjunct(p: Pending, c: exp.Expr, join: exp.Join | None, inner_alias: str |
         return
     if op_id is None and not any(op_id_of(n) is not None for n in c.find_all(exp.Anonymous)):
         p.relational.append((c, join, default))
+
+
+def _is_true(c: exp.Expr) -> exp.Expr:
+    """`pred = TRUE` and `pred IS TRUE` are `pred` as a conjunct."""
+    if isinstance(c, exp.EQ | exp.Is) and isinstance(c.expression, exp.Boolean) and \
+            c.expression.this and op_id_of(c.this) is not None:
+        return c.this
+    return c
 
 
 def _aliases_in_order(op: AiOp, sources) -> tuple[str, ...] | None:

@@ -91,6 +91,14 @@ CASES = [
      "SELECT id, ml_generate_text_result FROM ML.GENERATE_TEXT(MODEL `p.d.m`, (SELECT id, review AS prompt FROM reviews), STRUCT(0.2 AS temperature)) AS g ORDER BY id",
      ['core(relations=[__quail_in_0[b_0_0]]; filters=[]; joins=[]; projections=[0])'],
      [[40]]),
+    ('bigquery_join_on_if', 'bigquery',
+     "SELECT r.id, p.name FROM reviews AS r JOIN products AS p ON AI.IF(('Does ', r.review, ' fit ', p.name)) AND p.product_id = r.product_id WHERE r.id IN (1, 2, 3)",
+     ['core(relations=[r[b_0_0, k_0], p[b_0_1, k_0]]; filters=[]; joins=[0]; projections=[])'],
+     [[3, 8]]),
+    ('is_true_is_planned', 'snowflake',
+     "SELECT id FROM reviews WHERE AI_FILTER(review) = TRUE AND (AI_FILTER('x ' || review) IS TRUE)",
+     ['core(relations=[reviews[b_0_0, b_1_0]]; filters=[0, 1]; joins=[]; projections=[])'],
+     [[40]]),
     ('two_filters_and_projection', 'duckdb',
      "SELECT id, ai_generate('Reply to {0}', review) FROM reviews WHERE ai_filter('Negative? {0}', review) AND ai_filter('About {0}?', product_id) AND id < 15",
      ['core(relations=[reviews[b_1_0, b_2_0, b_0_0]]; filters=[1, 2]; joins=[]; projections=[0])'],
@@ -118,6 +126,9 @@ ORACLES = {
                        + GOOD.format("r.review || p.name") + ")",
     "tvf_ai_generate_text": "SELECT id, 'reply: ' || left(lower(review), 12) FROM reviews "
                             "WHERE id > 38 ORDER BY id",
+    "bigquery_join_on_if": "SELECT r.id, p.name FROM reviews r JOIN products p ON "
+                           + GOOD.format("r.review || p.name") + " AND p.product_id = "
+                           "r.product_id WHERE r.id IN (1, 2, 3)",
     "cte_and_group": "SELECT product_id, CASE WHEN " + GOOD.format("review") + " THEN "
                      "'positive' ELSE 'negative' END AS s, COUNT(*) AS n FROM reviews WHERE id < 20"
                      " GROUP BY 1, 2 ORDER BY n DESC",
