@@ -87,13 +87,14 @@ class TestIncrementalComputesOnlyNewRows:
         _, second = run_dbt_and_capture(["run", "--threads", "1", "--vars", "{max_id: 8}"])
         for strategy in _STRATEGIES:
             model = f"inc_{strategy.replace('+', '_')}"
-            assert _ai_rows(first, model) == 5
-            assert _ai_rows(second, model) == 3
+            assert _ai_work(first, model) == (5, 5)
+            assert _ai_work(second, model) == (3, 3)
             labels = _labels(project, model)
             assert sorted(labels) == list(range(1, 9))
 
 
-def _ai_rows(log: str, model: str) -> int:
-    found = re.findall(rf"model\.test\.{model}: (\d+) rows,", log)
+def _ai_work(log: str, model: str) -> tuple[int, int]:
+    """(rows out, prompts run) from the adapter's report line of `model`."""
+    found = re.findall(rf"model\.test\.{model}: (\d+) rows, (\d+) prompts", log)
     assert len(found) == 1, f"no AI report line for {model} in:\n{log}"
-    return int(found[0])
+    return int(found[0][0]), int(found[0][1])

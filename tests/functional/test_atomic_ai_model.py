@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.dbt, pytest.mark.model]
 
 _REVIEWS = "id,review_text\n" + "\n".join(
     f"{i},Review number {i}: the kettle {'works well' if i % 2 else 'broke quickly'}."
-    for i in range(1, 13)) + "\n"
+    for i in range(1, 9)) + "\n"
 
 _MODEL = """
 {{ config(materialized='table', quail_dialect='snowflake') }}
@@ -21,7 +21,7 @@ select
     id,
     {{ var('version') }} as version,
     AI_COMPLETE('llama3.1-8b', CONCAT('Write a long story about this review: ', review_text),
-                {'max_tokens': 48}) as story
+                {'max_tokens': {{ var('max_tokens') }}}) as story
 from {{ ref('reviews') }}
 """
 
@@ -42,20 +42,23 @@ def _wait_for(proc: subprocess.Popen, marker: str, timeout: float) -> str:
 def test_killed_ai_run_keeps_the_previous_table(tmp_path):
     root = write_project(tmp_path, {"seeds/reviews.csv": _REVIEWS, "models/stories.sql": _MODEL})
     run(root, "seed")
-    run(root, "run", "--vars", "{version: 1}")
+    run(root, "run", "--vars", "{version: 1, max_tokens: 2}")
 
-    proc = subprocess.Popen(dbt_command(root, "run", "--vars", "{version: 2}"), env=dbt_env(),
+    proc = subprocess.Popen(dbt_command(root, "run", "--vars", "{version: 2, max_tokens: 64}"),
+                            env=dbt_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         seen = _wait_for(proc, "running AI operators", timeout=300)
-        time.sleep(1.0)
+        seen += _wait_for(proc, "loaded model", timeout=300)
+        time.sleep(2.0)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
+        seen += proc.stdout.read()
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == -signal.SIGKILL
-    assert "rows," not in seen, "the AI model finished before the kill; the test proves nothing"
+    assert "stories: 8 rows" not in seen, "the AI model finished before the kill"
 
     con = duckdb.connect(str(root / "db.duckdb"), read_only=True)
     try:
@@ -63,11 +66,11 @@ def test_killed_ai_run_keeps_the_previous_table(tmp_path):
             "select version, count(*), count(story) from main.stories group by 1").fetchall()
     finally:
         con.close()
-    assert versions == [(1, 12, 12)]
+    assert versions == [(1, 8, 8)]
 
-    run(root, "run", "--vars", "{version: 2}")
+    run(root, "run", "--vars", "{version: 3, max_tokens: 2}")
     con = duckdb.connect(str(root / "db.duckdb"), read_only=True)
     try:
-        assert con.execute("select distinct version from main.stories").fetchall() == [(2,)]
+        assert con.execute("select distinct version from main.stories").fetchall() == [(3,)]
     finally:
         con.close()
