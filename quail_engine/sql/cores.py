@@ -17,10 +17,10 @@ from sqlglot import exp
 from quail_engine.sql.build import AGGREGATE_OPS
 from quail_engine.sql.ir import AiOp, JoinInfo
 from quail_engine.sql.scan import Pending, scan_relation
-from quail_engine.sql.sources import is_inner, join_of, sources_of
+from quail_engine.sql.sources import is_inner, sources_of
 
 log = logging.getLogger(__name__)
-OP_META = "quail_op"
+OP_META = "quail_op"  # sqlglot node meta key marking quail_ai_<id> placeholders (lower.py)
 
 
 @dataclass(frozen=True)
@@ -242,5 +242,3 @@ def _mark_unplanned_joins(tree: exp.Expr, ops: list[AiOp]) -> None:
         ops[i] = dataclasses.replace(op, op="ai_join",
                                      join=JoinInfo(kind, tuple(aliases[:1]), tuple(aliases[1:])))
 
-
-__all__ = ["Core", "EquiKey", "Relation", "extract_cores", "join_of"]

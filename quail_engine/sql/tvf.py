@@ -23,6 +23,7 @@ from quail_engine.sql.ir import Binding, Label, Options
 from quail_engine.sql.literals import gen_params, options
 from quail_engine.sql.prompt import Prompt
 
+OP_META = "quail_op"
 SCHEMA_TYPES = {"STRING": "VARCHAR", "INT64": "BIGINT", "FLOAT64": "DOUBLE", "BOOL": "BOOLEAN"}
 TEXT_COLUMNS = {
     "ML.GENERATE_TEXT/flat": (("ml_generate_text_llm_result", "{v}"),
@@ -94,7 +95,7 @@ def _map_subquery(source: exp.Expr, op_id: int, columns, alias: str) -> exp.Subq
     selects: list[exp.Expr] = [exp.Star()]
     for name, template in columns:
         call = exp.Anonymous(this=f"quail_ai_{op_id}", expressions=[exp.column("prompt")])
-        call.meta["quail_op"] = op_id
+        call.meta[OP_META] = op_id
         value = (shapes.wrap(template, call) if "{v}" in template
                  else sqlglot.parse_one(template, read="duckdb"))
         selects.append(exp.alias_(value, name))
