@@ -10,12 +10,16 @@ faithful rewrite with a documented difference exists. Where the user kept a vend
 from __future__ import annotations
 
 import importlib
+import logging
 
 from sqlglot import exp
 
 from quail_engine.sql import dialects
 from quail_engine.sql.cores import op_id_of
 from quail_engine.sql.query import lower_sql, read_tree
+
+
+log = logging.getLogger(__name__)
 
 
 def _token(op_id: int) -> str:
@@ -44,6 +48,10 @@ def transpile(sql: str, read: str, write: str, *, keep_source: bool = True) -> s
         built = lowered.built[op_id]
         args = [e.sql(dialect=dialects.sqlglot_dialect(write)) for e in built.exprs]
         texts[_token(op_id)] = emit_op(ops[op_id], args, write)
+        if built.shape and write != read and not built.extra.get("tvf"):
+            log.warning("%s -> %s: the %s result shape of %s is rebuilt with JSON/STRUCT "
+                        "functions; strip it (e.g. :labels[0]) for a portable query", read,
+                        write, read, ops[op_id].origin)
         call.replace(exp.Anonymous(this=_token(op_id)))
     out = tree.sql(dialect=dialects.sqlglot_dialect(write))
     for token, text in texts.items():
