@@ -18,7 +18,6 @@ from quail_engine.sql import dialects
 from quail_engine.sql.cores import op_id_of
 from quail_engine.sql.query import lower_sql, read_tree
 
-
 log = logging.getLogger(__name__)
 
 
