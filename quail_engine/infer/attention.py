@@ -14,64 +14,73 @@ import torch
 from torch import Tensor
 
 
-def _attend(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, scale: float) -> tuple[Tensor, Tensor]:
-    """q [M, H, D], k/v [N, H_kv, D], allowed [M, N] bool -> (out [M, H, D], lse [M, H])."""
-    num_q, num_heads, head_dim = q.shape
-    num_kv_heads = k.shape[1]
+def _attend(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor,
+            scale: float) -> tuple[Tensor, Tensor]:
+    """Batched: q [n, M, H, D], k/v [n, N, H_kv, D], allowed [n, M, N] bool ->
+    (out [n, M, H, D] in q's dtype, lse [n, M, H] float32). Softmax in float32, in place."""
+    num, num_q, num_heads, head_dim = q.shape
+    num_kv_heads = k.shape[2]
     group = num_heads // num_kv_heads
-    qf = q.float().reshape(num_q, num_kv_heads, group, head_dim).permute(1, 2, 0, 3)
-    kf = k.float().permute(1, 2, 0)  # [H_kv, D, N]
-    vf = v.float().permute(1, 0, 2)  # [H_kv, N, D]
-    scores = torch.matmul(qf.reshape(num_kv_heads, group * num_q, head_dim), kf) * scale
-    scores = scores.view(num_kv_heads, group, num_q, -1)
-    scores = scores.masked_fill(~allowed, float("-inf"))
-    lse = torch.logsumexp(scores, dim=-1)  # [H_kv, G, M]
-    probs = torch.exp(scores - lse.unsqueeze(-1).clamp_min(torch.finfo(torch.float32).min))
-    probs = torch.nan_to_num(probs, nan=0.0)
-    out = torch.matmul(probs.view(num_kv_heads, group * num_q, -1), vf)
-    out = out.view(num_kv_heads, group, num_q, head_dim).permute(2, 0, 1, 3)
-    out = out.reshape(num_q, num_heads, head_dim).to(q.dtype)
-    return out, lse.permute(2, 0, 1).reshape(num_q, num_heads)
+    if k.shape[1] == 0:
+        return torch.zeros_like(q), torch.full((num, num_q, num_heads), float("-inf"),
+                                               device=q.device)
+    qf = q.float().view(num, num_q, num_kv_heads, group, head_dim).permute(0, 2, 3, 1, 4)
+    scores = torch.matmul(qf.reshape(num, num_kv_heads, group * num_q, head_dim),
+                          k.float().permute(0, 2, 3, 1))
+    scores = scores.view(num, num_kv_heads, group, num_q, -1).mul_(scale)
+    scores.masked_fill_(~allowed.view(num, 1, 1, num_q, -1), float("-inf"))
+    peak = scores.amax(dim=-1, keepdim=True)
+    peak = torch.where(torch.isneginf(peak), torch.zeros_like(peak), peak)
+    probs = scores.sub_(peak).exp_()
+    total = probs.sum(dim=-1, keepdim=True)
+    lse = (peak + torch.log(total)).squeeze(-1)  # [n, H_kv, G, M]; -inf where nothing is seen
+    probs.div_(total.clamp_min(torch.finfo(torch.float32).tiny))
+    out = torch.matmul(probs.view(num, num_kv_heads, group * num_q, -1), v.float().permute(0, 2, 1, 3))
+    out = out.view(num, num_kv_heads, group, num_q, head_dim).permute(0, 3, 1, 2, 4)
+    return (out.reshape(num, num_q, num_heads, head_dim).to(q.dtype),
+            lse.permute(0, 3, 1, 2).reshape(num, num_q, num_heads))
 
 
 def _window_mask(q_pos: Tensor, k_pos: Tensor, causal: bool, sliding_window: int | None) -> Tensor:
-    diff = q_pos.view(-1, 1) - k_pos.view(1, -1)
+    diff = q_pos.unsqueeze(-1) - k_pos.unsqueeze(-2)
     allowed = diff >= 0 if causal else torch.ones_like(diff, dtype=torch.bool)
     if sliding_window is not None:
         allowed = allowed & (diff < sliding_window)
     return allowed
 
 
-def _chunks(bounds: list[int], budget: int) -> list[tuple[int, int]]:
-    """Runs of whole consecutive sequences of at most `budget` tokens (a longer sequence forms
-    its own run): one masked matmul per run instead of one per sequence."""
-    runs, start = [], 0
-    for a, b in zip(bounds[1:-1], bounds[2:]):
-        if b - start > budget and a > start:
-            runs.append((start, a))
-            start = a
-    if bounds[-1] > start:
-        runs.append((start, bounds[-1]))
-    return runs
+def _length_groups(lengths: list[int], max_scores: int) -> list[list[int]]:
+    """Sequences grouped by similar length (longest first) so that each group, padded to its
+    longest member, holds at most `max_scores` query-key pairs (a long sequence goes alone)."""
+    order = sorted((i for i, n in enumerate(lengths) if n), key=lambda i: -lengths[i])
+    groups: list[list[int]] = []
+    for i in order:
+        if groups and (len(groups[-1]) + 1) * lengths[groups[-1][0]] ** 2 <= max_scores:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
 
 
 def varlen_causal_attention(q: Tensor, k: Tensor, v: Tensor, cu_seqlens: Tensor, scale: float,
                             sliding_window: int | None = None,
-                            chunk_tokens: int = 512) -> tuple[Tensor, Tensor]:
+                            max_scores: int = 1 << 20) -> tuple[Tensor, Tensor]:
     """Causal attention of each packed sequence over its own tokens (key j visible to query i
-    when i - window < j <= i). Short sequences are batched `chunk_tokens` at a time under a
-    block-diagonal mask."""
+    when i - window < j <= i). Sequences of similar length run as one padded batch of at most
+    `max_scores` query-key pairs."""
     out = torch.empty_like(q)
     lse = torch.empty(q.shape[:2], dtype=torch.float32, device=q.device)
     bounds = [int(b) for b in cu_seqlens.tolist()]
-    lengths = torch.tensor([b - a for a, b in zip(bounds[:-1], bounds[1:])], device=q.device)
-    seq_of = torch.repeat_interleave(torch.arange(len(lengths), device=q.device), lengths)
-    for start, end in _chunks(bounds, chunk_tokens):
-        idx = torch.arange(start, end, device=q.device)
-        allowed = _window_mask(idx, idx, True, sliding_window)
-        allowed &= seq_of[start:end].view(-1, 1) == seq_of[start:end].view(1, -1)
-        out[start:end], lse[start:end] = _attend(q[start:end], k[start:end], v[start:end],
-                                                 allowed, scale)
+    lengths = [b - a for a, b in zip(bounds[:-1], bounds[1:])]
+    for group in _length_groups(lengths, max_scores):
+        longest = lengths[group[0]]
+        steps = torch.arange(longest, device=q.device)
+        starts = torch.tensor([bounds[i] for i in group], device=q.device)
+        valid = steps < torch.tensor([lengths[i] for i in group], device=q.device).unsqueeze(1)
+        rows = (starts.unsqueeze(1) + steps).masked_fill(~valid, 0)  # [n, longest]
+        allowed = _window_mask(steps, steps, True, sliding_window).unsqueeze(0) & valid.unsqueeze(1)
+        out_g, lse_g = _attend(q[rows], k[rows], v[rows], allowed, scale)
+        out[rows[valid]], lse[rows[valid]] = out_g[valid], lse_g[valid]
     return out, lse
 
 
@@ -87,7 +96,9 @@ def prefix_attention(q: Tensor, q_positions: Tensor, k_prefix: Tensor, v_prefix:
     k_prefix, v_prefix = k_prefix[start:], v_prefix[start:]
     k_pos = torch.arange(start, start + k_prefix.shape[0], device=q.device)
     allowed = _window_mask(q_positions, k_pos, False, sliding_window)
-    return _attend(q, k_prefix, v_prefix, allowed, scale)
+    out, lse = _attend(q.unsqueeze(0), k_prefix.unsqueeze(0), v_prefix.unsqueeze(0),
+                       allowed.unsqueeze(0), scale)
+    return out[0], lse[0]
 
 
 def merge_attention(out_a: Tensor, lse_a: Tensor, out_b: Tensor,

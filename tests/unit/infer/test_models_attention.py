@@ -73,15 +73,15 @@ def test_prefix_entirely_outside_the_window_contributes_nothing():
     assert torch.isneginf(lse).all() and (out == 0).all()
 
 
-@pytest.mark.parametrize("chunk_tokens", [1, 5, 8, 512])
+@pytest.mark.parametrize("max_scores", [1, 40, 100, 1 << 20])
 @pytest.mark.parametrize("window", [None, 3])
-def test_chunked_varlen_equals_per_sequence_reference(chunk_tokens, window):
-    gen = torch.Generator().manual_seed(chunk_tokens)
+def test_grouped_varlen_equals_per_sequence_reference(max_scores, window):
+    gen = torch.Generator().manual_seed(max_scores)
     lengths = [3, 1, 6, 2, 4]
     q = torch.randn(sum(lengths), 4, 8, generator=gen, dtype=torch.float64)
     k, v = (torch.randn(sum(lengths), 2, 8, generator=gen, dtype=torch.float64) for _ in range(2))
     cu = torch.tensor([0, 3, 4, 10, 12, 16], dtype=torch.int32)
-    out, _ = varlen_causal_attention(q, k, v, cu, 0.3, window, chunk_tokens=chunk_tokens)
+    out, _ = varlen_causal_attention(q, k, v, cu, 0.3, window, max_scores=max_scores)
     for a, b in zip(cu[:-1].tolist(), cu[1:].tolist()):
         pos = torch.arange(b - a)
         expected = _dense_reference(q[a:b], k[a:b], v[a:b], pos, pos, 0.3, window)
