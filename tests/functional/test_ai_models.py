@@ -98,3 +98,56 @@ def _ai_work(log: str, model: str) -> tuple[int, int]:
     found = re.findall(rf"model\.test\.{model}: (\d+) rows, (\d+) prompts", log)
     assert len(found) == 1, f"no AI report line for {model} in:\n{log}"
     return int(found[0][0]), int(found[0][1])
+
+
+_UNIT_TEST_YML = """
+unit_tests:
+  - name: sentiment_on_fixture_rows
+    model: snowflake_sentiment
+    given:
+      - input: ref('reviews')
+        rows:
+          - {id: 101, review_text: "Great toaster, I love it."}
+          - {id: 102, review_text: "Broken on arrival, awful."}
+    expect:
+      rows:
+        - {id: 101, is_label: true}
+        - {id: 102, is_label: true}
+"""
+
+_LABELLED_MODEL = """
+{{ config(materialized='table', quail_dialect='snowflake') }}
+select id, sentiment, sentiment in ('positive', 'negative') as is_label
+from (
+    select id, AI_CLASSIFY(review_text, ['positive', 'negative']):labels[0]::string as sentiment
+    from {{ ref('reviews') }}
+) as classified
+"""
+
+
+class TestShowAndUnitTestsRunAi:
+    @pytest.fixture(scope="class")
+    def seeds(self):
+        return {"reviews.csv": _REVIEWS}
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"snowflake_sentiment.sql": _LABELLED_MODEL, "unit.yml": _UNIT_TEST_YML}
+
+    def test_show_runs_the_model_sql_with_ai(self, project):
+        run_dbt(["seed"])
+        results = run_dbt(["show", "--select", "snowflake_sentiment", "--limit", "3"])
+        table = results[0].agate_table
+        assert len(table.rows) == 3
+        assert {row["sentiment"] for row in table.rows} <= {"positive", "negative"}
+
+    def test_show_inline_duckdb_ai_function(self, project):
+        results = run_dbt(["show", "--inline",
+                           "select id, ai_classify(review_text, ['positive', 'negative']) as s "
+                           "from {{ ref('reviews') }} order by id", "--limit", "2"])
+        assert [row["id"] for row in results[0].agate_table.rows] == [1, 2]
+        assert {row["s"] for row in results[0].agate_table.rows} <= {"positive", "negative"}
+
+    def test_unit_test_runs_ai_on_fixture_rows(self, project):
+        results = run_dbt(["test", "--select", "test_type:unit"])
+        assert [str(r.status) for r in results] == ["pass"]
