@@ -60,16 +60,21 @@ def resolve_model_dir(spec: str) -> Path:
     if path.suffix == ".gguf":
         return convert_gguf(path)
     if path.is_dir():
-        if (path / "config.json").exists():
-            return path
-        ggufs = sorted(path.glob("*.gguf"))
-        if len(ggufs) == 1:
-            return convert_gguf(ggufs[0])
-        raise ModelError(f"directory {spec!r} has no config.json (and not exactly one .gguf)")
+        return _model_dir(path, spec)
     if path.exists() or spec.startswith((".", "/", "~")) or spec.count("/") != 1:
         raise ModelError(f"model {spec!r} is not a .gguf file, a model directory, an embedded "
                          f"model ({', '.join(['default', *EMBEDDED])}) or a hub id")
-    return _hub_snapshot(spec)
+    return _model_dir(_hub_snapshot(spec), spec)
+
+
+def _model_dir(path: Path, spec: str) -> Path:
+    """A directory with config.json as is; one holding a single .gguf converted."""
+    if (path / "config.json").exists():
+        return path
+    ggufs = sorted(path.glob("*.gguf"))
+    if len(ggufs) == 1:
+        return convert_gguf(ggufs[0])
+    raise ModelError(f"directory {spec!r} has no config.json (and not exactly one .gguf)")
 
 
 def read_config(directory: Path) -> ModelConfig:

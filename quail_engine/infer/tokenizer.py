@@ -28,6 +28,9 @@ class Tokenizer:
     def __len__(self) -> int:
         return len(self.hf)
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.hf(*args, **kwargs)
+
     def encode_batch(self, texts: Sequence[str], add_special_tokens: bool = False) -> list[list[int]]:
         """Token ids of each text, tokenized in one batched call (fast tokenizers run it in
         parallel)."""

@@ -11,7 +11,7 @@ import torch
 
 from quail_engine.infer import gguf as quail_gguf
 from quail_engine.infer.embedded import embedded_gguf
-from quail_engine.infer.loader import load_model
+from quail_engine.infer.loader import load_model, resolve_model_dir
 
 pytestmark = pytest.mark.model
 
@@ -103,3 +103,12 @@ def test_second_load_reads_the_cache_without_dequantizing(embedded_pair, monkeyp
     assert seconds < 15
     assert model.model.embed_tokens.weight.dtype == torch.bfloat16
     assert tokenizer.encode_batch(["yes"])[0]
+
+
+def test_gguf_path_and_its_directory_resolve_to_the_same_cache(embedded_pair):
+    spec = embedded_pair[0]
+    path = embedded_gguf(spec)
+    cached = resolve_model_dir(spec)
+    assert resolve_model_dir(str(path)) == cached
+    if len(list(path.parent.glob("*.gguf"))) == 1:
+        assert resolve_model_dir(str(path.parent)) == cached
