@@ -43,8 +43,10 @@ def _add_rmsnorm_kernel(x_ptr, res_ptr, w_ptr, out_ptr, res_out_ptr, scale_ptr,
 
 
 def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor,
-                eps: float, fp8: bool = False):
-    """x, residual [T, N]; weight [N]. Returns (out, residual_out, scale-or-None)."""
+                eps: float, fp8: bool = False, out_dtype: torch.dtype | None = None):
+    """x, residual [T, N]; weight [N]. Returns (out, residual_out, scale-or-None).
+    residual_out has residual's dtype (x's when residual is None: then it is x itself); out is
+    fp8 when `fp8`, else `out_dtype` (default x's)."""
     check_tensor("x", x, 2)
     check_tensor("weight", weight, 1)
     if weight.shape[0] != x.shape[1]:
@@ -56,8 +58,8 @@ def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Te
         check_same_device(x=x, residual=residual, weight=weight)
     num_rows, n_cols = x.shape
     out = torch.empty(x.shape, device=x.device,
-                      dtype=torch.float8_e4m3fn if fp8 else x.dtype)
-    res_out = torch.empty_like(x) if residual is not None else x
+                      dtype=torch.float8_e4m3fn if fp8 else (out_dtype or x.dtype))
+    res_out = torch.empty_like(residual) if residual is not None else x
     scale = torch.empty((num_rows, 1), device=x.device, dtype=torch.float32) if fp8 else out
     if num_rows == 0:
         return out, res_out, (scale if fp8 else None)
@@ -72,12 +74,12 @@ def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Te
 
 
 def add_rmsnorm_ref(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor,
-                    eps: float, fp8: bool = False):
-    res_out = x if residual is None else (x.float() + residual.float()).to(x.dtype)
+                    eps: float, fp8: bool = False, out_dtype: torch.dtype | None = None):
+    res_out = x if residual is None else (x.float() + residual.float()).to(residual.dtype)
     h = res_out.float()
     y = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * weight.float()
     if not fp8:
-        return y.to(x.dtype), res_out, None
+        return y.to(out_dtype or x.dtype), res_out, None
     scale = y.abs().amax(-1, keepdim=True).clamp_min(1e-6) / FP8_MAX
     q = (y / scale).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
     return q, res_out, scale

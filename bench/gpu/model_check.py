@@ -17,6 +17,13 @@ from quail_engine.infer.models import build_model
 from quail_engine.infer.runner import Runner, SeqJob
 from quail_engine.infer.scheduler import Scheduler
 
+VARIANTS = {
+    "bf16": dict(fp8=False),
+    "bf16_bf16residual": dict(fp8=False, fp32_residual=False),
+    "fp8": dict(fp8=True),
+    "fp8_mlp_only": dict(fp8=True, fp8_proj=("gate_up", "down")),
+}
+
 
 def _prompts(n: int, vocab: int, lo: int, hi: int, seed: int) -> list[list[int]]:
     g = torch.Generator().manual_seed(seed)
@@ -43,11 +50,16 @@ def check_shape(name: str, num_prompts: int = 400, seed: int = 0) -> dict:
     vocab = (1000, 2000, 3000, 4000)  # [TRUE-ish, FALSE-ish, two more columns]
     prompts = _prompts(num_prompts, config.vocab_size, 16, 320, seed)
     sd = random_state_dict(config, seed=seed, device="cuda")
-    fast = {"bf16": build_gpu_model(config, sd, fp8=False, kv_fraction=0.05),
-            "fp8": build_gpu_model(config, sd, fp8=True, kv_fraction=0.05)}
-    ref_model = build_model(config).to("cuda")
+    fast = {name: build_gpu_model(config, sd, kv_fraction=0.03, **opts)
+            for name, opts in VARIANTS.items()}
+    with torch.device("cuda"):
+        ref_model = build_model(config)
     ref_model.load_state_dict(sd, strict=False)
     ref_model.eval()
+    with torch.device("cuda"):
+        plain_bf16 = build_model(config)
+    plain_bf16.load_state_dict(sd, strict=False)
+    plain_bf16 = plain_bf16.to(torch.bfloat16).eval()
     del sd
     gc.collect()
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -57,12 +69,18 @@ def check_shape(name: str, num_prompts: int = 400, seed: int = 0) -> dict:
     ref_m = _margins(ref_jobs)
     ref_l = torch.cat([j.logits for j in ref_jobs])
     out = {"shape": name, "reference": "plain-torch CausalLM float32 on the GPU"}
-    for dtype, model in fast.items():
+    plain_jobs = [SeqJob(p, vocab=vocab) for p in prompts]
+    with torch.inference_mode():
+        Runner(plain_bf16, Scheduler(8192, 64), EngineStats(), "cuda").run(plain_jobs)
+    out["plain_torch_bf16"] = _compare(ref_m, _margins(plain_jobs), ref_l,
+                                       torch.cat([j.logits for j in plain_jobs]))
+    for variant, model in fast.items():
         jobs = [SeqJob(p, vocab=vocab) for p in prompts]
         GpuRunner(model, EngineStats(), token_budget=16384).run(jobs)
-        out[dtype] = _compare(ref_m, _margins(jobs), ref_l, torch.cat([j.logits for j in jobs]))
-        out[dtype]["prefix_vs_unshared"] = prefix_check(model, config.vocab_size, vocab, seed)
-    del ref_model, fast
+        out[variant] = _compare(ref_m, _margins(jobs), ref_l, torch.cat([j.logits for j in jobs]))
+        if variant in ("bf16", "fp8"):
+            out[variant]["prefix_vs_unshared"] = prefix_check(model, config.vocab_size, vocab, seed)
+    del ref_model, plain_bf16, fast
     gc.collect()
     torch.cuda.empty_cache()
     return out

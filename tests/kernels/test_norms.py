@@ -73,3 +73,17 @@ def test_rope_at_position_zero_is_identity_without_norm(device):
     q, _, _ = qk_norm_rope(qkv.clone(), torch.zeros(2, dtype=torch.long, device=device),
                            rope_cos_sin(4, 32, 1e6, device), None, None, 1, 1)
     assert torch.allclose(q.reshape(2, 32), qkv[:, :32], atol=1e-6)
+
+
+def test_add_rmsnorm_keeps_a_float32_residual_stream(device):
+    """fp16 sublayer output added into a float32 residual: no rounding of the stream, output
+    in the GEMM's dtype."""
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(6, 80, generator=g).to(device, torch.float16)
+    res = (100 + torch.randn(6, 80, generator=g)).to(device)
+    w = torch.ones(80, device=device)
+    out, res_out, _ = add_rmsnorm(x, res, w, 1e-6, out_dtype=torch.float16)
+    ref, ref_res, _ = add_rmsnorm_ref(x, res, w, 1e-6, out_dtype=torch.float16)
+    assert res_out.dtype == torch.float32 and out.dtype == torch.float16
+    assert torch.allclose(res_out, res + x.float(), atol=1e-5)
+    assert rel_err(out, ref) < 1e-3

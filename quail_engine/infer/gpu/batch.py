@@ -41,10 +41,23 @@ def _order(prefixes: Sequence[PagedPrefix | None]) -> list[int]:
                   key=lambda b: (first_seen[id(prefixes[b]) if prefixes[b] is not None else 0], b))
 
 
+def to_device(x, device: torch.device, dtype: torch.dtype = torch.long) -> torch.Tensor:
+    """A host list/tensor on `device` without making the host wait for queued GPU work (pinned
+    staging + non_blocking copy); device tensors pass through."""
+    t = x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=dtype)
+    if t.device == device:
+        return t
+    if device.type == "cuda":
+        t = t.pin_memory()
+    return t.to(device, non_blocking=True)
+
+
 def pack(input_ids: torch.Tensor, positions: torch.Tensor, cu_seqlens: torch.Tensor,
          prefixes: Sequence[PagedPrefix | None], read_index: torch.Tensor,
-         store_kv: Sequence[bool] | None, arena: PagedKVArena | None) -> PackedBatch:
-    device = input_ids.device
+         store_kv: Sequence[bool] | None, arena: PagedKVArena | None,
+         device: torch.device | None = None) -> PackedBatch:
+    """Inputs may live on the host (no GPU sync) or on `device`; outputs live on `device`."""
+    device = device or input_ids.device
     bounds = [int(x) for x in cu_seqlens.tolist()]
     num_seqs = len(bounds) - 1
     if len(prefixes) != num_seqs:
@@ -65,11 +78,13 @@ def pack(input_ids: torch.Tensor, positions: torch.Tensor, cu_seqlens: torch.Ten
         ids, poss = input_ids, positions
         reads = read_index
     else:
-        perm = torch.cat([torch.arange(bounds[b], bounds[b + 1]) for b in order]).to(device)
+        perm = torch.cat([torch.arange(bounds[b], bounds[b + 1]) for b in order])
+        perm = perm.to(input_ids.device)
         ids, poss = input_ids[perm], positions[perm]
         old_to_new = torch.empty_like(perm)
-        old_to_new[perm] = torch.arange(perm.numel(), device=device)
-        reads = old_to_new[read_index]
+        old_to_new[perm] = torch.arange(perm.numel(), device=perm.device)
+        reads = old_to_new[read_index.to(perm.device)]
+    ids, poss, reads = (to_device(t, device) for t in (ids, poss, reads))
     new_cu = [0]
     for b in order:
         new_cu.append(new_cu[-1] + lengths[b])
@@ -91,11 +106,10 @@ def pack(input_ids: torch.Tensor, positions: torch.Tensor, cu_seqlens: torch.Ten
         for i, (p, _, _) in enumerate(segs):
             if p is not None:
                 table[i, :len(p.pages)] = torch.tensor(p.pages, dtype=torch.int32)
-        seg_cu = torch.tensor([s for _, s, _ in segs] + [segs[-1][2]], dtype=torch.int32,
-                              device=device)
-        block_table = table.to(device)
-        prefix_lens = torch.tensor([p.num_tokens if p is not None else 0 for p, _, _ in segs],
-                                   dtype=torch.int32, device=device)
+        seg_cu = to_device([s for _, s, _ in segs] + [segs[-1][2]], device, torch.int32)
+        block_table = to_device(table, device)
+        prefix_lens = to_device([p.num_tokens if p is not None else 0 for p, _, _ in segs],
+                                device, torch.int32)
         max_seg = max(e - s for _, s, e in segs)
 
     stored: list[PagedPrefix | None] = [None] * num_seqs
@@ -110,8 +124,8 @@ def pack(input_ids: torch.Tensor, positions: torch.Tensor, cu_seqlens: torch.Ten
             slots.append(entry.slots())
     return PackedBatch(
         input_ids=ids, positions=poss,
-        cu_seqlens=torch.tensor(new_cu, dtype=torch.int32, device=device),
+        cu_seqlens=to_device(new_cu, device, torch.int32),
         max_seqlen=max(lengths, default=0), read_index=reads, has_prefix=has_prefix,
         seg_cu=seg_cu, block_table=block_table, prefix_lens=prefix_lens, max_seg_len=max_seg,
-        store_rows=torch.cat(rows).to(device) if rows else None,
-        store_slots=torch.cat(slots).to(device) if slots else None, stored=stored)
+        store_rows=to_device(torch.cat(rows), device) if rows else None,
+        store_slots=to_device(torch.cat(slots), device) if slots else None, stored=stored)

@@ -18,9 +18,10 @@ log = logging.getLogger(__name__)
 
 
 def build_gpu_model(config: Any, state_dict: dict, fp8: bool = False, device: str = "cuda",
-                    kv_fraction: float = 0.4, page_size: int = 64) -> GpuCausalLM:
-    """GpuCausalLM + a paged arena taking `kv_fraction` of the GPU memory free after loading."""
-    model = GpuCausalLM(config, state_dict, fp8=fp8, device=device)
+                    kv_fraction: float = 0.4, page_size: int = 64, **options: Any) -> GpuCausalLM:
+    """GpuCausalLM + a paged arena taking `kv_fraction` of the GPU memory free after loading.
+    `options`: GpuCausalLM keywords (fp8_proj, fp32_residual)."""
+    model = GpuCausalLM(config, state_dict, fp8=fp8, device=device, **options)
     free, _ = torch.cuda.mem_get_info(model.device)
     model.arena = PagedKVArena.for_budget(config.num_layers, config.num_kv_heads, config.head_dim,
                                           int(free * kv_fraction), page_size, model.dtype,

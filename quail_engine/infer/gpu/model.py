@@ -24,21 +24,22 @@ from quail_kernels.silu_mul import silu_mul
 from quail_kernels.varlen_attention import varlen_attention
 
 GPU_FAMILIES = ("llama", "qwen2", "qwen3")
+FP8_PROJ = ("qkv", "o", "gate_up", "down")
 
 
 class GpuLayer:
-    def __init__(self, sd: Mapping[str, torch.Tensor], i: int, config: ModelConfig, fp8: bool,
-                 device: torch.device, dtype: torch.dtype):
+    def __init__(self, sd: Mapping[str, torch.Tensor], i: int, config: ModelConfig,
+                 fp8: tuple[str, ...], device: torch.device, dtype: torch.dtype):
         p = f"model.layers.{i}."
         dev = lambda name: sd[p + name].to(device)  # noqa: E731
         self.ln1 = dev("input_layernorm.weight").float()
         self.ln2 = dev("post_attention_layernorm.weight").float()
         self.qkv = GpuLinear(torch.cat([dev("self_attn.q_proj.weight"), dev("self_attn.k_proj.weight"),
-                                        dev("self_attn.v_proj.weight")]), fp8, dtype)
-        self.o = GpuLinear(dev("self_attn.o_proj.weight"), fp8, dtype)
+                                        dev("self_attn.v_proj.weight")]), "qkv" in fp8, dtype)
+        self.o = GpuLinear(dev("self_attn.o_proj.weight"), "o" in fp8, dtype)
         self.gate_up = GpuLinear(torch.cat([dev("mlp.gate_proj.weight"), dev("mlp.up_proj.weight")]),
-                                 fp8, dtype)
-        self.down = GpuLinear(dev("mlp.down_proj.weight"), fp8, dtype)
+                                 "gate_up" in fp8, dtype)
+        self.down = GpuLinear(dev("mlp.down_proj.weight"), "down" in fp8, dtype)
         self.q_norm = dev("self_attn.q_norm.weight").float() if config.qk_norm else None
         self.k_norm = dev("self_attn.k_norm.weight").float() if config.qk_norm else None
 
@@ -48,7 +49,8 @@ class GpuCausalLM:
 
     def __init__(self, config: ModelConfig, state_dict: Mapping[str, torch.Tensor],
                  fp8: bool = False, device: torch.device | str = "cuda",
-                 arena: PagedKVArena | None = None, dtype: torch.dtype = torch.bfloat16):
+                 arena: PagedKVArena | None = None, dtype: torch.dtype = torch.bfloat16,
+                 fp8_proj: tuple[str, ...] = FP8_PROJ, fp32_residual: bool = True):
         if config.family not in GPU_FAMILIES or config.attention_bias or config.sandwich_norm:
             raise ValueError(f"the GPU path supports {GPU_FAMILIES} without attention bias; "
                              f"got family {config.family!r}")
@@ -56,6 +58,11 @@ class GpuCausalLM:
             raise ValueError("the GPU path does not support RoPE scaling or sliding windows yet")
         self.config = config
         self.fp8 = fp8
+        self.fp8_proj = tuple(fp8_proj) if fp8 else ()
+        unknown = set(self.fp8_proj) - set(FP8_PROJ)
+        if unknown:
+            raise ValueError(f"unknown fp8 projections {sorted(unknown)}; choose from {FP8_PROJ}")
+        self.fp32_residual = fp32_residual
         self.device = torch.device(device)
         self.dtype = dtype
         self.embed = state_dict["model.embed_tokens.weight"].to(self.device, self.dtype)
@@ -63,7 +70,7 @@ class GpuCausalLM:
         self.lm_head = self.embed if head is None or config.tie_word_embeddings else \
             head.to(self.device, self.dtype)
         self.final_norm = state_dict["model.norm.weight"].to(self.device).float()
-        self.layers = [GpuLayer(state_dict, i, config, fp8, self.device, dtype)
+        self.layers = [GpuLayer(state_dict, i, config, self.fp8_proj, self.device, dtype)
                        for i in range(config.num_layers)]
         self.cos_sin = rope_cos_sin(config.max_position, config.head_dim, config.rope_theta,
                                     self.device)
@@ -74,16 +81,21 @@ class GpuCausalLM:
                 store_kv: Sequence[bool] | None = None):
         """-> (hidden [R, H] before the final norm, per sequence PagedPrefix of its own tokens
         when store_kv[b] else None)."""
-        if positions.numel() and int(positions.max()) >= self.cos_sin.shape[0]:
+        if positions.device.type == "cpu" and positions.numel() and \
+                int(positions.max()) >= self.cos_sin.shape[0]:
             raise ValueError(f"position {int(positions.max())} beyond max_position "
                              f"{self.cos_sin.shape[0]}")
-        b = pack(input_ids, positions, cu_seqlens, prefixes, read_index, store_kv, self.arena)
+        b = pack(input_ids, positions, cu_seqlens, prefixes, read_index, store_kv, self.arena,
+                 self.device)
         cfg = self.config
+        q8 = {name: name in self.fp8_proj for name in FP8_PROJ}
         x = self.embed[b.input_ids]
+        if self.fp32_residual:
+            x = x.float()  # the first add_rmsnorm keeps it as the float32 residual stream
         res = None
         last = len(self.layers) - 1
         for li, layer in enumerate(self.layers):
-            h, res, s = add_rmsnorm(x, res, layer.ln1, cfg.rms_norm_eps, self.fp8)
+            h, res, s = add_rmsnorm(x, res, layer.ln1, cfg.rms_norm_eps, q8["qkv"], self.dtype)
             qkv = layer.qkv(h, s)
             q, k, v = qk_norm_rope(qkv, b.positions, self.cos_sin, layer.q_norm, layer.k_norm,
                                    cfg.num_heads, cfg.num_kv_heads, cfg.rms_norm_eps)
@@ -97,16 +109,17 @@ class GpuCausalLM:
                 op, lp = prefix_attention(q, self.arena.k[li], self.arena.v[li], b.seg_cu,
                                           b.block_table, b.prefix_lens, b.max_seg_len,
                                           cfg.attention_scale)
-                a, s = lse_merge(o, lse, op, lp, fp8=self.fp8)
-            elif self.fp8:
+                a, s = lse_merge(o, lse, op, lp, fp8=q8["o"])
+            elif q8["o"]:
                 a, s = lse_merge(o, lse, fp8=True)
             else:
                 a, s = o.view(o.shape[0], -1), None
             x = layer.o(a, s)
             if li == last:
                 x, res = x[b.read_index], res[b.read_index]
-            h, res, s = add_rmsnorm(x, res, layer.ln2, cfg.rms_norm_eps, self.fp8)
-            a, s = silu_mul(layer.gate_up(h, s), fp8=self.fp8)
+            h, res, s = add_rmsnorm(x, res, layer.ln2, cfg.rms_norm_eps, q8["gate_up"],
+                                    self.dtype)
+            a, s = silu_mul(layer.gate_up(h, s), fp8=q8["down"])
             x = layer.down(a, s)
         hidden = (x.float() + res.float()).to(self.dtype)
         return hidden, b.stored

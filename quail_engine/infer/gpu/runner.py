@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import torch
 
 from quail_engine.infer.api import EngineStats
+from quail_engine.infer.gpu.batch import to_device
 from quail_engine.infer.runner import SeqJob
 from quail_engine.infer.scheduler import Scheduler, SeqWork
 
@@ -85,10 +86,13 @@ class GpuRunner:
                 reads.append(cu[-1] + off)
             cu.append(cu[-1] + n)
         dev = self.device
-        as_tensor = lambda x, dt=torch.long: torch.tensor(x, dtype=dt).to(dev, non_blocking=True)  # noqa: E731
-        hidden, kvs = self.model.forward(as_tensor(ids), as_tensor(positions),
-                                         as_tensor(cu, torch.int32), [j.prefix for j in jobs],
-                                         as_tensor(reads), [j.store_kv for j in jobs])
+        # host tensors: the model stages them to the GPU without waiting for queued passes
+        long = torch.long
+        hidden, kvs = self.model.forward(torch.tensor(ids, dtype=long),
+                                         torch.tensor(positions, dtype=long),
+                                         torch.tensor(cu, dtype=torch.int32),
+                                         [j.prefix for j in jobs], torch.tensor(reads, dtype=long),
+                                         [j.store_kv for j in jobs])
         self.stats.forward_passes += 1
         if count_as_decode:
             self.stats.decode_tokens += len(ids)
@@ -103,7 +107,7 @@ class GpuRunner:
         if vocabs and all(v is not None for v in vocabs):
             union = sorted({t for v in vocabs for t in v})
             columns = {t: c for c, t in enumerate(union)}
-            token_ids = torch.tensor(union, dtype=torch.long, device=dev)
+            token_ids = to_device(union, dev)
         logits = self.model.logits(hidden, token_ids)
         host = torch.empty(logits.shape, dtype=torch.float32, pin_memory=dev.type == "cuda")
         host.copy_(logits, non_blocking=True)
