@@ -24,10 +24,11 @@ def gqa_rows(tile, kv_head, G: tl.constexpr, BLOCK_M: tl.constexpr):
 
 
 @triton.jit
-def softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale):
-    """One K/V tile: q [M, D], k [D, N], v [N, D], allowed [M, N]."""
+def softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale, MASKED: tl.constexpr):
+    """One K/V tile: q [M, D], k [D, N], v [N, D], allowed [M, N] (read only when MASKED)."""
     s = tl.dot(q, k) * qk_scale
-    s = tl.where(allowed, s, float("-inf"))
+    if MASKED:
+        s = tl.where(allowed, s, float("-inf"))
     m_new = tl.maximum(m_i, tl.max(s, axis=1))
     m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
     p = tl.exp2(s - m_safe[:, None])
@@ -48,8 +49,8 @@ def finish(m_i, l_i, acc):
 
 def default_blocks(device_type: str, head_dim: int) -> tuple[int, int, int, int]:
     """(BLOCK_M, BLOCK_N, num_warps, num_stages) for a device type."""
-    if device_type == "cuda":
-        return (128, 64, 8, 3) if head_dim <= 128 else (64, 32, 8, 2)
+    if device_type == "cuda":  # best of 5 configs measured on the H200 (docs/kernels-notes.md)
+        return (64, 64, 4, 3) if head_dim <= 128 else (64, 32, 4, 2)
     return 32, 16, 4, 1
 
 

@@ -45,15 +45,22 @@ def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, bt_ptr
         m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
         l_i = tl.zeros([BLOCK_M], tl.float32)
         acc = tl.zeros([BLOCK_M, D], tl.float32)
-        for n0 in range(0, prefix_len, BLOCK_N):
+        full_end = prefix_len // BLOCK_N * BLOCK_N
+        for n0 in range(0, full_end, BLOCK_N):  # whole tiles: no mask
             page = tl.load(bt_ptr + seg * s_bt + n0 // PAGE).to(tl.int64)
             slot = n0 % PAGE + tl.arange(0, BLOCK_N)
-            col_ok = n0 + tl.arange(0, BLOCK_N) < prefix_len
+            k = tl.load(k_ptr + page * s_kp + slot[None, :] * s_ks + kv_head * s_kh + d[:, None])
+            v = tl.load(v_ptr + page * s_vp + slot[:, None] * s_vs + kv_head * s_vh + d[None, :])
+            m_i, l_i, acc = softmax_step(q, k, v, None, m_i, l_i, acc, qk_scale, False)
+        if full_end < prefix_len:  # the partial last tile
+            page = tl.load(bt_ptr + seg * s_bt + full_end // PAGE).to(tl.int64)
+            slot = full_end % PAGE + tl.arange(0, BLOCK_N)
+            col_ok = full_end + tl.arange(0, BLOCK_N) < prefix_len
             k = tl.load(k_ptr + page * s_kp + slot[None, :] * s_ks + kv_head * s_kh + d[:, None],
                         mask=col_ok[None, :], other=0.0)
             v = tl.load(v_ptr + page * s_vp + slot[:, None] * s_vs + kv_head * s_vh + d[None, :],
                         mask=col_ok[:, None], other=0.0)
-            m_i, l_i, acc = softmax_step(q, k, v, col_ok[None, :], m_i, l_i, acc, qk_scale)
+            m_i, l_i, acc = softmax_step(q, k, v, col_ok[None, :], m_i, l_i, acc, qk_scale, True)
         out, lse = finish(m_i, l_i, acc)
         tl.store(o_ptr + tok64[:, None] * s_ot + head[:, None] * s_oh + d[None, :],
                  out.to(o_ptr.dtype.element_ty), mask=row_ok[:, None])

@@ -39,8 +39,15 @@ def _varlen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, qk_sca
         m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
         l_i = tl.zeros([BLOCK_M], tl.float32)
         acc = tl.zeros([BLOCK_M, D], tl.float32)
-        hi = tl.minimum((tile + 1) * tok_per_tile, seqlen)
-        for n0 in range(0, hi, BLOCK_N):
+        first_tok = tile * tok_per_tile
+        hi = tl.minimum(first_tok + tok_per_tile, seqlen)
+        full_end = first_tok // BLOCK_N * BLOCK_N  # keys every row of the tile sees
+        for n0 in range(0, full_end, BLOCK_N):
+            col64 = (start + n0 + tl.arange(0, BLOCK_N)).to(tl.int64)
+            k = tl.load(k_ptr + col64[None, :] * s_kt + kv_head * s_kh + d[:, None])
+            v = tl.load(v_ptr + col64[:, None] * s_vt + kv_head * s_vh + d[None, :])
+            m_i, l_i, acc = softmax_step(q, k, v, None, m_i, l_i, acc, qk_scale, False)
+        for n0 in range(full_end, hi, BLOCK_N):  # the diagonal tiles: causal mask
             cols = n0 + tl.arange(0, BLOCK_N)
             col_ok = cols < seqlen
             col64 = (start + cols).to(tl.int64)
@@ -49,7 +56,7 @@ def _varlen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, qk_sca
             v = tl.load(v_ptr + col64[:, None] * s_vt + kv_head * s_vh + d[None, :],
                         mask=col_ok[:, None], other=0.0)
             allowed = (cols[None, :] <= tok[:, None]) & col_ok[None, :]
-            m_i, l_i, acc = softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale)
+            m_i, l_i, acc = softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale, True)
         out, lse = finish(m_i, l_i, acc)
         tl.store(o_ptr + tok64[:, None] * s_ot + head[:, None] * s_oh + d[None, :],
                  out.to(o_ptr.dtype.element_ty), mask=row_ok[:, None])
