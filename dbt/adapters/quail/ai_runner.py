@@ -7,6 +7,7 @@ model/device/limits) and AI work is serialized per device by a process-wide lock
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Any
@@ -19,12 +20,14 @@ logger = AdapterLogger("Quail")
 
 class AiRunner:
     _RUNNERS: dict[tuple, AiRunner] = {}
+    _STATEMENT_LOCKS: dict[str, threading.Lock] = {}
     _GUARD = threading.Lock()
 
     def __init__(self, options: dict[str, Any]):
         self.options = options
         self._engine: Any = None
         self._load_lock = threading.Lock()
+        self._row_runner: Any = None
 
     @classmethod
     def for_credentials(cls, credentials: Any) -> AiRunner:
@@ -44,6 +47,10 @@ class AiRunner:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         return "cuda:0" if device == "cuda" else device
 
+    def _statement_lock(self) -> threading.Lock:
+        with self._GUARD:
+            return self._STATEMENT_LOCKS.setdefault(self.device, threading.Lock())
+
     def engine(self) -> Any:
         """The loaded engine (loaded on first use; errors name the model and what went wrong)."""
         with self._load_lock:
@@ -58,16 +65,19 @@ class AiRunner:
     def run(self, sql: str, dialect: str, cursor: Any, model_name: str) -> Any:
         """Execute `sql` (in `dialect`) on `cursor` with its AI operators on the engine.
 
-        The whole execution holds the device's lock: the executor's `quail_ai_<id>` functions
-        are registered on the shared DuckDB database, so two AI statements must not interleave.
+        AI statements on one device run one at a time: the executor's `quail_ai_<id>` functions
+        are registered on the shared DuckDB database, so two statements must not interleave.
+        This is a lock of its own, not the executor's device lock, which the executor takes
+        around engine work only (DuckDB calls functions from its worker threads, so holding
+        that lock across a statement would deadlock on any function that needs the engine).
         """
         from quail_engine.errors import QuailError
-        from quail_engine.exec.device_lock import device_lock
         from quail_engine.exec.session import QuailSession
 
+        _refuse_ai_views(sql, cursor, model_name)
         session = QuailSession(cursor, engine_factory=self.engine,
                                cache_dir=self.options["cache_dir"], device=self.device)
-        with device_lock(self.device):
+        with self._statement_lock():
             logger.info(f"{model_name}: running AI operators ({dialect} SQL) on {self.device}")
             try:
                 table = session.execute(sql, dialect)
@@ -82,6 +92,24 @@ class AiRunner:
             f"({sum(o.cache_hits for o in ops)} from cache), {report.fresh_tokens} tokens, "
             f"{report.wall_s:.2f} s on {report.model or 'no model'} ({self.device})")
         return table
+
+    def answer_rows(self, op: Any, rows: list[tuple]) -> list[Any]:
+        """Answers of one AI operator for `rows` of binding values (the in-DuckDB path)."""
+        from quail_engine.exec.device_lock import device_lock
+        from quail_engine.exec.prompts import OpPrompt
+
+        with device_lock(self.device):
+            return self._op_runner().answer(0, OpPrompt.for_op(op), rows, unplanned=True)
+
+    def _op_runner(self) -> Any:
+        if self._row_runner is None:
+            from quail_engine.exec.answer_cache import AnswerCache
+            from quail_engine.exec.op_runner import OpRunner
+            from quail_engine.exec.report import Report
+
+            self._row_runner = OpRunner(self.engine(), AnswerCache.in_dir(
+                self.options["cache_dir"]), Report())
+        return self._row_runner
 
     def _load_engine(self) -> Any:
         from dbt.adapters.quail.engine_limits import LimitedEngine
@@ -113,3 +141,17 @@ def _remove_udfs(cursor: Any, session: Any) -> None:
             cursor.remove_function(f"quail_ai_{op_id}")
         except Exception as exc:  # noqa: BLE001 - duckdb raises when it was never registered
             logger.debug(f"quail_ai_{op_id} was not registered: {exc}")
+
+
+def _refuse_ai_views(sql: str, cursor: Any, model_name: str) -> None:
+    """An AI statement must not read a view that calls AI functions: the executor holds the
+    device while it scans, and the view's functions would wait for it forever."""
+    views = cursor.execute("select view_name from duckdb_views() "
+                           "where sql ilike '%quail_ai_%'").fetchall()
+    lowered = sql.lower()
+    for (name,) in views:
+        if re.search(rf"(?<![\w$]){re.escape(name.lower())}(?![\w$])", lowered):
+            raise DbtRuntimeError(
+                f"{model_name} runs AI functions over the view {name!r}, which calls AI "
+                "functions itself; materialize that view as a table (AI views are for reading "
+                "directly, e.g. with dbt show)")

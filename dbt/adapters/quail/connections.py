@@ -8,23 +8,44 @@ that assigns `_ENV` is therefore delegated to the base class, and the subclass o
 
 from __future__ import annotations
 
+import weakref
+from typing import Any
+
 from dbt.adapters.contracts.connection import Connection
 from dbt.adapters.duckdb.connections import DuckDBConnectionManager
 from dbt.adapters.events.logging import AdapterLogger
 
+from dbt.adapters.quail.ai_runner import AiRunner
 from dbt.adapters.quail.functions import register_ai_functions
 
 logger = AdapterLogger("Quail")
 
 
+def database_connection() -> Any:
+    """The environment's long-lived DuckDB connection (None for remote environments).
+
+    Functions DuckDB keeps for the whole database are registered here: a function created
+    on one of dbt's per-thread cursors dies with that cursor while the database still lists it,
+    and the next call crashes the process."""
+    env = DuckDBConnectionManager._ENV
+    root = getattr(env, "conn", None)
+    return root if hasattr(root, "create_function") else None
+
+
 class QuailConnectionManager(DuckDBConnectionManager):
     TYPE = "quail"
+    _FUNCTIONS_REGISTERED: weakref.WeakSet = weakref.WeakSet()
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:
         connection = DuckDBConnectionManager.open(connection)
-        if connection.handle is not None:
-            register_ai_functions(connection.handle.cursor(), connection.credentials)
+        root = database_connection()
+        if connection.handle is None or root is None:
+            return connection
+        with cls._LOCK:
+            if root not in cls._FUNCTIONS_REGISTERED:
+                register_ai_functions(root, AiRunner.for_credentials(connection.credentials))
+                cls._FUNCTIONS_REGISTERED.add(root)
         return connection
 
     @classmethod

@@ -1,14 +1,89 @@
-"""AI functions inside DuckDB, for the paths dbt runs straight on DuckDB (views, `dbt show`,
-unit tests, `dbt test`). PENDING: wired to quail_engine.exec once its UDF registration lands."""
+"""AI functions that live inside DuckDB, for views: DuckDB evaluates a view when it is read, by
+any later connection, so its AI calls must be functions every connection knows.
+
+A view's SQL is parsed once; each AI operator becomes `quail_ai_<hash>` (a name stable in the
+operator's content) and the view's source is recorded in `main.quail_ai_functions`. Every
+connection dbt opens re-registers the recorded functions (the model loads on first call). Each
+call answers one DuckDB vector of rows in a batch, through the executor's OpRunner, holding the
+device's lock.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
 logger = AdapterLogger("Quail")
+REGISTRY = "main.quail_ai_functions"
+_CALL = re.compile(r"\bquail_ai_(\d+)\s*\(", re.I)
 
 
-def register_ai_functions(cursor: Any, credentials: Any) -> None:
-    logger.debug("in-DuckDB AI functions are not registered yet (quail_engine.exec pending)")
+def ai_view_sql(sql: str, dialect: str, cursor: Any, database: Any, runner: Any) -> str:
+    """The view body in DuckDB SQL with stable AI function names, recorded through `cursor`
+    and registered on `database` (the long-lived connection)."""
+    from quail_engine.exec.udfs import prepare_sql
+    from quail_engine.sql.query import parse
+
+    parsed = parse(sql, dialect)
+    if not parsed.ai_ops:
+        return parsed.duckdb_sql
+    names = [_stable_name(dialect, op) for op in parsed.ai_ops]
+    body = _CALL.sub(lambda m: f"{names[int(m.group(1))]}(", prepare_sql(parsed.duckdb_sql))
+    cursor.execute(f"create table if not exists {REGISTRY} "
+                   "(name varchar, dialect varchar, source_sql varchar)")
+    for name in names:
+        cursor.execute(f"delete from {REGISTRY} where name = ?", [name])
+        cursor.execute(f"insert into {REGISTRY} values (?, ?, ?)", [name, dialect, sql])
+    _register(database, zip(names, parsed.ai_ops), runner)
+    return body
+
+
+def register_ai_functions(database: Any, runner: Any) -> None:
+    """Register every recorded view function on `database` (the long-lived connection)."""
+    try:
+        rows = database.execute(f"select distinct dialect, source_sql from {REGISTRY}").fetchall()
+    except Exception:  # noqa: BLE001 - no AI view was ever created in this database
+        return
+    from quail_engine.sql.query import parse
+
+    for dialect, source_sql in rows:
+        ops = parse(source_sql, dialect).ai_ops
+        _register(database, ((_stable_name(dialect, op), op) for op in ops), runner)
+
+
+def _stable_name(dialect: str, op: Any) -> str:
+    digest = hashlib.sha1(f"{dialect}\n{op.to_text()}".encode()).hexdigest()[:16]
+    return f"quail_ai_{digest}"
+
+
+def _register(cursor: Any, named_ops: Any, runner: Any) -> None:
+    from quail_engine.exec.udfs import sql_type
+
+    for name, op in named_ops:
+        try:
+            cursor.create_function(name, _vector_function(op, runner),
+                                   ["VARCHAR"] * len(op.bindings), sql_type(op), type="arrow",
+                                   side_effects=False)
+        except Exception as exc:  # noqa: BLE001 - already registered on this database
+            logger.debug(f"{name} not registered again: {exc}")
+
+
+def _vector_function(op: Any, runner: Any) -> Any:
+    import pyarrow as pa
+
+    from quail_engine.exec.udfs import sql_type
+
+    arrow_type = {"BOOLEAN": pa.bool_(), "DOUBLE": pa.float64(), "FLOAT": pa.float64(),
+                  "VARCHAR[]": pa.list_(pa.string()), "BIGINT": pa.int64(),
+                  "INTEGER": pa.int64()}.get(sql_type(op), pa.string())
+
+    def answer_vector(*arrays: Any) -> Any:
+        rows = list(zip(*(a.to_pylist() for a in arrays)))
+        unique = list(dict.fromkeys(rows))
+        answers = dict(zip(unique, runner.answer_rows(op, unique)))
+        return pa.array([answers[r] for r in rows], type=arrow_type)
+
+    return answer_vector

@@ -21,9 +21,11 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.quail.ai_runner import AiRunner
-from dbt.adapters.quail.connections import QuailConnectionManager
+from dbt.adapters.quail.connections import QuailConnectionManager, database_connection
 from dbt.adapters.quail.credentials import check_dialect
+from dbt.adapters.quail.functions import ai_view_sql
 from dbt.adapters.quail.sql_routing import has_ai_functions, to_duckdb
+from quail_engine.errors import QuailError
 
 logger = AdapterLogger("Quail")
 _RESULT_IDS = itertools.count()
@@ -77,8 +79,19 @@ class QuailAdapter(DuckDBAdapter):
 
     @available
     def quail_view_sql(self, sql: str, dialect: str | None = None) -> str:
-        """A view's body in DuckDB SQL; its AI calls run through the in-DuckDB AI functions."""
-        return to_duckdb(sql, self.quail_dialect(dialect))
+        """A view's body in DuckDB SQL; its AI calls become AI functions inside DuckDB."""
+        dialect = self.quail_dialect(dialect)
+        if not has_ai_functions(sql):
+            return to_duckdb(sql, dialect)
+        runner = AiRunner.for_credentials(self.config.credentials)
+        root = database_connection()
+        if root is None:
+            raise DbtRuntimeError("AI views need a local DuckDB database")
+        try:
+            with QuailConnectionManager._LOCK:
+                return ai_view_sql(sql, dialect, self._raw_cursor(), root, runner)
+        except QuailError as exc:
+            raise DbtRuntimeError(f"quail could not create an AI view: {exc}") from exc
 
     def _raw_cursor(self) -> Any:
         connection = self.connections.get_thread_connection()

@@ -1,0 +1,61 @@
+"""Views with AI calls: DuckDB evaluates them when read, through AI functions registered on every
+connection dbt opens (also after the database is reopened). An AI model must not read an AI view
+(it would wait on itself); it fails with a message that says what to do instead."""
+
+import pytest
+from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+from dbt.tests.util import run_dbt, run_dbt_and_capture
+
+pytestmark = [pytest.mark.dbt, pytest.mark.model]
+
+_REVIEWS = """id,review_text
+1,I love this blender. It works perfectly and makes great smoothies.
+2,Terrible kettle. It broke after two days and leaks water everywhere.
+3,Fantastic headphones with amazing sound. Best purchase this year.
+"""
+
+_AI_VIEW = """
+{{ config(materialized='view', quail_dialect='databricks') }}
+select id, ai_classify(review_text, ARRAY('positive', 'negative')) as sentiment
+from {{ ref('reviews') }}
+"""
+
+_PLAIN_TABLE_ON_VIEW = """
+{{ config(materialized='table') }}
+select id, upper(sentiment) as sentiment_upper from {{ ref('sentiment_view') }}
+"""
+
+_AI_TABLE_ON_VIEW = """
+{{ config(materialized='table', quail_dialect='snowflake') }}
+select id, AI_CLASSIFY(sentiment, ['good', 'bad']):labels[0]::string as verdict
+from {{ ref('sentiment_view') }}
+"""
+
+
+class TestAiViews:
+    @pytest.fixture(scope="class")
+    def seeds(self):
+        return {"reviews.csv": _REVIEWS}
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"sentiment_view.sql": _AI_VIEW, "shouting.sql": _PLAIN_TABLE_ON_VIEW,
+                "verdicts.sql": _AI_TABLE_ON_VIEW}
+
+    def test_views_answer_when_read(self, project):
+        run_dbt(["seed"])
+        run_dbt(["run", "--select", "sentiment_view", "shouting"])
+        rows = project.run_sql(
+            f"select id, sentiment_upper from {project.test_schema}.shouting order by id",
+            fetch="all")
+        assert [r[0] for r in rows] == [1, 2, 3]
+        assert {r[1] for r in rows} <= {"POSITIVE", "NEGATIVE"}
+
+        DuckDBConnectionManager.close_all_connections()
+        results = run_dbt(["show", "--select", "sentiment_view", "--limit", "3"])
+        labels = {row["sentiment"] for row in results[0].agate_table.rows}
+        assert labels <= {"positive", "negative"} and labels
+
+    def test_ai_model_over_ai_view_is_refused_clearly(self, project):
+        _, out = run_dbt_and_capture(["run", "--select", "verdicts"], expect_pass=False)
+        assert "materialize that view as a table" in out
