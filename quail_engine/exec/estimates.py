@@ -2,7 +2,7 @@
 
 A selectivity hint (Options.selectivity) wins; otherwise the predicate runs on a small evenly
 spaced sample first (its answers are stored, so they are not computed again) and the planner
-uses the observed rate, smoothed away from 0 and 1.
+uses the observed rate (plan/selectivity.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.prompts import OpPrompt
 from quail_engine.exec.scans import ScanData, op_values
 from quail_engine.plan.build import doc_key
-from quail_engine.plan.context import DEFAULT_SELECTIVITY, OpInfo
+from quail_engine.plan.context import OpInfo
+from quail_engine.plan.selectivity import estimate, sample_size
 
 TOKEN_SAMPLE = 16
 
@@ -87,28 +88,20 @@ def _sample_join(op_id: int, op, scans, runner: OpRunner, store: AnswerStore,
 
 
 def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], runner: OpRunner,
-             store: AnswerStore, sample_size: int) -> dict[int, OpInfo]:
+             store: AnswerStore, num_samples: int) -> dict[int, OpInfo]:
     out: dict[int, OpInfo] = {}
     for op_id in ops:
         op = ai_ops[op_id]
         tokens, question = _token_lengths(op_id, op, scans, runner)
         aliases = tuple(tokens)
-        sel, source = DEFAULT_SELECTIVITY, "default"
-        if op.options.selectivity is not None:
-            sel, source = float(op.options.selectivity), "hint"
-        elif op.op in ("ai_filter", "ai_join") and sample_size > 0:
-            # sample at most a quarter of the rows: on a tiny table a sample costs more than
-            # any reordering could save
-            k = min(sample_size, min(len(scans[a].rows) for a in aliases) // 4)
-            hits, n = 0, 0
+        hits, n = 0, 0
+        if op.options.selectivity is None and op.op in ("ai_filter", "ai_join"):
+            k = sample_size(num_samples, min(len(scans[a].rows) for a in aliases))
             if k and op.op == "ai_filter":
                 hits, n = _sample_filter(op_id, op, scans[aliases[0]], runner, store, k)
             elif k:
                 hits, n = _sample_join(op_id, op, scans, runner, store, k)
-            if n:
-                sel, source = (hits + 0.5) / (n + 1), "sample"
-                rep = runner.report.op(op_id, op.op)
-                rep.selectivity_source = "sample"
+        sel, source = estimate(op.options.selectivity, hits, n)
         doc = doc_key(op, aliases[0]) if len(aliases) == 1 else ""
         out[op_id] = OpInfo(op_id, op.op, aliases, doc=doc, tokens=tokens,
                             question_tokens=question, selectivity=sel,

@@ -95,8 +95,7 @@ def build_physical(logical: Node, ctx: PlanContext, join: Candidate | None,
     for js in (join.steps if join is not None else ()):
         if js.op is None:
             continue
-        info = ctx.ops[js.op]
-        key = f"{js.anchor}:{','.join(sorted(info.tokens))}#{js.op}"
+        key = f"{js.anchor}:anchors#{js.op}"
         steps.append(Step("join", js.alias, js.op, anchor=js.anchor, doc=key, encode=True,
                           release=(key,), rows_in=js.rows_in, rows_out=js.rows_out,
                           work=js.work, est_seconds=ctx.seconds(js.work)))

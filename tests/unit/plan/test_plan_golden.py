@@ -165,3 +165,16 @@ def test_replanning_after_a_join_changes_the_order_of_the_remaining_joins():
     # when a single row survived, that no longer pays and d goes first
     assert remaining(estimated) == ["c", "d"]
     assert remaining(1) == ["d", "c"]
+
+
+@pytest.mark.parametrize("hint,hits,n,expected", [
+    (0.2, 8, 8, (0.2, "hint")),          # a hint wins over a sample
+    (None, 8, 8, (8.5 / 9, "sample")),   # never exactly 1 from a small sample
+    (None, 0, 8, (0.5 / 9, "sample")),
+    (None, 0, 0, (0.5, "default")),
+])
+def test_selectivity_sources(hint, hits, n, expected):
+    from quail_engine.plan.selectivity import estimate
+
+    value, source = estimate(hint, hits, n)
+    assert (round(value, 9), source) == (round(expected[0], 9), expected[1])
