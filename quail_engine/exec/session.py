@@ -67,6 +67,7 @@ class QuailSession:
         self.batch_size = batch_size
         self.report = Report()
         self.parsed = None
+        self._registered: list[str] = []
 
     @property
     def engine(self):
@@ -109,6 +110,22 @@ class QuailSession:
             unregister_udfs(self.con, names)
         self._finish(start, table.num_rows)
         return table
+
+    def udf_sql(self, sql: str, dialect: str = "duckdb") -> str:
+        """For paths that run SQL on DuckDB themselves (`dbt show`, unit tests): register this
+        statement's AI functions (answers computed on the fly, batch-wise, through the cache)
+        and return the DuckDB SQL that calls them. `close()` unregisters them."""
+        parsed = self.parse(sql, dialect)
+        suffix = f"_{uuid.uuid4().hex[:10]}"
+        runner = _SessionRunner(self, Progress(enabled=False))
+        self._registered += register_udfs(self.con, parsed.ai_ops, AnswerStore(), runner,
+                                          device_lock(self.device), suffix)
+        return prepare_sql(parsed.duckdb_sql, suffix) if parsed.ai_ops else parsed.duckdb_sql
+
+    def close(self) -> None:
+        unregister_udfs(self.con, self._registered)
+        self._registered = []
+        self.cache.close()
 
     def _check(self, statement: str) -> None:
         try:
