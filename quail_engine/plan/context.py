@@ -48,6 +48,8 @@ class PlanContext:
     pair_fraction: Mapping[tuple[str, str], float] = field(default_factory=dict)
     columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     token_budget: int = 8192
+    resident: frozenset[tuple[int, str]] = frozenset()  # (join op, alias): anchor KV is left
+    #                                                     resident by that alias's filters
 
     def fraction(self, a: str, b: str) -> float:
         return float(self.pair_fraction.get(tuple(sorted((a, b))), 1.0))

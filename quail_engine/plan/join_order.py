@@ -69,10 +69,11 @@ def pareto(cands: Sequence[Candidate]) -> list[Candidate]:
     return out
 
 
-def _ai_work(info, anchor: str, partner: str, anchors: float, pairs: float) -> Work:
+def _ai_work(info, anchor: str, partner: str, anchors: float, pairs: float,
+             is_resident: bool = False) -> Work:
     d_anchor = info.doc_tokens(anchor)
     own = info.doc_tokens(partner) + info.question_tokens
-    encode = request_work(d_anchor, 0, True).scaled(anchors)
+    encode = Work() if is_resident else request_work(d_anchor, 0, True).scaled(anchors)
     return encode + request_work(d_anchor, own, False).scaled(pairs)
 
 
@@ -93,7 +94,7 @@ def _extend(cand: Candidate, joined: frozenset[str], alias: str, edges: Sequence
                 if hints and info.anchor_hint and anchor != info.anchor_hint:
                     continue
                 anchors = min(n, rows[anchor] if anchor == alias else min(cand.rows, rows[anchor]))
-                w = _ai_work(info, anchor, partner, anchors, n)
+                w = _ai_work(info, anchor, partner, anchors, n, (e.op, anchor) in ctx.resident)
                 out = n * info.selectivity
                 step = JoinStep(alias, e.op, anchor, partner, n, out, w)
                 new_variants.append(((*steps, step), work + w, out))

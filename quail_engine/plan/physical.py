@@ -35,7 +35,7 @@ class Step:
         parts = [f"{head} {self.alias}"]
         if self.anchor:
             parts.append(f"anchor={self.anchor}")
-        if self.doc and self.kind != "join":
+        if self.doc and (self.kind != "join" or not self.encode):
             parts.append(("encode " if self.encode else "reuse ") + self.doc)
         if self.release:
             parts.append("release " + ",".join(self.release))
@@ -113,7 +113,26 @@ def build_physical(logical: Node, ctx: PlanContext, join: Candidate | None,
         steps.append(Step("project", alias, op, doc=key, encode=encode, rows_in=n, rows_out=n,
                           work=work, est_seconds=ctx.seconds(work)))
         resident.add(key)
-    return PhysicalPlan(logical, _with_releases(steps), tuple(candidates), remarks)
+    return PhysicalPlan(logical, _carry(_with_releases(steps), ctx), tuple(candidates),
+                        remarks)
+
+
+def _carry(steps: tuple[Step, ...], ctx: PlanContext) -> tuple[Step, ...]:
+    """The first join anchored on a document its alias's filters left resident releases that
+    document itself (the filters keep it for their survivors)."""
+    joins = [i for i, s in enumerate(steps) if s.kind == "join"]
+    if not joins or (steps[joins[0]].op, steps[joins[0]].anchor) not in ctx.resident:
+        return steps
+    j = joins[0]
+    filters = [i for i, s in enumerate(steps) if s.kind == "filter" and s.alias == steps[j].anchor]
+    if not filters:
+        return steps
+    out = list(steps)
+    key = out[filters[-1]].doc
+    out[filters[-1]] = replace(out[filters[-1]], release=tuple(
+        k for k in out[filters[-1]].release if k != key))
+    out[j] = replace(out[j], doc=key, encode=False, release=(key,))
+    return tuple(out)
 
 
 def _with_releases(steps: list[Step]) -> tuple[Step, ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from quail_engine.plan.build import build_logical
 from quail_engine.plan.context import PlanContext
@@ -45,6 +46,20 @@ def choose_join(aliases: Sequence[str], edges: Sequence[JoinEdge], ctx: PlanCont
     return best, cands or free, remarks
 
 
+def _resident_anchors(logical: Node, ai_ops: Sequence) -> frozenset[tuple[int, str]]:
+    """(join op, alias) where the alias's last AI filter reads exactly the join's document on
+    that alias: the executor keeps that KV resident, so anchoring there encodes nothing."""
+    chains = filter_chains(logical)
+    out = set()
+    for node in walk(logical):
+        if isinstance(node, AiJoin):
+            for alias, chain in chains.items():
+                mine = [b.sql for b in ai_ops[node.op].bindings if b.alias == alias]
+                if chain and mine == [b.sql for b in ai_ops[chain[-1].op].bindings]:
+                    out.add((node.op, alias))
+    return frozenset(out)
+
+
 def plan_core(core, ai_ops: Sequence, ctx: PlanContext) -> PhysicalPlan:
     """`core` follows sql.query.Core; `ai_ops` are the query's operators by id."""
     logical = optimize(build_logical(core, ai_ops), ctx)
@@ -53,6 +68,7 @@ def plan_core(core, ai_ops: Sequence, ctx: PlanContext) -> PhysicalPlan:
     for alias, chain in filter_chains(logical).items():  # joins see the filters' survivors
         for f in chain:
             rows[alias] *= ctx.ops[f.op].selectivity
+    ctx = replace(ctx, resident=_resident_anchors(logical, ai_ops))
     best, cands, remarks = choose_join(aliases, join_edges(logical, ctx), ctx, rows=rows)
     return build_physical(logical, ctx, best, projection_aliases(logical, ctx), remarks,
                           tuple(cands))

@@ -178,3 +178,19 @@ def test_selectivity_sources(hint, hits, n, expected):
 
     value, source = estimate(hint, hits, n)
     assert (round(value, 9), source) == (round(expected[0], 9), expected[1])
+
+
+def test_join_anchors_on_the_document_its_filter_left_resident():
+    # each review pairs with one product only, so a product anchor would be reused more; but
+    # the reviews' KV is already resident after their filter, so anchoring there is free
+    core, ai_ops = _join_core(equi=("r.product_id = p.product_id",))
+    ops = [info(0, "ai_filter", ["r"], {"r": 300}, sel=0.5, doc="r.review"),
+           info(1, "ai_join", ["r", "p"], {"r": 300, "p": 20})]
+    plan = plan_core(core, ai_ops, context(ops, {"r": 100, "p": 10},
+                                           pair_fraction={("p", "r"): 0.1}))
+    assert plan.text().splitlines() == [
+        "scan r",
+        "scan p",
+        "filter #0 r encode r:r.review",
+        "join #1 p anchor=r reuse r:r.review release r:r.review",
+    ]
