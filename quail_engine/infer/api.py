@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Union
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class GenerateReadout:
     stop: tuple[str, ...] = ()
 
 
-Readout = Union[BooleanReadout, LabelReadout, ScoreReadout, GenerateReadout]
+Readout = BooleanReadout | LabelReadout | ScoreReadout | GenerateReadout
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,9 @@ class Answer:
 @dataclass
 class EngineStats:
     """Counters the execution report reads. requested = every prompt token a request names
-    (its prefix's tokens included); fresh = tokens actually run through the model."""
+    (its prefix's tokens included); fresh = prompt tokens actually run through the model
+    (prefix computation, request suffixes, calibration prompts, teacher-forced label tokens);
+    decode_tokens = tokens fed back during greedy decode; forward_passes counts every pass."""
 
     requested_tokens: int = 0
     fresh_tokens: int = 0
@@ -106,7 +108,13 @@ class Engine(Protocol):
         the assistant header. Concatenated, they are the prompt the model answers."""
         ...
 
-    def add_prefix(self, tokens: Sequence[int]) -> PrefixHandle: ...
+    def add_prefix(self, tokens: Sequence[int]) -> PrefixHandle:
+        """Compute `tokens`' KV once and keep it, with one reference, until released."""
+        ...
+
+    def add_prefixes(self, token_lists: Sequence[Sequence[int]]) -> list[PrefixHandle]:
+        """Several prefixes packed into as few forward passes as the token budget allows."""
+        ...
 
     def retain(self, handle: PrefixHandle) -> None: ...
 

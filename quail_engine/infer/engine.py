@@ -100,8 +100,8 @@ class LocalEngine:
     def run(self, requests: Sequence[Request]) -> list[Answer]:
         prefixes = [self.arena.get(r.prefix.id) if r.prefix else None for r in requests]
         for r in requests:
-            if not r.tokens:
-                raise ExecutionError("a request needs at least one token of its own")
+            self._check_length(r)
+        for r in requests:
             self.stats.requested_tokens += len(r.tokens) + (r.prefix.num_tokens if r.prefix else 0)
         self._prepare_references([r.readout for r in requests])
         answers: list[Answer | None] = [None] * len(requests)
@@ -133,6 +133,18 @@ class LocalEngine:
             for i, s in zip(gen, seqs):
                 answers[i] = Answer(value=s.text)
         return answers  # type: ignore[return-value]
+
+    def _check_length(self, r: Request) -> None:
+        if not r.tokens:
+            raise ExecutionError("a request needs at least one token of its own")
+        total = len(r.tokens) + (r.prefix.num_tokens if r.prefix else 0)
+        if isinstance(r.readout, GenerateReadout):
+            total += r.readout.max_tokens
+        if total > self.max_context:
+            raise ExecutionError(
+                f"a prompt of {total} tokens (prefix, own tokens and generated tokens) exceeds "
+                f"the context of {self.model_id!r} ({self.max_context} tokens); shorten the "
+                "input text")
 
     # -- readouts -----------------------------------------------------------------------------
     def _booleans(self, ro: BooleanReadout | ScoreReadout) -> BooleanTokens:

@@ -44,3 +44,10 @@ def test_prefix_bytes_match_model_shape(engine, tiny_llama):
 def test_empty_request_is_an_error(engine, tokens):
     with pytest.raises(ExecutionError, match="at least one token"):
         engine.run([Request(tokens, BooleanReadout())])
+
+
+def test_prompt_longer_than_the_context_names_the_sizes(engine):
+    engine.max_context = 16
+    with pytest.raises(ExecutionError, match="20 tokens .* exceeds the context of 'tiny-llama' "
+                                             "\\(16 tokens\\)"):
+        engine.run([Request(tuple(range(2, 22)), BooleanReadout())])
