@@ -1,0 +1,110 @@
+"""Where a forward pass spends its GPU time: torch.profiler kernel totals for one Qwen3-4B-shape
+pass of the filter workload (64k packed tokens) and one join pass (anchor store + partner
+suffixes), bf16 and fp8; plus causal-attention block sizes for one long (anchor) sequence.
+
+    python bench/gpu/profile_pass.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import torch  # noqa: E402
+
+from bench.gpu.common import Results, bench_ms, setup_logging  # noqa: E402
+from bench.gpu.quail_runs import ANSWER_IDS  # noqa: E402
+from bench.gpu.workloads import filter_work, join_work  # noqa: E402
+from quail_engine.infer.api import EngineStats  # noqa: E402
+from quail_engine.infer.gpu.engine import build_gpu_model  # noqa: E402
+from quail_engine.infer.gpu.random_weights import random_state_dict, shape_config  # noqa: E402
+from quail_engine.infer.gpu.runner import GpuRunner  # noqa: E402
+from quail_engine.infer.runner import SeqJob  # noqa: E402
+from quail_kernels.varlen_attention import varlen_attention  # noqa: E402
+
+GROUPS = [("gemm", ("gemm", "sm90", "cutlass", "xmma", "nvjet", "scaled_mm", "cublas")),
+          ("prefix_attention", ("_prefix_attention",)), ("varlen_attention", ("_varlen_attention",)),
+          ("silu_mul", ("_silu_mul",)), ("add_rmsnorm", ("_add_rmsnorm",)),
+          ("qk_norm_rope", ("_qk_norm_rope",)), ("lse_merge", ("_lse_merge",))]
+
+
+def _group(name: str) -> str:
+    low = name.lower()
+    for group, keys in GROUPS:
+        if any(k in low for k in keys):
+            return group
+    return "other"
+
+
+def _profile(fn) -> dict:
+    fn()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    totals: dict[str, float] = defaultdict(float)
+    for evt in prof.key_averages():
+        us = getattr(evt, "device_time_total", None) or getattr(evt, "cuda_time_total", 0)
+        if us and evt.key:
+            totals[_group(evt.key)] += us / 1000.0
+    total = sum(totals.values())
+    return {"total_ms": round(total, 2),
+            **{k: {"ms": round(v, 2), "share": round(v / total, 3)} for k, v in
+               sorted(totals.items(), key=lambda kv: -kv[1])}}
+
+
+def passes(dtype: str) -> dict:
+    config = shape_config("qwen3-4b")
+    sd = random_state_dict(config, seed=0, device="cuda", dtype=torch.bfloat16)
+    model = build_gpu_model(config, sd, fp8=dtype == "fp8", kv_fraction=0.3)
+    del sd
+    fw = filter_work(200, config.vocab_size)
+    runner = GpuRunner(model, EngineStats(), token_budget=65536)
+    jobs = lambda: [SeqJob(d, vocab=ANSWER_IDS) for d in fw.docs]  # noqa: E731
+    out = {"filter_pass_tokens": sum(len(d) for d in fw.docs),
+           "filter": _profile(lambda: runner.run(jobs()))}
+    jw = join_work(1, 1100, config.vocab_size)
+
+    def join_once():
+        store = SeqJob(jw.anchors[0], read=(), store_kv=True)
+        runner.run([store])
+        runner.run([SeqJob(p, prefix=store.kv, vocab=ANSWER_IDS) for p in jw.partners])
+        store.kv.release()
+
+    out["join_anchor_tokens"] = len(jw.anchors[0])
+    out["join_suffix_tokens"] = sum(len(p) for p in jw.partners)
+    out["join"] = _profile(join_once)
+    return out
+
+
+def long_causal() -> list[dict]:
+    n, hq, hkv, d = 4096, 32, 8, 128
+    q = torch.randn(n, hq, d, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(n, hkv, d, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    cu = torch.tensor([0, n], dtype=torch.int32, device="cuda")
+    flops = 4 * n * (n + 1) / 2 * hq * d
+    rows = []
+    for blocks in [(64, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3),
+                   (64, 128, 4, 3), (128, 32, 4, 4)]:
+        ms = bench_ms(lambda b=blocks: varlen_attention(q, k, v, cu, n, d ** -0.5, b))
+        rows.append({"blocks": blocks, "ms": round(ms, 3), "tflops": round(flops / ms / 1e9, 1)})
+    return rows
+
+
+def main() -> int:
+    setup_logging()
+    res = Results("profile.json")
+    res.section("long_causal", long_causal)
+    for dtype in ("fp8", "bf16"):
+        res.section(f"passes_{dtype}", passes, dtype)
+    print(json.dumps(res.data, indent=1, default=str)[-6000:])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
