@@ -90,7 +90,8 @@ def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     num_seqs = cu_seqlens.shape[0] - 1
     if num_tokens == 0 or num_seqs == 0:
         return out, lse
-    block_m, block_n, warps, stages = blocks or default_blocks(q.device.type, head_dim)
+    block_m, block_n, warps, stages = blocks or default_blocks(q.device.type, head_dim,
+                                                                 max_seqlen)
     if block_m < group:
         raise ValueError(f"BLOCK_M {block_m} smaller than the GQA group {group}")
     grid = (triton.cdiv(max_seqlen, block_m // group), num_seqs, k.shape[1])

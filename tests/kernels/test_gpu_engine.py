@@ -1,0 +1,45 @@
+"""GpuEngine (the Engine API on the GPU path) answers like LocalEngine on the plain-torch model:
+boolean requests with and without a shared prefix, and release returns the arena's pages."""
+
+import torch
+from test_gpu_model import _models
+
+from quail_engine.infer.api import BooleanReadout, Request
+from quail_engine.infer.engine import LocalEngine
+from quail_engine.infer.gpu.engine import GpuEngine
+
+
+class CharTokenizer:
+    """One token per character (ids 1..96); enough for the engine's text plumbing."""
+
+    eos_token_id = 0
+    bos_token_id = None
+
+    def encode(self, text, add_special_tokens=False):
+        return [1 + ord(c) % 96 for c in text]
+
+    def decode(self, ids, skip_special_tokens=True):
+        return "".join(chr(i) for i in ids)
+
+
+def test_gpu_engine_answers_like_local_engine(device):
+    config, ref, fast = _models("qwen3", device)
+    tok = CharTokenizer()
+    gpu = GpuEngine(fast, tok, config, token_budget=64)
+    cpu = LocalEngine(ref, tok, config, token_budget=64)
+    readout = BooleanReadout(true_words=("y",), false_words=("n",))
+    anchor = tok.encode("the anchor document, shared by every partner.")
+    tails = [tok.encode(t) for t in (" partner one?", " two?", " a third partner, longer?")]
+    answers = {}
+    for name, engine in (("gpu", gpu), ("cpu", cpu)):
+        handle = engine.add_prefix(anchor)
+        shared = [Request(tuple(t), readout, prefix=handle) for t in tails]
+        plain = [Request(tuple(t), readout) for t in tails]
+        with torch.inference_mode():
+            answers[name] = engine.run(shared + plain)
+        engine.release(handle)
+    for got, want in zip(answers["gpu"], answers["cpu"]):
+        assert got.value == want.value
+        assert abs(got.margin - want.margin) < 1e-3
+    assert fast.arena.num_free_pages == fast.arena.num_pages
+    assert gpu.stats.requested_tokens == cpu.stats.requested_tokens
