@@ -7,7 +7,7 @@ GGUF metadata by `infer/gguf.py`. Bad input raises ValueError naming the field a
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 FAMILIES = ("llama", "qwen2", "qwen3", "gemma3")
@@ -55,7 +55,6 @@ class ModelConfig:
     final_logit_softcapping: float | None = None
     bos_token_id: int | None = None
     eos_token_ids: tuple[int, ...] = ()
-    extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -84,6 +83,9 @@ class ModelConfig:
             raise ValueError(f"unknown layer type(s) {bad}; supported: {LAYER_TYPES}")
         if "sliding_attention" in self.layer_types and not self.sliding_window:
             raise ValueError("sliding_attention layers need a positive sliding_window")
+        if self.sandwich_norm != (self.family == "gemma3"):
+            raise ValueError(f"sandwich_norm={self.sandwich_norm} does not fit family {self.family!r}"
+                             " (only gemma3 has post-attention and pre/post-feedforward norms)")
         if self.rope_scaling is not None:
             rope_type = self.rope_scaling.get("rope_type", "default")
             if rope_type not in ROPE_TYPES:

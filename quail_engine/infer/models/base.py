@@ -55,7 +55,11 @@ class CausalLM(nn.Module):
             self.lm_head.weight = self.model.embed_tokens.weight
 
     def embed(self, input_ids: Tensor) -> Tensor:
-        return self.model.embed_tokens(input_ids)
+        hidden = self.model.embed_tokens(input_ids)
+        if self.config.embed_scale:  # Gemma: times sqrt(hidden), rounded to the weights' dtype
+            weight = self.model.embed_tokens.weight
+            hidden = hidden * weight.new_tensor(self.config.hidden_size ** 0.5)
+        return hidden
 
     def forward(self, input_ids: Tensor, positions: Tensor, cu_seqlens: Tensor,
                 prefixes: Sequence[PrefixKV | None], read_index: Tensor,

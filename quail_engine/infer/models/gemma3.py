@@ -34,11 +34,6 @@ class Gemma3DecoderLayer(DecoderLayer):
 class Gemma3ForCausalLM(CausalLM):
     layer_class = Gemma3DecoderLayer
 
-    def embed(self, input_ids: Tensor) -> Tensor:
-        weight = self.model.embed_tokens.weight
-        scale = weight.new_tensor(self.config.hidden_size ** 0.5)
-        return self.model.embed_tokens(input_ids) * scale
-
 
 def layer_types(hf: dict) -> tuple[str, ...]:
     if hf.get("layer_types"):

@@ -22,6 +22,7 @@ BASE = dict(family="llama", vocab_size=10, hidden_size=8, num_layers=2, num_head
     ({"layer_types": ("full_attention", "sliding_attention")}, "need a positive sliding_window"),
     ({"rope_scaling": {"rope_type": "yarn"}}, "rope_type 'yarn' not supported"),
     ({"rope_theta": 0.0}, "rope_theta must be positive"),
+    ({"sandwich_norm": True}, "sandwich_norm=True does not fit family 'llama'"),
 ])
 def test_bad_config_raises_value_error_naming_the_field(override, message):
     with pytest.raises(ValueError) as err:
