@@ -14,5 +14,6 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 
 @pytest.fixture(scope="class")
 def dbt_profile_target(tmp_path_factory):
-    path = tmp_path_factory.mktemp("quail") / "test.duckdb"
-    return {"type": "quail", "threads": 4, "path": str(path)}
+    root = tmp_path_factory.mktemp("quail")
+    return {"type": "quail", "threads": 4, "path": str(root / "test.duckdb"),
+            "cache_dir": str(root / "answers")}

@@ -21,7 +21,7 @@ def write_project(root: Path, files: dict[str, str], dialect: str = "duckdb",
                "profile": "quail_test", "flags": {"send_anonymous_usage_stats": False}}
     profile = {"quail_test": {"target": "dev", "outputs": {"dev": {
         "type": "quail", "path": str(root / "db.duckdb"), "threads": threads,
-        "device": "cpu", "dialect": dialect, "external_root": str(root / "external")}}}}
+        "device": "cpu", "dialect": dialect, "cache_dir": str(root / "answers")}}}}
     (root / "dbt_project.yml").write_text(yaml.safe_dump(project))
     (root / "profiles.yml").write_text(yaml.safe_dump(profile))
     for name, text in files.items():
@@ -40,7 +40,7 @@ def dbt_env() -> dict[str, str]:
 
 
 def run(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(dbt_command(root, *args), env=dbt_env(), capture_output=True,
+    done = subprocess.run(dbt_command(root, *args), env=dbt_env(), cwd=root, capture_output=True,
                           text=True, timeout=900)
     if check and done.returncode != 0:
         raise AssertionError(f"dbt {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")

@@ -16,6 +16,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 logger = AdapterLogger("Quail")
+_NO_CACHE = ("off", "none", "false", "")
 
 
 class AiRunner:
@@ -47,6 +48,16 @@ class AiRunner:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         return "cuda:0" if device == "cuda" else device
 
+    @property
+    def cache_dir(self) -> str | None:
+        """The answer cache directory; None when the profile says `cache_dir: off`."""
+        value = self.options["cache_dir"]
+        if value is None:
+            from quail_engine.exec.session_args import default_cache_dir
+
+            return str(default_cache_dir())
+        return None if str(value).strip().lower() in _NO_CACHE else str(value)
+
     def _statement_lock(self) -> threading.Lock:
         with self._GUARD:
             return self._STATEMENT_LOCKS.setdefault(self.device, threading.Lock())
@@ -75,8 +86,8 @@ class AiRunner:
         from quail_engine.exec.session import QuailSession
 
         _refuse_ai_views(sql, cursor, model_name)
-        session = QuailSession(cursor, engine_factory=self.engine,
-                               cache_dir=self.options["cache_dir"], device=self.device)
+        session = QuailSession(cursor, engine_factory=self.engine, cache_dir=self.cache_dir,
+                               device=self.device)
         with self._statement_lock():
             logger.info(f"{model_name}: running AI operators ({dialect} SQL) on {self.device}")
             try:
@@ -86,11 +97,12 @@ class AiRunner:
             finally:
                 _remove_udfs(cursor, session)
         report = session.report
-        ops = report.ops.values()
+        hits = sum(o.cache_hits for o in report.ops.values())
+        computed = sum(o.prompts for o in report.ops.values()) - hits
         logger.info(
-            f"{model_name}: {table.num_rows} rows, {sum(o.prompts for o in ops)} prompts "
-            f"({sum(o.cache_hits for o in ops)} from cache), {report.fresh_tokens} tokens, "
-            f"{report.wall_s:.2f} s on {report.model or 'no model'} ({self.device})")
+            f"{model_name}: {table.num_rows} rows, {computed} prompts run, {hits} answers from "
+            f"cache, {report.fresh_tokens} tokens, {report.wall_s:.2f} s on "
+            f"{report.model or 'no model'} ({self.device})")
         return table
 
     def answer_rows(self, op: Any, rows: list[tuple]) -> list[Any]:
@@ -107,8 +119,8 @@ class AiRunner:
             from quail_engine.exec.op_runner import OpRunner
             from quail_engine.exec.report import Report
 
-            self._row_runner = OpRunner(self.engine(), AnswerCache.in_dir(
-                self.options["cache_dir"]), Report())
+            self._row_runner = OpRunner(self.engine(), AnswerCache.in_dir(self.cache_dir),
+                                        Report())
         return self._row_runner
 
     def _load_engine(self) -> Any:

@@ -19,8 +19,8 @@ class QuailCredentials(DuckDBCredentials):
     """`model`: a Hugging Face directory, a GGUF file or a model name the engine knows; None
     or 'embedded' means the embedded default model. `device`: auto, cpu, cuda or cuda:N.
     `dialect`: the warehouse dialect model SQL is written in unless a model sets `quail_dialect`.
-    `cache_dir`: where answers (and converted weights) are cached across runs; None disables
-    the answer cache. The `max_*` fields bound the engine's batches and outputs."""
+    `cache_dir`: where answers are cached by content across runs (default: the `quail` CLI's
+    cache, $QUAIL_CACHE_DIR or ~/.cache/quail/answers); `off` disables it. The `max_*` fields bound the engine's batches and outputs."""
 
     model: str | None = None
     device: str = "auto"
