@@ -22,6 +22,7 @@ def main(argv=None) -> int:
     p.add_argument("--shapes", default="qwen3-4b,smollm2-135m")
     p.add_argument("--prompts", type=int, default=400)
     p.add_argument("--skip", default="")
+    p.add_argument("--anchor-len", default="500,700", help="prefix check anchor lengths lo,hi")
     args = p.parse_args(argv)
     setup_logging()
     res = Results("check.json")
@@ -35,7 +36,9 @@ def main(argv=None) -> int:
         res.section("gemms", kernel_check.gemms)
     for shape in args.shapes.split(","):
         if shape:
-            res.section(f"model_{shape}", model_check.check_shape, shape, args.prompts)
+            lo, hi = (int(x) for x in args.anchor_len.split(","))
+            res.section(f"model_{shape}", model_check.check_shape, shape, args.prompts, 0,
+                        (lo, hi))
     d = res.data
     print(json.dumps({k: d[k] for k in ("env", "ceilings") if k in d}))
     for key in ("kernels_norms", "kernels_attention", "gemms"):

@@ -45,7 +45,8 @@ def _compare(ref: torch.Tensor, got: torch.Tensor, ref_logits, got_logits) -> di
             "logit_rel_err": float((got_logits - ref_logits).norm() / ref_logits.norm())}
 
 
-def check_shape(name: str, num_prompts: int = 400, seed: int = 0) -> dict:
+def check_shape(name: str, num_prompts: int = 400, seed: int = 0,
+                anchor_len: tuple[int, int] = (500, 700)) -> dict:
     config = shape_config(name)
     vocab = (1000, 2000, 3000, 4000)  # [TRUE-ish, FALSE-ish, two more columns]
     prompts = _prompts(num_prompts, config.vocab_size, 16, 320, seed)
@@ -79,17 +80,19 @@ def check_shape(name: str, num_prompts: int = 400, seed: int = 0) -> dict:
         GpuRunner(model, EngineStats(), token_budget=16384).run(jobs)
         out[variant] = _compare(ref_m, _margins(jobs), ref_l, torch.cat([j.logits for j in jobs]))
         if variant in ("bf16", "fp8"):
-            out[variant]["prefix_vs_unshared"] = prefix_check(model, config.vocab_size, vocab, seed)
+            out[variant]["prefix_vs_unshared"] = prefix_check(model, config.vocab_size, vocab, seed,
+                                                              anchor_len)
     del ref_model, plain_bf16, fast
     gc.collect()
     torch.cuda.empty_cache()
     return out
 
 
-def prefix_check(model, vocab_size: int, vocab, seed: int) -> dict:
-    """8 anchors of ~600 tokens kept in the paged arena, 25 partner suffixes each, interleaved;
-    the same prompts run unshared."""
-    anchors = _prompts(8, vocab_size, 500, 700, seed + 1)
+def prefix_check(model, vocab_size: int, vocab, seed: int,
+                 anchor_len: tuple[int, int] = (500, 700)) -> dict:
+    """8 anchors kept in the paged arena, 25 partner suffixes each, interleaved; the same
+    prompts run unshared."""
+    anchors = _prompts(8, vocab_size, anchor_len[0], anchor_len[1], seed + 1)
     suffixes = _prompts(200, vocab_size, 8, 24, seed + 2)
     runner = GpuRunner(model, EngineStats(), token_budget=16384)
     stores = [SeqJob(a, read=(), store_kv=True) for a in anchors]

@@ -43,3 +43,22 @@ def test_gpu_engine_answers_like_local_engine(device):
         assert abs(got.margin - want.margin) < 1e-3
     assert fast.arena.num_free_pages == fast.arena.num_pages
     assert gpu.stats.requested_tokens == cpu.stats.requested_tokens
+
+
+def test_gpu_engine_greedy_decode_matches_local_engine(device):
+    """Generate readouts grow a paged prefix token by token (concat into fresh pages); the
+    text equals the plain path's, and every page comes back once the jobs are dropped."""
+    import gc
+
+    from quail_engine.infer.api import GenerateReadout
+
+    config, ref, fast = _models("qwen3", device)
+    tok = CharTokenizer()
+    readout = GenerateReadout(max_tokens=5)
+    req = [Request(tuple(tok.encode("continue this text:")), readout)]
+    with torch.inference_mode():
+        got = GpuEngine(fast, tok, config, token_budget=64).run(req)
+        want = LocalEngine(ref, tok, config, token_budget=64).run(req)
+    assert got[0].value == want[0].value and len(got[0].value) > 0
+    gc.collect()
+    assert fast.arena.num_free_pages == fast.arena.num_pages
