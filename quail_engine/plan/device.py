@@ -27,36 +27,45 @@ def cache_dir() -> Path:
     return Path(os.environ.get("QUAIL_CACHE_DIR", Path.home() / ".cache" / "quail"))
 
 
-PROBE_VERSION = 2
+PROBE_VERSION = 3
+# square and prefill-shaped (tokens x hidden x intermediate) products: CPUs with matrix units
+# reach their peak only on the larger ones
+PROBE_SHAPES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 2048, 640))
 
 
-def _matmul_flops(size: int, seconds_budget: float) -> float:
-    """Best of five timed windows of a square matmul: bf16 through torch when it is installed
-    (the engine computes in bf16 on CPU), float32 numpy otherwise."""
+def _matmul_flops(seconds_budget: float) -> float:
+    """Best timed window over PROBE_SHAPES: bf16 through torch when it is installed (the
+    engine computes in bf16 on CPU), float32 numpy otherwise."""
     try:
         import torch
 
-        a = torch.randn(size, size, dtype=torch.bfloat16)
+        def make(m, k):
+            return torch.randn(m, k, dtype=torch.bfloat16)
     except ImportError:
         import numpy as np
 
-        a = np.random.default_rng(0).standard_normal((size, size), dtype=np.float32)
-    a @ a
+        rng = np.random.default_rng(0)
+
+        def make(m, k):
+            return rng.standard_normal((m, k), dtype=np.float32)
     best = 0.0
-    for _ in range(5):
-        runs, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds_budget / 5:
-            a @ a
-            runs += 1
-        best = max(best, 2 * size**3 * runs / (time.perf_counter() - start))
+    for m, k, n in PROBE_SHAPES:
+        a, b = make(m, k), make(k, n)
+        a @ b
+        for _ in range(3):
+            runs, start = 0, time.perf_counter()
+            while time.perf_counter() - start < seconds_budget / (3 * len(PROBE_SHAPES)):
+                a @ b
+                runs += 1
+            best = max(best, 2 * m * k * n * runs / (time.perf_counter() - start))
     return best
 
 
-def probe_cpu(size: int = 1024, seconds_budget: float = 1.0) -> DeviceSpec:
-    """Measure peak matmul FLOP/s and copy bandwidth (about a second)."""
+def probe_cpu(seconds_budget: float = 1.5) -> DeviceSpec:
+    """Measure peak matmul FLOP/s and copy bandwidth (a second or two)."""
     import numpy as np
 
-    flops = _matmul_flops(size, seconds_budget)
+    flops = _matmul_flops(seconds_budget)
     buf = np.ones(64 * 2**20 // 4, dtype=np.float32)
     dst = np.empty_like(buf)
     best = 0.0
