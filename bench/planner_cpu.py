@@ -95,6 +95,7 @@ def main(argv=None) -> int:
     baseline = min((r for r in runs if r["mode"] == "as_written"), key=lambda r: r["wall_s"])
     planned = min((r for r in runs if r["mode"] == "planned"), key=lambda r: r["wall_s"])
     same = set(baseline["result"]) == set(planned["result"])
+    differing = len(set(baseline["result"]) ^ set(planned["result"]))
     all_walls = [(r["mode"], round(r["wall_s"], 2)) for r in runs]
     for r in runs:
         r.pop("result")
@@ -108,7 +109,7 @@ def main(argv=None) -> int:
         "speedup_wall": baseline["wall_s"] / planned["wall_s"],
         "speedup_sol": baseline["sol_seconds"] / planned["sol_seconds"],
         "fresh_token_ratio": baseline["fresh_tokens"] / max(1, planned["fresh_tokens"]),
-        "same_result_rows": same, "all_walls": all_walls,
+        "same_result_rows": same, "result_rows_differing": differing, "all_walls": all_walls,
     }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -132,7 +133,8 @@ def markdown(r: dict) -> str:
                      f"{run_['requested_tokens']} | {run_['sol_seconds']:.2f} | {run_['rows']} |")
     lines += ["", f"Speed-up (wall): {r['speedup_wall']:.2f}x; speed-of-light ratio: "
               f"{r['speedup_sol']:.2f}x; fresh-token ratio: {r['fresh_token_ratio']:.2f}x; "
-              f"same result rows: {r['same_result_rows']}.", "",
+              f"same result rows: {r['same_result_rows']} "
+              f"({r.get('result_rows_differing', 0)} rows differ).", "",
               f"Best of {len(r['all_walls']) // 2} runs per mode (ABBA order); all walls: "
               f"{r['all_walls']}.", ""]
     return "\n".join(lines)
