@@ -60,7 +60,6 @@ class CoreRunner:
             kinds = {self.ai_ops[o].join.kind for o in planned.joins if self.ai_ops[o].join}
             if kinds <= {"inner", "cross"}:
                 self._run_projections(plan, scans, final)
-        self.store.complete |= set(planned.filters) | set(planned.joins)
         self.runner.report.plans.append(plan.logical.text() + "\n" + plan.text())
         self.runner.report.remarks.extend(plan.remarks)
         return plan
@@ -114,6 +113,8 @@ class CoreRunner:
                         kv.release()
                 alive_all += alive
             survivors[alias] = alive_all
+            # every row that can reach these filters was asked: a miss later is a dead row
+            self.store.complete |= {s.op for s in steps if s.kind == "filter"}
         return survivors
 
     def _carry_key(self, plan: PhysicalPlan) -> tuple[str, str] | None:

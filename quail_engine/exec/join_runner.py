@@ -77,6 +77,7 @@ def _run_ai_step(step: JoinStep, pairs: list[dict[str, int]], scans, ai_ops, run
                 store.put(step.op, v, ans)
         finally:
             kv.release()
+    store.complete.add(step.op)  # every candidate pair was asked
     kept = [p for p, v in zip(pairs, values) if store.get(step.op, v) is True]
     rep.rows_in += len(pairs)
     rep.rows_out += len(kept)
