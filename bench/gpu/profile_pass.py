@@ -96,9 +96,31 @@ def long_causal() -> list[dict]:
     return rows
 
 
+def short_causal() -> list[dict]:
+    """1,100 join suffixes of 10-20 tokens (their own causal part)."""
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(10, 21, (1100,), generator=g).tolist()
+    total, hq, hkv, d = sum(lengths), 32, 8, 128
+    q = torch.randn(total, hq, d, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(total, hkv, d, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    cu = torch.tensor([0] + torch.tensor(lengths).cumsum(0).tolist(), dtype=torch.int32,
+                      device="cuda")
+    ref, _ = varlen_attention(q.float(), k.float(), v.float(), cu, 20, d ** -0.5, (64, 64, 4, 3))
+    rows = []
+    for blocks in [(64, 64, 4, 3), (128, 32, 4, 3), (64, 32, 4, 3), (128, 64, 8, 3),
+                   (128, 32, 8, 3), (64, 16, 4, 3)]:
+        out, _ = varlen_attention(q, k, v, cu, 20, d ** -0.5, blocks)
+        ms = bench_ms(lambda b=blocks: varlen_attention(q, k, v, cu, 20, d ** -0.5, b))
+        err = float((out.double() - ref.double()).norm() / ref.double().norm())
+        rows.append({"blocks": blocks, "ms": round(ms, 4), "rel_err": err})
+    return rows
+
+
 def main() -> int:
     setup_logging()
     res = Results("profile.json")
+    res.section("short_causal", short_causal)
     res.section("long_causal", long_causal)
     for dtype in ("fp8", "bf16"):
         res.section(f"passes_{dtype}", passes, dtype)
