@@ -24,7 +24,7 @@ from quail_engine.infer.gpu.engine import build_gpu_model  # noqa: E402
 from quail_engine.infer.gpu.random_weights import random_state_dict, shape_config  # noqa: E402
 from quail_engine.infer.gpu.runner import GpuRunner  # noqa: E402
 from quail_engine.infer.runner import SeqJob  # noqa: E402
-from quail_kernels.varlen_attention import varlen_attention  # noqa: E402
+from quail_kernels.varlen_attention import varlen_attention, varlen_attention_ref  # noqa: E402
 
 GROUPS = [("gemm", ("gemm", "sm90", "cutlass", "xmma", "nvjet", "scaled_mm", "cublas")),
           ("prefix_attention", ("_prefix_attention",)), ("varlen_attention", ("_varlen_attention",)),
@@ -106,7 +106,7 @@ def short_causal() -> list[dict]:
     v = torch.randn_like(k)
     cu = torch.tensor([0] + torch.tensor(lengths).cumsum(0).tolist(), dtype=torch.int32,
                       device="cuda")
-    ref, _ = varlen_attention(q.float(), k.float(), v.float(), cu, 20, d ** -0.5, (64, 64, 4, 3))
+    ref, _ = varlen_attention_ref(q.float(), k.float(), v.float(), cu, 20, d ** -0.5)
     rows = []
     for blocks in [(64, 64, 4, 3), (128, 32, 4, 3), (64, 32, 4, 3), (128, 64, 8, 3),
                    (128, 32, 8, 3), (64, 16, 4, 3)]:
