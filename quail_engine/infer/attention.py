@@ -74,6 +74,12 @@ def varlen_causal_attention(q: Tensor, k: Tensor, v: Tensor, cu_seqlens: Tensor,
     lengths = [b - a for a, b in zip(bounds[:-1], bounds[1:])]
     for group in _length_groups(lengths, max_scores):
         longest = lengths[group[0]]
+        if len(group) == 1:
+            a, b = bounds[group[0]], bounds[group[0] + 1]
+            pos = torch.arange(longest, device=q.device)
+            out[a:b], lse[a:b] = _attend_blocked(q[a:b], pos, k[a:b], v[a:b], pos, True,
+                                                 sliding_window, scale, max_scores)
+            continue
         steps = torch.arange(longest, device=q.device)
         starts = torch.tensor([bounds[i] for i in group], device=q.device)
         valid = steps < torch.tensor([lengths[i] for i in group], device=q.device).unsqueeze(1)
@@ -84,21 +90,41 @@ def varlen_causal_attention(q: Tensor, k: Tensor, v: Tensor, cu_seqlens: Tensor,
     return out, lse
 
 
+def _attend_blocked(q: Tensor, q_pos: Tensor, k: Tensor, v: Tensor, k_pos: Tensor, causal: bool,
+                    sliding_window: int | None, scale: float,
+                    max_scores: int) -> tuple[Tensor, Tensor]:
+    """One sequence's queries in blocks of at most `max_scores` query-key pairs, each block
+    reading only the keys its positions can see (k_pos ascending)."""
+    out = torch.zeros_like(q)
+    lse = torch.full(q.shape[:2], float("-inf"), dtype=torch.float32, device=q.device)
+    block = max(1, max_scores // max(1, k.shape[0]))
+    for a in range(0, q.shape[0], block):
+        pos = q_pos[a:a + block]
+        lo, hi = 0, k.shape[0]
+        if causal:
+            hi = int(torch.searchsorted(k_pos, pos.max(), right=True))
+        if sliding_window is not None:
+            lo = int(torch.searchsorted(k_pos, pos.min() - sliding_window + 1))
+        if hi <= lo:
+            continue
+        allowed = _window_mask(pos, k_pos[lo:hi], causal, sliding_window)
+        o, s = _attend(q[a:a + block].unsqueeze(0), k[lo:hi].unsqueeze(0), v[lo:hi].unsqueeze(0),
+                       allowed.unsqueeze(0), scale)
+        out[a:a + block], lse[a:a + block] = o[0], s[0]
+    return out, lse
+
+
 def prefix_attention(q: Tensor, q_positions: Tensor, k_prefix: Tensor, v_prefix: Tensor,
-                     scale: float, sliding_window: int | None = None) -> tuple[Tensor, Tensor]:
+                     scale: float, sliding_window: int | None = None,
+                     max_scores: int = 1 << 20) -> tuple[Tensor, Tensor]:
     """Queries q [M, H, D] at absolute positions `q_positions` [M] against a prefix's KV
     [P, H_kv, D] at positions 0..P-1: every prefix key is visible (the prefix precedes the
     queries) unless it lies `sliding_window` or more positions back. Queries of several requests
-    that share one prefix can be stacked into one call."""
-    start = 0
-    if sliding_window is not None and q_positions.numel():
-        start = max(0, int(q_positions.min()) - sliding_window + 1)
-    k_prefix, v_prefix = k_prefix[start:], v_prefix[start:]
-    k_pos = torch.arange(start, start + k_prefix.shape[0], device=q.device)
-    allowed = _window_mask(q_positions, k_pos, False, sliding_window)
-    out, lse = _attend(q.unsqueeze(0), k_prefix.unsqueeze(0), v_prefix.unsqueeze(0),
-                       allowed.unsqueeze(0), scale)
-    return out[0], lse[0]
+    that share one prefix can be stacked into one call; they run in blocks of at most
+    `max_scores` query-key pairs."""
+    k_pos = torch.arange(k_prefix.shape[0], device=q.device)
+    return _attend_blocked(q, q_positions, k_prefix, v_prefix, k_pos, False, sliding_window,
+                           scale, max_scores)
 
 
 def merge_attention(out_a: Tensor, lse_a: Tensor, out_b: Tensor,

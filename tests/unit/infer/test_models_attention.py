@@ -23,7 +23,9 @@ def _dense_reference(q, k, v, q_pos, k_pos, scale, window):
 @pytest.mark.parametrize("prefix_len,own_len,heads,kv_heads,window", [
     (7, 5, 4, 2, None), (1, 1, 2, 2, None), (13, 9, 6, 1, 4), (3, 11, 4, 4, 6), (0, 4, 2, 1, None),
 ])
-def test_prefix_plus_causal_merge_equals_full_attention(prefix_len, own_len, heads, kv_heads, window):
+@pytest.mark.parametrize("max_scores", [1, 7, 1 << 20])
+def test_prefix_plus_causal_merge_equals_full_attention(prefix_len, own_len, heads, kv_heads, window,
+                                                        max_scores):
     gen = torch.Generator().manual_seed(prefix_len * 31 + own_len)
     dim, scale = 8, 8 ** -0.5
     total = prefix_len + own_len
@@ -32,8 +34,10 @@ def test_prefix_plus_causal_merge_equals_full_attention(prefix_len, own_len, hea
     v = torch.randn(total, kv_heads, dim, generator=gen, dtype=torch.float64)
     q_pos = torch.arange(prefix_len, total)
     cu = torch.tensor([0, own_len], dtype=torch.int32)
-    own_out, own_lse = varlen_causal_attention(q, k[prefix_len:], v[prefix_len:], cu, scale, window)
-    pre_out, pre_lse = prefix_attention(q, q_pos, k[:prefix_len], v[:prefix_len], scale, window)
+    own_out, own_lse = varlen_causal_attention(q, k[prefix_len:], v[prefix_len:], cu, scale, window,
+                                               max_scores=max_scores)
+    pre_out, pre_lse = prefix_attention(q, q_pos, k[:prefix_len], v[:prefix_len], scale, window,
+                                        max_scores=max_scores)
     merged, lse = merge_attention(own_out, own_lse, pre_out, pre_lse)
     expected = _dense_reference(q, k, v, q_pos, torch.arange(total), scale, window)
     assert torch.allclose(merged, expected, atol=1e-6)
