@@ -24,6 +24,8 @@ logger = logging.getLogger(__name__)
 _PREFIX_RENAMES = (("model.language_model.", "model."), ("language_model.model.", "model."),
                    ("language_model.lm_head.", "lm_head."))
 _IGNORED_SUFFIXES = ("rotary_emb.inv_freq",)
+_IGNORED_PREFIXES = ("vision_tower.", "model.vision_tower.", "multi_modal_projector.",
+                     "model.multi_modal_projector.")
 
 
 def safetensors_files(directory: Path) -> list[Path]:
@@ -46,7 +48,7 @@ def read_state_dict(directory: str | Path) -> dict[str, torch.Tensor]:
             for old, new in _PREFIX_RENAMES:
                 if name.startswith(old):
                     name = new + name[len(old):]
-            if not name.endswith(_IGNORED_SUFFIXES):
+            if not name.endswith(_IGNORED_SUFFIXES) and not name.startswith(_IGNORED_PREFIXES):
                 state[name] = tensor
     return state
 

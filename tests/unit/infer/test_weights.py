@@ -139,3 +139,20 @@ def test_dtype_names(value, expected):
 def test_unknown_dtype_is_refused():
     with pytest.raises(ModelError, match="unknown dtype 'int4'"):
         resolve_dtype("int4")
+
+
+def test_multimodal_wrapper_names_load_as_the_text_model(llama_dir, tmp_path, tools):
+    from safetensors.torch import save_file
+
+    hf_model, directory = llama_dir
+    state = {name.replace("model.", "model.language_model.", 1): t.contiguous()
+             for name, t in hf_model.state_dict().items() if name != "lm_head.weight"}
+    state["model.vision_tower.patch_embed.weight"] = torch.zeros(2, 2)
+    save_file(state, str(tmp_path / "model.safetensors"))
+    (tmp_path / "config.json").write_text((directory / "config.json").read_text())
+    config = config_from_hf(json.loads((directory / "config.json").read_text()))
+    model = load_safetensors_model(tmp_path, config)
+    prompt = [3, 4, 5, 6, 3]
+    with torch.no_grad():
+        hidden, _ = model(*tools.packed([prompt])[:4], torch.arange(len(prompt)))
+        assert tools.relative_error(model.logits(hidden), tools.hf_logits(hf_model, prompt)) <= 1e-5
