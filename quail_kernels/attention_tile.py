@@ -51,14 +51,13 @@ def default_blocks(device_type: str, head_dim: int,
                    max_seqlen: int = 0) -> tuple[int, int, int, int]:
     """(BLOCK_M, BLOCK_N, num_warps, num_stages): the best configs measured on the H200
     (docs/kernels-notes.md): documents (64, 64, 4, 3); one long causal sequence (an anchor of
-    >= 1,024 tokens) (128, 128, 8, 3); join suffixes of <= 32 tokens (128, 32, 4, 3), one
-    tile per suffix."""
+    >= 1,024 tokens) (128, 128, 8, 3); join suffixes of <= 32 tokens (64, 16, 4, 3)."""
     if device_type == "cuda":
         if head_dim > 128:
             return 64, 32, 4, 2
         if max_seqlen >= 1024:
             return 128, 128, 8, 3
-        return (128, 32, 4, 3) if 0 < max_seqlen <= 32 else (64, 64, 4, 3)
+        return (64, 16, 4, 3) if 0 < max_seqlen <= 32 else (64, 64, 4, 3)
     return 32, 16, 4, 1
 
 
