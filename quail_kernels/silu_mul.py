@@ -3,8 +3,8 @@
 gate_up [T, 2I] (gate in the first I columns, up in the last I) -> out [T, I]; with fp8=True
 out is float8_e4m3fn with a per-row scale [T, 1] float32 (amax / 448).
 
-Kernel: grid (T,), one program per row, BLOCK = next_pow2(I) columns (the whole row stays in
-registers so its amax needs no second pass).
+Kernel: grid (T,), one program per row; the whole row stays in registers (two power-of-two
+segments, row_blocks.row_segments: 9,728 = 8,192 + 2,048) so its amax needs no second pass.
 """
 
 from __future__ import annotations
@@ -16,23 +16,30 @@ import triton.language as tl
 
 from quail_kernels import FP8_MAX
 from quail_kernels.checks import check_tensor
+from quail_kernels.row_blocks import row_segments, row_warps
 
 
 @triton.jit
 def _silu_mul_kernel(x_ptr, out_ptr, scale_ptr, n_cols, stride_x, stride_o,
-                     IS_FP8: tl.constexpr, BLOCK: tl.constexpr):
+                     IS_FP8: tl.constexpr, BLOCK_A: tl.constexpr, BLOCK_B: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    gate = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
-    up = tl.load(x_ptr + row * stride_x + n_cols + cols, mask=mask, other=0.0).to(tl.float32)
-    y = gate * tl.sigmoid(gate) * up
+    base = x_ptr + row * stride_x
+    ca = tl.arange(0, BLOCK_A)
+    ga = tl.load(base + ca).to(tl.float32)
+    ya = ga * tl.sigmoid(ga) * tl.load(base + n_cols + ca).to(tl.float32)
+    cb = BLOCK_A + tl.arange(0, BLOCK_B)
+    mb = cb < n_cols
+    gb = tl.load(base + cb, mask=mb, other=0.0).to(tl.float32)
+    yb = gb * tl.sigmoid(gb) * tl.load(base + n_cols + cb, mask=mb, other=0.0).to(tl.float32)
     if IS_FP8:
-        amax = tl.maximum(tl.max(tl.abs(y), axis=0), 1e-6)
-        scale = amax / 448.0
-        y = tl.clamp(y / scale, -448.0, 448.0)
+        amax = tl.max(tl.abs(ya), axis=0)
+        amax = tl.maximum(amax, tl.max(tl.abs(yb), axis=0))
+        scale = tl.maximum(amax, 1e-6) / 448.0
+        ya = tl.clamp(ya / scale, -448.0, 448.0)
+        yb = tl.clamp(yb / scale, -448.0, 448.0)
         tl.store(scale_ptr + row, scale)
-    tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+    tl.store(out_ptr + row * stride_o + ca, ya.to(out_ptr.dtype.element_ty))
+    tl.store(out_ptr + row * stride_o + cb, yb.to(out_ptr.dtype.element_ty), mask=mb)
 
 
 def silu_mul(gate_up: torch.Tensor, fp8: bool = False):
@@ -45,10 +52,10 @@ def silu_mul(gate_up: torch.Tensor, fp8: bool = False):
                       dtype=torch.float8_e4m3fn if fp8 else gate_up.dtype)
     scale = torch.empty((num_rows, 1), device=gate_up.device, dtype=torch.float32) if fp8 else out
     if num_rows:
-        block = triton.next_power_of_2(n_cols)
+        block_a, block_b = row_segments(n_cols)
         _silu_mul_kernel[(num_rows,)](gate_up, out, scale, n_cols, gate_up.stride(0),
-                                      out.stride(0), IS_FP8=fp8, BLOCK=block,
-                                      num_warps=min(16, max(1, block // 512)))
+                                      out.stride(0), IS_FP8=fp8, BLOCK_A=block_a,
+                                      BLOCK_B=block_b, num_warps=row_warps(n_cols, 512))
     return out, (scale if fp8 else None)
 
 
