@@ -22,6 +22,7 @@ import duckdb
 
 from quail_engine.exec.session import QuailSession
 from quail_engine.infer.engine import LocalEngine
+from quail_engine.plan.device import cpu_spec
 
 PRODUCTS = [(1, "blender"), (2, "lamp"), (3, "headphones"), (4, "kettle")]
 GOOD = ["I love this {p}, it works perfectly every single day.",
@@ -59,9 +60,9 @@ def make_data(con, rows: int, seed: int = 0) -> None:
     con.executemany("INSERT INTO products VALUES (?, ?)", PRODUCTS)
 
 
-def run(engine, con, planned: bool) -> dict:
+def run(engine, con, planned: bool, device) -> dict:
     session = QuailSession(con.cursor(), lambda: engine, use_cache=False, plan=planned,
-                           share_kv=planned)
+                           share_kv=planned, device_spec=device)
     start = time.perf_counter()
     table = session.execute(SQL, "snowflake")
     wall = time.perf_counter() - start
@@ -82,6 +83,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = ap.parse_args(argv)
     load_before = os.getloadavg()
+    device = cpu_spec(refresh=True)  # one probe for every SoL figure of this run
     engine = LocalEngine.load(args.model, device="cpu", dtype=args.dtype)
     con = duckdb.connect()
     make_data(con, args.rows)
@@ -91,7 +93,7 @@ def main(argv=None) -> int:
     runs = []
     for i in range(args.repeat):  # ABBA order, so a drifting machine load hits both modes
         for mode in ((False, True) if i % 2 == 0 else (True, False)):
-            runs.append(run(engine, con, planned=mode))
+            runs.append(run(engine, con, planned=mode, device=device))
     baseline = min((r for r in runs if r["mode"] == "as_written"), key=lambda r: r["wall_s"])
     planned = min((r for r in runs if r["mode"] == "planned"), key=lambda r: r["wall_s"])
     same = set(baseline["result"]) == set(planned["result"])
@@ -102,7 +104,8 @@ def main(argv=None) -> int:
     result = {
         "benchmark": "planner_cpu", "date": dt.datetime.now(dt.timezone.utc).isoformat(),
         "command": " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])]),
-        "machine": {"nproc": os.cpu_count(), "loadavg_before": load_before,
+        "machine": {"nproc": os.cpu_count(), "probe_gflops": device.flops / 1e9,
+                    "probe_gbytes_s": device.bandwidth / 1e9, "loadavg_before": load_before,
                     "loadavg_after": os.getloadavg(), "python": platform.python_version()},
         "model": engine.model_id, "dtype": args.dtype or "bfloat16", "rows": args.rows, "sql": SQL.strip(),
         "runs": [baseline, planned],

@@ -141,9 +141,10 @@ class QuailSession:
         config = getattr(engine, "config", None)
         spec = (ModelSpec.from_attrs(config, name=engine.model_id) if config is not None
                 else ModelSpec("unknown", 30, 576, 9, 3, 64, 1536, 49152))
-        dev = self.device_spec or device_spec("cuda" if str(self.device).startswith("cuda")
-                                              else "cpu")
-        return spec, dev
+        if self.device_spec is None:  # probed once per session: every figure uses the same
+            self.device_spec = device_spec("cuda" if str(self.device).startswith("cuda")
+                                           else "cpu")
+        return spec, self.device_spec
 
     def _finish(self, start: float, rows: int) -> None:
         rep = self.report

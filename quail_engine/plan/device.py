@@ -78,7 +78,7 @@ def probe_cpu(seconds_budget: float = 1.5) -> DeviceSpec:
 
 def cpu_spec(refresh: bool = False) -> DeviceSpec:
     """The CPU's spec, probed once per machine and cached in the quail cache directory."""
-    path = cache_dir() / "cpu_probe.json"
+    path = cache_dir() / f"cpu_probe_v{PROBE_VERSION}.json"
     if not refresh and path.exists():
         try:
             data = json.loads(path.read_text())
