@@ -17,17 +17,18 @@ from dbt_common.exceptions import DbtRuntimeError
 
 logger = AdapterLogger("Quail")
 _NO_CACHE = ("off", "none", "false", "")
+_ENGINE_KEYS = ("model", "max_batch_tokens", "max_context", "max_new_tokens")
 
 
 class AiRunner:
     _RUNNERS: dict[tuple, AiRunner] = {}
     _STATEMENT_LOCKS: dict[str, threading.Lock] = {}
+    _ENGINES: dict[tuple, Any] = {}
     _GUARD = threading.Lock()
+    _LOAD_LOCK = threading.Lock()
 
     def __init__(self, options: dict[str, Any]):
         self.options = options
-        self._engine: Any = None
-        self._load_lock = threading.Lock()
         self._row_runner: Any = None
 
     @classmethod
@@ -63,11 +64,13 @@ class AiRunner:
             return self._STATEMENT_LOCKS.setdefault(self.device, threading.Lock())
 
     def engine(self) -> Any:
-        """The loaded engine (loaded on first use; errors name the model and what went wrong)."""
-        with self._load_lock:
-            if self._engine is None:
-                self._engine = self._load_engine()
-            return self._engine
+        """The loaded engine (loaded on first use; errors name the model and what went wrong).
+        Runners that differ only in their answer cache share one engine."""
+        key = (self.device, *(self.options.get(k) for k in _ENGINE_KEYS))
+        with self._LOAD_LOCK:
+            if key not in self._ENGINES:
+                self._ENGINES[key] = self._load_engine()
+            return self._ENGINES[key]
 
     def check_model(self) -> None:
         engine = self.engine()
