@@ -5,8 +5,7 @@ With fp8=True, out is float8_e4m3fn and scale [T, 1] float32 holds amax(row) / 4
 out * scale approximates the bf16 result (the row scale torch._scaled_mm takes as scale_a).
 
 Kernel: x, residual, out, residual_out [T, N] with unit last stride, row strides passed;
-weight [N]; grid (T,): one program per row, columns in two power-of-two segments
-(row_blocks.row_segments: 2,560 = 2,048 + 512).
+weight [N]; grid (T,): one program per row, BLOCK = next_pow2(N) columns.
 """
 
 from __future__ import annotations
@@ -17,46 +16,30 @@ import triton.language as tl
 
 from quail_kernels import FP8_MAX
 from quail_kernels.checks import check_same_device, check_tensor
-from quail_kernels.row_blocks import row_segments, row_warps
 
 
 @triton.jit
 def _add_rmsnorm_kernel(x_ptr, res_ptr, w_ptr, out_ptr, res_out_ptr, scale_ptr,
                         n_cols, eps, stride_x, stride_r, stride_o, stride_ro,
-                        HAS_RES: tl.constexpr, IS_FP8: tl.constexpr,
-                        BLOCK_A: tl.constexpr, BLOCK_B: tl.constexpr):
+                        HAS_RES: tl.constexpr, IS_FP8: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
-    ca = tl.arange(0, BLOCK_A)
-    xa = tl.load(x_ptr + row * stride_x + ca).to(tl.float32)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
     if HAS_RES:
-        xa += tl.load(res_ptr + row * stride_r + ca).to(tl.float32)
-        xa = xa.to(res_out_ptr.dtype.element_ty)
-        tl.store(res_out_ptr + row * stride_ro + ca, xa)
-        xa = xa.to(tl.float32)
-    ya = xa * tl.load(w_ptr + ca).to(tl.float32)
-    ss = tl.sum(xa * xa, axis=0)
-    cb = BLOCK_A + tl.arange(0, BLOCK_B)
-    mb = cb < n_cols
-    xb = tl.load(x_ptr + row * stride_x + cb, mask=mb, other=0.0).to(tl.float32)
-    if HAS_RES:
-        xb += tl.load(res_ptr + row * stride_r + cb, mask=mb, other=0.0).to(tl.float32)
-        xb = xb.to(res_out_ptr.dtype.element_ty)
-        tl.store(res_out_ptr + row * stride_ro + cb, xb, mask=mb)
-        xb = xb.to(tl.float32)
-    yb = xb * tl.load(w_ptr + cb, mask=mb, other=0.0).to(tl.float32)
-    ss += tl.sum(xb * xb, axis=0)
-    inv = tl.rsqrt(ss / n_cols + eps)
-    ya = ya * inv
-    yb = yb * inv
+        x += tl.load(res_ptr + row * stride_r + cols, mask=mask, other=0.0).to(tl.float32)
+        x = x.to(res_out_ptr.dtype.element_ty)
+        tl.store(res_out_ptr + row * stride_ro + cols, x, mask=mask)
+        x = x.to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    var = tl.sum(x * x, axis=0) / n_cols
+    y = x * tl.rsqrt(var + eps) * w
     if IS_FP8:
-        amax = tl.max(tl.abs(ya), axis=0)
-        amax = tl.maximum(amax, tl.max(tl.abs(yb), axis=0))
-        scale = tl.maximum(amax, 1e-6) / 448.0
-        ya = tl.clamp(ya / scale, -448.0, 448.0)
-        yb = tl.clamp(yb / scale, -448.0, 448.0)
+        amax = tl.maximum(tl.max(tl.abs(y), axis=0), 1e-6)
+        scale = amax / 448.0
+        y = tl.clamp(y / scale, -448.0, 448.0)
         tl.store(scale_ptr + row, scale)
-    tl.store(out_ptr + row * stride_o + ca, ya.to(out_ptr.dtype.element_ty))
-    tl.store(out_ptr + row * stride_o + cb, yb.to(out_ptr.dtype.element_ty), mask=mb)
+    tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor,
@@ -80,13 +63,13 @@ def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Te
     scale = torch.empty((num_rows, 1), device=x.device, dtype=torch.float32) if fp8 else out
     if num_rows == 0:
         return out, res_out, (scale if fp8 else None)
-    block_a, block_b = row_segments(n_cols)
+    block = triton.next_power_of_2(n_cols)
     res = residual if residual is not None else x
     _add_rmsnorm_kernel[(num_rows,)](
         x, res, weight, out, res_out, scale, n_cols, eps,
         x.stride(0), res.stride(0), out.stride(0), res_out.stride(0),
-        HAS_RES=residual is not None, IS_FP8=fp8, BLOCK_A=block_a, BLOCK_B=block_b,
-        num_warps=row_warps(n_cols, 256))
+        HAS_RES=residual is not None, IS_FP8=fp8, BLOCK=block,
+        num_warps=min(16, max(1, block // 256)))
     return out, res_out, (scale if fp8 else None)
 
 
