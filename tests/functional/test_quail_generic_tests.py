@@ -63,3 +63,30 @@ class TestQuailGenericTests:
         results = run_dbt(["test"], expect_pass=False)
         status = {r.node.name: str(r.status) for r in results}
         assert status == {name: expected for name, _, _, expected in _CASES}
+
+
+class TestQuailGenericTestsUnderASnowflakeProfile(TestQuailGenericTests):
+    """dbt's test SQL is DuckDB whatever the profile's dialect: it must not be translated."""
+
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, dbt_profile_target):
+        return {**dbt_profile_target, "dialect": "snowflake"}
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"labelled.sql": "{{ config(quail_dialect='duckdb') }}\n"
+                                "select * from {{ ref('labels') }}",
+                "schema.yml": _schema_yml()}
+
+    @pytest.fixture(scope="class")
+    def tests(self):
+        # DuckDB lists are 1-based, Snowflake arrays 0-based: read as Snowflake, this fails
+        return {"list_index_is_duckdb.sql": "select v from (select [10, 20][1] as v) where v <> 10"}
+
+    def test_each_case_passes_or_fails_as_stated(self, project):
+        run_dbt(["seed"])
+        run_dbt(["run"])
+        results = run_dbt(["test"], expect_pass=False)
+        status = {r.node.name: str(r.status) for r in results}
+        expected = {name: outcome for name, _, _, outcome in _CASES}
+        assert status == {**expected, "list_index_is_duckdb": "pass"}

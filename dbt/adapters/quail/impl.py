@@ -64,11 +64,12 @@ class QuailAdapter(DuckDBAdapter):
 
     @available
     def quail_model_sql(self, compiled_code: str, dialect: str | None = None,
-                        model_name: str | None = None) -> str:
-        """The DuckDB SELECT whose rows the model materializes (see module docstring)."""
+                        model_name: str | None = None, translate: bool = True) -> str:
+        """The DuckDB SELECT whose rows the model materializes (see module docstring).
+        `translate=False` leaves SQL without AI calls as it is (dbt's own test SQL)."""
         dialect = self.quail_dialect(dialect)
         if not has_ai_functions(compiled_code):
-            return to_duckdb(compiled_code, dialect)
+            return to_duckdb(compiled_code, dialect) if translate else compiled_code
         cursor = self._raw_cursor()
         runner = AiRunner.for_credentials(self.config.credentials)
         table = runner.run(compiled_code, dialect, cursor, model_name or "<model>")
