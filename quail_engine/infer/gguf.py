@@ -1,7 +1,8 @@
 """GGUF files: dequantize once, cache as a Hugging Face directory, load in about a second.
 
 `convert_gguf(path)` writes `config.json`, `model.safetensors` (float32, HF tensor names, HF
-conventions) and the tokenizer files to a cache directory keyed by the file's name, size and
+conventions), a bfloat16 copy under `bf16/` (half the bytes to read for the default dtype) and
+the tokenizer files to a cache directory keyed by the file's name, size and
 mtime; the loader then treats it like any local HF directory. Two llama.cpp conventions are
 undone: Llama-architecture GGUFs store Q/K rows permuted for llama.cpp's interleaved RoPE
 (reversed here, as transformers does), and Gemma GGUFs store RMSNorm weights with the +1 folded
@@ -24,6 +25,7 @@ from safetensors.torch import save_file
 
 from quail_engine.errors import ModelError
 from quail_engine.infer.models import build_model, config_from_hf
+from quail_engine.infer.weights import BF16_SUBDIR
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +45,12 @@ def cache_root() -> Path:
     return Path(os.environ.get("QUAIL_CACHE_DIR") or Path.home() / ".cache" / "quail" / "models")
 
 
+CACHE_FORMAT = 2  # bump when the converted layout changes, so old caches are not misread
+
+
 def cache_dir_for(path: Path) -> Path:
     stat = path.stat()
-    return cache_root() / f"{path.stem}-{stat.st_size}-{stat.st_mtime_ns}"
+    return cache_root() / f"{path.stem}-{stat.st_size}-{stat.st_mtime_ns}-v{CACHE_FORMAT}"
 
 
 def _field(reader, key: str, default=None):
@@ -139,6 +144,9 @@ def convert_gguf(path: str | Path, force: bool = False) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        (tmp / BF16_SUBDIR).mkdir()
+        save_file({k: v.to(torch.bfloat16) for k, v in state.items()},
+                  str(tmp / BF16_SUBDIR / "model.safetensors"), metadata={"format": "pt"})
         tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
         tokenizer.save_pretrained(str(tmp))
         hf["quail_source"] = str(path)

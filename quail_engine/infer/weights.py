@@ -24,6 +24,8 @@ logger = logging.getLogger(__name__)
 _PREFIX_RENAMES = (("model.language_model.", "model."), ("language_model.model.", "model."),
                    ("language_model.lm_head.", "lm_head."))
 _IGNORED_SUFFIXES = ("rotary_emb.inv_freq",)
+# A converted cache directory may hold a bfloat16 copy of its weights here (see infer/gguf.py).
+BF16_SUBDIR = "bf16"
 _IGNORED_PREFIXES = ("vision_tower.", "model.vision_tower.", "multi_modal_projector.",
                      "model.multi_modal_projector.")
 
@@ -82,6 +84,9 @@ def model_from_state_dict(config: ModelConfig, state: dict[str, torch.Tensor],
 def load_safetensors_model(directory: str | Path, config: ModelConfig,
                            device: str | torch.device = "cpu",
                            dtype: torch.dtype = torch.float32) -> CausalLM:
+    directory = Path(directory)
+    if dtype == torch.bfloat16 and (directory / BF16_SUBDIR / "model.safetensors").exists():
+        directory = directory / BF16_SUBDIR
     state = read_state_dict(directory)
     logger.info("read %d tensors from %s", len(state), directory)
     return model_from_state_dict(config, state, device, dtype)
