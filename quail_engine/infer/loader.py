@@ -18,7 +18,7 @@ import torch
 from quail_engine.errors import ModelError
 from quail_engine.infer.config import ModelConfig
 from quail_engine.infer.embedded import EMBEDDED, embedded_gguf
-from quail_engine.infer.gguf import convert_gguf
+from quail_engine.infer.gguf import cache_root, convert_gguf
 from quail_engine.infer.models import CausalLM, config_from_hf
 from quail_engine.infer.tokenizer import Tokenizer, load_tokenizer
 from quail_engine.infer.weights import load_safetensors_model
@@ -77,6 +77,13 @@ def _model_dir(path: Path, spec: str) -> Path:
     raise ModelError(f"directory {spec!r} has no config.json (and not exactly one .gguf)")
 
 
+def _is_inside(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except OSError:
+        return False
+
+
 def read_config(directory: Path) -> ModelConfig:
     try:
         hf = json.loads((directory / "config.json").read_text())
@@ -92,7 +99,7 @@ def load_model(spec: str = "default", device: str | torch.device = "cpu",
     directory = resolve_model_dir(spec)
     config = read_config(directory)
     model = load_safetensors_model(directory, config, device, resolve_dtype(dtype))
-    tokenizer = load_tokenizer(directory)
+    tokenizer = load_tokenizer(directory, use_snapshot=_is_inside(directory, cache_root()))
     logger.info("loaded %s (%s, %d layers) from %s in %.2f s", spec, config.family,
                 config.num_layers, directory, time.perf_counter() - start)
     return model, tokenizer, config

@@ -103,7 +103,15 @@ def test_second_load_reads_the_cache_without_dequantizing(embedded_pair, monkeyp
     assert seconds < 30  # cold conversion takes 10-60 s; contended CI cores slow reads too
     assert (resolve_model_dir(spec) / "bf16" / "model.safetensors").exists()
     assert model.model.embed_tokens.weight.dtype == torch.bfloat16
-    assert tokenizer.encode_batch(["yes"])[0]
+    from transformers import AutoTokenizer
+
+    from_files = AutoTokenizer.from_pretrained(str(resolve_model_dir(spec)))
+    texts = [DOCUMENT, *QUESTIONS, "naïve café 東京 🙂\n\t<bos>"]
+    assert tokenizer.encode_batch(texts) == [from_files.encode(t, add_special_tokens=False)
+                                             for t in texts]
+    assert tokenizer.chat_prompt("hi") == (from_files.apply_chat_template(
+        [{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True)
+        if from_files.chat_template else "hi")
 
 
 def test_gguf_path_and_its_directory_resolve_to_the_same_cache(embedded_pair):
