@@ -79,8 +79,8 @@ class AiRunner:
     def run(self, sql: str, dialect: str, cursor: Any, model_name: str) -> Any:
         """Execute `sql` (in `dialect`) on `cursor` with its AI operators on the engine.
 
-        AI statements on one device run one at a time: the executor's `quail_ai_<id>` functions
-        are registered on the shared DuckDB database, so two statements must not interleave.
+        AI statements on one device run one at a time (their planning, engine work and the
+        DuckDB statement around them), while other threads' relational models keep running.
         This is a lock of its own, not the executor's device lock, which the executor takes
         around engine work only (DuckDB calls functions from its worker threads, so holding
         that lock across a statement would deadlock on any function that needs the engine).
@@ -98,7 +98,7 @@ class AiRunner:
             except QuailError as exc:
                 raise DbtRuntimeError(f"quail could not run {model_name}: {exc}") from exc
             finally:
-                _remove_udfs(cursor, session)
+                session.close()
         report = session.report
         hits = sum(o.cache_hits for o in report.ops.values())
         computed = sum(o.prompts for o in report.ops.values()) - hits
@@ -145,17 +145,6 @@ class AiRunner:
                     f"{time.perf_counter() - start:.1f} s")
         return LimitedEngine(engine, self.options.get("max_context"),
                              self.options.get("max_new_tokens"))
-
-
-def _remove_udfs(cursor: Any, session: Any) -> None:
-    """Drop the statement's `quail_ai_<id>` functions: DuckDB shares them across the
-    database's connections, and only the connection that created one may remove it."""
-    parsed = getattr(session, "parsed", None)
-    for op_id in range(len(parsed.ai_ops) if parsed is not None else 0):
-        try:
-            cursor.remove_function(f"quail_ai_{op_id}")
-        except Exception as exc:  # noqa: BLE001 - duckdb raises when it was never registered
-            logger.debug(f"quail_ai_{op_id} was not registered: {exc}")
 
 
 def _refuse_ai_views(sql: str, cursor: Any, model_name: str) -> None:
