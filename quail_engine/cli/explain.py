@@ -1,4 +1,5 @@
-"""`quail explain FILE|-e SQL --dialect D [--format text|json]`: the logical plan."""
+"""`quail explain FILE|-e SQL --dialect D [--format text|json] [--table N=PATH ...] [--analyze]`:
+the logical plan; with tables, the costed physical plan; with --analyze, actuals from a real run."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("-e", "--execute", dest="expression", metavar="SQL", help="SQL text")
     p.add_argument("--dialect", "-d", default="duckdb", choices=DIALECTS)
     p.add_argument("--format", "-f", dest="fmt", default="text", choices=("text", "json"))
+    from quail_engine.exec.analyze import add_analyze_args
+
+    add_analyze_args(p)
     p.set_defaults(run=run)
     return p
 
@@ -25,6 +29,10 @@ def run(args: argparse.Namespace) -> int:
     from quail_engine.sql.source_text import read_sql
 
     parsed = parse(read_sql(args.file, args.expression), args.dialect)
+    from quail_engine.exec.analyze import run_analyze, wants_plan
+
+    if wants_plan(args):
+        return run_analyze(args, parsed)
     if args.fmt == "json":
         sys.stdout.write(json.dumps(explain_json(parsed), indent=2, ensure_ascii=False) + "\n")
     else:
