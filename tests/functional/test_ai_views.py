@@ -20,6 +20,14 @@ select id, ai_classify(review_text, ARRAY('positive', 'negative')) as sentiment
 from {{ ref('reviews') }}
 """
 
+# Two bindings: DuckDB counts the registered function's parameters, one per binding.
+_TWO_BINDING_VIEW = """
+{{ config(materialized='view', quail_dialect='snowflake') }}
+select id, AI_FILTER(PROMPT('Review number {1}: {0} Is this review positive?', review_text, id))
+    as is_positive
+from {{ ref('reviews') }}
+"""
+
 _PLAIN_TABLE_ON_VIEW = """
 {{ config(materialized='table') }}
 select id, upper(sentiment) as sentiment_upper from {{ ref('sentiment_view') }}
@@ -40,7 +48,7 @@ class TestAiViews:
     @pytest.fixture(scope="class")
     def models(self):
         return {"sentiment_view.sql": _AI_VIEW, "shouting.sql": _PLAIN_TABLE_ON_VIEW,
-                "verdicts.sql": _AI_TABLE_ON_VIEW}
+                "verdicts.sql": _AI_TABLE_ON_VIEW, "positive_view.sql": _TWO_BINDING_VIEW}
 
     def test_views_answer_when_read(self, project):
         run_dbt(["seed"])
@@ -55,6 +63,15 @@ class TestAiViews:
         results = run_dbt(["show", "--select", "sentiment_view", "--limit", "3"])
         labels = {row["sentiment"] for row in results[0].agate_table.rows}
         assert labels <= {"positive", "negative"} and labels
+
+    def test_view_with_two_bindings_answers_every_row(self, project):
+        run_dbt(["seed"])
+        run_dbt(["run", "--select", "positive_view"])
+        rows = project.run_sql(
+            f"select id, is_positive from {project.test_schema}.positive_view order by id",
+            fetch="all")
+        assert [r[0] for r in rows] == [1, 2, 3]
+        assert all(isinstance(r[1], bool) for r in rows)
 
     def test_ai_model_over_ai_view_is_refused_clearly(self, project):
         _, out = run_dbt_and_capture(["run", "--select", "verdicts"], expect_pass=False)

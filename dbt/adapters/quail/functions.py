@@ -11,6 +11,7 @@ device's lock.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import re
 from typing import Any
 
@@ -86,4 +87,8 @@ def _vector_function(op: Any, runner: Any) -> Any:
         answers = dict(zip(unique, runner.answer_rows(op, unique)))
         return pa.array([answers[r] for r in rows], type=arrow_type)
 
+    # duckdb counts the function's parameters: give it one per binding (a bare *arrays has none)
+    answer_vector.__signature__ = inspect.Signature(
+        [inspect.Parameter(f"b{i}", inspect.Parameter.POSITIONAL_ONLY)
+         for i in range(len(op.bindings))])
     return answer_vector
