@@ -173,9 +173,11 @@ def _exists(p: Pending, c: exp.Expr, absorbed: set[int]) -> None:
     query = (c.this if is_anti else c).this
     if not isinstance(query, exp.Select) or query.args.get("joins") or any(
             query.args.get(k) for k in ("group", "having", "limit", "qualify", "with_")):
+        _conjunct(p, c, None)
         return
     inner = sources_of(query)
     if len(inner) != 1 or set(inner) & set(p.sources):
+        _conjunct(p, c, None)
         return
     inner_alias, source = next(iter(inner.items()))
     outer_sources = p.sources
@@ -190,6 +192,7 @@ def _exists(p: Pending, c: exp.Expr, absorbed: set[int]) -> None:
     if not new_joins:
         p.sources, p.joins, p.filters = outer_sources, p.joins[:before_joins], p.filters[:before_filters]
         del p.relational[rel_before:]
+        _conjunct(p, c, None)  # a plain (NOT) EXISTS is a relational conjunct, pushable if local
         return
     p.semi[inner_alias] = source
     absorbed.add(id(query))

@@ -66,16 +66,36 @@ def _null_supplying(select: exp.Select, alias: str) -> bool:
 
 def _pushable(p: Pending, c: exp.Expr, join: exp.Join | None, default: str | None,
               alias: str) -> bool:
-    if any(c.find(k) for k in (exp.Subquery, exp.Select, exp.AggFunc, exp.Window, exp.Exists)):
-        return False
-    tables = {col.table or default for col in c.find_all(exp.Column)}
-    if tables != {alias}:
+    if not _reads_only(p, c, default, alias):
         return False
     if alias in p.semi:
         return True
     if join is None or is_inner(join):
         return not _null_supplying(p.select, alias)
     return (join.side or "").upper() == "LEFT" and alias_of(join.this) == alias
+
+
+_NESTED = (exp.Subquery, exp.Select, exp.Exists)
+
+
+def _reads_only(p: Pending, c: exp.Expr, default: str | None, alias: str) -> bool:
+    """True when conjunct `c` reads no relation of the core but `alias`, so it can run in that
+    relation's scan. Subqueries are allowed when they are uncorrelated or correlated with `alias`
+    alone (dbt's incremental `id > (select max(id) from {{ this }})`, `NOT EXISTS (...)`); the
+    scan keeps the alias name, so a reference to it inside the subquery still binds to it."""
+    outer = [n for n in c.walk(prune=lambda n: n is not c and isinstance(n, _NESTED))
+             if not (n is not c and isinstance(n, _NESTED))]
+    if any(isinstance(n, exp.AggFunc | exp.Window) for n in outer):
+        return False
+    tables = {col.table or default for col in outer if isinstance(col, exp.Column)}
+    if not tables <= {alias} or (not tables and not c.find(*_NESTED)):
+        return False
+    others = set(p.sources) - {alias}
+    for sub in c.find_all(*_NESTED):
+        inner = {t.alias_or_name for t in sub.find_all(exp.Table)}
+        if any(col.table in others and col.table not in inner for col in sub.find_all(exp.Column)):
+            return False
+    return True
 
 
 def _ctes_needed(select: exp.Select, nodes: list[exp.Expr]) -> list[str]:

@@ -103,6 +103,20 @@ CASES = [
      "SELECT id, ai_generate('Reply to {0}', review) FROM reviews WHERE ai_filter('Negative? {0}', review) AND ai_filter('About {0}?', product_id) AND id < 15",
      ['core(relations=[reviews[b_1_0, b_2_0, b_0_0]]; filters=[1, 2]; joins=[]; projections=[0])'],
      [[14]]),
+    # dbt's incremental idiom: an uncorrelated subquery conjunct is pushed into the scan, so only
+    # new rows reach the model.
+    ('incremental_subquery_pushdown', 'snowflake',
+     "SELECT id, AI_CLASSIFY(review, ['positive', 'negative']):labels[0]::STRING AS s FROM reviews WHERE id > (SELECT max(id) - 5 FROM reviews)",
+     ['core(relations=[reviews[b_0_0]]; filters=[]; joins=[]; projections=[0])'],
+     [[5]]),
+    ('not_exists_correlated_with_own_alias_pushdown', 'duckdb',
+     "SELECT r.id FROM reviews r WHERE ai_filter('Good? {0}', r.review) AND NOT EXISTS (SELECT 1 FROM reviews o WHERE o.id = r.id AND o.id <= 30)",
+     ['core(relations=[r[b_0_0]]; filters=[0]; joins=[]; projections=[])'],
+     [[10]]),
+    ('subquery_correlated_with_other_side_not_pushed', 'snowflake',
+     "SELECT r.id FROM reviews r JOIN products p ON r.product_id = p.product_id AND AI_FILTER(PROMPT('Does {0} fit {1}?', r.review, p.name)) WHERE r.id > (SELECT min(x.product_id) * 4 FROM products x WHERE x.product_id = p.product_id)",
+     ['core(relations=[r[b_0_0, k_0], p[b_0_1, k_0]]; filters=[]; joins=[0]; projections=[])'],
+     [[40, 8]]),
 ]
 
 # The statement with every AI call replaced by the fake model's rule, in plain DuckDB SQL.
