@@ -92,6 +92,9 @@ class TestIncrementalComputesOnlyNewRows:
             model = f"inc_{strategy.replace('+', '_')}"
             assert _ai_work(first, model) == (5, 5)
             assert _ai_work(second, model) == (3, 3)
+            # the incremental filter is pushed into the scan: old rows never reach the model, not
+            # even as answer-cache hits
+            assert _cache_hits(second, model) == 0
             assert sorted(_labels(project, model)) == list(range(1, 9))
 
 
@@ -100,6 +103,13 @@ def _ai_work(log: str, model: str) -> tuple[int, int]:
     found = re.findall(rf"model\.test\.{model}: (\d+) rows, (\d+) prompts run", log)
     assert len(found) == 1, f"no AI report line for {model} in:\n{log}"
     return int(found[0][0]), int(found[0][1])
+
+
+def _cache_hits(log: str, model: str) -> int:
+    found = re.findall(rf"model\.test\.{model}: \d+ rows, \d+ prompts run, (\d+) answers from",
+                       log)
+    assert len(found) == 1, f"no AI report line for {model} in:\n{log}"
+    return int(found[0])
 
 
 _UNIT_TEST_YML = """
