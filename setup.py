@@ -29,7 +29,7 @@ setup(
         "pyarrow>=15",
         "numpy>=1.26",
         "tokenizers>=0.20",
-        "transformers>=4.50",
+        "transformers>=5.0",
         "safetensors>=0.4",
         "gguf>=0.10",
         "jinja2>=3",
