@@ -22,6 +22,7 @@ from quail_engine.infer.api import (
     Readout,
     ScoreReadout,
 )
+from quail_engine.infer.ask import BOOLEAN_HINT, label_hint
 
 SLOT = re.compile(r"\{(\d+)\}")
 DOC_REF = "(see the text above)"
@@ -62,20 +63,20 @@ class OpPrompt:
             question = self._default_question()
         if self.op.instruction:
             question = f"{self.op.instruction}\n{question}"
-        return f"{doc}\n\n", f"{question}\n{self._instruction()}"
+        # the layout measured on the development set (infer/ask.py, bench/accuracy.py)
+        return f"Text:\n{doc}\n\n", f"Question: {question}\n{self._instruction()}"
 
     def _default_question(self) -> str:
         if self.op.task == "sentiment":
             return "What is the sentiment of the text above?"
         if self.op.op == "ai_classify":
-            return "Which category fits the text above best?"
+            return "Which label fits the text?"
         return "Is the statement above true?"
 
     def _instruction(self) -> str:
         if self.op.op == "ai_classify":
-            names = ", ".join(lb.name for lb in (self.op.labels or ()))
-            return f"Answer with one of: {names}."
-        return "Answer yes or no."
+            return label_hint([lb.name for lb in (self.op.labels or ())])
+        return BOOLEAN_HINT
 
     def readout(self, calibration_tokens: Sequence[int] | None = None) -> Readout:
         cal = tuple(calibration_tokens) if calibration_tokens is not None else None

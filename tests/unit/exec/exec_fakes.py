@@ -17,6 +17,7 @@ from quail_engine.infer.api import (
 from quail_engine.sql.ir import AiOp, Binding, JoinInfo, Label, Options
 
 WORD = re.compile(r"\S+")
+LAYOUT_WORDS = {"text", "question", "above"}  # words of the prompt layout itself, not the data
 
 
 class FakeEngine:
@@ -84,7 +85,7 @@ class FakeEngine:
     def _answer(readout, text):
         body = text.split("Answer ")[0]
         words = [w.strip("?.,!:()").lower() for w in body.split()]
-        long = [w for w in words if len(w) >= 4 and w.isalpha()]
+        long = [w for w in words if len(w) >= 4 and w.isalpha() and w not in LAYOUT_WORDS]
         truth = len(long) != len(set(long))
         if isinstance(readout, BooleanReadout):
             return Answer(truth, 1.0 if truth else 0.0)

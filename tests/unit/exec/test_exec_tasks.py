@@ -33,14 +33,14 @@ def test_task_prompts(op, contains):
 
 @pytest.mark.parametrize("op,question", [
     (AiOp("ai_classify", "{0}", B0, labels=(Label("positive"), Label("negative")),
-          task="sentiment"), "What is the sentiment of the text above?\nAnswer with one of: "
-                             "positive, negative."),
+          task="sentiment"), "Question: What is the sentiment of the text above?\n"
+                             "Answer with one word: positive or negative."),
     (AiOp("ai_filter", "Is {0} about cats?", B0, output_type="BOOLEAN"),
-     "Is (see the text above) about cats?\nAnswer yes or no."),
+     "Question: Is (see the text above) about cats?\nAnswer yes or no."),
 ])
 def test_document_first_layout(op, question):
     prefix, suffix = OpPrompt.for_op(op).texts(("DOC",))
-    assert prefix == "DOC\n\n" and suffix == question
+    assert prefix == "Text:\nDOC\n\n" and suffix == question
 
 
 @pytest.mark.parametrize("op,answer,value", [
