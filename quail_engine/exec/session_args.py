@@ -68,9 +68,9 @@ def open_session(args: argparse.Namespace, con=None):
     device = resolve_device(args.device)
 
     def factory():
-        from quail_engine.infer.engine import LocalEngine
+        from quail_engine.infer.factory import load_engine
 
-        return LocalEngine.load(args.model, device="cuda:0" if device == "cuda" else device)
+        return load_engine(args.model, device="cuda:0" if device == "cuda" else device)
 
     cache_dir = args.cache_dir or default_cache_dir()
     session = QuailSession(con, factory, cache_dir=cache_dir, use_cache=not args.no_cache,

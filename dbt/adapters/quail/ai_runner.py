@@ -129,7 +129,7 @@ class AiRunner:
     def _load_engine(self) -> Any:
         from dbt.adapters.quail.engine_limits import LimitedEngine
         from quail_engine.errors import QuailError
-        from quail_engine.infer.engine import LocalEngine
+        from quail_engine.infer.factory import load_engine
 
         spec = self.options["model"] or "default"
         kwargs = {}
@@ -137,7 +137,7 @@ class AiRunner:
             kwargs["token_budget"] = self.options["max_batch_tokens"]
         start = time.perf_counter()
         try:
-            engine = LocalEngine.load(spec, device=self.device, **kwargs)
+            engine = load_engine(spec, device=self.device, **kwargs)
         except (QuailError, OSError, ValueError) as exc:
             raise DbtRuntimeError(
                 f"quail could not load model {spec!r} on {self.device}: {exc}") from exc
