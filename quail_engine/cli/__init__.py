@@ -1,4 +1,4 @@
-"""`quail` command line: query | explain | transpile | bench.
+"""`quail` command line: query | explain | transpile.
 
 Each subcommand lives in its own module exposing `add_parser(subparsers)` and `run(args) -> int`.
 User errors (QuailError) print their message and exit 2; never a traceback.
@@ -13,7 +13,7 @@ import sys
 
 from quail_engine.errors import QuailError
 
-COMMANDS = ("query", "explain", "transpile", "bench")
+COMMANDS = ("query", "explain", "transpile")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,13 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"quail_engine.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"quail_engine.cli.{name}":
-                raise
-            continue
-        module.add_parser(sub)
+        importlib.import_module(f"quail_engine.cli.{name}").add_parser(sub)
     return parser
 
 
