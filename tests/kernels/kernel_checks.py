@@ -8,6 +8,13 @@ def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
     return float((out - ref).norm() / ref.norm().clamp_min(1e-30))
 
 
+def fp32_tol() -> float:
+    """Tolerance for float32 kernels against their float32 torch reference: exact fp32 under the
+    interpreter; on a GPU, Triton's tl.dot on float32 inputs runs in TF32 (10-bit mantissa), seen
+    at 6e-4 to 2.7e-3 relative error on the H200 (2026-11-29)."""
+    return 1e-4 if interpreted() or not torch.cuda.is_available() else 5e-3
+
+
 def dequant(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     return q.float() * scale.float()
 

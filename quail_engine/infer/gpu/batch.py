@@ -45,9 +45,9 @@ def to_device(x, device: torch.device, dtype: torch.dtype = torch.long) -> torch
     """A host list/tensor on `device` without making the host wait for queued GPU work (pinned
     staging + non_blocking copy); device tensors pass through."""
     t = x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=dtype)
-    if t.device == device:
-        return t
-    if device.type == "cuda":
+    if t.device.type == device.type and device.index in (None, t.device.index):
+        return t  # already there ("cuda" names whichever cuda device the tensor is on)
+    if device.type == "cuda" and t.device.type == "cpu":
         t = t.pin_memory()
     return t.to(device, non_blocking=True)
 
