@@ -6,10 +6,11 @@ The text form nests like function calls, innermost = first to run, e.g.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 
 
-class Node:
+class Node(ABC):
     """Base: `children` in order, `with_children` rebuilds, `text` is the one-line form."""
 
     def children(self) -> tuple[Node, ...]:
@@ -24,8 +25,9 @@ class Node:
             out |= child.aliases()
         return out
 
+    @abstractmethod
     def text(self) -> str:
-        raise NotImplementedError
+        """The stable one-line form."""
 
 
 @dataclass(frozen=True)
