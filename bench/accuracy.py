@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from results_io import write_result  # bench/ is the script's directory
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "reviews_labelled.jsonl"
 DEV = ROOT / "bench" / "data" / "dev_reviews.jsonl"   # layout choices were made on this set
@@ -84,12 +86,7 @@ def main(argv: list[str] | None = None) -> int:
               "questions": {"filter": FILTER_Q, "classify": CLASSIFY_TASK,
                             "knowledge": KNOWLEDGE_Q},
               "models": results}
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
-    out = Path(args.out or Path(__file__).parent / "results" / f"cpu-accuracy-{stamp}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    out.with_suffix(".md").write_text(markdown(result))
-    print(markdown(result))
+    write_result(result, "cpu-accuracy", markdown, args.out)
     return 0
 
 

@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import platform
 import random
 import sys
 import time
-from pathlib import Path
 
 import torch
+from results_io import write_result  # bench/ is the script's directory
 
 POOL = ("the service product food staff room story price quality delivery screen battery music "
         "plot acting design support order taste view sound menu team value experience time "
@@ -170,12 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         "decision_agreement": agreement, "rows": rows,
         "ratios_requested_tokens_per_s": ratios,
     }
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
-    out = Path(args.out or Path(__file__).parent / "results" / f"cpu-{stamp}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    out.with_suffix(".md").write_text(markdown(result))
-    print(markdown(result))
+    write_result(result, "cpu", markdown, args.out)
     return 0
 
 
