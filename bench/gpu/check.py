@@ -46,7 +46,8 @@ def main(argv=None) -> int:
             print(json.dumps(row)[:300])
     for shape in args.shapes.split(","):
         m = d.get(f"model_{shape}", {})
-        for dt in ("plain_torch_bf16", "bf16", "bf16_bf16residual", "fp8", "fp8_mlp_only"):
+        for dt in ("plain_torch_bf16", "bf16", "bf16_bf16residual", "fp8", "fp8_fp32residual",
+                   "fp8_mlp_only"):
             if dt in m:
                 r = dict(m[dt])
                 pv = r.pop("prefix_vs_unshared", {})

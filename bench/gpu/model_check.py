@@ -20,7 +20,8 @@ from quail_engine.infer.scheduler import Scheduler
 VARIANTS = {
     "bf16": dict(fp8=False),
     "bf16_bf16residual": dict(fp8=False, fp32_residual=False),
-    "fp8": dict(fp8=True),
+    "fp8": dict(fp8=True),  # bf16 residual stream, fast accumulation (the defaults)
+    "fp8_fp32residual": dict(fp8=True, fp32_residual=True),
     "fp8_mlp_only": dict(fp8=True, fp8_proj=("gate_up", "down")),
 }
 
@@ -89,22 +90,33 @@ def check_shape(name: str, num_prompts: int = 400, seed: int = 0,
 
 
 def prefix_check(model, vocab_size: int, vocab, seed: int,
-                 anchor_len: tuple[int, int] = (500, 700)) -> dict:
-    """8 anchors kept in the paged arena, 25 partner suffixes each, interleaved; the same
-    prompts run unshared."""
-    anchors = _prompts(8, vocab_size, anchor_len[0], anchor_len[1], seed + 1)
-    suffixes = _prompts(200, vocab_size, 8, 24, seed + 2)
+                 anchor_len: tuple[int, int] = (500, 700), num_anchors: int = 2,
+                 num_suffixes: int = 400) -> dict:
+    """`num_anchors` anchors kept in the paged arena, `num_suffixes` partner suffixes of 8-24
+    tokens interleaved across them (200 per anchor: ~3,200 rows, so the library kernel takes
+    the bulk of each segment when the model has one); the same prompts run unshared, and the
+    shared ones again with the prefix attention all on Triton."""
+    anchors = _prompts(num_anchors, vocab_size, anchor_len[0], anchor_len[1], seed + 1)
+    suffixes = _prompts(num_suffixes, vocab_size, 8, 24, seed + 2)
     runner = GpuRunner(model, EngineStats(), token_budget=16384)
     stores = [SeqJob(a, read=(), store_kv=True) for a in anchors]
     runner.run(stores)
-    owner = [i % 8 for i in range(len(suffixes))]
+    owner = [i % num_anchors for i in range(len(suffixes))]
     shared = [SeqJob(s, prefix=stores[o].kv, vocab=vocab) for s, o in zip(suffixes, owner)]
     runner.run(shared)
+    lib, model.lib_prefix = model.lib_prefix, None
+    triton_only = [SeqJob(s, prefix=stores[o].kv, vocab=vocab) for s, o in zip(suffixes, owner)]
+    runner.run(triton_only)
+    model.lib_prefix = lib
     full = [SeqJob(anchors[o] + s, vocab=vocab) for s, o in zip(suffixes, owner)]
     runner.run(full)
     for s in stores:
         s.kv.release()
     res = _compare(_margins(full), _margins(shared), torch.cat([j.logits for j in full]),
                    torch.cat([j.logits for j in shared]))
+    res["library_prefix"] = lib is not None
+    res["library_vs_triton_prefix"] = _compare(
+        _margins(triton_only), _margins(shared), torch.cat([j.logits for j in triton_only]),
+        torch.cat([j.logits for j in shared]))
     res["free_pages_restored"] = model.arena.num_free_pages == model.arena.num_pages
     return res

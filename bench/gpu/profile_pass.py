@@ -26,7 +26,8 @@ from quail_engine.infer.gpu.runner import GpuRunner  # noqa: E402
 from quail_engine.infer.runner import SeqJob  # noqa: E402
 from quail_kernels.varlen_attention import varlen_attention, varlen_attention_ref  # noqa: E402
 
-GROUPS = [("gemm", ("gemm", "sm90", "cutlass", "xmma", "nvjet", "scaled_mm", "cublas")),
+GROUPS = [("cudnn_attention", ("cudnn", "sdpa", "fprop", "fmha")),
+          ("gemm", ("gemm", "sm90", "cutlass", "xmma", "nvjet", "scaled_mm", "cublas")),
           ("prefix_attention", ("_prefix_attention",)), ("varlen_attention", ("_varlen_attention",)),
           ("silu_mul", ("_silu_mul",)), ("add_rmsnorm", ("_add_rmsnorm",)),
           ("qk_norm_rope", ("_qk_norm_rope",)), ("lse_merge", ("_lse_merge",))]

@@ -95,6 +95,42 @@ def test_lse_merge_matches_reference(device, fp8, second):
         assert rel_err(out, ref) < 1e-5
 
 
+@pytest.mark.parametrize("fp8", [False, True])
+def test_lse_merge_three_strided_partials_into_output_slices(device, fp8):
+    """Three partials (the third with a head-major LSE, as cuDNN returns it), merged into two
+    row slices of one buffer, equal the reference merge of the whole."""
+    g = torch.Generator().manual_seed(9)
+    t, h, d = 13, 4, 32
+    o1, o2 = (torch.randn(t, h, d, generator=g).to(device) for _ in range(2))
+    o3 = torch.randn(1, h, t, d, generator=g).to(device)[0].transpose(0, 1)  # strided view
+    l1, l2 = (3 * torch.randn(t, h, generator=g).to(device) for _ in range(2))
+    l3 = (3 * torch.randn(1, h, t, 1, generator=g)).to(device).view(h, t).t()
+    l2[:, 1] = float("-inf")  # a partial over no keys
+    ref, ref_scale = lse_merge_ref(o1, l1, o2, l2, fp8=fp8, third=(o3, l3))
+    dtype = torch.float8_e4m3fn if fp8 else o1.dtype
+    rows = torch.zeros(t, h * d, device=device, dtype=torch.float32).to(dtype)
+    scale = torch.zeros(t, 1, device=device) if fp8 else None
+    for lo, hi in ((0, 6), (6, t)):
+        lse_merge(o1[lo:hi], l1[lo:hi], o2[lo:hi], l2[lo:hi], fp8=fp8,
+                  third=(o3[lo:hi], l3[lo:hi]),
+                  out=(rows[lo:hi], scale[lo:hi] if fp8 else None))
+    if fp8:
+        check_fp8(rows, scale, ref, ref_scale)
+    else:
+        assert rel_err(rows, ref) < 1e-5
+    two, _ = lse_merge(o1, l1, o2, l2)
+    assert rel_err(two, ref if not fp8 else lse_merge_ref(o1, l1, o2, l2, third=(o3, l3))[0]) > 1e-2
+
+
+def test_lse_merge_rejects_a_mismatched_output_buffer(device):
+    o = torch.randn(4, 2, 32, device=device)
+    lse = torch.randn(4, 2, device=device)
+    with pytest.raises(ValueError, match="do not fit"):
+        lse_merge(o, lse, out=(torch.empty(3, 64, device=device), None))
+    with pytest.raises(ValueError, match="third partial needs a second"):
+        lse_merge(o, lse, third=(o, lse))
+
+
 @pytest.mark.parametrize("prefix_len,suffix_lens", [(37, [5, 12, 1]), (64, [20])])
 def test_prefix_plus_suffix_merge_equals_full_causal_attention(device, prefix_len, suffix_lens):
     """What a join partner sees: anchor KV from the arena + its own tokens, merged exactly."""

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
+from quail_engine.infer.gpu.attention import LibPrefix, PrefixPlan, plan_prefix
 from quail_engine.infer.gpu.paged_kv import PagedKVArena, PagedPrefix
+from quail_engine.infer.gpu.staging import to_device
 
 
 @dataclass
@@ -25,8 +27,7 @@ class PackedBatch:
     read_index: torch.Tensor       # [R] long rows in the reordered pack, in the caller's order
     has_prefix: bool
     seg_cu: torch.Tensor | None    # [S+1] int32 query rows of each prefix segment
-    block_table: torch.Tensor | None  # [S, max_pages] int32
-    prefix_lens: torch.Tensor | None  # [S] int32
+    prefix_plan: PrefixPlan | None    # which kernel reads which prefix keys (attention.py)
     max_seg_len: int
     store_rows: torch.Tensor | None   # [N] long rows whose K/V go to the arena
     store_slots: torch.Tensor | None  # [N] long flat arena slots
@@ -41,22 +42,12 @@ def _order(prefixes: Sequence[PagedPrefix | None]) -> list[int]:
                   key=lambda b: (first_seen[id(prefixes[b]) if prefixes[b] is not None else 0], b))
 
 
-def to_device(x, device: torch.device, dtype: torch.dtype = torch.long) -> torch.Tensor:
-    """A host list/tensor on `device` without making the host wait for queued GPU work (pinned
-    staging + non_blocking copy); device tensors pass through."""
-    t = x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=dtype)
-    if t.device.type == device.type and device.index in (None, t.device.index):
-        return t  # already there ("cuda" names whichever cuda device the tensor is on)
-    if device.type == "cuda" and t.device.type == "cpu":
-        t = t.pin_memory()
-    return t.to(device, non_blocking=True)
-
-
 def pack(input_ids: torch.Tensor, positions: torch.Tensor, cu_seqlens: torch.Tensor,
          prefixes: Sequence[PagedPrefix | None], read_index: torch.Tensor,
          store_kv: Sequence[bool] | None, arena: PagedKVArena | None,
-         device: torch.device | None = None) -> PackedBatch:
-    """Inputs may live on the host (no GPU sync) or on `device`; outputs live on `device`."""
+         device: torch.device | None = None, lib: LibPrefix | None = None) -> PackedBatch:
+    """Inputs may live on the host (no GPU sync) or on `device`; outputs live on `device`.
+    `lib`: the library kernel for long prefix segments, if the model has one."""
     device = device or input_ids.device
     bounds = [int(x) for x in cu_seqlens.tolist()]
     num_seqs = len(bounds) - 1
@@ -90,9 +81,11 @@ def pack(input_ids: torch.Tensor, positions: torch.Tensor, cu_seqlens: torch.Ten
         new_cu.append(new_cu[-1] + lengths[b])
 
     has_prefix = any(p is not None and p.num_tokens > 0 for p in prefixes)
-    seg_cu = block_table = prefix_lens = None
+    seg_cu = plan = None
     max_seg = 0
     if has_prefix:
+        if arena is None:
+            raise ValueError("sequences with a resident prefix need the KV arena")
         segs: list[tuple[PagedPrefix | None, int, int]] = []
         for b in order:
             p = prefixes[b] if prefixes[b] is not None and prefixes[b].num_tokens > 0 else None
@@ -101,15 +94,8 @@ def pack(input_ids: torch.Tensor, positions: torch.Tensor, cu_seqlens: torch.Ten
                 segs[-1] = (p, segs[-1][1], end)
             else:
                 segs.append((p, start, end))
-        width = max(1, max(len(p.pages) for p, _, _ in segs if p is not None))
-        table = torch.zeros(len(segs), width, dtype=torch.int32)
-        for i, (p, _, _) in enumerate(segs):
-            if p is not None:
-                table[i, :len(p.pages)] = torch.tensor(p.pages, dtype=torch.int32)
         seg_cu = to_device([s for _, s, _ in segs] + [segs[-1][2]], device, torch.int32)
-        block_table = to_device(table, device)
-        prefix_lens = to_device([p.num_tokens if p is not None else 0 for p, _, _ in segs],
-                                device, torch.int32)
+        plan = plan_prefix(segs, pos, arena.page_size, device, lib)
         max_seg = max(e - s for _, s, e in segs)
 
     stored: list[PagedPrefix | None] = [None] * num_seqs
@@ -126,6 +112,6 @@ def pack(input_ids: torch.Tensor, positions: torch.Tensor, cu_seqlens: torch.Ten
         input_ids=ids, positions=poss,
         cu_seqlens=to_device(new_cu, device, torch.int32),
         max_seqlen=max(lengths, default=0), read_index=reads, has_prefix=has_prefix,
-        seg_cu=seg_cu, block_table=block_table, prefix_lens=prefix_lens, max_seg_len=max_seg,
+        seg_cu=seg_cu, prefix_plan=plan, max_seg_len=max_seg,
         store_rows=to_device(torch.cat(rows), device) if rows else None,
         store_slots=to_device(torch.cat(slots), device) if slots else None, stored=stored)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 
 from quail_engine.infer.api import EngineStats
-from quail_engine.infer.gpu.batch import to_device
+from quail_engine.infer.gpu.staging import to_device
 from quail_engine.infer.runner import SeqJob
 from quail_engine.infer.scheduler import Scheduler, SeqWork
 

@@ -1,0 +1,158 @@
+"""One layer's attention on the GPU path, and which kernel takes which part of it.
+
+Each query row sees (a) its own sequence causally: our Triton varlen kernel; and (b), when its
+sequence continues a resident prefix (a join partner over its anchor), every key of that
+prefix. For (b) the bulk of a long segment (all the queries that share one prefix) goes to a
+library kernel, cuDNN's fused attention (616-629 TFLOP/s on the H200 at the join's shape vs
+396 for our Triton kernel: bench/results/gpu-h200-backends.json), and the rest to our Triton
+kernel over the arena pages. The partials are merged exactly by their log-sum-exps, fused with
+the fp8 quantization of the O-projection input.
+
+cuDNN builds an execution plan per new shape (~43 ms measured), so its calls use few shapes:
+query windows of exactly `chunk_rows` rows (a window may overlap rows of other segments; those
+outputs are discarded) and key counts in whole multiples of `key_grain` (the remaining tail
+keys, fewer than `key_grain`, go to the Triton kernel through a block-table row shifted past
+them). Segments shorter than `min_rows` stay on Triton (a window of `chunk_rows` rows pays off
+only from about 2,600 real rows at the two kernels' rates).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from quail_engine.infer.gpu.paged_kv import PagedPrefix
+from quail_engine.infer.gpu.staging import to_device
+from quail_kernels.lse_merge import lse_merge
+from quail_kernels.prefix_attention import prefix_attention
+from quail_kernels.varlen_attention import varlen_attention
+
+log = logging.getLogger(__name__)
+
+DenseAttend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float],
+                       tuple[torch.Tensor, torch.Tensor]]
+
+
+def cudnn_attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float):
+    """Every query row of q [n, Hq, D] over all keys k/v [L, Hkv, D] (GQA) with cuDNN ->
+    (o [n, Hq, D], lse [n, Hq] natural-log, both views of cuDNN's outputs)."""
+    res = torch.ops.aten._scaled_dot_product_cudnn_attention(
+        q.transpose(0, 1).unsqueeze(0), k.transpose(0, 1).unsqueeze(0),
+        v.transpose(0, 1).unsqueeze(0), None, True, 0.0, False, False, scale=scale)
+    n, hq = q.shape[0], q.shape[1]
+    return res[0][0].transpose(0, 1), res[1].reshape(hq, n).t()
+
+
+@dataclass(frozen=True)
+class LibPrefix:
+    """A library kernel for the bulk of long prefix segments, and how it is fed."""
+    attend: DenseAttend
+    chunk_rows: int = 4096
+    min_rows: int = 2560
+    key_grain: int = 256
+
+
+def probe_cudnn(device: torch.device, num_heads: int, num_kv_heads: int,
+                head_dim: int) -> LibPrefix | None:
+    """LibPrefix on cuDNN if its fused attention runs here at these heads, else None (logged)."""
+    if device.type != "cuda" or not torch.backends.cudnn.is_available():
+        return None
+    try:
+        q = torch.randn(64, num_heads, head_dim, device=device, dtype=torch.bfloat16)
+        k = torch.randn(256, num_kv_heads, head_dim, device=device, dtype=torch.bfloat16)
+        o, lse = cudnn_attend(q, k, k, head_dim ** -0.5)
+        if not (torch.isfinite(o).all() and torch.isfinite(lse).all()):
+            raise RuntimeError("non-finite output on random inputs")
+    except RuntimeError as exc:
+        log.warning("cuDNN fused attention unavailable (%s); prefix attention stays on Triton",
+                    str(exc).splitlines()[0][:200])
+        return None
+    return LibPrefix(cudnn_attend)
+
+
+@dataclass(frozen=True)
+class LibChunk:
+    """One library call: query rows [window, window + chunk_rows) against the first
+    `keys` keys of segment `seg`'s prefix; its rows [r0, r1) are kept."""
+    seg: int
+    window: int
+    r0: int
+    r1: int
+
+
+@dataclass
+class PrefixPlan:
+    table: torch.Tensor              # [S, W] int32 Triton block table (lib segments: tail pages)
+    lens: torch.Tensor               # [S] int32 Triton prefix lengths (lib segments: tails)
+    lib_keys: dict[int, int] = field(default_factory=dict)          # seg -> keys for the lib
+    lib_pages: dict[int, torch.Tensor] = field(default_factory=dict)  # seg -> their page ids
+    runs: list[tuple[int, int, LibChunk | None]] = field(default_factory=list)
+
+
+def plan_prefix(segments: Sequence[tuple[PagedPrefix | None, int, int]], total_rows: int,
+                page_size: int, device: torch.device, lib: LibPrefix | None) -> PrefixPlan:
+    """segments: (prefix or None, first row, end row) covering [0, total_rows) in order."""
+    if lib is not None and lib.key_grain % page_size:
+        raise ValueError(f"key_grain {lib.key_grain} is not a multiple of the page size "
+                         f"{page_size}")
+    width = max([len(p.pages) for p, _, _ in segments if p is not None] or [1])
+    table = torch.zeros(len(segments), width, dtype=torch.int32)
+    lens = [0] * len(segments)
+    lib_keys: dict[int, int] = {}
+    runs: list[tuple[int, int, LibChunk | None]] = []
+    for i, (p, start, end) in enumerate(segments):
+        keys = 0
+        if (p is not None and lib is not None and end - start >= lib.min_rows
+                and total_rows >= lib.chunk_rows):
+            keys = p.num_tokens // lib.key_grain * lib.key_grain
+        if p is not None:
+            skip = keys // page_size
+            pages = p.pages[skip:]
+            table[i, :len(pages)] = torch.tensor(pages, dtype=torch.int32)
+            lens[i] = p.num_tokens - keys
+        if keys:
+            lib_keys[i] = keys
+            for r0 in range(start, end, lib.chunk_rows):
+                r1 = min(r0 + lib.chunk_rows, end)
+                runs.append((r0, r1, LibChunk(i, min(r0, total_rows - lib.chunk_rows), r0, r1)))
+        elif runs and runs[-1][2] is None and runs[-1][1] == start:
+            runs[-1] = (runs[-1][0], end, None)
+        else:
+            runs.append((start, end, None))
+    lib_pages = {i: to_device(segments[i][0].pages[: keys // page_size], device)
+                 for i, keys in lib_keys.items()}
+    return PrefixPlan(to_device(table, device), to_device(lens, device, torch.int32),
+                      lib_keys, lib_pages, runs)
+
+
+def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
+                    arena_k: torch.Tensor | None, arena_v: torch.Tensor | None, scale: float,
+                    fp8: bool, lib: LibPrefix | None):
+    """-> (o [T, Hq * D] in q's dtype or fp8, per-token scale [T, 1] when fp8)."""
+    num_tokens = q.shape[0]
+    o, lse = varlen_attention(q, k, v, batch.cu_seqlens, batch.max_seqlen, scale)
+    if not batch.has_prefix:
+        return lse_merge(o, lse, fp8=True) if fp8 else (o.view(num_tokens, -1), None)
+    plan: PrefixPlan = batch.prefix_plan
+    op, lp = prefix_attention(q, arena_k, arena_v, batch.seg_cu, plan.table, plan.lens,
+                              batch.max_seg_len, scale)
+    if not plan.lib_keys:
+        return lse_merge(o, lse, op, lp, fp8=fp8)
+    rows = torch.empty(num_tokens, o.shape[1] * o.shape[2], device=q.device,
+                       dtype=torch.float8_e4m3fn if fp8 else q.dtype)
+    scales = torch.empty(num_tokens, 1, device=q.device) if fp8 else None
+    kv = {seg: tuple(cache[plan.lib_pages[seg]].flatten(0, 1) for cache in (arena_k, arena_v))
+          for seg in plan.lib_keys}
+    for r0, r1, chunk in plan.runs:
+        out = (rows[r0:r1], scales[r0:r1] if fp8 else None)
+        third = None
+        if chunk is not None:
+            kk, vv = kv[chunk.seg]
+            qo, ql = lib.attend(q[chunk.window:chunk.window + lib.chunk_rows], kk, vv, scale)
+            a, b = r0 - chunk.window, r1 - chunk.window
+            third = (qo[a:b], ql[a:b])
+        lse_merge(o[r0:r1], lse[r0:r1], op[r0:r1], lp[r0:r1], fp8=fp8, third=third, out=out)
+    return rows, scales
