@@ -40,7 +40,7 @@ def anchors_per_wave(model, work: JoinWork) -> int:
 def run_join(model, work: JoinWork, token_budget: int | None = None) -> dict:
     runner = GpuRunner(model, EngineStats(), token_budget)
     wave = anchors_per_wave(model, work)
-    _join_waves(runner, JoinWork(work.anchors[:1], work.partners[:64]), 1)  # warm-up
+    _join_waves(runner, JoinWork(work.anchors[:1], work.partners), 1)  # warm-up
     runner.stats = EngineStats()
     torch.cuda.synchronize()
     t0 = time.perf_counter()

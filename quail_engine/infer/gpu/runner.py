@@ -3,7 +3,8 @@
 Differences from the CPU runner, all for throughput: the token budget is sized from free GPU
 memory; jobs are ordered so that sequences sharing a resident prefix pack together (one
 prefix-attention segment each); answer logits are copied to pinned host memory asynchronously
-and the host waits once, after the last pass of the call.
+and a pass's answers are handed out while the next pass runs (the host waits on that pass's
+event, never on the whole device); a call that reads nothing (anchor stores) does not wait.
 """
 
 from __future__ import annotations
@@ -54,22 +55,19 @@ class GpuRunner:
         log.info("GPU runner: %d tokens per pass", budget)
 
     def run(self, jobs: Sequence[SeqJob], count_as_decode: bool = False) -> None:
+        """Runs every job; a pass's answers are read back while the next pass runs on the
+        GPU, and a call whose jobs read nothing (anchor stores) returns without waiting."""
         order = sorted(range(len(jobs)), key=lambda i: id(jobs[i].prefix) if jobs[i].prefix
                        is not None else 0)
         work = [SeqWork(len(jobs[i].tokens), jobs[i].num_prefix_tokens) for i in order]
-        pending = []
+        previous = None
         for batch in self.scheduler.pack(work):
-            pending.append(self._run_pass([jobs[order[i]] for i in batch], count_as_decode))
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-        for batch_jobs, spans, host, columns in pending:
-            for job, (first, count) in zip(batch_jobs, spans):
-                if count:
-                    part = host[first:first + count]
-                    if job.vocab is not None:
-                        cols = list(job.vocab) if columns is None else [columns[t] for t in job.vocab]
-                        part = part[:, cols]
-                    job.logits = part
+            launched = self._run_pass([jobs[order[i]] for i in batch], count_as_decode)
+            if previous is not None:
+                _read_back(*previous)
+            previous = launched
+        if previous is not None:
+            _read_back(*previous)
 
     @torch.inference_mode()
     def _run_pass(self, jobs: list[SeqJob], count_as_decode: bool):
@@ -102,13 +100,41 @@ class GpuRunner:
             if job.store_kv:
                 job.kv = kv if job.prefix is None else job.prefix.concat(kv)
         vocabs = [j.vocab for j in jobs if j.read]
-        columns = None
+        if not vocabs:
+            return jobs, spans, None, None, None
+        columns: dict[int, int] | None = None
         token_ids = None
-        if vocabs and all(v is not None for v in vocabs):
-            union = sorted({t for v in vocabs for t in v})
-            columns = {t: c for c, t in enumerate(union)}
-            token_ids = to_device(union, dev)
+        shared = False
+        if all(v is not None for v in vocabs):
+            first = tuple(vocabs[0])
+            if len(set(first)) == len(first) and all(tuple(v) == first for v in vocabs):
+                shared = True  # one vocabulary for the whole pass: rows come back as they are
+                token_ids = to_device(list(first), dev)
+            else:
+                union = sorted({t for v in vocabs for t in v})
+                columns = {t: c for c, t in enumerate(union)}
+                token_ids = to_device(union, dev)
         logits = self.model.logits(hidden, token_ids)
         host = torch.empty(logits.shape, dtype=torch.float32, pin_memory=dev.type == "cuda")
         host.copy_(logits, non_blocking=True)
-        return jobs, spans, host, columns
+        done = None
+        if dev.type == "cuda":
+            done = torch.cuda.Event()
+            done.record()
+        return jobs, spans, host, (True if shared else columns), done
+
+
+def _read_back(jobs: list[SeqJob], spans, host, columns, done) -> None:
+    """Hands each job its rows of a finished pass. `columns`: True when the pass computed
+    exactly every job's vocabulary in order; else a token -> column map (None: full vocab)."""
+    if host is None:
+        return
+    if done is not None:
+        done.synchronize()
+    for job, (first, count) in zip(jobs, spans):
+        if count:
+            part = host[first:first + count]
+            if job.vocab is not None and columns is not True:
+                cols = list(job.vocab) if columns is None else [columns[t] for t in job.vocab]
+                part = part[:, cols]
+            job.logits = part
