@@ -1,0 +1,71 @@
+"""Join on the Qwen3-4B shape, fp8: end-to-end rate for cuDNN query windows of several sizes,
+and how busy the GPU is during the join (kernel time over wall time), to tell host gaps from
+kernel time.
+
+    python bench/gpu/join_variants.py [--anchors 48]   # writes $OUT/join_variants.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import torch  # noqa: E402
+
+from bench.gpu.common import Results, setup_logging  # noqa: E402
+from bench.gpu.quail_runs import _join_waves, run_join  # noqa: E402
+from bench.gpu.workloads import JoinWork, join_requested_tokens, join_work  # noqa: E402
+from quail_engine.infer.api import EngineStats  # noqa: E402
+from quail_engine.infer.gpu.attention import LibPrefix, cudnn_attend  # noqa: E402
+from quail_engine.infer.gpu.engine import build_gpu_model  # noqa: E402
+from quail_engine.infer.gpu.random_weights import random_state_dict, shape_config  # noqa: E402
+from quail_engine.infer.gpu.runner import GpuRunner  # noqa: E402
+
+
+def busy(model, work: JoinWork) -> dict:
+    """Kernel time / wall time over `work` (one wave), after a warm-up."""
+    runner = GpuRunner(model, EngineStats())
+    _join_waves(runner, JoinWork(work.anchors[:1], work.partners), 1)
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        _join_waves(runner, work, len(work.anchors))
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+    kernel = sum(getattr(e, "device_time_total", 0) or 0 for e in prof.key_averages()) / 1e6
+    return {"wall_s": round(wall, 3), "kernel_s": round(kernel, 3),
+            "gpu_busy": round(kernel / wall, 3), "anchors": len(work.anchors)}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--anchors", type=int, default=48)
+    args = p.parse_args(argv)
+    setup_logging()
+    res = Results("join_variants.json")
+    config = shape_config("qwen3-4b")
+    sd = random_state_dict(config, seed=0, device="cuda", dtype=torch.bfloat16)
+    model = build_gpu_model(config, sd, fp8=True, kv_fraction=0.5)
+    del sd
+    work = join_work(args.anchors, 1100, config.vocab_size)
+    res.section("busy_default", busy, model, JoinWork(work.anchors[:8], work.partners))
+    for chunk in (4096, 8192, 16384):
+        model.lib_prefix = LibPrefix(cudnn_attend, chunk_rows=chunk, min_rows=chunk * 5 // 8)
+
+        def one():
+            run = run_join(model, work)
+            run["requested_tokens_per_min"] = round(join_requested_tokens(work) / run["seconds"] * 60)
+            return run
+        res.section(f"chunk_{chunk}", one)
+    for key, value in res.data.items():
+        if not key.endswith("_seconds"):
+            print(key, value)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
