@@ -43,7 +43,8 @@ def _add_rmsnorm_kernel(x_ptr, res_ptr, w_ptr, out_ptr, res_out_ptr, scale_ptr,
 
 
 def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor,
-                eps: float, fp8: bool = False, out_dtype: torch.dtype | None = None):
+                eps: float, fp8: bool = False, out_dtype: torch.dtype | None = None,
+                num_warps: int | None = None):
     """x, residual [T, N]; weight [N]. Returns (out, residual_out, scale-or-None).
     residual_out has residual's dtype (x's when residual is None: then it is x itself); out is
     fp8 when `fp8`, else `out_dtype` (default x's)."""
@@ -69,7 +70,7 @@ def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Te
         x, res, weight, out, res_out, scale, n_cols, eps,
         x.stride(0), res.stride(0), out.stride(0), res_out.stride(0),
         HAS_RES=residual is not None, IS_FP8=fp8, BLOCK=block,
-        num_warps=min(16, max(1, block // 256)))
+        num_warps=num_warps or min(16, max(1, block // 256)))
     return out, res_out, (scale if fp8 else None)
 
 

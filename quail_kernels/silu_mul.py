@@ -42,7 +42,7 @@ def _silu_mul_kernel(x_ptr, out_ptr, scale_ptr, n_cols, stride_x, stride_o,
     tl.store(out_ptr + row * stride_o + cb, yb.to(out_ptr.dtype.element_ty), mask=mb)
 
 
-def silu_mul(gate_up: torch.Tensor, fp8: bool = False):
+def silu_mul(gate_up: torch.Tensor, fp8: bool = False, num_warps: int | None = None):
     """gate_up [T, 2I] -> (out [T, I], scale [T, 1] or None)."""
     check_tensor("gate_up", gate_up, 2)
     if gate_up.shape[1] % 2:
@@ -55,7 +55,8 @@ def silu_mul(gate_up: torch.Tensor, fp8: bool = False):
         block_a, block_b = row_segments(n_cols)
         _silu_mul_kernel[(num_rows,)](gate_up, out, scale, n_cols, gate_up.stride(0),
                                       out.stride(0), IS_FP8=fp8, BLOCK_A=block_a,
-                                      BLOCK_B=block_b, num_warps=row_warps(n_cols, 512))
+                                      BLOCK_B=block_b,
+                                      num_warps=num_warps or row_warps(n_cols, 512))
     return out, (scale if fp8 else None)
 
 
