@@ -22,7 +22,8 @@ def main(argv=None) -> int:
     p.add_argument("--shapes", default="qwen3-4b,smollm2-135m")
     p.add_argument("--prompts", type=int, default=400)
     p.add_argument("--skip", default="")
-    p.add_argument("--anchor-len", default="500,700", help="prefix check anchor lengths lo,hi")
+    p.add_argument("--anchor-len", default="1500,2500",
+                   help="prefix check anchor lengths lo,hi (long enough for the cuDNN split)")
     args = p.parse_args(argv)
     setup_logging()
     res = Results("check.json")

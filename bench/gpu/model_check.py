@@ -47,7 +47,7 @@ def _compare(ref: torch.Tensor, got: torch.Tensor, ref_logits, got_logits) -> di
 
 
 def check_shape(name: str, num_prompts: int = 400, seed: int = 0,
-                anchor_len: tuple[int, int] = (500, 700)) -> dict:
+                anchor_len: tuple[int, int] = (1500, 2500)) -> dict:
     config = shape_config(name)
     vocab = (1000, 2000, 3000, 4000)  # [TRUE-ish, FALSE-ish, two more columns]
     prompts = _prompts(num_prompts, config.vocab_size, 16, 320, seed)
@@ -90,7 +90,7 @@ def check_shape(name: str, num_prompts: int = 400, seed: int = 0,
 
 
 def prefix_check(model, vocab_size: int, vocab, seed: int,
-                 anchor_len: tuple[int, int] = (500, 700), num_anchors: int = 2,
+                 anchor_len: tuple[int, int] = (1500, 2500), num_anchors: int = 2,
                  num_suffixes: int = 400) -> dict:
     """`num_anchors` anchors kept in the paged arena, `num_suffixes` partner suffixes of 8-24
     tokens interleaved across them (200 per anchor: ~3,200 rows, so the library kernel takes

@@ -109,3 +109,36 @@ def test_gpu_runner_answers_like_cpu_runner(device):
         assert got.logits.shape == (1, 3)
         assert rel_err(got.logits, exp.logits) < fp32_tol()
     assert gpu.stats.fresh_tokens == 30 + 15
+
+
+def test_gpu_runner_read_back_with_mixed_vocabularies(device):
+    """Jobs of one pass asking for different LM-head rows (a union is computed, each job gets
+    its own columns in its own order), a job asking for the full vocabulary, and a store-only
+    call (nothing read back, so the runner does not wait) between two reading calls."""
+    from quail_engine.infer.api import EngineStats
+    from quail_engine.infer.gpu.runner import GpuRunner
+    from quail_engine.infer.runner import Runner, SeqJob
+    from quail_engine.infer.scheduler import Scheduler
+
+    config, ref, fast = _models("llama", device)
+    g = torch.Generator().manual_seed(6)
+    texts = [torch.randint(0, 97, (n,), generator=g).tolist() for n in (7, 3, 11, 5)]
+    vocabs = [(5, 3), (3, 40, 7), None, (5, 3)]
+    gpu = GpuRunner(fast, EngineStats(), token_budget=64)
+    store = SeqJob(texts[0], read=(), store_kv=True)
+    gpu.run([store])
+    assert store.logits is None and store.kv is not None
+    jobs = [SeqJob(t, vocab=v) for t, v in zip(texts, vocabs)]
+    gpu.run(jobs)
+    want = [SeqJob(t) for t in texts]
+    with torch.inference_mode():
+        Runner(ref, Scheduler(64), EngineStats()).run(want)
+    for job, exp, vocab in zip(jobs, want, vocabs):
+        expected = exp.logits if vocab is None else exp.logits[:, list(vocab)]
+        assert job.logits.shape == expected.shape
+        assert rel_err(job.logits, expected) < fp32_tol()
+    shared = [SeqJob(t, vocab=(9, 2)) for t in texts]  # one vocabulary for the whole pass
+    gpu.run(shared)
+    for job, exp in zip(shared, want):
+        assert rel_err(job.logits, exp.logits[:, [9, 2]]) < fp32_tol()
+    store.kv.release()

@@ -40,16 +40,17 @@ def test_plan_covers_each_row_once_with_fixed_window_and_whole_key_grains():
     assert plan.lib_pages[1].tolist() == long.pages[:4]
 
 
-def test_plan_without_library_or_room_keeps_everything_on_triton():
+def test_plan_without_library_or_room_keeps_everything_on_triton_and_grains_are_whole_pages():
     arena = PagedKVArena(1, 1, 8, 64, 16, torch.float32, "cpu")
     p = arena.allocate(70)
     lib = LibPrefix(_torch_attend([]), chunk_rows=64, min_rows=6, key_grain=32)
     for chosen in (None, lib):  # no library; a window larger than the whole pass
         plan = plan_prefix([(p, 0, 40)], 40, 16, torch.device("cpu"), chosen)
         assert plan.lib_keys == {} and plan.lens.tolist() == [70]
-    with pytest.raises(ValueError, match="multiple of the page size"):
-        plan_prefix([(p, 0, 40)], 40, 16, torch.device("cpu"),
-                    LibPrefix(lib.attend, key_grain=24))
+    # a grain that is not a whole number of pages is rounded up to one (lcm(24, 16) = 48)
+    plan = plan_prefix([(p, 0, 40)], 40, 16, torch.device("cpu"),
+                       LibPrefix(lib.attend, chunk_rows=8, min_rows=6, key_grain=24))
+    assert plan.lib_keys == {0: 48} and plan.lens.tolist() == [22]
 
 
 @pytest.mark.parametrize("family", ["qwen3", "llama"])

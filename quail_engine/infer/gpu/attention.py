@@ -11,14 +11,15 @@ the fp8 quantization of the O-projection input.
 cuDNN builds an execution plan per new shape (~43 ms measured), so its calls use few shapes:
 query windows of exactly `chunk_rows` rows (a window may overlap rows of other segments; those
 outputs are discarded) and key counts in whole multiples of `key_grain` (the remaining tail
-keys, fewer than `key_grain`, go to the Triton kernel through a block-table row shifted past
-them). Segments shorter than `min_rows` stay on Triton (a window of `chunk_rows` rows pays off
+keys, fewer than `key_grain` rounded up to whole pages, go to the Triton kernel through a
+block-table row shifted past them). Segments shorter than `min_rows` stay on Triton (a window of `chunk_rows` rows pays off
 only from about 2,600 real rows at the two kernels' rates).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -95,9 +96,8 @@ class PrefixPlan:
 def plan_prefix(segments: Sequence[tuple[PagedPrefix | None, int, int]], total_rows: int,
                 page_size: int, device: torch.device, lib: LibPrefix | None) -> PrefixPlan:
     """segments: (prefix or None, first row, end row) covering [0, total_rows) in order."""
-    if lib is not None and lib.key_grain % page_size:
-        raise ValueError(f"key_grain {lib.key_grain} is not a multiple of the page size "
-                         f"{page_size}")
+    # the library's keys end on a page boundary so the Triton tail starts at a whole page
+    grain = math.lcm(lib.key_grain, page_size) if lib is not None else 0
     width = max([len(p.pages) for p, _, _ in segments if p is not None] or [1])
     table = torch.zeros(len(segments), width, dtype=torch.int32)
     lens = [0] * len(segments)
@@ -107,7 +107,7 @@ def plan_prefix(segments: Sequence[tuple[PagedPrefix | None, int, int]], total_r
         keys = 0
         if (p is not None and lib is not None and end - start >= lib.min_rows
                 and total_rows >= lib.chunk_rows):
-            keys = p.num_tokens // lib.key_grain * lib.key_grain
+            keys = p.num_tokens // grain * grain
         if p is not None:
             skip = keys // page_size
             pages = p.pages[skip:]
