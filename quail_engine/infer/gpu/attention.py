@@ -56,14 +56,16 @@ class LibPrefix:
     key_grain: int = 256
 
 
-def probe_cudnn(device: torch.device, num_heads: int, num_kv_heads: int,
-                head_dim: int) -> LibPrefix | None:
-    """LibPrefix on cuDNN if its fused attention runs here at these heads, else None (logged)."""
-    if device.type != "cuda" or not torch.backends.cudnn.is_available():
+def probe_cudnn(device: torch.device, num_heads: int, num_kv_heads: int, head_dim: int,
+                dtype: torch.dtype = torch.bfloat16) -> LibPrefix | None:
+    """LibPrefix on cuDNN if its fused attention runs here at these heads and dtype (bf16 or
+    fp16; float32 models stay on Triton), else None (logged)."""
+    if device.type != "cuda" or not torch.backends.cudnn.is_available() or \
+            dtype not in (torch.bfloat16, torch.float16):
         return None
     try:
-        q = torch.randn(64, num_heads, head_dim, device=device, dtype=torch.bfloat16)
-        k = torch.randn(256, num_kv_heads, head_dim, device=device, dtype=torch.bfloat16)
+        q = torch.randn(64, num_heads, head_dim, device=device, dtype=dtype)
+        k = torch.randn(256, num_kv_heads, head_dim, device=device, dtype=dtype)
         o, lse = cudnn_attend(q, k, k, head_dim ** -0.5)
         if not (torch.isfinite(o).all() and torch.isfinite(lse).all()):
             raise RuntimeError("non-finite output on random inputs")

@@ -91,7 +91,7 @@ class GpuCausalLM:
         self.lib_prefix = None
         if prefix_backend != "triton":
             self.lib_prefix = probe_cudnn(self.device, config.num_heads, config.num_kv_heads,
-                                          config.head_dim)
+                                          config.head_dim, dtype)
             if self.lib_prefix is None and prefix_backend == "cudnn":
                 raise ValueError("prefix_backend='cudnn' but cuDNN fused attention does not run "
                                  f"on {self.device}")
