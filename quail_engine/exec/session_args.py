@@ -23,6 +23,9 @@ def add_session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="default",
                    help="default | gemma3-270m | smollm2-135m | a .gguf file | a model dir")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--precision", default="bf16", choices=("bf16", "fp8", "fp8-mlp"),
+                   help="GEMM precision; fp8 and fp8-mlp run only on the GPU path and cost "
+                        "accuracy on small models (docs/kernels-notes.md)")
     p.add_argument("--report", metavar="FILE.json", help="write the execution report here")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write cached answers")
     p.add_argument("--cache-dir", default=None, help=f"answer cache (default {default_cache_dir()})")
@@ -70,7 +73,8 @@ def open_session(args: argparse.Namespace, con=None):
     def factory():
         from quail_engine.infer.factory import load_engine
 
-        return load_engine(args.model, device="cuda:0" if device == "cuda" else device)
+        return load_engine(args.model, device="cuda:0" if device == "cuda" else device,
+                           precision=args.precision)
 
     cache_dir = args.cache_dir or default_cache_dir()
     session = QuailSession(con, factory, cache_dir=cache_dir, use_cache=not args.no_cache,

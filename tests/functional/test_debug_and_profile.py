@@ -39,6 +39,7 @@ _BAD_FIELDS = [
     ({"device": "tpu"}, "'tpu'"),
     ({"max_batch_tokens": 0}, "max_batch_tokens"),
     ({"max_new_tokens": -5}, "max_new_tokens"),
+    ({"precision": "int8"}, "'int8'"),
 ]
 
 

@@ -17,7 +17,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 logger = AdapterLogger("Quail")
 _NO_CACHE = ("off", "none", "false", "")
-_ENGINE_KEYS = ("model", "max_batch_tokens", "max_context", "max_new_tokens")
+_ENGINE_KEYS = ("model", "precision", "max_batch_tokens", "max_context", "max_new_tokens")
 
 
 class AiRunner:
@@ -132,7 +132,7 @@ class AiRunner:
         from quail_engine.infer.factory import load_engine
 
         spec = self.options["model"] or "default"
-        kwargs = {}
+        kwargs = {"precision": self.options.get("precision") or "bf16"}
         if self.options.get("max_batch_tokens"):
             kwargs["token_budget"] = self.options["max_batch_tokens"]
         start = time.perf_counter()

@@ -12,6 +12,7 @@ from dbt_common.exceptions import DbtRuntimeError
 DIALECTS = ("snowflake", "bigquery", "databricks", "duckdb")
 _DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 _LIMITS = ("max_batch_tokens", "max_context", "max_new_tokens")
+PRECISIONS = ("bf16", "fp8", "fp8-mlp")
 
 
 @dataclass
@@ -20,7 +21,8 @@ class QuailCredentials(DuckDBCredentials):
     or 'embedded' means the embedded default model. `device`: auto, cpu, cuda or cuda:N.
     `dialect`: the warehouse dialect model SQL is written in unless a model sets `quail_dialect`.
     `cache_dir`: where answers are cached by content across runs (default: the `quail` CLI's
-    cache, $QUAIL_CACHE_DIR or ~/.cache/quail/answers); `off` disables it. The `max_*` fields bound the engine's batches and outputs."""
+    cache, $QUAIL_CACHE_DIR or ~/.cache/quail/answers); `off` disables it. The `max_*` fields bound the engine's batches and outputs.
+    `precision`: bf16, or fp8 / fp8-mlp on a cuda device (faster GEMMs, less accurate)."""
 
     model: str | None = None
     device: str = "auto"
@@ -29,6 +31,7 @@ class QuailCredentials(DuckDBCredentials):
     max_batch_tokens: int | None = None
     max_context: int | None = None
     max_new_tokens: int | None = None
+    precision: str = "bf16"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -38,6 +41,9 @@ class QuailCredentials(DuckDBCredentials):
         if not _DEVICE.match(str(self.device)):
             raise DbtRuntimeError(
                 f"profile field 'device' must be auto, cpu, cuda or cuda:N; got {self.device!r}")
+        if self.precision not in PRECISIONS:
+            raise DbtRuntimeError(f"profile field 'precision' must be one of "
+                                  f"{', '.join(PRECISIONS)}; got {self.precision!r}")
         for name in _LIMITS:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value <= 0):
@@ -51,13 +57,13 @@ class QuailCredentials(DuckDBCredentials):
     def engine_options(self) -> dict[str, Any]:
         """The settings that pick and bound the inference engine (one engine per distinct set)."""
         options: dict[str, Any] = {"model": self.model, "device": self.device,
-                                   "cache_dir": self.cache_dir}
+                                   "cache_dir": self.cache_dir, "precision": self.precision}
         options.update({name: getattr(self, name) for name in _LIMITS})
         return options
 
     def _connection_keys(self) -> tuple[str, ...]:
         return (*super()._connection_keys(), "model", "device", "dialect", "cache_dir",
-                *_LIMITS)
+                "precision", *_LIMITS)
 
 
 def check_dialect(value: Any, where: str) -> str:

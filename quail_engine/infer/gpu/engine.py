@@ -30,6 +30,14 @@ def build_gpu_model(config: Any, state_dict: dict, fp8: bool = False, device: st
     return model
 
 
+def precision_model_id(spec: str, fp8: bool, fp8_proj: tuple[str, ...] | None) -> str:
+    """The engine's model id: fp8 answers differ from bf16 ones beyond rounding, so they are a
+    different model to the answer cache and the reports ("spec@fp8", "spec@fp8[gate_up,down]")."""
+    if not fp8:
+        return spec
+    return f"{spec}@fp8" if fp8_proj is None else f"{spec}@fp8[{','.join(fp8_proj)}]"
+
+
 class GpuEngine(LocalEngine):
     def __init__(self, model: GpuCausalLM, tokenizer: Any, config: Any = None,
                  model_id: str = "local", token_budget: int | None = None, **kwargs: Any):
@@ -39,12 +47,17 @@ class GpuEngine(LocalEngine):
 
     @classmethod
     def load(cls, spec: str = "default", device: str = "cuda", dtype: Any = None,
-             fp8: bool = False, **kwargs: Any) -> GpuEngine:
+             fp8: bool = False, fp8_proj: tuple[str, ...] | None = None,
+             **kwargs: Any) -> GpuEngine:
+        """`fp8_proj`: which projections run in fp8 when `fp8` (default: all of them)."""
         from quail_engine.infer.loader import load_model
 
         cpu_model, tokenizer, config = load_model(spec, "cpu", dtype or torch.bfloat16)
-        model = build_gpu_model(config, cpu_model.state_dict(), fp8=fp8, device=device)
-        return cls(model, tokenizer, config, model_id=spec, **kwargs)
+        options = {"fp8_proj": fp8_proj} if fp8_proj is not None else {}
+        model = build_gpu_model(config, cpu_model.state_dict(), fp8=fp8, device=device,
+                                **options)
+        return cls(model, tokenizer, config, model_id=precision_model_id(spec, fp8, fp8_proj),
+                   **kwargs)
 
     def release(self, handle: PrefixHandle) -> None:
         entry = self.arena.get(handle.id)

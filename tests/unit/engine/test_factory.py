@@ -35,3 +35,45 @@ def test_cuda_uses_the_gpu_engine_when_it_loads(monkeypatch):
     monkeypatch.setattr(gpu.GpuEngine, "load", classmethod(
         lambda cls, spec, device, **kw: ("gpu", spec, device)))
     assert factory.load_engine("some/qwen3", "cuda:0") == ("gpu", "some/qwen3", "cuda:0")
+
+
+@pytest.mark.parametrize("device", ["cpu", "mps"])
+def test_fp8_off_the_gpu_is_refused_not_run_in_bf16(device):
+    from quail_engine.errors import QuailError
+
+    with pytest.raises(QuailError, match="'fp8' runs only on the GPU path.*use bf16"):
+        factory.load_engine("default", device, precision="fp8")
+
+
+def test_an_unknown_precision_is_named():
+    from quail_engine.errors import QuailError
+
+    with pytest.raises(QuailError, match="bf16, fp8, fp8-mlp; got 'int4'"):
+        factory.load_engine("default", "cpu", precision="int4")
+
+
+def test_fp8_on_cuda_passes_the_projections_and_never_falls_back(monkeypatch):
+    gpu = pytest.importorskip("quail_engine.infer.gpu.engine")
+    from quail_engine.errors import QuailError
+
+    seen = []
+    monkeypatch.setattr(gpu.GpuEngine, "load", classmethod(
+        lambda cls, spec, device, **kw: seen.append(kw) or "gpu"))
+    assert factory.load_engine("q", "cuda:0", precision="fp8-mlp") == "gpu"
+    assert seen == [{"fp8": True, "fp8_proj": ("gate_up", "down")}]
+
+    def refuse(cls, spec, device, **kw):
+        raise ValueError("sliding-window layers are not implemented on the GPU path")
+
+    monkeypatch.setattr(gpu.GpuEngine, "load", classmethod(refuse))
+    monkeypatch.setattr(LocalEngine, "load", classmethod(lambda cls, *a, **kw: "local"))
+    with pytest.raises(QuailError, match="needs the GPU path.*sliding-window"):
+        factory.load_engine("gemma3-270m", "cuda:0", precision="fp8")
+    assert factory.load_engine("gemma3-270m", "cuda:0") == "local"  # bf16 still falls back
+
+
+def test_fp8_engines_are_a_different_model_to_the_answer_cache():
+    gpu = pytest.importorskip("quail_engine.infer.gpu.engine")
+    assert gpu.precision_model_id("m", False, None) == "m"
+    assert gpu.precision_model_id("m", True, None) == "m@fp8"
+    assert gpu.precision_model_id("m", True, ("gate_up", "down")) == "m@fp8[gate_up,down]"

@@ -69,6 +69,15 @@ def test_cli_query_prints_table_and_writes_report(tmp_path, monkeypatch, capsys)
     assert rc == 2 and "nope" in capsys.readouterr().err
 
 
+def test_cli_fp8_on_cpu_is_refused_before_any_answer(tmp_path, capsys):
+    (tmp_path / "r.csv").write_text("id,review\n1,fine\n")
+    rc = main(["query", "-e", "SELECT id FROM r WHERE ai_filter('Is it ok? ' || review)",
+               "--table", f"r={tmp_path / 'r.csv'}", "--device", "cpu", "--precision", "fp8",
+               "--quiet", "--no-cache"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "precision 'fp8' runs only on the GPU path" in err and "cpu" in err
+
+
 class TinyContext(FakeEngine):
     max_context = 40
 
