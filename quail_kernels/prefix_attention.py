@@ -24,10 +24,12 @@ from quail_kernels.varlen_attention import _check_qkv, attend_ref
 
 @triton.jit
 def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, bt_ptr, plen_ptr,
+                             pos_ptr, window,
                              qk_scale, s_qt, s_qh, s_kp, s_ks, s_kh, s_vp, s_vs, s_vh,
                              s_ot, s_oh, s_lt, s_bt,
                              G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
-                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                             HAS_WINDOW: tl.constexpr):
     tile = tl.program_id(0)
     seg = tl.program_id(1)
     kv_head = tl.program_id(2)
@@ -46,6 +48,21 @@ def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, bt_ptr
         l_i = tl.zeros([BLOCK_M], tl.float32)
         acc = tl.zeros([BLOCK_M, D], tl.float32)
         full_end = prefix_len // BLOCK_N * BLOCK_N
+        if HAS_WINDOW:  # every tile masked by the query's absolute position
+            full_end = 0
+            qpos = tl.load(pos_ptr + tok64, mask=row_ok, other=0)
+            for n0 in range(0, prefix_len, BLOCK_N):
+                page = tl.load(bt_ptr + seg * s_bt + n0 // PAGE).to(tl.int64)
+                slot = n0 % PAGE + tl.arange(0, BLOCK_N)
+                cols = n0 + tl.arange(0, BLOCK_N)
+                col_ok = cols < prefix_len
+                k = tl.load(k_ptr + page * s_kp + slot[None, :] * s_ks + kv_head * s_kh
+                            + d[:, None], mask=col_ok[None, :], other=0.0)
+                v = tl.load(v_ptr + page * s_vp + slot[:, None] * s_vs + kv_head * s_vh
+                            + d[None, :], mask=col_ok[:, None], other=0.0)
+                allowed = col_ok[None, :] & (qpos[:, None] - cols[None, :] < window)
+                m_i, l_i, acc = softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale, True)
+            prefix_len = 0  # done: skip the unwindowed loops below
         for n0 in range(0, full_end, BLOCK_N):  # whole tiles: no mask
             page = tl.load(bt_ptr + seg * s_bt + n0 // PAGE).to(tl.int64)
             slot = n0 % PAGE + tl.arange(0, BLOCK_N)
@@ -83,8 +100,14 @@ def _check_arena(q, k_cache, v_cache, cu_seqlens_q, block_table, prefix_lens):
 def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                      cu_seqlens_q: torch.Tensor, block_table: torch.Tensor,
                      prefix_lens: torch.Tensor, max_seqlen_q: int, scale: float,
-                     blocks: tuple[int, int, int, int] | None = None):
+                     blocks: tuple[int, int, int, int] | None = None,
+                     window: int | None = None, positions: torch.Tensor | None = None):
+    """`window` with `positions` [T] (each query's absolute position; prefix keys sit at 0..):
+    a query at p sees prefix key j only when p - j < window (Gemma's sliding layers)."""
     _check_arena(q, k_cache, v_cache, cu_seqlens_q, block_table, prefix_lens)
+    if window is not None and (window < 1 or positions is None
+                               or positions.shape != (q.shape[0],)):
+        raise ValueError("a sliding window needs window >= 1 and one position per query token")
     num_tokens, num_heads, head_dim = q.shape
     page = k_cache.shape[1]
     group = num_heads // k_cache.shape[2]
@@ -99,12 +122,13 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
         raise ValueError(f"page size {page} is not a multiple of BLOCK_N {block_n}")
     grid = (triton.cdiv(max_seqlen_q, block_m // group), num_segs, k_cache.shape[2])
     _prefix_attention_kernel[grid](
-        q, k_cache, v_cache, out, lse, cu_seqlens_q, block_table, prefix_lens, scale * LOG2E,
+        q, k_cache, v_cache, out, lse, cu_seqlens_q, block_table, prefix_lens,
+        positions if window is not None else prefix_lens, window or 0, scale * LOG2E,
         q.stride(0), q.stride(1), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
         v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
         out.stride(0), out.stride(1), lse.stride(0), block_table.stride(0),
         G=group, D=head_dim, PAGE=page, BLOCK_M=block_m, BLOCK_N=block_n,
-        num_warps=warps, num_stages=stages)
+        HAS_WINDOW=window is not None, num_warps=warps, num_stages=stages)
     return out, lse
 
 
@@ -114,7 +138,7 @@ def gather_prefix(cache: torch.Tensor, pages: torch.Tensor, length: int) -> torc
 
 
 def prefix_attention_ref(q, k_cache, v_cache, cu_seqlens_q, block_table, prefix_lens,
-                         max_seqlen_q, scale, blocks=None):
+                         max_seqlen_q, scale, blocks=None, window=None, positions=None):
     out = torch.zeros_like(q)
     lse = torch.full(q.shape[:2], float("-inf"), device=q.device, dtype=torch.float32)
     bounds = cu_seqlens_q.tolist()
@@ -124,5 +148,8 @@ def prefix_attention_ref(q, k_cache, v_cache, cu_seqlens_q, block_table, prefix_
             k = gather_prefix(k_cache, block_table[seg], length)
             v = gather_prefix(v_cache, block_table[seg], length)
             allowed = torch.ones(end - start, length, dtype=torch.bool, device=q.device)
+            if window is not None:
+                diff = positions[start:end, None] - torch.arange(length, device=q.device)
+                allowed = diff < window
             out[start:end], lse[start:end] = attend_ref(q[start:end], k, v, allowed, scale)
     return out, lse

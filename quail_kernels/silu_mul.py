@@ -1,4 +1,6 @@
-"""SiLU(gate) * up over the fused gate_up projection output, optionally quantized to fp8.
+"""act(gate) * up over the fused gate_up projection output, optionally quantized to fp8; act is
+SiLU (Llama, Qwen) or tanh-GELU (Gemma: x * sigmoid(2 * sqrt(2/pi) * (x + 0.044715 x^3)), the
+same function as 0.5 x (1 + tanh(...))).
 
 gate_up [T, 2I] (gate in the first I columns, up in the last I) -> out [T, I]; with fp8=True
 out is float8_e4m3fn with a per-row scale [T, 1] float32 (amax / 448).
@@ -20,17 +22,25 @@ from quail_kernels.row_blocks import row_segments, row_warps
 
 
 @triton.jit
+def _act(g, GELU: tl.constexpr):
+    if GELU:
+        return g * tl.sigmoid(1.5957691216057308 * (g + 0.044715 * g * g * g))
+    return g * tl.sigmoid(g)
+
+
+@triton.jit
 def _silu_mul_kernel(x_ptr, out_ptr, scale_ptr, n_cols, stride_x, stride_o,
-                     IS_FP8: tl.constexpr, BLOCK_A: tl.constexpr, BLOCK_B: tl.constexpr):
+                     IS_FP8: tl.constexpr, BLOCK_A: tl.constexpr, BLOCK_B: tl.constexpr,
+                     GELU: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     base = x_ptr + row * stride_x
     ca = tl.arange(0, BLOCK_A)
     ga = tl.load(base + ca).to(tl.float32)
-    ya = ga * tl.sigmoid(ga) * tl.load(base + n_cols + ca).to(tl.float32)
+    ya = _act(ga, GELU) * tl.load(base + n_cols + ca).to(tl.float32)
     cb = BLOCK_A + tl.arange(0, BLOCK_B)
     mb = cb < n_cols
     gb = tl.load(base + cb, mask=mb, other=0.0).to(tl.float32)
-    yb = gb * tl.sigmoid(gb) * tl.load(base + n_cols + cb, mask=mb, other=0.0).to(tl.float32)
+    yb = _act(gb, GELU) * tl.load(base + n_cols + cb, mask=mb, other=0.0).to(tl.float32)
     if IS_FP8:
         amax = tl.max(tl.abs(ya), axis=0)
         amax = tl.maximum(amax, tl.max(tl.abs(yb), axis=0))
@@ -42,8 +52,14 @@ def _silu_mul_kernel(x_ptr, out_ptr, scale_ptr, n_cols, stride_x, stride_o,
     tl.store(out_ptr + row * stride_o + cb, yb.to(out_ptr.dtype.element_ty), mask=mb)
 
 
-def silu_mul(gate_up: torch.Tensor, fp8: bool = False, num_warps: int | None = None):
+ACTIVATIONS = ("silu", "gelu_tanh")
+
+
+def silu_mul(gate_up: torch.Tensor, fp8: bool = False, num_warps: int | None = None,
+             activation: str = "silu"):
     """gate_up [T, 2I] -> (out [T, I], scale [T, 1] or None)."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
     check_tensor("gate_up", gate_up, 2)
     if gate_up.shape[1] % 2:
         raise ValueError(f"gate_up last dim must be even, got {tuple(gate_up.shape)}")
@@ -55,14 +71,15 @@ def silu_mul(gate_up: torch.Tensor, fp8: bool = False, num_warps: int | None = N
         block_a, block_b = row_segments(n_cols)
         _silu_mul_kernel[(num_rows,)](gate_up, out, scale, n_cols, gate_up.stride(0),
                                       out.stride(0), IS_FP8=fp8, BLOCK_A=block_a,
-                                      BLOCK_B=block_b,
+                                      BLOCK_B=block_b, GELU=activation == "gelu_tanh",
                                       num_warps=num_warps or row_warps(n_cols, 512))
     return out, (scale if fp8 else None)
 
 
-def silu_mul_ref(gate_up: torch.Tensor, fp8: bool = False):
+def silu_mul_ref(gate_up: torch.Tensor, fp8: bool = False, activation: str = "silu"):
     gate, up = gate_up.float().chunk(2, dim=-1)
-    y = F.silu(gate) * up
+    act = F.gelu(gate, approximate="tanh") if activation == "gelu_tanh" else F.silu(gate)
+    y = act * up
     if not fp8:
         return y.to(gate_up.dtype), None
     scale = y.abs().amax(-1, keepdim=True).clamp_min(1e-6) / FP8_MAX

@@ -2,7 +2,8 @@
 
 q [T, Hq, D], k/v [T, Hkv, D] (any token/head strides, unit last stride); cu_seqlens [B+1]
 int32 offsets. Returns out [T, Hq, D] (q's dtype) and lse [T, Hq] float32 (natural log of the
-sum of exp(scaled score) over the keys each query saw).
+sum of exp(scaled score) over the keys each query saw). `window` (Gemma's sliding layers): a
+query at i sees keys j with 0 <= i - j < window.
 
 Kernel: grid (cdiv(max_seqlen * G, BLOCK_M), B, Hkv); rows packed as in attention_tile.gqa_rows;
 keys 0..last query token of the tile, causal mask per row.
@@ -19,10 +20,11 @@ from quail_kernels.checks import check_power_of_two, check_tensor
 
 
 @triton.jit
-def _varlen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, qk_scale,
+def _varlen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, qk_scale, window,
                              s_qt, s_qh, s_kt, s_kh, s_vt, s_vh, s_ot, s_oh, s_lt,
                              G: tl.constexpr, D: tl.constexpr,
-                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                             HAS_WINDOW: tl.constexpr):
     tile = tl.program_id(0)
     seq = tl.program_id(1)
     kv_head = tl.program_id(2)
@@ -42,12 +44,16 @@ def _varlen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, qk_sca
         first_tok = tile * tok_per_tile
         hi = tl.minimum(first_tok + tok_per_tile, seqlen)
         full_end = first_tok // BLOCK_N * BLOCK_N  # keys every row of the tile sees
+        masked_start = full_end
+        if HAS_WINDOW:  # every tile masked, none before the oldest key the tile's rows can see
+            full_end = 0
+            masked_start = tl.maximum(first_tok - window + 1, 0) // BLOCK_N * BLOCK_N
         for n0 in range(0, full_end, BLOCK_N):
             col64 = (start + n0 + tl.arange(0, BLOCK_N)).to(tl.int64)
             k = tl.load(k_ptr + col64[None, :] * s_kt + kv_head * s_kh + d[:, None])
             v = tl.load(v_ptr + col64[:, None] * s_vt + kv_head * s_vh + d[None, :])
             m_i, l_i, acc = softmax_step(q, k, v, None, m_i, l_i, acc, qk_scale, False)
-        for n0 in range(full_end, hi, BLOCK_N):  # the diagonal tiles: causal mask
+        for n0 in range(masked_start, hi, BLOCK_N):  # the diagonal (or windowed) tiles
             cols = n0 + tl.arange(0, BLOCK_N)
             col_ok = cols < seqlen
             col64 = (start + cols).to(tl.int64)
@@ -56,6 +62,8 @@ def _varlen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, qk_sca
             v = tl.load(v_ptr + col64[:, None] * s_vt + kv_head * s_vh + d[None, :],
                         mask=col_ok[:, None], other=0.0)
             allowed = (cols[None, :] <= tok[:, None]) & col_ok[None, :]
+            if HAS_WINDOW:
+                allowed = allowed & (tok[:, None] - cols[None, :] < window)
             m_i, l_i, acc = softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale, True)
         out, lse = finish(m_i, l_i, acc)
         tl.store(o_ptr + tok64[:, None] * s_ot + head[:, None] * s_oh + d[None, :],
@@ -78,8 +86,11 @@ def _check_qkv(q, k, v):
 
 def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                      cu_seqlens: torch.Tensor, max_seqlen: int, scale: float,
-                     blocks: tuple[int, int, int, int] | None = None):
+                     blocks: tuple[int, int, int, int] | None = None,
+                     window: int | None = None):
     _check_qkv(q, k, v)
+    if window is not None and window < 1:
+        raise ValueError(f"sliding window must be >= 1, got {window}")
     if k.shape[0] != q.shape[0]:
         raise ValueError(f"k has {k.shape[0]} tokens, q has {q.shape[0]}")
     check_tensor("cu_seqlens", cu_seqlens, 1, dtypes=(torch.int32,))
@@ -96,10 +107,10 @@ def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         raise ValueError(f"BLOCK_M {block_m} smaller than the GQA group {group}")
     grid = (triton.cdiv(max_seqlen, block_m // group), num_seqs, k.shape[1])
     _varlen_attention_kernel[grid](
-        q, k, v, out, lse, cu_seqlens, scale * LOG2E,
+        q, k, v, out, lse, cu_seqlens, scale * LOG2E, window or 0,
         q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0), v.stride(1),
         out.stride(0), out.stride(1), lse.stride(0),
-        G=group, D=head_dim, BLOCK_M=block_m, BLOCK_N=block_n,
+        G=group, D=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, HAS_WINDOW=window is not None,
         num_warps=warps, num_stages=stages)
     return out, lse
 
@@ -117,7 +128,7 @@ def attend_ref(q, k, v, allowed, scale):
     return out.to(q.dtype), lse.transpose(0, 1).contiguous()
 
 
-def varlen_attention_ref(q, k, v, cu_seqlens, max_seqlen, scale, blocks=None):
+def varlen_attention_ref(q, k, v, cu_seqlens, max_seqlen, scale, blocks=None, window=None):
     out = torch.empty_like(q)
     lse = torch.empty(q.shape[:2], device=q.device, dtype=torch.float32)
     bounds = cu_seqlens.tolist()
@@ -125,6 +136,8 @@ def varlen_attention_ref(q, k, v, cu_seqlens, max_seqlen, scale, blocks=None):
         if end > start:
             idx = torch.arange(end - start, device=q.device)
             allowed = idx[None, :] <= idx[:, None]
+            if window is not None:
+                allowed = allowed & (idx[:, None] - idx[None, :] < window)
             out[start:end], lse[start:end] = attend_ref(q[start:end], k[start:end],
                                                         v[start:end], allowed, scale)
     return out, lse

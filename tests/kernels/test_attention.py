@@ -95,6 +95,37 @@ def test_lse_merge_matches_reference(device, fp8, second):
         assert rel_err(out, ref) < 1e-5
 
 
+@pytest.mark.parametrize("window", [1, 5, 17, 64])
+def test_varlen_attention_sliding_window_matches_reference(device, window):
+    q, k, v, cu = _packed([1, 40, 9, 70], 4, 2, 32, device, window)
+    out, lse = varlen_attention(q, k, v, cu, 70, 0.3, window=window)
+    ref, ref_lse = varlen_attention_ref(q, k, v, cu, 70, 0.3, window=window)
+    assert rel_err(out, ref) < fp32_tol()
+    assert torch.allclose(lse, ref_lse, atol=fp32_tol())
+    if window < 70:  # the window changes the answer
+        full, _ = varlen_attention(q, k, v, cu, 70, 0.3)
+        assert rel_err(full, ref) > 1e-2
+
+
+@pytest.mark.parametrize("window", [3, 30, 100])
+def test_prefix_attention_sliding_window_matches_reference(device, window):
+    q_lens, prefix_lens, hq, hkv, page, d = [6, 11], [45, 20], 4, 2, 16, 32
+    k_cache, v_cache, table = _arena(prefix_lens, hkv, d, page, device, 3)
+    q, _, _, cu = _packed(q_lens, hq, hkv, d, device, 4)
+    plen = torch.tensor(prefix_lens, dtype=torch.int32, device=device)
+    positions = torch.cat([torch.arange(p, p + n) for p, n in zip(prefix_lens, q_lens)]).to(device)
+    out, lse = prefix_attention(q, k_cache, v_cache, cu, table, plen, max(q_lens), 0.3,
+                                window=window, positions=positions)
+    ref, ref_lse = prefix_attention_ref(q, k_cache, v_cache, cu, table, plen, max(q_lens), 0.3,
+                                        window=window, positions=positions)
+    seen = torch.isfinite(ref_lse)
+    assert rel_err(out, ref) < fp32_tol()
+    assert torch.equal(torch.isfinite(lse), seen)
+    assert torch.allclose(lse[seen], ref_lse[seen], atol=fp32_tol())
+    with pytest.raises(ValueError, match="one position per query token"):
+        prefix_attention(q, k_cache, v_cache, cu, table, plen, max(q_lens), 0.3, window=window)
+
+
 @pytest.mark.parametrize("fp8", [False, True])
 def test_lse_merge_three_strided_partials_into_output_slices(device, fp8):
     """Three partials (the third with a head-major LSE, as cuDNN returns it), merged into two

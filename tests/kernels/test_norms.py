@@ -36,16 +36,24 @@ def test_add_rmsnorm_rejects_mismatched_weight(device):
 
 @pytest.mark.parametrize("rows,inter", [(1, 64), (9, 96), (17, 300)])
 @pytest.mark.parametrize("fp8", [False, True])
-def test_silu_mul_matches_reference(device, rows, inter, fp8):
+@pytest.mark.parametrize("activation", ["silu", "gelu_tanh"])
+def test_silu_mul_matches_reference(device, rows, inter, fp8, activation):
     g = torch.Generator().manual_seed(rows + inter)
     x = (2 * torch.randn(rows, 2 * inter, generator=g)).to(device)
-    out, scale = silu_mul(x, fp8=fp8)
-    ref, ref_scale = silu_mul_ref(x, fp8=fp8)
+    out, scale = silu_mul(x, fp8=fp8, activation=activation)
+    ref, ref_scale = silu_mul_ref(x, fp8=fp8, activation=activation)
     assert out.shape == (rows, inter)
     if fp8:
         check_fp8(out, scale, ref, ref_scale)
     else:
         assert rel_err(out, ref) < 1e-5
+
+
+def test_gelu_and_silu_differ_and_unknown_activations_are_named(device):
+    x = torch.randn(3, 64, device=device)
+    assert rel_err(silu_mul(x, activation="gelu_tanh")[0], silu_mul(x)[0]) > 1e-2
+    with pytest.raises(ValueError, match="'relu'"):
+        silu_mul(x, activation="relu")
 
 
 def test_silu_mul_rejects_odd_width(device):
