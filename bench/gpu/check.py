@@ -19,7 +19,7 @@ from bench.gpu.common import Results, env_info, measure_ceilings, setup_logging 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--shapes", default="qwen3-4b,smollm2-135m")
+    p.add_argument("--shapes", default="qwen3-4b,smollm2-135m,gemma3-270m")
     p.add_argument("--prompts", type=int, default=400)
     p.add_argument("--skip", default="")
     p.add_argument("--anchor-len", default="1500,2500",

@@ -40,8 +40,8 @@ def load_engine(spec: str = "default", device: str = "cpu", precision: str = "bf
         if precision != "bf16":
             raise QuailError(f"precision {precision!r} needs the GPU path, which cannot run "
                              f"{spec!r} here: {exc}") from exc
-        # ValueError: a family or feature the GPU path does not implement (Gemma 3's sliding
-        # window, RoPE scaling); ImportError: no Triton
+        # ValueError: a family or feature the GPU path does not implement (attention bias,
+        # RoPE scaling, families other than llama/qwen2/qwen3/gemma3); ImportError: no Triton
         log.warning("GPU kernels unavailable for %r (%s); running the plain-torch engine on %s",
                     spec, exc, device)
         return LocalEngine.load(spec, device=device, **kwargs)

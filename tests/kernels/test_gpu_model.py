@@ -18,6 +18,14 @@ TINY = {
     "llama": dict(family="llama", vocab_size=97, hidden_size=48, num_layers=2, num_heads=3,
                   num_kv_heads=1, head_dim=16, intermediate_size=80, rms_norm_eps=1e-5,
                   max_position=256),
+    # windows of 8 so that both the own and the prefix attention cut keys off
+    "gemma3": dict(family="gemma3", vocab_size=97, hidden_size=64, num_layers=3, num_heads=4,
+                   num_kv_heads=1, head_dim=32, intermediate_size=96, qk_norm=True,
+                   norm_offset=1.0, embed_scale=True, sandwich_norm=True,
+                   hidden_act="gelu_tanh", sliding_window=8, rope_local_theta=10000.0,
+                   rope_theta=1e6, query_pre_attn_scalar=24.0, final_logit_softcapping=30.0,
+                   layer_types=("sliding_attention", "full_attention", "sliding_attention"),
+                   tie_word_embeddings=True, max_position=256),
 }
 
 
@@ -44,7 +52,7 @@ def _pack(seqs, prefix_lens, device):
     return t(ids), t(pos), t(cu, torch.int32), t(reads)
 
 
-@pytest.mark.parametrize("family", ["qwen3", "llama"])
+@pytest.mark.parametrize("family", ["qwen3", "llama", "gemma3"])
 def test_packed_forward_matches_plain_torch(device, family):
     config, ref, fast = _models(family, device)
     ref.to(device)  # the plain-torch path on the same device as the kernels
@@ -58,7 +66,7 @@ def test_packed_forward_matches_plain_torch(device, family):
         assert rel_err(fast.logits(h_fast, vocab), ref.logits(h_ref.to(device), vocab)) < fp32_tol()
 
 
-@pytest.mark.parametrize("family", ["qwen3", "llama"])
+@pytest.mark.parametrize("family", ["qwen3", "llama", "gemma3"])
 def test_prefix_shared_requests_answer_like_unshared(device, family):
     """Two anchors kept in the paged arena, partner suffixes interleaved across them."""
     config, _, fast = _models(family, device)
@@ -142,3 +150,37 @@ def test_gpu_runner_read_back_with_mixed_vocabularies(device):
     for job, exp in zip(shared, want):
         assert rel_err(job.logits, exp.logits[:, [9, 2]]) < fp32_tol()
     store.kv.release()
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("spec", ["gemma3-270m", "smollm2-135m"])
+def test_real_embedded_weights_run_on_the_gpu_path_like_plain_torch(device, spec):
+    """The embedded checkpoints themselves (Gemma 3: sliding windows of 512, sandwich norms,
+    head_dim 256) through GpuCausalLM equal the plain-torch model, full-vocabulary logits."""
+    import os
+
+    from quail_engine.errors import ModelError
+    from quail_engine.infer.embedded import embedded_gguf
+    from quail_engine.infer.loader import load_model
+
+    try:
+        embedded_gguf(spec)
+    except ModelError as exc:  # as tests/unit/infer/test_weights_embedded.py: CI never skips
+        if os.environ.get("CI") or "SHA-256" in str(exc):
+            raise
+        pytest.skip(f"{spec} not installed: {exc}")
+    ref, tokenizer, config = load_model(spec, "cpu", torch.float32)
+    arena = PagedKVArena(config.num_layers, config.num_kv_heads, config.head_dim, 4, 64,
+                         torch.float32, device)
+    fast = GpuCausalLM(config, ref.state_dict(), device=device, arena=arena,
+                       dtype=torch.float32)
+    texts = ["Text:\nThe soup was cold and the waiter rude.\n\nQuestion: Is this review "
+             "positive?\nAnswer yes or no.\nAnswer:", "Hello world, this is a test"]
+    seqs = [tokenizer.encode(t) for t in texts]
+    args = _pack(seqs, [0, 0], "cpu")
+    with torch.inference_mode():
+        h_ref, _ = ref.forward(*args[:3], [None, None], args[3])
+        h_fast, _ = fast.forward(*(a.to(device) for a in args[:3]), [None, None],
+                                 args[3].to(device))
+        got = fast.logits(h_fast).cpu()
+    assert rel_err(got, ref.logits(h_ref)) < fp32_tol()

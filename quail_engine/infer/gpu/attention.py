@@ -132,15 +132,21 @@ def plan_prefix(segments: Sequence[tuple[PagedPrefix | None, int, int]], total_r
 
 def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
                     arena_k: torch.Tensor | None, arena_v: torch.Tensor | None, scale: float,
-                    fp8: bool, lib: LibPrefix | None):
-    """-> (o [T, Hq * D] in q's dtype or fp8, per-token scale [T, 1] when fp8)."""
+                    fp8: bool, lib: LibPrefix | None, window: int | None = None):
+    """-> (o [T, Hq * D] in q's dtype or fp8, per-token scale [T, 1] when fp8). `window`: a
+    sliding-window layer (then the batch's plan must not use the library kernel)."""
     num_tokens = q.shape[0]
-    o, lse = varlen_attention(q, k, v, batch.cu_seqlens, batch.max_seqlen, scale)
+    o, lse = varlen_attention(q, k, v, batch.cu_seqlens, batch.max_seqlen, scale,
+                              window=window)
     if not batch.has_prefix:
         return lse_merge(o, lse, fp8=True) if fp8 else (o.view(num_tokens, -1), None)
     plan: PrefixPlan = batch.prefix_plan
+    if window is not None and plan.lib_keys:
+        raise ValueError("a sliding-window layer cannot read a prefix split for the library "
+                         "kernel (models with sliding layers keep the prefix on Triton)")
     op, lp = prefix_attention(q, arena_k, arena_v, batch.seg_cu, plan.table, plan.lens,
-                              batch.max_seg_len, scale)
+                              batch.max_seg_len, scale, window=window,
+                              positions=batch.positions if window is not None else None)
     if not plan.lib_keys:
         return lse_merge(o, lse, op, lp, fp8=fp8)
     rows = torch.empty(num_tokens, o.shape[1] * o.shape[2], device=q.device,

@@ -4,7 +4,9 @@ Per layer: add+RMSNorm(+fp8) -> fused QKV GEMM -> QK-norm+RoPE in place -> (stor
 arena pages) -> attention (attention.py: varlen causal [+ resident prefix on cuDNN/Triton],
 LSE merge, +fp8) -> O GEMM -> add+RMSNorm(+fp8) -> fused gate/up GEMM -> SiLU*mul(+fp8) ->
 down GEMM. The last layer runs its O projection and MLP only on the rows that are read.
-Families: llama, qwen3 (qwen2 without attention bias).
+Families: llama, qwen3 (qwen2 without attention bias), gemma3 (sandwich norms around both
+branches, (1 + w) norm weights, scaled embeddings, tanh-GELU, sliding-window layers with their
+own RoPE base, final logit softcapping; its prefix attention stays on Triton).
 
 The residual stream is float32 in bf16 mode (closer to the float32 reference: 98.25% vs 97.5%
 decision agreement on the 4B shape) and bf16 in fp8 mode, where e4m3 rounding of the GEMM
@@ -26,7 +28,7 @@ from quail_kernels.add_rmsnorm import add_rmsnorm
 from quail_kernels.qk_norm_rope import qk_norm_rope, rope_cos_sin
 from quail_kernels.silu_mul import silu_mul
 
-GPU_FAMILIES = ("llama", "qwen2", "qwen3")
+GPU_FAMILIES = ("llama", "qwen2", "qwen3", "gemma3")
 FP8_PROJ = ("qkv", "o", "gate_up", "down")
 
 
@@ -42,16 +44,25 @@ class GpuLayer:
                  fp8: tuple[str, ...], device: torch.device, dtype: torch.dtype):
         p = f"model.layers.{i}."
         dev = lambda name: sd[p + name].to(device)  # noqa: E731
-        self.ln1 = dev("input_layernorm.weight").float()
-        self.ln2 = dev("post_attention_layernorm.weight").float()
+        norm = lambda name: dev(name).float() + config.norm_offset  # noqa: E731
+        self.ln1 = norm("input_layernorm.weight")
+        self.post_attn = self.post_ff = None
+        if config.sandwich_norm:  # Gemma: norms on each branch's output, pre-norm before MLP
+            self.post_attn = norm("post_attention_layernorm.weight")
+            self.ln2 = norm("pre_feedforward_layernorm.weight")
+            self.post_ff = norm("post_feedforward_layernorm.weight")
+        else:
+            self.ln2 = norm("post_attention_layernorm.weight")
+        self.layer_type = config.layer_types[i]
+        self.window = config.sliding_window if config.is_sliding(i) else None
         self.qkv = GpuLinear(torch.cat([dev("self_attn.q_proj.weight"), dev("self_attn.k_proj.weight"),
                                         dev("self_attn.v_proj.weight")]), "qkv" in fp8, dtype)
         self.o = GpuLinear(dev("self_attn.o_proj.weight"), "o" in fp8, dtype)
         self.gate_up = GpuLinear(torch.cat([dev("mlp.gate_proj.weight"), dev("mlp.up_proj.weight")]),
                                  "gate_up" in fp8, dtype)
         self.down = GpuLinear(dev("mlp.down_proj.weight"), "down" in fp8, dtype)
-        self.q_norm = dev("self_attn.q_norm.weight").float() if config.qk_norm else None
-        self.k_norm = dev("self_attn.k_norm.weight").float() if config.qk_norm else None
+        self.q_norm = norm("self_attn.q_norm.weight") if config.qk_norm else None
+        self.k_norm = norm("self_attn.k_norm.weight") if config.qk_norm else None
 
 
 class GpuCausalLM:
@@ -62,11 +73,11 @@ class GpuCausalLM:
                  arena: PagedKVArena | None = None, dtype: torch.dtype = torch.bfloat16,
                  fp8_proj: tuple[str, ...] = FP8_PROJ, fp32_residual: bool | None = None,
                  prefix_backend: str = "auto"):
-        if config.family not in GPU_FAMILIES or config.attention_bias or config.sandwich_norm:
+        if config.family not in GPU_FAMILIES or config.attention_bias:
             raise ValueError(f"the GPU path supports {GPU_FAMILIES} without attention bias; "
                              f"got family {config.family!r}")
-        if config.rope_scaling is not None or "sliding_attention" in config.layer_types:
-            raise ValueError("the GPU path does not support RoPE scaling or sliding windows yet")
+        if config.rope_scaling is not None:
+            raise ValueError(f"the GPU path does not support RoPE scaling ({config.rope_scaling})")
         self.config = config
         self.fp8 = fp8
         self.fp8_proj = tuple(fp8_proj) if fp8 else ()
@@ -79,17 +90,28 @@ class GpuCausalLM:
         self.device = torch.device(device)
         self.dtype = dtype
         self.embed = state_dict["model.embed_tokens.weight"].to(self.device, self.dtype)
+        # Gemma: embeddings times sqrt(hidden), the factor rounded to the model dtype (as HF)
+        self.embed_scale = (torch.tensor(config.hidden_size ** 0.5, dtype=self.dtype)
+                            if config.embed_scale else None)
+        self.activation = "gelu_tanh" if config.hidden_act == "gelu_tanh" else "silu"
         head = state_dict.get("lm_head.weight")
         self.lm_head = self.embed if head is None or config.tie_word_embeddings else \
             head.to(self.device, self.dtype)
-        self.final_norm = state_dict["model.norm.weight"].to(self.device).float()
+        self.final_norm = state_dict["model.norm.weight"].to(self.device).float() + \
+            config.norm_offset
         self.layers = [GpuLayer(state_dict, i, config, self.fp8_proj, self.device, dtype)
                        for i in range(config.num_layers)]
-        self.cos_sin = rope_cos_sin(config.max_position, config.head_dim, config.rope_theta,
-                                    self.device)
+        self.cos_sin = {"full_attention": rope_cos_sin(config.max_position, config.head_dim,
+                                                       config.rope_theta, self.device)}
+        if "sliding_attention" in config.layer_types:
+            self.cos_sin["sliding_attention"] = rope_cos_sin(
+                config.max_position, config.head_dim, config.rope_local_theta or config.rope_theta,
+                self.device)
         self.arena = arena
         self.lib_prefix = None
-        if prefix_backend != "triton":
+        # cuDNN's windows and key grains assume every prefix key is visible: sliding-window
+        # models keep their prefix attention on Triton
+        if prefix_backend != "triton" and "sliding_attention" not in config.layer_types:
             self.lib_prefix = probe_cudnn(self.device, config.num_heads, config.num_kv_heads,
                                           config.head_dim, dtype)
             if self.lib_prefix is None and prefix_backend == "cudnn":
@@ -102,14 +124,16 @@ class GpuCausalLM:
         """-> (hidden [R, H] before the final norm, per sequence PagedPrefix of its own tokens
         when store_kv[b] else None)."""
         if positions.device.type == "cpu" and positions.numel() and \
-                int(positions.max()) >= self.cos_sin.shape[0]:
+                int(positions.max()) >= self.config.max_position:
             raise ValueError(f"position {int(positions.max())} beyond max_position "
-                             f"{self.cos_sin.shape[0]}")
+                             f"{self.config.max_position}")
         b = pack(input_ids, positions, cu_seqlens, prefixes, read_index, store_kv, self.arena,
                  self.device, self.lib_prefix)
         cfg = self.config
         q8 = {name: name in self.fp8_proj for name in FP8_PROJ}
         x = self.embed[b.input_ids]
+        if self.embed_scale is not None:
+            x = x * self.embed_scale.to(x.device)
         if self.fp32_residual:
             x = x.float()  # the first add_rmsnorm keeps it as the float32 residual stream
         res = None
@@ -117,8 +141,9 @@ class GpuCausalLM:
         for li, layer in enumerate(self.layers):
             h, res, s = add_rmsnorm(x, res, layer.ln1, cfg.rms_norm_eps, q8["qkv"], self.dtype)
             qkv = layer.qkv(h, s)
-            q, k, v = qk_norm_rope(qkv, b.positions, self.cos_sin, layer.q_norm, layer.k_norm,
-                                   cfg.num_heads, cfg.num_kv_heads, cfg.rms_norm_eps)
+            q, k, v = qk_norm_rope(qkv, b.positions, self.cos_sin[layer.layer_type], layer.q_norm,
+                                   layer.k_norm, cfg.num_heads, cfg.num_kv_heads,
+                                   cfg.rms_norm_eps)
             if b.store_rows is not None:
                 self.arena.k[li].view(-1, cfg.num_kv_heads, cfg.head_dim)[b.store_slots] = \
                     k[b.store_rows]
@@ -127,15 +152,19 @@ class GpuCausalLM:
             arena_k = self.arena.k[li] if b.has_prefix else None
             arena_v = self.arena.v[li] if b.has_prefix else None
             a, s = layer_attention(q, k, v, b, arena_k, arena_v, cfg.attention_scale, q8["o"],
-                                   self.lib_prefix)
+                                   self.lib_prefix, layer.window)
             if li == last:  # only the rows that are read go on
                 a, res, s = _rows(a, b.read_index), res[b.read_index], \
                     (s[b.read_index] if s is not None else None)
             x = layer.o(a, s)
+            if layer.post_attn is not None:
+                x = add_rmsnorm(x, None, layer.post_attn, cfg.rms_norm_eps)[0]
             h, res, s = add_rmsnorm(x, res, layer.ln2, cfg.rms_norm_eps, q8["gate_up"],
                                     self.dtype)
-            a, s = silu_mul(layer.gate_up(h, s), fp8=q8["down"])
+            a, s = silu_mul(layer.gate_up(h, s), fp8=q8["down"], activation=self.activation)
             x = layer.down(a, s)
+            if layer.post_ff is not None:
+                x = add_rmsnorm(x, None, layer.post_ff, cfg.rms_norm_eps)[0]
         hidden = (x.float() + res.float()).to(self.dtype)
         return hidden, b.stored
 
@@ -145,4 +174,6 @@ class GpuCausalLM:
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.config.rms_norm_eps)
         h = h.to(self.dtype).float() * self.final_norm
         weight = self.lm_head if token_ids is None else self.lm_head[token_ids]
-        return h @ weight.float().t()
+        out = h @ weight.float().t()
+        cap = self.config.final_logit_softcapping
+        return torch.tanh(out / cap) * cap if cap else out

@@ -17,6 +17,14 @@ SHAPES = {
                        num_heads=16, num_kv_heads=8, head_dim=128, intermediate_size=3072,
                        rope_theta=1_000_000.0, qk_norm=True, tie_word_embeddings=True,
                        max_position=40960),
+    "gemma3-270m": dict(family="gemma3", vocab_size=262144, hidden_size=640, num_layers=18,
+                        num_heads=4, num_kv_heads=1, head_dim=256, intermediate_size=2048,
+                        rope_theta=1_000_000.0, rope_local_theta=10000.0, rms_norm_eps=1e-6,
+                        qk_norm=True, norm_offset=1.0, embed_scale=True, sandwich_norm=True,
+                        hidden_act="gelu_tanh", sliding_window=512, query_pre_attn_scalar=256.0,
+                        layer_types=tuple("full_attention" if (i + 1) % 6 == 0
+                                          else "sliding_attention" for i in range(18)),
+                        tie_word_embeddings=True, max_position=32768),
     "smollm2-135m": dict(family="llama", vocab_size=49152, hidden_size=576, num_layers=30,
                          num_heads=9, num_kv_heads=3, head_dim=64, intermediate_size=1536,
                          rope_theta=100000.0, rms_norm_eps=1e-5, tie_word_embeddings=True,
@@ -35,7 +43,8 @@ def shape_config(name: str, **overrides) -> ModelConfig:
 def random_state_dict(config: ModelConfig, seed: int = 0, std: float = 0.02,
                       device: torch.device | str = "cpu",
                       dtype: torch.dtype = torch.float32) -> dict[str, torch.Tensor]:
-    """N(0, std) matrices, 1 + N(0, 0.1) norm weights, HF parameter names."""
+    """N(0, std) matrices, norm weights 1 + N(0, 0.1) as the model applies them (Gemma's
+(1 + w) norms store w), HF parameter names (Gemma's sandwich norms included)."""
     g = torch.Generator(device=device).manual_seed(seed)
     c = config
 
@@ -43,7 +52,7 @@ def random_state_dict(config: ModelConfig, seed: int = 0, std: float = 0.02,
         return (torch.randn(rows, cols, generator=g, device=device) * std).to(dtype)
 
     def norm(n: int) -> torch.Tensor:
-        return (1 + 0.1 * torch.randn(n, generator=g, device=device)).to(dtype)
+        return (1 - c.norm_offset + 0.1 * torch.randn(n, generator=g, device=device)).to(dtype)
 
     q_dim, kv_dim = c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim
     sd = {"model.embed_tokens.weight": mat(c.vocab_size, c.hidden_size),
@@ -54,6 +63,9 @@ def random_state_dict(config: ModelConfig, seed: int = 0, std: float = 0.02,
         p = f"model.layers.{i}."
         sd[p + "input_layernorm.weight"] = norm(c.hidden_size)
         sd[p + "post_attention_layernorm.weight"] = norm(c.hidden_size)
+        if c.sandwich_norm:
+            sd[p + "pre_feedforward_layernorm.weight"] = norm(c.hidden_size)
+            sd[p + "post_feedforward_layernorm.weight"] = norm(c.hidden_size)
         sd[p + "self_attn.q_proj.weight"] = mat(q_dim, c.hidden_size)
         sd[p + "self_attn.k_proj.weight"] = mat(kv_dim, c.hidden_size)
         sd[p + "self_attn.v_proj.weight"] = mat(kv_dim, c.hidden_size)

@@ -20,14 +20,14 @@ def test_cuda_falls_back_when_the_gpu_path_refuses_the_model(monkeypatch, caplog
     gpu = pytest.importorskip("quail_engine.infer.gpu.engine")
 
     def refuse(cls, spec, device, **kw):
-        raise ValueError("sliding-window layers are not implemented on the GPU path")
+        raise ValueError("RoPE scaling is not implemented on the GPU path")
 
     monkeypatch.setattr(gpu.GpuEngine, "load", classmethod(refuse))
     monkeypatch.setattr(LocalEngine, "load", classmethod(
         lambda cls, spec, device, **kw: ("local", spec, device)))
     with caplog.at_level(logging.WARNING):
-        assert factory.load_engine("gemma3-270m", "cuda:0") == ("local", "gemma3-270m", "cuda:0")
-    assert "sliding-window" in caplog.text
+        assert factory.load_engine("llama-3.1-8b", "cuda:0") == ("local", "llama-3.1-8b", "cuda:0")
+    assert "RoPE scaling" in caplog.text
 
 
 def test_cuda_uses_the_gpu_engine_when_it_loads(monkeypatch):
@@ -63,13 +63,13 @@ def test_fp8_on_cuda_passes_the_projections_and_never_falls_back(monkeypatch):
     assert seen == [{"fp8": True, "fp8_proj": ("gate_up", "down")}]
 
     def refuse(cls, spec, device, **kw):
-        raise ValueError("sliding-window layers are not implemented on the GPU path")
+        raise ValueError("RoPE scaling is not implemented on the GPU path")
 
     monkeypatch.setattr(gpu.GpuEngine, "load", classmethod(refuse))
     monkeypatch.setattr(LocalEngine, "load", classmethod(lambda cls, *a, **kw: "local"))
-    with pytest.raises(QuailError, match="needs the GPU path.*sliding-window"):
-        factory.load_engine("gemma3-270m", "cuda:0", precision="fp8")
-    assert factory.load_engine("gemma3-270m", "cuda:0") == "local"  # bf16 still falls back
+    with pytest.raises(QuailError, match="needs the GPU path.*RoPE scaling"):
+        factory.load_engine("llama-3.1-8b", "cuda:0", precision="fp8")
+    assert factory.load_engine("llama-3.1-8b", "cuda:0") == "local"  # bf16 still falls back
 
 
 def test_fp8_engines_are_a_different_model_to_the_answer_cache():
