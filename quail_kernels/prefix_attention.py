@@ -49,7 +49,7 @@ def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, bt_ptr
         acc = tl.zeros([BLOCK_M, D], tl.float32)
         full_end = prefix_len // BLOCK_N * BLOCK_N
         if HAS_WINDOW:  # every tile masked by the query's absolute position
-            full_end = 0
+            full_end = prefix_len * 0  # (zeros of the same type: the loops below do nothing)
             qpos = tl.load(pos_ptr + tok64, mask=row_ok, other=0)
             for n0 in range(0, prefix_len, BLOCK_N):
                 page = tl.load(bt_ptr + seg * s_bt + n0 // PAGE).to(tl.int64)
@@ -62,7 +62,7 @@ def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, bt_ptr
                             + d[None, :], mask=col_ok[:, None], other=0.0)
                 allowed = col_ok[None, :] & (qpos[:, None] - cols[None, :] < window)
                 m_i, l_i, acc = softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale, True)
-            prefix_len = 0  # done: skip the unwindowed loops below
+            prefix_len = prefix_len * 0
         for n0 in range(0, full_end, BLOCK_N):  # whole tiles: no mask
             page = tl.load(bt_ptr + seg * s_bt + n0 // PAGE).to(tl.int64)
             slot = n0 % PAGE + tl.arange(0, BLOCK_N)

@@ -46,7 +46,7 @@ def _varlen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, qk_sca
         full_end = first_tok // BLOCK_N * BLOCK_N  # keys every row of the tile sees
         masked_start = full_end
         if HAS_WINDOW:  # every tile masked, none before the oldest key the tile's rows can see
-            full_end = 0
+            full_end = first_tok * 0  # (a zero of the same type: no unmasked tiles)
             masked_start = tl.maximum(first_tok - window + 1, 0) // BLOCK_N * BLOCK_N
         for n0 in range(0, full_end, BLOCK_N):
             col64 = (start + n0 + tl.arange(0, BLOCK_N)).to(tl.int64)
