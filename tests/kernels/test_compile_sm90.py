@@ -1,0 +1,97 @@
+"""Every Triton kernel compiles for the H200 (sm_90) at the configurations the GPU path
+launches, on any machine: the interpreter checks what a kernel computes, this checks that
+Triton's code generator and ptxas accept it (a GPU-only compile error would otherwise first show
+on the device). The compiles run in a child process without TRITON_INTERPRET (under it,
+@triton.jit makes interpreted functions, which do not compile)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+triton = pytest.importorskip("triton")
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+from quail_kernels.add_rmsnorm import _add_rmsnorm_kernel  # noqa: E402
+from quail_kernels.lse_merge import _lse_merge_kernel  # noqa: E402
+from quail_kernels.prefix_attention import _prefix_attention_kernel  # noqa: E402
+from quail_kernels.qk_norm_rope import _qk_norm_rope_kernel  # noqa: E402
+from quail_kernels.silu_mul import _silu_mul_kernel  # noqa: E402
+from quail_kernels.varlen_attention import _varlen_attention_kernel  # noqa: E402
+
+SM90 = GPUTarget("cuda", 90, 32)
+BF16, F32, I32, FP8 = "*bf16", "*fp32", "*i32", "*fp8e4nv"
+
+
+def _compile(fn, pointers: dict, scalars: dict, constexprs: dict, warps: int, stages: int = 3):
+    signature = {}
+    for name in fn.arg_names:
+        if name in constexprs:
+            signature[name] = "constexpr"
+        else:
+            signature[name] = pointers.get(name) or scalars.get(name, "i32")
+    src = ASTSource(fn=fn, signature=signature,
+                    constexprs={(fn.arg_names.index(k),): v for k, v in constexprs.items()})
+    kernel = triton.compile(src, target=SM90, options={"num_warps": warps, "num_stages": stages})
+    assert kernel.asm["cubin"], f"{fn.__name__}: no cubin"
+
+
+ATTN = {"q_ptr": BF16, "k_ptr": BF16, "v_ptr": BF16, "o_ptr": BF16, "lse_ptr": F32,
+        "cu_ptr": I32, "bt_ptr": I32, "plen_ptr": I32, "pos_ptr": "*i64"}
+BLOCKS = {128: [(64, 64, 4, 3), (128, 128, 8, 3), (64, 16, 4, 3)], 256: [(64, 32, 4, 2)]}
+
+
+def attention_kernels(head_dim: int, window: bool) -> None:
+    for bm, bn, warps, stages in BLOCKS[head_dim]:
+        common = {"G": 4, "D": head_dim, "BLOCK_M": bm, "BLOCK_N": bn, "HAS_WINDOW": window}
+        _compile(_varlen_attention_kernel, ATTN, {"qk_scale": "fp32"}, common, warps, stages)
+        _compile(_prefix_attention_kernel, ATTN, {"qk_scale": "fp32"}, {**common, "PAGE": 64},
+                 warps, stages)
+
+
+def row_kernels(fp8: bool) -> None:
+    out = FP8 if fp8 else BF16
+    for has_res in (False, True):
+        _compile(_add_rmsnorm_kernel, {"x_ptr": BF16, "res_ptr": BF16, "w_ptr": F32,
+                                       "out_ptr": out, "res_out_ptr": BF16, "scale_ptr": F32},
+                 {"eps": "fp32"}, {"HAS_RES": has_res, "IS_FP8": fp8, "BLOCK": 4096}, 4)
+    for gelu in (False, True):
+        _compile(_silu_mul_kernel, {"x_ptr": BF16, "out_ptr": out, "scale_ptr": F32}, {},
+                 {"IS_FP8": fp8, "BLOCK_A": 8192, "BLOCK_B": 2048, "GELU": gelu}, 16)
+    for parts in (1, 2, 3):
+        ptrs = {f"o{i}_ptr": BF16 for i in (1, 2, 3)} | {f"l{i}_ptr": F32 for i in (1, 2, 3)}
+        _compile(_lse_merge_kernel, {**ptrs, "out_ptr": out, "scale_ptr": F32}, {},
+                 {"H": 32, "D": 128, "BLOCK_H": 32, "PARTS": parts, "IS_FP8": fp8}, 4)
+
+
+def qk_norm_rope(has_norm: bool) -> None:
+    _compile(_qk_norm_rope_kernel, {"qkv_ptr": BF16, "pos_ptr": "*i64", "cs_ptr": F32,
+                                    "qw_ptr": F32, "kw_ptr": F32}, {"eps": "fp32"},
+             {"HQ": 32, "HKV": 8, "HALF": 64, "BLOCK_H": 32, "HAS_NORM": has_norm}, 4)
+
+
+def _in_child(call: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    code = f"import sys; sys.path.insert(0, {os.path.dirname(__file__)!r}); " \
+           f"import test_compile_sm90 as t; t.{call}"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, f"{call} failed to compile for sm_90:\n{done.stderr[-3000:]}"
+
+
+@pytest.mark.parametrize("head_dim", [128, 256])
+@pytest.mark.parametrize("window", [False, True])
+def test_attention_kernels_compile(head_dim, window):
+    _in_child(f"attention_kernels({head_dim}, {window})")
+
+
+@pytest.mark.parametrize("fp8", [False, True])
+def test_row_kernels_compile(fp8):
+    _in_child(f"row_kernels({fp8})")
+
+
+@pytest.mark.parametrize("has_norm", [False, True])
+def test_qk_norm_rope_compiles(has_norm):
+    _in_child(f"qk_norm_rope({has_norm})")
