@@ -51,25 +51,33 @@ def attention_kernels(head_dim: int, window: bool) -> None:
                  warps, stages)
 
 
-def row_kernels(fp8: bool) -> None:
+# (hidden block, intermediate blocks, query heads, KV heads, head_dim): Qwen3-4B, Gemma-3-270M
+SHAPES = {"qwen3-4b": (4096, (8192, 2048), 32, 8, 128), "gemma3-270m": (1024, (2048, 1), 4, 1, 256)}
+
+
+def row_kernels(fp8: bool, shape: str) -> None:
     out = FP8 if fp8 else BF16
+    block, (block_a, block_b), hq, _, head_dim = SHAPES[shape]
     for has_res in (False, True):
         _compile(_add_rmsnorm_kernel, {"x_ptr": BF16, "res_ptr": BF16, "w_ptr": F32,
                                        "out_ptr": out, "res_out_ptr": BF16, "scale_ptr": F32},
-                 {"eps": "fp32"}, {"HAS_RES": has_res, "IS_FP8": fp8, "BLOCK": 4096}, 4)
+                 {"eps": "fp32"}, {"HAS_RES": has_res, "IS_FP8": fp8, "BLOCK": block}, 4)
     for gelu in (False, True):
         _compile(_silu_mul_kernel, {"x_ptr": BF16, "out_ptr": out, "scale_ptr": F32}, {},
-                 {"IS_FP8": fp8, "BLOCK_A": 8192, "BLOCK_B": 2048, "GELU": gelu}, 16)
+                 {"IS_FP8": fp8, "BLOCK_A": block_a, "BLOCK_B": block_b, "GELU": gelu}, 16)
     for parts in (1, 2, 3):
         ptrs = {f"o{i}_ptr": BF16 for i in (1, 2, 3)} | {f"l{i}_ptr": F32 for i in (1, 2, 3)}
         _compile(_lse_merge_kernel, {**ptrs, "out_ptr": out, "scale_ptr": F32}, {},
-                 {"H": 32, "D": 128, "BLOCK_H": 32, "PARTS": parts, "IS_FP8": fp8}, 4)
+                 {"H": hq, "D": head_dim, "BLOCK_H": triton.next_power_of_2(hq),
+                  "PARTS": parts, "IS_FP8": fp8}, 4)
 
 
-def qk_norm_rope(has_norm: bool) -> None:
+def qk_norm_rope(has_norm: bool, shape: str) -> None:
+    _, _, hq, hkv, head_dim = SHAPES[shape]
     _compile(_qk_norm_rope_kernel, {"qkv_ptr": BF16, "pos_ptr": "*i64", "cs_ptr": F32,
                                     "qw_ptr": F32, "kw_ptr": F32}, {"eps": "fp32"},
-             {"HQ": 32, "HKV": 8, "HALF": 64, "BLOCK_H": 32, "HAS_NORM": has_norm}, 4)
+             {"HQ": hq, "HKV": hkv, "HALF": head_dim // 2,
+              "BLOCK_H": triton.next_power_of_2(max(hq, hkv)), "HAS_NORM": has_norm}, 4)
 
 
 def _in_child(call: str) -> None:
@@ -87,11 +95,13 @@ def test_attention_kernels_compile(head_dim, window):
     _in_child(f"attention_kernels({head_dim}, {window})")
 
 
+@pytest.mark.parametrize("shape", sorted(SHAPES))
 @pytest.mark.parametrize("fp8", [False, True])
-def test_row_kernels_compile(fp8):
-    _in_child(f"row_kernels({fp8})")
+def test_row_kernels_compile(fp8, shape):
+    _in_child(f"row_kernels({fp8}, {shape!r})")
 
 
+@pytest.mark.parametrize("shape", sorted(SHAPES))
 @pytest.mark.parametrize("has_norm", [False, True])
-def test_qk_norm_rope_compiles(has_norm):
-    _in_child(f"qk_norm_rope({has_norm})")
+def test_qk_norm_rope_compiles(has_norm, shape):
+    _in_child(f"qk_norm_rope({has_norm}, {shape!r})")
