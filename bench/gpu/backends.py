@@ -4,12 +4,10 @@ GEMMs with and without cuBLASLt's fast accumulation. Each row: time, rate, error
 kernel's output (and, where cheap, against the fp32 reference). Used to choose the backends of
 the GPU path (quail_engine/infer/gpu/attention.py).
 
-    python -m bench.gpu.backends     # writes $OUT/gpu-h200-backends.json
+    python -m bench.gpu.backends [--only new_shapes]   # writes $OUT/gpu-h200-backends.json
 """
 
 from __future__ import annotations
-
-import os
 
 import torch
 import torch.nn.functional as F
@@ -221,12 +219,16 @@ def cudnn_new_shapes(num: int = 8) -> list[dict]:
     return rows
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    import argparse
+    p = argparse.ArgumentParser()
+    p.add_argument("--only", choices=("new_shapes",), help="run one section alone")
+    args = p.parse_args(argv)
     setup_logging()
     res = Results("gpu-h200-backends.json")
     res.section("env", env_info)
     res.section("cudnn_version", lambda: torch.backends.cudnn.version())
-    if os.environ.get("QUAIL_BACKENDS_ONLY") == "new_shapes":
+    if args.only == "new_shapes":
         res.section("cudnn_new_shapes", cudnn_new_shapes)
         return
     res.section("ceilings", measure_ceilings)

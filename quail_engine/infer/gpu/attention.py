@@ -69,7 +69,7 @@ def probe_cudnn(device: torch.device, num_heads: int, num_kv_heads: int, head_di
         o, lse = cudnn_attend(q, k, k, head_dim ** -0.5)
         if not (torch.isfinite(o).all() and torch.isfinite(lse).all()):
             raise RuntimeError("non-finite output on random inputs")
-    except RuntimeError as exc:
+    except (RuntimeError, AttributeError) as exc:  # AttributeError: a torch without the op
         log.warning("cuDNN fused attention unavailable (%s); prefix attention stays on Triton",
                     str(exc).splitlines()[0][:200])
         return None

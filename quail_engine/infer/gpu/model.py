@@ -91,8 +91,8 @@ class GpuCausalLM:
         self.dtype = dtype
         self.embed = state_dict["model.embed_tokens.weight"].to(self.device, self.dtype)
         # Gemma: embeddings times sqrt(hidden), the factor rounded to the model dtype (as HF)
-        self.embed_scale = (torch.tensor(config.hidden_size ** 0.5, dtype=self.dtype)
-                            if config.embed_scale else None)
+        self.embed_scale = (torch.tensor(config.hidden_size ** 0.5, dtype=self.dtype,
+                                         device=self.device) if config.embed_scale else None)
         self.activation = "gelu_tanh" if config.hidden_act == "gelu_tanh" else "silu"
         head = state_dict.get("lm_head.weight")
         self.lm_head = self.embed if head is None or config.tie_word_embeddings else \
@@ -133,7 +133,7 @@ class GpuCausalLM:
         q8 = {name: name in self.fp8_proj for name in FP8_PROJ}
         x = self.embed[b.input_ids]
         if self.embed_scale is not None:
-            x = x * self.embed_scale.to(x.device)
+            x = x * self.embed_scale
         if self.fp32_residual:
             x = x.float()  # the first add_rmsnorm keeps it as the float32 residual stream
         res = None
