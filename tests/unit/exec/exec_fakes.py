@@ -161,3 +161,16 @@ def join_query(op):
                  Relation("p", "SELECT p.name AS b_0_1, p.product_id AS k_0 FROM products p")),
                 (), (0,), ())
     return Parsed("duckdb", sql, (op,), sql, (core,))
+
+
+def review_db(reviews, products):
+    """A DuckDB connection with `reviews (id, review, product_id)` and `products (product_id,
+    name)` filled from the given rows."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE reviews (id INTEGER, review VARCHAR, product_id INTEGER)")
+    con.executemany("INSERT INTO reviews VALUES (?, ?, ?)", reviews)
+    con.execute("CREATE TABLE products (product_id INTEGER, name VARCHAR)")
+    con.executemany("INSERT INTO products VALUES (?, ?)", products)
+    return con

@@ -11,6 +11,7 @@ from exec_fakes import (
     filters_query,
     generate,
     join_query,
+    review_db,
 )
 
 from quail_engine.errors import ExecutionError
@@ -32,11 +33,7 @@ TOY = DeviceSpec("toy", 1e11, 2e10)
 
 @pytest.fixture
 def con():
-    c = duckdb.connect()
-    c.execute("CREATE TABLE reviews (id INTEGER, review VARCHAR, product_id INTEGER)")
-    c.executemany("INSERT INTO reviews VALUES (?, ?, ?)", REVIEWS)
-    c.execute("CREATE TABLE products (product_id INTEGER, name VARCHAR)")
-    c.executemany("INSERT INTO products VALUES (?, ?)", PRODUCTS)
+    c = review_db(REVIEWS, PRODUCTS)
     c.execute("CREATE TABLE empty_reviews AS SELECT * FROM reviews WHERE false")
     return c
 

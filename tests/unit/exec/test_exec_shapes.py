@@ -2,9 +2,8 @@
 returns exactly what the unplanned run (every AI call evaluated where DuckDB evaluates it)
 returns."""
 
-import duckdb
 import pytest
-from exec_fakes import FakeEngine
+from exec_fakes import FakeEngine, review_db
 
 from quail_engine.exec.session import QuailSession
 from quail_engine.plan.cost import DeviceSpec
@@ -48,11 +47,7 @@ SHAPES = [
 
 @pytest.fixture
 def con():
-    c = duckdb.connect()
-    c.execute("CREATE TABLE reviews (id INTEGER, review VARCHAR, product_id INTEGER)")
-    c.executemany("INSERT INTO reviews VALUES (?, ?, ?)", REVIEWS)
-    c.execute("CREATE TABLE products (product_id INTEGER, name VARCHAR)")
-    c.executemany("INSERT INTO products VALUES (?, ?)", PRODUCTS)
+    c = review_db(REVIEWS, PRODUCTS)
     return c
 
 
