@@ -31,16 +31,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from accuracy import DEV, FILTER_Q, load_rows  # noqa: E402  (bench/ is the script's directory)
 from results_io import write_result  # noqa: E402
 
+from quail_engine.infer.gpu.linear import quantize_rows  # noqa: E402
+
 FP8 = torch.float8_e4m3fn
 PROJECTIONS = {"all": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                        "down_proj"),
                "mlp": ("gate_proj", "up_proj", "down_proj")}
 
 
-def e4m3(x: torch.Tensor, dim: int) -> torch.Tensor:
-    """x rounded through e4m3 with one scale per slice along `dim` (amax / 448)."""
-    scale = x.abs().amax(dim=dim, keepdim=True).clamp_min(1e-12) / 448.0
-    return (x / scale).clamp(-448.0, 448.0).to(FP8).float() * scale
+def e4m3(x: torch.Tensor) -> torch.Tensor:
+    """x [..., K] rounded through e4m3 with one scale per row of K, by the GPU path's own
+    quantizer (quail_engine/infer/gpu/linear.quantize_rows)."""
+    q, scale = quantize_rows(x.reshape(-1, x.shape[-1]))
+    return (q.float() * scale[:, None]).reshape(x.shape)
 
 
 def e4m3_blocks(x: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
@@ -63,13 +66,13 @@ class Fp8Linear(nn.Module):
         super().__init__()
         w = linear.weight.detach().float()
         self.block = block
-        self.weight = nn.Parameter(e4m3_blocks(w, 128, 128) if block else e4m3(w, dim=1),
+        self.weight = nn.Parameter(e4m3_blocks(w, 128, 128) if block else e4m3(w),
                                    requires_grad=False)
         self.bias = linear.bias
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         xf = x.float()
-        xq = e4m3_blocks(xf.unsqueeze(-2), 1, 128).squeeze(-2) if self.block else e4m3(xf, -1)
+        xq = e4m3_blocks(xf.unsqueeze(-2), 1, 128).squeeze(-2) if self.block else e4m3(xf)
         y = xq @ self.weight.t()
         if self.bias is not None:
             y = y + self.bias.float()
