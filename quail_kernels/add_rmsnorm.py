@@ -22,31 +22,34 @@ from quail_kernels.checks import check_same_device, check_tensor
 
 @triton.jit
 def _add_rmsnorm_kernel(x_ptr, res_ptr, w_ptr, out_ptr, res_out_ptr, scale_ptr,
-                        n_cols, eps, stride_x, stride_r, stride_o, stride_ro,
-                        HAS_RES: tl.constexpr, IS_FP8: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
+                        n_rows, n_cols, eps, stride_x, stride_r, stride_o, stride_ro,
+                        HAS_RES: tl.constexpr, IS_FP8: tl.constexpr, BLOCK: tl.constexpr,
+                        ROWS: tl.constexpr):
+    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
+    col_ok = cols < n_cols
+    mask = (rows < n_rows)[:, None] & col_ok[None, :]
+    r2, c2 = rows[:, None], cols[None, :]
+    x = tl.load(x_ptr + r2 * stride_x + c2, mask=mask, other=0.0).to(tl.float32)
     if HAS_RES:
-        x += tl.load(res_ptr + row * stride_r + cols, mask=mask, other=0.0).to(tl.float32)
+        x += tl.load(res_ptr + r2 * stride_r + c2, mask=mask, other=0.0).to(tl.float32)
         x = x.to(res_out_ptr.dtype.element_ty)
-        tl.store(res_out_ptr + row * stride_ro + cols, x, mask=mask)
+        tl.store(res_out_ptr + r2 * stride_ro + c2, x, mask=mask)
         x = x.to(tl.float32)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    var = tl.sum(x * x, axis=0) / n_cols
-    y = x * tl.rsqrt(var + eps) * w
+    w = tl.load(w_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)
+    var = tl.sum(x * x, axis=1) / n_cols
+    y = x * tl.rsqrt(var + eps)[:, None] * w[None, :]
     if IS_FP8:
-        amax = tl.maximum(tl.max(tl.abs(y), axis=0), 1e-6)
+        amax = tl.maximum(tl.max(tl.abs(y), axis=1), 1e-6)
         scale = amax / 448.0
-        y = tl.clamp(y / scale, -448.0, 448.0)
-        tl.store(scale_ptr + row, scale)
-    tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+        y = tl.clamp(y / scale[:, None], -448.0, 448.0)
+        tl.store(scale_ptr + rows, scale, mask=rows < n_rows)
+    tl.store(out_ptr + r2 * stride_o + c2, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor,
                 eps: float, fp8: bool = False, out_dtype: torch.dtype | None = None,
-                num_warps: int | None = None):
+                num_warps: int | None = None, rows_per_program: int = 1):
     """x, residual [T, N]; weight [N]. Returns (out, residual_out, scale-or-None).
     residual_out has residual's dtype (x's when residual is None: then it is x itself); out is
     fp8 when `fp8`, else `out_dtype` (default x's)."""
@@ -68,11 +71,13 @@ def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Te
         return out, res_out, (scale if fp8 else None)
     block = triton.next_power_of_2(n_cols)
     res = residual if residual is not None else x
-    _add_rmsnorm_kernel[(num_rows,)](
-        x, res, weight, out, res_out, scale, n_cols, eps,
+    if rows_per_program < 1 or rows_per_program & (rows_per_program - 1):
+        raise ValueError(f"rows_per_program must be a power of two, got {rows_per_program}")
+    _add_rmsnorm_kernel[(triton.cdiv(num_rows, rows_per_program),)](
+        x, res, weight, out, res_out, scale, num_rows, n_cols, eps,
         x.stride(0), res.stride(0), out.stride(0), res_out.stride(0),
-        HAS_RES=residual is not None, IS_FP8=fp8, BLOCK=block,
-        num_warps=num_warps or min(4, max(1, block // 256)))
+        HAS_RES=residual is not None, IS_FP8=fp8, BLOCK=block, ROWS=rows_per_program,
+        num_warps=num_warps or min(4 * rows_per_program, max(1, block // 256)))
     return out, res_out, (scale if fp8 else None)
 
 

@@ -5,8 +5,9 @@ qkv [T, (Hq + 2 Hkv) * D] (q heads, then k heads, then v heads; unit last stride
 int; cos_sin [max_pos, D] float32 (cos in the first D/2 columns, sin in the last D/2).
 Returns views q [T, Hq, D], k [T, Hkv, D], v [T, Hkv, D] of qkv (v untouched).
 
-Kernel: grid (T, 2): part 0 rotates the Hq query heads of one token, part 1 its Hkv key heads,
-as one [BLOCK_H, D/2] tile pair (first and second halves of each head).
+Kernel: grid (T, (Hq + Hkv) / HB): each program rotates HB heads of one token (default HB = Hkv,
+so the query heads take Hq / Hkv programs and the key heads one, all the same size), as one
+[HB, D/2] tile pair (first and second halves of each head).
 """
 
 from __future__ import annotations
@@ -20,25 +21,20 @@ from quail_kernels.checks import check_power_of_two, check_tensor
 
 @triton.jit
 def _qk_norm_rope_kernel(qkv_ptr, pos_ptr, cs_ptr, qw_ptr, kw_ptr, stride_t, stride_cs, eps,
-                         HQ: tl.constexpr, HKV: tl.constexpr, HALF: tl.constexpr,
+                         HQ: tl.constexpr, HB: tl.constexpr, HALF: tl.constexpr,
                          BLOCK_H: tl.constexpr, HAS_NORM: tl.constexpr):
     tok = tl.program_id(0).to(tl.int64)
-    part = tl.program_id(1)
+    head0 = tl.program_id(1) * HB  # heads [head0, head0 + HB) of the q heads then the k heads
     heads = tl.arange(0, BLOCK_H)
     offs = tl.arange(0, HALF)
-    num_heads = tl.where(part == 0, HQ, HKV)
-    head0 = tl.where(part == 0, 0, HQ)
-    mask = (heads < num_heads)[:, None]
+    mask = (heads < HB)[:, None]
     base = qkv_ptr + tok * stride_t + (head0 + heads)[:, None] * (2 * HALF) + offs[None, :]
     x1 = tl.load(base, mask=mask, other=0.0).to(tl.float32)
     x2 = tl.load(base + HALF, mask=mask, other=0.0).to(tl.float32)
     if HAS_NORM:
-        wq1 = tl.load(qw_ptr + offs).to(tl.float32)
-        wq2 = tl.load(qw_ptr + HALF + offs).to(tl.float32)
-        wk1 = tl.load(kw_ptr + offs).to(tl.float32)
-        wk2 = tl.load(kw_ptr + HALF + offs).to(tl.float32)
-        w1 = tl.where(part == 0, wq1, wk1)
-        w2 = tl.where(part == 0, wq2, wk2)
+        w_ptr = qw_ptr if head0 < HQ else kw_ptr
+        w1 = tl.load(w_ptr + offs).to(tl.float32)
+        w2 = tl.load(w_ptr + HALF + offs).to(tl.float32)
         var = (tl.sum(x1 * x1, axis=1) + tl.sum(x2 * x2, axis=1)) / (2 * HALF)
         inv = tl.rsqrt(var + eps)[:, None]
         x1 = x1 * inv * w1[None, :]
@@ -72,7 +68,8 @@ def _split(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int):
 
 def qk_norm_rope(qkv: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor,
                  q_norm: torch.Tensor | None, k_norm: torch.Tensor | None,
-                 num_q_heads: int, num_kv_heads: int, eps: float = 1e-6):
+                 num_q_heads: int, num_kv_heads: int, eps: float = 1e-6,
+                 heads_per_program: int | None = None, num_warps: int | None = None):
     check_tensor("qkv", qkv, 2)
     check_tensor("cos_sin", cos_sin, 2, dtypes=(torch.float32,))
     if qkv.stride(0) != qkv.shape[1]:
@@ -88,14 +85,18 @@ def qk_norm_rope(qkv: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tens
         raise ValueError(f"positions {tuple(positions.shape)} != ({qkv.shape[0]},)")
     if (q_norm is None) != (k_norm is None):
         raise ValueError("q_norm and k_norm must both be given or both be None")
+    hb = heads_per_program or num_kv_heads
+    if num_q_heads % hb or num_kv_heads % hb:
+        raise ValueError(f"heads_per_program {hb} must divide both {num_q_heads} query and "
+                         f"{num_kv_heads} key heads")
     if qkv.shape[0]:
         has_norm = q_norm is not None
-        _qk_norm_rope_kernel[(qkv.shape[0], 2)](
+        _qk_norm_rope_kernel[(qkv.shape[0], (num_q_heads + num_kv_heads) // hb)](
             qkv, positions, cos_sin, q_norm if has_norm else cos_sin,
             k_norm if has_norm else cos_sin, qkv.stride(0), cos_sin.stride(0), eps,
-            HQ=num_q_heads, HKV=num_kv_heads, HALF=head_dim // 2,
-            BLOCK_H=triton.next_power_of_2(max(num_q_heads, num_kv_heads)), HAS_NORM=has_norm,
-            num_warps=4)
+            HQ=num_q_heads, HB=hb, HALF=head_dim // 2,
+            BLOCK_H=triton.next_power_of_2(hb), HAS_NORM=has_norm,
+            num_warps=num_warps or max(1, min(4, hb * head_dim // 256)))
     return _split(qkv, num_q_heads, num_kv_heads)
 
 
@@ -113,7 +114,8 @@ def _rotate(x: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor,
 
 def qk_norm_rope_ref(qkv: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor,
                      q_norm: torch.Tensor | None, k_norm: torch.Tensor | None,
-                     num_q_heads: int, num_kv_heads: int, eps: float = 1e-6):
+                     num_q_heads: int, num_kv_heads: int, eps: float = 1e-6,
+                 heads_per_program: int | None = None, num_warps: int | None = None):
     q, k, v = _split(qkv, num_q_heads, num_kv_heads)
     q.copy_(_rotate(q, positions, cos_sin, q_norm, eps))
     k.copy_(_rotate(k, positions, cos_sin, k_norm, eps))

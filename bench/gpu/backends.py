@@ -4,7 +4,7 @@ GEMMs with and without cuBLASLt's fast accumulation. Each row: time, rate, error
 kernel's output (and, where cheap, against the fp32 reference). Used to choose the backends of
 the GPU path (quail_engine/infer/gpu/attention.py).
 
-    python -m bench.gpu.backends [--only new_shapes]   # writes $OUT/gpu-h200-backends.json
+    python -m bench.gpu.backends [--only new_shapes|ragged]   # writes $OUT/gpu-h200-backends.json
 """
 
 from __future__ import annotations
@@ -219,10 +219,122 @@ def cudnn_new_shapes(num: int = 8) -> list[dict]:
     return rows
 
 
+def _ragged_lse(lse: torch.Tensor, total: int) -> torch.Tensor:
+    """cuDNN's ragged LSE -> [T, Hq] whatever its layout ([T, H], [H, T] or with a batch dim)."""
+    lse = lse.squeeze(0) if lse.dim() == 3 else lse
+    return lse if lse.shape[0] == total else lse.t()
+
+
+def _cu(lengths: list[int]) -> torch.Tensor:
+    return torch.tensor([0] + torch.tensor(lengths).cumsum(0).tolist(), dtype=torch.int32,
+                        device="cuda")
+
+
+def _cudnn_ragged(q, k, v, cu_q, cu_k, max_q, max_k, causal):
+    return aten._cudnn_attention_forward(q, k, v, None, cu_q, cu_k, max_q, max_k, True, 0.0,
+                                         causal, False, scale=SCALE)
+
+
+def ragged() -> dict:
+    """cuDNN's ragged (THD) attention through aten._cudnn_attention_forward: the filter's
+    packed causal documents, the join's suffixes over exact-length anchors (no key grain, no
+    query windows), the suffixes' own causal part, and the cost of new shapes."""
+    import time
+    g = torch.Generator().manual_seed(0)
+    out = {}
+
+    def causal_case(lengths, label):
+        total, mx = sum(lengths), max(lengths)
+        q = torch.randn(total, HQ, D, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(total, HKV, D, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn_like(k)
+        cu = _cu(lengths)
+        flops = sum(4 * n * (n + 1) / 2 * HQ * D for n in lengths)
+        o, lse = varlen_attention(q, k, v, cu, mx, SCALE)
+        rows = [_row("ours_triton", bench_ms(lambda: varlen_attention(q, k, v, cu, mx, SCALE)),
+                     flops)]
+
+        def lib():
+            res = _cudnn_ragged(q, k, v, cu, cu, mx, mx, True)
+            return _row("cudnn_ragged", bench_ms(
+                lambda: _cudnn_ragged(q, k, v, cu, cu, mx, mx, True)), flops, res[0], o,
+                _ragged_lse(res[1], total), lse, out_shape=list(res[0].shape),
+                lse_shape=list(res[1].shape), lse_strides=list(res[1].stride()))
+        _try(rows, "cudnn_ragged", lib)
+        out[label] = rows
+
+    causal_case(torch.randint(200, 401, (220,), generator=g).tolist(), "filter_220x200-400")
+    causal_case(torch.randint(10, 21, (1100,), generator=g).tolist(), "suffix_1100x10-20")
+    causal_case([4039], "anchor_4039")
+
+    # join: one or four anchors of exact (non-grain) length, their suffix rows ragged
+    for n_seg in (1, 4):
+        anchors = [4039 - 61 * i for i in range(n_seg)]
+        rows_per = [16324 - 37 * i for i in range(n_seg)]
+        page = 64
+        pages = [(a + page - 1) // page for a in anchors]
+        kc = torch.randn(sum(pages), page, HKV, D, device="cuda", dtype=torch.bfloat16)
+        vc = torch.randn_like(kc)
+        table = torch.zeros(n_seg, max(pages), dtype=torch.int32)
+        start = 0
+        for i, n in enumerate(pages):
+            table[i, :n] = torch.arange(start, start + n)
+            start += n
+        table = table.cuda()
+        q = torch.randn(sum(rows_per), HQ, D, device="cuda", dtype=torch.bfloat16)
+        seg = _cu(rows_per)
+        plen = torch.tensor(anchors, dtype=torch.int32, device="cuda")
+        flops = sum(4 * r * a * HQ * D for r, a in zip(rows_per, anchors))
+        call = lambda: prefix_attention(q, kc, vc, seg, table, plen, max(rows_per), SCALE)  # noqa: E731,B023
+        o, lse = call()
+        rows = [_row("ours_triton_paged", bench_ms(call), flops)]
+        idx = torch.cat([table[i, :n].long() for i, n in enumerate(pages)])
+        flat_k, flat_v = kc.flatten(0, 1), vc.flatten(0, 1)
+        # each anchor's keys end mid-page: gather the exact rows
+        rows_k = torch.cat([torch.arange(int(table[i, 0]) * page, int(table[i, 0]) * page + a)
+                            for i, a in enumerate(anchors)]).cuda()
+        cu_k = _cu(anchors)
+
+        def lib(q=q, o=o, lse=lse, rows_k=rows_k, cu_k=cu_k, seg=seg, anchors=anchors,
+                rows_per=rows_per, flops=flops, flat_k=flat_k, flat_v=flat_v):
+            kk, vv = flat_k[rows_k], flat_v[rows_k]
+            c = lambda: _cudnn_ragged(q, kk, vv, seg, cu_k, max(rows_per), max(anchors), False)  # noqa: E731
+            res = c()
+            gather_ms = bench_ms(lambda: (flat_k[rows_k], flat_v[rows_k]))
+            return _row("cudnn_ragged", bench_ms(c), flops, res[0], o,
+                        _ragged_lse(res[1], q.shape[0]), lse, gather_ms=round(gather_ms, 4))
+        _try(rows, "cudnn_ragged", lib)
+        del idx
+        out[f"prefix_{n_seg}seg"] = rows
+
+    # new shapes: first call vs repeat, varying totals and maxima
+    shapes = []
+    for i in range(6):
+        lengths = torch.randint(200, 401, (200 + 7 * i,), generator=g).tolist()
+        total, mx = sum(lengths), max(lengths)
+        q = torch.randn(total, HQ, D, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(total, HKV, D, device="cuda", dtype=torch.bfloat16)
+        cu = _cu(lengths)
+        try:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            _cudnn_ragged(q, k, k, cu, cu, mx, mx, True)
+            torch.cuda.synchronize()
+            first = (time.perf_counter() - t0) * 1e3
+            rep = bench_ms(lambda: _cudnn_ragged(q, k, k, cu, cu, mx, mx, True),  # noqa: B023
+                           warmup=3, rep=10)
+            shapes.append({"docs": len(lengths), "total": total, "max": mx,
+                           "first_call_ms": round(first, 2), "repeat_ms": round(rep, 3)})
+        except Exception as exc:  # noqa: BLE001
+            shapes.append({"error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+    out["new_shapes"] = shapes
+    return out
+
+
 def main(argv=None) -> None:
     import argparse
     p = argparse.ArgumentParser()
-    p.add_argument("--only", choices=("new_shapes",), help="run one section alone")
+    p.add_argument("--only", choices=("new_shapes", "ragged"), help="run one section alone")
     args = p.parse_args(argv)
     setup_logging()
     res = Results("gpu-h200-backends.json")
@@ -230,6 +342,9 @@ def main(argv=None) -> None:
     res.section("cudnn_version", lambda: torch.backends.cudnn.version())
     if args.only == "new_shapes":
         res.section("cudnn_new_shapes", cudnn_new_shapes)
+        return
+    if args.only == "ragged":
+        res.section("ragged", ragged)
         return
     res.section("ceilings", measure_ceilings)
     res.section("gemms", gemms)

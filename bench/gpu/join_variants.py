@@ -1,5 +1,5 @@
-"""Join on the Qwen3-4B shape, fp8: end-to-end rate for cuDNN query windows of several sizes,
-and how busy the GPU is during the join (kernel time over wall time), to tell host gaps from
+"""Join on the Qwen3-4B shape, fp8: end-to-end rate for cuDNN key grains (the anchor keys left
+to the Triton tail are fewer than one grain) and query windows of several sizes, and how busy the GPU is during the join (kernel time over wall time), to tell host gaps from
 kernel time.
 
     python bench/gpu/join_variants.py [--anchors 48]   # writes $OUT/join_variants.json
@@ -53,14 +53,15 @@ def main(argv=None) -> int:
     del sd
     work = join_work(args.anchors, 1100, config.vocab_size)
     res.section("busy_default", busy, model, JoinWork(work.anchors[:8], work.partners))
-    for chunk in (4096, 8192, 16384):
-        model.lib_prefix = LibPrefix(cudnn_attend, chunk_rows=chunk, min_rows=chunk * 5 // 8)
+    for chunk, grain in ((4096, 256), (4096, 64), (4096, 128), (8192, 64)):
+        model.lib_prefix = LibPrefix(cudnn_attend, chunk_rows=chunk, min_rows=chunk * 5 // 8,
+                                     key_grain=grain)
 
         def one():
             run = run_join(model, work)
             run["requested_tokens_per_min"] = round(join_requested_tokens(work) / run["seconds"] * 60)
             return run
-        res.section(f"chunk_{chunk}", one)
+        res.section(f"chunk_{chunk}_grain_{grain}", one)
     for key, value in res.data.items():
         if not key.endswith("_seconds"):
             print(key, value)

@@ -55,13 +55,17 @@ def attention_kernels(head_dim: int, window: bool) -> None:
 SHAPES = {"qwen3-4b": (4096, (8192, 2048), 32, 8, 128), "gemma3-270m": (1024, (2048, 1), 4, 1, 256)}
 
 
+ROWS = 1  # add_rmsnorm's rows per program in the GPU path
+
+
 def row_kernels(fp8: bool, shape: str) -> None:
     out = FP8 if fp8 else BF16
     block, (block_a, block_b), hq, _, head_dim = SHAPES[shape]
     for has_res in (False, True):
         _compile(_add_rmsnorm_kernel, {"x_ptr": BF16, "res_ptr": BF16, "w_ptr": F32,
                                        "out_ptr": out, "res_out_ptr": BF16, "scale_ptr": F32},
-                 {"eps": "fp32"}, {"HAS_RES": has_res, "IS_FP8": fp8, "BLOCK": block}, 4)
+                 {"eps": "fp32"},
+                 {"HAS_RES": has_res, "IS_FP8": fp8, "BLOCK": block, "ROWS": ROWS}, 4 * ROWS)
     for gelu in (False, True):
         _compile(_silu_mul_kernel, {"x_ptr": BF16, "out_ptr": out, "scale_ptr": F32}, {},
                  {"IS_FP8": fp8, "BLOCK_A": block_a, "BLOCK_B": block_b, "GELU": gelu}, 16)
@@ -76,8 +80,8 @@ def qk_norm_rope(has_norm: bool, shape: str) -> None:
     _, _, hq, hkv, head_dim = SHAPES[shape]
     _compile(_qk_norm_rope_kernel, {"qkv_ptr": BF16, "pos_ptr": "*i64", "cs_ptr": F32,
                                     "qw_ptr": F32, "kw_ptr": F32}, {"eps": "fp32"},
-             {"HQ": hq, "HKV": hkv, "HALF": head_dim // 2,
-              "BLOCK_H": triton.next_power_of_2(max(hq, hkv)), "HAS_NORM": has_norm}, 4)
+             {"HQ": hq, "HB": hkv, "HALF": head_dim // 2,
+              "BLOCK_H": triton.next_power_of_2(hkv), "HAS_NORM": has_norm}, 4)
 
 
 def _in_child(call: str) -> None:
