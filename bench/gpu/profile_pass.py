@@ -2,7 +2,7 @@
 pass of the filter workload (64k packed tokens) and one join pass (anchor store + partner
 suffixes), bf16 and fp8; plus causal-attention block sizes for one long (anchor) sequence.
 
-    python bench/gpu/profile_pass.py
+    python bench/gpu/profile_pass.py [--dtypes fp8] [--passes-only]
 """
 
 from __future__ import annotations
@@ -118,12 +118,18 @@ def short_causal() -> list[dict]:
     return rows
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    import argparse
+    p = argparse.ArgumentParser()
+    p.add_argument("--dtypes", default="fp8,bf16")
+    p.add_argument("--passes-only", action="store_true", help="skip the block-size sweeps")
+    args = p.parse_args(argv)
     setup_logging()
     res = Results("profile.json")
-    res.section("short_causal", short_causal)
-    res.section("long_causal", long_causal)
-    for dtype in ("fp8", "bf16"):
+    if not args.passes_only:
+        res.section("short_causal", short_causal)
+        res.section("long_causal", long_causal)
+    for dtype in args.dtypes.split(","):
         res.section(f"passes_{dtype}", passes, dtype)
     print(json.dumps(res.data, indent=1, default=str)[-6000:])
     return 0
