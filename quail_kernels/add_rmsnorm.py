@@ -5,9 +5,12 @@ With fp8=True, out is float8_e4m3fn and scale [T, 1] float32 holds amax(row) / 4
 out * scale approximates the bf16 result (the row scale torch._scaled_mm takes as scale_a).
 
 Kernel: x, residual, out, residual_out [T, N] with unit last stride, row strides passed;
-weight [N]; grid (T,): one program per row, BLOCK = next_pow2(N) columns, at most 4 warps
-(65,536 x 2,560 on the H200, fp8 out: 4 warps 0.328 ms vs 16 warps 0.337 with a bf16 residual,
-0.441 vs 0.493 with a float32 one: bench/results/gpu-h200-row-kernels-2026-11-29.json).
+weight [N]; grid (cdiv(T, ROWS),): ROWS rows per program, BLOCK = next_pow2(N) columns, at most
+4 warps. At 65,536 x 2,560 on the H200 (bench/gpu/row_kernels.py,
+bench/results/gpu-h200-row-kernels-2026-11-29-s3.json): fp8 out with a bf16 residual, 2 rows x 4
+warps 0.289 ms vs 1 row 0.347 (4 warps) / 0.319 (2 warps); bf16 out with a float32 residual,
+0.484-0.495 ms whatever the rows (1-4) and warps (2-8), so the default is 2 rows for a 16-bit
+stream and 1 for a float32 one.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def _add_rmsnorm_kernel(x_ptr, res_ptr, w_ptr, out_ptr, res_out_ptr, scale_ptr,
 
 def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor,
                 eps: float, fp8: bool = False, out_dtype: torch.dtype | None = None,
-                num_warps: int | None = None, rows_per_program: int = 1):
+                num_warps: int | None = None, rows_per_program: int | None = None):
     """x, residual [T, N]; weight [N]. Returns (out, residual_out, scale-or-None).
     residual_out has residual's dtype (x's when residual is None: then it is x itself); out is
     fp8 when `fp8`, else `out_dtype` (default x's)."""
@@ -71,13 +74,15 @@ def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Te
         return out, res_out, (scale if fp8 else None)
     block = triton.next_power_of_2(n_cols)
     res = residual if residual is not None else x
+    if rows_per_program is None:  # two rows per program pay with a 16-bit stream only
+        rows_per_program = 2 if res_out.element_size() <= 2 else 1
     if rows_per_program < 1 or rows_per_program & (rows_per_program - 1):
         raise ValueError(f"rows_per_program must be a power of two, got {rows_per_program}")
     _add_rmsnorm_kernel[(triton.cdiv(num_rows, rows_per_program),)](
         x, res, weight, out, res_out, scale, num_rows, n_cols, eps,
         x.stride(0), res.stride(0), out.stride(0), res_out.stride(0),
         HAS_RES=residual is not None, IS_FP8=fp8, BLOCK=block, ROWS=rows_per_program,
-        num_warps=num_warps or min(4 * rows_per_program, max(1, block // 256)))
+        num_warps=num_warps or min(4, max(1, block // 256)))
     return out, res_out, (scale if fp8 else None)
 
 

@@ -116,7 +116,7 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     num_segs = cu_seqlens_q.shape[0] - 1
     if num_tokens == 0 or num_segs == 0:
         return out, lse
-    block_m, block_n, warps, stages = blocks or default_blocks(q.device.type, head_dim)
+    block_m, block_n, warps, stages = blocks or default_blocks(q.device.type, head_dim, prefix=True)
     block_n = min(block_n, page)
     if page % block_n:
         raise ValueError(f"page size {page} is not a multiple of BLOCK_N {block_n}")

@@ -22,9 +22,10 @@ from quail_kernels.checks import check_power_of_two, check_tensor
 @triton.jit
 def _varlen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, qk_scale, window,
                              s_qt, s_qh, s_kt, s_kh, s_vt, s_vh, s_ot, s_oh, s_lt,
+                             amax_ptr, scale_ptr,
                              G: tl.constexpr, D: tl.constexpr,
                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                             HAS_WINDOW: tl.constexpr):
+                             HAS_WINDOW: tl.constexpr, OUT_FP8: tl.constexpr):
     tile = tl.program_id(0)
     seq = tl.program_id(1)
     kv_head = tl.program_id(2)
@@ -66,9 +67,47 @@ def _varlen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, qk_sca
                 allowed = allowed & (tok[:, None] - cols[None, :] < window)
             m_i, l_i, acc = softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale, True)
         out, lse = finish(m_i, l_i, acc)
+        if OUT_FP8:  # every output row is a convex mix of its sequence's V rows: |out| <= amax
+            row_scale = tl.maximum(tl.load(amax_ptr + seq), 1e-6) / 448.0
+            out = tl.clamp(out / row_scale, -448.0, 448.0)
+            tl.store(scale_ptr + start + tok, tl.zeros([BLOCK_M], tl.float32) + row_scale,
+                     mask=row_ok)
         tl.store(o_ptr + tok64[:, None] * s_ot + head[:, None] * s_oh + d[None, :],
                  out.to(o_ptr.dtype.element_ty), mask=row_ok[:, None])
         tl.store(lse_ptr + tok64 * s_lt + head, lse, mask=row_ok)
+
+
+@triton.jit
+def _seq_amax_kernel(x_ptr, cu_ptr, out_ptr, s_xt, N: tl.constexpr, BLOCK: tl.constexpr,
+                     ROWS: tl.constexpr):
+    """out[seq] = max(out[seq], max |x| over rows [ROWS * chunk, +ROWS) of the sequence)."""
+    seq = tl.program_id(0)
+    chunk = tl.program_id(1)
+    start = tl.load(cu_ptr + seq)
+    seqlen = tl.load(cu_ptr + seq + 1) - start
+    if chunk * ROWS < seqlen:
+        rows = chunk * ROWS + tl.arange(0, ROWS)
+        cols = tl.arange(0, BLOCK)
+        mask = (rows < seqlen)[:, None] & (cols < N)[None, :]
+        x = tl.load(x_ptr + (start + rows).to(tl.int64)[:, None] * s_xt + cols[None, :],
+                    mask=mask, other=0.0)
+        tl.atomic_max(out_ptr + seq, tl.max(tl.max(tl.abs(x.to(tl.float32)), axis=1), axis=0))
+
+
+def seq_amax(x: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int) -> torch.Tensor:
+    """x [T, H, D] (each token's H x D values contiguous) -> [B] float32 max |x| per sequence."""
+    check_tensor("x", x, 3)
+    if x.stride(1) != x.shape[2]:
+        raise ValueError(f"x's heads must be contiguous per token, strides {x.stride()}")
+    num_seqs = cu_seqlens.shape[0] - 1
+    out = torch.zeros(num_seqs, device=x.device, dtype=torch.float32)
+    width = x.shape[1] * x.shape[2]
+    rows = 16
+    if num_seqs and max_seqlen:
+        _seq_amax_kernel[(num_seqs, triton.cdiv(max_seqlen, rows))](
+            x, cu_seqlens, out, x.stride(0), N=width, BLOCK=triton.next_power_of_2(width),
+            ROWS=rows, num_warps=4)
+    return out
 
 
 def _check_qkv(q, k, v):
@@ -88,6 +127,22 @@ def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                      cu_seqlens: torch.Tensor, max_seqlen: int, scale: float,
                      blocks: tuple[int, int, int, int] | None = None,
                      window: int | None = None):
+    return _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8=False)[:2]
+
+
+def varlen_attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                         cu_seqlens: torch.Tensor, max_seqlen: int, scale: float,
+                         blocks: tuple[int, int, int, int] | None = None,
+                         window: int | None = None):
+    """The O projection's fp8 input straight from the attention: -> (out [T, Hq, D] e4m3,
+    lse [T, Hq], scale [T, 1] float32). A token's scale is the max |v| over its sequence / 448:
+    an output row is a convex combination of the V rows it sees, so it never overflows, and
+    e4m3's exponent keeps a row up to 2^6 below that bound at full mantissa precision. Saves the
+    separate quantize pass (read bf16 out, write fp8) of lse_merge."""
+    return _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8=True)
+
+
+def _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8: bool):
     _check_qkv(q, k, v)
     if window is not None and window < 1:
         raise ValueError(f"sliding window must be >= 1, got {window}")
@@ -96,11 +151,13 @@ def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     check_tensor("cu_seqlens", cu_seqlens, 1, dtypes=(torch.int32,))
     num_tokens, num_heads, head_dim = q.shape
     group = num_heads // k.shape[1]
-    out = torch.empty_like(q)
+    out = torch.empty(q.shape, device=q.device, dtype=torch.float8_e4m3fn if fp8 else q.dtype)
     lse = torch.empty((num_tokens, num_heads), device=q.device, dtype=torch.float32)
+    scales = torch.empty((num_tokens, 1), device=q.device, dtype=torch.float32) if fp8 else lse
     num_seqs = cu_seqlens.shape[0] - 1
     if num_tokens == 0 or num_seqs == 0:
-        return out, lse
+        return out, lse, scales
+    amax = seq_amax(v, cu_seqlens, max_seqlen) if fp8 else lse
     block_m, block_n, warps, stages = blocks or default_blocks(q.device.type, head_dim,
                                                                  max_seqlen)
     if block_m < group:
@@ -109,10 +166,10 @@ def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     _varlen_attention_kernel[grid](
         q, k, v, out, lse, cu_seqlens, scale * LOG2E, window or 0,
         q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0), v.stride(1),
-        out.stride(0), out.stride(1), lse.stride(0),
+        out.stride(0), out.stride(1), lse.stride(0), amax, scales,
         G=group, D=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, HAS_WINDOW=window is not None,
-        num_warps=warps, num_stages=stages)
-    return out, lse
+        OUT_FP8=fp8, num_warps=warps, num_stages=stages)
+    return out, lse, scales
 
 
 def attend_ref(q, k, v, allowed, scale):
@@ -126,6 +183,16 @@ def attend_ref(q, k, v, allowed, scale):
     p = torch.nan_to_num(torch.exp(s - lse[..., None]), nan=0.0)
     out = torch.einsum("hmn,nhd->mhd", p, vf)
     return out.to(q.dtype), lse.transpose(0, 1).contiguous()
+
+
+def varlen_attention_fp8_ref(q, k, v, cu_seqlens, max_seqlen, scale, blocks=None, window=None):
+    out, lse = varlen_attention_ref(q, k, v, cu_seqlens, max_seqlen, scale, window=window)
+    bounds = cu_seqlens.tolist()
+    scales = torch.empty((q.shape[0], 1), device=q.device, dtype=torch.float32)
+    for start, end in zip(bounds[:-1], bounds[1:]):
+        scales[start:end] = v[start:end].float().abs().amax().clamp_min(1e-6) / 448.0
+    q8 = (out.float() / scales[:, :, None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+    return q8, lse, scales
 
 
 def varlen_attention_ref(q, k, v, cu_seqlens, max_seqlen, scale, blocks=None, window=None):

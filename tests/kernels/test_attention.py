@@ -7,7 +7,13 @@ from kernel_checks import check_fp8, fp32_tol, rel_err
 
 from quail_kernels.lse_merge import lse_merge, lse_merge_ref
 from quail_kernels.prefix_attention import prefix_attention, prefix_attention_ref
-from quail_kernels.varlen_attention import varlen_attention, varlen_attention_ref
+from quail_kernels.varlen_attention import (
+    seq_amax,
+    varlen_attention,
+    varlen_attention_fp8,
+    varlen_attention_fp8_ref,
+    varlen_attention_ref,
+)
 
 SEQ_CASES = [  # (lengths, hq, hkv, head_dim)
     ([5], 2, 1, 32),
@@ -44,6 +50,35 @@ def test_varlen_attention_reads_strided_views(device):
     out, _ = varlen_attention(qkv[:, :4], qkv[:, 4:6], qkv[:, 6:], cu, 9, 0.2)
     ref, _ = varlen_attention_ref(q, k, v, cu, 9, 0.2)
     assert rel_err(out, ref) < fp32_tol()
+
+
+@pytest.mark.parametrize("lengths,hq,hkv,head_dim", SEQ_CASES)
+def test_varlen_attention_fp8_out_matches_reference(device, lengths, hq, hkv, head_dim):
+    """fp8 epilogue: one scale per token from its sequence's max |v| (the bound on any output
+    row); the unquantized lse as before; a sequence of large values next to one of small ones
+    keeps each its own scale."""
+    q, k, v, cu = _packed(lengths, hq, hkv, head_dim, device, sum(lengths) + 1)
+    v[: lengths[0]] *= 50.0
+    out, lse, scale = varlen_attention_fp8(q, k, v, cu, max(lengths), head_dim ** -0.5)
+    ref, ref_lse, ref_scale = varlen_attention_fp8_ref(q, k, v, cu, max(lengths),
+                                                       head_dim ** -0.5)
+    total = sum(lengths)
+    assert scale.shape == (total, 1)
+    check_fp8(out.view(total, -1), scale, ref.view(total, -1), ref_scale, tol=4e-2)
+    assert torch.allclose(lse, ref_lse, atol=fp32_tol())
+    if len(lengths) > 1:
+        assert float(scale[0]) > 10 * float(scale[-1])
+
+
+def test_seq_amax_per_sequence_and_rejects_split_heads(device):
+    x = torch.randn(12, 3, 16, device=device)
+    x[7, 2, 5] = -40.0
+    cu = torch.tensor([0, 5, 5, 12], dtype=torch.int32, device=device)
+    got = seq_amax(x, cu, 7)
+    want = [float(x[:5].abs().max()), 0.0, 40.0]
+    assert torch.allclose(got.cpu(), torch.tensor(want))
+    with pytest.raises(ValueError, match="contiguous"):
+        seq_amax(x.transpose(0, 1).contiguous().transpose(0, 1), cu, 7)
 
 
 def _arena(prefix_lens, hkv, head_dim, page, device, seed):

@@ -19,7 +19,7 @@ from quail_kernels.lse_merge import _lse_merge_kernel  # noqa: E402
 from quail_kernels.prefix_attention import _prefix_attention_kernel  # noqa: E402
 from quail_kernels.qk_norm_rope import _qk_norm_rope_kernel  # noqa: E402
 from quail_kernels.silu_mul import _silu_mul_kernel  # noqa: E402
-from quail_kernels.varlen_attention import _varlen_attention_kernel  # noqa: E402
+from quail_kernels.varlen_attention import _seq_amax_kernel, _varlen_attention_kernel  # noqa: E402
 
 SM90 = GPUTarget("cuda", 90, 32)
 BF16, F32, I32, FP8 = "*bf16", "*fp32", "*i32", "*fp8e4nv"
@@ -40,13 +40,18 @@ def _compile(fn, pointers: dict, scalars: dict, constexprs: dict, warps: int, st
 
 ATTN = {"q_ptr": BF16, "k_ptr": BF16, "v_ptr": BF16, "o_ptr": BF16, "lse_ptr": F32,
         "cu_ptr": I32, "bt_ptr": I32, "plen_ptr": I32, "pos_ptr": "*i64"}
-BLOCKS = {128: [(64, 64, 4, 3), (128, 128, 8, 3), (64, 16, 4, 3)], 256: [(64, 32, 4, 2)]}
+BLOCKS = {128: [(64, 64, 4, 3), (64, 32, 4, 3), (128, 128, 8, 3), (64, 16, 4, 3)], 256: [(64, 32, 4, 2)]}
 
 
 def attention_kernels(head_dim: int, window: bool) -> None:
     for bm, bn, warps, stages in BLOCKS[head_dim]:
         common = {"G": 4, "D": head_dim, "BLOCK_M": bm, "BLOCK_N": bn, "HAS_WINDOW": window}
-        _compile(_varlen_attention_kernel, ATTN, {"qk_scale": "fp32"}, common, warps, stages)
+        for fp8 in (False, True):
+            _compile(_varlen_attention_kernel,
+                     {**ATTN, "o_ptr": FP8 if fp8 else BF16, "amax_ptr": F32, "scale_ptr": F32},
+                     {"qk_scale": "fp32"}, {**common, "OUT_FP8": fp8}, warps, stages)
+        _compile(_seq_amax_kernel, {"x_ptr": BF16, "cu_ptr": I32, "out_ptr": F32}, {},
+                 {"N": 8 * head_dim, "BLOCK": 8 * head_dim, "ROWS": 16}, 4)
         _compile(_prefix_attention_kernel, ATTN, {"qk_scale": "fp32"}, {**common, "PAGE": 64},
                  warps, stages)
 
@@ -55,7 +60,7 @@ def attention_kernels(head_dim: int, window: bool) -> None:
 SHAPES = {"qwen3-4b": (4096, (8192, 2048), 32, 8, 128), "gemma3-270m": (1024, (2048, 1), 4, 1, 256)}
 
 
-ROWS = 1  # add_rmsnorm's rows per program in the GPU path
+ROWS = 2  # add_rmsnorm's rows per program in the GPU path
 
 
 def row_kernels(fp8: bool, shape: str) -> None:

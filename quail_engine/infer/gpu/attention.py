@@ -29,7 +29,7 @@ from quail_engine.infer.gpu.paged_kv import PagedPrefix
 from quail_engine.infer.gpu.staging import to_device
 from quail_kernels.lse_merge import lse_merge
 from quail_kernels.prefix_attention import prefix_attention
-from quail_kernels.varlen_attention import varlen_attention
+from quail_kernels.varlen_attention import varlen_attention, varlen_attention_fp8
 
 log = logging.getLogger(__name__)
 
@@ -136,10 +136,14 @@ def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
     """-> (o [T, Hq * D] in q's dtype or fp8, per-token scale [T, 1] when fp8). `window`: a
     sliding-window layer (then the batch's plan must not use the library kernel)."""
     num_tokens = q.shape[0]
+    if not batch.has_prefix and fp8:  # quantized in the attention's epilogue
+        o, _, scales = varlen_attention_fp8(q, k, v, batch.cu_seqlens, batch.max_seqlen, scale,
+                                            window=window)
+        return o.view(num_tokens, -1), scales
     o, lse = varlen_attention(q, k, v, batch.cu_seqlens, batch.max_seqlen, scale,
                               window=window)
     if not batch.has_prefix:
-        return lse_merge(o, lse, fp8=True) if fp8 else (o.view(num_tokens, -1), None)
+        return o.view(num_tokens, -1), None
     plan: PrefixPlan = batch.prefix_plan
     if window is not None and plan.lib_keys:
         raise ValueError("a sliding-window layer cannot read a prefix split for the library "
