@@ -79,15 +79,51 @@ class Fp8Linear(nn.Module):
         return y.to(x.dtype)
 
 
-def emulate_fp8(model: nn.Module, which: str, block: bool = False) -> int:
-    """Swap the named projections of every layer for Fp8Linear; returns how many."""
+class Fp8SeqScaledO(Fp8Linear):
+    """o_proj fed as the GPU path feeds it when a pass has no resident prefix: the attention
+    output quantized with one scale per token, max |v| over the token's sequence / 448
+    (quail_kernels/varlen_attention.varlen_attention_fp8); with a prefix, per-row scales
+    (lse_merge), as Fp8Linear. Reads the layer's batch layout and V through hooks."""
+
+    def __init__(self, linear: nn.Linear, attention: nn.Module):
+        super().__init__(linear)
+        self.meta = self.v = None
+        attention.register_forward_pre_hook(self._keep_meta)
+        attention.v_proj.register_forward_hook(self._keep_v)
+
+    def _keep_meta(self, module, args):
+        self.meta = args[1]
+
+    def _keep_v(self, module, args, out):
+        self.v = out
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        meta = self.meta
+        if meta is None or any(p.num_tokens for p, _ in meta.prefix_groups):
+            return super().forward(x)
+        bounds = meta.cu_seqlens.tolist()
+        scale = torch.ones(x.shape[0], 1)
+        v = self.v.float().reshape(self.v.shape[0], -1)
+        for start, end in zip(bounds[:-1], bounds[1:]):
+            if end > start:
+                scale[start:end] = v[start:end].abs().amax().clamp_min(1e-6) / 448.0
+        xq = (x.float() / scale).clamp(-448.0, 448.0).to(FP8).float() * scale
+        return (xq @ self.weight.t()).to(x.dtype)
+
+
+def emulate_fp8(model: nn.Module, which: str, block: bool = False,
+                o_seq_scale: bool = False) -> int:
+    """Swap the named projections of every layer for Fp8Linear (o_proj for Fp8SeqScaledO when
+    `o_seq_scale`; it comes after v_proj, so its hook sees the fp8 V); returns how many."""
     names = PROJECTIONS[which]
     swapped = 0
     for module in list(model.modules()):
         for name in names:
             child = getattr(module, name, None)
             if isinstance(child, nn.Linear):
-                setattr(module, name, Fp8Linear(child, block))
+                wrapped = (Fp8SeqScaledO(child, module) if o_seq_scale and name == "o_proj"
+                           else Fp8Linear(child, block))
+                setattr(module, name, wrapped)
                 swapped += 1
     if not swapped:
         raise ValueError(f"no {names} projections found in {type(model).__name__}")
@@ -119,13 +155,15 @@ def compare(ref: torch.Tensor, got: torch.Tensor) -> dict:
             "noise_to_spread": round(float((ref - got).std() / ref.std()), 4)}
 
 
-VARIANTS = ("float32", "bf16", "fp8", "fp8_mlp_only", "fp8_block128")
+# fp8: the GPU path (O input scaled per sequence, see Fp8SeqScaledO); fp8_o_rowscale: every
+# projection input scaled per row (the GPU path before session 3, and its prefix rows now)
+VARIANTS = ("float32", "bf16", "fp8", "fp8_o_rowscale", "fp8_mlp_only", "fp8_block128")
 
 
 def _emulate(model: nn.Module, variant: str) -> None:
     if variant.startswith("fp8"):
         emulate_fp8(model, "mlp" if variant == "fp8_mlp_only" else "all",
-                    block=variant == "fp8_block128")
+                    block=variant == "fp8_block128", o_seq_scale=variant == "fp8")
 
 
 def _variant_model(model: nn.Module, variant: str) -> nn.Module:
