@@ -114,8 +114,7 @@ def _rotate(x: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor,
 
 def qk_norm_rope_ref(qkv: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor,
                      q_norm: torch.Tensor | None, k_norm: torch.Tensor | None,
-                     num_q_heads: int, num_kv_heads: int, eps: float = 1e-6,
-                 heads_per_program: int | None = None, num_warps: int | None = None):
+                     num_q_heads: int, num_kv_heads: int, eps: float = 1e-6):
     q, k, v = _split(qkv, num_q_heads, num_kv_heads)
     q.copy_(_rotate(q, positions, cos_sin, q_norm, eps))
     k.copy_(_rotate(k, positions, cos_sin, k_norm, eps))

@@ -3,7 +3,8 @@
 q [T, Hq, D], k/v [T, Hkv, D] (any token/head strides, unit last stride); cu_seqlens [B+1]
 int32 offsets. Returns out [T, Hq, D] (q's dtype) and lse [T, Hq] float32 (natural log of the
 sum of exp(scaled score) over the keys each query saw). `window` (Gemma's sliding layers): a
-query at i sees keys j with 0 <= i - j < window.
+query at i sees keys j with 0 <= i - j < window. `varlen_attention_fp8` writes out in e4m3 with
+one scale per token instead (the O projection's fp8 input, no separate quantize pass).
 
 Kernel: grid (cdiv(max_seqlen * G, BLOCK_M), B, Hkv); rows packed as in attention_tile.gqa_rows;
 keys 0..last query token of the tile, causal mask per row.
@@ -153,6 +154,7 @@ def _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8: bool):
     group = num_heads // k.shape[1]
     out = torch.empty(q.shape, device=q.device, dtype=torch.float8_e4m3fn if fp8 else q.dtype)
     lse = torch.empty((num_tokens, num_heads), device=q.device, dtype=torch.float32)
+    # without fp8 the kernel never touches amax/scales: lse stands in for both pointers
     scales = torch.empty((num_tokens, 1), device=q.device, dtype=torch.float32) if fp8 else lse
     num_seqs = cu_seqlens.shape[0] - 1
     if num_tokens == 0 or num_seqs == 0:
