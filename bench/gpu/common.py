@@ -94,6 +94,15 @@ def env_info() -> dict:
             "sms": props.multi_processor_count, "mem_GiB": round(props.total_memory / 2**30, 1)}
 
 
+def random_gpu_model(shape: str = "qwen3-4b", fp8: bool = True, kv_fraction: float = 0.5):
+    """-> (config, GpuCausalLM on random bf16 weights of `shape`, seed 0)."""
+    from quail_engine.infer.gpu.engine import build_gpu_model
+    from quail_engine.infer.gpu.random_weights import random_state_dict, shape_config
+    config = shape_config(shape)
+    sd = random_state_dict(config, seed=0, device="cuda", dtype=torch.bfloat16)
+    return config, build_gpu_model(config, sd, fp8=fp8, kv_fraction=kv_fraction)
+
+
 def setup_logging() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")

@@ -16,13 +16,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
-from bench.gpu.common import Results, setup_logging  # noqa: E402
+from bench.gpu.common import Results, random_gpu_model, setup_logging  # noqa: E402
 from bench.gpu.quail_runs import _join_waves, run_join  # noqa: E402
 from bench.gpu.workloads import JoinWork, join_requested_tokens, join_work  # noqa: E402
 from quail_engine.infer.api import EngineStats  # noqa: E402
 from quail_engine.infer.gpu.attention import LibPrefix, cudnn_attend  # noqa: E402
-from quail_engine.infer.gpu.engine import build_gpu_model  # noqa: E402
-from quail_engine.infer.gpu.random_weights import random_state_dict, shape_config  # noqa: E402
 from quail_engine.infer.gpu.runner import GpuRunner  # noqa: E402
 
 
@@ -47,10 +45,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     setup_logging()
     res = Results("join_variants.json")
-    config = shape_config("qwen3-4b")
-    sd = random_state_dict(config, seed=0, device="cuda", dtype=torch.bfloat16)
-    model = build_gpu_model(config, sd, fp8=True, kv_fraction=0.5)
-    del sd
+    config, model = random_gpu_model("qwen3-4b", fp8=True, kv_fraction=0.5)
     work = join_work(args.anchors, 1100, config.vocab_size)
     res.section("busy_default", busy, model, JoinWork(work.anchors[:8], work.partners))
     for chunk, grain in ((4096, 256), (4096, 64), (4096, 128), (8192, 64)):

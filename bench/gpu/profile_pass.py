@@ -16,12 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
-from bench.gpu.common import Results, bench_ms, setup_logging  # noqa: E402
+from bench.gpu.common import Results, bench_ms, random_gpu_model, setup_logging  # noqa: E402
 from bench.gpu.quail_runs import ANSWER_IDS  # noqa: E402
 from bench.gpu.workloads import filter_work, join_work  # noqa: E402
 from quail_engine.infer.api import EngineStats  # noqa: E402
-from quail_engine.infer.gpu.engine import build_gpu_model  # noqa: E402
-from quail_engine.infer.gpu.random_weights import random_state_dict, shape_config  # noqa: E402
 from quail_engine.infer.gpu.runner import GpuRunner  # noqa: E402
 from quail_engine.infer.runner import SeqJob  # noqa: E402
 from quail_kernels.varlen_attention import varlen_attention, varlen_attention_ref  # noqa: E402
@@ -59,10 +57,7 @@ def _profile(fn) -> dict:
 
 
 def passes(dtype: str) -> dict:
-    config = shape_config("qwen3-4b")
-    sd = random_state_dict(config, seed=0, device="cuda", dtype=torch.bfloat16)
-    model = build_gpu_model(config, sd, fp8=dtype == "fp8", kv_fraction=0.3)
-    del sd
+    config, model = random_gpu_model("qwen3-4b", fp8=dtype == "fp8", kv_fraction=0.3)
     fw = filter_work(200, config.vocab_size)
     runner = GpuRunner(model, EngineStats(), token_budget=65536)
     jobs = lambda: [SeqJob(d, vocab=ANSWER_IDS) for d in fw.docs]  # noqa: E731

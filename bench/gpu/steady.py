@@ -18,12 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
-from bench.gpu.common import Results, setup_logging  # noqa: E402
+from bench.gpu.common import Results, random_gpu_model, setup_logging  # noqa: E402
 from bench.gpu.quail_runs import ANSWER_IDS, _join_waves, anchors_per_wave  # noqa: E402
 from bench.gpu.workloads import JoinWork, filter_work, join_requested_tokens, join_work  # noqa: E402
 from quail_engine.infer.api import EngineStats  # noqa: E402
-from quail_engine.infer.gpu.engine import build_gpu_model  # noqa: E402
-from quail_engine.infer.gpu.random_weights import random_state_dict, shape_config  # noqa: E402
 from quail_engine.infer.gpu.runner import GpuRunner  # noqa: E402
 from quail_engine.infer.runner import SeqJob  # noqa: E402
 
@@ -116,10 +114,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     setup_logging()
     res = Results("steady.json")
-    config = shape_config("qwen3-4b")
-    sd = random_state_dict(config, seed=0, device="cuda", dtype=torch.bfloat16)
-    model = build_gpu_model(config, sd, fp8=True, kv_fraction=0.5)
-    del sd
+    config, model = random_gpu_model("qwen3-4b", fp8=True, kv_fraction=0.5)
     docs = filter_work(args.docs, config.vocab_size).docs
     for budget in filter(None, args.budgets.split(",")):
         print(res.section(f"budget_{budget}", steady, model, docs, int(budget)))
