@@ -300,7 +300,6 @@ def ragged() -> dict:
         call = lambda: prefix_attention(q, kc, vc, seg, table, plen, max(rows_per), SCALE)  # noqa: E731,B023
         o, lse = call()
         rows = [_row("ours_triton_paged", bench_ms(call), flops)]
-        idx = torch.cat([table[i, :n].long() for i, n in enumerate(pages)])
         flat_k, flat_v = kc.flatten(0, 1), vc.flatten(0, 1)
         # each anchor's keys end mid-page: gather the exact rows
         rows_k = torch.cat([torch.arange(int(table[i, 0]) * page, int(table[i, 0]) * page + a)
@@ -318,7 +317,6 @@ def ragged() -> dict:
             _compare(row, res, o, lse, q.shape[0])
             return row
         _try(rows, "cudnn_ragged", lib)
-        del idx
         out[f"prefix_{n_seg}seg"] = rows
 
     # new shapes: first call vs repeat, varying totals and maxima
