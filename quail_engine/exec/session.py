@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from quail_engine.errors import ExecutionError, QuailError
+from quail_engine.errors import QuailError
 from quail_engine.exec.answer_cache import AnswerCache
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.core_runner import CoreRunner
@@ -26,6 +26,7 @@ from quail_engine.exec.progress import Progress
 from quail_engine.exec.report import Report
 from quail_engine.exec.scans import query_arrow
 from quail_engine.exec.udfs import prepare_sql, register_udfs, unregister_udfs
+from quail_engine.exec.user_errors import statement_error
 from quail_engine.plan.cost import ModelSpec, num_passes, seconds
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ class QuailSession:
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # duckdb raises many types; a UDF error comes back wrapped
-            raise ExecutionError(f"query failed: {exc}\n  in: {statement}") from exc
+            raise statement_error(exc, parsed, "query failed: ") from exc
         finally:
             progress.close()
             unregister_udfs(self.con, names)
@@ -131,8 +132,7 @@ class QuailSession:
         try:
             self.con.execute("EXPLAIN " + statement)
         except Exception as exc:  # noqa: BLE001 - binder/catalog/parser errors of DuckDB
-            message = str(exc).replace("EXPLAIN ", "", 1)
-            raise ExecutionError(f"{message}\n  in: {statement}") from None
+            raise statement_error(exc, self.parsed) from None
 
     def _specs(self):
         from quail_engine.plan.device import device_spec
