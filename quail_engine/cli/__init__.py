@@ -25,10 +25,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def show_stages(args: argparse.Namespace) -> None:
+    """Stage messages of the lower layers (logger `quail_engine.stage`: converting and
+    loading the model, the CPU probe) show in the progress display on stderr, with or
+    without -v; --quiet silences them."""
+    from quail_engine.exec.progress import route_stages, show_stage
+
+    route_stages(None if getattr(args, "quiet", False) else show_stage)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    show_stages(args)
     try:
         return int(args.run(args) or 0)
     except QuailError as exc:

@@ -1,18 +1,16 @@
-"""Inputs and outputs around a session: tables from files, the CLI, long documents, progress,
+"""Inputs and outputs around a session: tables from files, the CLI, long documents,
 the report's JSON fields."""
 
-import io
 import json
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from exec_fakes import FakeEngine, bfilter, classify, filters_query
+from exec_fakes import FakeEngine, bfilter, classify, filters_query, patch_fake_model
 
 from quail_engine.cli import main
 from quail_engine.errors import ExecutionError
-from quail_engine.exec.progress import Progress
 from quail_engine.exec.session import QuailSession
 from quail_engine.exec.tables import register_table
 from quail_engine.plan.cost import DeviceSpec
@@ -46,10 +44,7 @@ def test_missing_table_file_is_a_clear_error(tmp_path):
 
 def test_cli_query_prints_table_and_writes_report(tmp_path, monkeypatch, capsys):
     write_inputs(tmp_path)
-    import quail_engine.infer.engine as engine_mod
-
-    monkeypatch.setattr(engine_mod.LocalEngine, "load", classmethod(lambda cls, *a, **k:
-                                                                      FakeEngine()))
+    patch_fake_model(monkeypatch)
     out = tmp_path / "out.parquet"
     rc = main(["query", "-e", "SELECT id FROM r WHERE ai_filter('Is PRICE ok? ' || review)",
                "--table", f"r={tmp_path / 'r.parquet'}", "--report", str(tmp_path / "rep.json"),
@@ -99,17 +94,3 @@ def test_long_document_truncated_and_counted_or_refused(on_long):
     rows = s.execute(parsed.duckdb_sql).to_pylist()
     assert [r["id"] for r in rows] == [2]  # the long review lost its end (and its PRICE)
     assert s.report.truncated >= 1
-
-
-def test_progress_bar_only_on_a_terminal():
-    class Tty(io.StringIO):
-        def isatty(self):
-            return True
-
-    quiet, tty = io.StringIO(), Tty()
-    Progress(stream=quiet).advance(5, 100)
-    bar = Progress(total_rows=10, stream=tty, min_interval=0)
-    bar.advance(5, 100)
-    bar.close()
-    assert quiet.getvalue() == ""
-    assert "5/10 prompts, 100 tokens" in tty.getvalue() and "tokens/s" in tty.getvalue()
