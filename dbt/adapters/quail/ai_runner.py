@@ -28,6 +28,9 @@ class AiRunner:
     _LOAD_LOCK = threading.Lock()
 
     def __init__(self, options: dict[str, Any]):
+        from quail_engine.exec.progress import route_stages
+
+        route_stages(logger.info)  # the engine's stage messages (model conversion, load, probe)
         self.options = options
         self._row_runner: Any = None
 
