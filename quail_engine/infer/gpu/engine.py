@@ -10,6 +10,7 @@ import torch
 
 from quail_engine.infer.api import PrefixHandle
 from quail_engine.infer.engine import LocalEngine
+from quail_engine.infer.gpu.load import load_checkpoint
 from quail_engine.infer.gpu.model import GpuCausalLM
 from quail_engine.infer.gpu.paged_kv import PagedKVArena
 from quail_engine.infer.gpu.runner import GpuRunner
@@ -21,7 +22,13 @@ def build_gpu_model(config: Any, state_dict: dict, fp8: bool = False, device: st
                     kv_fraction: float = 0.4, page_size: int = 64, **options: Any) -> GpuCausalLM:
     """GpuCausalLM + a paged arena taking `kv_fraction` of the GPU memory free after loading.
     `options`: GpuCausalLM keywords (fp8_proj, fp32_residual)."""
-    model = GpuCausalLM(config, state_dict, fp8=fp8, device=device, **options)
+    return attach_arena(GpuCausalLM(config, state_dict, fp8=fp8, device=device, **options),
+                        kv_fraction, page_size)
+
+
+def attach_arena(model: GpuCausalLM, kv_fraction: float = 0.4, page_size: int = 64) -> GpuCausalLM:
+    """Give `model` a paged arena of `kv_fraction` of the GPU memory free now."""
+    config = model.config
     free, _ = torch.cuda.mem_get_info(model.device)
     model.arena = PagedKVArena.for_budget(config.num_layers, config.num_kv_heads, config.head_dim,
                                           int(free * kv_fraction), page_size, model.dtype,
@@ -49,15 +56,15 @@ class GpuEngine(LocalEngine):
     def load(cls, spec: str = "default", device: str = "cuda", dtype: Any = None,
              fp8: bool = False, fp8_proj: tuple[str, ...] | None = None,
              **kwargs: Any) -> GpuEngine:
-        """`fp8_proj`: which projections run in fp8 when `fp8` (default: all of them)."""
-        from quail_engine.infer.loader import load_model
-
-        cpu_model, tokenizer, config = load_model(spec, "cpu", dtype or torch.bfloat16)
+        """`fp8_proj`: which projections run in fp8 when `fp8` (default: all of them). The
+        weights go from the files to the GPU directly (gpu/load.py); fp8 quantizes there."""
+        state, tokenizer, config = load_checkpoint(spec, device, dtype)
         options = {"fp8_proj": fp8_proj} if fp8_proj is not None else {}
-        model = build_gpu_model(config, cpu_model.state_dict(), fp8=fp8, device=device,
-                                **options)
-        return cls(model, tokenizer, config, model_id=precision_model_id(spec, fp8, fp8_proj),
-                   **kwargs)
+        model = GpuCausalLM(config, state, fp8=fp8, device=device, **options)
+        del state  # the bf16 originals of fp8 weights, and the GEMMs' concatenated inputs
+        torch.cuda.empty_cache()
+        return cls(attach_arena(model), tokenizer, config,
+                   model_id=precision_model_id(spec, fp8, fp8_proj), **kwargs)
 
     def release(self, handle: PrefixHandle) -> None:
         entry = self.arena.get(handle.id)
