@@ -210,7 +210,7 @@ class Progress:
     def _status(self, op: _Op, now: float, final: bool = False) -> str:
         elapsed = max(now - op.start, 1e-9)
         tokens = self._op_tokens(op)
-        done = f"{op.rows:,} rows"
+        done = f"{op.rows:,} row{'' if op.rows == 1 else 's'}"
         bar = ""
         if op.total:
             done = f"{op.rows:,}/{op.total:,} rows ({100 * op.rows // op.total}%)"
