@@ -12,8 +12,9 @@ Modes, chosen once from the stream:
 
 The executor's API (thread-safe; the display never raises into the query):
 - `stage(text)`: a stage begins, e.g. "sampling 8 rows to estimate selectivity".
-- `op_start(label, total_rows)` ... `op_done()`: one AI operator over `total_rows` rows (the
-  rows that `advance` will count).
+- `op_start(label, total_rows, total_tokens=None)` ... `op_done()`: one AI operator over
+  `total_rows` rows (the rows that `advance` will count); `total_tokens`, the tokens it is
+  expected to run (the plan's estimate), gives an ETA before the first batch ends.
 - `advance(rows, tokens_total)`: `rows` more rows answered; `tokens_total` is the run's token
   count so far (cumulative). Without `op_start` it counts against `total_rows`.
 - `set_token_counter(fn)`: `fn()` returns a cumulative token count, e.g.
@@ -52,6 +53,7 @@ class _Op:
     start: float
     base_tokens: int  # `advance`'s tokens_total when the operator began
     base_counter: int | None = None  # the token counter's value when it began
+    total_tokens: int | None = None
     rows: int = 0
     tokens_at_rows: int = 0  # the operator's tokens when `rows` was last advanced
 
@@ -105,14 +107,14 @@ class Progress:
                 self._draw(now)
             self._ensure_ticker()
 
-    def op_start(self, label: str, total_rows: int) -> None:
+    def op_start(self, label: str, total_rows: int, total_tokens: int | None = None) -> None:
         with self._lock:
             if not self.enabled or self._closed:
                 return
             now = self.clock()
             self._finish_op(now)
             self._settle_stage()
-            self._op = op = _Op(label, total_rows, now, self.tokens)
+            self._op = op = _Op(label, total_rows, now, self.tokens, total_tokens=total_tokens)
             self._op_tokens(op)
             if self.mode == "lines":
                 self._emit(self._status(op, now), now)
@@ -297,9 +299,14 @@ def _tick_loop(ref: weakref.ref, wait: Callable[[float], bool]) -> None:
 
 
 def _eta(op: _Op, tokens: int, elapsed: float) -> float | None:
-    """Seconds left: the tokens the remaining rows need at the rate so far (rows alone when
-    no token was counted yet)."""
-    if not op.total or op.rows <= 0 or op.rows >= op.total:
+    """Seconds left: the tokens still to run at the rate so far, where the tokens to run are
+    the expected total, else the tokens per row so far times the rows; rows alone when no token
+    was counted yet."""
+    if op.total and op.rows >= op.total:
+        return None
+    if op.total_tokens and tokens > 0:
+        return max(0.0, op.total_tokens - tokens) / (tokens / elapsed)
+    if not op.total or op.rows <= 0:
         return None
     if op.tokens_at_rows > 0 and tokens > 0:
         expected = op.tokens_at_rows / op.rows * op.total

@@ -242,3 +242,14 @@ def test_a_failing_token_counter_does_not_fail_the_query(clock):
     p.op_done()
     p.close()
     assert re.search(r"2/2 rows \(100%\), 50 tokens", log.getvalue())
+
+
+def test_expected_tokens_give_an_eta_inside_the_first_batch(clock):
+    tokens = {"n": 0}
+    p = Progress(stream=Stream(clock, tty=False), clock=clock, wait=no_ticker)
+    p.set_token_counter(lambda: tokens["n"])
+    p.op_start("op 1 ai_filter", 256, total_tokens=10_000)
+    assert "ETA" not in p.line()  # no rate yet
+    clock.t, tokens["n"] = 25.0, 2_500  # one batch of all 256 rows is running
+    assert p.line().endswith("0/256 rows (0%), 2,500 tokens, 100 tokens/s, 25 s, ETA 1m 15s")
+    p.close()
