@@ -28,10 +28,21 @@ def build_parser() -> argparse.ArgumentParser:
 def show_stages(args: argparse.Namespace) -> None:
     """Stage messages of the lower layers (logger `quail_engine.stage`: converting and
     loading the model, the CPU probe) show in the progress display on stderr, with or
-    without -v; --quiet silences them."""
-    from quail_engine.exec.progress import route_stages, show_stage
+    without -v; --quiet silences them. Log lines go above a live progress bar."""
+    from quail_engine.exec.stage_routing import (
+        STAGE_LOGGER,
+        StderrAboveBar,
+        route_stages,
+        show_stage,
+    )
 
-    route_stages(None if getattr(args, "quiet", False) else show_stage)
+    quiet = bool(getattr(args, "quiet", False))
+    route_stages(None if quiet else show_stage)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stderr:
+            handler.setStream(StderrAboveBar())
+            if not quiet:  # shown once, by the progress display
+                handler.addFilter(lambda record: record.name != STAGE_LOGGER)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,14 +23,12 @@ The executor's API (thread-safe; the display never raises into the query):
 - `close()`: stop the ticker and finish the display (an unfinished operator's line stays).
 
 Lower layers (infer/, plan/) never import this module: they log stage messages at INFO on the
-logger `quail_engine.stage`. `route_stages(sink)` sends those records to `sink(text)`: the CLI
-passes `show_stage` (the most recent open display, else a plain line), the dbt adapter its
-AdapterLogger.
+logger `quail_engine.stage`, which `stage_routing.route_stages` sends into the open display
+(CLI) or dbt's log (adapter).
 """
 
 from __future__ import annotations
 
-import logging
 import shutil
 import sys
 import threading
@@ -39,7 +37,8 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
-STAGE_LOGGER = "quail_engine.stage"
+from quail_engine.exec.stage_routing import register, unregister
+
 MIN_INTERVAL = 2.0  # plain lines: never more than one status line per 2 s
 TICK = 0.5  # the ticker's period
 BAR_WIDTH = 20
@@ -85,7 +84,7 @@ class Progress:
         self._last_draw = float("-inf")
         self._drawn = self._closed = False
         if self.enabled:
-            _register(self)
+            register(self)
 
     @property
     def enabled(self) -> bool:
@@ -156,6 +155,16 @@ class Progress:
                 self._emit(self._status(op, now), now)
             self._ensure_ticker()
 
+    def print_above(self, text: str) -> None:
+        """Text (ending in a newline) printed above the live bar, which is then redrawn."""
+        with self._lock:
+            if self.mode == "bar" and self._drawn:
+                self._write(_CLEAR + text)
+                self._drawn = False
+                self._draw(self.clock())
+            else:
+                self._write(text)
+
     def line(self, now: float | None = None) -> str:
         """The status line as it would show now (empty when nothing is in progress)."""
         with self._lock:
@@ -189,7 +198,7 @@ class Progress:
                 if self._drawn:
                     self._write(_CLEAR)
                     self._drawn = False
-        _unregister(self)
+        unregister(self)
 
     # -- rendering (callers hold the lock) --
 
@@ -324,67 +333,3 @@ def duration(seconds: float) -> str:
     if s < 3600:
         return f"{s // 60}m {s % 60:02d}s"
     return f"{s // 3600}h {s % 3600 // 60:02d}m"
-
-
-_ACTIVE: list[weakref.ref] = []
-_ACTIVE_LOCK = threading.Lock()
-
-
-def _register(progress: Progress) -> None:
-    with _ACTIVE_LOCK:
-        _ACTIVE.append(weakref.ref(progress))
-
-
-def _unregister(progress: Progress) -> None:
-    with _ACTIVE_LOCK:
-        _ACTIVE[:] = [r for r in _ACTIVE if r() is not None and r() is not progress]
-
-
-def active() -> Progress | None:
-    """The most recently opened display that is still open."""
-    with _ACTIVE_LOCK:
-        for ref in reversed(_ACTIVE):
-            progress = ref()
-            if progress is not None and not progress._closed:
-                return progress
-    return None
-
-
-def show_stage(text: str) -> None:
-    """A stage message for the person at the terminal: into the open display, else a line."""
-    progress = active()
-    if progress is not None:
-        progress.stage(text)
-        return
-    try:
-        sys.stderr.write(f"quail: {text}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-
-
-class _StageHandler(logging.Handler):
-    def __init__(self, sink: Callable[[str], None]):
-        super().__init__(logging.INFO)
-        self.sink = sink
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self.sink(record.getMessage())
-        except Exception:  # noqa: BLE001 - logging's own convention
-            self.handleError(record)
-
-
-def route_stages(sink: Callable[[str], None] | None) -> None:
-    """Send `quail_engine.stage` INFO records to `sink(text)` (and no longer to the root
-    logger); `None` undoes it. Calling it again replaces the previous sink."""
-    logger = logging.getLogger(STAGE_LOGGER)
-    for handler in [h for h in logger.handlers if isinstance(h, _StageHandler)]:
-        logger.removeHandler(handler)
-    if sink is None:
-        logger.setLevel(logging.NOTSET)
-        logger.propagate = True
-        return
-    logger.addHandler(_StageHandler(sink))
-    logger.setLevel(logging.INFO)
-    logger.propagate = False

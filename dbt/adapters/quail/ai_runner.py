@@ -28,7 +28,7 @@ class AiRunner:
     _LOAD_LOCK = threading.Lock()
 
     def __init__(self, options: dict[str, Any]):
-        from quail_engine.exec.progress import route_stages
+        from quail_engine.exec.stage_routing import route_stages
 
         route_stages(logger.info)  # the engine's stage messages (model conversion, load, probe)
         self.options = options

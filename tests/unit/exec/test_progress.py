@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from quail_engine.exec.progress import Progress, route_stages, show_stage
+from quail_engine.exec.progress import Progress
+from quail_engine.exec.stage_routing import StderrAboveBar, route_stages, show_stage
 
 CLEAR = "\r\x1b[K"
 
@@ -253,3 +254,21 @@ def test_expected_tokens_give_an_eta_inside_the_first_batch(clock):
     clock.t, tokens["n"] = 25.0, 2_500  # one batch of all 256 rows is running
     assert p.line().endswith("0/256 rows (0%), 2,500 tokens, 100 tokens/s, 25 s, ETA 1m 15s")
     p.close()
+
+
+def test_a_log_line_lands_above_the_live_bar(clock):
+    tty = Stream(clock, tty=True)
+    handler = logging.StreamHandler(StderrAboveBar())
+    logger = logging.getLogger("quail_engine.test_progress")
+    logger.addHandler(handler)
+    try:
+        p = Progress(stream=tty, clock=clock, wait=no_ticker)
+        p.op_start("op 1 ai_filter", 5)
+        logger.warning("GPU kernels unavailable; running the plain-torch engine")
+        assert screen(tty.getvalue()) == [
+            "GPU kernels unavailable; running the plain-torch engine",
+            "quail: op 1 ai_filter: [....................] 0/5 rows (0%), 0 tokens, 0 tokens/s, "
+            "0.0 s"]
+        p.close()
+    finally:
+        logger.removeHandler(handler)

@@ -1,0 +1,93 @@
+"""Where stage messages and log lines go while a query runs.
+
+Lower layers (infer/, plan/) never import exec/: they log stage messages (converting and
+loading the model, the CPU probe) at INFO on the logger `quail_engine.stage`.
+`route_stages(sink)` sends those records to `sink(text)`: the CLI passes `show_stage` (the
+most recently opened `progress.Progress` still open, else a plain line on stderr), the dbt
+adapter its AdapterLogger. The CLI's own log handler writes to `StderrAboveBar()`, so a
+warning or a -v line lands above a live progress bar rather than through it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import weakref
+from collections.abc import Callable
+
+STAGE_LOGGER = "quail_engine.stage"
+
+_ACTIVE: list[weakref.ref] = []
+_ACTIVE_LOCK = threading.Lock()
+
+
+def register(progress) -> None:
+    with _ACTIVE_LOCK:
+        _ACTIVE.append(weakref.ref(progress))
+
+
+def unregister(progress) -> None:
+    with _ACTIVE_LOCK:
+        _ACTIVE[:] = [r for r in _ACTIVE if r() is not None and r() is not progress]
+
+
+def active():
+    """The most recently opened progress display that is not closed yet."""
+    with _ACTIVE_LOCK:
+        for ref in reversed(_ACTIVE):
+            progress = ref()
+            if progress is not None:
+                return progress
+    return None
+
+
+def show_stage(text: str) -> None:
+    """A stage message for the person at the terminal: into the open display, else a line."""
+    progress = active()
+    if progress is not None:
+        progress.stage(text)
+        return
+    try:
+        sys.stderr.write(f"quail: {text}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+class _StageHandler(logging.Handler):
+    def __init__(self, sink: Callable[[str], None]):
+        super().__init__(logging.INFO)
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.sink(record.getMessage())
+        except Exception:  # noqa: BLE001 - logging's own convention
+            self.handleError(record)
+
+
+def route_stages(sink: Callable[[str], None] | None) -> None:
+    """Send `quail_engine.stage` INFO records to `sink(text)`; `None` undoes it. Calling it
+    again replaces the previous sink. Records still propagate (to -v's log, to tests)."""
+    logger = logging.getLogger(STAGE_LOGGER)
+    for handler in [h for h in logger.handlers if isinstance(h, _StageHandler)]:
+        logger.removeHandler(handler)
+    if sink is not None:
+        logger.addHandler(_StageHandler(sink))
+    logger.setLevel(logging.NOTSET if sink is None else logging.INFO)
+
+
+class StderrAboveBar:
+    """stderr for log handlers (warnings, -v): each line goes above the open display's live
+    bar, instead of through it."""
+
+    def write(self, text: str) -> None:
+        progress = active()
+        if progress is not None and progress.mode == "bar":
+            progress.print_above(text)
+        else:
+            sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
