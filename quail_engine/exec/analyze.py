@@ -14,6 +14,7 @@ import sys
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.core_runner import pair_fractions, planned_core
 from quail_engine.exec.estimates import op_infos
+from quail_engine.exec.prompt_text import PromptText
 from quail_engine.exec.scans import load_scan
 from quail_engine.exec.session_args import add_session_args, connect, open_session, write_report
 from quail_engine.plan.context import PlanContext
@@ -36,6 +37,7 @@ class _TokenGuess:
 
 class _GuessRunner:
     engine = _TokenGuess()
+    text = PromptText(lambda: _TokenGuess(), "token-guess")
 
 
 def add_analyze_args(p: argparse.ArgumentParser) -> None:

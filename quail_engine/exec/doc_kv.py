@@ -15,36 +15,58 @@ from quail_engine.plan.cost import Work, request_work
 
 
 class DocKV:
-    def __init__(self, engine, max_tokens: int | None = None, on_long: str = "truncate"):
-        self.engine = engine
-        self.max_tokens = max_tokens
+    """`engine`: the engine, or a callable returning it (so that opening a DocKV loads no
+    model). `reserve`: tokens of the context kept free for the question."""
+
+    def __init__(self, engine, reserve: int | None = None, on_long: str = "truncate",
+                 text=None):
+        from quail_engine.exec.prompt_text import PromptText
+
+        self._engine = engine
+        self.text = text if text is not None else PromptText.of_engine(lambda: self.engine)
+        self.reserve = reserve
         self.on_long = on_long
         self.handles: dict[str, PrefixHandle] = {}
         self.heads: dict[str, list[int]] = {}
         self.truncated = 0
         self.work = Work()  # encoding work not yet claimed by a report
 
+    @property
+    def engine(self):
+        return self._engine() if callable(self._engine) else self._engine
+
+    @property
+    def max_tokens(self) -> int | None:
+        return None if self.reserve is None else max(16, self.engine.max_context - self.reserve)
+
     def head(self, prefix_text: str) -> list[int]:
         """Token ids of the chat header + document (cut to `max_tokens`, beginning kept)."""
         if prefix_text not in self.heads:
-            head, _ = self.engine.chat_split(prefix_text, "")
-            if self.max_tokens is not None and len(head) > self.max_tokens:
-                if self.on_long == "error":
-                    raise ExecutionError(
-                        f"a document of {len(head)} tokens exceeds the model's context of "
-                        f"{self.engine.max_context} tokens less {self.engine.max_context - self.max_tokens} "
-                        f"for the question (on_long='error'): {prefix_text[:80]!r}...")
-                head = head[:self.max_tokens]
-                self.truncated += 1
-            self.heads[prefix_text] = head
+            self._cut(prefix_text, self.text.heads([prefix_text])[0])
         return self.heads[prefix_text]
+
+    def _cut(self, prefix_text: str, head: list[int]) -> None:
+        max_tokens = self.max_tokens
+        if max_tokens is not None and len(head) > max_tokens:
+            if self.on_long == "error":
+                raise ExecutionError(
+                    f"a document of {len(head)} tokens exceeds the model's context of "
+                    f"{self.engine.max_context} tokens less "
+                    f"{self.engine.max_context - max_tokens} for the question "
+                    f"(on_long='error'): {prefix_text[:80]!r}...")
+            head = head[:max_tokens]
+            self.truncated += 1
+        self.heads[prefix_text] = head
 
     def ensure(self, prefix_texts: Sequence[str]) -> None:
         """Encode every document not yet resident (several per forward pass when possible)."""
         todo = [t for t in dict.fromkeys(prefix_texts) if t not in self.handles]
         if not todo:
             return
-        token_lists = [self.head(t) for t in todo]
+        new = [t for t in todo if t not in self.heads]
+        for text, head in zip(new, self.text.heads(new)):
+            self._cut(text, head)
+        token_lists = [self.heads[t] for t in todo]
         if hasattr(self.engine, "add_prefixes"):
             handles = self.engine.add_prefixes(token_lists)
         else:

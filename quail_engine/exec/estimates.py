@@ -43,10 +43,10 @@ def _token_lengths(op_id: int, op, scans, runner: OpRunner) -> tuple[dict[str, f
         scan = scans[alias]
         texts = ["\n\n".join(str(scan.rows[r][f"b_{op_id}_{i}"] or "") for i in slots)
                  for r in spread(len(scan.rows), TOKEN_SAMPLE)]
-        lengths = [len(t) for t in runner.engine.tokenize(texts)] if texts else [0]
+        lengths = [len(t) for t in runner.text.tokenize(texts)] if texts else [0]
         tokens[alias] = sum(lengths) / max(1, len(lengths))
     layout = OpPrompt.for_op(op)
-    head, tail = runner.engine.chat_split(*layout.texts(layout.calibration_values()))
+    head, tail = runner.text.split(*layout.texts(layout.calibration_values()))
     question = float(len(tail) + len(head) - 1)  # chat framing + template, "N/A" ~ 1 token
     return tokens, question
 

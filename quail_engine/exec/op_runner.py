@@ -1,9 +1,14 @@
 """Answers for one AI operator over many rows: cache first, then the engine in batches.
 
-Rows are tuples of binding values. A NULL value gives a NULL answer without a prompt. Shared
-layouts put the document into a prefix whose KV lives in a DocKV (the caller's, when the plan
-keeps it across steps; otherwise a local one for documents used more than once in this call).
-Answers reach the cache after every batch, so an interrupted run keeps what it computed.
+Rows are tuples of binding values. A NULL value gives a NULL answer without a prompt. Answers are
+cached by text (the model's identity, the rendered prompt, the readout and its calibration
+prompt), so looking them up needs neither the model nor its tokenizer: a query whose answers are
+all cached loads nothing. Prompt parts become token ids through the session's PromptText (each
+distinct document, question and calibration text tokenized once). Shared layouts put the
+document into a prefix whose KV lives in a DocKV (the caller's, when the plan keeps it across
+steps; otherwise a local one for documents used more than once in this call). Batches are sized
+to take a few seconds of engine time, and answers reach the cache after every batch, so an
+interrupted run keeps what it computed and its retry resumes there.
 """
 
 from __future__ import annotations
@@ -15,41 +20,65 @@ from collections.abc import Sequence
 from quail_engine.errors import ExecutionError
 from quail_engine.exec.answer_cache import AnswerCache, answer_key
 from quail_engine.exec.doc_kv import DocKV
+from quail_engine.exec.prompt_text import PromptText
 from quail_engine.exec.prompts import OpPrompt, sql_value
 from quail_engine.exec.report import Report
 from quail_engine.exec.tasks import check_supported
 from quail_engine.infer.api import Answer, GenerateReadout, Request
-from quail_engine.plan.cost import request_work
+from quail_engine.plan.cost import Work
 
 log = logging.getLogger(__name__)
 QUESTION_RESERVE = 256  # tokens kept free for the question when a document is cut
+BATCH_SECONDS = 3.0     # engine time one batch aims at (answers reach the cache this often)
+FIRST_BATCH = 32        # prompts in the first batch, before the engine's speed is known
+CALIBRATED = ("ai_filter", "ai_join", "ai_score", "ai_classify")
 
 
 class OpRunner:
+    """`text`: the PromptText prompts are tokenized through (default: the engine's tokenizer).
+    `precision`: part of the answers' identity (fp8 answers are not bf16 answers)."""
+
     def __init__(self, engine, cache: AnswerCache, report: Report, progress=None,
-                 on_long: str = "truncate", calibrate: bool = True, batch_size: int = 256):
+                 on_long: str = "truncate", calibrate: bool = True, batch_size: int = 4096,
+                 text: PromptText | None = None, precision: str = ""):
         if on_long not in ("truncate", "error"):
             raise ValueError(f"on_long must be 'truncate' or 'error', got {on_long!r}")
         self.engine, self.cache, self.report = engine, cache, report
         self.progress, self.on_long, self.calibrate = progress, on_long, calibrate
         self.batch_size = batch_size
         self.share_kv = True
+        self.precision = precision
+        self._text = text
         self._calibration: dict[tuple, list[int]] = {}
+        self._tokens_per_s: float | None = None
+
+    @property
+    def text(self) -> PromptText:
+        if self._text is None:
+            self._text = PromptText.of_engine(lambda: self.engine)
+        return self._text
 
     def doc_kv(self) -> DocKV:
-        return DocKV(self.engine, max(16, self.engine.max_context - QUESTION_RESERVE),
-                     self.on_long)
+        return DocKV(lambda: self.engine, QUESTION_RESERVE, self.on_long, self.text)
+
+    def _calibration_texts(self, layout: OpPrompt) -> tuple[str, str] | None:
+        if not self.calibrate or layout.op.op not in CALIBRATED:
+            return None
+        return layout.texts(layout.calibration_values())
+
+    def cache_readout(self, layout: OpPrompt) -> str:
+        """The readout as the answer cache keys it: its kind and labels, and the calibration
+        prompt's text (not its token ids, which would need the tokenizer)."""
+        return repr((layout.readout(), self._calibration_texts(layout), self.precision))
 
     def readout(self, layout: OpPrompt):
-        if not self.calibrate or layout.op.op not in ("ai_filter", "ai_join", "ai_score",
-                                                      "ai_classify"):
+        cal = self._calibration_texts(layout)
+        if cal is None:
             return layout.readout()
-        key = (layout.op.template, layout.doc_slots, layout.op.op,
-               tuple(lb.name for lb in layout.op.labels or ()))
-        if key not in self._calibration:
-            head, tail = self.engine.chat_split(*layout.texts(layout.calibration_values()))
-            self._calibration[key] = head + tail
-        return layout.readout(self._calibration[key])
+        if cal not in self._calibration:
+            head, tail = self.text.split(*cal)
+            self._calibration[cal] = head + tail
+        return layout.readout(self._calibration[cal])
 
     def answer(self, op_id: int, layout: OpPrompt, rows: Sequence[Sequence[object]],
                kv: DocKV | None = None, unplanned: bool = False) -> list[object]:
@@ -59,7 +88,6 @@ class OpRunner:
         if layout.op.op == "ai_count_tokens":
             return self._count_tokens(layout, rows)
         start = time.perf_counter()
-        readout = self.readout(layout)
         out: list[object] = [None] * len(rows)
         texts: dict[int, tuple[str, str]] = {}
         for i, values in enumerate(rows):
@@ -67,7 +95,9 @@ class OpRunner:
                 rep.nulls += 1
             else:
                 texts[i] = layout.texts(values)
-        keys = {i: answer_key(self.engine.model_id, p + s, readout) for i, (p, s) in texts.items()}
+        cache_readout = self.cache_readout(layout)
+        identity = self.text.identity
+        keys = {i: answer_key(identity, p + s, cache_readout) for i, (p, s) in texts.items()}
         cached = self.cache.get_many(keys.values())
         rep.cache_hits += len(cached)
         todo: list[int] = []
@@ -78,15 +108,24 @@ class OpRunner:
                 todo.append(i)
         if unplanned:
             rep.unplanned += len(todo)
+        rep.prompts += len(texts)
+        if not todo:
+            rep.seconds += time.perf_counter() - start
+            return out
+        readout = self.readout(layout)
         prefixes = [texts[i][0] for i in todo]
         own_kv = (kv is None and layout.is_shared and self.share_kv
                   and len(set(prefixes)) < len(prefixes))  # some document is asked twice
         if own_kv:
             kv = self.doc_kv()
         try:
-            for b in range(0, len(todo), self.batch_size):
-                batch = todo[b:b + self.batch_size]
+            b = 0
+            while b < len(todo):
+                batch = todo[b:b + self._batch_prompts([texts[i] for i in todo[b:b + 64]])]
+                b += len(batch)
+                t0, fresh0 = time.perf_counter(), self.engine.stats.fresh_tokens
                 answers = self._run_batch(layout, readout, [texts[i] for i in batch], kv, rep)
+                self._observe(self.engine.stats.fresh_tokens - fresh0, time.perf_counter() - t0)
                 values = {keys[i]: sql_value(layout.op, a) for i, a in zip(batch, answers)}
                 self.cache.put_many(values)
                 for i in batch:
@@ -96,13 +135,28 @@ class OpRunner:
         finally:
             if own_kv and kv is not None:
                 kv.release()
+            self.text.flush()
             rep.seconds += time.perf_counter() - start
-        rep.prompts += len(texts)
         return out
+
+    def _batch_prompts(self, sample: list[tuple[str, str]]) -> int:
+        """Prompts in the next batch: about BATCH_SECONDS of engine time at the speed seen so
+        far (characters / 4 as the token guess), within [FIRST_BATCH, batch_size]."""
+        if self._tokens_per_s is None or not sample:
+            return min(FIRST_BATCH, self.batch_size)
+        tokens = max(1.0, sum(len(p) + len(s) for p, s in sample) / (4.0 * len(sample)))
+        return int(min(self.batch_size, max(FIRST_BATCH, BATCH_SECONDS * self._tokens_per_s
+                                            / tokens)))
+
+    def _observe(self, tokens: int, seconds: float) -> None:
+        if tokens > 0 and seconds > 0:
+            rate = tokens / seconds
+            self._tokens_per_s = rate if self._tokens_per_s is None else max(
+                rate, 0.5 * self._tokens_per_s)
 
     def _count_tokens(self, layout: OpPrompt, rows: Sequence[Sequence[object]]) -> list[object]:
         texts = [None if any(v is None for v in r) else layout.texts(r)[0] for r in rows]
-        counts = self.engine.tokenize([t for t in texts if t is not None])
+        counts = self.text.tokenize([t for t in texts if t is not None])
         it = iter(counts)
         return [None if t is None else len(next(it)) for t in texts]
 
@@ -111,30 +165,33 @@ class OpRunner:
         stats = self.engine.stats
         fresh0, req0 = stats.fresh_tokens, stats.requested_tokens
         reserve = readout.max_tokens if isinstance(readout, GenerateReadout) else 1
+        max_context = self.engine.max_context
+        tails = self.text.tails([s for _, s in texts])
         requests: list[Request] = []
         kv_hits = 0
+        prefix_lens: list[int] = []
         if layout.is_shared and kv is not None and self.share_kv:
             before = kv.truncated
             resident = set(kv.handles)
             kv.ensure([p for p, _ in texts])
             rep.truncated += kv.truncated - before
             encoded_now: set[str] = set()
-            for p, s in texts:
+            for (p, _), tail in zip(texts, tails):
                 handle = kv.get(p)
                 if p in resident or p in encoded_now:
                     kv_hits += handle.num_tokens
                 encoded_now.add(p)
-                _, tail = self.engine.chat_split(p, s)
-                tail = self._fit(tail, self.engine.max_context - handle.num_tokens - reserve, rep)
+                tail = self._fit(tail, max_context - handle.num_tokens - reserve, rep)
                 requests.append(Request(tuple(tail), readout, handle))
-                rep.work = rep.work + request_work(handle.num_tokens, len(tail), False)
+                prefix_lens.append(handle.num_tokens)
             rep.work = rep.work + kv.take_work()
         else:
-            for p, s in texts:
-                head, tail = self.engine.chat_split(p, s)
-                tokens = self._fit(head + tail, self.engine.max_context - reserve, rep)
+            heads = self.text.heads([p for p, _ in texts])
+            for head, tail in zip(heads, tails):
+                tokens = self._fit(head + tail, max_context - reserve, rep)
                 requests.append(Request(tuple(tokens), readout))
-                rep.work = rep.work + request_work(0, len(tokens), False)
+                prefix_lens.append(0)
+        rep.work = rep.work + batch_work(prefix_lens, [len(r.tokens) for r in requests])
         answers = self.engine.run(requests)
         rep.fresh_tokens += stats.fresh_tokens - fresh0
         rep.requested_tokens += stats.requested_tokens - req0
@@ -151,3 +208,13 @@ class OpRunner:
         keep_tail = min(len(tokens), max(1, limit // 2))
         return tokens[:max(0, limit - keep_tail)] + tokens[len(tokens) - keep_tail:]
 
+
+def batch_work(prefix_lens: Sequence[int], own_lens: Sequence[int]) -> Work:
+    """Work of requests of `own_lens` tokens over resident prefixes of `prefix_lens` (the sum
+    of plan.cost.request_work over them, without a Work object per request)."""
+    fresh = pairs = reads = 0.0
+    for p, s in zip(prefix_lens, own_lens):
+        fresh += s
+        pairs += s * p + s * (s + 1) / 2
+        reads += p
+    return Work(fresh_tokens=fresh, attention_pairs=pairs, kv_reads=reads)

@@ -52,15 +52,26 @@ class QuailSession:
 
     `plan=False` runs the statement as written (AI calls evaluated where DuckDB evaluates them,
     no precompute); `share_kv=False` encodes every prompt in full (the baseline of the bench).
+    `text`: the PromptText prompts are tokenized through and answers are cached under (default:
+    the engine's tokenizer and model id, which loads the engine); `model_config`: the model's
+    config for the cost model without loading weights (default: the engine's). With both, a
+    query whose answers are all cached loads no model. `precision` is part of the answers'
+    identity.
     """
 
     def __init__(self, con, engine_factory: Callable[[], object], cache_dir: str | Path | None =
                  None, *, use_cache: bool = True, device: str = "cpu", progress: bool = False,
                  sample_size: int = 8, on_long: str = "truncate", calibrate: bool = True,
                  plan: bool = True, share_kv: bool = True, device_spec=None,
-                 batch_size: int = 256):
+                 batch_size: int = 4096, text=None, model_config: Callable[[], object] | None
+                 = None, precision: str = ""):
+        from quail_engine.exec.prompt_text import PromptText
+
         self.con = con
         self._engine = _LazyEngine(engine_factory)
+        self.text = text if text is not None else PromptText.of_engine(lambda: self.engine)
+        self._model_config = model_config
+        self.precision = precision
         self.cache = AnswerCache.in_dir(cache_dir if use_cache else None)
         self.device, self.show_progress = device, progress
         self.sample_size, self.on_long, self.calibrate = sample_size, on_long, calibrate
@@ -137,9 +148,13 @@ class QuailSession:
     def _specs(self):
         from quail_engine.plan.device import device_spec
 
-        engine = self.engine
-        config = getattr(engine, "config", None)
-        spec = (ModelSpec.from_attrs(config, name=engine.model_id) if config is not None
+        loaded = self._engine._engine
+        if loaded is None and self._model_config is not None:
+            config, name = self._model_config(), self.text.identity
+        else:
+            engine = self.engine
+            config, name = getattr(engine, "config", None), engine.model_id
+        spec = (ModelSpec.from_attrs(config, name=name) if config is not None
                 else ModelSpec("unknown", 30, 576, 9, 3, 64, 1536, 49152))
         if self.device_spec is None:  # probed once per session: every figure uses the same
             self.device_spec = device_spec("cuda" if str(self.device).startswith("cuda")
@@ -169,7 +184,8 @@ class _SessionRunner(OpRunner):
         self._session = session
         super().__init__(None, session.cache, session.report, progress,
                          on_long=session.on_long, calibrate=session.calibrate,
-                         batch_size=session.batch_size)
+                         batch_size=session.batch_size, text=session.text,
+                         precision=session.precision)
         self.share_kv = session.share_kv
 
     @property

@@ -174,3 +174,15 @@ def review_db(reviews, products):
     con.execute("CREATE TABLE products (product_id INTEGER, name VARCHAR)")
     con.executemany("INSERT INTO products VALUES (?, ?)", products)
     return con
+
+
+def patch_fake_model(monkeypatch):
+    """Make `quail query` / `explain --analyze` load a FakeEngine and tokenize with it."""
+    import quail_engine.infer.engine as engine_mod
+    from quail_engine.exec.prompt_text import PromptText
+
+    engine = FakeEngine()
+    monkeypatch.setattr(engine_mod.LocalEngine, "load", classmethod(lambda cls, *a, **k: engine))
+    monkeypatch.setattr(PromptText, "of_model", classmethod(
+        lambda cls, spec, tokens_dir=None: (cls(lambda: engine, "fake", tokens_dir), None)))
+    return engine

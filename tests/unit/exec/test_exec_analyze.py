@@ -4,7 +4,7 @@ import argparse
 import json
 
 import pytest
-from exec_fakes import FakeEngine
+from exec_fakes import patch_fake_model
 
 import quail_engine.exec.analyze as analyze
 from quail_engine.exec.analyze import add_analyze_args, run_analyze, wants_plan
@@ -47,10 +47,7 @@ def test_estimates_without_model(files, monkeypatch, capsys):
 
 
 def test_analyze_runs_and_reports_actuals(files, monkeypatch, capsys):
-    import quail_engine.infer.engine as engine_mod
-
-    monkeypatch.setattr(engine_mod.LocalEngine, "load",
-                        classmethod(lambda cls, *a, **k: FakeEngine()))
+    patch_fake_model(monkeypatch)
     args = args_for(files, "--analyze", "--report", str(files / "rep.json"))
     assert run_analyze(args, parse(SQL, "snowflake")) == 0
     out = capsys.readouterr().out

@@ -1,0 +1,127 @@
+"""PromptText: the executor's tokenizer side — prompt parts to token ids, and the model identity
+answers are cached under — kept apart from the model weights, so a query whose answers are all
+cached loads no model, and the text side loads no weights.
+
+A prompt is (head, tail): head = chat header + document text (the shareable prefix), tail =
+question text + assistant header. Each distinct head, tail or plain text is tokenized once per
+query through a TokenStore (persisted per tokenizer when the session has a cache directory).
+Head ids are exactly the ids the fully rendered prompt gives up to the cut (infer/textio.py:
+the chat template is rendered once into the text before and after the user turn).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from quail_engine.exec.token_store import TokenStore
+
+
+class PromptText:
+    """`codec_factory` (called once, when a text must be tokenized): an infer.textio.TextCodec,
+    or for engines without one (test fakes) the engine itself (`tokenize`, `chat_split`).
+    `identity`: the model's content identity, or a callable giving it (called once, lazily:
+    resolving a model may convert it)."""
+
+    def __init__(self, codec_factory: Callable[[], object], identity: str | Callable[[], str],
+                 tokens_dir: str | Path | None = None):
+        self._codec_factory = codec_factory
+        self._codec = None
+        self._identity = identity
+        self._tokens_dir = Path(tokens_dir) if tokens_dir is not None else None
+        self._stores: tuple[TokenStore, TokenStore, TokenStore] | None = None
+
+    @classmethod
+    def of_engine(cls, engine_getter: Callable[[], object],
+                  tokens_dir: str | Path | None = None) -> PromptText:
+        """Text side of an engine (its tokenizer, its model id); loads the engine when first
+        needed."""
+        def codec():
+            engine = engine_getter()
+            return getattr(engine, "codec", None) or engine
+
+        return cls(codec, lambda: engine_getter().model_id, tokens_dir)
+
+    @classmethod
+    def of_model(cls, spec: str, tokens_dir: str | Path | None = None
+                 ) -> tuple[PromptText, Callable[[], object]]:
+        """Text side of the model `spec` names (its tokenizer alone, loaded when first needed;
+        the model resolved — a GGUF converted — when first needed), and a callable giving the
+        model's config (for the cost model) without reading weights."""
+        from functools import cache
+
+        from quail_engine.infer.model_ref import ModelRef
+
+        ref = cache(lambda: ModelRef.resolve(spec))
+        return (cls(lambda: ref().codec(), lambda: ref().identity, tokens_dir),
+                lambda: ref().config())
+
+    @property
+    def identity(self) -> str:
+        if callable(self._identity):
+            self._identity = self._identity()
+        return self._identity
+
+    @property
+    def codec(self):
+        if self._codec is None:
+            self._codec = self._codec_factory()
+        return self._codec
+
+    def _store(self, i: int) -> TokenStore:
+        if self._stores is None:
+            directory = None
+            if self._tokens_dir is not None:
+                directory = self._tokens_dir / hashlib.sha256(
+                    self.identity.encode()).hexdigest()[:24]
+            self._stores = tuple(
+                TokenStore(encode, directory and directory / name) for name, encode in (
+                    ("head", self._encode_heads), ("tail", self._encode_tails),
+                    ("plain", self._encode_plain)))
+        return self._stores[i]
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._codec is not None
+
+    def heads(self, prefix_texts: Sequence[str]) -> list[list[int]]:
+        """Chat header + each document (BOS first for a model without a chat template)."""
+        return self._store(0).ids(prefix_texts)
+
+    def tails(self, suffix_texts: Sequence[str]) -> list[list[int]]:
+        return self._store(1).ids(suffix_texts)
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        return self._store(2).ids(texts)
+
+    def split(self, prefix_text: str, suffix_text: str) -> tuple[list[int], list[int]]:
+        return self.heads([prefix_text])[0], self.tails([suffix_text])[0]
+
+    def flush(self) -> None:
+        for store in self._stores or ():
+            store.flush()
+
+    @property
+    def num_encoded(self) -> int:
+        return sum(s.num_encoded for s in self._stores or ())
+
+    # -- encoders: called only for texts no store holds -------------------------------------
+    def _encode_heads(self, texts: list[str]) -> list[list[int]]:
+        codec = self.codec
+        if hasattr(codec, "head_text"):
+            bos = list(codec.bos_head)
+            return [bos + ids for ids in codec.encode_batch([codec.head_text(t) for t in texts])]
+        return [codec.chat_split(t, "")[0] for t in texts]
+
+    def _encode_tails(self, texts: list[str]) -> list[list[int]]:
+        codec = self.codec
+        if hasattr(codec, "tail_text"):
+            return codec.encode_batch([codec.tail_text(t) for t in texts])
+        return [codec.chat_split("", t)[1] for t in texts]
+
+    def _encode_plain(self, texts: list[str]) -> list[list[int]]:
+        codec = self.codec
+        if hasattr(codec, "encode_batch"):
+            return codec.encode_batch(texts)
+        return codec.tokenize(texts)

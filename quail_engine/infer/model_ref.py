@@ -1,0 +1,67 @@
+"""ModelRef: a model named by the user, resolved to its files without reading any weights.
+
+`identity` names the model by content, not by the name typed: a hash of config.json and the
+names, sizes and modification times of its tokenizer and weight files (a converted GGUF's cache
+folder is itself named by the source file's size and mtime). Two folders holding different
+models never share an identity, so answers and token ids cached under it cannot leak between
+them. `codec()` loads only the tokenizer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+_WEIGHT_SUFFIXES = (".safetensors", ".json", ".model", ".txt", ".bin")
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    spec: str
+    directory: Path
+    identity: str
+
+    @classmethod
+    def resolve(cls, spec: str) -> ModelRef:
+        """The model `spec` names (see infer/loader.py); a GGUF file is converted once here."""
+        from quail_engine.infer.loader import resolve_model_dir
+
+        directory = resolve_model_dir(spec)
+        return cls(spec, directory, directory_identity(directory))
+
+    def config(self):
+        from quail_engine.infer.loader import read_config
+
+        return read_config(self.directory)
+
+    def codec(self):
+        """The model's TextCodec (tokenizer and chat layout), no weights."""
+        from quail_engine.infer.gguf import cache_root
+        from quail_engine.infer.loader import read_config
+        from quail_engine.infer.textio import TextCodec
+        from quail_engine.infer.tokenizer import load_tokenizer
+
+        inside = _is_inside(self.directory, cache_root())
+        return TextCodec(load_tokenizer(self.directory, use_snapshot=inside),
+                         read_config(self.directory))
+
+
+def directory_identity(directory: Path) -> str:
+    digest = hashlib.sha256()
+    config = directory / "config.json"
+    digest.update(config.read_bytes() if config.exists() else b"")
+    for path in sorted(directory.iterdir()):  # not sub-folders: derived dtype copies live there
+        if path.is_file() and path.suffix in _WEIGHT_SUFFIXES:
+            st = path.stat()
+            digest.update(json.dumps([path.name, st.st_size,
+                                      st.st_mtime_ns]).encode())
+    return digest.hexdigest()[:32]
+
+
+def _is_inside(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except OSError:
+        return False
