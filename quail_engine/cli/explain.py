@@ -9,13 +9,16 @@ import sys
 
 from quail_engine.sql.dialects import DIALECTS
 
+DIALECT_HELP = f"dialect the SQL is written in: {' | '.join(DIALECTS)} (default: duckdb)"
+
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="show the AI operators, cores and DuckDB SQL of a query")
     p.add_argument("file", nargs="?", help="SQL file (or use -e)")
     p.add_argument("-e", "--execute", dest="expression", metavar="SQL", help="SQL text")
-    p.add_argument("--dialect", "-d", default="duckdb", choices=DIALECTS)
-    p.add_argument("--format", "-f", dest="fmt", default="text", choices=("text", "json"))
+    p.add_argument("--dialect", "-d", default="duckdb", choices=DIALECTS, help=DIALECT_HELP)
+    p.add_argument("--format", "-f", dest="fmt", default="text", choices=("text", "json"),
+                   help="text, or json for tools (default: text)")
     from quail_engine.exec.analyze import add_analyze_args
 
     add_analyze_args(p)
@@ -24,15 +27,30 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from quail_engine.errors import ExecutionError, SqlError
+    from quail_engine.exec.analyze import run_analyze, wants_plan
+    from quail_engine.exec.session_args import check_paths
+    from quail_engine.sql.dialect_guess import dialect_hint, with_dialect_hint
     from quail_engine.sql.explain import explain_json, explain_text
     from quail_engine.sql.query import parse
     from quail_engine.sql.source_text import read_sql
 
-    parsed = parse(read_sql(args.file, args.expression), args.dialect)
-    from quail_engine.exec.analyze import run_analyze, wants_plan
-
-    if wants_plan(args):
-        return run_analyze(args, parsed)
+    sql = read_sql(args.file, args.expression)
+    check_paths(args)
+    try:
+        parsed = parse(sql, args.dialect)
+        if wants_plan(args):
+            return run_analyze(args, parsed)
+    except (SqlError, ExecutionError) as exc:
+        hinted = with_dialect_hint(exc, sql, args.dialect)
+        if hinted is exc:
+            raise
+        raise hinted from exc
+    if not parsed.ai_ops:
+        hint = dialect_hint(sql, args.dialect)
+        if hint:
+            sys.stderr.write(f"quail explain: no AI functions read as {args.dialect} SQL; "
+                             f"{hint}\n")
     if args.fmt == "json":
         sys.stdout.write(json.dumps(explain_json(parsed), indent=2, ensure_ascii=False) + "\n")
     else:

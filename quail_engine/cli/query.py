@@ -5,31 +5,50 @@ from __future__ import annotations
 import argparse
 import sys
 
-from quail_engine.exec.session_args import add_session_args, open_session, write_report
+from quail_engine.exec.session_args import (
+    add_session_args,
+    check_paths,
+    open_session,
+    write_report,
+)
+from quail_engine.sql.dialects import DIALECTS
 
-DIALECTS = ("snowflake", "bigquery", "databricks", "duckdb")
+DIALECT_HELP = f"dialect the SQL is written in: {' | '.join(DIALECTS)} (default: duckdb)"
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("query", help="run a query with AI functions on a local model")
     p.add_argument("file", nargs="?", help="SQL file (or use -e)")
     p.add_argument("-e", "--execute", dest="expression", metavar="SQL", help="SQL text")
-    p.add_argument("--dialect", "-d", default="duckdb", choices=DIALECTS)
-    p.add_argument("--output", "-o", metavar="FILE", help="write the result (.parquet/.csv/.jsonl)")
-    p.add_argument("--format", "-f", dest="fmt", default="table", choices=("table", "csv", "json"))
+    p.add_argument("--dialect", "-d", default="duckdb", choices=DIALECTS, help=DIALECT_HELP)
+    p.add_argument("--output", "-o", metavar="FILE",
+                   help="write the result to a .parquet, .csv or .jsonl file (replaced whole "
+                        "once complete; a run stopped early leaves the previous file)")
+    p.add_argument("--format", "-f", dest="fmt", default="table", choices=("table", "csv", "json"),
+                   help="how to print the result when there is no --output (default: table)")
     add_session_args(p)
     p.set_defaults(run=run)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    from quail_engine.exec.output import render, write_file
+    from quail_engine.errors import ExecutionError, SqlError
+    from quail_engine.exec.output import check_output, render, write_file
+    from quail_engine.sql.dialect_guess import with_dialect_hint
     from quail_engine.sql.source_text import read_sql
 
     sql = read_sql(args.file, args.expression)
+    if args.output:
+        check_output(args.output)
+    check_paths(args)
     _, session = open_session(args)
     try:
         table = session.execute(sql, args.dialect)
+    except (SqlError, ExecutionError) as exc:
+        hinted = with_dialect_hint(exc, sql, args.dialect)
+        if hinted is exc:
+            raise
+        raise hinted from exc
     finally:
         write_report(session, args.report)
     if args.output:

@@ -1,9 +1,19 @@
-"""Result tables out: files (Parquet, CSV, JSON lines) and stdout (table, csv, json)."""
+"""Result tables out: files (Parquet, CSV, JSON lines) and stdout (table, csv, json).
+
+A file is written whole or not at all: the bytes go to a hidden temporary file in the target's
+folder, which is renamed over the target only once complete (a rename within one folder is
+atomic), so a run killed mid-write leaves the previous file as it was. `check_output` and
+`check_writable` let a command refuse a bad path before it computes anything.
+"""
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -11,22 +21,100 @@ import pyarrow as pa
 from quail_engine.errors import QuailError
 
 MAX_CELL = 60
+FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "jsonl",
+           ".jsonl": "jsonl"}
+_JSON_BATCH_ROWS = 10_000
+
+
+def check_output(path: str, what: str = "--output") -> str:
+    """The file format for `path` ('parquet', 'csv' or 'jsonl'), after checking that it can be
+    written; a QuailError naming `what` otherwise."""
+    fmt = FORMATS.get(Path(path).suffix.lower())
+    if fmt is None:
+        raise QuailError(f"{what} {path!r}: expected a .parquet, .csv or .jsonl file")
+    check_writable(path, what)
+    return fmt
+
+
+def check_writable(path: str, what: str) -> None:
+    """A QuailError naming `what` unless a file can be written at `path`."""
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        raise QuailError(f"{what} {path!r} is a folder; give a file name")
+    if not folder.is_dir():
+        raise QuailError(f"{what} {path!r}: folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise QuailError(f"{what} {path!r}: folder {str(folder)!r} is not writable")
+
+
+@contextmanager
+def replacing(path: str | Path) -> Iterator[str]:
+    """Yields a temporary path beside `path`; when the block completes, it replaces `path`.
+    If the block fails, `path` is untouched and the temporary file removed."""
+    target = Path(path)
+    temp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+    os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # umask applies
+    try:
+        yield str(temp)
+        with open(temp, "rb+") as done:
+            os.fsync(done.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
 
 
 def write_file(table: pa.Table, path: str) -> None:
-    suffix = Path(path).suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        import pyarrow.parquet as pq
+    """Write `table` to `path` in the format its suffix names, replacing any previous file
+    only once the new one is complete."""
+    fmt = check_output(path)
+    try:
+        with replacing(path) as temp:
+            _WRITERS[fmt](table, temp)
+    except (pa.ArrowException, OSError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise QuailError(f"--output {path!r}: cannot write it: {reason}") from None
 
-        pq.write_table(table, path)
-    elif suffix == ".csv":
-        import pyarrow.csv as pcsv
 
-        pcsv.write_csv(table, path)
-    elif suffix in (".json", ".jsonl"):
-        Path(path).write_text(to_json_lines(table), encoding="utf-8")
-    else:
-        raise QuailError(f"--output {path!r}: expected a .parquet, .csv or .jsonl file")
+def write_text(path: str, text: str) -> None:
+    """Write `text` (UTF-8) to `path`, replacing any previous file only once complete."""
+    with replacing(path) as temp:
+        Path(temp).write_text(text, encoding="utf-8")
+
+
+def _write_parquet(table: pa.Table, path: str) -> None:
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, path)
+
+
+def _write_csv(table: pa.Table, path: str) -> None:
+    import pyarrow.csv as pcsv
+
+    pcsv.write_csv(csv_ready(table), path)
+
+
+def csv_ready(table: pa.Table) -> pa.Table:
+    """`table` with nested columns (lists, e.g. multi-label answers; structs; maps) as JSON
+    text, which CSV cannot hold otherwise."""
+    for i, field in enumerate(table.schema):
+        if pa.types.is_nested(field.type):
+            text = [None if v is None else json.dumps(v, ensure_ascii=False, default=str)
+                    for v in table.column(i).to_pylist()]
+            table = table.set_column(i, pa.field(field.name, pa.string()),
+                                     pa.array(text, pa.string()))
+    return table
+
+
+def _write_jsonl(table: pa.Table, path: str) -> None:
+    with open(path, "w", encoding="utf-8") as out:
+        for batch in table.to_batches(max_chunksize=_JSON_BATCH_ROWS):
+            out.write(to_json_lines(pa.Table.from_batches([batch], table.schema)))
+
+
+_WRITERS: dict[str, Callable[[pa.Table, str], None]] = {
+    "parquet": _write_parquet, "csv": _write_csv, "jsonl": _write_jsonl}
 
 
 def to_json_lines(table: pa.Table) -> str:
@@ -38,7 +126,7 @@ def to_csv(table: pa.Table) -> str:
     import pyarrow.csv as pcsv
 
     buf = io.BytesIO()
-    pcsv.write_csv(table, buf)
+    pcsv.write_csv(csv_ready(table), buf)
     return buf.getvalue().decode("utf-8")
 
 

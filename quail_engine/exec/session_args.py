@@ -16,8 +16,9 @@ def default_cache_dir() -> Path:
 
 def add_session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--table", "-t", action="append", default=[], metavar="NAME=PATH",
-                   help="a table from a .parquet, .csv, .json, .arrow or .duckdb file "
-                        "(repeatable)")
+                   help="a table from a .parquet, .csv, .tsv, .json(l), .arrow or .duckdb "
+                        "file (repeatable); PATH is one file, taken literally; for several "
+                        "files give a pattern after glob:, e.g. 't=glob:data/*.csv'")
     p.add_argument("--database", metavar="FILE.duckdb",
                    help="make every table of this DuckDB database visible")
     p.add_argument("--model", default="default",
@@ -82,6 +83,17 @@ def open_session(args: argparse.Namespace, con=None):
     return con, session
 
 
+def check_paths(args: argparse.Namespace) -> None:
+    """Refuse an unwritable --report before any work starts (a QuailError naming it)."""
+    from quail_engine.exec.output import check_writable
+
+    if getattr(args, "report", None):
+        check_writable(args.report, "--report")
+
+
 def write_report(session, path: str | None) -> None:
+    """The execution report as JSON at `path` (the previous file stays whole until then)."""
     if path:
-        Path(path).write_text(session.report.dumps() + "\n", encoding="utf-8")
+        from quail_engine.exec.output import write_text
+
+        write_text(path, session.report.dumps() + "\n")

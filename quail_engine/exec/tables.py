@@ -1,14 +1,24 @@
-"""Make files visible to DuckDB as tables: Parquet, CSV, Arrow IPC, and DuckDB databases."""
+"""Make files visible to DuckDB as tables: Parquet, CSV, JSON, Arrow IPC, and DuckDB databases.
+
+A path is one file, literally: DuckDB reads every path as a glob pattern, so `rev[12].csv` would
+read rev1.csv and `a*.csv` its siblings; their `*`, `?` and `[` are escaped as `[*]`, `[?]`,
+`[[]`. A pattern is read only when the user asks for one: `glob:data/*.csv`.
+"""
 
 from __future__ import annotations
 
+import glob
 from pathlib import Path
 
 from quail_engine.errors import ExecutionError
+from quail_engine.exec.user_errors import file_problem
 
+GLOB_PREFIX = "glob:"
 _READERS = {".parquet": "read_parquet", ".pq": "read_parquet", ".csv": "read_csv_auto",
             ".tsv": "read_csv_auto", ".json": "read_json_auto", ".jsonl": "read_json_auto"}
 _ARROW = (".arrow", ".feather", ".ipc")
+_DUCKDB = (".duckdb", ".db")
+_EXPECTED = "expected .parquet, .csv, .tsv, .json, .jsonl, .arrow/.feather or .duckdb"
 
 
 def _quote(name: str) -> str:
@@ -19,39 +29,82 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _escape_glob(path: str) -> str:
+    """`path` as a DuckDB glob pattern that matches only itself."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in path)
+
+
 def register_table(con, name: str, path: str | Path) -> None:
-    """`name` becomes a view (or registered Arrow table) over the file at `path`."""
-    path = Path(path)
-    if not path.exists():
-        raise ExecutionError(f"table {name!r}: file {str(path)!r} does not exist")
+    """`name` becomes a view (or registered Arrow table) over the file at `path`, or over the
+    files matching the pattern after `glob:`."""
+    text = str(path)
+    if text.startswith(GLOB_PREFIX):
+        _register_glob(con, name, text[len(GLOB_PREFIX):])
+        return
+    path = Path(text)
+    if not path.is_file():
+        what = "is a folder, not a file" if path.is_dir() else "does not exist"
+        raise ExecutionError(f"table {name!r}: file {text!r} {what}")
     suffix = path.suffix.lower()
     if suffix in _READERS:
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote(name)} AS SELECT * FROM "
-                    f"{_READERS[suffix]}({_literal(str(path))})")
+        _create_view(con, name, _READERS[suffix], _escape_glob(text), text)
     elif suffix in _ARROW:
-        import pyarrow.ipc as ipc
-
-        try:
-            table = ipc.open_file(str(path)).read_all()
-        except Exception:  # noqa: BLE001 - not the file format: try the stream format
-            table = ipc.open_stream(str(path)).read_all()
-        con.register(name, table)
-    elif suffix in (".duckdb", ".db"):
+        con.register(name, _read_arrow(name, text))
+    elif suffix in _DUCKDB:
         attach_database(con, path, only=name)
     else:
-        raise ExecutionError(f"table {name!r}: cannot read {str(path)!r} (expected .parquet, "
-                             f".csv, .json, .arrow/.feather or .duckdb)")
+        raise ExecutionError(f"table {name!r}: cannot read {text!r} ({_EXPECTED})")
+
+
+def _register_glob(con, name: str, pattern: str) -> None:
+    suffix = Path(pattern).suffix.lower()
+    if suffix not in _READERS:
+        raise ExecutionError(f"table {name!r}: glob {pattern!r} must end in a file type DuckDB "
+                             "reads in bulk (.parquet, .csv, .tsv, .json, .jsonl)")
+    if not glob.glob(pattern, recursive=True):
+        raise ExecutionError(f"table {name!r}: no file matches glob {pattern!r}")
+    _create_view(con, name, _READERS[suffix], pattern, pattern)
+
+
+def _create_view(con, name: str, reader: str, source: str, shown: str) -> None:
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote(name)} AS SELECT * FROM "
+                    f"{reader}({_literal(source)})")
+    except Exception as exc:  # noqa: BLE001 - DuckDB's reader errors: encoding, format, ...
+        problem = file_problem(str(exc))
+        reason = problem[1] if problem else str(exc).strip().splitlines()[0]
+        file = problem[0] if problem and problem[0] else shown
+        raise ExecutionError(f"table {name!r}: cannot read {file!r}: {reason}") from None
+
+
+def _read_arrow(name: str, path: str):
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    try:
+        return ipc.open_file(path).read_all()
+    except (pa.ArrowInvalid, OSError):
+        pass  # not the file format: try the stream format
+    try:
+        return ipc.open_stream(path).read_all()
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ExecutionError(f"table {name!r}: cannot read {path!r}: not an Arrow IPC file "
+                             f"({str(exc).splitlines()[0]})") from None
 
 
 def attach_database(con, path: str | Path, only: str | None = None) -> list[str]:
     """Attach a DuckDB file read-only and expose its tables (or just `only`) by name."""
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         raise ExecutionError(f"database {str(path)!r} does not exist")
     alias = "quail_db_" + str(abs(hash(str(path.resolve()))) % 10**8)
     attached = {r[0] for r in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
     if alias not in attached:
-        con.execute(f"ATTACH {_literal(str(path))} AS {alias} (READ_ONLY)")
+        try:
+            con.execute(f"ATTACH {_literal(str(path))} AS {alias} (READ_ONLY)")
+        except Exception as exc:  # noqa: BLE001 - not a DuckDB file, newer storage version, ...
+            raise ExecutionError(f"database {str(path)!r}: cannot open it: "
+                                 f"{str(exc).strip().splitlines()[0]}") from None
     rows = con.execute("SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = ?"
                        " UNION ALL SELECT schema_name, view_name FROM duckdb_views() WHERE "
                        "database_name = ? AND NOT internal", [alias, alias]).fetchall()

@@ -20,6 +20,16 @@ _MISSING_TABLE = re.compile(r"^Catalog Error: Table with name (.+?) does not exi
 _SUGGESTION = re.compile(r'^Did you mean "(.+)"\?$')
 _SYSTEM_NAMES = ("pg_", "duckdb_", "sqlite_", "information_schema", "quail_")
 _FILE = re.compile(r"^\s*file = (.+?)\s*$", re.M)
+_FILE_PROBLEMS = (  # DuckDB's words (named groups: file, detail, line) -> our reason
+    (re.compile(r"No magic bytes found at end of file '(?P<file>.+?)'"),
+     "not a Parquet file, or truncated"),
+    (re.compile(r'Failed to read file "(?P<file>.+?)": (?P<detail>.+)'),
+     "corrupt Parquet ({detail})"),
+    (re.compile(r'Malformed JSON in file "(?P<file>.+?)", (?P<detail>at byte \d+ in record/value '
+                r'\d+)'), "malformed JSON ({detail})"),
+    (re.compile(r"CSV Error on Line: (?P<line>\d+)[\s\S]*not utf-8 encoded"),
+     "line {line} is not UTF-8 text (re-encode the file as UTF-8)"),
+)
 _LEADING_COMMENTS = re.compile(r"^\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*)*", re.S)
 
 
@@ -67,11 +77,26 @@ def statement_error(exc: BaseException, parsed, prefix: str = "") -> ExecutionEr
         near = _SUGGESTION.match(lines[1]) if len(lines) > 1 else None
         return MissingTableError(scrub(missing.group(1), ops), source,
                                  near.group(1) if near else None)
+    problem = file_problem(str(exc))
+    if problem:
+        file, reason = problem
+        return ExecutionError(f"{prefix}cannot read {file or 'a data file'!r}: {reason}"
+                              f"{_in(source)}")
     text = scrub(" ".join(lines) or type(exc).__name__, ops)
-    named = _FILE.search(str(exc))
-    if named and named.group(1) not in text:
-        text += f" (file {named.group(1)!r})"
     return ExecutionError(f"{prefix}{text}{_in(source)}")
+
+
+def file_problem(message: str) -> tuple[str | None, str] | None:
+    """(file, reason) when DuckDB's `message` says a data file cannot be read, else None.
+    `file` is None where DuckDB's message does not name it."""
+    for pattern, reason in _FILE_PROBLEMS:
+        found = pattern.search(message)
+        if found:
+            fields = found.groupdict()
+            named = _FILE.search(message)
+            return fields.get("file") or (named.group(1) if named else None), reason.format(
+                **fields)
+    return None
 
 
 def _message_lines(message: str) -> list[str]:
