@@ -1,4 +1,4 @@
-"""Settings every layer shares, resolved in one place: the cache layout.
+"""Settings every layer shares, resolved in one place: the cache layout and the compute dtype.
 
 One cache root (`$QUAIL_CACHE_DIR`, else `~/.cache/quail`) with one folder per kind of entry,
 whether or not the variable is set:
@@ -7,6 +7,8 @@ whether or not the variable is set:
     <root>/answers   the answer cache (SQLite)
     <root>/tokens    the token store (Arrow files of token ids by content hash)
     <root>/probe     the CPU probe's measured rates
+
+and the CPU facts that pick the compute dtype (`compute_dtype`), readable without torch.
 """
 
 from __future__ import annotations
@@ -27,3 +29,57 @@ def cache_path(kind: str) -> Path:
     if kind not in CACHE_KINDS:
         raise ValueError(f"unknown cache kind {kind!r}; expected one of {CACHE_KINDS}")
     return cache_root() / kind
+
+
+# -- the CPU's compute dtype ---------------------------------------------------------------------
+# bf16 is fast on a CPU only with native bf16 dot products (AVX-512 BF16's vdpbf16ps, AMX tiles);
+# elsewhere oneDNN converts to float32 and a bf16 GEMM runs ~2-5x slower than a float32 one.
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+# ONEDNN_MAX_CPU_ISA (DNNL_MAX_CPU_ISA before oneDNN 2) values that stop below AVX512_CORE_BF16
+_ISA_BELOW_BF16 = {"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE",
+                   "AVX512_CORE_VNNI"}
+
+
+def cpuinfo_fields(cpuinfo: str | None = None) -> dict[str, str]:
+    """`key: value` fields of /proc/cpuinfo (the first occurrence of each: the first CPU); empty
+    where there is no such file (macOS, Windows)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
+        except OSError:
+            return {}
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
+    """The CPU's feature flags (`flags` on x86, `Features` on Arm)."""
+    fields = cpuinfo_fields(cpuinfo)
+    return frozenset((fields.get("flags") or fields.get("Features") or "").split())
+
+
+def isa_cap(env: dict[str, str] | None = None) -> str | None:
+    """The oneDNN ISA cap the environment sets (upper case), or None."""
+    env = os.environ if env is None else env
+    value = (env.get("ONEDNN_MAX_CPU_ISA") or env.get("DNNL_MAX_CPU_ISA") or "").strip().upper()
+    return value if value not in ("", "ALL", "DEFAULT") else None
+
+
+def has_native_bf16(flags: frozenset[str] | None = None,
+                    env: dict[str, str] | None = None) -> bool:
+    """True when the CPU multiplies bf16 natively and no oneDNN ISA cap forbids it."""
+    flags = cpu_flags() if flags is None else flags
+    return any(f in flags for f in BF16_FLAGS) and isa_cap(env) not in _ISA_BELOW_BF16
+
+
+def compute_dtype(device: str = "cpu", flags: frozenset[str] | None = None,
+                  env: dict[str, str] | None = None) -> str:
+    """The dtype the engine computes in on `device`: "bfloat16" on CUDA and on CPUs with native
+    bf16 dot products, "float32" on other CPUs (AVX2 machines: float32 GEMMs ~2-5x faster)."""
+    if not str(device).startswith("cpu"):
+        return "bfloat16"
+    return "bfloat16" if has_native_bf16(flags, env) else "float32"

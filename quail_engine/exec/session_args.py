@@ -4,14 +4,14 @@ session they open: tables, database, model, device, cache, report, progress."""
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from quail_engine.errors import QuailError
+from quail_engine.settings import cache_path
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("QUAIL_CACHE_DIR", Path.home() / ".cache" / "quail")) / "answers"
+    return cache_path("answers")
 
 
 def add_session_args(p: argparse.ArgumentParser) -> None:

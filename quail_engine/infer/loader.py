@@ -3,7 +3,9 @@
 `spec` is one of: "default" / "gemma3-270m" / "smollm2-135m" (the embedded GGUF models), a
 path to a .gguf file, a local Hugging Face directory (config.json + *.safetensors), or a hub id
 ("org/name") already in the local Hugging Face cache (nothing is downloaded). GGUF weights are
-converted once into the Quail cache (see infer/gguf.py); later loads read that cache.
+converted once into the Quail cache (see infer/gguf.py); later loads read that cache. The
+compute dtype follows the device (settings.compute_dtype): bfloat16 on CUDA and on CPUs with bf16
+dot products, float32 on other CPUs.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from quail_engine.infer.gguf import cache_root, convert_gguf
 from quail_engine.infer.models import CausalLM, config_from_hf
 from quail_engine.infer.tokenizer import Tokenizer, load_tokenizer
 from quail_engine.infer.weights import load_safetensors_model
+from quail_engine.settings import compute_dtype
 
 logger = logging.getLogger(__name__)
 
@@ -29,10 +32,12 @@ _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bf
            "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
 
 
-def resolve_dtype(dtype: torch.dtype | str | None) -> torch.dtype:
-    """None means bfloat16 (faster than float32 on both our CPU and GPU targets)."""
+def resolve_dtype(dtype: torch.dtype | str | None,
+                  device: str | torch.device | None = None) -> torch.dtype:
+    """None means the device's compute dtype (settings.compute_dtype); a None device is taken as
+    CUDA (bfloat16)."""
     if dtype is None:
-        return torch.bfloat16
+        return _DTYPES[compute_dtype("cuda" if device is None else str(device))]
     if isinstance(dtype, torch.dtype):
         return dtype
     if dtype not in _DTYPES:
@@ -98,8 +103,10 @@ def load_model(spec: str = "default", device: str | torch.device = "cpu",
     start = time.perf_counter()
     directory = resolve_model_dir(spec)
     config = read_config(directory)
-    model = load_safetensors_model(directory, config, device, resolve_dtype(dtype))
+    dtype = resolve_dtype(dtype, device)
+    model = load_safetensors_model(directory, config, device, dtype)
     tokenizer = load_tokenizer(directory, use_snapshot=_is_inside(directory, cache_root()))
-    logger.info("loaded %s (%s, %d layers) from %s in %.2f s", spec, config.family,
-                config.num_layers, directory, time.perf_counter() - start)
+    logger.info("loaded %s (%s, %d layers, %s) from %s in %.2f s", spec, config.family,
+                config.num_layers, str(dtype).removeprefix("torch."), directory,
+                time.perf_counter() - start)
     return model, tokenizer, config

@@ -1,17 +1,23 @@
-"""Device specs for the cost model: GPUs from their (measured where we could) peak rates, the
-CPU from a quick probe measured once and cached on disk."""
+"""Device specs for the cost model. GPUs: their (measured where we could) peak rates. The CPU:
+a peak from its flags (cores x clock x FLOPs per cycle of its widest vector unit in the compute
+dtype), max'd with a short probe (at most ~2 s, once per machine, cached), so a CPU speed of light
+is a lower bound on the time of any run, even when the probe ran on a busy machine."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from quail_engine.plan.cost import DeviceSpec
+from quail_engine.settings import cache_path, compute_dtype, cpu_flags, cpuinfo_fields, isa_cap
 
 log = logging.getLogger(__name__)
+stage = logging.getLogger("quail_engine.stage")
 
 # H100 SXM: datasheet dense bf16 989 TFLOP/s, fp8 1979, HBM3 3.35 TB/s.
 H100_SXM = DeviceSpec("h100-sxm", flops=989e12, bandwidth=3.35e12)
@@ -23,78 +29,167 @@ H200_FP8 = DeviceSpec("h200-fp8", flops=1471e12, bandwidth=4.24e12)
 DEVICES = {d.name: d for d in (H100_SXM, H100_SXM_FP8, H200, H200_FP8)}
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("QUAIL_CACHE_DIR", Path.home() / ".cache" / "quail"))
+PROBE_VERSION = 4
+PROBE_SECONDS = 1.25  # wall budget of the whole probe (matmuls, then copies)
+# Prefill-shaped (tokens x hidden x 2*hidden) then square products, smallest first: a slow CPU
+# stops after the first; CPUs with matrix units reach their peak only on the larger ones.
+PROBE_SHAPES = ((256, 640, 1024), (1024, 1024, 1024), (2048, 2048, 2048))
+# /proc/cpuinfo's "cpu MHz" is the current (in a VM: the nominal) clock; when no maximum clock is
+# exposed, boost is taken as 1.5x that (the max-boost/base ratio of current server parts).
+BOOST_HEADROOM = 1.5
+UNKNOWN_CLOCK_HZ = 5e9
+CPUFREQ_MAX = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")  # kHz
+# one 64-byte cache line per cycle per core: more than any core pulls from memory
+BYTES_PER_CYCLE = 64
+# the probe's copy: larger than a core's L2, so it reads at least last-level-cache bandwidth
+COPY_BYTES = 16 * 2**20
 
 
-PROBE_VERSION = 3
-# square and prefill-shaped (tokens x hidden x intermediate) products: CPUs with matrix units
-# reach their peak only on the larger ones
-PROBE_SHAPES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 2048, 640))
+def flops_per_cycle(flags: frozenset[str], dtype: str) -> int:
+    """Peak FLOPs per cycle of one core in `dtype`: two vector FMA units of the widest width the
+    flags name (no x86 core has more), x2 for bf16 dot products (vdpbf16ps: a pair per fp32
+    lane), AMX tiles 1,024 bf16 FLOPs/cycle. bf16 without dot products computes in fp32 lanes."""
+    if dtype == "bfloat16" and "amx_bf16" in flags:
+        return 1024
+    if dtype == "bfloat16" and "avx512_bf16" in flags:
+        return 128
+    if "avx512f" in flags:
+        return 64   # 2 units x 16 fp32 lanes x 2 (multiply + add)
+    if "avx2" in flags and "fma" in flags:
+        return 32   # 2 x 8 x 2
+    if "asimd" in flags:
+        return 32   # Arm: 4 x 128-bit FMA pipes x 4 x 2
+    if "avx" in flags:
+        return 16   # 8 lanes, separate multiply and add ports
+    return 8        # SSE2: 4 lanes, multiply and add ports
 
 
-def _matmul_flops(seconds_budget: float) -> float:
-    """Best timed window over PROBE_SHAPES: bf16 through torch when it is installed (the
-    engine computes in bf16 on CPU), float32 numpy otherwise."""
+def cpu_clock_hz(fields: dict[str, str] | None = None) -> float:
+    """The highest clock a core may run at: the kernel's cpufreq maximum, else /proc/cpuinfo's
+    clock x BOOST_HEADROOM, else UNKNOWN_CLOCK_HZ."""
     try:
-        import torch
+        return float(CPUFREQ_MAX.read_text()) * 1e3
+    except (OSError, ValueError):
+        pass
+    fields = cpuinfo_fields() if fields is None else fields
+    try:
+        return float(fields["cpu MHz"]) * 1e6 * BOOST_HEADROOM
+    except (KeyError, ValueError):
+        return UNKNOWN_CLOCK_HZ
 
-        def make(m, k):
-            return torch.randn(m, k, dtype=torch.bfloat16)
-    except ImportError:
-        import numpy as np
 
-        rng = np.random.default_rng(0)
+def num_cores() -> int:
+    """CPUs this process may run on (its affinity mask, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
 
-        def make(m, k):
-            return rng.standard_normal((m, k), dtype=np.float32)
+
+def cpu_peak(flags: frozenset[str], cores: int, clock_hz: float, dtype: str) -> DeviceSpec:
+    """Upper bounds on this CPU's rates: cores x clock x FLOPs (bytes) per cycle."""
+    return DeviceSpec(f"cpu-{dtype}", flops=cores * clock_hz * flops_per_cycle(flags, dtype),
+                      bandwidth=cores * clock_hz * BYTES_PER_CYCLE)
+
+
+def best_rate(jobs: list[tuple[float, Callable[[], Callable[[], object]]]], deadline: float,
+              clock: Callable[[], float] = time.perf_counter) -> float:
+    """Best single-run rate (work per second) over `jobs`, smallest first: (work of one run,
+    prepare() -> run). Each job gets an equal share of the time left before `deadline`; a job
+    starts only when three runs fit at the best rate so far, a run only when it fits (the first
+    job runs at least once), so a slow CPU stops early rather than late."""
     best = 0.0
-    for m, k, n in PROBE_SHAPES:
-        a, b = make(m, k), make(k, n)
-        a @ b
-        for _ in range(3):
-            runs, start = 0, time.perf_counter()
-            while time.perf_counter() - start < seconds_budget / (3 * len(PROBE_SHAPES)):
-                a @ b
-                runs += 1
-            best = max(best, 2 * m * k * n * runs / (time.perf_counter() - start))
+    for i, (work, prepare) in enumerate(jobs):
+        now = clock()
+        if best and now + 3 * work / best > deadline:
+            break
+        slice_end = now + (deadline - now) / (len(jobs) - i)
+        run = prepare()
+        if best and clock() + work / best > slice_end:
+            break
+        for count in itertools.count():
+            start = clock()
+            run()
+            now = clock()
+            best = max(best, work / max(now - start, 1e-9))
+            if now + work / best > (slice_end if count else deadline):
+                break
     return best
 
 
-def probe_cpu(seconds_budget: float = 1.5) -> DeviceSpec:
-    """Measure peak matmul FLOP/s and copy bandwidth (a second or two)."""
+def _matmul_job(dtype: str, m: int, k: int, n: int) -> Callable[[], Callable[[], object]]:
+    """A product of (m, k) by (k, n) in `dtype` through torch (float32 numpy without torch)."""
+    def prepare():
+        try:
+            import torch
+
+            a, b = (torch.randn(r, c, dtype=getattr(torch, dtype)) for r, c in ((m, k), (k, n)))
+        except ImportError:
+            import numpy as np
+
+            rng = np.random.default_rng(0)
+            a, b = (rng.standard_normal(shape, dtype=np.float32) for shape in ((m, k), (k, n)))
+        return lambda: a @ b
+    return prepare
+
+
+def _copy_job():
     import numpy as np
 
-    flops = _matmul_flops(seconds_budget)
-    buf = np.ones(64 * 2**20 // 4, dtype=np.float32)
-    dst = np.empty_like(buf)
-    best = 0.0
-    for _ in range(3):
-        start = time.perf_counter()
-        np.copyto(dst, buf)
-        best = max(best, 2 * buf.nbytes / (time.perf_counter() - start))
-    return DeviceSpec("cpu", flops=flops, bandwidth=best)
+    src, dst = (np.ones(COPY_BYTES // 4, dtype=np.float32) for _ in range(2))  # pages touched
+    return lambda: np.copyto(dst, src)
 
 
-def cpu_spec(refresh: bool = False) -> DeviceSpec:
-    """The CPU's spec, probed once per machine and cached in the quail cache directory."""
-    path = cache_dir() / f"cpu_probe_v{PROBE_VERSION}.json"
+def probe_cpu(dtype: str = "float32", seconds_budget: float = PROBE_SECONDS) -> DeviceSpec:
+    """Measured matmul FLOP/s in `dtype` and copy bandwidth, within `seconds_budget` of wall
+    time (plus at most one small product on a very slow CPU)."""
+    start = time.perf_counter()
+    flops = best_rate([(2 * m * k * n, _matmul_job(dtype, m, k, n)) for m, k, n in PROBE_SHAPES],
+                      start + 0.75 * seconds_budget)
+    bandwidth = best_rate([(2 * COPY_BYTES, _copy_job)], start + seconds_budget)
+    return DeviceSpec(f"cpu-{dtype}", flops=flops, bandwidth=bandwidth)
+
+
+def _probe_key(dtype: str) -> dict:
+    """What a cached probe must match: a cache folder shared by machines is re-probed."""
+    fields = cpuinfo_fields()
+    return {"version": PROBE_VERSION, "dtype": dtype, "cores": num_cores(), "isa_cap": isa_cap(),
+            "cpu": fields.get("model name") or fields.get("CPU part") or ""}
+
+
+def measured_cpu(dtype: str, refresh: bool = False) -> DeviceSpec:
+    """The probe's rates in `dtype`, measured once per machine and kept under cache/probe."""
+    key = _probe_key(dtype)
+    path = cache_path("probe") / f"cpu-{dtype}.json"
     if not refresh and path.exists():
         try:
             data = json.loads(path.read_text())
-            if data.get("version") == PROBE_VERSION:
-                return DeviceSpec("cpu", float(data["flops"]), float(data["bandwidth"]))
-        except (ValueError, KeyError, OSError):
+            if data.get("key") == key:
+                return DeviceSpec(f"cpu-{dtype}", float(data["flops"]), float(data["bandwidth"]))
+        except (ValueError, KeyError, TypeError, OSError):
             log.warning("ignoring unreadable CPU probe cache %s", path)
-    spec = probe_cpu()
+    stage.info("measuring this CPU once (~2 s)")
+    spec = probe_cpu(dtype)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"version": PROBE_VERSION, "flops": spec.flops,
-                                        "bandwidth": spec.bandwidth}))
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps({"key": key, "flops": spec.flops, "bandwidth": spec.bandwidth}))
+        os.replace(tmp, path)
     except OSError:
         log.warning("cannot write CPU probe cache %s", path)
-    log.info("CPU probe: %.1f GFLOP/s, %.1f GB/s", spec.flops / 1e9, spec.bandwidth / 1e9)
+    log.info("CPU probe (%s): %.1f GFLOP/s, %.1f GB/s", dtype, spec.flops / 1e9,
+             spec.bandwidth / 1e9)
     return spec
+
+
+def cpu_spec(refresh: bool = False, dtype: str | None = None) -> DeviceSpec:
+    """The CPU's spec in its compute dtype: per rate, the larger of the flags' peak and the
+    probe's measurement, so that speed-of-light times stay lower bounds."""
+    dtype = dtype or compute_dtype("cpu")
+    peak = cpu_peak(cpu_flags(), num_cores(), cpu_clock_hz(), dtype)
+    measured = measured_cpu(dtype, refresh)
+    return DeviceSpec(peak.name, flops=max(peak.flops, measured.flops),
+                      bandwidth=max(peak.bandwidth, measured.bandwidth))
 
 
 def device_spec(name: str) -> DeviceSpec:

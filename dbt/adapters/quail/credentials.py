@@ -21,7 +21,8 @@ class QuailCredentials(DuckDBCredentials):
     or 'embedded' means the embedded default model. `device`: auto, cpu, cuda or cuda:N.
     `dialect`: the warehouse dialect model SQL is written in unless a model sets `quail_dialect`.
     `cache_dir`: where answers are cached by content across runs (default: the `quail` CLI's
-    cache, $QUAIL_CACHE_DIR or ~/.cache/quail/answers); `off` disables it. The `max_*` fields bound the engine's batches and outputs.
+    cache, <cache root>/answers, the root being $QUAIL_CACHE_DIR or ~/.cache/quail); `off`
+    disables it. The `max_*` fields bound the engine's batches and outputs.
     `precision`: bf16, or fp8 / fp8-mlp on a cuda device (faster GEMMs, less accurate)."""
 
     model: str | None = None

@@ -126,14 +126,24 @@ def test_corrupt_gemma_parts_fail_the_checksum(monkeypatch, tmp_path):
     monkeypatch.setenv("QUAIL_CACHE_DIR", str(tmp_path / "cache"))
     with pytest.raises(ModelError, match="do not reassemble to the published file"):
         embedded.gemma3_270m_gguf()
-    assert not list((tmp_path / "cache").glob("*.gguf*"))
+    assert not list((tmp_path / "cache" / "models").iterdir())  # no partial or temporary file
 
 
-@pytest.mark.parametrize("value,expected", [
-    (None, torch.bfloat16), ("fp32", torch.float32), (torch.float16, torch.float16),
+@pytest.mark.parametrize("value,device,flags,expected", [
+    (None, "cuda:0", "fma avx2", torch.bfloat16),
+    (None, "cpu", "fma avx2 avx512f avx512_bf16", torch.bfloat16),
+    (None, "cpu", "fma avx2 amx_bf16", torch.bfloat16),
+    (None, "cpu", "fma avx2", torch.float32),  # no bf16 dot products: bf16 GEMMs run ~2-5x slower
+    ("bf16", "cpu", "fma avx2", torch.bfloat16),
+    ("fp32", "cuda", "", torch.float32),
+    (torch.float16, "cpu", "", torch.float16),
 ])
-def test_dtype_names(value, expected):
-    assert resolve_dtype(value) == expected
+def test_dtype_follows_the_device(value, device, flags, expected, monkeypatch):
+    from quail_engine import settings
+
+    monkeypatch.setattr(settings, "cpu_flags", lambda: frozenset(flags.split()))
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    assert resolve_dtype(value, device) == expected
 
 
 def test_unknown_dtype_is_refused():
@@ -170,7 +180,7 @@ def test_tokenizer_snapshot_only_in_quail_cache_and_reused(llama_dir, tmp_path, 
     load_model(str(directory))
     assert not (directory / SNAPSHOT).exists()
     monkeypatch.setenv("QUAIL_CACHE_DIR", str(tmp_path))
-    cached = tmp_path / "converted"
+    cached = tmp_path / "models" / "converted"
     shutil.copytree(directory, cached)
     (cached / SNAPSHOT).write_bytes(pickle.dumps(("0.0", "0.0")))  # another library version
     load_model(str(cached))

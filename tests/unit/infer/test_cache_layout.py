@@ -1,0 +1,89 @@
+"""One cache layout (<root>/models, answers, probe) whether or not QUAIL_CACHE_DIR is set, and
+first uses that race: two processes (here threads) converting into an empty cache at once."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from quail_engine.exec.session_args import default_cache_dir
+from quail_engine.infer import embedded, gguf
+from quail_engine.plan import device
+
+
+@pytest.mark.parametrize("env", [None, "set"])
+def test_every_reader_uses_one_layout(env, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    if env:
+        monkeypatch.setenv("QUAIL_CACHE_DIR", str(tmp_path / "cache"))
+    else:
+        monkeypatch.delenv("QUAIL_CACHE_DIR", raising=False)
+    root = tmp_path / "cache" if env else tmp_path / "home" / ".cache" / "quail"
+    assert gguf.cache_root() == root / "models"
+    assert default_cache_dir() == root / "answers"
+    monkeypatch.setattr(device, "probe_cpu", lambda dtype: device.DeviceSpec("cpu", 1, 1))
+    device.measured_cpu("float32")
+    assert [p.parent for p in root.rglob("*.json")] == [root / "probe"]
+
+
+def _race(target, count: int = 2) -> list:
+    """Call `target` from `count` threads released together; their results or exceptions."""
+    barrier, results = threading.Barrier(count), [None] * count
+
+    def run(i):
+        barrier.wait()
+        try:
+            results[i] = target()
+        except Exception as exc:  # noqa: BLE001 - the test reports it
+            results[i] = exc
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+@pytest.mark.model
+def test_two_first_uses_reassemble_gemma_at_once(tmp_path, monkeypatch, require_embedded):
+    require_embedded("gemma3-270m")
+    monkeypatch.setenv("QUAIL_CACHE_DIR", str(tmp_path))
+    results = _race(embedded.gemma3_270m_gguf)
+    assert results == [tmp_path / "models" / "gemma-3-270m-q4_k_m.gguf"] * 2
+    assert embedded._sha256(results[0]) == embedded.GEMMA_SHA256
+    assert [p.name for p in (tmp_path / "models").iterdir()] == [results[0].name]
+
+
+@pytest.mark.model
+def test_two_first_uses_convert_into_models_at_once(tmp_path, monkeypatch, require_embedded):
+    from quail_engine.infer.loader import load_model
+
+    path = require_embedded("smollm2-135m")
+    monkeypatch.setenv("QUAIL_CACHE_DIR", str(tmp_path))
+    calls = []
+    convert = gguf._convert
+    monkeypatch.setattr(gguf, "_convert", lambda *a: calls.append(a) or convert(*a))
+    results = _race(lambda: gguf.convert_gguf(path))
+    assert results[0] == results[1] == gguf.cache_dir_for(path)
+    assert results[0].parent == tmp_path / "models"
+    assert len(calls) == 1  # the second waited for the first instead of converting again
+    leftovers = [p.name for p in (tmp_path / "models").iterdir()
+                 if p != results[0] and not p.name.endswith(".lock")]
+    assert leftovers == []
+    _, tokenizer, config = load_model(str(path))
+    assert config.num_layers == 30 and tokenizer.encode_batch(["hi"])[0]
+    assert {p.name for p in tmp_path.iterdir()} == {"models"}
+
+
+def test_force_reconvert_replaces_a_finished_folder(tmp_path):
+    target = tmp_path / "m"
+    target.mkdir()
+    (target / "config.json").write_text("old")
+    tmp = tmp_path / ".m-new"
+    tmp.mkdir()
+    (tmp / "config.json").write_text("new")
+    gguf.install_dir(tmp, target)
+    assert (target / "config.json").read_text() == "new"
+    assert sorted(p.name for p in Path(tmp_path).iterdir()) == ["m"]
