@@ -133,7 +133,9 @@ class CoreRunner:
         layout = OpPrompt.for_op(op)
         rep = self.runner.report.op(step.op, op.op)
         values = [op_values(scan, step.op, op, i) for i in alive]
-        kv = kvs.setdefault(step.doc, self.runner.doc_kv()) if layout.is_shared else None
+        kv = None
+        if layout.is_shared and not self._read_once(step, scan):
+            kv = kvs.setdefault(step.doc, self.runner.doc_kv())
         self._ask(step.op, layout, values, kv)
         rep.rows_in += len(alive)
         if step.kind == "project":
@@ -142,6 +144,13 @@ class CoreRunner:
         kept = [i for i, v in zip(alive, values) if self.store.get(step.op, v) is True]
         rep.rows_out += len(kept)
         return kept
+
+    def _read_once(self, step, scan: ScanData) -> bool:
+        """The plan has this step encode its document and release it right after, and no join
+        carries it: one full prompt per row (one pass) beats a prefix pass plus a question pass
+        (a document repeated inside the step still shares its KV: OpRunner.answer)."""
+        return (step.encode and step.doc in step.release
+                and self.carry_key != (step.alias, step.doc))
 
     def _run_projections(self, plan: PhysicalPlan, scans, final: list[dict[str, int]]) -> None:
         for step in (s for s in plan.steps if s.kind == "project" and s.alias):

@@ -120,6 +120,7 @@ class QuailSession:
         finally:
             progress.close()
             unregister_udfs(self.con, names)
+            self.text.flush()
         self._finish(start, table.num_rows)
         return table
 

@@ -184,5 +184,5 @@ def patch_fake_model(monkeypatch):
     engine = FakeEngine()
     monkeypatch.setattr(engine_mod.LocalEngine, "load", classmethod(lambda cls, *a, **k: engine))
     monkeypatch.setattr(PromptText, "of_model", classmethod(
-        lambda cls, spec, tokens_dir=None: (cls(lambda: engine, "fake", tokens_dir), None)))
+        lambda cls, spec, tokens_dir=None: (cls(lambda: engine, "fake"), None)))  # ids differ per fake
     return engine

@@ -245,3 +245,46 @@ def test_udf_sql_lets_duckdb_call_ai_functions_directly(con):
     s.close()
     with pytest.raises(duckdb.Error):
         con.execute(rewritten)
+
+
+def test_a_fully_cached_query_loads_no_model_and_no_tokenizer(con, tmp_path):
+    from quail_engine.exec.prompt_text import PromptText
+
+    parsed = filters_query((bfilter("Mentions PRICE?"), classify()), where=(0,), project=(1,))
+    engine = FakeEngine()
+    loads: list[str] = []
+
+    def make(kind):
+        def factory():
+            loads.append(kind)
+            return engine
+        return factory
+
+    def run():
+        text = PromptText(make("tokenizer"), "fake-model-identity", tmp_path / "tokens")
+        s = QuailSession(con, make("model"), cache_dir=tmp_path, device_spec=TOY, text=text,
+                         model_config=lambda: None)
+        s.parse = lambda sql, dialect: parsed
+        return s.execute(parsed.duckdb_sql).to_pylist(), s.report
+
+    first, _ = run()
+    assert loads == ["tokenizer", "model"]
+    loads.clear()
+    second, report = run()
+    assert second == first and loads == []
+    assert report.load_s == 0 and all(o.cache_hits == o.prompts for o in report.ops.values())
+
+
+def test_answers_of_another_model_identity_are_not_reused(con, tmp_path):
+    from quail_engine.exec.prompt_text import PromptText
+
+    parsed = filters_query((bfilter("Mentions PRICE?"),), where=(0,), project=())
+    hits = []
+    for identity in ("model-a", "model-b", "model-a"):
+        engine = FakeEngine()
+        s = QuailSession(con, lambda e=engine: e, cache_dir=tmp_path, device_spec=TOY,
+                         text=PromptText(lambda e=engine: e, identity))
+        s.parse = lambda sql, dialect: parsed
+        s.execute(parsed.duckdb_sql)
+        hits.append(s.report.ops[0].cache_hits)
+    assert hits[0] == 0 and hits[1] == 0 and hits[2] == hits[0] + 9  # 9 non-NULL reviews
