@@ -9,11 +9,13 @@ that assigns `_ENV` is therefore delegated to the base class, and the subclass o
 from __future__ import annotations
 
 import weakref
+from pathlib import Path
 from typing import Any
 
 from dbt.adapters.contracts.connection import Connection
 from dbt.adapters.duckdb.connections import DuckDBConnectionManager
 from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.quail.ai_runner import AiRunner
 from dbt.adapters.quail.functions import register_ai_functions
@@ -32,12 +34,29 @@ def database_connection() -> Any:
     return root if hasattr(root, "create_function") else None
 
 
+def ensure_database_folder(path: Any) -> None:
+    """Create the folder of a local database file: DuckDB creates a missing file but not its
+    folder, so `path: target/x.duckdb` failed on a fresh clone, before dbt made target/."""
+    text = str(path or "")
+    if not text or text == ":memory:" or "://" in text or text.startswith(("md:", "motherduck:")):
+        return
+    folder = Path(text).expanduser().parent
+    if not folder.is_dir():
+        logger.debug(f"creating {folder} for the database file {text}")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DbtRuntimeError(f"cannot create the folder {str(folder)!r} of the database "
+                                  f"file {text!r} (profile field 'path'): {exc}") from exc
+
+
 class QuailConnectionManager(DuckDBConnectionManager):
     TYPE = "quail"
     _FUNCTIONS_REGISTERED: weakref.WeakSet = weakref.WeakSet()
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:
+        ensure_database_folder(getattr(connection.credentials, "path", None))
         connection = DuckDBConnectionManager.open(connection)
         root = database_connection()
         if connection.handle is None or root is None:
