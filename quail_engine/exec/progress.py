@@ -116,7 +116,7 @@ class Progress:
             self._op = op = _Op(label, total_rows, now, self.tokens, total_tokens=total_tokens)
             self._op_tokens(op)
             if self.mode == "lines":
-                self._emit(self._status(op, now), now)
+                self._emit(self._opening(op), now)
             else:
                 self._draw(now)
             self._ensure_ticker()
@@ -235,6 +235,12 @@ class Progress:
             parts.append(f"ETA {duration(eta)}")
         head = f"quail: {op.label}: " if op.label else "quail: "
         return head + bar + ", ".join(parts)
+
+    @staticmethod
+    def _opening(op: _Op) -> str:
+        rows = f"{op.total:,} row{'' if op.total == 1 else 's'}" if op.total is not None else ""
+        tokens = f"~{op.total_tokens:,} tokens" if op.total_tokens else ""
+        return f"quail: {op.label}: " + ", ".join(x for x in (rows, tokens) if x)
 
     def _live(self, now: float) -> str | None:
         if self._op is not None:

@@ -175,7 +175,7 @@ def test_totals_tokens_per_second_and_eta(clock):
     p.op_done()
     p.close()
     assert log.lines() == [
-        "quail: op 2 ai_classify: 0/100 rows (0%), 0 tokens, 0 tokens/s, 0.0 s",
+        "quail: op 2 ai_classify: 100 rows",
         "quail: op 2 ai_classify: 25/100 rows (25%), 1,000 tokens, 100 tokens/s, 10 s, ETA 30 s",
         "quail: op 2 ai_classify: 100/100 rows (100%), 20,000 tokens, 100 tokens/s, 3m 20s",
     ]
