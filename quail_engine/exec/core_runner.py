@@ -89,8 +89,12 @@ class CoreRunner:
             steps = [s for s in plan.steps if s.alias == alias and (
                 s.kind == "filter" or (projections_too and s.kind == "project"))]
             alive_all: list[int] = []
-            for c in range(0, len(scan.rows), CHUNK_ROWS):
-                alive = list(range(c, min(c + CHUNK_ROWS, len(scan.rows))))
+            # documents resident across steps bound the chunk (their KV lives for it); rows
+            # whose steps each read their document once run in one pipelined call per step
+            chunk = (CHUNK_ROWS if any(not self._read_once(st, scan) for st in steps)
+                     else max(1, len(scan.rows)))
+            for c in range(0, len(scan.rows), chunk):
+                alive = list(range(c, min(c + chunk, len(scan.rows))))
                 kvs: dict[str, object] = {}
                 try:
                     for step in steps:

@@ -63,9 +63,7 @@ class DocKV:
         todo = [t for t in dict.fromkeys(prefix_texts) if t not in self.handles]
         if not todo:
             return
-        new = [t for t in todo if t not in self.heads]
-        for text, head in zip(new, self.text.heads(new)):
-            self._cut(text, head)
+        self.tokenize(todo)
         token_lists = [self.heads[t] for t in todo]
         if hasattr(self.engine, "add_prefixes"):
             handles = self.engine.add_prefixes(token_lists)
@@ -74,6 +72,13 @@ class DocKV:
         for text, handle in zip(todo, handles):
             self.handles[text] = handle
             self.work = self.work + request_work(handle.num_tokens, 0, True)
+
+    def tokenize(self, prefix_texts: Sequence[str]) -> None:
+        """Token ids (cut to the context) of every document not yet known, in one batch."""
+        new = [t for t in dict.fromkeys(prefix_texts) if t not in self.heads]
+        if new:
+            for text, head in zip(new, self.text.heads(new)):
+                self._cut(text, head)
 
     def take_work(self) -> Work:
         work, self.work = self.work, Work()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from quail_engine.errors import ExecutionError
 from quail_engine.exec.answer_cache import AnswerCache, answer_key
@@ -113,31 +114,59 @@ class OpRunner:
             rep.seconds += time.perf_counter() - start
             return out
         readout = self.readout(layout)
+        if self.progress is not None:
+            self.progress.op_start(f"{layout.op.op} #{op_id}", len(todo))
         prefixes = [texts[i][0] for i in todo]
         own_kv = (kv is None and layout.is_shared and self.share_kv
                   and len(set(prefixes)) < len(prefixes))  # some document is asked twice
         if own_kv:
             kv = self.doc_kv()
+        stats = self.engine.stats
+        fresh0, req0 = stats.fresh_tokens, stats.requested_tokens
         try:
-            b = 0
-            while b < len(todo):
-                batch = todo[b:b + self._batch_prompts([texts[i] for i in todo[b:b + 64]])]
-                b += len(batch)
-                t0, fresh0 = time.perf_counter(), self.engine.stats.fresh_tokens
-                answers = self._run_batch(layout, readout, [texts[i] for i in batch], kv, rep)
-                self._observe(self.engine.stats.fresh_tokens - fresh0, time.perf_counter() - t0)
-                values = {keys[i]: sql_value(layout.op, a) for i, a in zip(batch, answers)}
-                self.cache.put_many(values)
-                for i in batch:
-                    out[i] = values[keys[i]]
-                if self.progress is not None:
-                    self.progress.advance(len(batch), self.report.fresh_tokens)
+            self._pipeline(layout, readout, [texts[i] for i in todo], kv, rep,
+                           lambda lo, hi, answers: self._store(layout, todo[lo:hi], keys, out,
+                                                               answers))
         finally:
+            rep.fresh_tokens += stats.fresh_tokens - fresh0
+            rep.requested_tokens += stats.requested_tokens - req0
             if own_kv and kv is not None:
                 kv.release()
+            if self.progress is not None:
+                self.progress.op_done()
             self.text.flush()
             rep.seconds += time.perf_counter() - start
         return out
+
+    def _pipeline(self, layout: OpPrompt, readout, texts: list[tuple[str, str]],
+                  kv: DocKV | None, rep, done) -> None:
+        """Batches through the engine with the host one batch ahead: while the engine (a worker
+        thread) runs batch N, this thread tokenizes batch N+1 and then stores batch N-1's
+        answers, so the device does not wait for the host between batches."""
+        with ThreadPoolExecutor(1, thread_name_prefix="quail-engine") as pool:
+            pending = None
+            lo = 0
+            while lo < len(texts) or pending is not None:
+                submitted = None
+                if lo < len(texts):
+                    hi = lo + self._batch_prompts(texts[lo:lo + 64])
+                    prepared = self._prepare(layout, texts[lo:hi], kv)
+                    submitted = (lo, min(hi, len(texts)), pool.submit(
+                        self._execute, layout, readout, texts[lo:hi], prepared, kv, rep))
+                    lo = hi
+                if pending is not None:
+                    p_lo, p_hi, future = pending
+                    done(p_lo, p_hi, future.result())
+                pending = submitted
+
+    def _store(self, layout: OpPrompt, batch: list[int], keys: dict, out: list,
+               answers: list[Answer]) -> None:
+        values = {keys[i]: sql_value(layout.op, a) for i, a in zip(batch, answers)}
+        self.cache.put_many(values)
+        for i in batch:
+            out[i] = values[keys[i]]
+        if self.progress is not None:
+            self.progress.advance(len(batch), self.engine.stats.fresh_tokens)
 
     def _batch_prompts(self, sample: list[tuple[str, str]]) -> int:
         """Prompts in the next batch: about BATCH_SECONDS of engine time at the speed seen so
@@ -160,21 +189,33 @@ class OpRunner:
         it = iter(counts)
         return [None if t is None else len(next(it)) for t in texts]
 
-    def _run_batch(self, layout: OpPrompt, readout, texts: list[tuple[str, str]],
-                   kv: DocKV | None, rep) -> list[Answer]:
-        stats = self.engine.stats
-        fresh0, req0 = stats.fresh_tokens, stats.requested_tokens
+    def _prepare(self, layout: OpPrompt, texts: list[tuple[str, str]], kv: DocKV | None):
+        """Host side of a batch: token ids of its questions and documents (a shared document's
+        ids go to its DocKV), so the engine's thread never tokenizes."""
+        tails = self.text.tails([s for _, s in texts])
+        if self._uses_kv(layout, kv):
+            before = kv.truncated
+            kv.tokenize([p for p, _ in texts])
+            return None, tails, kv.truncated - before
+        return self.text.heads([p for p, _ in texts]), tails, 0
+
+    def _uses_kv(self, layout: OpPrompt, kv: DocKV | None) -> bool:
+        return layout.is_shared and kv is not None and self.share_kv
+
+    def _execute(self, layout: OpPrompt, readout, texts: list[tuple[str, str]], prepared,
+                 kv: DocKV | None, rep) -> list[Answer]:
+        """Engine side of a batch (runs on the pipeline's worker thread)."""
+        t0, fresh0 = time.perf_counter(), self.engine.stats.fresh_tokens
+        heads, tails, truncated = prepared
+        rep.truncated += truncated
         reserve = readout.max_tokens if isinstance(readout, GenerateReadout) else 1
         max_context = self.engine.max_context
-        tails = self.text.tails([s for _, s in texts])
         requests: list[Request] = []
         kv_hits = 0
         prefix_lens: list[int] = []
-        if layout.is_shared and kv is not None and self.share_kv:
-            before = kv.truncated
+        if self._uses_kv(layout, kv):
             resident = set(kv.handles)
             kv.ensure([p for p, _ in texts])
-            rep.truncated += kv.truncated - before
             encoded_now: set[str] = set()
             for (p, _), tail in zip(texts, tails):
                 handle = kv.get(p)
@@ -186,16 +227,14 @@ class OpRunner:
                 prefix_lens.append(handle.num_tokens)
             rep.work = rep.work + kv.take_work()
         else:
-            heads = self.text.heads([p for p, _ in texts])
             for head, tail in zip(heads, tails):
                 tokens = self._fit(head + tail, max_context - reserve, rep)
                 requests.append(Request(tuple(tokens), readout))
                 prefix_lens.append(0)
         rep.work = rep.work + batch_work(prefix_lens, [len(r.tokens) for r in requests])
         answers = self.engine.run(requests)
-        rep.fresh_tokens += stats.fresh_tokens - fresh0
-        rep.requested_tokens += stats.requested_tokens - req0
         rep.kv_hit_tokens += kv_hits
+        self._observe(self.engine.stats.fresh_tokens - fresh0, time.perf_counter() - t0)
         return answers
 
     def _fit(self, tokens: list[int], limit: int, rep) -> list[int]:

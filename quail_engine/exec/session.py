@@ -97,6 +97,7 @@ class QuailSession:
         self.report = Report(device=self.device)
         store = AnswerStore()
         progress = Progress(enabled=None if self.show_progress else False)
+        progress.set_token_counter(self._fresh_tokens)
         runner = _SessionRunner(self, progress)
         suffix = f"_{uuid.uuid4().hex[:10]}"
         statement = prepare_sql(parsed.duckdb_sql, suffix) if parsed.ai_ops else parsed.duckdb_sql
@@ -139,6 +140,11 @@ class QuailSession:
         unregister_udfs(self.con, self._registered)
         self._registered = []
         self.cache.close()
+
+    def _fresh_tokens(self) -> int:
+        """The engine's token counter, read by the progress display; loads nothing."""
+        engine = self._engine._engine
+        return engine.stats.fresh_tokens if engine is not None else 0
 
     def _check(self, statement: str) -> None:
         try:
