@@ -77,9 +77,15 @@ def open_session(args: argparse.Namespace, con=None):
         return load_engine(args.model, device="cuda:0" if device == "cuda" else device,
                            precision=args.precision)
 
+    from quail_engine.exec.prompt_text import PromptText
+    from quail_engine.settings import cache_path
+
     cache_dir = args.cache_dir or default_cache_dir()
+    text, model_config = PromptText.of_model(
+        args.model, tokens_dir=None if args.no_cache else cache_path("tokens"))
     session = QuailSession(con, factory, cache_dir=cache_dir, use_cache=not args.no_cache,
-                           device=device, progress=not args.quiet, on_long=args.on_long)
+                           device=device, progress=not args.quiet, on_long=args.on_long,
+                           text=text, model_config=model_config, precision=args.precision)
     return con, session
 
 
