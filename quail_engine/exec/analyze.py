@@ -38,6 +38,7 @@ class _TokenGuess:
 class _GuessRunner:
     engine = _TokenGuess()
     text = PromptText(lambda: _TokenGuess(), "token-guess")
+    progress = None
 
 
 def add_analyze_args(p: argparse.ArgumentParser) -> None:

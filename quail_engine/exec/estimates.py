@@ -97,6 +97,9 @@ def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], r
         hits, n = 0, 0
         if op.options.selectivity is None and op.op in ("ai_filter", "ai_join"):
             k = sample_size(num_samples, min(len(scans[a].rows) for a in aliases))
+            if k and runner.progress is not None:
+                runner.progress.stage(f"sampling {k} rows to estimate the selectivity of "
+                                      f"{op.op} #{op_id}")
             if k and op.op == "ai_filter":
                 hits, n = _sample_filter(op_id, op, scans[aliases[0]], runner, store, k)
             elif k:

@@ -114,8 +114,6 @@ class OpRunner:
             rep.seconds += time.perf_counter() - start
             return out
         readout = self.readout(layout)
-        if self.progress is not None:
-            self.progress.op_start(f"{layout.op.op} #{op_id}", len(todo))
         prefixes = [texts[i][0] for i in todo]
         own_kv = (kv is None and layout.is_shared and self.share_kv
                   and len(set(prefixes)) < len(prefixes))  # some document is asked twice
@@ -123,6 +121,9 @@ class OpRunner:
             kv = self.doc_kv()
         stats = self.engine.stats
         fresh0, req0 = stats.fresh_tokens, stats.requested_tokens
+        if self.progress is not None:  # after the model load, which shows as its own stage
+            self.progress.op_start(f"{layout.op.op} #{op_id}", len(todo),
+                                   sum(len(p) + len(q) for p, q in (texts[i] for i in todo)) // 4)
         try:
             self._pipeline(layout, readout, [texts[i] for i in todo], kv, rep,
                            lambda lo, hi, answers: self._store(layout, todo[lo:hi], keys, out,
