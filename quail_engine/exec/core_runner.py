@@ -25,6 +25,7 @@ from quail_engine.plan.planner import plan_core
 
 log = logging.getLogger(__name__)
 CHUNK_ROWS = 256
+LIMIT_MIN_CHUNK = 8  # rows a LIMIT query asks at least per round of its filters
 
 
 class CoreRunner:
@@ -33,7 +34,11 @@ class CoreRunner:
         self.con, self.ai_ops, self.runner, self.store = con, list(ai_ops), runner, store
         self.model, self.device, self.sample_size = model, device, sample_size
 
-    def run(self, core) -> PhysicalPlan:
+    def run(self, core, limit=None) -> PhysicalPlan:
+        """`limit` (exec/limit_pushdown.Limit, single-relation cores only): the statement keeps
+        only that many rows; unordered, the filters stop once they have found them, and the
+        projections run on those rows alone; ordered, the projections are left to the rows
+        DuckDB keeps (answered on the fly)."""
         scans = {rel.alias: load_scan(self.con, rel) for rel in core.relations}
         ops = [o for o in (*core.filters, *core.joins, *core.projections)
                if _precomputable(o, self.ai_ops[o], scans)]
@@ -49,7 +54,12 @@ class CoreRunner:
         self.carry_key = self._carry_key(plan) if has_joins else None
         self.carry = self.runner.doc_kv()
         try:
-            survivors = self._run_filters(plan, scans, projections_too=not has_joins)
+            limit = limit if not has_joins and len(scans) == 1 else None
+            survivors = self._run_filters(plan, scans, projections_too=not has_joins
+                                          and limit is None, limit=limit)
+            if limit is not None and not limit.is_ordered:
+                (alias, alive), = survivors.items()
+                self._run_projections(plan, scans, [{alias: i} for i in alive[:limit.rows]])
             if has_joins:
                 final = run_joins(plan, ctx, scans, survivors, self.ai_ops, self.runner,
                                   self.store, carry=(self.carry_key[0] if self.carry_key
@@ -83,7 +93,7 @@ class CoreRunner:
                 self.store.put(op, v, a)
 
     def _run_filters(self, plan: PhysicalPlan, scans: dict[str, ScanData],
-                     projections_too: bool) -> dict[str, list[int]]:
+                     projections_too: bool, limit=None) -> dict[str, list[int]]:
         survivors: dict[str, list[int]] = {}
         for alias, scan in scans.items():
             steps = [s for s in plan.steps if s.alias == alias and (
@@ -93,8 +103,14 @@ class CoreRunner:
             # whose steps each read their document once run in one pipelined call per step
             chunk = (CHUNK_ROWS if any(not self._read_once(st, scan) for st in steps)
                      else max(1, len(scan.rows)))
-            for c in range(0, len(scan.rows), chunk):
+            c = 0
+            while c < len(scan.rows):
+                if limit is not None and not limit.is_ordered:
+                    if len(alive_all) >= limit.rows:
+                        break  # enough rows pass: the LIMIT keeps no other
+                    chunk = min(chunk, max(LIMIT_MIN_CHUNK, 2 * (limit.rows - len(alive_all))))
                 alive = list(range(c, min(c + chunk, len(scan.rows))))
+                c += chunk
                 kvs: dict[str, object] = {}
                 try:
                     for step in steps:

@@ -21,6 +21,7 @@ from quail_engine.exec.answer_cache import AnswerCache
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.core_runner import CoreRunner
 from quail_engine.exec.device_lock import device_lock
+from quail_engine.exec.limit_pushdown import push_limit
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.progress import Progress
 from quail_engine.exec.report import Report
@@ -101,6 +102,9 @@ class QuailSession:
         runner = _SessionRunner(self, progress)
         suffix = f"_{uuid.uuid4().hex[:10]}"
         statement = prepare_sql(parsed.duckdb_sql, suffix) if parsed.ai_ops else parsed.duckdb_sql
+        limit = None
+        if parsed.ai_ops:
+            statement, limit = push_limit(statement)
         lock = device_lock(self.device)
         names = register_udfs(self.con, parsed.ai_ops, store, runner, lock, suffix)
         try:
@@ -110,7 +114,8 @@ class QuailSession:
                     spec, dev = self._specs()
                     for core in parsed.cores:
                         CoreRunner(self.con, parsed.ai_ops, runner, store, spec, dev,
-                                   self.sample_size).run(core)
+                                   self.sample_size).run(
+                                       core, limit if len(parsed.cores) == 1 else None)
             table = query_arrow(self.con, statement)
         except QuailError:
             raise
@@ -134,7 +139,9 @@ class QuailSession:
         runner = _SessionRunner(self, Progress(enabled=False))
         self._registered += register_udfs(self.con, parsed.ai_ops, AnswerStore(), runner,
                                           device_lock(self.device), suffix)
-        return prepare_sql(parsed.duckdb_sql, suffix) if parsed.ai_ops else parsed.duckdb_sql
+        if not parsed.ai_ops:
+            return parsed.duckdb_sql
+        return push_limit(prepare_sql(parsed.duckdb_sql, suffix))[0]
 
     def close(self) -> None:
         unregister_udfs(self.con, self._registered)

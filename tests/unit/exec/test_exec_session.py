@@ -288,3 +288,59 @@ def test_answers_of_another_model_identity_are_not_reused(con, tmp_path):
         s.execute(parsed.duckdb_sql)
         hits.append(s.report.ops[0].cache_hits)
     assert hits[0] == 0 and hits[1] == 0 and hits[2] == hits[0] + 9  # 9 non-NULL reviews
+
+
+def _limited(sql, ops, filters=(), projections=()):
+    from exec_fakes import Core, Relation
+
+    cols = ", ".join(f"r.review AS b_{i}_0" for i in range(len(ops)))
+    core = Core((Relation("r", f"SELECT {cols} FROM reviews AS r"),), tuple(filters), (),
+                tuple(projections))
+    return Parsed("duckdb", sql, tuple(ops), sql, (core,))
+
+
+def test_limit_over_a_generate_answers_only_the_kept_rows(con):
+    parsed = _limited("SELECT r.id, quail_ai_0(r.review) AS g FROM reviews AS r LIMIT 3",
+                      (generate(),), projections=(0,))
+    engine = FakeEngine()
+    s = session(con, parsed, engine)
+    rows = s.execute(parsed.duckdb_sql).to_pylist()
+    assert len(rows) == 3 and s.report.ops[0].prompts == 3
+    ref = FakeEngine()
+    by_id = {rid: review for rid, review, _ in REVIEWS}
+    assert all(r["g"] == ask_one_at_a_time(ref, generate(), (by_id[r["id"]],)) for r in rows)
+
+
+def test_limit_stops_the_filter_once_enough_rows_pass(con):
+    ops = (bfilter("Mentions PRICE?"), generate())
+    parsed = _limited("SELECT r.id, quail_ai_1(r.review) AS g FROM reviews AS r "
+                      "WHERE quail_ai_0(r.review) LIMIT 1", ops, filters=(0,), projections=(1,))
+    engine = FakeEngine()
+    s = session(con, parsed, engine, sample_size=0)
+    rows = s.execute(parsed.duckdb_sql).to_pylist()
+    ref = FakeEngine()
+    truth = [rid for rid, review, _ in REVIEWS
+             if review is not None and ask_one_at_a_time(ref, ops[0], (review,))]
+    assert [r["id"] for r in rows] == truth[:1]
+    assert s.report.ops[0].rows_in < len(REVIEWS) and s.report.ops[1].prompts == 1
+
+
+def test_ordered_limit_generates_only_for_the_kept_rows(con):
+    ops = (bfilter("Mentions PRICE?"), generate())
+    parsed = _limited("SELECT r.id, quail_ai_1(r.review) AS g FROM reviews AS r "
+                      "WHERE quail_ai_0(r.review) ORDER BY r.id DESC LIMIT 2", ops,
+                      filters=(0,), projections=(1,))
+    s = session(con, parsed, FakeEngine())
+    rows = s.execute(parsed.duckdb_sql).to_pylist()
+    ref = FakeEngine()
+    truth = sorted((rid for rid, review, _ in REVIEWS if review is not None
+                    and ask_one_at_a_time(ref, ops[0], (review,))), reverse=True)
+    assert [r["id"] for r in rows] == truth[:2] and s.report.ops[1].prompts == 2
+
+
+def test_a_limit_around_the_query_reaches_the_ai_function(con):
+    """dbt show's shape: SELECT * FROM (<model SQL>) LIMIT n."""
+    parsed = _limited("SELECT * FROM (SELECT r.id, quail_ai_0(r.review) AS g FROM reviews AS r)"
+                      " AS model_limit_subq LIMIT 3", (generate(),), projections=(0,))
+    s = session(con, parsed, FakeEngine())
+    assert s.execute(parsed.duckdb_sql).num_rows == 3 and s.report.ops[0].prompts == 3
