@@ -15,12 +15,17 @@ from quail_engine.infer.runner import SeqJob
 ANSWER_IDS = (9454, 2152)  # two vocabulary rows standing in for "yes" / "no"
 
 
+def _sync(model) -> None:
+    if model.device.type == "cuda":
+        torch.cuda.synchronize()
+
+
 def run_filter(model, work: FilterWork, token_budget: int | None = None) -> dict:
     runner = GpuRunner(model, EngineStats(), token_budget)
     warm = [SeqJob(d, vocab=ANSWER_IDS) for d in work.docs[:256]]
     runner.run(warm)
     jobs = [SeqJob(d, vocab=ANSWER_IDS) for d in work.docs]
-    torch.cuda.synchronize()
+    _sync(model)
     t0 = time.perf_counter()
     runner.run(jobs)
     seconds = time.perf_counter() - t0
@@ -42,7 +47,7 @@ def run_join(model, work: JoinWork, token_budget: int | None = None) -> dict:
     wave = anchors_per_wave(model, work)
     _join_waves(runner, JoinWork(work.anchors[:1], work.partners), 1)  # warm-up
     runner.stats = EngineStats()
-    torch.cuda.synchronize()
+    _sync(model)
     t0 = time.perf_counter()
     answered = _join_waves(runner, work, wave)
     seconds = time.perf_counter() - t0

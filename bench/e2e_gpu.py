@@ -1,0 +1,354 @@
+"""End-to-end GPU bench: the product as a user runs it (`quail query`, optionally `dbt build`)
+beside the engine alone, on the same random-weight Qwen3-4B-shaped model and the same corpora.
+
+One command on the H200 (the device call carries .whl/ and .carry/gputok/; see --help):
+  (a) writes the model directory in Hugging Face layout (config.json, model.safetensors, the
+      embedded default model's tokenizer, vocabulary 262,144),
+  (b) writes seeded Parquet corpora (filter: docs of ~300 tokens; join: reports of ~4,000
+      tokens x terms of ~15 tokens),
+  (c) runs `quail query --device cuda --precision P --no-cache --report r.json` in a
+      subprocess on a filter and a join query (Snowflake SQL), and reads its report,
+  (d) runs the engine alone (bench/gpu/quail_runs.py) on the same token shapes,
+and writes e2e_gpu.json + e2e_gpu.md under $OUT (or bench/results/local).
+Rates count time after the model is loaded (QUAIL-B's rule); load_s and wall_s are beside them.
+
+    python bench/e2e_gpu.py --prepare-tokenizer            # once, on the CPU
+    python bench/e2e_gpu.py --device cpu --tiny            # CPU smoke run of every path
+    python bench/e2e_gpu.py --filter-docs 2000 --join-anchors 4 --load-check   # on the H200
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.gpu.common import Results, out_dir, setup_logging  # noqa: E402
+from bench.gpu.e2e_data import prepare_tokenizer, write_corpora, write_model_dir  # noqa: E402
+
+log = logging.getLogger("e2e_gpu")
+
+FILTER_SQL = "SELECT id FROM docs WHERE AI_FILTER(PROMPT('Is this review positive? {0}', text))"
+JOIN_SQL = ("SELECT r.id, t.id FROM reports r JOIN terms t ON AI_FILTER(PROMPT("
+            "'Does the report {0} mention the reaction {1}?', r.text, t.term))")
+DBT_DOCS = "{{ config(materialized='table', quail_dialect='duckdb') }}\n" \
+           "select * from read_parquet('%s')\n"
+DBT_FILTER = "{{ config(materialized='table') }}\nselect id from {{ ref('docs') }}\n" \
+             "where AI_FILTER(PROMPT('Is this review positive? {0}', text))\n"
+
+
+class Clock:
+    def __init__(self, budget_s: float | None):
+        self.start, self.budget_s = time.perf_counter(), budget_s
+
+    def left(self) -> float:
+        return float("inf") if self.budget_s is None else \
+            self.budget_s - (time.perf_counter() - self.start)
+
+
+def _env(workdir: Path, name: str) -> dict:
+    env = dict(os.environ, DO_NOT_TRACK="1", PYTHONUNBUFFERED="1",
+               QUAIL_CACHE_DIR=str(workdir / f"cache-{name}"))  # a first run: nothing cached
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(ROOT)) if p)
+    return env
+
+
+def _run(cmd: list[str], env: dict, timeout: float, log_file: Path) -> tuple[int, float]:
+    """(exit code, seconds) of `cmd` in its own process group; killed past `timeout`."""
+    t0 = time.perf_counter()
+    with log_file.open("w") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            code = proc.wait(timeout=max(timeout, 1))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            code = 124
+    return code, round(time.perf_counter() - t0, 2)
+
+
+def _rates(row: dict, fresh: float, requested: float, run_s: float, sol: float | None) -> dict:
+    row.update(fresh_tokens=int(fresh), requested_tokens=int(requested), run_s=round(run_s, 3),
+               fresh_tokens_per_s=round(fresh / run_s) if run_s > 0 else None,
+               requested_tokens_per_min=round(requested / run_s * 60) if run_s > 0 else None,
+               sol_seconds=round(sol, 4) if sol else None,
+               x_sol=round(run_s / sol, 2) if sol and run_s > 0 else None)
+    return row
+
+
+def query_row(args, workload: str, precision: str, paths: dict, clock: Clock) -> dict:
+    """`quail query` as a user runs it; times from its --report."""
+    name = f"query-{workload}-{precision}"
+    report = args.workdir / f"{name}.report.json"
+    report.unlink(missing_ok=True)
+    tables = ["docs"] if workload == "filter" else ["reports", "terms"]
+    cmd = [sys.executable, "-m", "quail_engine", "-v", "query", "-e",
+           FILTER_SQL if workload == "filter" else JOIN_SQL, "--dialect", "snowflake",
+           "--model", str(args.model_dir), "--device", args.device, "--precision", precision,
+           "--no-cache", "--report", str(report), "--output",
+           str(args.workdir / f"{name}.parquet"), "-q"]
+    for t in tables:
+        cmd += ["--table", f"{t}={paths[t]}"]
+    log_file = (out_dir() if args.keep_logs else args.workdir) / f"{name}.log"
+    code, process_s = _run(cmd, _env(args.workdir, name), min(args.query_timeout, clock.left()),
+                           log_file)
+    row = {"workload": workload, "path": "query", "precision": precision, "exit": code,
+           "process_s": process_s}
+    if code != 0 or not report.exists():
+        row["error"] = log_file.read_text()[-1500:]
+        return row
+    rep = json.loads(report.read_text())
+    row.update(wall_s=round(rep["wall_s"], 3), load_s=round(rep["load_s"], 3), rows=rep["rows"],
+               op_seconds=round(sum(o["seconds"] for o in rep["operators"]), 3),
+               device=rep["device"], model=rep["model"])
+    return _rates(row, rep["fresh_tokens"], rep["requested_tokens"],
+                  rep["wall_s"] - rep["load_s"], rep["sol_seconds"])
+
+
+def dbt_row(args, precision: str, paths: dict, clock: Clock) -> dict:
+    """`dbt build` of a one-AI-model project (profile type quail) over the filter corpus; times
+    from the adapter's log lines (load, and the AI model's rows/tokens/seconds)."""
+    name = f"dbt-filter-{precision}"
+    project = args.workdir / name
+    (project / "models").mkdir(parents=True, exist_ok=True)
+    (project / "dbt_project.yml").write_text(
+        "name: e2e\nversion: '1.0'\nconfig-version: 2\nprofile: e2e\nmodel-paths: [models]\n"
+        "flags: {send_anonymous_usage_stats: false}\n")
+    (project / "profiles.yml").write_text(json.dumps({"e2e": {"target": "dev", "outputs": {"dev": {
+        "type": "quail", "path": str(project / "e2e.duckdb"), "dialect": "snowflake",
+        "model": str(args.model_dir), "device": args.device, "precision": precision,
+        "cache_dir": "off", "threads": 1}}}}))
+    (project / "models" / "docs.sql").write_text(DBT_DOCS % paths["docs"])
+    (project / "models" / "ai_docs.sql").write_text(DBT_FILTER)
+    (project / "e2e.duckdb").unlink(missing_ok=True)
+    cmd = [sys.executable, "-c", "from dbt.cli.main import cli; cli()", "build", "--project-dir",
+           str(project), "--profiles-dir", str(project), "--log-path", str(project / "logs")]
+    code, process_s = _run(cmd, _env(args.workdir, name), min(args.query_timeout, clock.left()),
+                           project / "stdout.log")
+    row = {"workload": "filter", "path": "dbt", "precision": precision, "exit": code,
+           "process_s": process_s}
+    text = (project / "logs" / "dbt.log").read_text() if (project / "logs" / "dbt.log").exists() \
+        else ""
+    load = re.search(r"loaded model .* in ([\d.]+) s", text)
+    done = re.search(r"ai_docs: (\d+) rows, \d+ prompts run, \d+ answers from cache, (\d+) "
+                     r"tokens, ([\d.]+) s", text)
+    if code != 0 or not done:
+        row["error"] = (project / "stdout.log").read_text()[-1500:]
+        return row
+    load_s, wall_s = float(load.group(1)) if load else 0.0, float(done.group(3))
+    row.update(wall_s=wall_s, load_s=load_s, rows=int(done.group(1)))
+    return _rates(row, int(done.group(2)), int(done.group(2)), wall_s - load_s, None)
+
+
+def engine_rows(args, precision: str, tokenizer, paths: dict) -> list[dict]:
+    """The engine alone (GpuRunner over GpuCausalLM, loaded by infer/gpu/load.py) on the
+    corpora's token shapes."""
+    import pyarrow.parquet as pq
+    import torch
+
+    from bench.gpu import quail_runs
+    from bench.gpu.workloads import FilterWork, JoinWork
+    from quail_engine.infer.factory import PRECISIONS
+    from quail_engine.infer.gpu.engine import attach_arena
+    from quail_engine.infer.gpu.load import load_checkpoint
+    from quail_engine.infer.gpu.model import GpuCausalLM
+    from quail_engine.infer.gpu.paged_kv import PagedKVArena
+
+    cuda = args.device == "cuda"
+    t0 = time.perf_counter()
+    state, _, config = load_checkpoint(str(args.model_dir), args.device)
+    model = GpuCausalLM(config, state, device=args.device,
+                        dtype=torch.bfloat16 if cuda else torch.float32, **PRECISIONS[precision])
+    del state
+    if cuda:
+        torch.cuda.empty_cache()
+        attach_arena(model, args.kv_fraction)
+        torch.cuda.synchronize()
+    else:
+        model.arena = PagedKVArena(config.num_layers, config.num_kv_heads, config.head_dim, 512,
+                                   64, torch.float32, model.device)
+    load_s = time.perf_counter() - t0
+    enc = tokenizer.encode_batch
+    rows = []
+    if "filter" in args.workloads:
+        tail = enc([" Is this review positive? Answer yes or no.\nAnswer:"])[0]
+        docs = [t + tail for t in enc(pq.read_table(paths["docs"])["text"].to_pylist())]
+        run = quail_runs.run_filter(model, FilterWork(docs), args.token_budget)
+        rows.append(_engine_row("filter", precision, run, load_s, config,
+                                _filter_work(docs), cuda))
+    if "join" in args.workloads:
+        head = enc(["Does the report"])[0]
+        anchors = [head + t for t in enc(pq.read_table(paths["reports"])["text"].to_pylist())]
+        partners = [t + enc([" ? Answer yes or no.\nAnswer:"])[0]
+                    for t in enc(pq.read_table(paths["terms"])["term"].to_pylist())]
+        work = JoinWork(anchors, partners)
+        run = quail_runs.run_join(model, work, args.token_budget)
+        run["requested_tokens"] = sum(len(a) + len(p) for a in anchors for p in partners)
+        rows.append(_engine_row("join", precision, run, load_s, config,
+                                _join_work(anchors, partners), cuda))
+    del model
+    gc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
+    return rows
+
+
+def _filter_work(docs):
+    from quail_engine.plan.cost import Work, request_work
+
+    return sum((request_work(0, len(d), False) for d in docs), Work())
+
+
+def _join_work(anchors, partners):
+    from quail_engine.plan.cost import Work, request_work
+
+    total = Work()
+    for a in anchors:
+        total = total + request_work(len(a), 0, True)
+        for p in partners:
+            total = total + request_work(len(a), len(p), False)
+    return total
+
+
+def _engine_row(workload, precision, run, load_s, config, work, cuda) -> dict:
+    from quail_engine.plan.cost import ModelSpec, num_passes, seconds
+    from quail_engine.plan.device import device_spec
+
+    sol = seconds(ModelSpec.from_attrs(config), device_spec("cuda"), work,
+                  num_passes(work.fresh_tokens)) if cuda else None
+    row = {"workload": workload, "path": "engine", "precision": precision,
+           "wall_s": round(load_s + run["seconds"], 3), "load_s": round(load_s, 3),
+           "passes": run.get("passes")}
+    return _rates(row, run["fresh_tokens"], run["requested_tokens"], run["seconds"], sol)
+
+
+def table(rows: list[dict]) -> str:
+    head = ("| workload | path | precision | fresh tokens/s | requested tokens/min | wall s | "
+            "load s | run s | SoL s | x SoL | note |\n"
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    fmt = lambda v, f="{:,}": "-" if v is None else f.format(v)  # noqa: E731
+    lines = [f"| {r['workload']} | {r['path']} | {r['precision']} | "
+             f"{fmt(r.get('fresh_tokens_per_s'))} | {fmt(r.get('requested_tokens_per_min'))} | "
+             f"{fmt(r.get('wall_s'), '{:.2f}')} | {fmt(r.get('load_s'), '{:.2f}')} | "
+             f"{fmt(r.get('run_s'), '{:.2f}')} | {fmt(r.get('sol_seconds'), '{:.3g}')} | "
+             f"{fmt(r.get('x_sol'), '{:.1f}')} | {_note(r)} |" for r in rows]
+    return "\n".join([head, *lines])
+
+
+def _note(r: dict) -> str:
+    if r.get("error"):
+        return f"FAILED (exit {r.get('exit')})"
+    parts = [f"{r['fresh_tokens']:,} fresh / {r['requested_tokens']:,} requested tokens"]
+    if "process_s" in r:
+        parts.append(f"process {r['process_s']:.1f} s")
+    if "rows" in r:
+        parts.append(f"{r['rows']:,} rows out")
+    return "; ".join(parts)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    p.add_argument("--tiny", action="store_true",
+                   help="a tiny Qwen3-shaped model and short documents (CPU smoke)")
+    p.add_argument("--precisions", default="fp8,bf16")
+    p.add_argument("--workloads", default="filter,join")
+    p.add_argument("--paths", default="query,engine", help="query, engine, dbt (comma list)")
+    p.add_argument("--filter-docs", type=int, default=20000)
+    p.add_argument("--join-anchors", type=int, default=500)
+    p.add_argument("--join-partners", type=int, default=1100)
+    p.add_argument("--load-check", action="store_true",
+                   help="time the GPU loader vs the CPU load path and compare their models")
+    p.add_argument("--copy-sweep", default="", help="threads:MiB,... of the file->GPU copy")
+    p.add_argument("--workdir", type=Path, default=Path("/tmp/quail-e2e"))
+    p.add_argument("--tokenizer", type=Path, default=ROOT / ".carry" / "gputok")
+    p.add_argument("--prepare-tokenizer", action="store_true",
+                   help="write the gzipped tokenizer to --tokenizer and stop (CPU side)")
+    p.add_argument("--query-timeout", type=float, default=400.0)
+    p.add_argument("--budget-s", type=float, default=None,
+                   help="skip what would start past this many seconds")
+    p.add_argument("--kv-fraction", type=float, default=0.5)
+    p.add_argument("--token-budget", type=int, default=None)
+    p.add_argument("--keep-logs", action="store_true", help="subprocess logs under $OUT")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    for key in ("precisions", "workloads", "paths"):
+        setattr(args, key, [v for v in getattr(args, key).split(",") if v])
+    if args.device == "cpu":
+        args.precisions = ["bf16"]  # fp8 runs only on the GPU path
+        args.token_budget = args.token_budget or 256  # the GPU runner needs one off the GPU
+    args.model_dir = args.workdir / ("model-tiny" if args.tiny else "model-qwen3-4b")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    setup_logging()
+    if args.prepare_tokenizer:
+        log.info("tokenizer written to %s", prepare_tokenizer(args.tokenizer))
+        return 0
+    if args.device == "cpu":
+        os.environ.setdefault("TRITON_INTERPRET", "1")  # the engine path's kernels on the CPU
+    from quail_engine.infer.tokenizer import load_tokenizer
+
+    clock = Clock(args.budget_s)
+    res = Results("e2e_gpu.json")
+    res.data["command"] = " ".join(["python bench/e2e_gpu.py", *(argv or sys.argv[1:])])
+    if args.device == "cuda":
+        from bench.gpu.common import env_info
+        res.section("env", env_info)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    res.section("model_dir", write_model_dir, args.model_dir, args.tokenizer, args.tiny,
+                args.device, args.seed)
+    tokenizer = load_tokenizer(args.model_dir)
+    lengths = dict(doc_tokens=(20, 40), report_tokens=(100, 200)) if args.tiny else {}
+    paths = res.section("corpora", write_corpora, args.workdir / "data", tokenizer,
+                        args.filter_docs, args.join_anchors, args.join_partners, args.seed,
+                        **lengths)
+    if args.copy_sweep:
+        from bench.gpu.load_check import copy_sweep
+        res.section("copy_sweep", copy_sweep, args.model_dir,
+                    [tuple(int(x) for x in s.split(":")) for s in args.copy_sweep.split(",")])
+    if args.load_check:
+        from bench.gpu.load_check import check_load
+        res.section("load_check", check_load, args.model_dir, args.precisions)
+    rows: list[dict] = []
+
+    def add(key, fn, *a):
+        if clock.left() < 20:
+            log.warning("skipping %s: budget spent", key)
+            return
+        got = res.section(key, fn, *a)
+        rows.extend(r for r in (got if isinstance(got, list) else [got]) if "workload" in r)
+        res.data["rows"] = rows
+        res.path.write_text(json.dumps(res.data, indent=1, default=str))
+
+    for precision in args.precisions:
+        for workload in args.workloads:
+            if "query" in args.paths:
+                add(f"query_{workload}_{precision}", query_row, args, workload, precision, paths,
+                    clock)
+        if "engine" in args.paths:
+            add(f"engine_{precision}", engine_rows, args, precision, tokenizer, paths)
+        if "dbt" in args.paths and "filter" in args.workloads:
+            add(f"dbt_{precision}", dbt_row, args, precision, paths, clock)
+    md = table(rows)
+    (out_dir() / "e2e_gpu.md").write_text(md + "\n")
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

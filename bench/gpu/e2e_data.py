@@ -1,0 +1,130 @@
+"""Inputs of the end-to-end GPU bench (bench/e2e_gpu.py), made where it runs: a random-weight
+model directory in Hugging Face layout with a real tokenizer, and seeded Parquet corpora whose
+documents have the benchmark's token lengths under that tokenizer.
+
+The tokenizer travels gzipped (the embedded default model's, vocabulary 262,144):
+`python bench/e2e_gpu.py --prepare-tokenizer` writes it to .carry/gputok/ (git-ignored)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import shutil
+from pathlib import Path
+
+import torch
+
+from quail_engine.infer.gpu.random_weights import random_state_dict, shape_config
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                   "chat_template.jinja")
+VOCAB = 262144  # the carried tokenizer's (Gemma 3)
+TINY = dict(hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=16,
+            intermediate_size=128, max_position=8192)
+WORDS = """patient reported mild severe headache nausea after dose the of and with was in
+treatment week day hospital rash fever fatigue dizziness pain chest abdominal liver kidney
+elevated levels blood pressure heart rate increased decreased normal therapy drug study
+clinical trial adverse event onset resolved continued stopped discontinued follow visit
+baseline history diagnosis condition symptoms observed noted mg daily twice oral injection
+review product quality service delivery price great poor excellent terrible would recommend
+again customer order arrived late broken works well battery screen sound small large color
+because however although while during before since within without across between among
+""".split()
+TERMS = """acute kidney injury|drug induced liver injury|severe cutaneous reaction|anaphylaxis
+|QT interval prolongation|serotonin syndrome|neuroleptic malignant syndrome|rhabdomyolysis
+|Stevens Johnson syndrome|agranulocytosis|pancreatitis|interstitial lung disease
+|hypoglycaemia|lactic acidosis|angioedema|thrombocytopenia|hyponatraemia|seizure
+|peripheral neuropathy|tendon rupture""".replace("\n", "").split("|")
+
+
+def qwen3_4b_config(vocab_size: int, tiny: bool = False) -> dict:
+    """config.json of the Qwen3-4B shape (or a tiny one) with the tokenizer's vocabulary."""
+    c = shape_config("qwen3-4b", vocab_size=vocab_size, **(TINY if tiny else {}))
+    return {"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"],
+            "vocab_size": c.vocab_size, "hidden_size": c.hidden_size,
+            "intermediate_size": c.intermediate_size, "num_hidden_layers": c.num_layers,
+            "num_attention_heads": c.num_heads, "num_key_value_heads": c.num_kv_heads,
+            "head_dim": c.head_dim, "max_position_embeddings": c.max_position,
+            "rope_theta": c.rope_theta, "rms_norm_eps": c.rms_norm_eps,
+            "tie_word_embeddings": True, "bos_token_id": 2, "eos_token_id": 1,
+            "torch_dtype": "bfloat16"}
+
+
+def prepare_tokenizer(target: Path) -> Path:
+    """Gzip the embedded default model's tokenizer files into `target` (run on the CPU)."""
+    from quail_engine.infer.loader import resolve_model_dir
+
+    source = resolve_model_dir("default")
+    target.mkdir(parents=True, exist_ok=True)
+    for name in TOKENIZER_FILES:
+        if (source / name).exists():
+            with (source / name).open("rb") as src, gzip.open(target / f"{name}.gz", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+    return target
+
+
+def write_model_dir(path: Path, tokenizer_dir: Path, tiny: bool, device: str,
+                    seed: int = 0) -> dict:
+    """config.json + model.safetensors (random bf16 weights, drawn on `device`) + tokenizer
+    files in `path`; reused when its config already matches."""
+    from safetensors.torch import save_file
+
+    from quail_engine.infer.models import config_from_hf
+
+    hf = qwen3_4b_config(VOCAB, tiny)
+    config_file = path / "config.json"
+    if config_file.exists() and json.loads(config_file.read_text()) == hf and \
+            (path / "model.safetensors").exists():
+        return hf
+    path.mkdir(parents=True, exist_ok=True)
+    for name in TOKENIZER_FILES:
+        if (tokenizer_dir / f"{name}.gz").exists():
+            (path / name).write_bytes(gzip.open(tokenizer_dir / f"{name}.gz").read())
+    state = random_state_dict(config_from_hf(hf), seed=seed, device=device, dtype=torch.bfloat16)
+    save_file({k: v.cpu() for k, v in state.items()}, str(path / "model.safetensors"),
+              metadata={"format": "pt"})
+    config_file.write_text(json.dumps(hf, indent=1))
+    return hf
+
+
+def _text(rng: random.Random, num_tokens: int, word_tokens: dict[str, int]) -> str:
+    words, n = [], 0
+    while n < num_tokens:
+        w = rng.choice(WORDS)
+        words.append(w)
+        n += word_tokens[w]
+    return " ".join(words)
+
+
+def word_tokens(tokenizer) -> dict[str, int]:
+    """Tokens each word takes after a space (a text's count is close to their sum)."""
+    return {w: len(ids) for w, ids in zip(WORDS, tokenizer.encode_batch([" " + w for w in WORDS]))}
+
+
+def write_corpora(directory: Path, tokenizer, filter_docs: int, join_anchors: int,
+                  join_partners: int, seed: int = 0, doc_tokens: tuple[int, int] = (200, 400),
+                  report_tokens: tuple[int, int] = (3500, 4500)) -> dict[str, Path]:
+    """docs(id, text) of ~300 tokens; reports(id, text) of ~4,000 tokens; terms(id, term) of
+    ~15 tokens (a reaction name and a qualifier): Parquet files under `directory`."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = random.Random(seed)
+    sizes = word_tokens(tokenizer)
+    directory.mkdir(parents=True, exist_ok=True)
+    tables = {
+        "docs": {"id": list(range(filter_docs)),
+                 "text": [_text(rng, rng.randint(*doc_tokens), sizes) for _ in range(filter_docs)]},
+        "reports": {"id": list(range(join_anchors)),
+                    "text": [_text(rng, rng.randint(*report_tokens), sizes)
+                             for _ in range(join_anchors)]},
+        "terms": {"id": list(range(join_partners)),
+                  "term": [f"{rng.choice(TERMS)} {_text(rng, rng.randint(6, 10), sizes)}"
+                           for _ in range(join_partners)]},
+    }
+    paths = {}
+    for name, columns in tables.items():
+        paths[name] = directory / f"{name}.parquet"
+        pq.write_table(pa.table(columns), paths[name])
+    return paths
