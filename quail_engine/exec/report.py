@@ -44,7 +44,8 @@ class OpReport:
 class Report:
     ops: dict[int, OpReport] = field(default_factory=dict)
     wall_s: float = 0.0
-    sol_seconds: float = 0.0
+    sol_seconds: float = 0.0            # speed of light on the device's datasheet peak
+    sol_seconds_sustained: float = 0.0  # ... on its measured sustained ceilings (GPUs)
     device: str = ""
     model: str = ""
     plans: list[str] = field(default_factory=list)
@@ -84,6 +85,7 @@ class Report:
             "operators": [self.ops[k].to_json() for k in sorted(self.ops)],
             "wall_s": self.wall_s, "fresh_tokens": self.fresh_tokens,
             "requested_tokens": self.requested_tokens, "sol_seconds": self.sol_seconds,
+            "sol_seconds_sustained": self.sol_seconds_sustained,
             "cache_hits": self.cache_hits, "truncated": self.truncated, "rows": self.rows,
             "load_s": self.load_s, "device": self.device, "model": self.model, "plans": self.plans,
             "remarks": self.remarks,

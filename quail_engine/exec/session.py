@@ -148,6 +148,9 @@ class QuailSession:
         self._registered = []
         self.cache.close()
 
+    def _device_name(self) -> str:
+        return "cuda" if str(self.device).startswith("cuda") else "cpu"
+
     def _fresh_tokens(self) -> int:
         """The engine's token counter, read by the progress display; loads nothing."""
         engine = self._engine._engine
@@ -171,8 +174,7 @@ class QuailSession:
         spec = (ModelSpec.from_attrs(config, name=name) if config is not None
                 else ModelSpec("unknown", 30, 576, 9, 3, 64, 1536, 49152))
         if self.device_spec is None:  # probed once per session: every figure uses the same
-            self.device_spec = device_spec("cuda" if str(self.device).startswith("cuda")
-                                           else "cpu")
+            self.device_spec = device_spec(self._device_name(), self.precision or "bf16")
         return spec, self.device_spec
 
     def _finish(self, start: float, rows: int) -> None:
@@ -183,7 +185,14 @@ class QuailSession:
         if rep.ops and self._engine._engine is not None:
             spec, dev = self._specs()
             work = rep.total_work()
-            rep.sol_seconds = seconds(spec, dev, work, num_passes(work.fresh_tokens))
+            passes = num_passes(work.fresh_tokens)
+            rep.sol_seconds_sustained = seconds(spec, dev, work, passes)
+            rep.sol_seconds = rep.sol_seconds_sustained
+            if self._device_name() == "cuda":
+                from quail_engine.plan.device import device_spec
+
+                sheet = device_spec("cuda", self.precision or "bf16", datasheet=True)
+                rep.sol_seconds = seconds(spec, sheet, work, passes)
             rep.device = dev.name
             rep.model = self.engine.model_id
         for op_id, o in rep.ops.items():
