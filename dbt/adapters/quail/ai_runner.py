@@ -99,7 +99,8 @@ class AiRunner:
             try:
                 table = session.execute(sql, dialect)
             except QuailError as exc:
-                raise DbtRuntimeError(f"quail could not run {model_name}: {exc}") from exc
+                raise DbtRuntimeError(
+                    f"quail could not run {model_name}: {_for_dbt(exc, sql, dialect)}") from exc
             finally:
                 session.close()
         report = session.report
@@ -150,9 +151,26 @@ class AiRunner:
                              self.options.get("max_new_tokens"))
 
 
+def _for_dbt(exc: Exception, sql: str, dialect: str) -> Exception:
+    """`exc` in a dbt user's terms: a missing table is built upstream, not passed with --table,
+    and SQL of another warehouse names the `quail_dialect` to set."""
+    from quail_engine.errors import ExecutionError, SqlError
+    from quail_engine.exec.user_errors import MissingTableError
+    from quail_engine.sql.dialect_guess import with_dialect_hint
+
+    if isinstance(exc, MissingTableError):
+        exc = MissingTableError(exc.table, exc.sql, exc.suggestion,
+                                hint="build it first (a seed, a source or an upstream model)")
+    if isinstance(exc, (SqlError, ExecutionError)):
+        exc = with_dialect_hint(exc, sql, dialect, "set quail_dialect='{name}' on the model "
+                                                   "(or dialect: {name} in the profile)")
+    return exc
+
+
 def _refuse_ai_views(sql: str, cursor: Any, model_name: str) -> None:
-    """An AI statement must not read a view that calls AI functions: the executor holds the
-    device while it scans, and the view's functions would wait for it forever."""
+    """An AI statement must not read a view that calls AI functions (only databases built by
+    earlier versions hold them): the executor holds the device while it scans, and the view's
+    functions would wait for it forever."""
     views = cursor.execute("select view_name from duckdb_views() "
                            "where sql ilike '%quail_ai_%'").fetchall()
     lowered = sql.lower()
@@ -160,5 +178,5 @@ def _refuse_ai_views(sql: str, cursor: Any, model_name: str) -> None:
         if re.search(rf"(?<![\w$]){re.escape(name.lower())}(?![\w$])", lowered):
             raise DbtRuntimeError(
                 f"{model_name} runs AI functions over the view {name!r}, which calls AI "
-                "functions itself; materialize that view as a table (AI views are for reading "
-                "directly, e.g. with dbt show)")
+                "functions itself (built by an earlier version of dbt-quail); rebuild it with "
+                f"`dbt run --select {name}`, which makes it a table")

@@ -1,11 +1,10 @@
-"""AI functions that live inside DuckDB, for views: DuckDB evaluates a view when it is read, by
-any later connection, so its AI calls must be functions every connection knows.
+"""AI functions inside DuckDB for views that earlier versions built with AI calls.
 
-A view's SQL is parsed once; each AI operator becomes `quail_ai_<hash>` (a name stable in the
-operator's content) and the view's source is recorded in `main.quail_ai_functions`. Every
-connection dbt opens re-registers the recorded functions (the model loads on first call). Each
-call answers one DuckDB vector of rows in a batch, through the executor's OpRunner, holding the
-device's lock.
+Such a view calls `quail_ai_<hash>` functions, recorded with their source SQL in
+`main.quail_ai_functions`; every connection dbt opens on that database registers them again, so
+the view stays readable inside dbt until its model is rebuilt (the view materialization now
+builds an AI model as a table). Each call answers one DuckDB vector of rows in a batch, through
+the executor's OpRunner, holding the device's lock.
 """
 
 from __future__ import annotations
@@ -20,26 +19,6 @@ from dbt.adapters.events.logging import AdapterLogger
 logger = AdapterLogger("Quail")
 REGISTRY = "main.quail_ai_functions"
 _CALL = re.compile(r"\bquail_ai_(\d+)\s*\(", re.I)
-
-
-def ai_view_sql(sql: str, dialect: str, cursor: Any, database: Any, runner: Any) -> str:
-    """The view body in DuckDB SQL with stable AI function names, recorded through `cursor`
-    and registered on `database` (the long-lived connection)."""
-    from quail_engine.exec.udfs import prepare_sql
-    from quail_engine.sql.query import parse
-
-    parsed = parse(sql, dialect)
-    if not parsed.ai_ops:
-        return parsed.duckdb_sql
-    names = [_stable_name(dialect, op) for op in parsed.ai_ops]
-    body = _CALL.sub(lambda m: f"{names[int(m.group(1))]}(", prepare_sql(parsed.duckdb_sql))
-    cursor.execute(f"create table if not exists {REGISTRY} "
-                   "(name varchar, dialect varchar, source_sql varchar)")
-    for name in names:
-        cursor.execute(f"delete from {REGISTRY} where name = ?", [name])
-        cursor.execute(f"insert into {REGISTRY} values (?, ?, ?)", [name, dialect, sql])
-    _register(database, zip(names, parsed.ai_ops), runner)
-    return body
 
 
 def register_ai_functions(database: Any, runner: Any) -> None:

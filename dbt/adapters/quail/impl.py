@@ -21,9 +21,8 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.quail.ai_runner import AiRunner
-from dbt.adapters.quail.connections import QuailConnectionManager, database_connection
+from dbt.adapters.quail.connections import QuailConnectionManager
 from dbt.adapters.quail.credentials import check_dialect
-from dbt.adapters.quail.functions import ai_view_sql
 from dbt.adapters.quail.sql_routing import has_ai_functions, to_duckdb
 from quail_engine.errors import QuailError
 
@@ -79,20 +78,28 @@ class QuailAdapter(DuckDBAdapter):
         return f'select * from "{name}"'
 
     @available
-    def quail_view_sql(self, sql: str, dialect: str | None = None) -> str:
-        """A view's body in DuckDB SQL; its AI calls become AI functions inside DuckDB."""
-        dialect = self.quail_dialect(dialect)
+    def quail_is_ai_sql(self, sql: str, dialect: str | None = None) -> bool:
+        """True when `sql` (in the model's dialect) calls AI functions: the view
+        materialization builds such a model as a table."""
         if not has_ai_functions(sql):
-            return to_duckdb(sql, dialect)
-        runner = AiRunner.for_credentials(self.config.credentials)
-        root = database_connection()
-        if root is None:
-            raise DbtRuntimeError("AI views need a local DuckDB database")
+            return False
+        from quail_engine.sql.query import parse
+
         try:
-            with QuailConnectionManager._LOCK:
-                return ai_view_sql(sql, dialect, self._raw_cursor(), root, runner)
-        except QuailError as exc:
-            raise DbtRuntimeError(f"quail could not create an AI view: {exc}") from exc
+            return bool(parse(sql, self.quail_dialect(dialect)).ai_ops)
+        except QuailError:
+            return True  # AI-looking SQL that does not parse: the table path reports why
+
+    @available
+    def quail_view_sql(self, sql: str, dialect: str | None = None) -> str:
+        """A view's body in DuckDB SQL. AI calls are refused: the view materialization builds
+        an AI model as a table, and a view reaching here by another road would fail for every
+        reader outside dbt."""
+        dialect = self.quail_dialect(dialect)
+        if has_ai_functions(sql) and self.quail_is_ai_sql(sql, dialect):
+            raise DbtRuntimeError("a view cannot call AI functions: readers outside dbt could "
+                                  "not evaluate them; materialize it as a table")
+        return to_duckdb(sql, dialect)
 
     def _raw_cursor(self) -> Any:
         connection = self.connections.get_thread_connection()

@@ -1,5 +1,5 @@
-{#- Views run on DuckDB as they are read: translate their SQL, and let their AI calls go to the
-    AI functions registered inside DuckDB. -#}
+{#- Views run on DuckDB as they are read: translate their SQL to DuckDB. A model with AI calls
+    never gets here as a view (materializations/view.sql builds it as a table). -#}
 {% macro quail__create_view_as(relation, sql) -%}
   {%- if execute -%}
     {%- set sql = adapter.quail_view_sql(sql, quail_config_dialect()) -%}
