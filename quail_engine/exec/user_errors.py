@@ -118,4 +118,4 @@ def _message_lines(message: str) -> list[str]:
 
 def _in(sql: str) -> str:
     quoted = quote_sql(sql)
-    return f"\n  in: {quoted}" if quoted else ""
+    return f" in: {quoted}" if quoted else ""

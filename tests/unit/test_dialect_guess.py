@@ -66,3 +66,10 @@ def test_dialect_help_names_the_default(command, capsys):
         main([command, "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert "snowflake | bigquery | databricks | duckdb (default: duckdb)" in help_text
+
+
+def test_transpile_with_the_wrong_read_dialect_says_which_one(capsys):
+    assert main(["transpile", "-e", DBX_QUERY, "--read", "snowflake", "--write", "duckdb"]) == 2
+    assert "this looks like Databricks SQL: use --read databricks" in capsys.readouterr().err
+    assert main(["transpile", "-e", BQ_IF, "--read", "snowflake", "--write", "databricks"]) == 0
+    assert "this looks like BigQuery SQL: use --read bigquery" in capsys.readouterr().err
