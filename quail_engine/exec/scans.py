@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from quail_engine.errors import ExecutionError
+from quail_engine.exec.user_errors import scan_error
 
 
 @dataclass
@@ -58,8 +58,7 @@ def load_scan(con, relation) -> ScanData:
                else relation.scan_sql)
         table = query_arrow(con, sql)
     except Exception as exc:  # duckdb raises many types; all mean the scan cannot run
-        raise ExecutionError(f"cannot scan relation {relation.alias!r}: {exc}\n  in: "
-                             f"{relation.scan_sql}") from exc
+        raise scan_error(exc, relation.alias) from exc
     rows = table.to_pylist()
     keys = frozenset(c for c in columns if c.startswith("k_"))
     return ScanData(relation.alias, columns, rows, keys)

@@ -86,6 +86,17 @@ def statement_error(exc: BaseException, parsed, prefix: str = "") -> ExecutionEr
     return ExecutionError(f"{prefix}{text}{_in(source)}")
 
 
+def scan_error(exc: BaseException, alias: str) -> ExecutionError:
+    """The ExecutionError for DuckDB's `exc` while scanning the relation `alias` (its scan is
+    rewritten SQL: not quoted)."""
+    problem = file_problem(str(exc))
+    if problem:
+        return ExecutionError(f"cannot read {problem[0] or alias!r}: {problem[1]}")
+    lines = _message_lines(str(exc))
+    return ExecutionError(f"cannot scan relation {alias!r}: "
+                          f"{scrub(' '.join(lines) or type(exc).__name__)}")
+
+
 def file_problem(message: str) -> tuple[str | None, str] | None:
     """(file, reason) when DuckDB's `message` says a data file cannot be read, else None.
     `file` is None where DuckDB's message does not name it."""

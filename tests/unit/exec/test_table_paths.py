@@ -107,3 +107,14 @@ def test_other_unreadable_files_are_one_line(tmp_path, capsys, name, words):
 def test_a_folder_is_not_a_table_file(tmp_path, capsys):
     (tmp_path / "data.csv").mkdir()
     assert "is a folder, not a file" in query_error(capsys, f"t={tmp_path / 'data.csv'}")
+
+
+def test_a_bad_byte_met_while_scanning_for_an_ai_filter_names_the_file(tmp_path, capsys):
+    rows = b"".join(f"{i},fine text\n".encode() for i in range(30_000))
+    (tmp_path / "deep.csv").write_bytes(b"id,review\n" + rows + b"30001,caf\xe9\n")
+    assert main(["query", "-e", "SELECT id FROM t WHERE ai_filter('Is {0} good?', review)", "-q",
+                 "--table", f"t={tmp_path / 'deep.csv'}", "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        f"quail query: error: cannot read {str(tmp_path / 'deep.csv')!r}: line 30002 is not "
+        "UTF-8 text (re-encode the file as UTF-8)"]
