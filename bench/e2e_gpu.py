@@ -1,7 +1,7 @@
 """End-to-end GPU bench: the product as a user runs it (`quail query`, optionally `dbt build`)
 beside the engine alone, on the same random-weight Qwen3-4B-shaped model and the same corpora.
 
-One command on the H200 (the device call carries .whl/ and .carry/gputok/; see --help):
+One command on the H200 (the device call carries .carry/e2e, made by --prepare on the CPU):
   (a) writes the model directory in Hugging Face layout (config.json, model.safetensors, the
       embedded default model's tokenizer, vocabulary 262,144),
   (b) writes seeded Parquet corpora (filter: docs of ~300 tokens; join: reports of ~4,000
@@ -12,9 +12,12 @@ One command on the H200 (the device call carries .whl/ and .carry/gputok/; see -
 and writes e2e_gpu.json + e2e_gpu.md under $OUT (or bench/results/local).
 Rates count time after the model is loaded (QUAIL-B's rule); load_s and wall_s are beside them.
 
-    python bench/e2e_gpu.py --prepare-tokenizer            # once, on the CPU
-    python bench/e2e_gpu.py --device cpu --tiny            # CPU smoke run of every path
-    python bench/e2e_gpu.py --filter-docs 2000 --join-anchors 4 --load-check   # on the H200
+    python bench/e2e_gpu.py --prepare                      # once, on the CPU
+    python bench/e2e_gpu.py --device cpu --tiny --paths query,engine,dbt   # CPU smoke run
+  on the H200 (device call: carry [".carry/e2e"]):
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
+        .carry/e2e/whl/*.whl && PYTHONPATH=/tmp/site python3 bench/e2e_gpu.py \
+        --filter-docs 2000 --join-anchors 2 --paths query,engine,dbt --load-check
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,7 +39,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.gpu.common import Results, out_dir, setup_logging  # noqa: E402
-from bench.gpu.e2e_data import prepare_tokenizer, write_corpora, write_model_dir  # noqa: E402
+from bench.gpu.e2e_data import (  # noqa: E402
+    prepare_tokenizer,
+    prepare_wheels,
+    write_corpora,
+    write_model_dir,
+)
 
 log = logging.getLogger("e2e_gpu")
 
@@ -133,6 +142,7 @@ def dbt_row(args, precision: str, paths: dict, clock: Clock) -> dict:
     (project / "models" / "docs.sql").write_text(DBT_DOCS % paths["docs"])
     (project / "models" / "ai_docs.sql").write_text(DBT_FILTER)
     (project / "e2e.duckdb").unlink(missing_ok=True)
+    shutil.rmtree(project / "logs", ignore_errors=True)  # dbt appends to its log
     cmd = [sys.executable, "-c", "from dbt.cli.main import cli; cli()", "build", "--project-dir",
            str(project), "--profiles-dir", str(project), "--log-path", str(project / "logs")]
     code, process_s = _run(cmd, _env(args.workdir, name), min(args.query_timeout, clock.left()),
@@ -273,9 +283,10 @@ def parse_args(argv):
                    help="time the GPU loader vs the CPU load path and compare their models")
     p.add_argument("--copy-sweep", default="", help="threads:MiB,... of the file->GPU copy")
     p.add_argument("--workdir", type=Path, default=Path("/tmp/quail-e2e"))
-    p.add_argument("--tokenizer", type=Path, default=ROOT / ".carry" / "gputok")
-    p.add_argument("--prepare-tokenizer", action="store_true",
-                   help="write the gzipped tokenizer to --tokenizer and stop (CPU side)")
+    p.add_argument("--carry", type=Path, default=ROOT / ".carry" / "e2e",
+                   help="tok/ (gzipped tokenizer) and whl/ (wheels) for the GPU machine")
+    p.add_argument("--prepare", action="store_true",
+                   help="write --carry's tok/ and whl/ and stop (on the CPU, with network)")
     p.add_argument("--query-timeout", type=float, default=400.0)
     p.add_argument("--budget-s", type=float, default=None,
                    help="skip what would start past this many seconds")
@@ -296,8 +307,9 @@ def parse_args(argv):
 def main(argv=None) -> int:
     args = parse_args(argv)
     setup_logging()
-    if args.prepare_tokenizer:
-        log.info("tokenizer written to %s", prepare_tokenizer(args.tokenizer))
+    if args.prepare:
+        log.info("wrote %s and %s", prepare_tokenizer(args.carry / "tok"),
+                 prepare_wheels(args.carry / "whl"))
         return 0
     if args.device == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")  # the engine path's kernels on the CPU
@@ -310,7 +322,7 @@ def main(argv=None) -> int:
         from bench.gpu.common import env_info
         res.section("env", env_info)
     args.workdir.mkdir(parents=True, exist_ok=True)
-    res.section("model_dir", write_model_dir, args.model_dir, args.tokenizer, args.tiny,
+    res.section("model_dir", write_model_dir, args.model_dir, args.carry / "tok", args.tiny,
                 args.device, args.seed)
     tokenizer = load_tokenizer(args.model_dir)
     lengths = dict(doc_tokens=(20, 40), report_tokens=(100, 200)) if args.tiny else {}

@@ -2,8 +2,11 @@
 model directory in Hugging Face layout with a real tokenizer, and seeded Parquet corpora whose
 documents have the benchmark's token lengths under that tokenizer.
 
-The tokenizer travels gzipped (the embedded default model's, vocabulary 262,144):
-`python bench/e2e_gpu.py --prepare-tokenizer` writes it to .carry/gputok/ (git-ignored)."""
+What the GPU machine lacks travels in .carry/e2e/ (git-ignored; ~50 MB of the 64 MiB a device
+call may carry), written on the CPU by `python bench/e2e_gpu.py --prepare`: tok/, the embedded
+default model's tokenizer gzipped (vocabulary 262,144), and whl/, cp312 manylinux wheels of
+duckdb, sqlglot and the dbt stack minus what the machine has (the modules a `dbt build` of a
+`type: quail` project imports, read off a local run)."""
 
 from __future__ import annotations
 
@@ -36,6 +39,32 @@ TERMS = """acute kidney injury|drug induced liver injury|severe cutaneous reacti
 |Stevens Johnson syndrome|agranulocytosis|pancreatitis|interstitial lung disease
 |hypoglycaemia|lactic acidosis|angioedema|thrombocytopenia|hyponatraemia|seizure
 |peripheral neuropathy|tendon rupture""".replace("\n", "").split("|")
+
+
+CARRY_WHEELS = """duckdb==2.0.1 sqlglot==30.30.0 dbt-core==1.12.0 dbt-adapters==1.24.5
+dbt-common==1.39.0 dbt-duckdb==1.11.1 dbt-extractor==0.6.0 dbt-protos==1.0.615 agate==1.9.1
+babel==2.19.0 daff==1.4.2 isodate==0.7.2 leather==0.4.1 parsedatetime==2.6 python-slugify==9.2.0
+text-unidecode==1.3 pytimeparse==1.1.10 mashumaro==3.17 metricflow==0.213.0 more-itertools==10.8.0
+importlib-metadata==10.2.0 lazy-importer==0.1.0 opentelemetry-api==1.45.2 pydantic==2.14.4
+pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5 typing-extensions==4.16.0
+python-dotenv==1.2.4 pytz==2026.6 referencing==0.37.0 rpds-py==2026.9.1 jsonschema==4.26.0
+jsonschema-specifications==2025.9.1 snowplow-tracker==1.1.0 sqlparse==0.5.5 click==8.5.1
+protobuf==6.33.6 deepdiff==8.6.2 orderly-set==5.5.0""".split()
+PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
+             "manylinux2014_x86_64", "manylinux1_x86_64")
+
+
+def prepare_wheels(target: Path) -> Path:
+    """pip download (no dependencies) of CARRY_WHEELS for CPython 3.12 on x86-64 Linux."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+           "--python-version", "3.12", "--implementation", "cp", "-d", str(target)]
+    for platform in PLATFORMS:
+        cmd += ["--platform", platform]
+    subprocess.run(cmd + CARRY_WHEELS, check=True)
+    return target
 
 
 def qwen3_4b_config(vocab_size: int, tiny: bool = False) -> dict:
