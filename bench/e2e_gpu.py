@@ -280,7 +280,8 @@ def parse_args(argv):
     p.add_argument("--join-anchors", type=int, default=500)
     p.add_argument("--join-partners", type=int, default=1100)
     p.add_argument("--load-check", action="store_true",
-                   help="time the GPU loader vs the CPU load path and compare their models")
+                   help="time the GPU loader vs the CPU load path (bf16 and fp8) and compare "
+                        "the models they build")
     p.add_argument("--copy-sweep", default="", help="threads:MiB,... of the file->GPU copy")
     p.add_argument("--workdir", type=Path, default=Path("/tmp/quail-e2e"))
     p.add_argument("--carry", type=Path, default=ROOT / ".carry" / "e2e",
@@ -335,7 +336,7 @@ def main(argv=None) -> int:
                     [tuple(int(x) for x in s.split(":")) for s in args.copy_sweep.split(",")])
     if args.load_check:
         from bench.gpu.load_check import check_load
-        res.section("load_check", check_load, args.model_dir, args.precisions)
+        res.section("load_check", check_load, args.model_dir, ["bf16", "fp8"])
     rows: list[dict] = []
 
     def add(key, fn, *a):
