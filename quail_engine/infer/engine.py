@@ -117,8 +117,9 @@ class LocalEngine:
         jobs = [SeqJob(list(requests[i].tokens), prefixes[i], vocab=self._vocab(requests[i].readout))
                 for i in one_step]
         self.runner.run(jobs)
-        for i, job in zip(one_step, jobs):
-            answers[i] = self._one_step_answer(requests[i].readout, job.logits)
+        for i, answer in zip(one_step, self._one_step_answers(
+                [requests[i].readout for i in one_step], [job.logits for job in jobs])):
+            answers[i] = answer
         if forced:
             seqs = [(prefixes[i], list(requests[i].tokens)) for i in forced]
             by_labels = [self._labels(requests[i].readout) for i in forced]
@@ -168,6 +169,29 @@ class LocalEngine:
         if isinstance(ro, LabelReadout):
             return self._labels(ro).first_step_scores(logits)
         return self._booleans(ro).margins(logits)
+
+    def _one_step_answers(self, readouts: Sequence[Any], logits: Sequence[torch.Tensor]
+                          ) -> list[Answer]:
+        """Answers of one-step readouts; boolean and score readouts that share token sets and
+        calibration are scored as one [N, vocab] block (one tensor op per group, not per row)."""
+        out: list[Answer | None] = [None] * len(readouts)
+        groups: dict[tuple, list[int]] = {}
+        for i, ro in enumerate(readouts):
+            if isinstance(ro, (BooleanReadout, ScoreReadout)):
+                groups.setdefault((type(ro), self._reference_key(ro) or ("raw",
+                                   ro.true_words, ro.false_words)), []).append(i)
+            else:
+                out[i] = self._one_step_answer(ro, logits[i])
+        for (kind, _), rows in groups.items():
+            ro = readouts[rows[0]]
+            raw = self._booleans(ro).margins(torch.cat([logits[i] for i in rows]))
+            ref = self._reference(ro)
+            margins = (raw - ref if ref is not None else raw).float().tolist()
+            for i, margin in zip(rows, margins):
+                p = sigmoid(margin)
+                out[i] = (Answer(value=p, score=p, margin=margin) if kind is ScoreReadout
+                          else Answer(value=margin > 0, score=p, margin=margin))
+        return out  # type: ignore[return-value]
 
     def _one_step_answer(self, ro: Any, logits: torch.Tensor) -> Answer:
         raw = self._raw_scores(ro, logits)[0]
