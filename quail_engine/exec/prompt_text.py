@@ -44,17 +44,18 @@ class PromptText:
         return cls(codec, lambda: engine_getter().model_id, tokens_dir)
 
     @classmethod
-    def of_model(cls, spec: str, tokens_dir: str | Path | None = None
+    def of_model(cls, spec: str, tokens_dir: str | Path | None = None, variant: str = ""
                  ) -> tuple[PromptText, Callable[[], object]]:
         """Text side of the model `spec` names (its tokenizer alone, loaded when first needed;
         the model resolved — a GGUF converted — when first needed), and a callable giving the
-        model's config (for the cost model) without reading weights."""
+        model's config (for the cost model) without reading weights. `variant`: settings that
+        change answers beyond the model's files (appended to its identity)."""
         from functools import cache
 
         from quail_engine.infer.model_ref import ModelRef
 
         ref = cache(lambda: ModelRef.resolve(spec))
-        return (cls(lambda: ref().codec(), lambda: ref().identity, tokens_dir),
+        return (cls(lambda: ref().codec(), lambda: ref().identity + variant, tokens_dir),
                 lambda: ref().config())
 
     @property

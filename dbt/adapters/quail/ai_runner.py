@@ -33,6 +33,7 @@ class AiRunner:
         route_stages(logger.info)  # the engine's stage messages (model conversion, load, probe)
         self.options = options
         self._row_runner: Any = None
+        self._text: Any = None
 
     @classmethod
     def for_credentials(cls, credentials: Any) -> AiRunner:
@@ -75,6 +76,21 @@ class AiRunner:
                 self._ENGINES[key] = self._load_engine()
             return self._ENGINES[key]
 
+    def prompt_text(self) -> tuple[Any, Any]:
+        """The model's tokenizer side (no weights) and config, shared by this runner's
+        sessions: a model whose answers are all cached is never loaded. The profile's limits
+        that change answers (context, generated length) are part of the identity."""
+        if self._text is None:
+            from quail_engine.exec.prompt_text import PromptText
+            from quail_engine.settings import cache_path
+
+            spec = self.options["model"] or "default"
+            limits = (self.options.get("max_context"), self.options.get("max_new_tokens"))
+            tokens = cache_path("tokens") if self.cache_dir is not None else None
+            self._text = PromptText.of_model(spec, tokens_dir=tokens, variant=(
+                f"|limits={limits}" if any(limits) else ""))
+        return self._text
+
     def check_model(self) -> None:
         engine = self.engine()
         logger.info(f"model {engine.model_id} loads on {self.device}")
@@ -92,8 +108,10 @@ class AiRunner:
         from quail_engine.exec.session import QuailSession
 
         _refuse_ai_views(sql, cursor, model_name)
+        text, model_config = self.prompt_text()
         session = QuailSession(cursor, engine_factory=self.engine, cache_dir=self.cache_dir,
-                               device=self.device)
+                               device=self.device, text=text, model_config=model_config,
+                               precision=self.options.get("precision") or "bf16")
         with self._statement_lock():
             logger.info(f"{model_name}: running AI operators ({dialect} SQL) on {self.device}")
             try:
