@@ -1,4 +1,4 @@
-"""Answers stored by content - (model id, rendered prompt, readout) - in a local SQLite file.
+"""Answers stored by content - (model identity, rendered prompt, readout) - in a local SQLite file.
 
 SQLite in WAL mode commits every batch, so answers computed before a crash or Ctrl-C are kept and
 a re-run (or a dbt model over a grown table) computes only what is new.
@@ -17,9 +17,21 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 
-def answer_key(model_id: str, prompt: str, readout: object) -> str:
-    text = "\x00".join((model_id, repr(readout), prompt))
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+def answer_key(identity: str, readout: str, prefix_digest: bytes, suffix: str) -> str:
+    """Key of one answer: the model's identity, the readout (with its calibration and
+    precision), the document part of the prompt by its digest (`text_digest`, computed once per
+    distinct document, so a join does not hash its anchor once per partner) and the question."""
+    h = hashlib.sha256()
+    for part in (identity, readout):
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+    h.update(prefix_digest)
+    h.update(suffix.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def text_digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
 class AnswerCache:

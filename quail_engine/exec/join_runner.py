@@ -60,18 +60,20 @@ def _run_ai_step(step: JoinStep, pairs: list[dict[str, int]], scans, ai_ops, run
     rep = runner.report.op(step.op, op.op)
     values = [_values(step.op, op, scans, p) for p in pairs]
     need = [v for v in dict.fromkeys(values) if not store.has(step.op, v)]
-    by_anchor: dict[str, list[tuple]] = {}
+    by_anchor: dict[tuple, list[tuple]] = {}  # anchor's binding values -> its pairs
+    slots = layout.doc_slots
     for v in need:
         if any(x is None for x in v):
             store.put(step.op, v, None)
             continue
-        by_anchor.setdefault(layout.texts(v)[0], []).append(v)
+        by_anchor.setdefault(tuple(v[i] for i in slots), []).append(v)
     anchors = list(by_anchor)
     for c in range(0, len(anchors), ANCHORS_PER_CHUNK):
         chunk = [v for a in anchors[c:c + ANCHORS_PER_CHUNK] for v in by_anchor[a]]
         kv = runner.doc_kv()
-        if carry is not None:
-            kv.take(carry, anchors[c:c + ANCHORS_PER_CHUNK])
+        if carry is not None:  # the anchors' documents, as the filters left them resident
+            kv.take(carry, [layout.texts(by_anchor[a][0])[0]
+                            for a in anchors[c:c + ANCHORS_PER_CHUNK]])
         try:
             for v, ans in zip(chunk, runner.answer(step.op, layout, chunk, kv=kv)):
                 store.put(step.op, v, ans)

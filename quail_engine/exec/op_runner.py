@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from quail_engine.errors import ExecutionError
-from quail_engine.exec.answer_cache import AnswerCache, answer_key
+from quail_engine.exec.answer_cache import AnswerCache, answer_key, text_digest
 from quail_engine.exec.doc_kv import DocKV
 from quail_engine.exec.prompt_text import PromptText
 from quail_engine.exec.prompts import OpPrompt, sql_value
@@ -91,14 +91,21 @@ class OpRunner:
         start = time.perf_counter()
         out: list[object] = [None] * len(rows)
         texts: dict[int, tuple[str, str]] = {}
+        render = _TextMemo(layout)
         for i, values in enumerate(rows):
             if any(v is None for v in values):
                 rep.nulls += 1
             else:
-                texts[i] = layout.texts(values)
+                texts[i] = render(values)
         cache_readout = self.cache_readout(layout)
         identity = self.text.identity
-        keys = {i: answer_key(identity, p + s, cache_readout) for i, (p, s) in texts.items()}
+        digests: dict[str, bytes] = {}
+        keys = {}
+        for i, (p, s) in texts.items():
+            digest = digests.get(p)
+            if digest is None:
+                digest = digests[p] = text_digest(p)
+            keys[i] = answer_key(identity, cache_readout, digest, s)
         cached = self.cache.get_many(keys.values())
         rep.cache_hits += len(cached)
         todo: list[int] = []
@@ -247,6 +254,33 @@ class OpRunner:
         rep.truncated += 1
         keep_tail = min(len(tokens), max(1, limit // 2))
         return tokens[:max(0, limit - keep_tail)] + tokens[len(tokens) - keep_tail:]
+
+
+class _TextMemo:
+    """`layout.texts(values)` with each distinct document and each distinct question rendered
+    once: a shared layout's prefix depends only on its document slots' values and its suffix
+    only on the others (exec/prompts.py), so a join renders each anchor once, not per pair."""
+
+    def __init__(self, layout: OpPrompt):
+        self.layout = layout
+        self.slots = set(layout.doc_slots)
+        self.prefixes: dict[tuple, str] = {}
+        self.suffixes: dict[tuple, str] = {}
+
+    def __call__(self, values: Sequence[object]) -> tuple[str, str]:
+        if not self.slots:
+            key = tuple(values)
+            text = self.prefixes.get(key)
+            if text is None:
+                text = self.prefixes[key] = self.layout.texts(values)[0]
+            return text, ""
+        doc = tuple(v for i, v in enumerate(values) if i in self.slots)
+        rest = tuple(v for i, v in enumerate(values) if i not in self.slots)
+        prefix, suffix = self.prefixes.get(doc), self.suffixes.get(rest)
+        if prefix is None or suffix is None:
+            prefix, suffix = self.layout.texts(values)
+            self.prefixes[doc], self.suffixes[rest] = prefix, suffix
+        return prefix, suffix
 
 
 def batch_work(prefix_lens: Sequence[int], own_lens: Sequence[int]) -> Work:

@@ -39,6 +39,7 @@ class TokenStore:
         self._encode_batch = encode_batch
         self.directory = Path(directory) if directory is not None else None
         self._mem: dict[bytes, list[int]] = {}
+        self._by_text: dict[str, list[int]] = {}  # this process's lookups, by the text itself
         self._disk: dict[bytes, tuple[int, int]] = {}
         self._segments: list[pa.ListArray] = []
         self._pending: dict[bytes, list[int]] = {}
@@ -48,6 +49,9 @@ class TokenStore:
             self._open()
 
     def ids(self, texts: Sequence[str]) -> list[list[int]]:
+        known = self._by_text
+        if all(t in known for t in texts):  # the common case inside a query: no hashing
+            return [known[t] for t in texts]
         keys = [text_key(t) for t in texts]
         missing: dict[bytes, str] = {}
         for k, t in zip(keys, texts):
@@ -62,7 +66,10 @@ class TokenStore:
                     self._pending[k] = self._mem[k]
             if len(self._pending) >= FLUSH_ENTRIES:
                 self.flush()
-        return [self._mem[k] for k in keys]
+        out = [self._mem[k] for k in keys]
+        for t, ids in zip(texts, out):
+            known[t] = ids
+        return out
 
     def _load(self, key: bytes) -> bool:
         where = self._disk.get(key)
