@@ -121,7 +121,8 @@ def query_row(args, workload: str, precision: str, paths: dict, clock: Clock) ->
     rep = json.loads(report.read_text())
     row.update(wall_s=round(rep["wall_s"], 3), load_s=round(rep["load_s"], 3), rows=rep["rows"],
                op_seconds=round(sum(o["seconds"] for o in rep["operators"]), 3),
-               device=rep["device"], model=rep["model"])
+               sol_seconds_sustained=rep.get("sol_seconds_sustained"), device=rep["device"],
+               model=rep["model"])
     return _rates(row, rep["fresh_tokens"], rep["requested_tokens"],
                   rep["wall_s"] - rep["load_s"], rep["sol_seconds"])
 
@@ -151,6 +152,8 @@ def dbt_row(args, precision: str, paths: dict, clock: Clock) -> dict:
            "process_s": process_s}
     text = (project / "logs" / "dbt.log").read_text() if (project / "logs" / "dbt.log").exists() \
         else ""
+    if args.keep_logs and text:
+        (out_dir() / f"{name}.log").write_text(text)
     load = re.search(r"loaded model .* in ([\d.]+) s", text)
     done = re.search(r"ai_docs: (\d+) rows, \d+ prompts run, \d+ answers from cache, (\d+) "
                      r"tokens, ([\d.]+) s", text)
@@ -233,14 +236,20 @@ def _join_work(anchors, partners):
 
 
 def _engine_row(workload, precision, run, load_s, config, work, cuda) -> dict:
+    """Speed of light as the session reports it: datasheet peaks of the precision run (and
+    the sustained ones beside)."""
     from quail_engine.plan.cost import ModelSpec, num_passes, seconds
     from quail_engine.plan.device import device_spec
 
-    sol = seconds(ModelSpec.from_attrs(config), device_spec("cuda"), work,
-                  num_passes(work.fresh_tokens)) if cuda else None
     row = {"workload": workload, "path": "engine", "precision": precision,
            "wall_s": round(load_s + run["seconds"], 3), "load_s": round(load_s, 3),
            "passes": run.get("passes")}
+    sol = None
+    if cuda:
+        spec, passes = ModelSpec.from_attrs(config), num_passes(work.fresh_tokens)
+        sol = seconds(spec, device_spec("cuda", precision, datasheet=True), work, passes)
+        row["sol_seconds_sustained"] = round(
+            seconds(spec, device_spec("cuda", precision), work, passes), 4)
     return _rates(row, run["fresh_tokens"], run["requested_tokens"], run["seconds"], sol)
 
 
@@ -282,6 +291,8 @@ def parse_args(argv):
     p.add_argument("--load-check", action="store_true",
                    help="time the GPU loader vs the CPU load path (bf16 and fp8) and compare "
                         "the models they build")
+    p.add_argument("--load-check-fp32", action="store_true",
+                   help="--load-check's comparison on a float32 copy of the weights (fp8)")
     p.add_argument("--copy-sweep", default="", help="threads:MiB,... of the file->GPU copy")
     p.add_argument("--workdir", type=Path, default=Path("/tmp/quail-e2e"))
     p.add_argument("--carry", type=Path, default=ROOT / ".carry" / "e2e",
@@ -337,6 +348,12 @@ def main(argv=None) -> int:
     if args.load_check:
         from bench.gpu.load_check import check_load
         res.section("load_check", check_load, args.model_dir, ["bf16", "fp8"])
+    if args.load_check_fp32:  # the same weights stored in float32 (twice the bytes to read)
+        from bench.gpu.load_check import check_load
+        fp32_dir = args.workdir / "model-qwen3-4b-fp32"
+        res.section("model_dir_fp32", write_model_dir, fp32_dir, args.carry / "tok", args.tiny,
+                    args.device, args.seed, "float32")
+        res.section("load_check_fp32", check_load, fp32_dir, ["fp8"])
     rows: list[dict] = []
 
     def add(key, fn, *a):

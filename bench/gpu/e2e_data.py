@@ -94,14 +94,15 @@ def prepare_tokenizer(target: Path) -> Path:
 
 
 def write_model_dir(path: Path, tokenizer_dir: Path, tiny: bool, device: str,
-                    seed: int = 0) -> dict:
-    """config.json + model.safetensors (random bf16 weights, drawn on `device`) + tokenizer
-    files in `path`; reused when its config already matches."""
+                    seed: int = 0, dtype: str = "bfloat16") -> dict:
+    """config.json + model.safetensors (random weights drawn in float32 on `device`, stored in
+    `dtype`: a float32 and a bf16 directory hold the same model) + tokenizer files in `path`;
+    reused when its config already matches."""
     from safetensors.torch import save_file
 
     from quail_engine.infer.models import config_from_hf
 
-    hf = qwen3_4b_config(VOCAB, tiny)
+    hf = dict(qwen3_4b_config(VOCAB, tiny), torch_dtype=dtype)
     config_file = path / "config.json"
     if config_file.exists() and json.loads(config_file.read_text()) == hf and \
             (path / "model.safetensors").exists():
@@ -110,7 +111,8 @@ def write_model_dir(path: Path, tokenizer_dir: Path, tiny: bool, device: str,
     for name in TOKENIZER_FILES:
         if (tokenizer_dir / f"{name}.gz").exists():
             (path / name).write_bytes(gzip.open(tokenizer_dir / f"{name}.gz").read())
-    state = random_state_dict(config_from_hf(hf), seed=seed, device=device, dtype=torch.bfloat16)
+    state = random_state_dict(config_from_hf(hf), seed=seed, device=device,
+                              dtype=getattr(torch, dtype))
     save_file({k: v.cpu() for k, v in state.items()}, str(path / "model.safetensors"),
               metadata={"format": "pt"})
     config_file.write_text(json.dumps(hf, indent=1))

@@ -37,7 +37,7 @@ DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16,
           "BF16": torch.bfloat16, "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2,
           "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
           "U8": torch.uint8, "BOOL": torch.bool}
-CHUNK_BYTES = 64 << 20
+CHUNK_BYTES = 32 << 20  # with 16 threads: 0.27 s (32 GB/s) for 8.6 GB on the H200 machine
 MAX_GAP = 1 << 20  # unread bytes a chunk may read through rather than start a new one
 
 
@@ -149,7 +149,7 @@ def copy_to_device(files: Sequence[Path], entries: Sequence[TensorEntry], device
     """{name: tensor on `device`, in its file dtype} for `entries`, read through pinned slots
     (plain host buffers when `device` is the CPU)."""
     cuda = device.type == "cuda"
-    threads = threads or max(1, min(8, os.cpu_count() or 1))
+    threads = threads or max(1, min(16, os.cpu_count() or 1))
     slots = slots or 2 * threads
     out = {e.name: torch.empty(e.shape, dtype=e.dtype, device=device) for e in entries}
     dst = {name: t.view(-1).view(torch.uint8) for name, t in out.items()}
