@@ -66,12 +66,16 @@ def op_id_of(node: exp.Expr) -> int | None:
 
 
 def conjuncts(node: exp.Expr | None) -> list[exp.Expr]:
-    if node is None:
-        return []
-    node = node.unnest()
-    if isinstance(node, exp.And):
-        return conjuncts(node.this) + conjuncts(node.expression)
-    return [node]
+    """Top-level AND-conjuncts in order (iterative: long AND chains are deep trees)."""
+    out: list[exp.Expr] = []
+    todo = [] if node is None else [node]
+    while todo:
+        node = todo.pop().unnest()
+        if isinstance(node, exp.And):
+            todo += [node.expression, node.this]
+        else:
+            out.append(node)
+    return out
 
 
 def extract_cores(tree: exp.Expr, ops: list[AiOp]) -> tuple[list[Core], list[AiOp]]:

@@ -65,18 +65,21 @@ def _from_prompt_call(node: exp.Anonymous, fn: str, dialect: str, origin: exp.Ex
 
 
 def _flatten(node: exp.Expr, parts: list[str | exp.Expr]) -> None:
-    if isinstance(node, exp.Paren):
-        _flatten(node.this, parts)
-    elif isinstance(node, exp.DPipe):
-        _flatten(node.this, parts)
-        _flatten(node.expression, parts)
-    elif isinstance(node, exp.Concat | exp.Tuple):
-        for e in node.expressions:
-            _flatten(e, parts)
-    elif isinstance(node, exp.Literal):
-        parts.append(str(node.this))
-    else:
-        parts.append(node)
+    """The pieces of a CONCAT / || / tuple prompt, in order (iterative: a chain of `||` is a
+    left-deep tree as deep as it is long)."""
+    todo = [node]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, exp.Paren):
+            todo.append(node.this)
+        elif isinstance(node, exp.DPipe):
+            todo += [node.expression, node.this]
+        elif isinstance(node, exp.Concat | exp.Tuple):
+            todo += reversed(node.expressions)
+        elif isinstance(node, exp.Literal):
+            parts.append(str(node.this))
+        else:
+            parts.append(node)
 
 
 def _build(parts: list[str | exp.Expr]) -> Prompt:

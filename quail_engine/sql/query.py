@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
@@ -22,6 +21,7 @@ from quail_engine.sql.cores import Core, extract_cores, op_id_of
 from quail_engine.sql.errors import SqlError
 from quail_engine.sql.ir import AiOp
 from quail_engine.sql.lower import Lowered, lower
+from quail_engine.sql.nesting import check_nesting, nesting_guard
 
 
 @dataclass(frozen=True)
@@ -45,16 +45,23 @@ class ParsedQuery:
 
 
 def read_tree(sql: str, dialect: str) -> exp.Expr:
-    """Parse one statement with the dialect's sqlglot subclass (a leading comment is fine)."""
+    """Parse one statement with the dialect's sqlglot subclass (a leading comment is fine);
+    nesting past `nesting.MAX_NESTING` is refused before the parser recurses into it."""
+    reader = dialects.sqlglot_dialect(dialect)()
     try:
-        trees = [t for t in sqlglot.parse(sql, read=dialects.sqlglot_dialect(dialect)) if t]
+        tokens = reader.tokenize(sql)
+        check_nesting(tokens, sql, dialect)
+        trees = [t for t in reader.parser().parse(tokens, sql) if t]
     except (ParseError, TokenError) as exc:
-        raise SqlError(f"cannot parse the SQL: {str(exc).splitlines()[0]}", sql.strip()[:200],
-                       dialect) from None
+        raise SqlError(f"cannot parse the SQL: {_first_line(exc)}", sql.strip(), dialect) from None
     if len(trees) != 1:
-        raise SqlError(f"expected one SQL statement, got {len(trees)}", sql.strip()[:200],
-                       dialect)
+        raise SqlError(f"expected one SQL statement, got {len(trees)}", sql.strip(), dialect)
     return trees[0]
+
+
+def _first_line(exc: Exception) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def lower_sql(sql: str, dialect: str) -> tuple[Lowered, list[AiOp], list[Core]]:
@@ -67,11 +74,13 @@ def lower_sql(sql: str, dialect: str) -> tuple[Lowered, list[AiOp], list[Core]]:
 
 def parse(sql: str, dialect: str) -> ParsedQuery:
     """Read `sql` in `dialect` (snowflake, bigquery, databricks, duckdb)."""
-    lowered, ops, cores = lower_sql(sql, dialect)
-    tvfs = tuple(i for i, b in enumerate(lowered.built) if b.extra.get("tvf"))
-    return ParsedQuery(dialect=dialects.get(dialect).NAME, source_sql=sql, ai_ops=tuple(ops),
-                       duckdb_sql=to_duckdb(lowered.tree), cores=tuple(cores),
-                       table_functions=tvfs)
+    name = dialects.get(dialect).NAME
+    with nesting_guard(sql, name):
+        lowered, ops, cores = lower_sql(sql, name)
+        tvfs = tuple(i for i, b in enumerate(lowered.built) if b.extra.get("tvf"))
+        return ParsedQuery(dialect=name, source_sql=sql, ai_ops=tuple(ops),
+                           duckdb_sql=to_duckdb(lowered.tree), cores=tuple(cores),
+                           table_functions=tvfs)
 
 
 def to_duckdb(tree: exp.Expr) -> str:

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from quail_engine.sql import dialects
 from quail_engine.sql.cores import op_id_of
+from quail_engine.sql.nesting import nesting_guard
 from quail_engine.sql.query import lower_sql, read_tree
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,11 @@ def transpile(sql: str, read: str, write: str, *, keep_source: bool = True) -> s
     """`sql` (dialect `read`) in dialect `write`. With `keep_source` and read == write, the
     statement is only re-printed; otherwise every AI call goes through the emitters."""
     read, write = dialects.get(read).NAME, dialects.get(write).NAME
+    with nesting_guard(sql, read):
+        return _transpile(sql, read, write, keep_source)
+
+
+def _transpile(sql: str, read: str, write: str, keep_source: bool) -> str:
     if read == write and keep_source:
         lower_sql(sql, read)
         return read_tree(sql, read).sql(dialect=dialects.sqlglot_dialect(write))

@@ -1,0 +1,87 @@
+"""Deeply nested SQL: a bound checked on the token stream before sqlglot parses, and a guard
+that gives the front end's recursive code (sqlglot's parser and generator, our walkers) enough
+Python stack for any statement within the bound.
+
+sqlglot's recursive-descent parser spends ~20-28 Python frames per level of nesting (measured
+with sqlglot 30.30: parentheses, function calls, subqueries, CASE, arrays), so the default
+recursion limit of 1,000 fails near 40 levels. Within `deep_stack()` the limit is at least
+RECURSION_FLOOR; `MAX_NESTING` levels then need under half of it. Python-to-Python calls do not
+grow the C stack (3.11+), so the raised limit stays safe for it. A RecursionError that escapes
+anyway (a construct the token bound does not see) becomes the same one-line error.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlglot.tokens import Token, TokenType
+
+from quail_engine.errors import SqlError
+
+MAX_NESTING = 100
+RECURSION_FLOOR = 8000
+
+OPEN = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE, TokenType.CASE}
+CLOSE = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.END}
+PREFIX = {TokenType.NOT, TokenType.DASH, TokenType.PLUS, TokenType.TILDE, TokenType.EXCLAMATION}
+
+_lock = threading.Lock()
+_users = 0
+_saved: int | None = None
+
+
+def too_deep(sql: str, dialect: str | None) -> SqlError:
+    return SqlError(f"expression nested too deeply (limit {MAX_NESTING} levels of parentheses, "
+                    "brackets, CASE or prefix operators)", sql, dialect)
+
+
+def check_nesting(tokens: list[Token], sql: str, dialect: str) -> None:
+    """Raise `too_deep` when brackets, CASE ... END and runs of prefix operators (NOT NOT x,
+    - - x) nest past MAX_NESTING."""
+    depth = run = 0
+    for token in tokens:
+        kind = token.token_type
+        if kind in PREFIX:
+            run += 1
+        else:
+            run = 0
+            if kind in OPEN:
+                depth += 1
+            elif kind in CLOSE and depth:
+                depth -= 1
+        if depth + run > MAX_NESTING:
+            raise too_deep(sql, dialect)
+
+
+@contextmanager
+def deep_stack() -> Iterator[None]:
+    """Run a block with a recursion limit of at least RECURSION_FLOOR, restored when the last
+    thread inside such a block leaves it (unless someone else changed it meanwhile)."""
+    global _users, _saved
+    with _lock:
+        if _users == 0 and sys.getrecursionlimit() < RECURSION_FLOOR:
+            _saved = sys.getrecursionlimit()
+            sys.setrecursionlimit(RECURSION_FLOOR)
+        _users += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _users -= 1
+            if _users == 0 and _saved is not None:
+                if sys.getrecursionlimit() == RECURSION_FLOOR:
+                    sys.setrecursionlimit(_saved)
+                _saved = None
+
+
+@contextmanager
+def nesting_guard(sql: str, dialect: str | None) -> Iterator[None]:
+    """`deep_stack()`, and any RecursionError inside becomes the one-line `too_deep` error."""
+    try:
+        with deep_stack():
+            yield
+    except RecursionError:
+        raise too_deep(sql, dialect) from None
