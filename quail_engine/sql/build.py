@@ -10,6 +10,12 @@ from sqlglot import exp
 from quail_engine.sql.call import Call
 from quail_engine.sql.ir import AiOp, Binding, Options
 from quail_engine.sql.prompt import Prompt
+from quail_engine.sql.validate import (
+    Site,
+    checked_fields,
+    checked_options,
+    checked_output_type,
+)
 
 OUTPUT_TYPES = {
     "ai_filter": "BOOLEAN", "ai_join": "BOOLEAN", "ai_classify": "VARCHAR", "ai_score": "DOUBLE",
@@ -48,13 +54,17 @@ def binding(index: int, node: exp.Expr) -> Binding:
 
 def make(op: str, prompt: Prompt, call: Call, *, shape: str | None = None,
          options: Options | None = None, output_type: str | None = None, **fields: Any) -> Built:
-    """An AiOp for `call` with the prompt's template and bindings."""
+    """An AiOp for `call` with the prompt's template and bindings; option and field values are
+    checked for type and range (validate.py) before the node is built."""
+    site = Site(call.name, call.sql(call.dialect), call.dialect)
     if "task_args" in fields:
         fields["task_args"] = tuple(sorted(fields["task_args"]))
+    fields = checked_fields(fields, site)
     node = AiOp(op=op, template=prompt.template,
                 bindings=tuple(binding(i, e) for i, e in enumerate(prompt.exprs)),
-                options=options or Options(),
-                output_type=output_type or _default_type(op, fields.get("multi", False)),
+                options=checked_options(options or Options(), site),
+                output_type=(_default_type(op, fields.get("multi", False)) if output_type is None
+                             else checked_output_type(output_type, site)),
                 **fields)
     return Built(op=node, exprs=prompt.exprs, shape=shape)
 

@@ -20,6 +20,8 @@ class Call:
     args: list[exp.Expr] = field(default_factory=list)
     kwargs: dict[str, exp.Expr] = field(default_factory=dict)   # lower-case names
     is_distinct: bool = False
+    dialect: str = ""                          # where it was read (errors quote it in it)
+    repeated: list[str] = field(default_factory=list)  # named arguments written twice
 
     def sql(self, dialect: str) -> str:
         return fragment(self.node, dialect)
@@ -39,7 +41,8 @@ def fragment(node: exp.Expr, dialect: str) -> str:
     """`node` as SQL for an error message, function names spelled as the user wrote them."""
     from quail_engine.sql.dialects import sqlglot_dialect
 
-    return node.sql(dialect=sqlglot_dialect(dialect), normalize_functions=False)
+    return node.sql(dialect=sqlglot_dialect(dialect) if dialect else None,
+                    normalize_functions=False)
 
 
 def _dotted(node: exp.Expr) -> str | None:
@@ -61,7 +64,7 @@ def call_node(node: exp.Expr) -> exp.Expr:
     return node
 
 
-def as_call(node: exp.Expr) -> Call | None:
+def as_call(node: exp.Expr, dialect: str = "") -> Call | None:
     """Read `node` as a call, or None when it is not a (possibly dotted) anonymous function."""
     if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Anonymous):
         prefix = _dotted(node.this)
@@ -72,10 +75,13 @@ def as_call(node: exp.Expr) -> Call | None:
         anon, name = node, node.name
     else:
         return None
-    call = Call(name=name.upper(), node=node)
+    call = Call(name=name.upper(), node=node, dialect=dialect)
     for arg in anon.expressions:
         if isinstance(arg, exp.Kwarg | exp.PropertyEQ):
-            call.kwargs[arg.this.name.lower()] = arg.expression
+            key = arg.this.name.lower()
+            if key in call.kwargs:
+                call.repeated.append(key)
+            call.kwargs[key] = arg.expression
         elif isinstance(arg, exp.Distinct) and not call.args:
             call.is_distinct = True
             call.args.extend(arg.expressions)

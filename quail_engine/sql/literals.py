@@ -7,15 +7,38 @@ literal raises `LabelsNotLiteralError` quoting the argument.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from sqlglot import exp
 
-from quail_engine.sql.call import fragment
+from quail_engine.errors import shorten
+from quail_engine.sql.call import Call, fragment
 from quail_engine.sql.errors import ArgumentError, LabelsNotLiteralError
 from quail_engine.sql.ir import GenParams, Label
+from quail_engine.sql.validate import Site, boolean, number
 
 _NOT_LITERAL = object()
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class _MalformedJson(Exception):
+    def __init__(self, text: str, error: json.JSONDecodeError):
+        super().__init__(text)
+        self.text, self.error = text, error
+
+
+def parse_json(text: str, what: str, fn: str, node: exp.Expr, dialect: str) -> Any:
+    """`text` as JSON, or an ArgumentError naming the function, the argument and the position."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _json_error(what, fn, node, dialect, text, exc) from None
+
+
+def _json_error(what, fn, node, dialect, text, exc) -> ArgumentError:
+    return ArgumentError(f"{fn}: {what} is malformed JSON ({exc.msg} at character {exc.pos}): "
+                         f"{shorten(text, 80)}", fragment(node, dialect), dialect)
 
 
 def _value(node: exp.Expr) -> Any:
@@ -50,7 +73,10 @@ def _value(node: exp.Expr) -> Any:
             return _NOT_LITERAL
         return dict(zip(keys, values))
     if isinstance(node, exp.ParseJSON) and isinstance(node.this, exp.Literal):
-        return json.loads(node.this.this)
+        try:
+            return json.loads(node.this.this)
+        except json.JSONDecodeError as exc:
+            raise _MalformedJson(node.this.this, exc) from None
     if isinstance(node, exp.Cast):
         return _value(node.this)
     return _NOT_LITERAL
@@ -58,7 +84,10 @@ def _value(node: exp.Expr) -> Any:
 
 def literal(node: exp.Expr, what: str, fn: str, dialect: str) -> Any:
     """The Python value of a literal argument (str, int, float, bool, None, list, dict)."""
-    value = _value(node)
+    try:
+        value = _value(node)
+    except _MalformedJson as bad:
+        raise _json_error(what, fn, node, dialect, bad.text, bad.error) from None
     if value is _NOT_LITERAL:
         raise LabelsNotLiteralError(f"{fn}: {what} must be a literal, got {fragment(node, dialect)}",
                                     fragment(node, dialect), dialect)
@@ -79,14 +108,39 @@ def options(node: exp.Expr | None, what: str, fn: str, dialect: str) -> dict[str
         return {}
     value = literal(node, what, fn, dialect)
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            value = None
+        value = parse_json(value, what, fn, node, dialect)
     if not isinstance(value, dict):
-        raise ArgumentError(f"{fn}: {what} must be an object, got {fragment(node, dialect)}",
-                            fragment(node, dialect), dialect)
+        raise ArgumentError(f"{fn}: {what} must be an object, got "
+                            f"{shorten(fragment(node, dialect), 80)}", fragment(node, dialect),
+                            dialect)
     return value
+
+
+def flag(node: exp.Expr | None, what: str, call: Call) -> bool | None:
+    """A TRUE/FALSE argument (None when absent)."""
+    if node is None:
+        return None
+    value = literal(node, what, call.name, call.dialect)
+    return boolean(Site(call.name, call.sql(call.dialect), call.dialect), what, value)
+
+
+def whole(node: exp.Expr, what: str, call: Call, low: int = 0) -> int:
+    """A non-negative (or >= `low`) integer argument."""
+    value = literal(node, what, call.name, call.dialect)
+    return int(number(Site(call.name, call.sql(call.dialect), call.dialect), what, value, low,
+                      1e9, integer=True))
+
+
+def schema_fields(schema: str, call: Call) -> list[tuple[str, str]]:
+    """An output schema `'name STRING, n INT64'` as [(name, STRING), (n, INT64)]; every field
+    needs an identifier and a type."""
+    fields = [tuple(f.split(None, 1)) for f in schema.split(",")]
+    for f in fields:
+        if len(f) != 2 or not IDENTIFIER.match(f[0]):
+            raise ArgumentError(f"{call.name}: output_schema must list 'name TYPE' fields, got "
+                                f"{shorten(repr(schema), 80)}", call.sql(call.dialect),
+                                call.dialect)
+    return [(f[0], f[1].strip()) for f in fields]
 
 
 def labels(node: exp.Expr, fn: str, dialect: str, *, min_count: int = 1) -> tuple[Label, ...]:
@@ -94,44 +148,47 @@ def labels(node: exp.Expr, fn: str, dialect: str, *, min_count: int = 1) -> tupl
     [label, description] pairs, an object {label: description}, or a JSON string of these."""
     value = literal(node, "the labels", fn, dialect)
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            value = None
+        value = parse_json(value, "the labels", fn, node, dialect)
     out: list[Label] = []
     if isinstance(value, dict):
-        out = [Label(str(k), None if v is None else str(v)) for k, v in value.items()]
+        out = [Label(str(k), _description(v)) for k, v in value.items()]
     elif isinstance(value, list):
         for item in value:
             if isinstance(item, str):
                 out.append(Label(item))
-            elif isinstance(item, dict) and "label" in item:
-                desc = item.get("description")
-                out.append(Label(str(item["label"]), None if desc is None else str(desc)))
+            elif isinstance(item, dict) and isinstance(item.get("label"), str):
+                out.append(Label(item["label"], _description(item.get("description"))))
             elif isinstance(item, list) and len(item) == 2 and isinstance(item[0], str):
-                out.append(Label(item[0], str(item[1])))
+                out.append(Label(item[0], _description(item[1])))
             else:
                 out = []
                 break
     if len(out) < min_count:
-        raise ArgumentError(f"{fn}: expected a list of at least {min_count} labels, got "
-                            f"{fragment(node, dialect)}", fragment(node, dialect), dialect)
+        raise ArgumentError(f"{fn}: expected a list of at least {min_count} labels (strings), "
+                            f"got {shorten(fragment(node, dialect), 80)}",
+                            fragment(node, dialect), dialect)
     return tuple(out)
+
+
+def _description(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value)
 
 
 def gen_params(values: dict[str, Any]) -> GenParams:
     """Generation parameters from a vendor options object (names vary by vendor)."""
-    lowered = {k.lower(): v for k, v in values.items()}
-    config = lowered.get("generation_config") or lowered.get("generationconfig") or {}
-    lowered.update({k.lower(): v for k, v in config.items()} if isinstance(config, dict) else {})
-    max_tokens = (lowered.get("max_tokens") or lowered.get("max_output_tokens")
-                  or lowered.get("maxoutputtokens"))
-    stop = lowered.get("stop") or lowered.get("stop_sequences") or lowered.get("stopsequences")
-    if isinstance(stop, str):
-        stop = [stop]
-    top_p = lowered.get("top_p", lowered.get("topp"))
-    temperature = lowered.get("temperature")
-    return GenParams(max_tokens=None if max_tokens is None else int(max_tokens),
-                     temperature=None if temperature is None else float(temperature),
-                     top_p=None if top_p is None else float(top_p),
-                     stop=tuple(str(s) for s in stop or ()))
+    """Generation parameters from a vendor options object (names vary by vendor), as written:
+    `build.make` checks their types and ranges."""
+    lowered = {str(k).lower(): v for k, v in values.items()}
+    config = lowered.get("generation_config", lowered.get("generationconfig"))
+    if isinstance(config, dict):
+        lowered.update({str(k).lower(): v for k, v in config.items()})
+
+    def first(*names: str) -> Any:
+        return next((lowered[n] for n in names if lowered.get(n) is not None), None)
+
+    stop = first("stop", "stop_sequences", "stopsequences")
+    return GenParams(max_tokens=first("max_tokens", "max_output_tokens", "maxoutputtokens"),
+                     temperature=first("temperature"), top_p=first("top_p", "topp"),
+                     stop=() if stop is None else stop)

@@ -12,7 +12,11 @@ from sqlglot import exp
 from quail_engine.sql import shapes, tvf
 from quail_engine.sql.build import AGGREGATE_OPS, Built
 from quail_engine.sql.call import as_call, fragment
-from quail_engine.sql.errors import UnknownAiFunctionError, UnsupportedPositionError
+from quail_engine.sql.errors import (
+    ArgumentError,
+    UnknownAiFunctionError,
+    UnsupportedPositionError,
+)
 from quail_engine.sql.ir import Binding
 from quail_engine.sql.prompt import is_prompt_call
 from quail_engine.sql.sources import sources_of
@@ -71,7 +75,7 @@ def lower(tree: exp.Expr, dialect_module) -> Lowered:
 def _find_sites(tree: exp.Expr, module) -> list:
     sites: list = []
     for node in tree.walk(bfs=False):
-        call = as_call(node)
+        call = as_call(node, module.NAME)
         if call is None:
             continue
         if is_prompt_call(node) and not _inside_call(node, module):
@@ -83,6 +87,9 @@ def _find_sites(tree: exp.Expr, module) -> list:
                 raise UnknownAiFunctionError(f"unknown AI function {call.name} in {module.NAME}",
                                              fragment(node, module.NAME), module.NAME)
             continue
+        if call.repeated:
+            raise ArgumentError(f"{call.name} argument {call.repeated[0]!r} given twice",
+                                fragment(node, module.NAME), module.NAME)
         sites.append((node, builder, call))
     nodes = [s[0] for s in sites]
     for node in nodes:

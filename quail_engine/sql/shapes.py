@@ -32,6 +32,16 @@ SHAPES = {
 _SLOT = "__quail_shape_value__"
 
 
+def quoted(text: str) -> str:
+    """`text` as a DuckDB string literal, for user names put into a shape template."""
+    return exp.Literal.string(text).sql(dialect="duckdb")
+
+
+def ident(text: str) -> str:
+    """`text` as a quoted DuckDB identifier."""
+    return exp.to_identifier(text, quoted=True).sql(dialect="duckdb")
+
+
 def wrap(shape: str | None, value: exp.Expr) -> exp.Expr:
     """`value` packaged as `shape`: a key of SHAPES, several joined by '+' (outermost first),
     or a DuckDB SQL template with `{v}`; `value` itself when shape is None."""

@@ -17,10 +17,10 @@ from sqlglot import exp
 
 from quail_engine.sql import shapes
 from quail_engine.sql.build import Built, make
-from quail_engine.sql.call import fragment
-from quail_engine.sql.errors import ArgumentError
+from quail_engine.sql.call import Call, fragment
+from quail_engine.sql.errors import ArgumentError, UnknownAiFunctionError
 from quail_engine.sql.ir import Binding, Label, Options
-from quail_engine.sql.literals import gen_params, options
+from quail_engine.sql.literals import gen_params, options, schema_fields
 from quail_engine.sql.prompt import Prompt
 
 OP_META = "quail_op"
@@ -55,24 +55,29 @@ def lower_table_functions(tree: exp.Expr, dialect: str) -> list[Built]:
         params = options(node.args.get("params_struct"), "the parameter STRUCT", name, dialect)
         op_id = len(out)
         origin = fragment(table, dialect)
+        call = Call(name=name, node=table, dialect=dialect)
         prompt = Prompt("{0}", (exp.column("prompt"),))
         opts = Options(model=fragment(node.this, dialect).replace("`", ""),
                        gen=gen_params(params))
         if is_table:
-            schema = str(params.get("output_schema") or "")
-            if not schema:
-                raise ArgumentError(f"{name} needs output_schema in its STRUCT", origin, dialect)
-            fields = [f.strip().split(None, 1) for f in schema.split(",")]
-            one = make("ai_extract", prompt, None, options=opts,
+            schema = params.get("output_schema")
+            if not isinstance(schema, str) or not schema.strip():
+                raise ArgumentError(f"{name} needs output_schema (a string) in its STRUCT",
+                                    origin, dialect)
+            fields = schema_fields(schema, call)
+            one = make("ai_extract", prompt, call, options=opts,
                        labels=tuple(Label(f[0]) for f in fields),
                        task_args=(("output_schema", schema),))
             columns = [(f[0], f"CAST({{v}}->>'{f[0]}' AS "
                         f"{SCHEMA_TYPES.get(f[1].upper(), 'JSON')})") for f in fields]
             columns += [("full_response", "{v}"), ("status", "''")]
         else:
-            one = make("ai_generate", prompt, None, options=opts)
+            one = make("ai_generate", prompt, call, options=opts)
             key = name + ("/flat" if name.startswith("ML.") and params.get("flatten_json_output")
                           else "")
+            if key not in TEXT_COLUMNS:
+                raise UnknownAiFunctionError(f"unknown table function {name} in {dialect}",
+                                             origin, dialect)
             columns = list(TEXT_COLUMNS[key])
         alias = table.alias or name.split(".")[1].lower()
         binding = Binding(0, "prompt", alias=input_alias(op_id), column="prompt")

@@ -15,12 +15,21 @@ from sqlglot.dialects.bigquery import BigQuery
 from sqlglot.parsers.bigquery import BigQueryParser
 from sqlglot.tokens import TokenType
 
+from quail_engine.sql import shapes
 from quail_engine.sql.build import Built, make, vendor_items
 from quail_engine.sql.call import Call, Signature, bind
 from quail_engine.sql.dialects.common import append, text_prompt, untyped_ai
 from quail_engine.sql.ir import Options
-from quail_engine.sql.literals import gen_params, labels, literal, options, string
+from quail_engine.sql.literals import (
+    gen_params,
+    labels,
+    literal,
+    options,
+    schema_fields,
+    string,
+)
 from quail_engine.sql.prompt import normalize
+from quail_engine.sql.validate import Site, refuse, text
 
 NAME = "bigquery"
 MANAGED = ("connection_id", "endpoint", "examples", "embeddings", "optimization_mode",
@@ -55,8 +64,8 @@ def _options(a: dict, call: Call) -> Options:
         vendor["model_params"] = rest
     return Options(model=None if endpoint is None else string(endpoint, "endpoint", call.name,
                                                              NAME),
-                   max_error_ratio=None if ratio is None else float(
-                       literal(ratio, "max_error_ratio", call.name, NAME)),
+                   max_error_ratio=None if ratio is None else literal(ratio, "max_error_ratio",
+                                                                      call.name, NAME),
                    gen=gen_params(params), vendor=vendor_items(vendor))
 
 
@@ -64,6 +73,9 @@ def _examples(a: dict, call: Call) -> tuple[tuple[str, str], ...]:
     if a.get("examples") is None:
         return ()
     items = literal(a["examples"], "examples", call.name, NAME)
+    if not isinstance(items, list) or not all(isinstance(i, list) and len(i) == 2 for i in items):
+        raise refuse(Site(call.name, call.sql(NAME), NAME), "examples",
+                     "an array of (input, output) pairs", items)
     return tuple((str(i[0]), json.dumps(i[1])) for i in items)
 
 
@@ -76,7 +88,9 @@ def _build_if(call: Call) -> Built:
 def _build_classify(call: Call) -> Built:
     a = bind(call, Signature(("input", "categories"), 2, (*MANAGED, "output_mode")), NAME)
     mode = a.get("output_mode")
-    mode = None if mode is None else string(mode, "output_mode", call.name, NAME).lower()
+    mode = None if mode is None else text(Site(call.name, call.sql(NAME), NAME), "output_mode",
+                                          string(mode, "output_mode", call.name, NAME),
+                                          ("single", "multi"))
     opts = _options(a, call)
     if mode == "single":
         opts = dataclasses.replace(opts, vendor=(*opts.vendor, ("output_mode", "single")))
@@ -92,12 +106,9 @@ def _build_score(call: Call) -> Built:
                 options=_options(a, call))
 
 
-def _schema(text: str) -> tuple[tuple[str, str], ...]:
-    fields = []
-    for item in text.split(","):
-        name, _, kind = item.strip().partition(" ")
-        fields.append((name, SCHEMA_TYPES.get(kind.strip().upper(), "JSON")))
-    return tuple(fields)
+def _schema(schema: str, call: Call) -> tuple[tuple[str, str], ...]:
+    return tuple((name, SCHEMA_TYPES.get(kind.upper(), "JSON"))
+                 for name, kind in schema_fields(schema, call))
 
 
 def _build_generate(call: Call, output_type: str = "VARCHAR") -> Built:
@@ -105,8 +116,8 @@ def _build_generate(call: Call, output_type: str = "VARCHAR") -> Built:
     prompt = normalize(a["prompt"], call.name, NAME)
     if a.get("output_schema") is not None:
         schema = string(a["output_schema"], "output_schema", call.name, NAME)
-        fields = _schema(schema)
-        cols = ", ".join(f"{n} := CAST({{v}}->>'{n}' AS {t})" for n, t in fields)
+        fields = _schema(schema, call)
+        cols = ", ".join(f"{shapes.ident(n)} := CAST({{v}}->>'{n}' AS {t})" for n, t in fields)
         built = make("ai_extract", prompt, call, options=_options(a, call),
                      labels=labels(exp.Array(expressions=[exp.Literal.string(n) for n, _ in fields]),
                                    call.name, NAME),

@@ -14,13 +14,23 @@ from sqlglot import exp
 from sqlglot.dialects.databricks import Databricks
 from sqlglot.parsers.databricks import DatabricksParser
 
+from quail_engine.sql import shapes
 from quail_engine.sql.build import SENTIMENT_LABELS, Built, make, vendor_items
 from quail_engine.sql.call import Call, Signature, bind
 from quail_engine.sql.dialects.common import Wrapper, append, climb_json, text_prompt, untyped_ai
 from quail_engine.sql.errors import UnsupportedError
 from quail_engine.sql.ir import Label, Options
-from quail_engine.sql.literals import gen_params, labels, literal, options, string
+from quail_engine.sql.literals import (
+    flag,
+    gen_params,
+    labels,
+    options,
+    parse_json,
+    string,
+    whole,
+)
 from quail_engine.sql.prompt import normalize
+from quail_engine.sql.validate import Site, boolean
 
 NAME = "databricks"
 BOOL_FORMAT = re.compile(r"^\s*STRUCT\s*<\s*(\w+)\s*:\s*BOOLEAN\s*>\s*$", re.IGNORECASE)
@@ -35,8 +45,7 @@ def _build_query(call: Call) -> Built:
     names = ("endpoint", "request")
     named = ("returnType", "failOnError", "modelParameters", "responseFormat", "files")
     a = bind(call, Signature(names, 2, named), NAME)
-    fail = a.get("failOnError")
-    is_fail = True if fail is None else bool(literal(fail, "failOnError", call.name, NAME))
+    is_fail = flag(a.get("failOnError"), "failOnError", call) is not False
     params = options(a.get("modelParameters"), "modelParameters", call.name, NAME)
     rest = {k: v for k, v in params.items() if k.lower() not in ("max_tokens", "temperature",
                                                                   "top_p", "stop")}
@@ -56,7 +65,8 @@ def _build_classify(call: Call) -> Built:
     if isinstance(a["labels"], exp.Array):
         return make("ai_classify", prompt, call, labels=found)
     opts = {k: str(v) for k, v in options(a.get("options"), "options", call.name, NAME).items()}
-    is_multi = opts.pop("multilabel", "false").lower() == "true"
+    is_multi = boolean(Site(call.name, call.sql(NAME), NAME), "multilabel",
+                       opts.pop("multilabel", "false"))
     return make("ai_classify", prompt, call, labels=found, multi=is_multi,
                 shape="response_object_multi" if is_multi else "response_object",
                 instruction=opts.pop("instructions", None),
@@ -68,11 +78,13 @@ def _build_extract(call: Call) -> Built:
     prompt = normalize(a["content"], call.name, NAME)
     if isinstance(a["labels"], exp.Array):
         found = labels(a["labels"], call.name, NAME)
-        cols = ", ".join(f"\"{lb.name}\" := {{v}}->>'{lb.name}'" for lb in found)
+        cols = ", ".join(f"{shapes.ident(lb.name)} := {{v}}->>{shapes.quoted(lb.name)}"
+                         for lb in found)
         built = make("ai_extract", prompt, call, labels=found)
         built.shape = f"struct_pack({cols})"
         return built
-    schema = json.loads(string(a["labels"], "the schema", call.name, NAME))
+    schema = parse_json(string(a["labels"], "the schema", call.name, NAME), "the schema",
+                        call.name, a["labels"], NAME)
     opts = options(a.get("options"), "options", call.name, NAME)
     if isinstance(schema, list):
         return make("ai_extract", prompt, call, shape="response_extract",
@@ -99,8 +111,7 @@ def _build_sentiment(call: Call) -> Built:
 def _build_summarize(call: Call) -> Built:
     a = bind(call, Signature(("content", "max_words"), 1), NAME)
     words = a.get("max_words")
-    args = () if words is None else (("max_words", str(literal(words, "max_words", call.name,
-                                                                NAME))),)
+    args = () if words is None else (("max_words", str(whole(words, "max_words", call))),)
     return make("ai_generate", normalize(a["content"], call.name, NAME), call, task="summarize",
                 task_args=args)
 

@@ -25,11 +25,17 @@ from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import GenParams, Options
 from quail_engine.sql.literals import labels, literal
 from quail_engine.sql.prompt import Prompt, normalize
+from quail_engine.sql.validate import Site, number, text
 
 NAME = "duckdb"
 OPTION_KEYS = ("model", "selectivity", "anchor", "order", "on_error", "max_error_ratio")
 GEN_KEYS = ("max_tokens", "temperature", "top_p", "stop")
 FIELD_KEYS = ("multi", "instruction", "task", "output_type")
+# task arguments the other dialects' functions carry (round trips spell them as named arguments)
+TASK_ARGS = ("function", "dimensions", "range", "max_words", "source_language", "target_language",
+             "response_format", "responseFormat", "returnType", "schema", "scores",
+             "output_schema")
+RANGES = ("-1..1", "0..1")
 
 
 class QuailDuckDB(DuckDB):
@@ -38,16 +44,27 @@ class QuailDuckDB(DuckDB):
 
 
 def _named(call: Call) -> tuple[Options, dict, tuple[tuple[str, str], ...]]:
-    values = {k: literal(v, f"option {k}", call.name, NAME) for k, v in call.kwargs.items()
-              if k != "labels"}
-    stop = values.get("stop")
-    gen = GenParams(**{k: values.pop(k) for k in GEN_KEYS[:3] if k in values},
-                    stop=tuple([stop] if isinstance(stop, str) else stop or ()))
-    values.pop("stop", None)
+    """Named arguments as options, AiOp fields and task arguments (NULL means not given); an
+    unknown name is refused with the list of known ones."""
+    known = {k.lower(): k for k in (*OPTION_KEYS, *GEN_KEYS, *FIELD_KEYS, "labels", *TASK_ARGS)}
+    unknown = [k for k in call.kwargs if k not in known]
+    if unknown:
+        raise ArgumentError(f"{call.name} has no option {unknown[0]!r} (known: "
+                            f"{', '.join(known.values())})", call.sql(NAME), NAME)
+    values = {known[k]: literal(v, f"option {k}", call.name, NAME)
+              for k, v in call.kwargs.items() if k != "labels"}
+    values = {k: v for k, v in values.items() if v is not None}
+    gen = GenParams(**{k: values.pop(k) for k in GEN_KEYS if k in values})
     opts = Options(gen=gen, **{k: values.pop(k) for k in OPTION_KEYS if k in values})
     fields = {k: values.pop(k) for k in FIELD_KEYS if k in values}
     if "labels" in call.kwargs:
         fields["labels"] = labels(call.kwargs["labels"], call.name, NAME)
+    site = Site(call.name, call.sql(NAME), NAME)
+    if "range" in values:
+        values["range"] = text(site, "option range", values["range"], RANGES)
+    if "max_words" in values:
+        values["max_words"] = number(site, "option max_words", values["max_words"], 0, 1e9,
+                                     integer=True)
     task_args = tuple(sorted((k, v if isinstance(v, str) else json.dumps(v))
                              for k, v in values.items()))
     return opts, fields, task_args
@@ -68,6 +85,13 @@ def _count(call: Call, n: int) -> None:
                             f"{len(call.args)}", call.sql(NAME), NAME)
 
 
+def _once(call: Call, fields: dict, name: str) -> None:
+    """Refuse `name := ...` when the same value is also given positionally."""
+    if name in fields:
+        raise ArgumentError(f"{call.name}: {name} given twice (positionally and as "
+                            f"{name} := ...)", call.sql(NAME), NAME)
+
+
 def _templated(op: str):
     def build(call: Call) -> Built:
         opts, fields, task_args = _named(call)
@@ -79,6 +103,7 @@ def _templated(op: str):
 def _build_classify(call: Call) -> Built:
     _count(call, 2)
     opts, fields, task_args = _named(call)
+    _once(call, fields, "labels")
     return make("ai_classify", _prompt(call, call.args[:1]), call, options=opts,
                 labels=labels(call.args[1], call.name, NAME, min_count=2), task_args=task_args,
                 **fields)
@@ -88,7 +113,10 @@ def _build_extract(call: Call) -> Built:
     if len(call.args) not in (1, 2):
         raise ArgumentError(f"{call.name} takes an input and a field list", call.sql(NAME), NAME)
     opts, fields, task_args = _named(call)
-    found = labels(call.args[1], call.name, NAME) if len(call.args) == 2 else None
+    if len(call.args) == 2:
+        _once(call, fields, "labels")
+    found = labels(call.args[1], call.name, NAME) if len(call.args) == 2 else fields.pop(
+        "labels", None)
     if found is None and "schema" not in dict(task_args) and fields.get("task") is None:
         raise ArgumentError(f"{call.name} needs a field list or schema := '...'",
                             call.sql(NAME), NAME)
@@ -102,6 +130,7 @@ def _build_aggregate(call: Call) -> Built:
                             call.sql(NAME), NAME)
     opts, fields, task_args = _named(call)
     if len(call.args) == 2:
+        _once(call, fields, "instruction")
         fields["instruction"] = literal(call.args[1], "the instruction", call.name, NAME)
     return make("ai_aggregate", _prompt(call, call.args[:1]), call, options=opts,
                 task_args=(*task_args, *((("distinct", "true"),) if call.is_distinct else ())),

@@ -14,8 +14,9 @@ from quail_engine.sql.call import Call, Signature, bind
 from quail_engine.sql.dialects.common import Wrapper, append, climb_json, text_prompt, untyped_ai
 from quail_engine.sql.errors import ArgumentError, UnsupportedError
 from quail_engine.sql.ir import Label, Options
-from quail_engine.sql.literals import gen_params, labels, literal, options, string
+from quail_engine.sql.literals import flag, gen_params, labels, literal, options, string
 from quail_engine.sql.prompt import normalize
+from quail_engine.sql.validate import Site, refuse, text
 
 NAME = "snowflake"
 CORTEX = "SNOWFLAKE.CORTEX."
@@ -35,9 +36,8 @@ class QuailSnowflake(Snowflake):
             return super()._parse_type(*args, **kwargs)
 
 
-def _on_error(args: dict, default: str = "null") -> tuple[str, str | None]:
-    flag = args.get("return_error_details")
-    if flag is not None and literal(flag, "return_error_details", "", NAME):
+def _on_error(args: dict, call: Call, default: str = "null") -> tuple[str, str | None]:
+    if flag(args.get("return_error_details"), "return_error_details", call):
         return "details", "value_error_object"
     return default, None
 
@@ -53,7 +53,7 @@ def _build_filter(call: Call) -> Built:
     file = a.get("file")
     if isinstance(file, exp.Boolean):
         a["return_error_details"], file = a.pop("file"), None
-    on_error, shape = _on_error(a)
+    on_error, shape = _on_error(a, call)
     prompt = normalize(a["input"], call.name, NAME)
     if file is not None:
         prompt = append(prompt, file)
@@ -66,11 +66,16 @@ def _build_classify(call: Call, legacy: bool = False) -> Built:
     cats = a.get("list_of_categories", a.get("categories"))
     config = options(a.get("config_object", a.get("config", a.get("options"))), "the config",
                      call.name, NAME)
-    is_multi = str(config.pop("output_mode", "single")).lower() == "multi"
-    examples = tuple((str(e.get("input")), json.dumps(e.get("labels"))) for e in
-                     config.pop("examples", []) or [])
+    site = Site(call.name, call.sql(NAME), NAME)
+    is_multi = text(site, "output_mode", config.pop("output_mode", "single"),
+                    ("single", "multi")) == "multi"
+    examples = config.pop("examples", None) or []
+    if not isinstance(examples, list) or not all(isinstance(e, dict) for e in examples):
+        raise refuse(site, "examples", "a list of {'input': ..., 'labels': [...]} objects",
+                     examples)
+    examples = tuple((str(e.get("input")), json.dumps(e.get("labels"))) for e in examples)
     instruction = config.pop("task_description", None)
-    on_error, details = _on_error(a)
+    on_error, details = _on_error(a, call)
     base = "label_object" if legacy else ("labels_object_multi" if is_multi else "labels_object")
     return make("ai_classify", normalize(a["input"], call.name, NAME), call,
                 shape=_compose(details, base), labels=labels(cats, call.name, NAME, min_count=2),
@@ -94,13 +99,11 @@ def _build_complete(call: Call, legacy: bool = False, try_: bool = False) -> Bui
     task_args = []
     fmt = a.get("response_format")
     if fmt is not None:
-        text = fmt.sql(dialect=NAME)
-        task_args.append(("response_format", f"TYPE {text}" if isinstance(fmt, exp.DataType)
-                          else text))
+        spelled = fmt.sql(dialect=NAME)
+        task_args.append(("response_format", f"TYPE {spelled}" if isinstance(fmt, exp.DataType)
+                          else spelled))
     shape = None
-    if legacy and params is not None or (
-            a.get("show_details") is not None and literal(a["show_details"], "show_details",
-                                                          call.name, NAME)):
+    if legacy and params is not None or flag(a.get("show_details"), "show_details", call):
         shape = "choices_object"
     on_error = "fail" if legacy and not try_ else "null"
     gen = gen_params(opts)
@@ -129,7 +132,7 @@ def _build_sentiment(call: Call) -> Built:
     if a.get("categories") is not None:
         raise UnsupportedError("AI_SENTIMENT with aspect categories is not supported (only the "
                                "overall sentiment)", call.sql(NAME), NAME)
-    on_error, details = _on_error(a)
+    on_error, details = _on_error(a, call)
     return make("ai_classify", normalize(a["text"], call.name, NAME), call,
                 shape=_compose(details, "sentiment_object"), task="sentiment",
                 labels=tuple(Label(x) for x in SENTIMENT_LABELS[NAME]),
@@ -158,7 +161,7 @@ def _build_extract(call: Call) -> Built:
 def _build_translate(call: Call) -> Built:
     names = ("text", "source_language", "target_language", "return_error_details")
     a = bind(call, Signature(names, 3), NAME)
-    on_error, shape = _on_error(a)
+    on_error, shape = _on_error(a, call)
     langs = tuple((k, string(a[k], k, call.name, NAME)) for k in names[1:3])
     return make("ai_generate", normalize(a["text"], call.name, NAME), call, shape=shape,
                 task="translate", task_args=langs, options=Options(on_error=on_error))
@@ -180,8 +183,10 @@ def _build_embed(call: Call) -> Built:
 
 
 def _build_count_tokens(call: Call) -> Built:
-    if len(call.args) < 2:
-        raise ArgumentError(f"{call.name} needs a function name and an input",
+    if call.kwargs:
+        raise ArgumentError(f"{call.name} takes no named arguments", call.sql(NAME), NAME)
+    if not 2 <= len(call.args) <= 3:
+        raise ArgumentError(f"{call.name} takes a function name, an optional model and an input",
                             call.sql(NAME), NAME)
     fn = string(call.args[0], "the function name", call.name, NAME).lower()
     has_model = len(call.args) >= 3 and fn not in ("ai_classify", "ai_similarity", "ai_translate")
