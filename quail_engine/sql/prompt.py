@@ -66,7 +66,9 @@ def _from_prompt_call(node: exp.Anonymous, fn: str, dialect: str, origin: exp.Ex
 
 def _flatten(node: exp.Expr, parts: list[str | exp.Expr]) -> None:
     """The pieces of a CONCAT / || / tuple prompt, in order (iterative: a chain of `||` is a
-    left-deep tree as deep as it is long)."""
+    left-deep tree as deep as it is long). Only PROMPT() templates hold placeholders: literal
+    text that reads like one (`'{0}'`) becomes a bound value, so it reaches the model as
+    written and no consumer of the template mistakes it for a slot."""
     todo = [node]
     while todo:
         node = todo.pop()
@@ -76,10 +78,10 @@ def _flatten(node: exp.Expr, parts: list[str | exp.Expr]) -> None:
             todo += [node.expression, node.this]
         elif isinstance(node, exp.Concat | exp.Tuple):
             todo += reversed(node.expressions)
-        elif isinstance(node, exp.Literal):
+        elif isinstance(node, exp.Literal) and not SLOT.search(str(node.this)):
             parts.append(str(node.this))
         else:
-            parts.append(node)
+            parts.append(node)  # a literal holding `{n}` text is a value, never a placeholder
 
 
 def _build(parts: list[str | exp.Expr]) -> Prompt:
