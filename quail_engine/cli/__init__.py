@@ -1,7 +1,9 @@
 """`quail` command line: query | explain | transpile.
 
 Each subcommand lives in its own module exposing `add_parser(subparsers)` and `run(args) -> int`.
-User errors (QuailError) print their message and exit 2; never a traceback.
+User errors (QuailError) print their message on one line and exit 2; an unexpected exception
+prints one "internal error" line and exits 3 (the traceback only with -v); never a bare
+traceback.
 """
 
 from __future__ import annotations
@@ -9,9 +11,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
+import traceback
 
-from quail_engine.errors import QuailError
+from quail_engine.errors import QuailError, shorten
 
 COMMANDS = ("query", "explain", "transpile")
 
@@ -53,11 +57,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except QuailError as exc:
-        print(f"quail {args.command}: error: {exc}", file=sys.stderr)
+        print(f"quail {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"quail {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `quail ... | head`: the reader left; say nothing more
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stays open until exit
+        return 141
+    except Exception as exc:  # last resort: a bug of ours, never a bare traceback
+        if args.verbose:
+            traceback.print_exc()
+        print(f"quail {args.command}: internal error: {type(exc).__name__}: {shorten(exc)} "
+              "(a bug in quail: please report it with the command that caused it"
+              f"{'' if args.verbose else '; -v shows the traceback'})", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":
