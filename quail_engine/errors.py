@@ -28,9 +28,10 @@ class SqlError(QuailError):
     after the message: `<message> [<dialect>] in: <fragment>`, all on one line."""
 
     def __init__(self, message: str, fragment: str | None = None, dialect: str | None = None):
+        self.reason = shorten(message, MESSAGE_LIMIT - 80)
         self.fragment = fragment
         self.dialect = dialect
-        head = shorten(message, MESSAGE_LIMIT - 80) + (f" [{dialect}]" if dialect else "")
+        head = self.reason + (f" [{dialect}]" if dialect else "")
         budget = max(MESSAGE_LIMIT - len(head) - 5, 60)
         quoted = f" in: {shorten(fragment, min(budget, QUOTE_LIMIT))}" if fragment else ""
         super().__init__(f"{head}{quoted}")

@@ -16,6 +16,8 @@ from sqlglot import exp
 
 from quail_engine.sql import dialects
 from quail_engine.sql.cores import op_id_of
+from quail_engine.sql.errors import SqlError, UnsupportedError
+from quail_engine.sql.ir import AiOp
 from quail_engine.sql.nesting import nesting_guard
 from quail_engine.sql.query import lower_sql, read_tree
 
@@ -41,8 +43,9 @@ def transpile(sql: str, read: str, write: str, *, keep_source: bool = True) -> s
 
 def _transpile(sql: str, read: str, write: str, keep_source: bool) -> str:
     if read == write and keep_source:
-        lower_sql(sql, read)
-        return read_tree(sql, read).sql(dialect=dialects.sqlglot_dialect(write))
+        _, ops, _ = lower_sql(sql, read)
+        out = read_tree(sql, read).sql(dialect=dialects.sqlglot_dialect(write))
+        return _read_back(out, ops, read, write)
     lowered, ops, _ = lower_sql(sql, read)
     tree = lowered.tree
     texts: dict[str, str] = {}
@@ -61,7 +64,28 @@ def _transpile(sql: str, read: str, write: str, keep_source: bool) -> str:
     out = tree.sql(dialect=dialects.sqlglot_dialect(write))
     for token, text in texts.items():
         out = out.replace(f"{token}()", _paren(text))
+    return _read_back(out, ops, read, write)
+
+
+def _read_back(out: str, ops: list[AiOp], read: str, write: str) -> str:
+    """`out`, once it reads back in `write` with the same AI operators; otherwise refuse,
+    naming the functions, rather than hand the user SQL their warehouse (or we) cannot read."""
+    names = ", ".join(dict.fromkeys(_name(op) for op in ops)) or "the statement"
+    try:
+        _, again, _ = lower_sql(out, write)
+    except SqlError as exc:
+        raise UnsupportedError(f"{names} cannot be written in {write}: the rewritten SQL does "
+                               f"not read back ({exc.reason}); strip vendor result shapes or "
+                               "rewrite the call by hand", out, write) from None
+    if sorted(op.op for op in again) != sorted(op.op for op in ops):
+        raise UnsupportedError(f"{names} cannot be written in {write}: the rewritten SQL reads "
+                               f"back as {sorted(op.op for op in again)}, not "
+                               f"{sorted(op.op for op in ops)}", out, write)
     return out
+
+
+def _name(op: AiOp) -> str:
+    return op.origin.split("(", 1)[0].strip() or op.op
 
 
 def _paren(text: str) -> str:

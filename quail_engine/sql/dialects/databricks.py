@@ -12,6 +12,7 @@ import re
 
 from sqlglot import exp
 from sqlglot.dialects.databricks import Databricks
+from sqlglot.generators.databricks import DatabricksGenerator
 from sqlglot.parsers.databricks import DatabricksParser
 
 from quail_engine.sql import shapes
@@ -36,9 +37,26 @@ NAME = "databricks"
 BOOL_FORMAT = re.compile(r"^\s*STRUCT\s*<\s*(\w+)\s*:\s*BOOLEAN\s*>\s*$", re.IGNORECASE)
 
 
+def _json_value(gen: DatabricksGenerator, node: exp.Expr) -> str:
+    """Databricks has no JSON_OBJECT/JSON_ARRAY (sqlglot prints an unreadable `JSON_OBJECT('k':
+    v)`): a vendor result shape rebuilt here is NAMED_STRUCT/ARRAY, serialised once, at the
+    top, by TO_JSON (https://docs.databricks.com/aws/en/sql/language-manual/functions/to_json)."""
+    if isinstance(node, exp.JSONObject):
+        items = [f"{gen.sql(kv, 'this')}, {gen.sql(kv, 'expression')}" for kv in node.expressions]
+        text = f"NAMED_STRUCT({', '.join(items)})"
+    else:
+        text = f"ARRAY({', '.join(gen.sql(e) for e in node.expressions)})"
+    inside = isinstance(node.parent, exp.JSONKeyValue | exp.JSONArray)
+    return text if inside else f"TO_JSON({text})"
+
+
 class QuailDatabricks(Databricks):
     class Parser(DatabricksParser):
         FUNCTIONS = untyped_ai(DatabricksParser.FUNCTIONS)
+
+    class Generator(DatabricksGenerator):
+        TRANSFORMS = {**DatabricksGenerator.TRANSFORMS, exp.JSONObject: _json_value,
+                      exp.JSONArray: _json_value}
 
 
 def _build_query(call: Call) -> Built:
