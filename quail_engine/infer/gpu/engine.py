@@ -55,10 +55,11 @@ class GpuEngine(LocalEngine):
     @classmethod
     def load(cls, spec: str = "default", device: str = "cuda", dtype: Any = None,
              fp8: bool = False, fp8_proj: tuple[str, ...] | None = None,
-             **kwargs: Any) -> GpuEngine:
+             tokenizer: Any = None, **kwargs: Any) -> GpuEngine:
         """`fp8_proj`: which projections run in fp8 when `fp8` (default: all of them). The
-        weights go from the files to the GPU directly (gpu/load.py); fp8 quantizes there."""
-        state, tokenizer, config = load_checkpoint(spec, device, dtype)
+        weights go from the files to the GPU directly (gpu/load.py); fp8 quantizes there.
+        `tokenizer`: the model's tokenizer when the caller has it loaded already."""
+        state, tokenizer, config = load_checkpoint(spec, device, dtype, tokenizer)
         options = {"fp8_proj": fp8_proj} if fp8_proj is not None else {}
         model = GpuCausalLM(config, state, fp8=fp8, device=device, **options)
         del state  # the bf16 originals of fp8 weights, and the GEMMs' concatenated inputs

@@ -236,9 +236,11 @@ def _tokenizer(directory: Path):
 
 
 def load_checkpoint(spec: str, device: torch.device | str = "cuda",
-                    dtype: torch.dtype | str | None = None, **copy_options):
+                    dtype: torch.dtype | str | None = None, tokenizer=None, **copy_options):
     """(state dict on `device` in `dtype` (None: bf16), tokenizer, ModelConfig) for a model
-    spec (infer/loader.py: embedded names, .gguf files, HF directories, cached hub ids)."""
+    spec (infer/loader.py: embedded names, .gguf files, HF directories, cached hub ids).
+    `tokenizer`: one the caller already loaded for this model (its load is most of the time
+    left once the weights stream at ~25 GB/s), else it loads beside the weights."""
     from quail_engine.infer.loader import read_config, resolve_dtype, resolve_model_dir
 
     start = time.perf_counter()
@@ -246,7 +248,7 @@ def load_checkpoint(spec: str, device: torch.device | str = "cuda",
     directory = resolve_model_dir(spec)
     config = read_config(directory)
     with ThreadPoolExecutor(1, thread_name_prefix="quail-tokenizer") as pool:
-        tokenizer = pool.submit(_tokenizer, directory)
+        pending = pool.submit(_tokenizer, directory) if tokenizer is None else None
         files, entries = checkpoint_entries(weights_dir(directory, dtype), config)
         read_start = time.perf_counter()
         state = copy_to_device(files, entries, device, **copy_options)
@@ -254,7 +256,7 @@ def load_checkpoint(spec: str, device: torch.device | str = "cuda",
         for name, t in state.items():
             if t.is_floating_point() and t.dtype != dtype:
                 state[name] = t.to(dtype)
-        tokenizer = tokenizer.result()
+        tokenizer = pending.result() if pending is not None else tokenizer
     nbytes = sum(e.nbytes for e in entries)
     log.info("loaded %s (%s, %d layers): %.2f GB onto %s in %.2f s (%.1f GB/s), %.2f s in all",
              spec, config.family, config.num_layers, nbytes / 1e9, device, read_s,

@@ -108,6 +108,14 @@ def test_wrong_shape_is_refused(tiny_hf_model, tmp_path):
         checkpoint_entries(tmp_path, read_config(tmp_path))
 
 
+def test_a_tokenizer_already_loaded_is_used_not_loaded_again(tiny_hf_model):
+    """The tiny directories hold no tokenizer files: loading one there would fail."""
+    _, _, directory = tiny_hf_model
+    given = object()
+    state, tokenizer, _ = load_checkpoint(str(directory), "cpu", "bf16", tokenizer=given)
+    assert tokenizer is given and state
+
+
 @pytest.mark.model
 def test_embedded_gguf_loads_like_the_cpu_path(require_embedded):
     """The default spec (a GGUF converted once into the cache) through the direct loader gives
