@@ -155,8 +155,9 @@ def copy_to_device(files: Sequence[Path], entries: Sequence[TensorEntry], device
     dst = {name: t.view(-1).view(torch.uint8) for name, t in out.items()}
     chunks = plan_chunks(entries, chunk_bytes)
     size = min(chunk_bytes, max((c.nbytes for c in chunks), default=1))
+    slots = max(1, min(slots, len(chunks)))
     host = torch.empty(slots * size, dtype=torch.uint8, pin_memory=cuda)
-    ring = [_Slot(host[i * size:(i + 1) * size]) for i in range(min(slots, len(chunks) or 1))]
+    ring = [_Slot(host[i * size:(i + 1) * size]) for i in range(slots)]
     fds = [os.open(f, os.O_RDONLY) for f in files]
     pending: deque = deque()
 
