@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except QuailError as exc:
-        print(f"quail {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        print(f"quail {args.command}: error: {shorten(exc, 1000)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"quail {args.command}: interrupted", file=sys.stderr)

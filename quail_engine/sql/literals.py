@@ -37,7 +37,7 @@ def parse_json(text: str, what: str, fn: str, node: exp.Expr, dialect: str) -> A
 
 
 def _json_error(what, fn, node, dialect, text, exc) -> ArgumentError:
-    return ArgumentError(f"{fn}: {what} is malformed JSON ({exc.msg} at character {exc.pos}): "
+    return ArgumentError(f"{fn}: malformed JSON in {what} ({exc.msg} at character {exc.pos}): "
                          f"{shorten(text, 80)}", fragment(node, dialect), dialect)
 
 
@@ -46,7 +46,12 @@ def _value(node: exp.Expr) -> Any:
         if node.is_string:
             return node.this
         text = node.this
-        return float(text) if any(c in text for c in ".eE") else int(text)
+        if any(c in text for c in ".eE"):
+            return float(text)
+        try:
+            return int(text)
+        except ValueError:  # past Python's 4,300-digit int conversion limit
+            return float(text)
     if isinstance(node, exp.Boolean):
         return bool(node.this)
     if isinstance(node, exp.Null):

@@ -9,6 +9,7 @@ mapping `quail_ai_<id>(prompt)` over their input (ids in `table_functions`).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,8 @@ from quail_engine.sql.errors import SqlError
 from quail_engine.sql.ir import AiOp
 from quail_engine.sql.lower import Lowered, lower
 from quail_engine.sql.nesting import check_nesting, nesting_guard
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,12 @@ def read_tree(sql: str, dialect: str) -> exp.Expr:
         trees = [t for t in reader.parser().parse(tokens, sql) if t]
     except (ParseError, TokenError) as exc:
         raise SqlError(f"cannot parse the SQL: {_first_line(exc)}", sql.strip(), dialect) from None
+    except RecursionError:
+        raise
+    except Exception as exc:  # sqlglot's own builders fail on some malformed input
+        log.debug("sqlglot failed on malformed SQL", exc_info=True)
+        raise SqlError(f"cannot parse the SQL (sqlglot: {type(exc).__name__}: {_first_line(exc)})",
+                       sql.strip(), dialect) from None
     if len(trees) != 1:
         raise SqlError(f"expected one SQL statement, got {len(trees)}", sql.strip(), dialect)
     return trees[0]

@@ -18,7 +18,11 @@ from sqlglot import exp
 from quail_engine.sql import shapes
 from quail_engine.sql.build import Built, make
 from quail_engine.sql.call import Call, fragment
-from quail_engine.sql.errors import ArgumentError, UnknownAiFunctionError
+from quail_engine.sql.errors import (
+    ArgumentError,
+    UnknownAiFunctionError,
+    UnsupportedPositionError,
+)
 from quail_engine.sql.ir import Binding, Label, Options
 from quail_engine.sql.literals import gen_params, options, schema_fields
 from quail_engine.sql.prompt import Prompt
@@ -49,10 +53,19 @@ def lower_table_functions(tree: exp.Expr, dialect: str) -> list[Built]:
         return out
     for node in list(tree.find_all(exp.GenerateText, exp.GenerateTable)):
         table = node.parent
-        prefix = table.args["db"].name.upper() if table.args.get("db") else "ML"
         is_table = isinstance(node, exp.GenerateTable)
-        name = f"{prefix}.{'GENERATE_TABLE' if is_table else 'GENERATE_TEXT'}"
-        params = options(node.args.get("params_struct"), "the parameter STRUCT", name, dialect)
+        kind = "GENERATE_TABLE" if is_table else "GENERATE_TEXT"
+        if not isinstance(table, exp.Table):
+            raise UnsupportedPositionError(f"{kind} is a table function: call it in FROM",
+                                           fragment(table or node, dialect), dialect)
+        prefix = table.args["db"].name.upper() if table.args.get("db") else "ML"
+        name = f"{prefix}.{kind}"
+        if not isinstance(node.expression, exp.Table | exp.Subquery):
+            raise ArgumentError(f"{name} takes (MODEL m, TABLE t or (query)[, STRUCT(...)])",
+                                fragment(table, dialect), dialect)
+        struct = node.args.get("params_struct")
+        params = options(struct if isinstance(struct, exp.Expr) else None, "the parameter STRUCT",
+                         name, dialect)
         op_id = len(out)
         origin = fragment(table, dialect)
         call = Call(name=name, node=table, dialect=dialect)

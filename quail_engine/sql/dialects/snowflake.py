@@ -7,6 +7,7 @@ import json
 
 from sqlglot import exp
 from sqlglot.dialects.snowflake import Snowflake
+from sqlglot.generators.snowflake import SnowflakeGenerator
 from sqlglot.parsers.snowflake import SnowflakeParser
 
 from quail_engine.sql.build import SENTIMENT_LABELS, Built, make, vendor_items
@@ -34,6 +35,14 @@ class QuailSnowflake(Snowflake):
                 self._advance()
                 return self._parse_types()
             return super()._parse_type(*args, **kwargs)
+
+    class Generator(SnowflakeGenerator):
+        def datatype_sql(self, expression: exp.DataType) -> str:
+            """A type passed as an argument keeps its `TYPE` keyword, so it reads back."""
+            text = super().datatype_sql(expression)
+            if isinstance(expression.parent, exp.Kwarg | exp.Anonymous):
+                return f"TYPE {text}"
+            return text
 
 
 def _on_error(args: dict, call: Call, default: str = "null") -> tuple[str, str | None]:
@@ -87,7 +96,7 @@ def _build_complete(call: Call, legacy: bool = False, try_: bool = False) -> Bui
     names = ("model", "prompt", "model_parameters", "response_format", "show_details")
     a = bind(call, Signature(names, 2, ("file", "options")), NAME)
     params = a.get("model_parameters", a.get("options"))
-    if params is not None and not isinstance(params, exp.Struct):
+    if "model_parameters" in a and not isinstance(params, exp.Struct):  # the FILE form
         a["file"], params = a.pop("model_parameters"), None
     if isinstance(a["prompt"], exp.Array):
         raise UnsupportedError(f"{call.name}: conversation-history arrays are not supported; "

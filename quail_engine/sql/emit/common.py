@@ -27,10 +27,14 @@ def lit(value: str, dialect: str) -> str:
 
 
 def parts(op: AiOp, args: list[str], dialect: str, prefix: str = "") -> list[str]:
-    """The prompt as a list of SQL pieces (quoted literals and argument SQL), in order."""
-    out = []
-    for part in template_parts(prefix + op.template):
-        out.append(args[part] if isinstance(part, int) else lit(part, dialect))
+    """The prompt as a list of SQL pieces (quoted literals and argument SQL), in order. The
+    `prefix` (task text built from user values) is literal text, never placeholders."""
+    pieces = template_parts(op.template)
+    if prefix and pieces and isinstance(pieces[0], str):
+        pieces[0] = prefix + pieces[0]
+    elif prefix:
+        pieces.insert(0, prefix)
+    out = [args[part] if isinstance(part, int) else lit(part, dialect) for part in pieces]
     return out or [lit("", dialect)]
 
 

@@ -1,0 +1,421 @@
+"""Grammar-aware fuzzing of the SQL front end: no input may end in a traceback.
+
+Seeds are the example queries (examples/*/*.sql), every golden call of the function matrix
+(tests/unit/sql/test_sql_functions.py) and every function named in docs/functions.md. Each case
+applies 1-3 mutations (deep nesting, option values of every wrong type, huge literals, unbalanced
+quotes, token deletion / duplication / swaps, placeholder text, spliced fragments, dialect swaps,
+non-UTF-8 bytes) and runs what the CLI runs, in process: `read_sql`, then `quail explain`
+(parse, text and JSON; for half the cases the costed plan over a tiny DuckDB table, as with
+--table) and `quail transpile` to a random dialect. Every case must succeed or raise a
+QuailError whose message is one line of at most MESSAGE_CHARS; anything else, or a case that
+takes over CASE_SECONDS (a hang), is a failure reported with the seed and case number.
+
+    QUAIL_FUZZ_CASES=20000 python -m pytest -q -s tests/unit/test_fuzz_sql.py   # long mode
+    QUAIL_FUZZ_SEED=7 ...                                                      # other inputs
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import random
+import re
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from sqlglot.tokens import TokenType
+
+from quail_engine.errors import QuailError
+from quail_engine.sql import dialects
+from quail_engine.sql.explain import explain_json, explain_text
+from quail_engine.sql.query import parse
+from quail_engine.sql.source_text import read_sql
+from quail_engine.sql.transpile import transpile
+
+ROOT = Path(__file__).resolve().parents[2]
+DIALECTS = dialects.DIALECTS
+CASES = int(os.environ.get("QUAIL_FUZZ_CASES", "2000"))
+SEED = int(os.environ.get("QUAIL_FUZZ_SEED", "20240613"))
+CASE_SECONDS = 10.0
+MESSAGE_CHARS = 320
+
+NAMED = {  # how each dialect spells a named argument, and names its AI functions take
+    "duckdb": (":=", ("model", "selectivity", "anchor", "order", "on_error", "max_error_ratio",
+                      "max_tokens", "temperature", "top_p", "stop", "multi", "instruction",
+                      "task", "output_type", "labels", "range", "max_words", "schema", "bogus")),
+    "snowflake": ("=>", ("return_error_details", "config_object", "model_parameters", "options",
+                         "response_format", "show_details", "categories", "file", "bogus")),
+    "bigquery": ("=>", ("connection_id", "endpoint", "examples", "max_error_ratio",
+                        "output_mode", "model_params", "output_schema", "categories",
+                        "optimization_mode", "bogus")),
+    "databricks": ("=>", ("returnType", "failOnError", "modelParameters", "responseFormat",
+                          "options", "max_words", "bogus")),
+}
+VALID = ("0.5", "1", "0.01", "'fail'", "'null'", "'details'", "20", "TRUE", "FALSE", "'as_written'",
+         "'m'", "{'temperature': 0.2, 'max_tokens': 5}", "['a', 'b']", "'summarize'", "'VARCHAR'",
+         "JSON '{\"generationConfig\": {\"temperature\": 0}}'", "'single'", "'r'", "'.'")
+VALUES = VALID + ("'x'", "''", "7.5", "-1", "0", "1", "0.5", "NULL", "[NULL]", "['a', 1]", "['a', 'a']",
+          "{'a': 1}", "{'temperature': 'hot'}", "{'max_tokens': -5}", "{'top_p': [1]}", "TRUE",
+          "'{bad json'", "PARSE_JSON('{bad')", "JSON '{\"a\":'", "col", "1e309", "'nan'", "[]",
+          "ARRAY()", "'a' || 'b'", "named_struct('a', 1)", "map('a', 'b')", "STRUCT(1 AS a)",
+          "'STRUCT<m: BOOLEAN>'", "'multi'", "[[1, 2]]", "{'output_mode': 5}",
+          "{'examples': 'x'}", "{'examples': [{'input': 1}]}", "'a STRING, b'", "'-1..1'",
+          "{'generationConfig': {'maxOutputTokens': 'many'}}", "'[\"a\", \"a\"]'", "[1e400]",
+          "'{\"type\": \"object\"'", "CAST(NULL AS VARCHAR)", "-0.0", "99999999999999999999")
+LABELS = ("[]", "['a']", "['a', 'a']", "[1, 2]", "[NULL, 'a']", "['', 'b']", "[{'label': 1}]",
+          "[{'label': 'a', 'description': 2}, 'b']", "{'a': NULL, 'b': 'x'}", "'[1,'", "col",
+          "ARRAY('yes', 'no')", "[['a', 'b'], ['c']]")
+CHARS = ("'", '"', "`", "(", ")", "[", "]", "{", "}", ",", ";", "--", "/*", "\\", "\x00", "é",
+         "\U0001f600", "::", ":", ".", "=>", ":=", "||", "{0}", "{99}", "$$", "?", "@", "%s",
+         "\u202e", "\r", "\t", "NOT", "-", "CASE", "END", "AND", "OR", "IN", "JOIN", "ON")
+KEYWORDS = ("SELECT", "FROM", "NULL", "TRUE", "JOIN", "WHERE", "GROUP", "ORDER", "LIMIT",
+            "PROMPT", "AI_FILTER", "AI.IF", "ai_classify", "EXISTS", "LATERAL", "UNNEST")
+DEPTHS = (2, 8, 40, 60, 99, 100, 101, 150, 1000, 5000)
+AI_NAME = re.compile(r"^(AI[_.]|SNOWFLAKE\.CORTEX\.|ML\.)", re.IGNORECASE)
+
+
+def _load_matrix() -> list[tuple[str, str]]:
+    path = ROOT / "tests" / "unit" / "sql" / "test_sql_functions.py"
+    spec = importlib.util.spec_from_file_location("_fuzz_matrix", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return [(d, f"SELECT {call} FROM t") for d, call, _ in module.CASES]
+
+
+def _documented() -> list[tuple[str, str]]:
+    """Every function named in docs/functions.md, called with one and with three arguments."""
+    text = (ROOT / "docs" / "functions.md").read_text(encoding="utf-8")
+    out = []
+    for line in text.splitlines():
+        row = re.match(r"\|\s*(Snowflake|BigQuery|Databricks|DuckDB)\s*\|(.*)", line)
+        if not row:
+            continue
+        dialect = row.group(1).lower()
+        for name in sorted(set(re.findall(r"`([A-Za-z_.]*[A-Za-z])", row.group(2)))):
+            name = f"SNOWFLAKE.{name}" if name.startswith("CORTEX.") else name
+            out += [(dialect, f"SELECT {name}(review) FROM t"),
+                    (dialect, f"SELECT {name}(review, 'a', 'b') FROM t")]
+    return out
+
+
+def seeds() -> list[tuple[str, str]]:
+    examples = [(p.parent.name, p.read_text(encoding="utf-8"))
+                for p in sorted((ROOT / "examples").glob("*/*.sql"))]
+    return examples + _load_matrix() + _documented()
+
+
+class Case:
+    """One input: SQL text (or raw bytes, read through a file or `-e`), the dialect it is read
+    in, the transpile target, and what was done to it."""
+
+    def __init__(self, sql: str, dialect: str, target: str):
+        self.sql, self.dialect, self.target = sql, dialect, target
+        self.raw: bytes | None = None
+        self.via_file = False
+        self.steps: list[str] = []
+
+
+def _tokens(case: Case) -> list:
+    try:
+        return [t for t in dialects.sqlglot_dialect(case.dialect)().tokenize(case.sql)
+                if t.end < len(case.sql)]
+    except Exception:  # text the tokenizer rejects: mutate by characters instead
+        return []
+
+
+def _span(rng: random.Random, case: Case) -> tuple[int, int]:
+    tokens = _tokens(case)
+    if not tokens:
+        i = rng.randrange(len(case.sql) + 1)
+        return i, i
+    t = rng.choice(tokens)
+    return t.start, t.end + 1
+
+
+def _replace(case: Case, start: int, end: int, text: str) -> None:
+    case.sql = case.sql[:start] + text + case.sql[end:]
+
+
+def _ai_calls(case: Case) -> list[tuple[int, int]]:
+    """(start of name, index of the closing parenthesis) of each AI call."""
+    tokens = _tokens(case)
+    out = []
+    for i, t in enumerate(tokens[:-1]):
+        if tokens[i + 1].token_type != TokenType.L_PAREN:
+            continue
+        name_start = t.start
+        j = i
+        while j >= 2 and tokens[j - 1].token_type == TokenType.DOT:
+            j -= 2
+            name_start = tokens[j].start
+        if not AI_NAME.match(case.sql[name_start:t.end + 1]):
+            continue
+        depth = 0
+        for k in range(i + 1, len(tokens)):
+            kind = tokens[k].token_type
+            depth += kind in (TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE)
+            depth -= kind in (TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE)
+            if depth == 0:
+                out.append((name_start, tokens[k].start))
+                break
+    return out
+
+
+def m_delete(rng, case):
+    start, end = _span(rng, case)
+    _replace(case, start, end, "")
+    return "delete a token"
+
+
+def m_duplicate(rng, case):
+    start, end = _span(rng, case)
+    _replace(case, start, end, case.sql[start:end] * rng.choice((2, 3, 50)))
+    return "duplicate a token"
+
+
+def m_swap(rng, case):
+    (a, b), (c, d) = sorted([_span(rng, case), _span(rng, case)])
+    if b <= c:
+        case.sql = case.sql[:a] + case.sql[c:d] + case.sql[b:c] + case.sql[a:b] + case.sql[d:]
+    return "swap two tokens"
+
+
+def m_insert(rng, case):
+    start, _ = _span(rng, case)
+    text = rng.choice(CHARS)
+    _replace(case, start, start, f" {text}" if text.isalpha() else text)
+    return f"insert {text!r}"
+
+
+def m_keyword(rng, case):
+    start, end = _span(rng, case)
+    _replace(case, start, end, rng.choice(KEYWORDS))
+    return "replace a token by a keyword"
+
+
+def m_nest(rng, case):
+    start, end = _span(rng, case)
+    n = rng.choice(DEPTHS)
+    opener, closer = rng.choice((("(", ")"), ("lower(", ")"), ("[", "]"), ("CONCAT('a', ", ")"),
+                                 ("CASE WHEN TRUE THEN ", " END"), ("NOT ", ""), ("- ", ""),
+                                 ("(SELECT ", ")"), ("'a' || ", "")))
+    _replace(case, start, end, opener * n + case.sql[start:end] + closer * n)
+    return f"nest {opener.strip()!r} x{n}"
+
+
+def m_option(rng, case):
+    calls = _ai_calls(case)
+    if not calls:
+        return m_insert(rng, case)
+    _, close = rng.choice(calls)
+    arrow, names = NAMED[case.dialect]
+    name, value = rng.choice(names), rng.choice(VALUES)
+    text = f", {name} {arrow} {value}" if rng.random() < 0.8 else f", {value}"
+    _replace(case, close, close, text)
+    return f"option {text.strip(', ')}"
+
+
+def m_labels(rng, case):
+    arrays = [(m.start(), m.end()) for m in re.finditer(r"(ARRAY\(|\[)[^\[\]()]*[\])]", case.sql)]
+    value = rng.choice(LABELS)
+    if not arrays:
+        return m_option(rng, case)
+    start, end = rng.choice(arrays)
+    _replace(case, start, end, value)
+    return f"labels {value}"
+
+
+def m_huge(rng, case):
+    strings = [t for t in _tokens(case) if t.token_type == TokenType.STRING]
+    size = rng.choice((1_000, 20_000, 100_000))
+    if strings and rng.random() < 0.7:
+        t = rng.choice(strings)
+        _replace(case, t.start, t.end + 1, "'" + "x" * size + "'")
+        return f"string literal of {size} characters"
+    start, end = _span(rng, case)
+    text = rng.choice(("9" * size, "a" * size, "'a' || " * (size // 1000) + "'z'"))
+    _replace(case, start, end, text)
+    return f"token of {len(text)} characters"
+
+
+def m_placeholder(rng, case):
+    strings = [t for t in _tokens(case) if t.token_type == TokenType.STRING]
+    if not strings:
+        return m_insert(rng, case)
+    t = rng.choice(strings)
+    slot = rng.choice(("{0}", "{1}", "{2}", "{99}", "{-1}", "{x}", "{", "}", "{{0}}"))
+    _replace(case, t.end, t.end, slot)
+    return f"placeholder text {slot!r} in a literal"
+
+
+def m_quote(rng, case):
+    start, _ = _span(rng, case)
+    quote = rng.choice(("'", '"', "`", "/*", "$$"))
+    _replace(case, start, start, quote)
+    return f"unbalanced {quote}"
+
+
+def m_splice(rng, case, pool):
+    other = rng.choice(pool)[1]
+    a = rng.randrange(len(other) + 1)
+    b = min(len(other), a + rng.randrange(1, 80))
+    start, _ = _span(rng, case)
+    _replace(case, start, start, " " + other[a:b] + " ")
+    return "splice a fragment of another query"
+
+
+def m_dialect(rng, case):
+    case.dialect = rng.choice([d for d in DIALECTS if d != case.dialect])
+    return f"read as {case.dialect}"
+
+
+def m_bytes(rng, case):
+    data = bytearray(case.sql.encode("utf-8"))
+    for _ in range(rng.randrange(1, 4)):
+        data.insert(rng.randrange(len(data) + 1), rng.randrange(0x80, 0x100))
+    case.raw = bytes(data)
+    case.via_file = rng.random() < 0.5
+    return f"non-UTF-8 bytes via {'a file' if case.via_file else '-e'}"
+
+
+MUTATORS = (m_delete, m_duplicate, m_swap, m_insert, m_keyword, m_nest, m_option, m_option,
+            m_labels, m_huge, m_placeholder, m_quote, m_dialect, m_bytes)
+
+
+def make_case(rng: random.Random, pool: list[tuple[str, str]]) -> Case:
+    dialect, sql = rng.choice(pool)
+    case = Case(sql, dialect, rng.choice(DIALECTS))
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        if case.raw is not None:
+            break
+        mutate = rng.choice((*MUTATORS, m_splice))
+        case.steps.append(mutate(rng, case, pool) if mutate is m_splice else mutate(rng, case))
+    return case
+
+
+def source_text(case: Case, tmp: Path) -> str:
+    """What `quail explain FILE` / `-e SQL` hands the front end."""
+    if case.raw is None:
+        return read_sql(None, case.sql)
+    if case.via_file:
+        path = tmp / "case.sql"
+        path.write_bytes(case.raw)
+        return read_sql(str(path), None)
+    return read_sql(None, os.fsdecode(case.raw))  # how Python decodes argv
+
+
+def run_case(case: Case, tmp: Path, plan) -> tuple[str, str]:
+    """("ok" | "error" | "crash" | "message", detail) over every command the case exercises:
+    explain (parse, text, JSON), the costed plan when `plan` is given, and transpile."""
+    outcomes = []
+    parsed = None
+    for command in ("explain", "plan", "transpile"):
+        if command == "plan" and (plan is None or parsed is None):
+            continue
+        try:
+            sql = source_text(case, tmp)
+            if command == "explain":
+                parsed = parse(sql, case.dialect)
+                explain_text(parsed)
+                json.dumps(explain_json(parsed))
+            elif command == "plan":
+                plan(parsed)
+            else:
+                for target in DIALECTS:  # `quail transpile --write` each dialect
+                    transpile(sql, case.dialect, target)
+            outcomes.append(("ok", ""))
+        except QuailError as exc:
+            outcomes.append(_judge(command, exc))
+        except Exception as exc:  # noqa: BLE001 - the point: anything else is a failure
+            outcomes.append(("crash", f"{command}: {type(exc).__name__}: {str(exc)[:300]}"))
+    bad = [o for o in outcomes if o[0] in ("crash", "message", "long")]
+    if bad:
+        return bad[0]
+    return ("ok", "") if all(o[0] == "ok" for o in outcomes) else ("error", "")
+
+
+def _judge(command: str, exc: QuailError) -> tuple[str, str]:
+    """The front end's errors: one line of at most MESSAGE_CHARS. The plan's errors quote
+    DuckDB's messages (exec/user_errors.py, not the front end): the CLI prints them on one
+    line, and their length is counted apart ("long plan message"), not failed here."""
+    message = str(exc)
+    if command == "plan":
+        flat = " ".join(message.split())
+        return ("long", "") if len(flat) > MESSAGE_CHARS else ("error", "")
+    if "\n" in message or len(message) > MESSAGE_CHARS:
+        return "message", f"{command}: {type(exc).__name__} of {len(message)} chars: {message[:400]!r}"
+    return "error", ""
+
+
+def _planner():
+    """The costed-plan path of `quail explain --table`: DuckDB scans over the example data
+    (tables reviews, products and t), a fixed model spec, the CPU device."""
+    import duckdb
+
+    from quail_engine.exec.analyze import estimate_plans
+    from quail_engine.plan.cost import ModelSpec
+    from quail_engine.plan.device import device_spec
+
+    con = duckdb.connect()
+    data = ROOT / "examples" / "data"
+    con.execute(f"CREATE TABLE reviews AS SELECT * FROM read_csv('{data / 'reviews.csv'}')")
+    con.execute(f"CREATE TABLE products AS SELECT * FROM read_csv('{data / 'products.csv'}')")
+    con.execute("CREATE TABLE t AS SELECT *, review AS a, review AS b, review AS content, "
+                "review AS p, review AS x FROM reviews")
+    spec = ModelSpec(name="fuzz", num_layers=30, hidden_size=576, num_heads=9, num_kv_heads=3,
+                     head_dim=64, intermediate_size=1536, vocab_size=49152)
+    device = device_spec("cpu")
+    return lambda parsed: estimate_plans(con, parsed, spec, device)
+
+
+def fuzz(cases: int, seed: int, tmp: Path) -> tuple[Counter, list[str]]:
+    rng = random.Random(seed)
+    pool = seeds()
+    plan = _planner()
+    counts: Counter = Counter()
+    failures: list[str] = []
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)  # transpile warnings are expected output, not failures
+    try:
+        for n in range(cases):
+            case = make_case(rng, pool)
+            started = time.perf_counter()
+            kind, detail = run_case(case, tmp, plan if n % 2 else None)
+            seconds = time.perf_counter() - started
+            if seconds > CASE_SECONDS:
+                kind, detail = "slow", f"{seconds:.1f} s"
+            counts[kind] += 1
+            if kind in ("crash", "message", "slow"):
+                failures.append(f"case {n} (seed {seed}) [{case.dialect}->{case.target}; "
+                                f"{'; '.join(case.steps)}] {detail}\n  sql: "
+                                f"{(case.sql if case.raw is None else repr(case.raw))[:300]!r}")
+    finally:
+        logging.disable(previous)
+    return counts, failures
+
+
+def test_no_traceback_on_mutated_queries(tmp_path):
+    started = time.perf_counter()
+    counts, failures = fuzz(CASES, SEED, tmp_path)
+    print(f"\nfuzz: {CASES} cases in {time.perf_counter() - started:.1f} s (seed {SEED}): "
+          f"{counts['ok']} succeeded, {counts['error']} clean errors, {counts['crash']} "
+          f"tracebacks, {counts['message']} bad messages, {counts['slow']} over "
+          f"{CASE_SECONDS:g} s; {counts['long']} long plan messages (exec/)")
+    assert not failures, f"{len(failures)} failing cases:\n" + "\n".join(failures[:15])
+
+
+@pytest.mark.parametrize("mutate", [m for m in MUTATORS if m is not m_dialect],
+                         ids=lambda m: m.__name__)
+def test_every_mutation_changes_the_input(mutate):
+    """A mutator that silently does nothing would make the fuzzer test less than it claims."""
+    rng = random.Random(1)
+    changed = 0
+    for dialect, sql in seeds()[:20]:
+        case = Case(sql, dialect, dialect)
+        mutate(rng, case)
+        changed += case.sql != sql or case.raw is not None
+    assert changed >= 15
