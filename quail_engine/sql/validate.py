@@ -66,7 +66,7 @@ def refuse(site: Site, what: str, expected: str, value: Any) -> ArgumentError:
 def number(site: Site, what: str, value: Any, low: float, high: float, *,
            low_open: bool = False, integer: bool = False) -> float | int:
     """`value` as a number within [low, high] (or (low, high] with `low_open`)."""
-    interval = f"{'(' if low_open else '['}{low:g}, {high:g}]"
+    interval = f"{'(' if low_open else '['}{_plain(low)}, {_plain(high)}]"
     expected = f"{'an integer' if integer else 'a number'} in {interval}"
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise refuse(site, what, expected, value)
@@ -80,6 +80,10 @@ def number(site: Site, what: str, value: Any, low: float, high: float, *,
     if integer:
         return int(x)
     return int(value) if isinstance(value, int) else x
+
+
+def _plain(x: float) -> str:
+    return str(int(x)) if x == int(x) else f"{x:g}"
 
 
 def text(site: Site, what: str, value: Any, choices: tuple[str, ...] = ()) -> str:

@@ -96,7 +96,7 @@ def _build_complete(call: Call, legacy: bool = False, try_: bool = False) -> Bui
     names = ("model", "prompt", "model_parameters", "response_format", "show_details")
     a = bind(call, Signature(names, 2, ("file", "options")), NAME)
     params = a.get("model_parameters", a.get("options"))
-    if "model_parameters" in a and not isinstance(params, exp.Struct):  # the FILE form
+    if "model_parameters" in a and not isinstance(params, exp.Struct | exp.ParseJSON):  # FILE
         a["file"], params = a.pop("model_parameters"), None
     if isinstance(a["prompt"], exp.Array):
         raise UnsupportedError(f"{call.name}: conversation-history arrays are not supported; "
