@@ -30,8 +30,9 @@ LIMIT_MIN_CHUNK = 8  # rows a LIMIT query asks at least per round of its filters
 
 class CoreRunner:
     def __init__(self, con, ai_ops: Sequence, runner: OpRunner, store: AnswerStore, model,
-                 device, sample_size: int = 8):
+                 device, sample_size: int = 8, prepare=None):
         self.con, self.ai_ops, self.runner, self.store = con, list(ai_ops), runner, store
+        self.prepare = prepare  # scans that call AI functions: to this statement's names
         self.model, self.device, self.sample_size = model, device, sample_size
 
     def run(self, core, limit=None) -> PhysicalPlan:
@@ -39,7 +40,7 @@ class CoreRunner:
         only that many rows; unordered, the filters stop once they have found them, and the
         projections run on those rows alone; ordered, the projections are left to the rows
         DuckDB keeps (answered on the fly)."""
-        scans = {rel.alias: load_scan(self.con, rel) for rel in core.relations}
+        scans = {rel.alias: load_scan(self.con, rel, self.prepare) for rel in core.relations}
         ops = [o for o in (*core.filters, *core.joins, *core.projections)
                if _precomputable(o, self.ai_ops[o], scans)]
         infos = op_infos(ops, self.ai_ops, scans, self.runner, self.store, self.sample_size)

@@ -47,15 +47,19 @@ def fetch_arrow(result):
     return table.read_all() if hasattr(table, "read_all") else table
 
 
-def load_scan(con, relation) -> ScanData:
+def load_scan(con, relation, prepare=None) -> ScanData:
     """Run `relation.scan_sql`; binding columns come back as VARCHAR (DuckDB's cast), the same
-    text the AI functions receive inside the query."""
+    text the AI functions receive inside the query. `prepare`: rewrites a scan that itself calls
+    AI functions (a CTE or subquery with an AI projection) to this statement's registered
+    function names; they are answered as DuckDB reads the rows."""
+    scan_sql = relation.scan_sql
+    if prepare is not None and "quail_ai_" in scan_sql.lower():
+        scan_sql = prepare(scan_sql)
     try:
-        probe = con.execute(f"SELECT * FROM ({relation.scan_sql}) AS q LIMIT 0")
+        probe = con.execute(f"SELECT * FROM ({scan_sql}) AS q LIMIT 0")
         columns = tuple(d[0] for d in probe.description)
         casts = ", ".join(f'CAST("{c}" AS VARCHAR) AS "{c}"' for c in columns if c.startswith("b_"))
-        sql = (f"SELECT * REPLACE ({casts}) FROM ({relation.scan_sql}) AS q" if casts
-               else relation.scan_sql)
+        sql = (f"SELECT * REPLACE ({casts}) FROM ({scan_sql}) AS q" if casts else scan_sql)
         table = query_arrow(con, sql)
     except Exception as exc:  # duckdb raises many types; all mean the scan cannot run
         raise scan_error(exc, relation.alias) from exc

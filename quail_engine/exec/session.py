@@ -20,7 +20,7 @@ from quail_engine.errors import QuailError
 from quail_engine.exec.answer_cache import AnswerCache
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.core_runner import CoreRunner
-from quail_engine.exec.device_lock import device_lock
+from quail_engine.exec.device_lock import StatementLock, device_lock
 from quail_engine.exec.limit_pushdown import push_limit
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.progress import Progress
@@ -106,16 +106,17 @@ class QuailSession:
         if parsed.ai_ops:
             statement, limit = push_limit(statement)
         lock = device_lock(self.device)
-        names = register_udfs(self.con, parsed.ai_ops, store, runner, lock, suffix)
+        udf_lock = StatementLock(lock)
+        names = register_udfs(self.con, parsed.ai_ops, store, runner, udf_lock, suffix)
         try:
             self._check(statement)
             with lock:
-                if self.plan and parsed.ai_ops:
-                    spec, dev = self._specs()
-                    for core in parsed.cores:
-                        CoreRunner(self.con, parsed.ai_ops, runner, store, spec, dev,
-                                   self.sample_size).run(
-                                       core, limit if len(parsed.cores) == 1 else None)
+                udf_lock.held_by_statement = True
+                try:
+                    if self.plan and parsed.ai_ops:
+                        self._run_cores(parsed, runner, store, suffix, limit)
+                finally:
+                    udf_lock.held_by_statement = False
             table = query_arrow(self.con, statement)
         except QuailError:
             raise
@@ -129,6 +130,13 @@ class QuailSession:
             self.text.flush()
         self._finish(start, table.num_rows)
         return table
+
+    def _run_cores(self, parsed, runner, store: AnswerStore, suffix: str, limit) -> None:
+        spec, dev = self._specs()
+        for core in parsed.cores:
+            CoreRunner(self.con, parsed.ai_ops, runner, store, spec, dev, self.sample_size,
+                       lambda sql: prepare_sql(sql, suffix)).run(
+                           core, limit if len(parsed.cores) == 1 else None)
 
     def udf_sql(self, sql: str, dialect: str = "duckdb") -> str:
         """For paths that run SQL on DuckDB themselves (`dbt show`, unit tests): register this
