@@ -82,6 +82,11 @@ class PromptText:
                     ("plain", self._encode_plain)))
         return self._stores[i]
 
+    def tokenizer(self):
+        """The tokenizer the codec wraps (loading it if needed), to hand to the engine so the
+        model's tokenizer is read once per process; None for a codec that is not a TextCodec."""
+        return getattr(self.codec, "tokenizer", None)
+
     @property
     def is_loaded(self) -> bool:
         return self._codec is not None

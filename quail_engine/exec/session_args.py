@@ -71,18 +71,18 @@ def open_session(args: argparse.Namespace, con=None):
     con = con if con is not None else connect(args)
     device = resolve_device(args.device)
 
-    def factory():
-        from quail_engine.infer.factory import load_engine
-
-        return load_engine(args.model, device="cuda:0" if device == "cuda" else device,
-                           precision=args.precision)
-
     from quail_engine.exec.prompt_text import PromptText
     from quail_engine.settings import cache_path
 
     cache_dir = args.cache_dir or default_cache_dir()
     text, model_config = PromptText.of_model(
         args.model, tokens_dir=None if args.no_cache else cache_path("tokens"))
+
+    def factory():
+        from quail_engine.infer.factory import load_engine
+
+        return load_engine(args.model, device="cuda:0" if device == "cuda" else device,
+                           precision=args.precision, tokenizer=text.tokenizer())
     session = QuailSession(con, factory, cache_dir=cache_dir, use_cache=not args.no_cache,
                            device=device, progress=not args.quiet, on_long=args.on_long,
                            text=text, model_config=model_config, precision=args.precision)

@@ -55,11 +55,12 @@ class LocalEngine:
 
     @classmethod
     def load(cls, spec: str = "default", device: str = "cpu", dtype: Any = None,
-             **kwargs: Any) -> LocalEngine:
-        """Load a model (see infer/loader.py for the specs) and wrap it."""
+             tokenizer: Any = None, **kwargs: Any) -> LocalEngine:
+        """Load a model (see infer/loader.py for the specs) and wrap it. `tokenizer`: the
+        model's tokenizer, when the caller has it loaded already."""
         from quail_engine.infer.loader import load_model
 
-        model, tokenizer, config = load_model(spec, device, dtype)
+        model, tokenizer, config = load_model(spec, device, dtype, tokenizer)
         return cls(model, tokenizer, config, model_id=spec, device=device, **kwargs)
 
     # -- text ---------------------------------------------------------------------------------

@@ -99,15 +99,18 @@ def read_config(directory: Path) -> ModelConfig:
 
 
 def load_model(spec: str = "default", device: str | torch.device = "cpu",
-               dtype: torch.dtype | str | None = None) -> tuple[CausalLM, Tokenizer, ModelConfig]:
-    """Load model, tokenizer and config named by `spec` onto `device` in `dtype`."""
+               dtype: torch.dtype | str | None = None, tokenizer: Tokenizer | None = None
+               ) -> tuple[CausalLM, Tokenizer, ModelConfig]:
+    """Load model, tokenizer and config named by `spec` onto `device` in `dtype`. `tokenizer`:
+    the model's tokenizer when the caller has loaded it already (it is not read again)."""
     stage.info("loading the model %s", spec)
     start = time.perf_counter()
     directory = resolve_model_dir(spec)
     config = read_config(directory)
     dtype = resolve_dtype(dtype, device)
     model = load_safetensors_model(directory, config, device, dtype)
-    tokenizer = load_tokenizer(directory, use_snapshot=_is_inside(directory, cache_root()))
+    if tokenizer is None:
+        tokenizer = load_tokenizer(directory, use_snapshot=_is_inside(directory, cache_root()))
     logger.info("loaded %s (%s, %d layers, %s) from %s in %.2f s", spec, config.family,
                 config.num_layers, str(dtype).removeprefix("torch."), directory,
                 time.perf_counter() - start)
