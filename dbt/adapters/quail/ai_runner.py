@@ -159,7 +159,8 @@ class AiRunner:
             kwargs["token_budget"] = self.options["max_batch_tokens"]
         start = time.perf_counter()
         try:
-            engine = load_engine(spec, device=self.device, **kwargs)
+            engine = load_engine(spec, device=self.device,
+                                 tokenizer=self.prompt_text()[0].tokenizer(), **kwargs)
         except (QuailError, OSError, ValueError) as exc:
             raise DbtRuntimeError(
                 f"quail could not load model {spec!r} on {self.device}: {exc}") from exc
