@@ -16,6 +16,7 @@ from quail_engine.errors import shorten
 from quail_engine.sql.call import Call, fragment
 from quail_engine.sql.errors import ArgumentError, LabelsNotLiteralError
 from quail_engine.sql.ir import GenParams, Label
+from quail_engine.sql.nesting import check_json_nesting
 from quail_engine.sql.validate import Site, boolean, number
 
 _NOT_LITERAL = object()
@@ -30,6 +31,7 @@ class _MalformedJson(Exception):
 
 def parse_json(text: str, what: str, fn: str, node: exp.Expr, dialect: str) -> Any:
     """`text` as JSON, or an ArgumentError naming the function, the argument and the position."""
+    check_json_nesting(text, fragment(node, dialect), dialect)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -78,6 +80,7 @@ def _value(node: exp.Expr) -> Any:
             return _NOT_LITERAL
         return dict(zip(keys, values))
     if isinstance(node, exp.ParseJSON) and isinstance(node.this, exp.Literal):
+        check_json_nesting(node.this.this, node.sql(), None)
         try:
             return json.loads(node.this.this)
         except json.JSONDecodeError as exc:

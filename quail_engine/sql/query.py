@@ -53,7 +53,10 @@ def read_tree(sql: str, dialect: str) -> exp.Expr:
     reader = dialects.sqlglot_dialect(dialect)()
     try:
         tokens = reader.tokenize(sql)
-        check_nesting(tokens, sql, dialect)
+    except TokenError as exc:
+        raise SqlError(f"cannot parse the SQL: {_first_line(exc)}", sql.strip(), dialect) from None
+    check_nesting(tokens, sql, dialect)
+    try:
         trees = [t for t in reader.parser().parse(tokens, sql) if t]
     except (ParseError, TokenError) as exc:
         raise SqlError(f"cannot parse the SQL: {_first_line(exc)}", sql.strip(), dialect) from None

@@ -3,8 +3,8 @@
 Seeds are the example queries (examples/*/*.sql), every golden call of the function matrix
 (tests/unit/sql/test_sql_functions.py) and every function named in docs/functions.md. Each case
 applies 1-3 mutations (deep nesting, option values of every wrong type, huge literals, unbalanced
-quotes, token deletion / duplication / swaps, placeholder text, spliced fragments, dialect swaps,
-non-UTF-8 bytes) and runs what the CLI runs, in process: `read_sql`, then `quail explain`
+quotes, token deletion / duplication / swaps, placeholder text, spliced fragments, subquery / CTE
+/ UNION wrappers, extra predicates, comments, dialect swaps, non-UTF-8 bytes) and runs what the CLI runs, in process: `read_sql`, then `quail explain`
 (parse, text and JSON; for half the cases the costed plan over a tiny DuckDB table, as with
 --table) and `quail transpile` to a random dialect. Every case must succeed or raise a
 QuailError whose message is one line of at most MESSAGE_CHARS; anything else, or a case that
@@ -102,10 +102,13 @@ def _documented() -> list[tuple[str, str]]:
     return out
 
 
-def seeds() -> list[tuple[str, str]]:
+def seeds() -> list[tuple[str, str, float]]:
+    """(dialect, sql, weight): the examples and the golden matrix; the bare documented names
+    (mostly wrong arity, so mostly refused) a quarter as often."""
     examples = [(p.parent.name, p.read_text(encoding="utf-8"))
                 for p in sorted((ROOT / "examples").glob("*/*.sql"))]
-    return examples + _load_matrix() + _documented()
+    return ([(d, sql, 1.0) for d, sql in examples + _load_matrix()]
+            + [(d, sql, 0.25) for d, sql in _documented()])
 
 
 class Case:
@@ -268,6 +271,49 @@ def m_splice(rng, case, pool):
     return "splice a fragment of another query"
 
 
+def _statement(sql: str) -> str:
+    """The statement without comment lines and a trailing semicolon (to embed it)."""
+    lines = [line for line in sql.splitlines() if not line.lstrip().startswith("--")]
+    return "\n".join(lines).strip().rstrip(";")
+
+
+def m_wrap(rng, case):
+    inner = _statement(case.sql)
+    form = rng.choice(("SELECT * FROM ({q}) AS q", "WITH q AS ({q}) SELECT * FROM q",
+                       "SELECT COUNT(*) FROM ({q}) AS q WHERE TRUE",
+                       "SELECT * FROM ({q}) AS q ORDER BY 1"))
+    case.sql = form.format(q=inner)
+    return "wrap in a subquery or CTE"
+
+
+def m_union(rng, case, pool):
+    same = [sql for d, sql, _ in pool if d == case.dialect] or [case.sql]
+    case.sql = f"{_statement(case.sql)} UNION ALL {_statement(rng.choice(same))}"
+    return "UNION ALL with another query"
+
+
+def m_predicate(rng, case):
+    found = re.search(r"\bWHERE\b", case.sql, re.IGNORECASE)
+    extra = rng.choice(("id > 1", "review IS NOT NULL", "product_id IN (1, 2)", "NOT (id = 3)",
+                        "EXISTS (SELECT 1 FROM products p2 WHERE p2.product_id = 1)"))
+    glue = rng.choice(("AND", "OR"))
+    if found:
+        _replace(case, found.end(), found.end(), f" {extra} {glue}")
+    else:
+        found = re.search(r"\bFROM\s+\w+(\s+(AS\s+)?\w+)?", case.sql, re.IGNORECASE)
+        if not found:
+            return m_insert(rng, case)
+        _replace(case, found.end(), found.end(), f" WHERE {extra}")
+    return f"add the predicate {extra}"
+
+
+def m_comment(rng, case):
+    start, _ = _span(rng, case)
+    text = rng.choice(("/* note */", "\n-- note\n", "\n\n", "   ", "/* {0} */", "/*+ hint */"))
+    _replace(case, start, start, text)
+    return "insert a comment or whitespace"
+
+
 def m_dialect(rng, case):
     case.dialect = rng.choice([d for d in DIALECTS if d != case.dialect])
     return f"read as {case.dialect}"
@@ -283,17 +329,19 @@ def m_bytes(rng, case):
 
 
 MUTATORS = (m_delete, m_duplicate, m_swap, m_insert, m_keyword, m_nest, m_option, m_option,
-            m_labels, m_huge, m_placeholder, m_quote, m_dialect, m_bytes)
+            m_labels, m_huge, m_placeholder, m_quote, m_dialect, m_bytes, m_wrap, m_predicate,
+            m_comment)
+POOLED = (m_splice, m_union)  # mutators that draw a second seed
 
 
-def make_case(rng: random.Random, pool: list[tuple[str, str]]) -> Case:
-    dialect, sql = rng.choice(pool)
+def make_case(rng: random.Random, pool: list[tuple[str, str, float]]) -> Case:
+    dialect, sql, _ = rng.choices(pool, weights=[w for _, _, w in pool])[0]
     case = Case(sql, dialect, rng.choice(DIALECTS))
-    for _ in range(rng.choice((1, 1, 2, 3))):
+    for _ in range(rng.choice((1, 1, 1, 2, 3))):
         if case.raw is not None:
             break
-        mutate = rng.choice((*MUTATORS, m_splice))
-        case.steps.append(mutate(rng, case, pool) if mutate is m_splice else mutate(rng, case))
+        mutate = rng.choice((*MUTATORS, *POOLED))
+        case.steps.append(mutate(rng, case, pool) if mutate in POOLED else mutate(rng, case))
     return case
 
 
@@ -308,9 +356,10 @@ def source_text(case: Case, tmp: Path) -> str:
     return read_sql(None, os.fsdecode(case.raw))  # how Python decodes argv
 
 
-def run_case(case: Case, tmp: Path, plan) -> tuple[str, str]:
-    """("ok" | "error" | "crash" | "message", detail) over every command the case exercises:
-    explain (parse, text, JSON), the costed plan when `plan` is given, and transpile."""
+def run_case(case: Case, tmp: Path, plan, tally: Counter | None = None) -> tuple[str, str]:
+    """("ok" | "error" | "crash" | "message" | "long", detail) over every command the case
+    exercises: explain (parse, text, JSON), the costed plan when `plan` is given, and transpile
+    to each dialect. `tally` counts (command, outcome) pairs."""
     outcomes = []
     parsed = None
     for command in ("explain", "plan", "transpile"):
@@ -332,6 +381,8 @@ def run_case(case: Case, tmp: Path, plan) -> tuple[str, str]:
             outcomes.append(_judge(command, exc))
         except Exception as exc:  # noqa: BLE001 - the point: anything else is a failure
             outcomes.append(("crash", f"{command}: {type(exc).__name__}: {str(exc)[:300]}"))
+        if tally is not None:
+            tally[(command, outcomes[-1][0])] += 1
     bad = [o for o in outcomes if o[0] in ("crash", "message", "long")]
     if bad:
         return bad[0]
@@ -372,7 +423,8 @@ def _planner():
     return lambda parsed: estimate_plans(con, parsed, spec, device)
 
 
-def fuzz(cases: int, seed: int, tmp: Path) -> tuple[Counter, list[str]]:
+def fuzz(cases: int, seed: int, tmp: Path, tally: Counter | None = None
+         ) -> tuple[Counter, list[str]]:
     rng = random.Random(seed)
     pool = seeds()
     plan = _planner()
@@ -384,7 +436,7 @@ def fuzz(cases: int, seed: int, tmp: Path) -> tuple[Counter, list[str]]:
         for n in range(cases):
             case = make_case(rng, pool)
             started = time.perf_counter()
-            kind, detail = run_case(case, tmp, plan if n % 2 else None)
+            kind, detail = run_case(case, tmp, plan if n % 2 else None, tally)
             seconds = time.perf_counter() - started
             if seconds > CASE_SECONDS:
                 kind, detail = "slow", f"{seconds:.1f} s"
@@ -400,11 +452,13 @@ def fuzz(cases: int, seed: int, tmp: Path) -> tuple[Counter, list[str]]:
 
 def test_no_traceback_on_mutated_queries(tmp_path):
     started = time.perf_counter()
-    counts, failures = fuzz(CASES, SEED, tmp_path)
+    tally: Counter = Counter()
+    counts, failures = fuzz(CASES, SEED, tmp_path, tally)
     print(f"\nfuzz: {CASES} cases in {time.perf_counter() - started:.1f} s (seed {SEED}): "
           f"{counts['ok']} succeeded, {counts['error']} clean errors, {counts['crash']} "
           f"tracebacks, {counts['message']} bad messages, {counts['slow']} over "
           f"{CASE_SECONDS:g} s; {counts['long']} long plan messages (exec/)")
+    print("by command: " + ", ".join(f"{c} {o} {n}" for (c, o), n in sorted(tally.items())))
     assert not failures, f"{len(failures)} failing cases:\n" + "\n".join(failures[:15])
 
 
@@ -414,7 +468,7 @@ def test_every_mutation_changes_the_input(mutate):
     """A mutator that silently does nothing would make the fuzzer test less than it claims."""
     rng = random.Random(1)
     changed = 0
-    for dialect, sql in seeds()[:20]:
+    for dialect, sql, _ in seeds()[:20]:
         case = Case(sql, dialect, dialect)
         mutate(rng, case)
         changed += case.sql != sql or case.raw is not None

@@ -204,3 +204,17 @@ def test_table_functions_outside_from_are_refused():
 def test_sqlglot_builder_failures_are_parse_errors(sql):
     with pytest.raises(SqlError, match="cannot parse the SQL"):
         parse(sql, "databricks" if "map" in sql else "snowflake")
+
+
+@pytest.mark.parametrize("chain", ["x" + "[1]" * 5000, ".".join(["a"] * 5000),
+                                   "x" + "::INT" * 5000, "x" + " IS NOT NULL" * 3000])
+def test_operator_chains_past_the_limit_are_one_line(chain):
+    with pytest.raises(SqlError, match="nested too deeply") as info:
+        parse(f"SELECT {chain} FROM t WHERE ai_filter(x)", "duckdb")
+    assert "\n" not in str(info.value) and len(str(info.value)) <= MESSAGE_LIMIT
+
+
+def test_deep_json_in_an_option_is_refused_before_decoding():
+    deep = "[" * 50_000 + "]" * 50_000
+    with pytest.raises(SqlError, match="nested too deeply"):
+        parse(f"SELECT AI_COMPLETE('m', review, PARSE_JSON('{deep}')) FROM t", "snowflake")
