@@ -40,7 +40,7 @@ class OpRunner:
     `precision`: part of the answers' identity (fp8 answers are not bf16 answers)."""
 
     def __init__(self, engine, cache: AnswerCache, report: Report, progress=None,
-                 on_long: str = "truncate", calibrate: bool = True, batch_size: int = 4096,
+                 on_long: str = "truncate", calibrate: bool = True, batch_size: int = 65536,
                  text: PromptText | None = None, precision: str = ""):
         if on_long not in ("truncate", "error"):
             raise ValueError(f"on_long must be 'truncate' or 'error', got {on_long!r}")
@@ -157,7 +157,7 @@ class OpRunner:
             while lo < len(texts) or pending is not None:
                 submitted = None
                 if lo < len(texts):
-                    hi = lo + self._batch_prompts(texts[lo:lo + 64])
+                    hi = lo + self._batch_prompts(texts[lo:lo + 64], self._uses_kv(layout, kv))
                     prepared = self._prepare(layout, texts[lo:hi], kv)
                     submitted = (lo, min(hi, len(texts)), pool.submit(
                         self._execute, layout, readout, texts[lo:hi], prepared, kv, rep))
@@ -176,12 +176,15 @@ class OpRunner:
         if self.progress is not None:
             self.progress.advance(len(batch), self.engine.stats.fresh_tokens)
 
-    def _batch_prompts(self, sample: list[tuple[str, str]]) -> int:
-        """Prompts in the next batch: about BATCH_SECONDS of engine time at the speed seen so
-        far (characters / 4 as the token guess), within [FIRST_BATCH, batch_size]."""
+    def _batch_prompts(self, sample: list[tuple[str, str]], resident_prefix: bool) -> int:
+        """Prompts in the next batch: about BATCH_SECONDS of engine time at the fresh tokens/s
+        seen so far, within [FIRST_BATCH, batch_size]. A prompt's fresh tokens are guessed as
+        characters / 4: its question alone when its document is resident (a join partner, a
+        second predicate), else the whole prompt."""
         if self._tokens_per_s is None or not sample:
             return min(FIRST_BATCH, self.batch_size)
-        tokens = max(1.0, sum(len(p) + len(s) for p, s in sample) / (4.0 * len(sample)))
+        chars = sum(len(s) if resident_prefix else len(p) + len(s) for p, s in sample)
+        tokens = max(1.0, chars / (4.0 * len(sample)))
         return int(min(self.batch_size, max(FIRST_BATCH, BATCH_SECONDS * self._tokens_per_s
                                             / tokens)))
 

@@ -64,7 +64,7 @@ class QuailSession:
                  None, *, use_cache: bool = True, device: str = "cpu", progress: bool = False,
                  sample_size: int = 8, on_long: str = "truncate", calibrate: bool = True,
                  plan: bool = True, share_kv: bool = True, device_spec=None,
-                 batch_size: int = 4096, text=None, model_config: Callable[[], object] | None
+                 batch_size: int = 65536, text=None, model_config: Callable[[], object] | None
                  = None, precision: str = ""):
         from quail_engine.exec.prompt_text import PromptText
 
