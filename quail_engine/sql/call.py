@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
+from quail_engine.errors import shorten
 from quail_engine.sql.errors import ArgumentError
 
 
@@ -101,10 +102,10 @@ def bind(call: Call, sig: Signature, dialect: str) -> dict[str, exp.Expr]:
     for key, value in call.kwargs.items():
         if key not in allowed:
             names = ", ".join(allowed.values())
-            raise ArgumentError(f"{call.name} has no argument named {key!r} (known: {names})",
+            raise ArgumentError(f"{call.name} has no argument named {shorten(key, 80)!r} (known: {names})",
                                 fragment, dialect)
         if allowed[key] in out:
-            raise ArgumentError(f"{call.name} argument {key!r} given twice", fragment, dialect)
+            raise ArgumentError(f"{call.name} argument {shorten(key, 80)!r} given twice", fragment, dialect)
         out[allowed[key]] = value
     missing = [p for p in sig.positional[:sig.required] if p not in out]
     if missing:

@@ -97,7 +97,8 @@ def literal(node: exp.Expr, what: str, fn: str, dialect: str) -> Any:
     except _MalformedJson as bad:
         raise _json_error(what, fn, node, dialect, bad.text, bad.error) from None
     if value is _NOT_LITERAL:
-        raise LabelsNotLiteralError(f"{fn}: {what} must be a literal, got {fragment(node, dialect)}",
+        raise LabelsNotLiteralError(f"{fn}: {what} must be a literal, got "
+                                    f"{shorten(fragment(node, dialect), 80)}",
                                     fragment(node, dialect), dialect)
     return value
 
@@ -105,7 +106,8 @@ def literal(node: exp.Expr, what: str, fn: str, dialect: str) -> Any:
 def string(node: exp.Expr, what: str, fn: str, dialect: str) -> str:
     value = literal(node, what, fn, dialect)
     if not isinstance(value, str):
-        raise ArgumentError(f"{fn}: {what} must be a string, got {fragment(node, dialect)}",
+        raise ArgumentError(f"{fn}: {what} must be a string, got "
+                            f"{shorten(fragment(node, dialect), 80)}",
                             fragment(node, dialect), dialect)
     return value
 

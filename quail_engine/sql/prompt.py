@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from quail_engine.errors import shorten
 from quail_engine.sql.call import fragment
 from quail_engine.sql.errors import ArgumentError, PlaceholderError
 from quail_engine.sql.ir import AiOp
@@ -46,7 +47,7 @@ def _from_prompt_call(node: exp.Anonymous, fn: str, dialect: str, origin: exp.Ex
     first, args = node.expressions[0], list(node.expressions[1:])
     if not (isinstance(first, exp.Literal) and first.is_string):
         raise ArgumentError(f"{fn}: the PROMPT template must be a string literal, got "
-                            f"{fragment(first, dialect)}", fragment(origin, dialect), dialect)
+                            f"{shorten(fragment(first, dialect), 80)}", fragment(origin, dialect), dialect)
     parts: list[str | exp.Expr] = []
     pos = 0
     for match in SLOT.finditer(first.this):

@@ -18,6 +18,7 @@ from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.parsers.duckdb import DuckDBParser
 
+from quail_engine.errors import shorten
 from quail_engine.sql.build import Built, make
 from quail_engine.sql.call import Call
 from quail_engine.sql.dialects.common import append, text_prompt, untyped_ai
@@ -49,7 +50,7 @@ def _named(call: Call) -> tuple[Options, dict, tuple[tuple[str, str], ...]]:
     known = {k.lower(): k for k in (*OPTION_KEYS, *GEN_KEYS, *FIELD_KEYS, "labels", *TASK_ARGS)}
     unknown = [k for k in call.kwargs if k not in known]
     if unknown:
-        raise ArgumentError(f"{call.name} has no option {unknown[0]!r} (known: "
+        raise ArgumentError(f"{call.name} has no option {shorten(unknown[0], 80)!r} (known: "
                             f"{', '.join(known.values())})", call.sql(NAME), NAME)
     values = {known[k]: literal(v, f"option {k}", call.name, NAME)
               for k, v in call.kwargs.items() if k != "labels"}
