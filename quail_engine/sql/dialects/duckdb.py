@@ -50,8 +50,9 @@ def _named(call: Call) -> tuple[Options, dict, tuple[tuple[str, str], ...]]:
     known = {k.lower(): k for k in (*OPTION_KEYS, *GEN_KEYS, *FIELD_KEYS, "labels", *TASK_ARGS)}
     unknown = [k for k in call.kwargs if k not in known]
     if unknown:
-        raise ArgumentError(f"{call.name} has no option {shorten(unknown[0], 80)!r} (known: "
-                            f"{', '.join(known.values())})", call.sql(NAME), NAME)
+        options = ", ".join((*OPTION_KEYS, *GEN_KEYS, *FIELD_KEYS, "labels"))
+        raise ArgumentError(f"{call.name} has no option {shorten(unknown[0], 80)!r} (options: "
+                            f"{options}; or a task argument)", call.sql(NAME), NAME)
     values = {known[k]: literal(v, f"option {k}", call.name, NAME)
               for k, v in call.kwargs.items() if k != "labels"}
     values = {k: v for k, v in values.items() if v is not None}
