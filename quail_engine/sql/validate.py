@@ -72,7 +72,7 @@ def number(site: Site, what: str, value: Any, low: float, high: float, *,
         raise refuse(site, what, expected, value)
     try:
         x = float(value)
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number; an int past float's range
         raise refuse(site, what, expected, value) from None
     inside = (low < x if low_open else low <= x) and x <= high
     if not inside or math.isnan(x) or (integer and x != int(x)):

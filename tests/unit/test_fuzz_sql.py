@@ -65,7 +65,8 @@ VALUES = VALID + ("'x'", "''", "7.5", "-1", "0", "1", "0.5", "NULL", "[NULL]", "
           "'STRUCT<m: BOOLEAN>'", "'multi'", "[[1, 2]]", "{'output_mode': 5}",
           "{'examples': 'x'}", "{'examples': [{'input': 1}]}", "'a STRING, b'", "'-1..1'",
           "{'generationConfig': {'maxOutputTokens': 'many'}}", "'[\"a\", \"a\"]'", "[1e400]",
-          "'{\"type\": \"object\"'", "CAST(NULL AS VARCHAR)", "-0.0", "99999999999999999999")
+          "'{\"type\": \"object\"'", "CAST(NULL AS VARCHAR)", "-0.0", "99999999999999999999",
+                   "1" + "0" * 400, "-1e-400")
 LABELS = ("[]", "['a']", "['a', 'a']", "[1, 2]", "[NULL, 'a']", "['', 'b']", "[{'label': 1}]",
           "[{'label': 'a', 'description': 2}, 'b']", "{'a': NULL, 'b': 'x'}", "'[1,'", "col",
           "ARRAY('yes', 'no')", "[['a', 'b'], ['c']]")

@@ -14,6 +14,8 @@ REFUSED = [
      "AI_FILTER: option selectivity must be a number in (0, 1], got 'x'"),
     ("duckdb", "SELECT ai_filter(review, selectivity := 7.5) FROM t", "got 7.5"),
     ("duckdb", "SELECT ai_filter(review, selectivity := 0) FROM t", "selectivity"),
+    ("duckdb", "SELECT ai_filter(review, selectivity := 1" + "0" * 400 + ") FROM t",
+     "selectivity must be a number"),
     ("duckdb", "SELECT ai_generate(review, temperature := [NULL]) FROM t",
      "option temperature must be a number in [0, 2], got [NULL]"),
     ("duckdb", "SELECT ai_generate(review, temperature := -1) FROM t", "temperature"),
