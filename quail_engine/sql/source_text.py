@@ -22,7 +22,10 @@ def read_sql(file: str | None, expression: str | None) -> str:
     path = Path(file)
     if not path.is_file():
         raise QuailError(f"no such SQL file: {file}")
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise QuailError(f"cannot read SQL file {file}: {exc.strerror or exc}") from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

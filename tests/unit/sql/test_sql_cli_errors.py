@@ -48,3 +48,17 @@ def test_undecodable_bytes_in_dash_e(capsys):
 
     assert main(["explain", "-e", os.fsdecode(b"SELECT ai_filter('caf\xe9') FROM t")]) == 2
     assert "not UTF-8" in capsys.readouterr().err
+
+
+def test_unreadable_sql_file(tmp_path, monkeypatch, capsys):
+    from pathlib import Path
+
+    path = tmp_path / "locked.sql"
+    path.write_text("SELECT 1")
+
+    def denied(self):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "read_bytes", denied)
+    assert main(["explain", str(path)]) == 2
+    assert f"cannot read SQL file {path}: Permission denied" in capsys.readouterr().err
