@@ -6,6 +6,12 @@ is the prefix, so its KV is computed once and reused by every question over the 
 by a reference to the text above, plus the answer instruction. Generative operators keep the
 template as written (one user turn, nothing shared). The content-free calibration prompt is the
 same layout with "N/A" as every value.
+
+A boolean question with a partner - a join's other side, or a string literal argument of a filter
+(`ai_filter('Does {0} mention {1}?', review, 'battery life')`) - is a pair layout: the partner is
+read as the answer after the template's text up to its slot, and the readout is how much the
+document raises the partner's likelihood over the content-free document (infer/ask.py, measured
+in bench/pair_accuracy.py). The partner stays in the suffix, so the document is still the prefix.
 """
 
 from __future__ import annotations
@@ -22,11 +28,18 @@ from quail_engine.infer.api import (
     Readout,
     ScoreReadout,
 )
-from quail_engine.infer.ask import BOOLEAN_HINT, label_hint
+from quail_engine.infer.ask import (
+    BOOLEAN_HINT,
+    document_text,
+    label_hint,
+    pair_cue,
+    pair_readout,
+)
 
 SLOT = re.compile(r"\{(\d+)\}")
 DOC_REF = "(see the text above)"
 SHARED_KINDS = ("ai_filter", "ai_join", "ai_classify", "ai_score")
+PAIR_KINDS = ("ai_filter", "ai_join")
 DEFAULT_MAX_TOKENS = 48
 
 
@@ -39,18 +52,29 @@ class OpPrompt:
 
     @classmethod
     def for_op(cls, op, anchor: str | None = None) -> OpPrompt:
-        """`anchor`: the alias whose bindings are the shared document (None: all of them, or
-        for a join its first alias)."""
+        """`anchor`: the alias whose bindings are the shared document (None: all of them but a
+        filter's string literals, or for a join its first alias)."""
         if op.op not in SHARED_KINDS:
             return cls(op, ())
         if anchor is None and op.op == "ai_join" and op.aliases:
             anchor = op.aliases[0]
-        slots = tuple(b.index for b in op.bindings if anchor is None or b.alias == anchor)
-        return cls(op, slots)
+        if anchor is not None:
+            return cls(op, tuple(b.index for b in op.bindings if b.alias == anchor))
+        partner = _filter_partner(op) if op.op in PAIR_KINDS else set()
+        slots = tuple(b.index for b in op.bindings if b.index not in partner)
+        return cls(op, slots or tuple(b.index for b in op.bindings))
 
     @property
     def is_shared(self) -> bool:
         return bool(self.doc_slots)
+
+    @property
+    def partner_slots(self) -> tuple[int, ...]:
+        """Slots of a pair layout's partner, in template order (empty: not a pair layout)."""
+        if self.op.op not in PAIR_KINDS or not self.doc_slots:
+            return ()
+        seen = dict.fromkeys(int(m.group(1)) for m in SLOT.finditer(self.op.template))
+        return tuple(i for i in seen if i not in self.doc_slots and i < len(self.op.bindings))
 
     def texts(self, values: Sequence[object]) -> tuple[str, str]:
         """(prefix_text, suffix_text) of one row; their concatenation is the user turn."""
@@ -58,13 +82,32 @@ class OpPrompt:
         if not self.is_shared:
             return task_prompt(self.op, _render(self.op.template, vals, ())), ""
         doc = "\n\n".join(vals[i] for i in self.doc_slots)
+        if self.partner_slots:
+            return document_text(doc), f"{self._cue()} {self._partner(vals)}"
         question = _render(self.op.template, vals, self.doc_slots).strip()
         if question == DOC_REF:  # the template is the document alone: ask the task's question
             question = self._default_question()
         if self.op.instruction:
             question = f"{self.op.instruction}\n{question}"
         # the layout measured on the development set (infer/ask.py, bench/accuracy.py)
-        return f"Text:\n{doc}\n\n", f"Question: {question}\n{self._instruction()}"
+        return document_text(doc), f"Question: {question}\n{self._instruction()}"
+
+    def _partner_span(self) -> tuple[int, int]:
+        """Character range of the template from the first partner slot to the end of the last."""
+        spans = [m.span() for m in SLOT.finditer(self.op.template)
+                 if int(m.group(1)) in self.partner_slots]
+        return spans[0][0], spans[-1][1]
+
+    def _cue(self) -> str:
+        """A pair layout's suffix before the partner: the template up to the partner's slot."""
+        stem = _render(self.op.template[:self._partner_span()[0]], (), self.doc_slots).strip()
+        if self.op.instruction:
+            stem = f"{self.op.instruction}\n{stem}"
+        return pair_cue(stem)
+
+    def _partner(self, values: Sequence[str]) -> str:
+        start, end = self._partner_span()
+        return _render(self.op.template[start:end], values, self.doc_slots).strip()
 
     def _default_question(self) -> str:
         if self.op.task == "sentiment":
@@ -81,6 +124,8 @@ class OpPrompt:
     def readout(self, calibration_tokens: Sequence[int] | None = None) -> Readout:
         cal = tuple(calibration_tokens) if calibration_tokens is not None else None
         kind = self.op.op
+        if self.partner_slots:  # compares with the content-free document by definition
+            return pair_readout(self._cue())
         if kind in ("ai_filter", "ai_join"):
             return BooleanReadout(calibration_tokens=cal)
         if kind in ("ai_score", "ai_similarity"):
@@ -93,6 +138,23 @@ class OpPrompt:
 
     def calibration_values(self) -> list[str]:
         return ["N/A"] * len(self.op.bindings)
+
+
+def _filter_partner(op) -> set[int]:
+    """A filter's partner slots: its string literal arguments, else the slot that ends the
+    question when another binding precedes it ('Does {0} mention {1}?'); none when every slot
+    comes before the question ('Title: {0} Body: {1} Is it spam?' asks about one document)."""
+    literals = {b.index for b in op.bindings
+                if b.alias is None and b.column is None and b.sql.startswith("'")}
+    if literals or len(op.bindings) < 2:
+        return literals
+    last = list(SLOT.finditer(op.template))[-1:]
+    if not last or op.template[last[0].end():].strip(" ?.!\"')"):
+        return set()
+    index = int(last[0].group(1))
+    if list(SLOT.finditer(op.template))[0].group(1) == last[0].group(1):
+        return set()
+    return {index}
 
 
 def _render(template: str, values: Sequence[str], doc_slots: Sequence[int]) -> str:

@@ -52,7 +52,24 @@ class GenerateReadout:
     stop: tuple[str, ...] = ()
 
 
-Readout = BooleanReadout | LabelReadout | ScoreReadout | GenerateReadout
+@dataclass(frozen=True)
+class SpanReadout:
+    """Answer = how much the prefix (the document) raises the likelihood of a span of the
+    request's own tokens: log P(span | prefix) - log P(span | calibration prefix), in nats (the
+    pointwise mutual information of document and span), compared with `threshold`.
+
+    The span is what follows `cue` in the own tokens, up to the answer header the chat layout
+    appends. `calibration_prefix`: the text that stands in for the document part ("Text:\\nN/A
+    \\n\\n"); its reference is computed once per distinct own-token sequence (once per join
+    partner). value: bool; score: sigmoid(PMI - threshold); margin: PMI - threshold.
+    """
+
+    cue: str
+    threshold: float = 0.0
+    calibration_prefix: str | None = None
+
+
+Readout = BooleanReadout | LabelReadout | ScoreReadout | GenerateReadout | SpanReadout
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,14 @@ joins: the anchor text is the shared prefix), and measured better than question 
 small default model on a development set (bench/data/dev_reviews.jsonl; see bench/accuracy.py).
 Boolean and label calls are calibrated by default: the scores the same prompt gives for the
 content-free document "N/A" are subtracted.
+
+Two-argument questions (does this review mention that topic?) are not asked as yes/no: the small
+embedded models' yes/no answer carries no information about the pair (bench/pair_accuracy.py
+measured 0.50 with every calibration tried). The partner is instead the answer the model is made
+to read after the question stem, and the readout is how much the document raises its likelihood
+over the content-free document (`SpanReadout`), in nats, against `PAIR_THRESHOLD`:
+
+    Text:\n{document}\n\nQuestion: {stem}\nAnswer: {partner}
 """
 
 from __future__ import annotations
@@ -23,10 +31,29 @@ from quail_engine.infer.api import (
     LabelReadout,
     Request,
     ScoreReadout,
+    SpanReadout,
 )
 
 CONTENT_FREE = "N/A"
 BOOLEAN_HINT = "Answer yes or no."
+# nats of pointwise mutual information a partner needs; chosen on the dev split of
+# tests/data/pairs_labelled.jsonl (accuracy is flat from 2.5 to 4 there), reported on its test split
+PAIR_THRESHOLD = 3.5
+
+
+def document_text(document: str) -> str:
+    """The shareable prefix text of every shared layout."""
+    return f"Text:\n{document}\n\n"
+
+
+def pair_cue(stem: str) -> str:
+    """The suffix text before a two-argument question's partner."""
+    return f"Question: {stem}\nAnswer:"
+
+
+def pair_readout(cue: str) -> SpanReadout:
+    """The readout of a suffix `cue + " " + partner`: the partner's PMI with the document."""
+    return SpanReadout(cue, PAIR_THRESHOLD, document_text(CONTENT_FREE))
 
 
 def label_hint(labels: Sequence[str]) -> str:
@@ -36,7 +63,7 @@ def label_hint(labels: Sequence[str]) -> str:
 def prompt_split(engine: Any, document: str, question: str,
                  hint: str = BOOLEAN_HINT) -> tuple[list[int], list[int]]:
     """(head: chat header + document, tail: question + answer header) token ids."""
-    return engine.chat_split(f"Text:\n{document}\n\n", f"Question: {question}\n{hint}")
+    return engine.chat_split(document_text(document), f"Question: {question}\n{hint}")
 
 
 def join_split(engine: Any, anchor: str, partner: str,
@@ -98,10 +125,28 @@ def ask_questions(engine: Any, documents: Sequence[str], questions: Sequence[str
     return out
 
 
+def ask_pairs(engine: Any, documents: Sequence[str], partners: Sequence[str],
+              stem: str) -> list[list[Answer]]:
+    """Does each document go with each partner, read as `stem` + partner (e.g. stem "Does the
+    text above talk about", partner "battery life")? Each document's KV is computed once and
+    every partner runs as a suffix on it; each partner's content-free reference runs once.
+    Returns answers[document][partner]; Answer.margin is the PMI minus PAIR_THRESHOLD."""
+    cue = pair_cue(stem)
+    readout = pair_readout(cue)
+    tails = [tuple(engine.chat_split("", f"{cue} {p}")[1]) for p in partners]
+    handles = engine.add_prefixes([engine.chat_split(document_text(d), "")[0] for d in documents])
+    try:
+        return [engine.run([Request(t, readout, h) for t in tails]) for h in handles]
+    finally:
+        for h in handles:
+            engine.release(h)
+
+
 def ask_join(engine: Any, anchors: Sequence[str], partners: Sequence[str], question: str,
              calibrate: bool = True) -> list[list[Answer]]:
-    """`question` about every (anchor, partner) pair: each anchor's KV is computed once and
-    every partner runs as a suffix on it. Returns answers[anchor][partner]."""
+    """`question` about every (anchor, partner) pair as yes/no: each anchor's KV is computed
+    once and every partner runs as a suffix on it. Returns answers[anchor][partner]. On the
+    small embedded models this yes/no is at chance (see the module docstring): use ask_pairs."""
     tails = [tuple(join_split(engine, "", p, question)[1]) for p in partners]
     cal = join_split(engine, CONTENT_FREE, CONTENT_FREE, question)
     readout = BooleanReadout(calibration_tokens=tuple(cal[0] + cal[1]) if calibrate else None)

@@ -24,16 +24,25 @@ from quail_engine.infer.api import (
     PrefixHandle,
     Request,
     ScoreReadout,
+    SpanReadout,
 )
 from quail_engine.infer.decode import DecodeSeq, greedy_decode
 from quail_engine.infer.kv import KVArena
 from quail_engine.infer.labels import label_answers, score_labels
-from quail_engine.infer.readout import BooleanTokens, boolean_tokens, label_tokens, sigmoid
+from quail_engine.infer.readout import (
+    BooleanTokens,
+    boolean_tokens,
+    label_tokens,
+    sigmoid,
+    span_bounds,
+    span_logprob,
+)
 from quail_engine.infer.runner import Runner, SeqJob
 from quail_engine.infer.scheduler import Scheduler
 from quail_engine.infer.textio import TextCodec
 
 log = logging.getLogger(__name__)
+SPAN_CHUNK = 64  # span requests per pass group: their full-vocabulary logits are held at once
 
 
 class LocalEngine:
@@ -106,11 +115,13 @@ class LocalEngine:
             self.stats.requested_tokens += len(r.tokens) + (r.prefix.num_tokens if r.prefix else 0)
         self._prepare_references([r.readout for r in requests])
         answers: list[Answer | None] = [None] * len(requests)
-        one_step, forced, gen = [], [], []
+        one_step, forced, gen, spans = [], [], [], []
         for i, r in enumerate(requests):
             ro = r.readout
             if isinstance(ro, GenerateReadout):
                 gen.append(i)
+            elif isinstance(ro, SpanReadout):
+                spans.append(i)
             elif isinstance(ro, LabelReadout) and not self._labels(ro).is_single_step:
                 forced.append(i)
             else:
@@ -128,6 +139,11 @@ class LocalEngine:
             for k, i in enumerate(forced):
                 ro = requests[i].readout
                 answers[i] = label_answers(ro.labels, scores[k], self._reference(ro))
+        for k in range(0, len(spans), SPAN_CHUNK):
+            part = spans[k:k + SPAN_CHUNK]
+            for i, answer in zip(part, self._span_answers([requests[i] for i in part],
+                                                          [prefixes[i] for i in part])):
+                answers[i] = answer
         if gen:
             seqs = [DecodeSeq(list(requests[i].tokens), prefixes[i], requests[i].readout.max_tokens,
                               tuple(requests[i].readout.stop)) for i in gen]
@@ -204,6 +220,33 @@ class LocalEngine:
         if isinstance(ro, ScoreReadout):
             return Answer(value=p, score=p, margin=margin)
         return Answer(value=margin > 0, score=p, margin=margin)
+
+    def _span_answers(self, requests: Sequence[Request], prefixes: Sequence[Any]) -> list[Answer]:
+        """SpanReadout: the span's log-probability after the document minus after the
+        calibration prefix (in place of the document and anything before the cue); that
+        reference runs once per distinct question text (once per join partner)."""
+        trail = len(self.codec.chat_split("", "")[1])
+        bounds = [span_bounds(r.tokens, self.codec.encode(r.readout.cue), trail) for r in requests]
+        jobs = [SeqJob(list(r.tokens), p, read=tuple(range(s - 1, e - 1)))
+                for r, p, (_, s, e) in zip(requests, prefixes, bounds)]
+        keys = [("span", r.readout.calibration_prefix, tuple(r.tokens[c:]), s - c, e - c)
+                for r, (c, s, e) in zip(requests, bounds)]
+        refs: dict[tuple, SeqJob] = {}
+        for key in keys:
+            _, cal, question, s, e = key
+            if cal is not None and key not in self._references and key not in refs:
+                head = self.codec.chat_split(cal, "")[0]
+                refs[key] = SeqJob(head + list(question),
+                                   read=tuple(range(len(head) + s - 1, len(head) + e - 1)))
+        self.runner.run(jobs + list(refs.values()))
+        for key, job in refs.items():
+            self._references[key] = span_logprob(job.logits, key[2][key[3]:key[4]])
+        out = []
+        for r, job, key, (_, s, e) in zip(requests, jobs, keys, bounds):
+            ref = 0.0 if key[1] is None else self._references[key]
+            margin = span_logprob(job.logits, r.tokens[s:e]) - ref - r.readout.threshold
+            out.append(Answer(value=margin > 0, score=sigmoid(margin), margin=margin))
+        return out
 
     # -- calibration --------------------------------------------------------------------------
     @staticmethod

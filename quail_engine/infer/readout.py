@@ -3,7 +3,9 @@
 Boolean and single-step label readouts look at the last prompt position only, against the LM-head
 rows of a handful of answer tokens. Each answer word stands for its case and leading-space
 variants ("yes", "Yes", "YES", " yes", ...). Content-free calibration subtracts the margin (or
-label scores) the same prompt gives for an "N/A" document.
+label scores) the same prompt gives for an "N/A" document. Span readouts (two-argument questions)
+score a span of the request's own tokens over the full vocabulary: how much the document raises
+its log-probability over the content-free document's.
 """
 
 from __future__ import annotations
@@ -123,3 +125,30 @@ def sigmoid(x: float) -> float:
 def calibrated(values: torch.Tensor, reference: torch.Tensor | None) -> torch.Tensor:
     """Subtract the content-free reference (margin or per-label scores) when there is one."""
     return values if reference is None else values - reference
+
+
+def span_bounds(tokens: Sequence[int], cue_ids: Sequence[int], trail: int) -> tuple[int, int, int]:
+    """(cue_start, start, end) of a SpanReadout in a request's own `tokens`: where the cue's last
+    occurrence begins (0 when the document is a separate prefix, after the document when it is
+    not), and the span [start, end) after the cue, before the last `trail` tokens (the answer
+    header). The cue's last token may merge with the span's first, so the cue is searched
+    without it. A cue not found is taken to start the tokens; `start` is at least 1, so the
+    position that predicts the span's first token is one of `tokens`."""
+    probe = list(cue_ids[:max(1, len(cue_ids) - 1)])
+    cue_start = next((j for j in range(len(tokens) - len(probe), -1, -1)
+                      if tokens[j] == probe[0] and list(tokens[j:j + len(probe)]) == probe), 0)
+    start = cue_start
+    while (start - cue_start < len(cue_ids) and start < len(tokens)
+           and tokens[start] == cue_ids[start - cue_start]):
+        start += 1
+    start = max(start, 1)
+    return cue_start, start, max(start, len(tokens) - trail)
+
+
+def span_logprob(logits: torch.Tensor, targets: Sequence[int]) -> float:
+    """[len(targets), vocab] logits (each row predicts the next target) -> the targets' summed
+    log-probability."""
+    if not targets:
+        return 0.0
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return float(logp[torch.arange(len(targets)), torch.tensor(list(targets))].sum())

@@ -13,6 +13,7 @@ from quail_engine.infer.api import (
     LabelReadout,
     PrefixHandle,
     ScoreReadout,
+    SpanReadout,
 )
 from quail_engine.sql.ir import AiOp, Binding, JoinInfo, Label, Options
 
@@ -87,7 +88,7 @@ class FakeEngine:
         words = [w.strip("?.,!:()").lower() for w in body.split()]
         long = [w for w in words if len(w) >= 4 and w.isalpha() and w not in LAYOUT_WORDS]
         truth = len(long) != len(set(long))
-        if isinstance(readout, BooleanReadout):
+        if isinstance(readout, (BooleanReadout, SpanReadout)):
             return Answer(truth, 1.0 if truth else 0.0)
         if isinstance(readout, ScoreReadout):
             return Answer(1.0 if truth else 0.0, 1.0 if truth else 0.0)
