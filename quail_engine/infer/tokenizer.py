@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from quail_engine.errors import ModelError
+from quail_engine.infer.json_tokenizer import JsonTokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +39,8 @@ class Tokenizer:
         parallel)."""
         if not texts:
             return []
+        if isinstance(self.hf, JsonTokenizer):
+            return self.hf.encode_batch(texts, add_special_tokens)
         return [list(ids) for ids in self.hf(list(texts), add_special_tokens=add_special_tokens)
                 ["input_ids"]]
 
@@ -88,8 +91,18 @@ def _load_snapshot(path: Path) -> Any | None:
 
 
 def load_tokenizer(directory: str | Path, use_snapshot: bool = False) -> Tokenizer:
-    """The fast tokenizer saved in a HF model directory. `use_snapshot`: read the pickled copy
-    `save_snapshot` wrote, or write it (only pass True for directories Quail itself owns)."""
+    """The fast tokenizer saved in a HF model directory: its tokenizer.json read with the
+    `tokenizers` library alone (infer/json_tokenizer.py: no transformers import), else through
+    transformers. `use_snapshot` (transformers only): read the pickled copy `save_snapshot`
+    wrote, or write it (only pass True for directories Quail itself owns)."""
+    try:
+        fast = JsonTokenizer.load(directory)
+    except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception on bad JSON
+        logger.info("tokenizer.json in %s not read directly (%s); using transformers",
+                    directory, exc)
+        fast = None
+    if fast is not None:
+        return Tokenizer(fast)
     from transformers import AutoTokenizer
 
     snapshot = Path(directory) / SNAPSHOT
