@@ -24,7 +24,7 @@ IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class _MalformedJson(Exception):
-    def __init__(self, text: str, error: json.JSONDecodeError):
+    def __init__(self, text: str, error: ValueError):
         super().__init__(text)
         self.text, self.error = text, error
 
@@ -34,13 +34,17 @@ def parse_json(text: str, what: str, fn: str, node: exp.Expr, dialect: str) -> A
     check_json_nesting(text, fragment(node, dialect), dialect)
     try:
         return json.loads(text)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # JSONDecodeError, or a number past Python's 4,300 digits
         raise _json_error(what, fn, node, dialect, text, exc) from None
 
 
-def _json_error(what, fn, node, dialect, text, exc) -> ArgumentError:
-    return ArgumentError(f"{fn}: malformed JSON in {what} ({exc.msg} at character {exc.pos}): "
-                         f"{shorten(text, 80)}", fragment(node, dialect), dialect)
+def _json_error(what, fn, node, dialect, text, exc: ValueError) -> ArgumentError:
+    if isinstance(exc, json.JSONDecodeError):
+        why = f"{exc.msg} at character {exc.pos}"
+    else:
+        why = shorten(exc, 60)
+    return ArgumentError(f"{fn}: malformed JSON in {what} ({why}): {shorten(text, 80)}",
+                         fragment(node, dialect), dialect)
 
 
 def _value(node: exp.Expr) -> Any:
@@ -83,7 +87,7 @@ def _value(node: exp.Expr) -> Any:
         check_json_nesting(node.this.this, node.sql(), None)
         try:
             return json.loads(node.this.this)
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:
             raise _MalformedJson(node.this.this, exc) from None
     if isinstance(node, exp.Cast):
         return _value(node.this)

@@ -48,6 +48,8 @@ REFUSED = [
     ("bigquery", "SELECT AI.IF(review, examples => ['x']) FROM t", "examples"),
     ("bigquery", "SELECT AI.GENERATE(review, model_params => JSON '{\"a\":') FROM t",
      "malformed JSON in model_params"),
+    ("bigquery", "SELECT AI.GENERATE(review, model_params => JSON '" + "9" * 5000 + "') FROM t",
+     "malformed JSON in model_params"),
     ("bigquery", "SELECT AI.GENERATE(review, output_schema => 'a STRING, b') FROM t",
      "output_schema must list 'name TYPE' fields"),
     ("snowflake", "SELECT AI_COMPLETE('m', review, {'temperature': 'hot'}) FROM t",
