@@ -1,8 +1,7 @@
--- Reviews matched to products by meaning (comma join: AI.IF spans both tables).
+-- Each review matched to the product it describes, by meaning alone (comma join: AI.IF spans
+-- both tables; the last column shows whether the match agrees with product_id).
 -- quail query examples/bigquery/join.sql --dialect bigquery --table reviews=examples/data/reviews.csv --table products=examples/data/products.csv
-SELECT p.name, r.review
+SELECT p.name, r.id, r.review, r.product_id = p.product_id AS filed_under
 FROM reviews AS r, products AS p
-WHERE r.product_id = p.product_id
-  AND AI.IF(('Does this review: ', r.review,
-             ' complain about a broken part of this product: ', p.description, '?'))
+WHERE AI.IF(('Does this review: ', r.review, ' describe the product: ', p.name, '?'))
 ORDER BY p.name, r.id

@@ -1,9 +1,8 @@
--- Reviews matched to the product they describe, by meaning (and by product_id).
+-- Each review matched to the product it describes, by meaning alone (product_id is not used;
+-- the last column shows whether the match agrees with it).
 -- quail query examples/snowflake/join.sql --dialect snowflake --table reviews=examples/data/reviews.csv --table products=examples/data/products.csv
-SELECT p.name, r.review
+SELECT p.name, r.id, r.review, r.product_id = p.product_id AS filed_under
 FROM reviews AS r
 JOIN products AS p
-  ON r.product_id = p.product_id
- AND AI_FILTER(PROMPT('Does this review: {0} complain about a broken part of this product: {1}?',
-                      r.review, p.description))
+  ON AI_FILTER(PROMPT('Does this review: {0} describe the product: {1}?', r.review, p.name))
 ORDER BY p.name, r.id

@@ -16,6 +16,8 @@ in bench/pair_accuracy.py). The partner stays in the suffix, so the document is 
 
 from __future__ import annotations
 
+import functools
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,7 +37,9 @@ from quail_engine.infer.ask import (
     pair_cue,
     pair_readout,
 )
+from quail_engine.infer.embedded import DEFAULT_MODEL
 
+log = logging.getLogger(__name__)
 SLOT = re.compile(r"\{(\d+)\}")
 DOC_REF = "(see the text above)"
 SHARED_KINDS = ("ai_filter", "ai_join", "ai_classify", "ai_score")
@@ -165,6 +169,43 @@ def _render(template: str, values: Sequence[str], doc_slots: Sequence[int]) -> s
         return values[i] if i < len(values) else m.group(0)
 
     return SLOT.sub(fill, template)
+
+
+# shapes the embedded default model answers poorly whatever the layout (bench/pair_accuracy.py,
+# examples/README.md): shape -> what the user is told once
+WEAK_ON_DEFAULT = {
+    "yes/no filter on one document": (
+        "the default model's yes/no answer tracks whether the text reads positive, not the "
+        "question asked ('Is this review negative?' was right on 15% of labelled reviews); ask "
+        "for a label with a classify function, pass the topic as a second argument "
+        "(ai_filter('Does {0} mention {1}?', review, 'battery life')), or use a larger --model"),
+    "generation": (
+        "the default model (a 270M base model) writes rambling text that often ignores the "
+        "instruction; --model smollm2-135m follows short instructions better, a larger model "
+        "better still"),
+}
+
+
+def weak_shape(op) -> str | None:
+    """The WEAK_ON_DEFAULT shape of operator `op` (an ir.AiOp), or None."""
+    if op.op in ("ai_generate", "ai_aggregate"):
+        return "generation"
+    if op.op in ("ai_filter", "ai_score") and not OpPrompt.for_op(op).partner_slots:
+        return "yes/no filter on one document"
+    return None
+
+
+def warn_if_weak(op, model_id: str) -> None:
+    """Log a warning, once per shape and process, when `op` has a shape the embedded default
+    model answers poorly and `model_id` names that model."""
+    shape = weak_shape(op)
+    if shape is not None and model_id.split("@")[0] in ("default", DEFAULT_MODEL):
+        _warn_once(shape)
+
+
+@functools.cache
+def _warn_once(shape: str) -> None:
+    log.warning("%s: %s", shape, WEAK_ON_DEFAULT[shape])
 
 
 def sql_value(op, answer) -> object:

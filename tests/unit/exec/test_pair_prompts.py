@@ -1,0 +1,72 @@
+"""Two-argument layouts from SQL: which argument is the shared document, which the partner read as
+the answer, and the warning for shapes the default model answers poorly."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from quail_engine.exec import prompts
+from quail_engine.exec.prompts import OpPrompt, warn_if_weak
+from quail_engine.infer.api import BooleanReadout, SpanReadout
+from quail_engine.sql import parse
+
+CASES = [
+    # (dialect, sql, anchor, values) -> (prefix, suffix)
+    ("duckdb", "SELECT * FROM r WHERE ai_filter('Does {0} mention {1}?', review, 'battery life')",
+     None, ("Dies in an hour.", "battery life"),
+     ("Text:\nDies in an hour.\n\n",
+      "Question: Does (see the text above) mention\nAnswer: battery life")),
+    ("snowflake", "SELECT * FROM t WHERE AI_FILTER(PROMPT('Review: {0}\nDoes it mention {1}?', "
+     "review, topic))", None, ("Dies in an hour.", "battery life"),
+     ("Text:\nDies in an hour.\n\n",
+      "Question: Review: (see the text above)\nDoes it mention\nAnswer: battery life")),
+    ("snowflake", "SELECT * FROM r JOIN p ON AI_FILTER(PROMPT('Is this review: {0} about this "
+     "product: {1}?', r.review, p.name))", "p", ("Dies in an hour.", "Headphones"),
+     ("Text:\nHeadphones\n\n", "Question: Is this review:\nAnswer: Dies in an hour.")),
+    ("snowflake", "SELECT * FROM r JOIN p ON AI_FILTER(PROMPT('Is this review: {0} about this "
+     "product: {1}?', r.review, p.name))", "r", ("Dies in an hour.", "Headphones"),
+     ("Text:\nDies in an hour.\n\n", "Question: Is this review: (see the text above) about "
+      "this product:\nAnswer: Headphones")),
+    # every slot before the question: one document, asked yes/no as before
+    ("snowflake", "SELECT * FROM t WHERE AI_FILTER(PROMPT('Title: {0} Body: {1} Is it spam?', "
+     "title, body))", None, ("Win", "Click here"),
+     ("Text:\nWin\n\nClick here\n\n",
+      "Question: Title: (see the text above) Body: (see the text above) Is it spam?\n"
+      "Answer yes or no.")),
+    ("snowflake", "SELECT * FROM t WHERE AI_FILTER(PROMPT('Is this review positive? {0}', "
+     "review))", None, ("Great.",),
+     ("Text:\nGreat.\n\n", "Question: Is this review positive? (see the text above)\n"
+      "Answer yes or no.")),
+]
+
+
+@pytest.mark.parametrize("dialect, sql, anchor, values, expected", CASES)
+def test_pair_layout(dialect, sql, anchor, values, expected):
+    op, = parse(sql, dialect).ai_ops
+    layout = OpPrompt.for_op(op, anchor)
+    assert layout.texts(values) == expected
+    readout = layout.readout((1, 2, 3))
+    if layout.partner_slots:
+        # the partner is the span after the readout's cue; the document stays the prefix
+        assert isinstance(readout, SpanReadout) and expected[1].startswith(readout.cue + " ")
+        assert readout.calibration_prefix == "Text:\nN/A\n\n"
+    else:
+        assert readout == BooleanReadout(calibration_tokens=(1, 2, 3))
+
+
+def test_weak_shapes_warn_once_on_the_default_model(caplog):
+    prompts._warn_once.cache_clear()
+    ops = parse("SELECT AI_FILTER(PROMPT('Is it negative? {0}', a)), "
+                "AI_FILTER(PROMPT('Is it long? {0}', a)), "
+                "AI_FILTER(PROMPT('Does {0} mention {1}?', a, 'price')), "
+                "AI_COMPLETE('m', PROMPT('Reply to {0}', a)) FROM t", "snowflake").ai_ops
+    with caplog.at_level(logging.WARNING, logger="quail_engine.exec.prompts"):
+        for op in ops:
+            warn_if_weak(op, "smollm2-135m")
+        assert caplog.records == []
+        for op in ops + ops:
+            warn_if_weak(op, "default")
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        "yes/no filter on one document", "generation"]
