@@ -8,8 +8,12 @@ Engines:
   transformers: AutoModelForCausalLM on the same converted weights and dtype; padded batches,
                 the full prompt every time, full-vocabulary logits at the last position
 requested tokens = every prompt token of every request; fresh = tokens actually computed.
+`--busy K` runs K single-core busy loops beside the measurement (another process taking a core);
+`--quail-only` skips the transformers baselines; PYTHONPATH=<an older checkout> measures that
+checkout's engine.
 
     python bench/engine_cpu.py                      # writes bench/results/cpu-<date>.json|md
+    python bench/engine_cpu.py --quail-only --busy 1 --out /tmp/contended.json
 """
 
 from __future__ import annotations
@@ -19,10 +23,10 @@ import datetime as dt
 import os
 import platform
 import random
+import subprocess
 import sys
 import time
 
-import torch
 from results_io import write_result  # bench/ is the script's directory
 
 POOL = ("the service product food staff room story price quality delivery screen battery music "
@@ -64,6 +68,8 @@ def run_baseline(hf, prompts: list[list[int]], batch: int, yes: list[int], no: l
     """Padded batches in input order. `last_only=False` is the plain call
     (`model(**batch).logits[:, -1]`: full-vocabulary logits at every position);
     `last_only=True` passes `logits_to_keep=1` (full vocabulary, last position only)."""
+    import torch
+
     margins = []
     start = time.perf_counter()
     with torch.inference_mode():
@@ -98,7 +104,7 @@ def row(workload: str, r: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="default")
-    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--dtype", default=None, help="default: the product's (settings.compute_dtype)")
     ap.add_argument("--filter-n", type=int, default=256)
     ap.add_argument("--anchors", type=int, default=8)
     ap.add_argument("--partners", type=int, default=64)
@@ -107,9 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=16, help="transformers batch size")
     ap.add_argument("--token-budget", type=int, default=2048)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--quail-only", action="store_true", help="skip the transformers baselines")
+    ap.add_argument("--busy", type=int, default=0, metavar="K",
+                    help="run K busy-loop processes beside the measurement")
     args = ap.parse_args(argv)
 
-    from transformers import AutoModelForCausalLM
+    import torch
 
     from quail_engine.infer import ask
     from quail_engine.infer.engine import LocalEngine
@@ -119,8 +128,12 @@ def main(argv: list[str] | None = None) -> int:
     model, tokenizer, config = load_model(args.model, "cpu", args.dtype)
     engine = LocalEngine(model, tokenizer, config, model_id=args.model,
                          token_budget=args.token_budget)
-    hf = AutoModelForCausalLM.from_pretrained(str(resolve_model_dir(args.model)),
-                                              dtype=resolve_dtype(args.dtype)).eval()
+    hf = None
+    if not args.quail_only:
+        from transformers import AutoModelForCausalLM
+
+        hf = AutoModelForCausalLM.from_pretrained(
+            str(resolve_model_dir(args.model)), dtype=resolve_dtype(args.dtype, "cpu")).eval()
     load_s = time.perf_counter() - load_start
     bt = engine._booleans(ask.BooleanReadout())
     yes, no = list(bt.true_ids), list(bt.false_ids)
@@ -143,27 +156,41 @@ def main(argv: list[str] | None = None) -> int:
         name_f: lambda: ask.ask_boolean(engine, docs, FILTER_Q, calibrate=False),
         name_j: lambda: [a for row_ in ask.ask_join(engine, anchors, partners, JOIN_Q,
                                                      calibrate=False) for a in row_]}
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(args.busy)]
     runs = {}
-    for w, call in quail_calls.items():   # each workload's engines back to back (similar load)
-        runs[w] = [run_quail(engine, call)]
-        runs[w] += [run_baseline(hf, sample[w], args.batch, yes, no, pad, last_only)
-                    for last_only in (False, True)]
+    try:
+        for w, call in quail_calls.items():   # each workload's engines back to back
+            runs[w] = [run_quail(engine, call)]
+            runs[w] += [run_baseline(hf, sample[w], args.batch, yes, no, pad, last_only)
+                        for last_only in ((False, True) if hf is not None else ())]
+    finally:
+        for proc in busy:
+            proc.kill()
+    governors = [h for h in model.model.embed_tokens._forward_pre_hooks.values()
+                 if hasattr(h, "passes")]
+    thread_counts = dict(governors[0].passes) if governors else None
     rows, ratios, agreement = [], {}, {}
     for w, (ours, *bases) in runs.items():
         rows += [row(w, r) for r in (ours, *bases)]
         ours_rate = ours["requested_tokens"] / ours["seconds"]
         ratios[w] = {b["engine"]: round(ours_rate * b["seconds"] / b["requested_tokens"], 2)
                      for b in bases}
-        agreement[w] = sum((a.margin > 0) == (m > 0) for a, m in
-                           zip(ours["result"], bases[0]["result"])) / len(bases[0]["result"])
+        if bases:
+            agreement[w] = sum((a.margin > 0) == (m > 0) for a, m in
+                               zip(ours["result"], bases[0]["result"])) / len(bases[0]["result"])
     result = {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "command": "python " + " ".join(sys.argv),
+        "busy_processes": args.busy,
         "machine": {"nproc": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+                    "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+                    "thread_counts": thread_counts,
                     "loadavg_before": loadavg_before, "loadavg_after": os.getloadavg(),
                     "processor": platform.processor() or platform.machine(),
                     "torch": torch.__version__, "python": platform.python_version()},
-        "model": args.model, "dtype": args.dtype, "load_seconds": round(load_s, 1),
+        "model": args.model, "dtype": str(model.model.embed_tokens.weight.dtype),
+        "load_seconds": round(load_s, 1),
         "token_budget": args.token_budget, "baseline_batch": args.batch,
         "baseline_prompts": {w: len(p) for w, p in sample.items()},
         "decision_agreement": agreement, "rows": rows,
@@ -177,6 +204,9 @@ def markdown(r: dict) -> str:
     m = r["machine"]
     lines = [f"# CPU engine benchmark ({r['date']})", "",
              f"`{r['command']}` - model {r['model']} ({r['dtype']}), {m['nproc']} cores, "
+             f"{m['torch_threads']} torch threads (passes per thread count: "
+             f"{m.get('thread_counts')}), OMP_WAIT_POLICY={m.get('omp_wait_policy')}, "
+             f"{r.get('busy_processes', 0)} busy processes beside it, "
              f"load average before {m['loadavg_before'][0]:.2f}, after "
              f"{m['loadavg_after'][0]:.2f} (other work shared the cores)", "",
              "| workload | engine | requested tok/s | fresh tok/s | s | passes |",
@@ -187,11 +217,14 @@ def markdown(r: dict) -> str:
                      f"{x['forward_passes']} |")
     lines.append("")
     for w, ratio in r["ratios_requested_tokens_per_s"].items():
+        if not ratio:
+            continue
         parts = ", ".join(f"{v}x vs {k}" for k, v in ratio.items())
         lines.append(f"- {w}: quail requested tok/s = {parts}; decisions agree with transformers "
                      f"on {r['decision_agreement'][w]:.1%}")
-    lines.append(f"- transformers baselines ran the first {r['baseline_prompts']} prompts of "
-                 "each workload (tokens/s is a rate); quail ran all of them.")
+    if r["decision_agreement"]:
+        lines.append(f"- transformers baselines ran the first {r['baseline_prompts']} prompts of "
+                     "each workload (tokens/s is a rate); quail ran all of them.")
     return "\n".join(lines) + "\n"
 
 

@@ -83,3 +83,34 @@ def compute_dtype(device: str = "cpu", flags: frozenset[str] | None = None,
     if not str(device).startswith("cpu"):
         return "bfloat16"
     return "bfloat16" if has_native_bf16(flags, env) else "float32"
+
+
+# -- CPU threads -------------------------------------------------------------------------------
+def _cgroup_cpus(root: Path = Path("/sys/fs/cgroup")) -> float | None:
+    """The CPU quota of this process's cgroup in CPUs (v2 cpu.max, v1 cfs quota), or None."""
+    try:
+        quota, period = (root / "cpu.max").read_text().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        quota = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
+        period = int((root / "cpu" / "cpu.cfs_period_us").read_text())
+        return quota / period if quota > 0 and period > 0 else None
+    except (OSError, ValueError):
+        return None
+
+
+def affinity_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def cpu_threads(cgroup_root: Path = Path("/sys/fs/cgroup")) -> int:
+    """CPUs this process may use: its affinity mask (taskset, cpusets), capped by a cgroup CPU
+    quota (`docker --cpus`), which OpenMP does not see and would oversubscribe."""
+    cpus, quota = affinity_cpus(), _cgroup_cpus(cgroup_root)
+    return max(1, min(cpus, int(quota))) if quota else cpus

@@ -5,7 +5,8 @@ path to a .gguf file, a local Hugging Face directory (config.json + *.safetensor
 ("org/name") already in the local Hugging Face cache (nothing is downloaded). GGUF weights are
 converted once into the Quail cache (see infer/gguf.py); later loads read that cache. The
 compute dtype follows the device (settings.compute_dtype): bfloat16 on CUDA and on CPUs with bf16
-dot products, float32 on other CPUs.
+dot products, float32 on other CPUs. A CPU model sizes torch's thread pool before each forward pass
+to the cores other processes leave free (infer/threads.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from quail_engine.infer.config import ModelConfig
 from quail_engine.infer.embedded import EMBEDDED, embedded_gguf
 from quail_engine.infer.gguf import cache_root, convert_gguf
 from quail_engine.infer.models import CausalLM, config_from_hf
+from quail_engine.infer.threads import ThreadGovernor
 from quail_engine.infer.tokenizer import Tokenizer, load_tokenizer
 from quail_engine.infer.weights import load_safetensors_model
 from quail_engine.settings import compute_dtype
@@ -109,6 +111,9 @@ def load_model(spec: str = "default", device: str | torch.device = "cpu",
     config = read_config(directory)
     dtype = resolve_dtype(dtype, device)
     model = load_safetensors_model(directory, config, device, dtype)
+    governor = ThreadGovernor.for_this_process() if str(device).startswith("cpu") else None
+    if governor is not None:  # every pass embeds its tokens first
+        model.model.embed_tokens.register_forward_pre_hook(governor)
     if tokenizer is None:
         tokenizer = load_tokenizer(directory, use_snapshot=_is_inside(directory, cache_root()))
     logger.info("loaded %s (%s, %d layers, %s) from %s in %.2f s", spec, config.family,

@@ -14,7 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from quail_engine.plan.cost import DeviceSpec
-from quail_engine.settings import cache_path, compute_dtype, cpu_flags, cpuinfo_fields, isa_cap
+from quail_engine.settings import (
+    affinity_cpus,
+    cache_path,
+    compute_dtype,
+    cpu_flags,
+    cpuinfo_fields,
+    isa_cap,
+)
 
 log = logging.getLogger(__name__)
 stage = logging.getLogger("quail_engine.stage")
@@ -84,14 +91,6 @@ def cpu_clock_hz(fields: dict[str, str] | None = None) -> float:
         return UNKNOWN_CLOCK_HZ
 
 
-def num_cores() -> int:
-    """CPUs this process may run on (its affinity mask, not the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS, Windows
-        return os.cpu_count() or 1
-
-
 def cpu_peak(flags: frozenset[str], cores: int, clock_hz: float, dtype: str) -> DeviceSpec:
     """Upper bounds on this CPU's rates: cores x clock x FLOPs (bytes) per cycle."""
     return DeviceSpec(f"cpu-{dtype}", flops=cores * clock_hz * flops_per_cycle(flags, dtype),
@@ -159,7 +158,7 @@ def probe_cpu(dtype: str = "float32", seconds_budget: float = PROBE_SECONDS) -> 
 def _probe_key(dtype: str) -> dict:
     """What a cached probe must match: a cache folder shared by machines is re-probed."""
     fields = cpuinfo_fields()
-    return {"version": PROBE_VERSION, "dtype": dtype, "cores": num_cores(), "isa_cap": isa_cap(),
+    return {"version": PROBE_VERSION, "dtype": dtype, "cores": affinity_cpus(), "isa_cap": isa_cap(),
             "cpu": fields.get("model name") or fields.get("CPU part") or ""}
 
 
@@ -192,7 +191,7 @@ def cpu_spec(refresh: bool = False, dtype: str | None = None) -> DeviceSpec:
     """The CPU's spec in its compute dtype: per rate, the larger of the flags' peak and the
     probe's measurement, so that speed-of-light times stay lower bounds."""
     dtype = dtype or compute_dtype("cpu")
-    peak = cpu_peak(cpu_flags(), num_cores(), cpu_clock_hz(), dtype)
+    peak = cpu_peak(cpu_flags(), affinity_cpus(), cpu_clock_hz(), dtype)
     measured = measured_cpu(dtype, refresh)
     return DeviceSpec(peak.name, flops=max(peak.flops, measured.flops),
                       bandwidth=max(peak.bandwidth, measured.bandwidth))

@@ -193,3 +193,13 @@ def test_tokenizer_snapshot_only_in_quail_cache_and_reused(llama_dir, tmp_path, 
     _, tokenizer, _ = load_model(str(cached))
     assert tokenizer.encode_batch(["hello world"]) == [[3, 4]]
     assert tokenizer.chat_prompt("hello") == "user: hello NOTHINK bot:"
+
+
+def test_cpu_models_size_their_threads_per_pass(llama_dir):
+    from quail_engine.infer.threads import ThreadGovernor
+
+    _, directory = llama_dir
+    model, _, _ = load_model(str(directory), "cpu")
+    (governor,) = [h for h in model.model.embed_tokens._forward_pre_hooks.values()
+                   if isinstance(h, ThreadGovernor)]
+    assert 1 <= governor.max_threads <= torch.get_num_threads()

@@ -120,7 +120,7 @@ def test_spec_never_below_the_peak_nor_the_measurement(monkeypatch):
     monkeypatch.setattr(device, "measured_cpu",
                         lambda dtype, refresh=False: DeviceSpec("cpu", 1e9, 1e15))
     spec = device.cpu_spec(dtype="float32")
-    peak = device.cpu_peak(settings.cpu_flags(), device.num_cores(), device.cpu_clock_hz(),
+    peak = device.cpu_peak(settings.cpu_flags(), settings.affinity_cpus(), device.cpu_clock_hz(),
                            "float32")
     assert (spec.flops, spec.bandwidth) == (peak.flops, 1e15)
 
@@ -148,3 +148,20 @@ def test_speed_of_light_of_a_real_query_is_at_most_its_wall_time(probe, tmp_path
     report = json.loads((tmp_path / "rep.json").read_text())
     assert report["fresh_tokens"] > 0
     assert 0 < report["sol_seconds"] <= report["wall_s"]
+
+
+@pytest.mark.parametrize("files,expected", [
+    ({}, None),
+    ({"cpu.max": "max 100000\n"}, None),
+    ({"cpu.max": "150000 100000\n"}, 1.5),
+    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+    ({"cpu/cpu.cfs_quota_us": "200000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 2.0),
+])
+def test_cgroup_quota_caps_the_thread_count(files, expected, tmp_path):
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert settings._cgroup_cpus(tmp_path) == expected
+    cpus = settings.affinity_cpus()
+    assert settings.cpu_threads(tmp_path) == (max(1, min(cpus, int(expected))) if expected
+                                              else cpus)
