@@ -75,7 +75,8 @@ def _run_ai_step(step: JoinStep, pairs: list[dict[str, int]], scans, ai_ops, run
             kv.take(carry, [layout.texts(by_anchor[a][0])[0]
                             for a in anchors[c:c + ANCHORS_PER_CHUNK]])
         try:
-            for v, ans in zip(chunk, runner.answer(step.op, layout, chunk, kv=kv)):
+            for v, ans in zip(chunk, runner.answer(step.op, layout, chunk, kv=kv,
+                                                   release_done=True)):
                 store.put(step.op, v, ans)
         finally:
             kv.release()

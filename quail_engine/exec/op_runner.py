@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -82,8 +83,12 @@ class OpRunner:
         return layout.readout(self._calibration[cal])
 
     def answer(self, op_id: int, layout: OpPrompt, rows: Sequence[Sequence[object]],
-               kv: DocKV | None = None, unplanned: bool = False) -> list[object]:
-        """SQL values for `rows` (aligned); NULL in any binding gives NULL."""
+               kv: DocKV | None = None, unplanned: bool = False,
+               release_done: bool = False) -> list[object]:
+        """SQL values for `rows` (aligned); NULL in any binding gives NULL. `release_done`: the
+        caller's `kv` holds documents only these rows read (a join's anchors): each is released
+        as soon as its last row is answered, so the anchors of a chunk need not fit the KV
+        arena at once."""
         rep = self.report.op(op_id, layout.op.op)
         check_supported(layout.op)
         if layout.op.op == "ai_count_tokens":
@@ -134,7 +139,8 @@ class OpRunner:
         try:
             self._pipeline(layout, readout, [texts[i] for i in todo], kv, rep,
                            lambda lo, hi, answers: self._store(layout, todo[lo:hi], keys, out,
-                                                               answers))
+                                                               answers),
+                           release_done and self._uses_kv(layout, kv))
         finally:
             rep.fresh_tokens += stats.fresh_tokens - fresh0
             rep.requested_tokens += stats.requested_tokens - req0
@@ -147,10 +153,16 @@ class OpRunner:
         return out
 
     def _pipeline(self, layout: OpPrompt, readout, texts: list[tuple[str, str]],
-                  kv: DocKV | None, rep, done) -> None:
+                  kv: DocKV | None, rep, done, release_done: bool = False) -> None:
         """Batches through the engine with the host one batch ahead: while the engine (a worker
         thread) runs batch N, this thread tokenizes batch N+1 and then stores batch N-1's
-        answers, so the device does not wait for the host between batches."""
+        answers, so the device does not wait for the host between batches. With
+        `release_done`, a document whose rows are all answered is released by the worker before
+        its next batch (the worker alone touches the engine)."""
+        remaining = Counter(p for p, _ in texts) if release_done else None
+        self._releasable: list[str] = []
+        self._engine_s = 0.0
+        waited, batches = 0.0, 0
         with ThreadPoolExecutor(1, thread_name_prefix="quail-engine") as pool:
             pending = None
             lo = 0
@@ -162,10 +174,21 @@ class OpRunner:
                     submitted = (lo, min(hi, len(texts)), pool.submit(
                         self._execute, layout, readout, texts[lo:hi], prepared, kv, rep))
                     lo = hi
+                    batches += 1
                 if pending is not None:
                     p_lo, p_hi, future = pending
-                    done(p_lo, p_hi, future.result())
+                    t0 = time.perf_counter()
+                    answers = future.result()
+                    waited += time.perf_counter() - t0
+                    done(p_lo, p_hi, answers)
+                    if remaining is not None:
+                        for p, _ in texts[p_lo:p_hi]:
+                            remaining[p] -= 1
+                            if not remaining[p]:
+                                self._releasable.append(p)
                 pending = submitted
+        log.info("%s: %d prompts in %d batches, engine %.2f s, host waited %.2f s for it",
+                 layout.op.op, len(texts), batches, self._engine_s, waited)
 
     def _store(self, layout: OpPrompt, batch: list[int], keys: dict, out: list,
                answers: list[Answer]) -> None:
@@ -217,6 +240,9 @@ class OpRunner:
                  kv: DocKV | None, rep) -> list[Answer]:
         """Engine side of a batch (runs on the pipeline's worker thread)."""
         t0, fresh0 = time.perf_counter(), self.engine.stats.fresh_tokens
+        if kv is not None and self._releasable:
+            done, self._releasable = self._releasable, []
+            kv.release(done)
         heads, tails, truncated = prepared
         rep.truncated += truncated
         reserve = readout.max_tokens if isinstance(readout, GenerateReadout) else 1
@@ -245,7 +271,9 @@ class OpRunner:
         rep.work = rep.work + batch_work(prefix_lens, [len(r.tokens) for r in requests])
         answers = self.engine.run(requests)
         rep.kv_hit_tokens += kv_hits
-        self._observe(self.engine.stats.fresh_tokens - fresh0, time.perf_counter() - t0)
+        seconds = time.perf_counter() - t0
+        self._engine_s += seconds
+        self._observe(self.engine.stats.fresh_tokens - fresh0, seconds)
         return answers
 
     def _fit(self, tokens: list[int], limit: int, rep) -> list[int]:

@@ -344,3 +344,31 @@ def test_a_limit_around_the_query_reaches_the_ai_function(con):
                       " AS model_limit_subq LIMIT 3", (generate(),), projections=(0,))
     s = session(con, parsed, FakeEngine())
     assert s.execute(parsed.duckdb_sql).num_rows == 3 and s.report.ops[0].prompts == 3
+
+
+def test_join_anchors_are_released_as_their_partners_finish(con):
+    """Small batches: an anchor's KV goes as soon as its last pair is answered, so a chunk of
+    anchors never needs the arena all at once; the rows are the reference's."""
+    parsed = join_query(ajoin())
+    cross = Parsed(parsed.dialect, parsed.source_sql, parsed.ai_ops, parsed.duckdb_sql.replace(
+        "r.product_id = p.product_id AND ", ""), tuple(
+        type(c)(tuple(type(r)(r.alias, r.scan_sql.replace(", r.product_id AS k_0", "").replace(
+            ", p.product_id AS k_0", "")) for r in c.relations), c.filters, c.joins,
+            c.projections) for c in parsed.cores))
+    engine = FakeEngine()
+    peak = []
+    run = engine.run
+
+    def tracked(requests):
+        peak.append(engine.resident)
+        return run(requests)
+
+    engine.run = tracked
+    s = session(con, cross, engine, batch_size=2, sample_size=0)
+    got = sorted(tuple(r.values()) for r in s.execute(cross.duckdb_sql).to_pylist())
+    ref = FakeEngine()
+    expected = sorted((rid, name) for rid, review, _ in REVIEWS for _, name in PRODUCTS
+                      if review is not None
+                      and ask_one_at_a_time(ref, parsed.ai_ops[0], (review, name)))
+    assert got == expected
+    assert max(peak) <= 3 and engine.resident == 0  # 9 anchors, never more than 3 at once
