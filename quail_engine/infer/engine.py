@@ -42,7 +42,8 @@ from quail_engine.infer.scheduler import Scheduler
 from quail_engine.infer.textio import TextCodec
 
 log = logging.getLogger(__name__)
-SPAN_CHUNK = 64  # span requests per pass group: their full-vocabulary logits are held at once
+SPAN_READS = 256       # span positions per runner call: their full-vocabulary logits are held
+SPAN_MAX_TOKENS = 128  # a longer span is scored on its first tokens
 
 
 class LocalEngine:
@@ -139,10 +140,9 @@ class LocalEngine:
             for k, i in enumerate(forced):
                 ro = requests[i].readout
                 answers[i] = label_answers(ro.labels, scores[k], self._reference(ro))
-        for k in range(0, len(spans), SPAN_CHUNK):
-            part = spans[k:k + SPAN_CHUNK]
-            for i, answer in zip(part, self._span_answers([requests[i] for i in part],
-                                                          [prefixes[i] for i in part])):
+        if spans:
+            for i, answer in zip(spans, self._span_answers([requests[i] for i in spans],
+                                                           [prefixes[i] for i in spans])):
                 answers[i] = answer
         if gen:
             seqs = [DecodeSeq(list(requests[i].tokens), prefixes[i], requests[i].readout.max_tokens,
@@ -226,11 +226,27 @@ class LocalEngine:
         calibration prefix (in place of the document and anything before the cue); that
         reference runs once per distinct question text (once per join partner)."""
         trail = len(self.codec.chat_split("", "")[1])
-        bounds = [span_bounds(r.tokens, self.codec.encode(r.readout.cue), trail) for r in requests]
-        jobs = [SeqJob(list(r.tokens), p, read=tuple(range(s - 1, e - 1)))
-                for r, p, (_, s, e) in zip(requests, prefixes, bounds)]
+        bounds = []
+        for r in requests:
+            c, s, e = span_bounds(r.tokens, self.codec.encode(r.readout.cue), trail)
+            bounds.append((c, s, min(e, s + SPAN_MAX_TOKENS)))
         keys = [("span", r.readout.calibration_prefix, tuple(r.tokens[c:]), s - c, e - c)
                 for r, (c, s, e) in zip(requests, bounds)]
+        out: list[Answer] = []
+        start = 0
+        while start < len(requests):
+            stop, reads = start, 0
+            while stop < len(requests) and (stop == start or reads < SPAN_READS):
+                reads += 2 * (bounds[stop][2] - bounds[stop][1])
+                stop += 1
+            out += self._span_chunk(requests[start:stop], prefixes[start:stop],
+                                    bounds[start:stop], keys[start:stop])
+            start = stop
+        return out
+
+    def _span_chunk(self, requests, prefixes, bounds, keys) -> list[Answer]:
+        jobs = [SeqJob(list(r.tokens), p, read=tuple(range(s - 1, e - 1)))
+                for r, p, (_, s, e) in zip(requests, prefixes, bounds)]
         refs: dict[tuple, SeqJob] = {}
         for key in keys:
             _, cal, question, s, e = key

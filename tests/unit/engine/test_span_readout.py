@@ -72,3 +72,25 @@ def test_span_reference_runs_once_per_partner(engine):
     before = engine.stats.fresh_tokens
     engine.run([Request(tuple(tails[0]), readout, handles[0])])  # its reference is cached
     assert engine.stats.fresh_tokens - before == len(tails[0])
+
+
+def test_long_spans_are_scored_on_their_first_tokens_in_bounded_chunks(tiny_llama, engine,
+                                                                       monkeypatch):
+    from quail_engine.infer import engine as engine_module
+
+    readout = SpanReadout(CUE, calibration_prefix=CAL)
+    requests = [Request(tuple(sum(engine.chat_split(d, f"{CUE} {p} great film"), [])), readout)
+                for d in DOCS for p in PARTNERS]
+    full = engine.run(requests)
+    monkeypatch.setattr(engine_module, "SPAN_MAX_TOKENS", 2)
+    monkeypatch.setattr(engine_module, "SPAN_READS", 1)   # one request per runner call
+    calls = []
+    monkeypatch.setattr(engine.runner, "run", lambda jobs, f=engine.runner.run: (
+        calls.append(len(jobs)), f(jobs))[1])
+    capped = engine.run(requests)
+    span_calls = [n for n in calls if n]  # a request and, the first time, its reference
+    assert len(span_calls) == len(requests) and max(span_calls) <= 2
+    for (d, p), a, b in zip([(d, p) for d in DOCS for p in PARTNERS], capped, full):
+        first_two = " ".join(p.split()[:2]) if len(p.split()) >= 2 else f"{p} great"
+        assert a.margin == pytest.approx(_reference_pmi(tiny_llama, engine, d, first_two), abs=1e-3)
+        assert a.margin != pytest.approx(b.margin, abs=1e-6)
