@@ -15,6 +15,7 @@ from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.core_runner import pair_fractions, planned_core
 from quail_engine.exec.estimates import op_infos
 from quail_engine.exec.prompt_text import PromptText
+from quail_engine.exec.prompts import OpPrompt
 from quail_engine.exec.scans import load_scan
 from quail_engine.exec.session_args import add_session_args, connect, open_session, write_report
 from quail_engine.plan.context import PlanContext
@@ -39,6 +40,10 @@ class _GuessRunner:
     engine = _TokenGuess()
     text = PromptText(lambda: _TokenGuess(), "token-guess")
     progress = None
+
+    @staticmethod
+    def layout(op, anchor=None):
+        return OpPrompt.for_op(op, anchor)
 
 
 def add_analyze_args(p: argparse.ArgumentParser) -> None:

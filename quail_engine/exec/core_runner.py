@@ -126,7 +126,7 @@ class CoreRunner:
                         kv = kvs.pop(self.carry_key[1], None)
                         if kv is not None:
                             last = self.ai_ops[steps[-1].op]
-                            self.carry.take(kv, {OpPrompt.for_op(last).texts(
+                            self.carry.take(kv, {self.runner.layout(last).texts(
                                 op_values(scan, steps[-1].op, last, i))[0] for i in alive})
                             kv.release()  # documents of rows the filters eliminated
                 finally:
@@ -151,7 +151,7 @@ class CoreRunner:
 
     def _run_step(self, step, scan: ScanData, alive: list[int], kvs: dict) -> list[int]:
         op = self.ai_ops[step.op]
-        layout = OpPrompt.for_op(op)
+        layout = self.runner.layout(op)
         rep = self.runner.report.op(step.op, op.op)
         values = [op_values(scan, step.op, op, i) for i in alive]
         kv = None
@@ -178,7 +178,7 @@ class CoreRunner:
             op = self.ai_ops[step.op]
             rows = sorted({r[step.alias] for r in final if step.alias in r})
             values = [op_values(scans[step.alias], step.op, op, i) for i in rows]
-            self._ask(step.op, OpPrompt.for_op(op), values, None)
+            self._ask(step.op, self.runner.layout(op), values, None)
             rep = self.runner.report.op(step.op, op.op)
             rep.rows_in += len(rows)
             rep.rows_out += len(rows)

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.op_runner import OpRunner
-from quail_engine.exec.prompts import OpPrompt
 from quail_engine.exec.scans import ScanData, op_values
 from quail_engine.plan.build import doc_key
 from quail_engine.plan.context import OpInfo
@@ -45,7 +44,7 @@ def _token_lengths(op_id: int, op, scans, runner: OpRunner) -> tuple[dict[str, f
                  for r in spread(len(scan.rows), TOKEN_SAMPLE)]
         lengths = [len(t) for t in runner.text.tokenize(texts)] if texts else [0]
         tokens[alias] = sum(lengths) / max(1, len(lengths))
-    layout = OpPrompt.for_op(op)
+    layout = runner.layout(op)
     head, tail = runner.text.split(*layout.texts(layout.calibration_values()))
     question = float(len(tail) + len(head) - 1)  # chat framing + template, "N/A" ~ 1 token
     return tokens, question
@@ -55,7 +54,7 @@ def _sample_filter(op_id: int, op, scan: ScanData, runner: OpRunner, store: Answ
                    k: int) -> tuple[int, int]:
     values = [op_values(scan, op_id, op, r) for r in spread(len(scan.rows), k)]
     need = [v for v in dict.fromkeys(values) if not store.has(op_id, v)]
-    for v, a in zip(need, runner.answer(op_id, OpPrompt.for_op(op), need)):
+    for v, a in zip(need, runner.answer(op_id, runner.layout(op), need)):
         store.put(op_id, v, a)
     answers = [store.get(op_id, v) for v in values]
     known = [a for a in answers if a is not None]
@@ -80,7 +79,7 @@ def _sample_join(op_id: int, op, scans, runner: OpRunner, store: AnswerStore,
         row = {**b.rows[j], **a.rows[i]}
         values.append(tuple(row[f"b_{op_id}_{n}"] for n in range(len(op.bindings))))
     need = [v for v in dict.fromkeys(values) if not store.has(op_id, v)]
-    for v, ans in zip(need, runner.answer(op_id, OpPrompt.for_op(op), need)):
+    for v, ans in zip(need, runner.answer(op_id, runner.layout(op), need)):
         store.put(op_id, v, ans)
     known = [store.get(op_id, v) for v in values]
     known = [x for x in known if x is not None]

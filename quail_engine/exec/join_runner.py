@@ -13,7 +13,6 @@ import logging
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.doc_kv import DocKV
 from quail_engine.exec.op_runner import OpRunner
-from quail_engine.exec.prompts import OpPrompt
 from quail_engine.exec.scans import ScanData
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.join_order import JoinStep
@@ -56,7 +55,7 @@ def _candidates(cur: list[dict[str, int]], alias: str, scans: dict[str, ScanData
 def _run_ai_step(step: JoinStep, pairs: list[dict[str, int]], scans, ai_ops, runner: OpRunner,
                  store: AnswerStore, carry: DocKV | None = None) -> list[dict[str, int]]:
     op = ai_ops[step.op]
-    layout = OpPrompt.for_op(op, anchor=step.anchor)
+    layout = runner.layout(op, anchor=step.anchor)
     rep = runner.report.op(step.op, op.op)
     values = [_values(step.op, op, scans, p) for p in pairs]
     need = [v for v in dict.fromkeys(values) if not store.has(step.op, v)]

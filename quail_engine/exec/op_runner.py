@@ -23,7 +23,7 @@ from quail_engine.errors import ExecutionError
 from quail_engine.exec.answer_cache import AnswerCache, answer_key, text_digest
 from quail_engine.exec.doc_kv import DocKV
 from quail_engine.exec.prompt_text import PromptText
-from quail_engine.exec.prompts import OpPrompt, sql_value
+from quail_engine.exec.prompts import OpPrompt, pair_layout_for, sql_value, warn_if_weak
 from quail_engine.exec.report import Report
 from quail_engine.exec.tasks import check_supported
 from quail_engine.infer.api import Answer, GenerateReadout, Request
@@ -51,8 +51,15 @@ class OpRunner:
         self.share_kv = True
         self.precision = precision
         self._text = text
+        self._pair_layout: bool | None = None
         self._calibration: dict[tuple, list[int]] = {}
         self._tokens_per_s: float | None = None
+
+    def layout(self, op, anchor: str | None = None) -> OpPrompt:
+        """The prompt layout of `op` for this runner's model (exec/prompts.py)."""
+        if self._pair_layout is None:
+            self._pair_layout = pair_layout_for(self.text.model_name)
+        return OpPrompt.for_op(op, anchor, self._pair_layout)
 
     @property
     def text(self) -> PromptText:
@@ -125,6 +132,7 @@ class OpRunner:
         if not todo:
             rep.seconds += time.perf_counter() - start
             return out
+        warn_if_weak(layout.op, self.text.model_name)
         readout = self.readout(layout)
         prefixes = [texts[i][0] for i in todo]
         own_kv = (kv is None and layout.is_shared and self.share_kv

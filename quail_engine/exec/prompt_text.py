@@ -25,8 +25,10 @@ class PromptText:
     resolving a model may convert it)."""
 
     def __init__(self, codec_factory: Callable[[], object], identity: str | Callable[[], str],
-                 tokens_dir: str | Path | None = None):
+                 tokens_dir: str | Path | None = None,
+                 model_name: str | Callable[[], str] = ""):
         self._codec_factory = codec_factory
+        self._model_name = model_name  # the name the user gave the model (prompt layouts)
         self._codec = None
         self._identity = identity
         self._tokens_dir = Path(tokens_dir) if tokens_dir is not None else None
@@ -41,7 +43,8 @@ class PromptText:
             engine = engine_getter()
             return getattr(engine, "codec", None) or engine
 
-        return cls(codec, lambda: engine_getter().model_id, tokens_dir)
+        return cls(codec, lambda: engine_getter().model_id, tokens_dir,
+                   lambda: engine_getter().model_id)
 
     @classmethod
     def of_model(cls, spec: str, tokens_dir: str | Path | None = None, variant: str = ""
@@ -55,8 +58,14 @@ class PromptText:
         from quail_engine.infer.model_ref import ModelRef
 
         ref = cache(lambda: ModelRef.resolve(spec))
-        return (cls(lambda: ref().codec(), lambda: ref().identity + variant, tokens_dir),
+        return (cls(lambda: ref().codec(), lambda: ref().identity + variant, tokens_dir, spec),
                 lambda: ref().config())
+
+    @property
+    def model_name(self) -> str:
+        if callable(self._model_name):
+            self._model_name = self._model_name()
+        return self._model_name
 
     @property
     def identity(self) -> str:

@@ -53,20 +53,23 @@ class OpPrompt:
 
     op: object
     doc_slots: tuple[int, ...]
+    pair: bool = True  # two-argument questions in the pair layout (else yes/no)
 
     @classmethod
-    def for_op(cls, op, anchor: str | None = None) -> OpPrompt:
+    def for_op(cls, op, anchor: str | None = None, pair: bool = True) -> OpPrompt:
         """`anchor`: the alias whose bindings are the shared document (None: all of them but a
-        filter's string literals, or for a join its first alias)."""
+        filter's string literals, or for a join its first alias). `pair`: two-argument
+        questions read the partner as a span (`pair_layout_for` says for which models);
+        False asks them yes/no, the partner inline in the question."""
         if op.op not in SHARED_KINDS:
-            return cls(op, ())
+            return cls(op, (), pair)
         if anchor is None and op.op == "ai_join" and op.aliases:
             anchor = op.aliases[0]
         if anchor is not None:
-            return cls(op, tuple(b.index for b in op.bindings if b.alias == anchor))
-        partner = _filter_partner(op) if op.op in PAIR_KINDS else set()
+            return cls(op, tuple(b.index for b in op.bindings if b.alias == anchor), pair)
+        partner = _filter_partner(op) if op.op in PAIR_KINDS and pair else set()
         slots = tuple(b.index for b in op.bindings if b.index not in partner)
-        return cls(op, slots or tuple(b.index for b in op.bindings))
+        return cls(op, slots or tuple(b.index for b in op.bindings), pair)
 
     @property
     def is_shared(self) -> bool:
@@ -75,7 +78,7 @@ class OpPrompt:
     @property
     def partner_slots(self) -> tuple[int, ...]:
         """Slots of a pair layout's partner, in template order (empty: not a pair layout)."""
-        if self.op.op not in PAIR_KINDS or not self.doc_slots:
+        if not self.pair or self.op.op not in PAIR_KINDS or not self.doc_slots:
             return ()
         seen = dict.fromkeys(int(m.group(1)) for m in SLOT.finditer(self.op.template))
         return tuple(i for i in seen if i not in self.doc_slots and i < len(self.op.bindings))
@@ -184,6 +187,15 @@ WEAK_ON_DEFAULT = {
         "instruction; --model smollm2-135m follows short instructions better, a larger model "
         "better still"),
 }
+
+
+def pair_layout_for(model_name: str) -> bool:
+    """Whether two-argument questions use the pair layout with `model_name`'s answers: on the
+    embedded default model, where it was measured (yes/no answers there are at chance on
+    pairs: bench/results/cpu-pair-accuracy-2026-12-01.md); elsewhere the yes/no readout every
+    warehouse's AI_FILTER documents (one prefill, a few answer-token logits, no full-vocabulary
+    span scoring and no threshold tuned on another model)."""
+    return model_name.split("@")[0] in ("default", DEFAULT_MODEL)
 
 
 def weak_shape(op) -> str | None:

@@ -20,7 +20,6 @@ from sqlglot import exp
 
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.op_runner import OpRunner
-from quail_engine.exec.prompts import OpPrompt
 
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"^quail_ai_(\d+)$", re.IGNORECASE)
@@ -83,7 +82,7 @@ def _udf(op_id: int, op, store: AnswerStore, runner: OpRunner, lock: threading.L
                 store.put(op_id, r, False)
         elif missing:
             with lock:
-                answers = runner.answer(op_id, OpPrompt.for_op(op), missing, unplanned=True)
+                answers = runner.answer(op_id, runner.layout(op), missing, unplanned=True)
             for r, a in zip(missing, answers):
                 store.put(op_id, r, a)
         return pa.array([store.get(op_id, r) for r in rows], type=arrow_type)

@@ -133,10 +133,10 @@ class AiRunner:
     def answer_rows(self, op: Any, rows: list[tuple]) -> list[Any]:
         """Answers of one AI operator for `rows` of binding values (the in-DuckDB path)."""
         from quail_engine.exec.device_lock import device_lock
-        from quail_engine.exec.prompts import OpPrompt
 
         with device_lock(self.device):
-            return self._op_runner().answer(0, OpPrompt.for_op(op), rows, unplanned=True)
+            runner = self._op_runner()
+            return runner.answer(0, runner.layout(op), rows, unplanned=True)
 
     def _op_runner(self) -> Any:
         if self._row_runner is None:
