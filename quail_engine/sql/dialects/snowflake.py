@@ -55,6 +55,9 @@ def _compose(outer: str | None, inner: str | None) -> str | None:
     return "+".join(s for s in (outer, inner) if s) or None
 
 
+HINT_KEYS = ("selectivity", "anchor", "order")
+
+
 def _build_filter(call: Call) -> Built:
     a = bind(call, Signature(("input", "file", "return_error_details"), 1, ("predicate",)), NAME)
     if "predicate" in a:
@@ -62,11 +65,27 @@ def _build_filter(call: Call) -> Built:
     file = a.get("file")
     if isinstance(file, exp.Boolean):
         a["return_error_details"], file = a.pop("file"), None
+    hints = {}
+    if isinstance(file, (exp.Struct, exp.Map, exp.VarMap)):  # Quail's planner hints
+        hints, file = _hints(file, call), None
     on_error, shape = _on_error(a, call)
     prompt = normalize(a["input"], call.name, NAME)
     if file is not None:
         prompt = append(prompt, file)
-    return make("ai_filter", prompt, call, shape=shape, options=Options(on_error=on_error))
+    return make("ai_filter", prompt, call, shape=shape,
+                options=Options(on_error=on_error, **hints))
+
+
+def _hints(node: exp.Expr, call: Call) -> dict:
+    """Quail's extension: an object as AI_FILTER's second argument holds planner hints
+    (`{'selectivity': 0.1}`, `'anchor'`, `'order'`), never prompt text (Snowflake's second
+    argument is a FILE; an object there was read into the prompt, silently)."""
+    hints = options(node, "the planner hints", call.name, NAME)
+    unknown = sorted(set(hints) - set(HINT_KEYS))
+    if unknown:
+        raise ArgumentError(f"{call.name}: unknown planner hint {unknown[0]!r}; expected one of "
+                            f"{', '.join(HINT_KEYS)}", call.sql(NAME), NAME)
+    return hints
 
 
 def _build_classify(call: Call, legacy: bool = False) -> Built:
