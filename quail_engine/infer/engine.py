@@ -109,6 +109,16 @@ class LocalEngine:
 
     # -- requests -----------------------------------------------------------------------------
     def run(self, requests: Sequence[Request]) -> list[Answer]:
+        """Answers of `requests`. Tokens the engine runs beyond the requests' own (calibration
+        and span references, teacher-forced label tokens) count as requested too, so a call
+        never reports more fresh tokens than requested ones."""
+        fresh0, requested0 = self.stats.fresh_tokens, self.stats.requested_tokens
+        answers = self._run(requests)
+        extra = (self.stats.fresh_tokens - fresh0) - (self.stats.requested_tokens - requested0)
+        self.stats.requested_tokens += max(0, extra)
+        return answers
+
+    def _run(self, requests: Sequence[Request]) -> list[Answer]:
         prefixes = [self.arena.get(r.prefix.id) if r.prefix else None for r in requests]
         for r in requests:
             self._check_length(r)

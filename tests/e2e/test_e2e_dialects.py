@@ -142,3 +142,18 @@ def test_query_matches_one_question_at_a_time(con, engine, reference, cache_dir,
     if kind in ("filter", "two_filters", "join", "classify"):
         assert got, f"{dialect} {kind}: empty result"
     assert session.report.truncated == 0
+    assert_report_invariants(session.report)
+
+
+def assert_report_invariants(report):
+    """What any report must satisfy: fresh <= requested tokens, rows out <= rows in for
+    filters and joins, totals are the operators' sums, the speed of light is under the wall
+    time (it is a lower bound on every device)."""
+    for o in report.ops.values():
+        assert o.fresh_tokens <= o.requested_tokens, o
+        if o.kind in ("ai_filter", "ai_join"):
+            assert o.rows_out <= o.rows_in, o
+    assert report.fresh_tokens == sum(o.fresh_tokens for o in report.ops.values())
+    assert report.cache_hits == sum(o.cache_hits for o in report.ops.values())
+    if report.sol_seconds:
+        assert report.sol_seconds <= report.wall_s
