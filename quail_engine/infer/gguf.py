@@ -28,7 +28,6 @@ from safetensors.torch import save_file
 
 from quail_engine.errors import ModelError
 from quail_engine.infer.models import build_model, config_from_hf
-from quail_engine.infer.tokenizer import save_snapshot
 from quail_engine.infer.weights import BF16_SUBDIR
 from quail_engine.settings import cache_path
 
@@ -195,7 +194,6 @@ def _convert(path: Path, target: Path) -> None:
                   str(tmp / BF16_SUBDIR / "model.safetensors"), metadata={"format": "pt"})
         tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
         tokenizer.save_pretrained(str(tmp))
-        save_snapshot(tokenizer, tmp)
         hf["quail_source"] = str(path)
         (tmp / "config.json").write_text(json.dumps(hf, indent=1))
         install_dir(tmp, target)

@@ -21,7 +21,7 @@ import torch
 from quail_engine.errors import ModelError
 from quail_engine.infer.config import ModelConfig
 from quail_engine.infer.embedded import EMBEDDED, embedded_gguf
-from quail_engine.infer.gguf import cache_root, convert_gguf
+from quail_engine.infer.gguf import convert_gguf
 from quail_engine.infer.models import CausalLM, config_from_hf
 from quail_engine.infer.threads import ThreadGovernor
 from quail_engine.infer.tokenizer import Tokenizer, load_tokenizer
@@ -85,13 +85,6 @@ def _model_dir(path: Path, spec: str) -> Path:
     raise ModelError(f"directory {spec!r} has no config.json (and not exactly one .gguf)")
 
 
-def _is_inside(path: Path, root: Path) -> bool:
-    try:
-        return path.resolve().is_relative_to(root.resolve())
-    except OSError:
-        return False
-
-
 def read_config(directory: Path) -> ModelConfig:
     try:
         hf = json.loads((directory / "config.json").read_text())
@@ -115,7 +108,7 @@ def load_model(spec: str = "default", device: str | torch.device = "cpu",
     if governor is not None:  # every pass embeds its tokens first
         model.model.embed_tokens.register_forward_pre_hook(governor)
     if tokenizer is None:
-        tokenizer = load_tokenizer(directory, use_snapshot=_is_inside(directory, cache_root()))
+        tokenizer = load_tokenizer(directory)
     logger.info("loaded %s (%s, %d layers, %s) from %s in %.2f s", spec, config.family,
                 config.num_layers, str(dtype).removeprefix("torch."), directory,
                 time.perf_counter() - start)

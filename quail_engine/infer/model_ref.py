@@ -38,14 +38,11 @@ class ModelRef:
 
     def codec(self):
         """The model's TextCodec (tokenizer and chat layout), no weights."""
-        from quail_engine.infer.gguf import cache_root
         from quail_engine.infer.loader import read_config
         from quail_engine.infer.textio import TextCodec
         from quail_engine.infer.tokenizer import load_tokenizer
 
-        inside = _is_inside(self.directory, cache_root())
-        return TextCodec(load_tokenizer(self.directory, use_snapshot=inside),
-                         read_config(self.directory))
+        return TextCodec(load_tokenizer(self.directory), read_config(self.directory))
 
 
 def directory_identity(directory: Path) -> str:
@@ -58,10 +55,3 @@ def directory_identity(directory: Path) -> str:
             digest.update(json.dumps([path.name, st.st_size,
                                       st.st_mtime_ns]).encode())
     return digest.hexdigest()[:32]
-
-
-def _is_inside(path: Path, root: Path) -> bool:
-    try:
-        return path.resolve().is_relative_to(root.resolve())
-    except OSError:
-        return False

@@ -230,10 +230,9 @@ def weights_dir(directory: Path, dtype: torch.dtype) -> Path:
 
 
 def _tokenizer(directory: Path):
-    from quail_engine.infer.loader import _is_inside, cache_root
     from quail_engine.infer.tokenizer import load_tokenizer
 
-    return load_tokenizer(directory, use_snapshot=_is_inside(directory, cache_root()))
+    return load_tokenizer(directory)
 
 
 def load_checkpoint(spec: str, device: torch.device | str = "cuda",

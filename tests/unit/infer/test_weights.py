@@ -168,29 +168,15 @@ def test_multimodal_wrapper_names_load_as_the_text_model(llama_dir, tmp_path, to
         assert tools.relative_error(model.logits(hidden), tools.hf_logits(hf_model, prompt)) <= 1e-5
 
 
-def test_tokenizer_snapshot_only_in_quail_cache_and_reused(llama_dir, tmp_path, monkeypatch):
-    import pickle
-    import shutil
-
+def test_tokenizer_json_is_read_without_transformers(llama_dir, monkeypatch):
     import transformers
 
-    from quail_engine.infer.tokenizer import SNAPSHOT
-
-    _, directory = llama_dir
-    load_model(str(directory))
-    assert not (directory / SNAPSHOT).exists()
-    monkeypatch.setenv("QUAIL_CACHE_DIR", str(tmp_path))
-    cached = tmp_path / "models" / "converted"
-    shutil.copytree(directory, cached)
-    (cached / SNAPSHOT).write_bytes(pickle.dumps(("0.0", "0.0")))  # another library version
-    load_model(str(cached))
-    assert (cached / SNAPSHOT).stat().st_size > 100  # rewritten for this version
-
     def refuse(*args, **kwargs):
-        raise AssertionError("tokenizer files were read again")
+        raise AssertionError("transformers read the tokenizer")
 
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", refuse)
-    _, tokenizer, _ = load_model(str(cached))
+    _, directory = llama_dir
+    _, tokenizer, _ = load_model(str(directory))
     assert tokenizer.encode_batch(["hello world"]) == [[3, 4]]
     assert tokenizer.chat_prompt("hello") == "user: hello NOTHINK bot:"
 
