@@ -121,13 +121,13 @@ class AiRunner:
                     f"quail could not run {model_name}: {_for_dbt(exc, sql, dialect)}") from exc
             finally:
                 session.close()
-        report = session.report
-        hits = sum(o.cache_hits for o in report.ops.values())
-        computed = sum(o.prompts for o in report.ops.values()) - hits
-        logger.info(
-            f"{model_name}: {table.num_rows} rows, {computed} prompts run, {hits} answers from "
-            f"cache, {report.fresh_tokens} tokens, {report.wall_s:.2f} s on "
-            f"{report.model or 'no model'} ({self.device})")
+            report = session.report
+            hits = sum(o.cache_hits for o in report.ops.values())
+            computed = sum(o.prompts for o in report.ops.values()) - hits
+            logger.info(
+                f"{model_name}: {table.num_rows} rows, {computed} prompts run, {hits} answers from "
+                f"cache, {report.fresh_tokens} tokens, {report.wall_s:.2f} s on "
+                f"{report.model or 'no model'} ({self.device})")
         return table
 
     def answer_rows(self, op: Any, rows: list[tuple]) -> list[Any]:
