@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     load_s = time.perf_counter() - load_start
     bt = engine._booleans(ask.BooleanReadout())
     yes, no = list(bt.true_ids), list(bt.false_ids)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    pad = getattr(tokenizer, "pad_token_id", None) or 0  # only the baselines pad
     rng = random.Random(0)
     loadavg_before = os.getloadavg()
 

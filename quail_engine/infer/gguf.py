@@ -5,10 +5,11 @@ conventions: what CPUs without bf16 dot products compute in), a bfloat16 copy un
 CUDA and bf16 CPUs: half the bytes to read) and the tokenizer files to a folder of the models
 cache (settings.cache_path("models")) keyed by the file's name, size and mtime; the loader then
 treats it like any local HF directory. Concurrent first uses are safe: one process converts
-(a file lock), into a uniquely named temporary folder renamed into place at the end. Two llama.cpp conventions are
-undone: Llama-architecture GGUFs store Q/K rows permuted for llama.cpp's interleaved RoPE
-(reversed here, as transformers does), and Gemma GGUFs store RMSNorm weights with the +1 folded
-in (subtracted here, since our Gemma norm multiplies by 1 + w).
+(a file lock), into a uniquely named temporary folder renamed into place at the end.
+
+Two llama.cpp conventions are undone: Llama-architecture GGUFs store Q/K rows permuted for
+llama.cpp's interleaved RoPE (reversed here, as transformers does), and Gemma GGUFs store RMSNorm
+weights with the +1 folded in (subtracted here, since our Gemma norm multiplies by 1 + w).
 """
 
 from __future__ import annotations

@@ -158,8 +158,8 @@ def probe_cpu(dtype: str = "float32", seconds_budget: float = PROBE_SECONDS) -> 
 def _probe_key(dtype: str) -> dict:
     """What a cached probe must match: a cache folder shared by machines is re-probed."""
     fields = cpuinfo_fields()
-    return {"version": PROBE_VERSION, "dtype": dtype, "cores": affinity_cpus(), "isa_cap": isa_cap(),
-            "cpu": fields.get("model name") or fields.get("CPU part") or ""}
+    return {"version": PROBE_VERSION, "dtype": dtype, "cores": affinity_cpus(),
+            "isa_cap": isa_cap(), "cpu": fields.get("model name") or fields.get("CPU part") or ""}
 
 
 def measured_cpu(dtype: str, refresh: bool = False) -> DeviceSpec:
