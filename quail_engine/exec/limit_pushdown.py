@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
+from quail_engine.sql.nesting import deep_stack
+
 
 @dataclass(frozen=True)
 class Limit:
@@ -35,14 +37,15 @@ class Limit:
 def push_limit(duckdb_sql: str) -> tuple[str, Limit | None]:
     """(statement, limit): the rewritten statement and its row limit, or the statement as it
     was and None when the shape does not allow it."""
-    try:
-        tree = sqlglot.parse_one(duckdb_sql, read="duckdb")
-    except sqlglot.errors.ParseError:
-        return duckdb_sql, None
-    tree, limit = _push(tree)
-    if limit is None:
-        return duckdb_sql, None
-    return tree.sql(dialect="duckdb", normalize_functions=False), limit
+    with deep_stack():  # the front end reads nesting up to its limit; so must this
+        try:
+            tree = sqlglot.parse_one(duckdb_sql, read="duckdb")
+        except sqlglot.errors.ParseError:
+            return duckdb_sql, None
+        tree, limit = _push(tree)
+        if limit is None:
+            return duckdb_sql, None
+        return tree.sql(dialect="duckdb", normalize_functions=False), limit
 
 
 def _literal_limit(select: exp.Select) -> int | None:

@@ -20,6 +20,7 @@ from sqlglot import exp
 
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.op_runner import OpRunner
+from quail_engine.sql.nesting import deep_stack
 
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"^quail_ai_(\d+)$", re.IGNORECASE)
@@ -37,12 +38,13 @@ def prepare_sql(duckdb_sql: str, suffix: str = "") -> str:
     """Cast every argument of every quail_ai_<id>(...) call to VARCHAR and rename the call to
     quail_ai_<id><suffix>. DuckDB functions live in the database's catalog, shared by every
     cursor: a per-execution suffix keeps concurrent statements from clashing."""
-    tree = sqlglot.parse_one(duckdb_sql, read="duckdb")
-    for call in list(tree.find_all(exp.Anonymous)):
-        if _NAME.match(call.name or ""):
-            call.set("this", f"{call.name.lower()}{suffix}")
-            call.set("expressions", [exp.cast(a, "VARCHAR") for a in call.expressions])
-    return tree.sql(dialect="duckdb", normalize_functions=False)
+    with deep_stack():  # the front end reads nesting up to its limit; so must this
+        tree = sqlglot.parse_one(duckdb_sql, read="duckdb")
+        for call in list(tree.find_all(exp.Anonymous)):
+            if _NAME.match(call.name or ""):
+                call.set("this", f"{call.name.lower()}{suffix}")
+                call.set("expressions", [exp.cast(a, "VARCHAR") for a in call.expressions])
+        return tree.sql(dialect="duckdb", normalize_functions=False)
 
 
 def register_udfs(con, ai_ops, store: AnswerStore, runner: OpRunner,

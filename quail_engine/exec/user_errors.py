@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 
-from quail_engine.errors import ExecutionError
+from quail_engine.errors import ExecutionError, shorten
 
 MAX_QUOTE = 200
+MAX_MESSAGE = 400  # characters of DuckDB's own message a user sees (an identifier can be 100k)
 _INTERNAL = re.compile(r"\bquail_ai_(\w+)", re.I)
 _OP_NAME = re.compile(r"^(\d+)(?:_[0-9a-f]+)?$", re.I)
 _VENDOR_NAME = re.compile(r"\s*([A-Za-z_][\w.]*)\s*\(")
@@ -62,8 +63,7 @@ def scrub(text: str, ai_ops=()) -> str:
 def quote_sql(sql: str) -> str:
     """The user's statement on one line, without dbt's leading query comment, at most
     MAX_QUOTE characters."""
-    text = " ".join(_LEADING_COMMENTS.sub("", sql or "").split())
-    return text if len(text) <= MAX_QUOTE else text[:MAX_QUOTE - 1] + "…"
+    return shorten(_LEADING_COMMENTS.sub("", sql or ""), MAX_QUOTE)
 
 
 def statement_error(exc: BaseException, parsed, prefix: str = "") -> ExecutionError:
@@ -75,14 +75,14 @@ def statement_error(exc: BaseException, parsed, prefix: str = "") -> ExecutionEr
     missing = _MISSING_TABLE.match(lines[0]) if lines else None
     if missing:
         near = _SUGGESTION.match(lines[1]) if len(lines) > 1 else None
-        return MissingTableError(scrub(missing.group(1), ops), source,
+        return MissingTableError(shorten(scrub(missing.group(1), ops), 120), source,
                                  near.group(1) if near else None)
     problem = file_problem(str(exc))
     if problem:
         file, reason = problem
-        return ExecutionError(f"{prefix}cannot read {file or 'a data file'!r}: {reason}"
-                              f"{_in(source)}")
-    text = scrub(" ".join(lines) or type(exc).__name__, ops)
+        return ExecutionError(f"{prefix}cannot read {shorten(file or 'a data file', 200)!r}: "
+                              f"{shorten(reason, 200)}{_in(source)}")
+    text = shorten(scrub(" ".join(lines) or type(exc).__name__, ops), MAX_MESSAGE)
     return ExecutionError(f"{prefix}{text}{_in(source)}")
 
 
@@ -91,10 +91,11 @@ def scan_error(exc: BaseException, alias: str) -> ExecutionError:
     rewritten SQL: not quoted)."""
     problem = file_problem(str(exc))
     if problem:
-        return ExecutionError(f"cannot read {problem[0] or alias!r}: {problem[1]}")
+        return ExecutionError(f"cannot read {shorten(problem[0] or alias, 200)!r}: "
+                              f"{shorten(problem[1], 200)}")
     lines = _message_lines(str(exc))
-    return ExecutionError(f"cannot scan relation {alias!r}: "
-                          f"{scrub(' '.join(lines) or type(exc).__name__)}")
+    text = shorten(scrub(" ".join(lines) or type(exc).__name__), MAX_MESSAGE)
+    return ExecutionError(f"cannot scan relation {shorten(alias, 80)!r}: {text}")
 
 
 def file_problem(message: str) -> tuple[str | None, str] | None:

@@ -42,6 +42,7 @@ CASES = int(os.environ.get("QUAIL_FUZZ_CASES", "2000"))
 SEED = int(os.environ.get("QUAIL_FUZZ_SEED", "20240613"))
 CASE_SECONDS = 10.0
 MESSAGE_CHARS = 320
+PLAN_MESSAGE_CHARS = 700
 
 NAMED = {  # how each dialect spells a named argument, and names its AI functions take
     "duckdb": (":=", ("model", "selectivity", "anchor", "order", "on_error", "max_error_ratio",
@@ -392,12 +393,14 @@ def run_case(case: Case, tmp: Path, plan, tally: Counter | None = None) -> tuple
 
 def _judge(command: str, exc: QuailError) -> tuple[str, str]:
     """The front end's errors: one line of at most MESSAGE_CHARS. The plan's errors quote
-    DuckDB's messages (exec/user_errors.py, not the front end): the CLI prints them on one
-    line, and their length is counted apart ("long plan message"), not failed here."""
+    DuckDB's message (shortened to 400 characters by exec/user_errors.py) and the user's SQL
+    (200): at most PLAN_MESSAGE_CHARS once flattened to the one line the CLI prints."""
     message = str(exc)
     if command == "plan":
         flat = " ".join(message.split())
-        return ("long", "") if len(flat) > MESSAGE_CHARS else ("error", "")
+        if len(flat) > PLAN_MESSAGE_CHARS:
+            return "long", f"plan: {len(flat)} chars: {flat[:300]!r}"
+        return "error", ""
     if "\n" in message or len(message) > MESSAGE_CHARS:
         return "message", f"{command}: {type(exc).__name__} of {len(message)} chars: {message[:400]!r}"
     return "error", ""
@@ -442,7 +445,7 @@ def fuzz(cases: int, seed: int, tmp: Path, tally: Counter | None = None
             if seconds > CASE_SECONDS:
                 kind, detail = "slow", f"{seconds:.1f} s"
             counts[kind] += 1
-            if kind in ("crash", "message", "slow"):
+            if kind in ("crash", "message", "slow", "long"):
                 failures.append(f"case {n} (seed {seed}) [{case.dialect}->{case.target}; "
                                 f"{'; '.join(case.steps)}] {detail}\n  sql: "
                                 f"{(case.sql if case.raw is None else repr(case.raw))[:300]!r}")
@@ -458,7 +461,7 @@ def test_no_traceback_on_mutated_queries(tmp_path):
     print(f"\nfuzz: {CASES} cases in {time.perf_counter() - started:.1f} s (seed {SEED}): "
           f"{counts['ok']} succeeded, {counts['error']} clean errors, {counts['crash']} "
           f"tracebacks, {counts['message']} bad messages, {counts['slow']} over "
-          f"{CASE_SECONDS:g} s; {counts['long']} long plan messages (exec/)")
+          f"{CASE_SECONDS:g} s, {counts['long']} plan messages over {PLAN_MESSAGE_CHARS}")
     print("by command: " + ", ".join(f"{c} {o} {n}" for (c, o), n in sorted(tally.items())))
     assert not failures, f"{len(failures)} failing cases:\n" + "\n".join(failures[:15])
 

@@ -24,7 +24,7 @@ from quail_engine.sql.call import Call
 from quail_engine.sql.dialects.common import append, text_prompt, untyped_ai
 from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import GenParams, Options
-from quail_engine.sql.literals import labels, literal
+from quail_engine.sql.literals import labels, literal, parse_json
 from quail_engine.sql.prompt import Prompt, normalize
 from quail_engine.sql.validate import Site, number, text
 
@@ -122,6 +122,9 @@ def _build_extract(call: Call) -> Built:
     if found is None and "schema" not in dict(task_args) and fields.get("task") is None:
         raise ArgumentError(f"{call.name} needs a field list or schema := '...'",
                             call.sql(NAME), NAME)
+    schema = dict(task_args).get("schema")
+    if schema is not None:  # a JSON schema: read now, not when some emitter needs it
+        parse_json(schema, "the schema", call.name, call.node, NAME)
     return make("ai_extract", _prompt(call, call.args[:1]), call, options=opts, labels=found,
                 task_args=task_args, **fields)
 
