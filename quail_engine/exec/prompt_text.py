@@ -96,10 +96,6 @@ class PromptText:
         model's tokenizer is read once per process; None for a codec that is not a TextCodec."""
         return getattr(self.codec, "tokenizer", None)
 
-    @property
-    def is_loaded(self) -> bool:
-        return self._codec is not None
-
     def heads(self, prefix_texts: Sequence[str]) -> list[list[int]]:
         """Chat header + each document (BOS first for a model without a chat template)."""
         return self._store(0).ids(prefix_texts)
@@ -116,10 +112,6 @@ class PromptText:
     def flush(self) -> None:
         for store in self._stores or ():
             store.flush()
-
-    @property
-    def num_encoded(self) -> int:
-        return sum(s.num_encoded for s in self._stores or ())
 
     # -- encoders: called only for texts no store holds -------------------------------------
     def _encode_heads(self, texts: list[str]) -> list[list[int]]:

@@ -43,7 +43,6 @@ class TokenStore:
         self._disk: dict[bytes, tuple[int, int]] = {}
         self._segments: list[pa.ListArray] = []
         self._pending: dict[bytes, list[int]] = {}
-        self.num_encoded = 0
         self.num_disk_hits = 0
         if self.directory is not None:
             self._open()
@@ -59,7 +58,6 @@ class TokenStore:
                 missing[k] = t
         if missing:
             encoded = self._encode_batch(list(missing.values()))
-            self.num_encoded += len(encoded)
             for k, ids in zip(missing, encoded):
                 self._mem[k] = list(ids)
                 if self.directory is not None:
