@@ -54,6 +54,8 @@ class OpRunner:
         self._pair_layout: bool | None = None
         self._calibration: dict[tuple, list[int]] = {}
         self._tokens_per_s: float | None = None
+        self._releasable: list[str] = []  # documents the engine's worker releases next
+        self._engine_s = 0.0  # engine seconds of the current pipeline
 
     def layout(self, op, anchor: str | None = None) -> OpPrompt:
         """The prompt layout of `op` for this runner's model (exec/prompts.py)."""
@@ -168,8 +170,7 @@ class OpRunner:
         `release_done`, a document whose rows are all answered is released by the worker before
         its next batch (the worker alone touches the engine)."""
         remaining = Counter(p for p, _ in texts) if release_done else None
-        self._releasable: list[str] = []
-        self._engine_s = 0.0
+        self._releasable, self._engine_s = [], 0.0
         waited, batches = 0.0, 0
         with ThreadPoolExecutor(1, thread_name_prefix="quail-engine") as pool:
             pending = None
