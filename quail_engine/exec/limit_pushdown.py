@@ -4,8 +4,9 @@ only the rows the LIMIT keeps.
 DuckDB evaluates a projection on a whole vector (up to 2,048 rows) before its LIMIT cuts, so a
 generate query with LIMIT 5 would prompt for every row. The statement is rewritten so the LIMIT
 applies first: the FROM relation becomes `(SELECT * FROM t AS a WHERE ... LIMIT n) AS a` and the
-select list (AI calls included) runs over those rows only. `SELECT * FROM (<inner>) LIMIT n`
-(dbt show's wrapper) pushes its LIMIT into `<inner>` first. The limit is also returned, so the
+select list (AI calls included) runs over those rows only. A row-wise `SELECT ... FROM (<inner>)
+LIMIT n` with no WHERE or ORDER BY of its own (dbt show's wrapper, a model's outer projection)
+pushes its LIMIT into `<inner>` first. The limit is also returned, so the
 executor stops a filter once it has found enough rows.
 
 Applies to one relation with no GROUP BY, DISTINCT, HAVING, window or aggregate, and an ORDER
@@ -86,8 +87,8 @@ def _push(tree: exp.Expression) -> tuple[exp.Expression, Limit | None]:
     source = tree.args.get("from_")
     relation = source.this if source is not None else None
     if isinstance(relation, exp.Subquery) and isinstance(relation.this, exp.Select):
-        if not _is_star(tree) or tree.args.get("where"):
-            return tree, None
+        if tree.args.get("where") or tree.args.get("order"):
+            return tree, None  # the outer rows are then not the inner query's first n
         inner = relation.this
         if inner.args.get("limit") is not None:
             return tree, None
@@ -114,6 +115,3 @@ def _push(tree: exp.Expression) -> tuple[exp.Expression, Limit | None]:
         this=exp.to_identifier(alias)))))
     return out, Limit(limit, order is not None)
 
-
-def _is_star(select: exp.Select) -> bool:
-    return len(select.expressions) == 1 and isinstance(select.expressions[0], exp.Star)

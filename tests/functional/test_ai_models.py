@@ -148,10 +148,13 @@ class TestShowAndUnitTestsRunAi:
 
     def test_show_runs_the_model_sql_with_ai(self, project):
         run_dbt(["seed"])
-        results = run_dbt(["show", "--select", "snowflake_sentiment", "--limit", "3"])
+        results, log = run_dbt_and_capture(["show", "--select", "snowflake_sentiment", "--limit",
+                                            "3"])
         table = results[0].agate_table
         assert len(table.rows) == 3
         assert {row["sentiment"] for row in table.rows} <= {"positive", "negative"}
+        # the limit reaches the AI function: 3 of the 8 reviews are classified, not all of them
+        assert [int(n) for n in re.findall(r"(\d+) prompts run", log)] == [3]
 
     def test_show_inline_duckdb_ai_function(self, project):
         results = run_dbt(["show", "--inline",
