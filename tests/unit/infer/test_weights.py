@@ -189,3 +189,9 @@ def test_cpu_models_size_their_threads_per_pass(llama_dir):
     (governor,) = [h for h in model.model.embed_tokens._forward_pre_hooks.values()
                    if isinstance(h, ThreadGovernor)]
     assert 1 <= governor.max_threads <= torch.get_num_threads()
+    from quail_engine.infer.api import EngineStats
+    from quail_engine.infer.runner import Runner, SeqJob
+    from quail_engine.infer.scheduler import Scheduler
+
+    Runner(model, Scheduler(64, 4), EngineStats(), "cpu").run([SeqJob([3, 4], read=(-1,))])
+    assert sum(governor.passes.values()) == 1  # it decided the thread count of that pass
