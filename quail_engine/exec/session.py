@@ -47,6 +47,11 @@ class _LazyEngine:
             self.load_s = time.perf_counter() - start
         return self._engine
 
+    @property
+    def loaded(self):
+        """The engine if it is loaded, else None (loads nothing)."""
+        return self._engine
+
 
 class QuailSession:
     """`execute(sql, dialect) -> pyarrow.Table`; `report` describes the last execution.
@@ -80,7 +85,6 @@ class QuailSession:
         self.batch_size = batch_size
         self.report = Report()
         self.parsed = None
-        self._registered: list[str] = []
 
     @property
     def engine(self):
@@ -138,22 +142,7 @@ class QuailSession:
                        lambda sql: prepare_sql(sql, suffix)).run(
                            core, limit if len(parsed.cores) == 1 else None)
 
-    def udf_sql(self, sql: str, dialect: str = "duckdb") -> str:
-        """For paths that run SQL on DuckDB themselves (`dbt show`, unit tests): register this
-        statement's AI functions (answers computed on the fly, batch-wise, through the cache)
-        and return the DuckDB SQL that calls them. `close()` unregisters them."""
-        parsed = self.parse(sql, dialect)
-        suffix = f"_{uuid.uuid4().hex[:10]}"
-        runner = _SessionRunner(self, Progress(enabled=False))
-        self._registered += register_udfs(self.con, parsed.ai_ops, AnswerStore(), runner,
-                                          device_lock(self.device), suffix)
-        if not parsed.ai_ops:
-            return parsed.duckdb_sql
-        return push_limit(prepare_sql(parsed.duckdb_sql, suffix))[0]
-
     def close(self) -> None:
-        unregister_udfs(self.con, self._registered)
-        self._registered = []
         self.cache.close()
 
     def _device_name(self) -> str:
@@ -161,7 +150,7 @@ class QuailSession:
 
     def _fresh_tokens(self) -> int:
         """The engine's token counter, read by the progress display; loads nothing."""
-        engine = self._engine._engine
+        engine = self._engine.loaded
         return engine.stats.fresh_tokens if engine is not None else 0
 
     def _check(self, statement: str) -> None:
@@ -173,8 +162,7 @@ class QuailSession:
     def _specs(self):
         from quail_engine.plan.device import device_spec
 
-        loaded = self._engine._engine
-        if loaded is None and self._model_config is not None:
+        if self._engine.loaded is None and self._model_config is not None:
             config, name = self._model_config(), self.text.identity
         else:
             engine = self.engine
@@ -190,7 +178,7 @@ class QuailSession:
         rep.wall_s = time.perf_counter() - start
         rep.rows = rows
         rep.load_s, self._engine.load_s = self._engine.load_s, 0.0
-        if rep.ops and self._engine._engine is not None:
+        if rep.ops and self._engine.loaded is not None:
             spec, dev = self._specs()
             work = rep.total_work()
             passes = num_passes(work.fresh_tokens)

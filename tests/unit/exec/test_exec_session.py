@@ -1,6 +1,5 @@
 """The executor end to end with real DuckDB and a deterministic fake engine."""
 
-import duckdb
 import pytest
 from exec_fakes import (
     FakeEngine,
@@ -230,21 +229,6 @@ def test_join_anchor_reuses_the_filter_document_kv(con):
     assert len(engine.prefixes) == sum(1 for r in REVIEWS if r[1] is not None)
     assert s.report.ops[1].kv_hit_tokens > 0
     assert engine.resident == 0
-
-
-def test_udf_sql_lets_duckdb_call_ai_functions_directly(con):
-    op = bfilter("Mentions PRICE?")
-    sql = "SELECT r.id FROM reviews AS r WHERE quail_ai_0(r.review) ORDER BY r.id"
-    parsed = Parsed("duckdb", sql, (op,), sql, ())
-    s = session(con, parsed, FakeEngine())
-    rewritten = s.udf_sql(sql)
-    got = [r[0] for r in con.execute(rewritten).fetchall()]
-    ref = FakeEngine()
-    assert got == [rid for rid, review, _ in REVIEWS
-                   if ask_one_at_a_time(ref, op, (review,)) is True]
-    s.close()
-    with pytest.raises(duckdb.Error):
-        con.execute(rewritten)
 
 
 def test_a_fully_cached_query_loads_no_model_and_no_tokenizer(con, tmp_path):
