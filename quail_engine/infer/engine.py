@@ -75,7 +75,7 @@ class LocalEngine:
 
     # -- text ---------------------------------------------------------------------------------
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
-        return [self.codec.encode(t) for t in texts]
+        return self.codec.encode_batch(texts)
 
     def chat_split(self, prefix_text: str, suffix_text: str) -> tuple[list[int], list[int]]:
         return self.codec.chat_split(prefix_text, suffix_text)
