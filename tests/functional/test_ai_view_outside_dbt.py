@@ -4,21 +4,11 @@ so the database's other readers (duckdb CLI, Python, BI tools) could not read it
 
 import duckdb
 import pytest
+from ai_view_project import AI_VIEW, REVIEWS
 from dbt_subprocess import run, write_project
 
 pytestmark = [pytest.mark.dbt, pytest.mark.model]
 
-_REVIEWS = """id,review_text
-1,I love this blender. It works perfectly and makes great smoothies.
-2,Terrible kettle. It broke after two days and leaks water everywhere.
-3,Fantastic headphones with amazing sound. Best purchase this year.
-"""
-
-_AI_VIEW = """
-{{ config(materialized='view', quail_dialect='databricks') }}
-select id, ai_classify(review_text, ARRAY('positive', 'negative')) as sentiment
-from {{ ref('reviews') }}
-"""
 
 _PLAIN_VIEW = """
 {{ config(materialized='view') }}
@@ -33,8 +23,8 @@ from {{ ref('sentiment_view') }}
 
 
 def test_ai_view_is_a_table_any_duckdb_reader_can_read(tmp_path):
-    root = write_project(tmp_path, {"seeds/reviews.csv": _REVIEWS,
-                                    "models/sentiment_view.sql": _AI_VIEW,
+    root = write_project(tmp_path, {"seeds/reviews.csv": REVIEWS,
+                                    "models/sentiment_view.sql": AI_VIEW,
                                     "models/shouting.sql": _PLAIN_VIEW,
                                     "models/positive.sql": _AI_TABLE_ON_IT})
     run(root, "seed")

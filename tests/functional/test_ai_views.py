@@ -3,22 +3,12 @@ test_ai_view_outside_dbt.py), so plain models, `dbt show` and AI models read the
 also after the database is reopened."""
 
 import pytest
+from ai_view_project import AI_VIEW, REVIEWS
 from dbt.adapters.duckdb.connections import DuckDBConnectionManager
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 pytestmark = [pytest.mark.dbt, pytest.mark.model]
 
-_REVIEWS = """id,review_text
-1,I love this blender. It works perfectly and makes great smoothies.
-2,Terrible kettle. It broke after two days and leaks water everywhere.
-3,Fantastic headphones with amazing sound. Best purchase this year.
-"""
-
-_AI_VIEW = """
-{{ config(materialized='view', quail_dialect='databricks') }}
-select id, ai_classify(review_text, ARRAY('positive', 'negative')) as sentiment
-from {{ ref('reviews') }}
-"""
 
 # Two bindings: DuckDB counts the registered function's parameters, one per binding.
 _TWO_BINDING_VIEW = """
@@ -43,11 +33,11 @@ from {{ ref('sentiment_view') }}
 class TestAiViews:
     @pytest.fixture(scope="class")
     def seeds(self):
-        return {"reviews.csv": _REVIEWS}
+        return {"reviews.csv": REVIEWS}
 
     @pytest.fixture(scope="class")
     def models(self):
-        return {"sentiment_view.sql": _AI_VIEW, "shouting.sql": _PLAIN_TABLE_ON_VIEW,
+        return {"sentiment_view.sql": AI_VIEW, "shouting.sql": _PLAIN_TABLE_ON_VIEW,
                 "verdicts.sql": _AI_TABLE_ON_VIEW, "positive_view.sql": _TWO_BINDING_VIEW}
 
     def test_views_answer_when_read(self, project):
