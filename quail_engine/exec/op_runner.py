@@ -73,8 +73,8 @@ class OpRunner:
         return DocKV(lambda: self.engine, QUESTION_RESERVE, self.on_long, self.text)
 
     def _calibration_texts(self, layout: OpPrompt) -> tuple[str, str] | None:
-        if not self.calibrate or layout.op.op not in CALIBRATED:
-            return None
+        if not self.calibrate or layout.op.op not in CALIBRATED or layout.partner_slots:
+            return None  # a pair layout carries its own content-free reference
         return layout.texts(layout.calibration_values())
 
     def cache_readout(self, layout: OpPrompt) -> str:
