@@ -40,37 +40,45 @@ class CoreRunner:
         only that many rows; unordered, the filters stop once they have found them, and the
         projections run on those rows alone; ordered, the projections are left to the rows
         DuckDB keeps (answered on the fly)."""
-        scans = {rel.alias: load_scan(self.con, rel, self.prepare) for rel in core.relations}
+        phase = self.runner.report.phase
+        with phase("scan"):
+            scans = {rel.alias: load_scan(self.con, rel, self.prepare) for rel in core.relations}
         ops = [o for o in (*core.filters, *core.joins, *core.projections)
                if _precomputable(o, self.ai_ops[o], scans)]
-        infos = op_infos(ops, self.ai_ops, scans, self.runner, self.store, self.sample_size)
-        rows = {a: float(len(s.rows)) for a, s in scans.items()}
-        ctx = PlanContext(infos, rows, self.model, self.device,
-                          pair_fraction=pair_fractions(scans), columns={
-                              a: s.columns for a, s in scans.items()})
-        planned = planned_core(core, set(ops))
-        plan = plan_core(planned, self.ai_ops, ctx)
+        with phase("estimate"):
+            infos = op_infos(ops, self.ai_ops, scans, self.runner, self.store, self.sample_size)
+        with phase("plan"):
+            rows = {a: float(len(s.rows)) for a, s in scans.items()}
+            ctx = PlanContext(infos, rows, self.model, self.device,
+                              pair_fraction=pair_fractions(scans), columns={
+                                  a: s.columns for a, s in scans.items()})
+            planned = planned_core(core, set(ops))
+            plan = plan_core(planned, self.ai_ops, ctx)
         self._record_estimates(plan, infos)
         has_joins = any(s.kind == "join" for s in plan.steps)
         self.carry_key = self._carry_key(plan) if has_joins else None
         self.carry = self.runner.doc_kv()
         try:
             limit = limit if not has_joins and len(scans) == 1 else None
-            survivors = self._run_filters(plan, scans, projections_too=not has_joins
-                                          and limit is None, limit=limit)
+            with phase("filters"):
+                survivors = self._run_filters(plan, scans, projections_too=not has_joins
+                                              and limit is None, limit=limit)
             if limit is not None and not limit.is_ordered:
                 (alias, alive), = survivors.items()
-                self._run_projections(plan, scans, [{alias: i} for i in alive[:limit.rows]])
+                with phase("projections"):
+                    self._run_projections(plan, scans, [{alias: i} for i in alive[:limit.rows]])
             if has_joins:
-                final = run_joins(plan, ctx, scans, survivors, self.ai_ops, self.runner,
-                                  self.store, carry=(self.carry_key[0] if self.carry_key
-                                                     else None, self.carry))
+                with phase("joins"):
+                    final = run_joins(plan, ctx, scans, survivors, self.ai_ops, self.runner,
+                                      self.store, carry=(self.carry_key[0] if self.carry_key
+                                                         else None, self.carry))
         finally:
             self.carry.release()
         if has_joins:
             kinds = {self.ai_ops[o].join.kind for o in planned.joins if self.ai_ops[o].join}
             if kinds <= {"inner", "cross"}:
-                self._run_projections(plan, scans, final)
+                with phase("projections"):
+                    self._run_projections(plan, scans, final)
         self.runner.report.plans.append(plan.logical.text() + "\n" + plan.text())
         self.runner.report.remarks.extend(plan.remarks)
         return plan

@@ -196,6 +196,8 @@ class OpRunner:
                             if not remaining[p]:
                                 self._releasable.append(p)
                 pending = submitted
+        rep.engine_s += self._engine_s
+        rep.host_wait_s += waited
         log.info("%s: %d prompts in %d batches, engine %.2f s, host waited %.2f s for it",
                  layout.op.op, len(texts), batches, self._engine_s, waited)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 from quail_engine.plan.cost import Work
@@ -30,6 +32,8 @@ class OpReport:
     skipped: int = 0
     truncated: int = 0
     nulls: int = 0
+    engine_s: float = 0.0     # inside engine.run (the model's passes and their host work)
+    host_wait_s: float = 0.0  # the host waiting for the engine (the rest overlaps it)
     work: Work = field(default_factory=Work)
 
     def to_json(self) -> dict:
@@ -52,6 +56,17 @@ class Report:
     remarks: list[str] = field(default_factory=list)
     rows: int = 0
     load_s: float = 0.0  # model loading, included in wall_s
+    # wall seconds by phase (parse, check, scan, estimate, plan, filters, joins, projections,
+    # statement); the model load shows inside the phase that first needed it
+    phases: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def phase(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - start
 
     def op(self, op_id: int, kind: str) -> OpReport:
         if op_id not in self.ops:
@@ -87,7 +102,8 @@ class Report:
             "requested_tokens": self.requested_tokens, "sol_seconds": self.sol_seconds,
             "sol_seconds_sustained": self.sol_seconds_sustained,
             "cache_hits": self.cache_hits, "truncated": self.truncated, "rows": self.rows,
-            "load_s": self.load_s, "device": self.device, "model": self.model, "plans": self.plans,
+            "load_s": self.load_s, "phases": {k: round(v, 4) for k, v in self.phases.items()},
+            "device": self.device, "model": self.model, "plans": self.plans,
             "remarks": self.remarks,
         }
 

@@ -97,9 +97,10 @@ class QuailSession:
 
     def execute(self, sql: str, dialect: str = "duckdb") -> pa.Table:
         start = time.perf_counter()
-        parsed = self.parse(sql, dialect)
-        self.parsed = parsed
         self.report = Report(device=self.device)
+        with self.report.phase("parse"):
+            parsed = self.parse(sql, dialect)
+        self.parsed = parsed
         store = AnswerStore()
         progress = Progress(enabled=None if self.show_progress else False)
         progress.set_token_counter(self._fresh_tokens)
@@ -113,7 +114,8 @@ class QuailSession:
         udf_lock = StatementLock(lock)
         names = register_udfs(self.con, parsed.ai_ops, store, runner, udf_lock, suffix)
         try:
-            self._check(statement)
+            with self.report.phase("check"):
+                self._check(statement)
             with lock:
                 udf_lock.held_by_statement = True
                 try:
@@ -121,7 +123,8 @@ class QuailSession:
                         self._run_cores(parsed, runner, store, suffix, limit)
                 finally:
                     udf_lock.held_by_statement = False
-            table = query_arrow(self.con, statement)
+            with self.report.phase("statement"):
+                table = query_arrow(self.con, statement)
         except QuailError:
             raise
         except KeyboardInterrupt:

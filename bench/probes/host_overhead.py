@@ -1,0 +1,117 @@
+"""Host overhead of `quail query` with the forward pass taken out: the real CLI path (planner,
+scans, token store, batch pipeline, LocalEngine request handling, GpuRunner packing and
+read-back) over a stub model whose forward returns at once. What this measures is the time a
+query spends outside the model, per prompt: the part of the end-to-end gap to the engine bench
+that the host owns.
+
+    python bench/probes/host_overhead.py --workload join --anchors 50 --partners 1100 --profile
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from bench.e2e_gpu import FILTER_SQL, JOIN_SQL  # noqa: E402
+from bench.gpu.e2e_data import write_corpora, write_model_dir  # noqa: E402
+
+
+class StubKV:
+    def __init__(self, n: int):
+        self.num_tokens, self.nbytes = n, 0
+
+    def concat(self, other):
+        return StubKV(self.num_tokens + other.num_tokens)
+
+    def release(self):
+        pass
+
+
+class StubModel:
+    """GpuCausalLM's contract for GpuRunner, no arithmetic."""
+
+    device = torch.device("cpu")
+
+    def __init__(self, config):
+        self.config = config
+
+    def forward(self, ids, positions, cu, prefixes, reads, store_kv):
+        kvs = [StubKV(int(cu[i + 1] - cu[i])) if s else None for i, s in enumerate(store_kv)]
+        return torch.zeros(len(reads), 1), kvs
+
+    def logits(self, hidden, token_ids):
+        return torch.zeros(hidden.shape[0], 262144 if token_ids is None else len(token_ids))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--workload", choices=("filter", "join"), default="join")
+    p.add_argument("--docs", type=int, default=2000)
+    p.add_argument("--anchors", type=int, default=50)
+    p.add_argument("--partners", type=int, default=1100)
+    p.add_argument("--workdir", type=Path, default=Path("/tmp/quail-host"))
+    p.add_argument("--carry", type=Path, default=ROOT / ".carry" / "e2e")
+    p.add_argument("--profile", action="store_true")
+    args = p.parse_args(argv)
+
+    from quail_engine.cli import main as cli_main
+    from quail_engine.infer import factory
+    from quail_engine.infer.api import EngineStats
+    from quail_engine.infer.engine import LocalEngine
+    from quail_engine.infer.gpu.runner import GpuRunner
+    from quail_engine.infer.tokenizer import load_tokenizer
+
+    model_dir = args.workdir / "model-tiny"
+    write_model_dir(model_dir, args.carry / "tok", True, "cpu", 0)
+    tokenizer = load_tokenizer(model_dir)
+    paths = write_corpora(args.workdir / "data", tokenizer, args.docs, args.anchors,
+                          args.partners, 0)
+
+    def load_engine(spec, device="cpu", precision="bf16", tokenizer=None, **_):
+        from quail_engine.infer.loader import load_model
+
+        _, tok, config = load_model(spec, "cpu", None, tokenizer)
+        engine = LocalEngine(StubModel(config), tok, config, model_id=spec)
+        engine.runner = GpuRunner(engine.model, engine.stats, token_budget=65536)
+        engine.stats = engine.runner.stats = EngineStats()
+        return engine
+
+    factory.load_engine = load_engine
+    report = args.workdir / f"{args.workload}.report.json"
+    tables = ["docs"] if args.workload == "filter" else ["reports", "terms"]
+    cmd = ["query", "-e", FILTER_SQL if args.workload == "filter" else JOIN_SQL, "--dialect",
+           "snowflake", "--model", str(model_dir), "--no-cache", "--report", str(report), "-q",
+           "--output", str(args.workdir / "out.parquet")]
+    for t in tables:
+        cmd += ["--table", f"{t}={paths[t]}"]
+    prof = cProfile.Profile() if args.profile else None
+    t0 = time.perf_counter()
+    if prof:
+        prof.enable()
+    code = cli_main(cmd)
+    if prof:
+        prof.disable()
+    wall = time.perf_counter() - t0
+    rep = json.loads(report.read_text())
+    prompts = sum(o.get("prompts", 0) for o in rep["operators"])
+    print(json.dumps({"workload": args.workload, "exit": code, "wall_s": round(wall, 2),
+                      "load_s": rep["load_s"], "prompts": prompts,
+                      "host_us_per_prompt": round(1e6 * (wall - rep["load_s"]) / max(1, prompts)),
+                      "requested_tokens": rep["requested_tokens"]}))
+    if prof:
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(45)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
