@@ -122,7 +122,11 @@ def query_row(args, workload: str, precision: str, paths: dict, clock: Clock) ->
     row.update(wall_s=round(rep["wall_s"], 3), load_s=round(rep["load_s"], 3), rows=rep["rows"],
                op_seconds=round(sum(o["seconds"] for o in rep["operators"]), 3),
                sol_seconds_sustained=rep.get("sol_seconds_sustained"), device=rep["device"],
-               model=rep["model"])
+               model=rep["model"], phases=rep.get("phases"),
+               engine_s=round(sum(o.get("engine_s", 0.0) for o in rep["operators"]), 3),
+               host_wait_s=round(sum(o.get("host_wait_s", 0.0) for o in rep["operators"]), 3),
+               est_seconds=round(sum(o.get("est_seconds") or 0.0 for o in rep["operators"]),
+                                 3))
     return _rates(row, rep["fresh_tokens"], rep["requested_tokens"],
                   rep["wall_s"] - rep["load_s"], rep["sol_seconds"])
 
