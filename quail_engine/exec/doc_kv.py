@@ -19,7 +19,7 @@ class DocKV:
     model). `reserve`: tokens of the context kept free for the question."""
 
     def __init__(self, engine, reserve: int | None = None, on_long: str = "truncate",
-                 text=None):
+                 text=None, private: bool = False):
         from quail_engine.exec.prompt_text import PromptText
 
         self._engine = engine
@@ -30,6 +30,20 @@ class DocKV:
         self.heads: dict[str, list[int]] = {}
         self.truncated = 0
         self.work = Work()  # encoding work not yet claimed by a report
+        # `private`: one operator's alone (a join chunk's anchors), so its prefixes may run on
+        # past the document into the question's first tokens (`stem`, the same for every row)
+        self.private = private
+        self.stem: list[int] = []
+
+    def set_stem(self, stem: list[int]) -> bool:
+        """Append `stem` to every document this DocKV encodes from now: the token ids every
+        question of the operator starts with, computed once per document instead of once per
+        row. Only a private DocKV with nothing tokenized yet takes one; returns whether it
+        did."""
+        if not self.private or self.heads or self.handles:
+            return False
+        self.stem = list(stem)
+        return True
 
     @property
     def engine(self):
@@ -47,6 +61,8 @@ class DocKV:
 
     def _cut(self, prefix_text: str, head: list[int]) -> None:
         max_tokens = self.max_tokens
+        if max_tokens is not None:
+            max_tokens = max(16, max_tokens - len(self.stem))
         if max_tokens is not None and len(head) > max_tokens:
             if self.on_long == "error":
                 raise ExecutionError(
@@ -64,7 +80,7 @@ class DocKV:
         if not todo:
             return
         self.tokenize(todo)
-        token_lists = [self.heads[t] for t in todo]
+        token_lists = [self.heads[t] + self.stem for t in todo]
         if hasattr(self.engine, "add_prefixes"):
             handles = self.engine.add_prefixes(token_lists)
         else:

@@ -50,6 +50,33 @@ def _token_lengths(op_id: int, op, scans, runner: OpRunner) -> tuple[dict[str, f
     return tokens, question
 
 
+def _stem_tokens(op_id: int, op, scans, runner: OpRunner) -> dict[str, float]:
+    """Per anchor alias of a two-relation operator: the tokens its pairs' questions share at
+    their start (OpRunner moves them into the anchor's prefix), read off two partner rows."""
+    aliases = {binding_alias(op_id, i, scans) for i in range(len(op.bindings))}
+    out: dict[str, float] = {}
+    if len(aliases) != 2:
+        return out
+    for anchor in sorted(aliases):
+        layout = runner.layout(op, anchor=anchor)
+        if layout.partner_slots:
+            continue  # a pair layout keeps its question whole (OpRunner._share_stem)
+        partner = next(a for a in aliases if a != anchor)
+        rows = spread(len(scans[partner].rows), 2)
+        if len(rows) < 2:
+            continue
+        suffixes = []
+        for r in rows:
+            values = [scans[partner].rows[r].get(f"b_{op_id}_{i}", "") for i in
+                      range(len(op.bindings))]
+            suffixes.append(layout.texts(["" if v is None else v for v in values])[1])
+        a, b = runner.text.tails(suffixes)
+        n = next((i for i in range(min(len(a), len(b)) - 1) if a[i] != b[i]),
+                 min(len(a), len(b)) - 1)
+        out[anchor] = float(max(0, n))
+    return out
+
+
 def _sample_filter(op_id: int, op, scan: ScanData, runner: OpRunner, store: AnswerStore,
                    k: int) -> tuple[int, int]:
     values = [op_values(scan, op_id, op, r) for r in spread(len(scan.rows), k)]
@@ -107,6 +134,8 @@ def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], r
         doc = doc_key(op, aliases[0]) if len(aliases) == 1 else ""
         out[op_id] = OpInfo(op_id, op.op, aliases, doc=doc, tokens=tokens,
                             question_tokens=question, selectivity=sel,
+                            stem_tokens=_stem_tokens(op_id, op, scans, runner)
+                            if len(aliases) == 2 else {},
                             selectivity_source=source, anchor_hint=op.options.anchor,
                             as_written=op.options.order == "as_written")
     return out

@@ -69,7 +69,7 @@ def _run_ai_step(step: JoinStep, pairs: list[dict[str, int]], scans, ai_ops, run
     anchors = list(by_anchor)
     for c in range(0, len(anchors), ANCHORS_PER_CHUNK):
         chunk = [v for a in anchors[c:c + ANCHORS_PER_CHUNK] for v in by_anchor[a]]
-        kv = runner.doc_kv()
+        kv = runner.doc_kv(private=carry is None)
         if carry is not None:  # the anchors' documents, as the filters left them resident
             kv.take(carry, [layout.texts(by_anchor[a][0])[0]
                             for a in anchors[c:c + ANCHORS_PER_CHUNK]])

@@ -69,8 +69,9 @@ class OpRunner:
             self._text = PromptText.of_engine(lambda: self.engine)
         return self._text
 
-    def doc_kv(self) -> DocKV:
-        return DocKV(lambda: self.engine, QUESTION_RESERVE, self.on_long, self.text)
+    def doc_kv(self, private: bool = False) -> DocKV:
+        """A DocKV over this runner's engine; `private`: read by one operator alone (DocKV)."""
+        return DocKV(lambda: self.engine, QUESTION_RESERVE, self.on_long, self.text, private)
 
     def _calibration_texts(self, layout: OpPrompt) -> tuple[str, str] | None:
         if not self.calibrate or layout.op.op not in CALIBRATED or layout.partner_slots:
@@ -140,7 +141,10 @@ class OpRunner:
         own_kv = (kv is None and layout.is_shared and self.share_kv
                   and len(set(prefixes)) < len(prefixes))  # some document is asked twice
         if own_kv:
-            kv = self.doc_kv()
+            kv = self.doc_kv(private=True)
+        if self._uses_kv(layout, kv) and kv.private and not layout.partner_slots:
+            # (a pair layout's span readout locates its cue in the request's own tokens)
+            self._share_stem(kv, [texts[i][1] for i in todo])
         stats = self.engine.stats
         fresh0, req0 = stats.fresh_tokens, stats.requested_tokens
         if self.progress is not None:  # after the model load, which shows as its own stage
@@ -200,6 +204,20 @@ class OpRunner:
         rep.host_wait_s += waited
         log.info("%s: %d prompts in %d batches, engine %.2f s, host waited %.2f s for it",
                  layout.op.op, len(texts), batches, self._engine_s, waited)
+
+    def _share_stem(self, kv: DocKV, suffixes: list[str]) -> None:
+        """Move the token ids every question here starts with (e.g. "Question: Does the report
+        (see the text above) mention the reaction") into the documents' prefixes: they are
+        computed once per document, not once per row. The ids are the questions' own, so the
+        prompts are unchanged; each row keeps at least its last token."""
+        tails = self.text.tails(list(dict.fromkeys(suffixes)))
+        if not tails:
+            return
+        first, n = tails[0], min(len(t) for t in tails) - 1
+        for t in tails[1:]:
+            n = next((i for i in range(n) if t[i] != first[i]), n)
+        if n > 0:
+            kv.set_stem(first[:n])
 
     def _store(self, layout: OpPrompt, batch: list[int], keys: dict, out: list,
                answers: list[Answer]) -> None:
@@ -270,7 +288,8 @@ class OpRunner:
                 if p in resident or p in encoded_now:
                     kv_hits += handle.num_tokens
                 encoded_now.add(p)
-                tail = self._fit(tail, max_context - handle.num_tokens - reserve, rep)
+                tail = self._fit(tail[len(kv.stem):], max_context - handle.num_tokens - reserve,
+                                 rep)
                 requests.append(Request(tuple(tail), readout, handle))
                 prefix_lens.append(handle.num_tokens)
             rep.work = rep.work + kv.take_work()

@@ -17,6 +17,8 @@ class OpInfo:
     `doc` is the document key of the alias the op reads (filters) - predicates with the same key
     share that document's KV. `tokens` maps alias -> mean tokens of that alias's part of the
     prompt; `question_tokens` is the rest (template text, chat framing, answer header).
+    `stem_tokens` maps a join's anchor alias -> how many of the question's tokens every pair
+    over that anchor starts with: they are encoded with the anchor, once, not per pair.
     """
 
     op: int
@@ -25,6 +27,7 @@ class OpInfo:
     doc: str = ""
     tokens: Mapping[str, float] = field(default_factory=dict)
     question_tokens: float = 16.0
+    stem_tokens: Mapping[str, float] = field(default_factory=dict)
     selectivity: float = DEFAULT_SELECTIVITY
     selectivity_source: str = "default"   # hint | sample | default
     anchor_hint: str | None = None

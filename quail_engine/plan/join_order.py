@@ -71,8 +71,9 @@ def pareto(cands: Sequence[Candidate]) -> list[Candidate]:
 
 def _ai_work(info, anchor: str, partner: str, anchors: float, pairs: float,
              is_resident: bool = False) -> Work:
-    d_anchor = info.doc_tokens(anchor)
-    own = info.doc_tokens(partner) + info.question_tokens
+    stem = 0.0 if is_resident else info.stem_tokens.get(anchor, 0.0)
+    d_anchor = info.doc_tokens(anchor) + stem
+    own = info.doc_tokens(partner) + info.question_tokens - stem
     encode = Work() if is_resident else request_work(d_anchor, 0, True).scaled(anchors)
     return encode + request_work(d_anchor, own, False).scaled(pairs)
 

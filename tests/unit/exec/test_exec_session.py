@@ -210,7 +210,9 @@ def test_join_anchor_reuses_the_filter_document_kv(con):
     from exec_fakes import Core, Relation
 
     op_f = bfilter("Mentions BATTERY?")
-    op_j = ajoin()
+    # anchored on the reviews by hint: with three one-word products and the question's start
+    # encoded with each anchor, anchoring on the products is cheaper here by the cost model
+    op_j = ajoin(anchor="r")
     sql = ("SELECT r.id, p.name FROM reviews AS r JOIN products AS p ON "
            "quail_ai_1(r.review, p.name) WHERE quail_ai_0(r.review) ORDER BY r.id, p.name")
     core = Core((Relation("r", "SELECT r.review AS b_0_0, r.review AS b_1_0 FROM reviews r"),
@@ -356,3 +358,25 @@ def test_join_anchors_are_released_as_their_partners_finish(con):
                       and ask_one_at_a_time(ref, parsed.ai_ops[0], (review, name)))
     assert got == expected
     assert max(peak) <= 3 and engine.resident == 0  # 9 anchors, never more than 3 at once
+
+
+def test_join_question_start_is_encoded_once_per_anchor(con, monkeypatch):
+    """The words every pair's question starts with ride in the anchor's prefix: same rows,
+    fewer fresh tokens, and no pair runs them again."""
+    from quail_engine.exec.doc_kv import DocKV
+
+    def run(stem: bool):
+        engine = FakeEngine()
+        if not stem:
+            monkeypatch.setattr(DocKV, "set_stem", lambda self, ids: False)
+        parsed = join_query(ajoin())
+        s = session(con, parsed, engine)
+        rows = s.execute(parsed.duckdb_sql).to_pylist()
+        asked = [engine.words[t] for t in engine.prefixes[1]]
+        return rows, engine.stats.fresh_tokens, asked
+
+    rows, fresh, first_prefix = run(stem=True)
+    rows_plain, fresh_plain, first_prefix_plain = run(stem=False)
+    assert rows == rows_plain and rows
+    assert fresh < fresh_plain
+    assert "Question:" in first_prefix and "Question:" not in first_prefix_plain
