@@ -7,6 +7,7 @@ whether or not the variable is set:
     <root>/answers   the answer cache (SQLite)
     <root>/tokens    the token store (Arrow files of token ids by content hash)
     <root>/probe     the CPU probe's measured rates
+    <root>/locks     one lock file per device, held by the process using it
 
 and the CPU facts that pick the compute dtype (`compute_dtype`), readable without torch.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-CACHE_KINDS = ("models", "answers", "tokens", "probe")
+CACHE_KINDS = ("models", "answers", "tokens", "probe", "locks")
 
 
 def cache_root() -> Path:

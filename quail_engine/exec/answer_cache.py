@@ -1,7 +1,11 @@
 """Answers stored by content - (model identity, rendered prompt, readout) - in a local SQLite file.
 
-SQLite in WAL mode commits every batch, so answers computed before a crash or Ctrl-C are kept and
-a re-run (or a dbt model over a grown table) computes only what is new.
+SQLite in WAL mode commits every batch, so answers computed before a crash, a SIGKILL or Ctrl-C
+are kept and a re-run (or a dbt model over a grown table) computes only what is new; an
+interrupted transaction is rolled back when the file is next opened. Processes sharing the file
+write one short transaction at a time (each waits up to BUSY_TIMEOUT_S for another's). A cache
+that cannot be opened or written (read-only, full, not a database) costs recomputation, never
+the query: a warning, and the query runs without it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
+BUSY_TIMEOUT_S = 60.0
 
 
 def answer_key(identity: str, readout: str, prefix_digest: bytes, suffix: str) -> str:
@@ -43,21 +48,29 @@ class AnswerCache:
         self._lock = threading.Lock()
         self._con: sqlite3.Connection | None = None
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._con = sqlite3.connect(str(self.path), check_same_thread=False,
-                                        isolation_level=None)
-            self._con.execute("PRAGMA journal_mode=WAL")
-            self._con.execute("PRAGMA synchronous=NORMAL")
-            self._con.execute("CREATE TABLE IF NOT EXISTS answers "
-                              "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            try:
+                self._con = self._connect(self.path)
+            except (sqlite3.Error, OSError) as exc:
+                self._give_up("cannot be opened", exc)
+
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        con = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False,
+                              isolation_level=None)
+        try:
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")  # in WAL: durable across process crashes
+            con.execute("CREATE TABLE IF NOT EXISTS answers "
+                        "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        except BaseException:
+            con.close()
+            raise
+        return con
 
     @classmethod
     def in_dir(cls, cache_dir: str | Path | None) -> AnswerCache:
         return cls(None if cache_dir is None else Path(cache_dir) / "answers.sqlite")
-
-    @property
-    def is_enabled(self) -> bool:
-        return self._con is not None
 
     def get_many(self, keys: Iterable[str]) -> dict[str, object]:
         keys = list(dict.fromkeys(keys))
@@ -65,25 +78,46 @@ class AnswerCache:
             return {}
         out: dict[str, object] = {}
         with self._lock:
-            for i in range(0, len(keys), 500):
-                chunk = keys[i:i + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = self._con.execute(
-                    f"SELECT key, value FROM answers WHERE key IN ({marks})", chunk).fetchall()
-                out.update((k, json.loads(v)) for k, v in rows)
+            try:
+                for i in range(0, len(keys), 500):
+                    chunk = keys[i:i + 500]
+                    marks = ",".join("?" * len(chunk))
+                    rows = self._con.execute(
+                        f"SELECT key, value FROM answers WHERE key IN ({marks})",
+                        chunk).fetchall()
+                    out.update((k, json.loads(v)) for k, v in rows)
+            except (sqlite3.Error, ValueError) as exc:
+                self._give_up("cannot be read", exc)
+                return {}
         self.hits += len(out)
         return out
 
     def put_many(self, items: dict[str, object]) -> None:
         if self._con is None or not items:
             return
+        rows = [(k, json.dumps(v)) for k, v in items.items()]
         with self._lock:
-            self._con.execute("BEGIN")
-            self._con.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?)",
-                                  [(k, json.dumps(v)) for k, v in items.items()])
-            self._con.execute("COMMIT")
+            try:
+                self._con.execute("BEGIN IMMEDIATE")  # the write lock now, not at the insert
+                try:
+                    self._con.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?)", rows)
+                    self._con.execute("COMMIT")
+                except BaseException:
+                    if self._con.in_transaction:
+                        self._con.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                self._give_up("cannot be written", exc)
+
+    def _give_up(self, what: str, exc: Exception) -> None:
+        log.warning("answer cache %s %s (%s); answers of this run are not cached", self.path,
+                    what, exc)
+        self.close()
 
     def close(self) -> None:
         if self._con is not None:
-            self._con.close()
+            try:
+                self._con.close()
+            except sqlite3.Error:
+                pass
             self._con = None

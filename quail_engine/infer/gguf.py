@@ -5,7 +5,9 @@ conventions: what CPUs without bf16 dot products compute in), a bfloat16 copy un
 CUDA and bf16 CPUs: half the bytes to read) and the tokenizer files to a folder of the models
 cache (settings.cache_path("models")) keyed by the file's name, size and mtime; the loader then
 treats it like any local HF directory. Concurrent first uses are safe: one process converts
-(a file lock), into a uniquely named temporary folder renamed into place at the end.
+(a file lock), into a uniquely named temporary folder renamed into place at the end; the others
+wait for it and load its result. A conversion killed midway leaves its temporary folder, which
+the next conversion of the same file removes (under the lock, no other process is using it).
 
 Two llama.cpp conventions are undone: Llama-architecture GGUFs store Q/K rows permuted for
 llama.cpp's interleaved RoPE (reversed here, as transformers does), and Gemma GGUFs store RMSNorm
@@ -174,9 +176,19 @@ def convert_gguf(path: str | Path, force: bool = False) -> Path:
     with file_lock(target.parent / f".{target.name}.lock"):
         if (target / "config.json").exists() and not force:  # converted while we waited
             return target
+        _remove_leftovers(target)
         stage.info("converting the model %s (first use, ~30 s)", path.name)
         _convert(path, target)
     return target
+
+
+def _remove_leftovers(target: Path) -> None:
+    """Temporary folders of conversions of `target` that were killed (call under its lock)."""
+    prefix = f".{target.name}-"  # mkdtemp's and install_dir's prefixes
+    for leftover in target.parent.iterdir():
+        if leftover.name.startswith(prefix) and leftover.is_dir():
+            logger.info("removing %s, left by an interrupted conversion", leftover)
+            shutil.rmtree(leftover, ignore_errors=True)
 
 
 def _convert(path: Path, target: Path) -> None:
