@@ -18,6 +18,9 @@ class AnswerStore:
         self._answers: dict[int, dict[tuple, object]] = {}
         self.complete: set[int] = set()
         self.skipped: dict[int, int] = {}
+        # complete ops the final statement looks up by hash: op -> per binding, hash -> value
+        # (exec/keyed_answers.py); None: the op runs in more than one core, looked up by text
+        self.keyed: dict[int, list[dict[int, object]] | None] = {}
 
     def put(self, op: int, values: Sequence[object], answer: object) -> None:
         self._answers.setdefault(op, {})[value_key(values)] = answer

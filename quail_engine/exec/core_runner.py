@@ -79,9 +79,29 @@ class CoreRunner:
             if kinds <= {"inner", "cross"}:
                 with phase("projections"):
                     self._run_projections(plan, scans, final)
+        self._key_answers(ops, scans)
         self.runner.report.plans.append(plan.logical.text() + "\n" + plan.text())
         self.runner.report.remarks.extend(plan.remarks)
         return plan
+
+    def _key_answers(self, ops: list[int], scans: dict[str, ScanData]) -> None:
+        """Hash -> value maps of the complete filters and joins, so the final statement can
+        look their answers up without copying the texts (exec/keyed_answers.py)."""
+        from quail_engine.exec.keyed_answers import KEYED_KINDS, slot_maps
+
+        for op_id in ops:
+            op = self.ai_ops[op_id]
+            if op.op not in KEYED_KINDS or op_id not in self.store.complete:
+                continue
+            if op_id in self.store.keyed:
+                self.store.keyed[op_id] = None
+                continue
+            columns = []
+            for i in range(len(op.bindings)):
+                col = f"b_{op_id}_{i}"
+                scan = next(s for s in scans.values() if col in s.columns)
+                columns.append([r[col] for r in scan.rows])
+            self.store.keyed[op_id] = slot_maps(self.con, columns)
 
     def _record_estimates(self, plan: PhysicalPlan, infos) -> None:
         for step in plan.steps:

@@ -26,7 +26,12 @@ from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.progress import Progress
 from quail_engine.exec.report import Report
 from quail_engine.exec.scans import query_arrow
-from quail_engine.exec.udfs import prepare_sql, register_udfs, unregister_udfs
+from quail_engine.exec.udfs import (
+    prepare_sql,
+    register_keyed_udfs,
+    register_udfs,
+    unregister_udfs,
+)
 from quail_engine.exec.user_errors import statement_error
 from quail_engine.plan.cost import ModelSpec, num_passes, seconds
 
@@ -123,6 +128,12 @@ class QuailSession:
                         self._run_cores(parsed, runner, store, suffix, limit)
                 finally:
                     udf_lock.held_by_statement = False
+            keyed = {op: m for op, m in store.keyed.items() if m is not None}
+            if keyed:
+                names += register_keyed_udfs(self.con, parsed.ai_ops, store, keyed,
+                                             self.report, suffix)
+                statement, _ = push_limit(prepare_sql(parsed.duckdb_sql, suffix,
+                                                      frozenset(keyed)))
             with self.report.phase("statement"):
                 table = query_arrow(self.con, statement)
         except QuailError:

@@ -36,16 +36,24 @@ def sql_type(op) -> str:
     return t if t in _ARROW else "VARCHAR"
 
 
-def prepare_sql(duckdb_sql: str, suffix: str = "") -> str:
+def prepare_sql(duckdb_sql: str, suffix: str = "", keyed: frozenset[int] = frozenset()) -> str:
     """Cast every argument of every quail_ai_<id>(...) call to VARCHAR and rename the call to
     quail_ai_<id><suffix>. DuckDB functions live in the database's catalog, shared by every
-    cursor: a per-execution suffix keeps concurrent statements from clashing."""
+    cursor: a per-execution suffix keeps concurrent statements from clashing. Operators in
+    `keyed` (exec/keyed_answers.py) call quail_ai_<id>_k<suffix> on their arguments' hashes."""
     with deep_stack():  # the front end reads nesting up to its limit; so must this
         tree = sqlglot.parse_one(duckdb_sql, read="duckdb")
         for call in list(tree.find_all(exp.Anonymous)):
-            if _NAME.match(call.name or ""):
+            m = _NAME.match(call.name or "")
+            if not m:
+                continue
+            args = [exp.cast(a, "VARCHAR") for a in call.expressions]
+            if int(m.group(1)) in keyed:
+                call.set("this", f"{call.name.lower()}_k{suffix}")
+                args = [exp.Anonymous(this="hash", expressions=[a]) for a in args]
+            else:
                 call.set("this", f"{call.name.lower()}{suffix}")
-                call.set("expressions", [exp.cast(a, "VARCHAR") for a in call.expressions])
+            call.set("expressions", args)
         return tree.sql(dialect="duckdb", normalize_functions=False)
 
 
@@ -61,6 +69,22 @@ def register_udfs(con, ai_ops, store: AnswerStore, runner: OpRunner,
         con.create_function(name, _udf(op_id, op, store, runner, lock),
                             ["VARCHAR"] * len(op.bindings), sql_type(op), type="arrow",
                             side_effects=False)
+    return names
+
+
+def register_keyed_udfs(con, ai_ops, store: AnswerStore, maps: dict, report,
+                        suffix: str = "") -> list[str]:
+    """`quail_ai_<id>_k<suffix>` over the hashes of the bindings, for each op in `maps`
+    (op id -> keyed_answers.slot_maps); returns the names."""
+    from quail_engine.exec.keyed_answers import keyed_udf
+
+    names = []
+    for op_id, slot in maps.items():
+        name = f"quail_ai_{op_id}_k{suffix}"
+        con.create_function(name, keyed_udf(op_id, ai_ops[op_id], store, slot, report),
+                            ["UBIGINT"] * len(slot), "BOOLEAN", type="arrow", side_effects=False,
+                            null_handling="special")
+        names.append(name)
     return names
 
 
