@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 QUESTION_RESERVE = 256  # tokens kept free for the question when a document is cut
 BATCH_SECONDS = 3.0     # engine time one batch aims at (answers reach the cache this often)
 FIRST_BATCH = 32        # prompts in the first batch, before the engine's speed is known
+RATE_MIN_TOKENS, RATE_MIN_SECONDS = 16384, 0.5  # a batch smaller than both (a sample) says
+                                                 # little about the engine's speed
 CALIBRATED = ("ai_filter", "ai_join", "ai_score", "ai_classify")
 
 
@@ -145,6 +147,8 @@ class OpRunner:
         if self._uses_kv(layout, kv) and kv.private and not layout.partner_slots:
             # (a pair layout's span readout locates its cue in the request's own tokens)
             self._share_stem(kv, [texts[i][1] for i in todo])
+        if self._tokens_per_s is None and rep.est_seconds and rep.est_tokens:
+            self._tokens_per_s = rep.est_tokens / rep.est_seconds  # the plan's, until measured
         stats = self.engine.stats
         fresh0, req0 = stats.fresh_tokens, stats.requested_tokens
         if self.progress is not None:  # after the model load, which shows as its own stage
@@ -241,7 +245,7 @@ class OpRunner:
                                             / tokens)))
 
     def _observe(self, tokens: int, seconds: float) -> None:
-        if tokens > 0 and seconds > 0:
+        if seconds > 0 and (tokens >= RATE_MIN_TOKENS or seconds >= RATE_MIN_SECONDS):
             rate = tokens / seconds
             self._tokens_per_s = rate if self._tokens_per_s is None else max(
                 rate, 0.5 * self._tokens_per_s)

@@ -124,20 +124,21 @@ class LocalEngine:
             self._check_length(r)
         for r in requests:
             self.stats.requested_tokens += len(r.tokens) + (r.prefix.num_tokens if r.prefix else 0)
-        self._prepare_references([r.readout for r in requests])
-        answers: list[Answer | None] = [None] * len(requests)
-        one_step, forced, gen, spans = [], [], [], []
-        for i, r in enumerate(requests):
+        # a batch's requests share a few readout objects: classify each once, not per row
+        kinds: dict[int, tuple[str, Any]] = {}
+        for r in requests:
             ro = r.readout
-            if isinstance(ro, GenerateReadout):
-                gen.append(i)
-            elif isinstance(ro, SpanReadout):
-                spans.append(i)
-            elif isinstance(ro, LabelReadout) and not self._labels(ro).is_single_step:
-                forced.append(i)
-            else:
-                one_step.append(i)
-        jobs = [SeqJob(list(requests[i].tokens), prefixes[i], vocab=self._vocab(requests[i].readout))
+            if id(ro) not in kinds:
+                kinds[id(ro)] = (self._kind(ro), ro)
+        self._prepare_references([ro for _, ro in kinds.values()])
+        answers: list[Answer | None] = [None] * len(requests)
+        groups: dict[str, list[int]] = {"gen": [], "span": [], "forced": [], "one": []}
+        for i, r in enumerate(requests):
+            groups[kinds[id(r.readout)][0]].append(i)
+        one_step, forced, gen, spans = groups["one"], groups["forced"], groups["gen"], \
+            groups["span"]
+        vocabs = {k: self._vocab(ro) for k, (kind, ro) in kinds.items() if kind == "one"}
+        jobs = [SeqJob(list(requests[i].tokens), prefixes[i], vocab=vocabs[id(requests[i].readout)])
                 for i in one_step]
         self.runner.run(jobs)
         for i, answer in zip(one_step, self._one_step_answers(
@@ -161,6 +162,15 @@ class LocalEngine:
             for i, s in zip(gen, seqs):
                 answers[i] = Answer(value=s.text)
         return answers  # type: ignore[return-value]
+
+    def _kind(self, ro: Any) -> str:
+        if isinstance(ro, GenerateReadout):
+            return "gen"
+        if isinstance(ro, SpanReadout):
+            return "span"
+        if isinstance(ro, LabelReadout) and not self._labels(ro).is_single_step:
+            return "forced"
+        return "one"
 
     def _check_length(self, r: Request) -> None:
         if not r.tokens:
@@ -203,10 +213,15 @@ class LocalEngine:
         calibration are scored as one [N, vocab] block (one tensor op per group, not per row)."""
         out: list[Answer | None] = [None] * len(readouts)
         groups: dict[tuple, list[int]] = {}
+        keys: dict[int, tuple | None] = {}  # per readout object (a batch shares a few)
         for i, ro in enumerate(readouts):
-            if isinstance(ro, (BooleanReadout, ScoreReadout)):
-                groups.setdefault((type(ro), self._reference_key(ro) or ("raw",
-                                   ro.true_words, ro.false_words)), []).append(i)
+            key = keys.get(id(ro), False)
+            if key is False:
+                key = keys[id(ro)] = ((type(ro), self._reference_key(ro) or (
+                    "raw", ro.true_words, ro.false_words))
+                    if isinstance(ro, (BooleanReadout, ScoreReadout)) else None)
+            if key is not None:
+                groups.setdefault(key, []).append(i)
             else:
                 out[i] = self._one_step_answer(ro, logits[i])
         for (kind, _), rows in groups.items():
