@@ -31,7 +31,7 @@ from quail_engine.plan.cost import Work
 
 log = logging.getLogger(__name__)
 QUESTION_RESERVE = 256  # tokens kept free for the question when a document is cut
-BATCH_SECONDS = 3.0     # engine time one batch aims at (answers reach the cache this often)
+BATCH_SECONDS = 5.0     # engine time one batch aims at (answers reach the cache this often)
 FIRST_BATCH = 32        # prompts in the first batch, before the engine's speed is known
 RATE_MIN_TOKENS, RATE_MIN_SECONDS = 16384, 0.5  # a batch smaller than both (a sample) says
                                                  # little about the engine's speed
