@@ -49,8 +49,8 @@ class DeviceLock:
     `path`: the lock file; default `<cache root>/locks/<device>.lock`, resolved at each
     outermost acquire (the cache root follows $QUAIL_CACHE_DIR)."""
 
-    def __init__(self, device: str, path: Path | None = None):
-        self.device, self.path = device, path
+    def __init__(self, device: str, path: str | Path | None = None):
+        self.device, self.path = device, None if path is None else Path(path)
         self._thread_lock = threading.RLock()
         self._depth = 0  # read and written only by the thread holding _thread_lock
         self._fd: int | None = None

@@ -1,0 +1,88 @@
+"""The device lock across processes and an answer cache that cannot be used: a killed holder
+never blocks the device, a waiting process names the holder once, and a damaged cache file
+costs a warning, not the query."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+
+from quail_engine.exec.answer_cache import AnswerCache
+from quail_engine.exec.device_lock import DeviceLock
+
+HOLD = ("import sys, time; from quail_engine.exec.device_lock import DeviceLock; "
+        "DeviceLock('cpu', sys.argv[1]).acquire(); print('held', flush=True); time.sleep(600)")
+
+
+def _holder(path) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline() == "held\n"
+    return proc
+
+
+def _acquire_in_thread(lock: DeviceLock) -> threading.Thread:
+    def take():
+        with lock:
+            pass
+    thread = threading.Thread(target=take, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_waiting_process_names_the_holder_once_and_a_killed_holder_frees_the_device(
+        tmp_path, caplog):
+    path = tmp_path / "cpu.lock"
+    holder = _holder(path)
+    lock = DeviceLock("cpu", path)
+    with caplog.at_level(logging.INFO, logger="quail_engine.stage"):
+        waiter = _acquire_in_thread(lock)
+        waiter.join(2)
+        assert waiter.is_alive()  # the device is taken
+        holder.kill()  # SIGKILL: no chance to release anything
+        holder.wait()
+        waiter.join(60)
+        assert not waiter.is_alive()
+        with lock, lock:  # reentrant, and free again
+            pass
+    said = [r.getMessage() for r in caplog.records if r.name == "quail_engine.stage"]
+    assert said == [f"waiting for another quail process using cpu (pid {holder.pid})"]
+
+
+def test_the_lock_is_reentrant_within_a_thread_and_exclusive_between_threads(tmp_path):
+    lock = DeviceLock("cpu", tmp_path / "cpu.lock")
+    with lock:
+        with lock:
+            other = _acquire_in_thread(lock)
+            other.join(0.5)
+            assert other.is_alive()
+        other.join(0.5)
+        assert other.is_alive()  # still held by the outer block
+    other.join(60)
+    assert not other.is_alive()
+
+
+def test_an_answer_cache_that_is_not_a_database_is_a_warning(tmp_path, caplog):
+    path = tmp_path / "answers.sqlite"
+    path.write_bytes(b"this is not an SQLite database" * 100)
+    cache = AnswerCache(path)
+    assert cache.get_many(["k"]) == {}
+    cache.put_many({"k": True})
+    assert [r.levelname for r in caplog.records] == ["WARNING"]
+    assert "answers of this run are not cached" in caplog.text
+
+
+def test_answers_survive_a_writer_killed_between_batches(tmp_path):
+    path = tmp_path / "answers.sqlite"
+    code = ("import sys, os; from quail_engine.exec.answer_cache import AnswerCache; "
+            "c = AnswerCache(sys.argv[1]); c.put_many({'a': 1}); "
+            "c._con.execute('BEGIN IMMEDIATE'); "
+            "c._con.execute(\"INSERT INTO answers VALUES ('b', '2')\"); "
+            "os.kill(os.getpid(), 9)")
+    proc = subprocess.run([sys.executable, "-c", code, str(path)])
+    assert proc.returncode == -9
+    assert os.path.exists(str(path) + "-wal")
+    assert AnswerCache(path).get_many(["a", "b"]) == {"a": 1}  # committed kept, open rolled back
