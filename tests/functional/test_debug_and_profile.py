@@ -1,5 +1,6 @@
-"""`dbt debug` loads the configured model and says what is wrong when it cannot; profile fields
-are checked with messages that quote the bad value."""
+"""`dbt debug` checks the configured model without loading it (resolved, tokenizer and weight
+files readable, device present) and says what is wrong when it cannot; profile fields are
+checked with messages that quote the bad value."""
 
 import pytest
 from dbt.tests.util import run_dbt_and_capture
@@ -19,11 +20,11 @@ class TestDebugReportsAMissingModel:
     def test_debug_fails_naming_the_model(self, project):
         _, out = run_dbt_and_capture(["debug"], expect_pass=False)
         assert "/nonexistent/quail-model.gguf" in out
-        assert "could not load model" in out
+        assert "quail cannot use model" in out
 
 
 @pytest.mark.model
-class TestDebugLoadsTheEmbeddedModel:
+class TestDebugChecksTheEmbeddedModel:
     @pytest.fixture(scope="class")
     def dbt_profile_target(self, tmp_path_factory):
         path = tmp_path_factory.mktemp("quail") / "test.duckdb"
@@ -31,7 +32,10 @@ class TestDebugLoadsTheEmbeddedModel:
 
     def test_debug_passes(self, project):
         _, out = run_dbt_and_capture(["debug"])
-        assert "model default loads on cpu" in out
+        assert "model default: gemma3, 18 layers, vocabulary 262,144, identity" in out
+        assert "tokenizer.json reads (262,144 tokens" in out
+        assert "tensors" in out and "intact; device cpu; not loaded now" in out
+        assert "loaded model" not in out
 
 
 _BAD_FIELDS = [

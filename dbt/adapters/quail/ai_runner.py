@@ -15,6 +15,10 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.quail.cancel import CancellableEngine
+from dbt.adapters.quail.cancel import check as check_cancelled
+from dbt.adapters.quail.model_check import describe_model, ensure_converted
+
 logger = AdapterLogger("Quail")
 _NO_CACHE = ("off", "none", "false", "")
 _ENGINE_KEYS = ("model", "precision", "max_batch_tokens", "max_context", "max_new_tokens")
@@ -81,22 +85,37 @@ class AiRunner:
         sessions: a model whose answers are all cached is never loaded. The profile's limits
         that change answers (context, generated length) are part of the identity."""
         if self._text is None:
+            from functools import cache
+
             from quail_engine.exec.prompt_text import PromptText
+            from quail_engine.infer.model_ref import ModelRef
             from quail_engine.settings import cache_path
 
             spec = self.options["model"] or "default"
             limits = (self.options.get("max_context"), self.options.get("max_new_tokens"))
+            variant = f"|limits={limits}" if any(limits) else ""
             tokens = cache_path("tokens") if self.cache_dir is not None else None
-            self._text = PromptText.of_model(spec, tokens_dir=tokens, variant=(
-                f"|limits={limits}" if any(limits) else ""))
+
+            @cache
+            def ref() -> Any:  # resolved when first needed; a GGUF converted in a child
+                ensure_converted(spec)
+                return ModelRef.resolve(spec)
+
+            self._text = (PromptText(lambda: ref().codec(), lambda: ref().identity + variant,
+                                     tokens, spec), lambda: ref().config())
         return self._text
 
     def check_model(self) -> None:
-        engine = self.engine()
-        logger.info(f"model {engine.model_id} loads on {self.device}")
+        """What `dbt debug` says about the model: resolved, tokenizer and weights checked, no
+        weights loaded and no transformers imported (model_check.py)."""
+        for line in describe_model(self.options["model"], self.device):
+            logger.info(line)
 
-    def run(self, sql: str, dialect: str, cursor: Any, model_name: str) -> Any:
+    def run(self, sql: str, dialect: str, cursor: Any, model_name: str,
+            cancelled: threading.Event | None = None) -> Any:
         """Execute `sql` (in `dialect`) on `cursor` with its AI operators on the engine.
+        `cancelled`: set when dbt cancels the run (Ctrl-C); the AI work stops at the engine's
+        next batch and this raises (cancel.py).
 
         AI statements on one device run one at a time (their planning, engine work and the
         DuckDB statement around them), while other threads' relational models keep running.
@@ -109,14 +128,24 @@ class AiRunner:
 
         _refuse_ai_views(sql, cursor, model_name)
         text, model_config = self.prompt_text()
-        session = QuailSession(cursor, engine_factory=self.engine, cache_dir=self.cache_dir,
-                               device=self.device, text=text, model_config=model_config,
+        cancelled = cancelled or threading.Event()
+        session = QuailSession(cursor, engine_factory=lambda: CancellableEngine(self.engine(),
+                                                                                cancelled),
+                               cache_dir=self.cache_dir, device=self.device, text=text,
+                               model_config=model_config,
                                precision=self.options.get("precision") or "bf16")
         with self._statement_lock():
-            logger.info(f"{model_name}: running AI operators ({dialect} SQL) on {self.device}")
             try:
+                check_cancelled(cancelled)
+                logger.info(f"{model_name}: running AI operators ({dialect} SQL) on "
+                            f"{self.device}")
                 table = session.execute(sql, dialect)
             except QuailError as exc:
+                if cancelled.is_set():  # also when DuckDB wrapped it (an AI call in a UDF)
+                    message = (f"{model_name}: cancelled; its table is left as it was (answers "
+                               "computed so far are cached)")
+                    logger.info(message)  # dbt prints no node error after a keyboard interrupt
+                    raise DbtRuntimeError(message) from None
                 raise DbtRuntimeError(
                     f"quail could not run {model_name}: {_for_dbt(exc, sql, dialect)}") from exc
             finally:
@@ -159,6 +188,7 @@ class AiRunner:
             kwargs["token_budget"] = self.options["max_batch_tokens"]
         start = time.perf_counter()
         try:
+            ensure_converted(spec)  # a first-use conversion runs in a child process
             engine = load_engine(spec, device=self.device,
                                  tokenizer=self.prompt_text()[0].tokenizer(), **kwargs)
         except (QuailError, OSError, ValueError) as exc:

@@ -18,6 +18,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.quail.ai_runner import AiRunner
+from dbt.adapters.quail.cancel import cancel_event, quiet_interrupt_traceback
 from dbt.adapters.quail.functions import register_ai_functions
 
 logger = AdapterLogger("Quail")
@@ -66,6 +67,18 @@ class QuailConnectionManager(DuckDBConnectionManager):
                 register_ai_functions(root, AiRunner.for_credentials(connection.credentials))
                 cls._FUNCTIONS_REGISTERED.add(root)
         return connection
+
+    def cancel_open(self) -> list[str]:
+        """dbt cancels every open connection on Ctrl-C (and on --fail-fast)."""
+        quiet_interrupt_traceback()
+        return super().cancel_open()
+
+    def cancel(self, connection: Connection) -> None:
+        """Stop the AI work of the model running on `connection` (at the engine's next batch;
+        see cancel.py), then interrupt its DuckDB statement as dbt-duckdb does."""
+        cancel_event(connection).set()
+        logger.debug(f"cancelling the AI work on connection {connection.name}")
+        super().cancel(connection)
 
     @classmethod
     def close_all_connections(cls) -> None:

@@ -21,6 +21,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.quail.ai_runner import AiRunner
+from dbt.adapters.quail.cancel import cancel_event
 from dbt.adapters.quail.connections import QuailConnectionManager
 from dbt.adapters.quail.credentials import check_dialect
 from dbt.adapters.quail.sql_routing import has_ai_functions, to_duckdb
@@ -69,9 +70,11 @@ class QuailAdapter(DuckDBAdapter):
         dialect = self.quail_dialect(dialect)
         if not has_ai_functions(compiled_code):
             return to_duckdb(compiled_code, dialect) if translate else compiled_code
-        cursor = self._raw_cursor()
+        connection = self.connections.get_thread_connection()
+        cursor = self._raw_cursor(connection)
         runner = AiRunner.for_credentials(self.config.credentials)
-        table = runner.run(compiled_code, dialect, cursor, model_name or "<model>")
+        table = runner.run(compiled_code, dialect, cursor, model_name or "<model>",
+                           cancel_event(connection))
         name = f"__quail_result_{next(_RESULT_IDS)}"
         cursor.register(name, table)
         self._results.setdefault(threading.get_ident(), []).append((cursor, name))
@@ -101,8 +104,7 @@ class QuailAdapter(DuckDBAdapter):
                                   "not evaluate them; materialize it as a table")
         return to_duckdb(sql, dialect)
 
-    def _raw_cursor(self) -> Any:
-        connection = self.connections.get_thread_connection()
+    def _raw_cursor(self, connection: Any) -> Any:
         cursor = connection.handle.cursor()
         raw = getattr(cursor, "_cursor", cursor)
         if not hasattr(raw, "register"):
