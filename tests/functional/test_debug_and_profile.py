@@ -38,6 +38,39 @@ class TestDebugChecksTheEmbeddedModel:
         assert "loaded model" not in out
 
 
+@pytest.mark.model
+class TestDebugNamesATruncatedWeightFile:
+    """A model folder whose weights were cut short (a full disk, an interrupted copy) is
+    reported by `dbt debug`, naming the file, although debug reads no weights."""
+
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, tmp_path_factory, require_embedded):
+        import numpy as np
+        from safetensors.numpy import save_file
+
+        from quail_engine.infer.model_ref import ModelRef
+
+        require_embedded("default")
+        source = ModelRef.resolve("default").directory
+        root = tmp_path_factory.mktemp("quail")
+        model = root / "cut-model"
+        model.mkdir()
+        for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+            if (source / name).exists():
+                (model / name).symlink_to(source / name)
+        weights = model / "model.safetensors"
+        save_file({"w": np.zeros(4096, dtype=np.float32)}, str(weights))
+        with weights.open("r+b") as handle:
+            handle.truncate(weights.stat().st_size - 1000)
+        return {"type": "quail", "threads": 1, "path": str(root / "test.duckdb"),
+                "model": str(model), "device": "cpu"}
+
+    def test_debug_fails_naming_the_file(self, project):
+        _, out = run_dbt_and_capture(["debug"], expect_pass=False)
+        assert "quail cannot use model" in out
+        assert "model.safetensors' is truncated" in out
+
+
 _BAD_FIELDS = [
     ({"dialect": "oracle"}, "'oracle'"),
     ({"device": "tpu"}, "'tpu'"),
