@@ -38,7 +38,10 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=8", "ruff==0.17.6", "dbt-tests-adapter>=1.10", "accelerate>=1.0",
-                 "triton>=3.2"],
+                 "triton>=3.2",
+                 # dbt-duckdb's own functional suite (tests/dbt_duckdb_suite): python models
+                 # and the excel plugin, its microbatch test, two workers per run
+                 "pandas>=2", "openpyxl>=3.1", "freezegun>=1.5", "pytest-xdist>=3.5"],
         "gpu": ["triton>=3.2"],
     },
     entry_points={"console_scripts": ["quail=quail_engine.cli:main"]},

@@ -1,0 +1,207 @@
+"""Run dbt-duckdb's own functional suite twice, on `type: duckdb` and on `type: quail`, and
+compare the outcomes test by test (issue 13, item 9).
+
+The suite comes from the PyPI sdist of the installed dbt-duckdb version (the one
+requirements/constraints.txt pins), which ships tests/functional; only its tests/ and
+pytest.ini are extracted, so the installed adapter is the one under test. Both runs use the
+same pytest plugin (quail_profile.py beside this file), the same skip list (network and
+uninstalled plugins only) and the same profile (`--profile file`, a DuckDB file per session:
+how a quail project runs; it also runs the attach tests that an in-memory profile skips).
+
+Exit status: 0 when every test that passes on duckdb passes on quail (so the pass counts are
+equal or quail's is higher); 1 when not; 2 when the suite could not be run or a run did not
+produce results (download failed, pytest crashed, nothing passed, the profile rewrite did not
+take).
+
+    python tests/dbt_duckdb_suite/run.py [--workdir DIR] [--sdist FILE] [--workers N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import importlib.metadata
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+ADAPTERS = ("duckdb", "quail")
+COLUMNS = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+
+
+class SuiteError(Exception):
+    """The suite could not be run (exit status 2)."""
+
+
+def pinned_version() -> str | None:
+    constraints = ROOT / "requirements" / "constraints.txt"
+    if not constraints.is_file():
+        return None
+    for line in constraints.read_text().splitlines():
+        if line.strip().lower().startswith("dbt-duckdb=="):
+            return line.split("==", 1)[1].strip()
+    return None
+
+
+def download_sdist(version: str, dest: Path) -> Path:
+    found = sorted(dest.glob(f"dbt_duckdb-{version}.tar.gz"))
+    if found:
+        return found[0]
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
+           ":all:", f"dbt-duckdb=={version}", "--dest", str(dest)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    found = sorted(dest.glob(f"dbt_duckdb-{version}.tar.gz"))
+    if proc.returncode != 0 or not found:
+        raise SuiteError(f"pip download of the dbt-duckdb {version} sdist failed: "
+                         f"{proc.stderr.strip()[-400:]}")
+    return found[0]
+
+
+def extract_suite(sdist: Path, dest: Path) -> Path:
+    """tests/ and pytest.ini only: the sdist's dbt/ package must not shadow the installed one."""
+    with tarfile.open(sdist) as tar:
+        members = [m for m in tar.getmembers()
+                   if m.name.partition("/")[2].startswith(("tests/", "pytest.ini"))]
+        if not any("/tests/functional/" in m.name for m in members):
+            raise SuiteError(f"{sdist.name} holds no tests/functional")
+        tar.extractall(dest, members=members, filter="data")
+    root = dest / members[0].name.partition("/")[0]
+    return root
+
+
+def run_suite(suite: Path, adapter: str, workdir: Path, workers: int, timeout: float,
+              extra: list[str]) -> tuple[dict, float, Path]:
+    results = workdir / f"results-{adapter}.json"
+    log = workdir / f"pytest-{adapter}.log"
+    results.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "pytest", "tests/functional", "-p", "quail_profile",
+           "-p", "no:cacheprovider", "--profile", "file", "-q", "-rfE", "-W", "ignore",
+           "--basetemp", str(workdir / f"tmp-{adapter}")]
+    if workers > 1 and importlib.util.find_spec("xdist") is not None:
+        cmd += ["-n", str(workers), "--dist", "loadscope"]
+    env = dict(os.environ, QUAIL_SUITE_ADAPTER=adapter, QUAIL_SUITE_RESULTS=str(results),
+               DO_NOT_TRACK="1", QUAIL_CACHE_DIR=str(workdir / "quail-cache"),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(HERE),
+                                                         os.environ.get("PYTHONPATH")])))
+    env.pop("PYTEST_ADDOPTS", None)
+    started = time.monotonic()
+    with log.open("w") as out:
+        try:
+            proc = subprocess.run(cmd + extra, cwd=suite, env=env, stdout=out,
+                                  stderr=subprocess.STDOUT, timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise SuiteError(f"the {adapter} run passed its {timeout:.0f} s limit "
+                             f"(log: {log})") from exc
+    seconds = time.monotonic() - started
+    if proc.returncode not in (0, 1) or not results.is_file():
+        raise SuiteError(f"the {adapter} run ended with pytest exit status {proc.returncode} "
+                         f"and {'no' if not results.is_file() else 'a'} results file; log: {log}\n"
+                         + tail(log, 15))
+    return json.loads(results.read_text()), seconds, log
+
+
+def tail(path: Path, lines: int) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def check_adapter(adapter: str, data: dict) -> None:
+    """Every test that set up a dbt project ran it on the adapter this run is about."""
+    seen = collections.Counter(t["adapter"] for t in data["tests"].values() if t["adapter"])
+    wrong = {name: n for name, n in seen.items() if name != adapter}
+    if not seen or wrong:
+        raise SuiteError(f"the {adapter} run set up its projects on {dict(seen) or 'nothing'}: "
+                         "the profile rewrite did not take")
+
+
+def counts(data: dict) -> collections.Counter:
+    return collections.Counter(t["outcome"] for t in data["tests"].values())
+
+
+def skip_reasons() -> dict[str, str]:
+    sys.path.insert(0, str(HERE))
+    import quail_profile
+
+    return {**quail_profile.skip_reasons(), **quail_profile.not_collected()}
+
+
+def summary(version: str, runs: dict, workdir: Path) -> tuple[str, bool]:
+    plain, quail = (runs[a][0]["tests"] for a in ADAPTERS)
+    passed = {a: {k for k, t in runs[a][0]["tests"].items() if t["outcome"] == "passed"}
+              for a in ADAPTERS}
+    lost = sorted(passed["duckdb"] - passed["quail"])
+    gained = sorted(passed["quail"] - passed["duckdb"])
+    lines = [f"dbt-duckdb {version} functional suite, --profile file: {len(plain)} tests "
+             f"(duckdb run), {len(quail)} (quail run)",
+             f"{'':8}" + "".join(f"{c:>9}" for c in COLUMNS) + f"{'seconds':>9}"]
+    for adapter in ADAPTERS:
+        data, seconds, _ = runs[adapter]
+        c = counts(data)
+        lines.append(f"{adapter:8}" + "".join(f"{c.get(k, 0):>9}" for k in COLUMNS)
+                     + f"{seconds:>9.1f}")
+    lines.append("left out by this runner (both runs):")
+    lines += [f"  {path}: {why}" for path, why in sorted(skip_reasons().items())]
+    by_suite = collections.Counter(
+        " ".join(t.get("reason", "").split())[:80] for t in quail.values()
+        if t["outcome"] == "skipped" and not t.get("reason", "").startswith("[quail suite]"))
+    lines.append(f"skipped by the suite itself (quail run): {'' if by_suite else 'none'}")
+    lines += [f"  {n:>3} x {why}" for why, n in by_suite.most_common()]
+    for title, ids, other in (("pass on duckdb, not on quail", lost, quail),
+                              ("pass on quail, not on duckdb", gained, plain)):
+        lines.append(f"{title}: {len(ids) or 'none'}")
+        lines += [f"  {i}: {other.get(i, {}).get('outcome') or 'not run'}" for i in ids[:20]]
+    failing = sorted(k for k, t in plain.items() if t["outcome"] in ("failed", "error"))
+    if failing:
+        lines.append(f"fail on plain dbt-duckdb too ({len(failing)}): " + ", ".join(failing[:8]))
+    ok = not lost and len(passed["quail"]) >= len(passed["duckdb"])
+    lines.append(f"logs: {workdir}/pytest-duckdb.log, {workdir}/pytest-quail.log")
+    lines.append(("OK: quail passes every test dbt-duckdb passes "
+                  f"({len(passed['quail'])} vs {len(passed['duckdb'])})") if ok else
+                 f"FAIL: quail passes {len(passed['quail'])}, dbt-duckdb "
+                 f"{len(passed['duckdb'])}; {len(lost)} pass on duckdb only")
+    return "\n".join(lines), ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workdir", type=Path, help="kept after the run (default: a temp dir)")
+    parser.add_argument("--sdist", type=Path, help="a dbt-duckdb sdist already downloaded")
+    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                        help="pytest-xdist workers per run (default: 2)")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per run")
+    parser.add_argument("pytest_args", nargs="*", help="passed to both pytest runs (after --)")
+    args = parser.parse_args(argv)
+    version = importlib.metadata.version("dbt-duckdb")
+    pin = pinned_version()
+    if pin and pin != version:
+        print(f"note: dbt-duckdb {version} is installed, constraints pin {pin}; "
+              f"testing the installed {version}")
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="dbt-duckdb-suite-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        sdist = args.sdist or download_sdist(version, workdir)
+        suite = extract_suite(sdist, workdir)
+        runs = {}
+        for adapter in ADAPTERS:
+            runs[adapter] = run_suite(suite, adapter, workdir, args.workers, args.timeout,
+                                      args.pytest_args)
+            check_adapter(adapter, runs[adapter][0])
+        if not counts(runs["duckdb"][0]).get("passed"):
+            raise SuiteError("no test passed on plain dbt-duckdb: the suite did not run")
+    except SuiteError as exc:
+        print(f"error: {exc}")
+        return 2
+    text, ok = summary(version, runs, workdir)
+    print(text)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
