@@ -33,8 +33,7 @@ log = logging.getLogger(__name__)
 QUESTION_RESERVE = 256  # tokens kept free for the question when a document is cut
 BATCH_SECONDS = 5.0     # engine time one batch aims at (answers reach the cache this often)
 FIRST_BATCH = 32        # prompts in the first batch, before the engine's speed is known
-RATE_MIN_TOKENS, RATE_MIN_SECONDS = 16384, 0.5  # a batch smaller than both (a sample) says
-                                                 # little about the engine's speed
+RATE_MIN_TOKENS = 16384  # a smaller batch (a sample) understates the engine's speed
 CALIBRATED = ("ai_filter", "ai_join", "ai_score", "ai_classify")
 
 
@@ -245,10 +244,18 @@ class OpRunner:
                                             / tokens)))
 
     def _observe(self, tokens: int, seconds: float) -> None:
-        if seconds > 0 and (tokens >= RATE_MIN_TOKENS or seconds >= RATE_MIN_SECONDS):
-            rate = tokens / seconds
-            self._tokens_per_s = rate if self._tokens_per_s is None else max(
-                rate, 0.5 * self._tokens_per_s)
+        """Learn the engine's speed from a finished batch. A small batch (a sample, the first
+        batch) understates it (fixed costs, first-shape setup), so it can raise the rate
+        but never lower it; a big one sets it (at most halving it at once)."""
+        if tokens <= 0 or seconds <= 0:
+            return
+        rate, current = tokens / seconds, self._tokens_per_s
+        if current is None:
+            self._tokens_per_s = rate
+        elif tokens >= RATE_MIN_TOKENS:
+            self._tokens_per_s = max(rate, 0.5 * current)
+        else:
+            self._tokens_per_s = max(rate, current)
 
     def _count_tokens(self, layout: OpPrompt, rows: Sequence[Sequence[object]]) -> list[object]:
         texts = [None if any(v is None for v in r) else layout.texts(r)[0] for r in rows]

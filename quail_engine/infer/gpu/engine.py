@@ -78,12 +78,14 @@ class GpuEngine(LocalEngine):
         start = time.perf_counter()
         stats = self.stats.__dict__.copy()
         vocab = (0, 1)
-        plain = [SeqJob([1] * n, vocab=vocab) for n in (37, 300)]
-        store = SeqJob([1] * 700, read=(), store_kv=True)
-        self.runner.run(plain + [store])
-        over = [SeqJob([1] * n, prefix=store.kv, vocab=vocab) for n in (9, 30)]
-        self.runner.run(over)
-        store.kv.release()
+        # sizes both odd and multiples of 16: Triton compiles a variant for each
+        for plain_lens, prefix_len, own_lens in (((37, 300), 700, (9, 30)),
+                                                 ((32, 304), 704, (16, 32))):
+            plain = [SeqJob([1] * n, vocab=vocab) for n in plain_lens]
+            store = SeqJob([1] * prefix_len, read=(), store_kv=True)
+            self.runner.run(plain + [store])
+            self.runner.run([SeqJob([1] * n, prefix=store.kv, vocab=vocab) for n in own_lens])
+            store.kv.release()
         if self.model.device.type == "cuda":
             torch.cuda.synchronize(self.model.device)
         self.stats.__dict__.update(stats)  # warm-up tokens are nobody's work
