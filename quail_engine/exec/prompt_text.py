@@ -12,6 +12,7 @@ the chat template is rendered once into the text before and after the user turn)
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -26,10 +27,12 @@ class PromptText:
 
     def __init__(self, codec_factory: Callable[[], object], identity: str | Callable[[], str],
                  tokens_dir: str | Path | None = None,
-                 model_name: str | Callable[[], str] = ""):
+                 model_name: str | Callable[[], str] = "", time_load: bool = True):
         self._codec_factory = codec_factory
+        self._time_load = time_load  # False when loading the codec loads the engine (timed there)
         self._model_name = model_name  # the name the user gave the model (prompt layouts)
         self._codec = None
+        self.load_s = 0.0  # seconds spent loading the tokenizer (the report counts it as load)
         self._identity = identity
         self._tokens_dir = Path(tokens_dir) if tokens_dir is not None else None
         self._stores: tuple[TokenStore, TokenStore, TokenStore] | None = None
@@ -44,7 +47,7 @@ class PromptText:
             return getattr(engine, "codec", None) or engine
 
         return cls(codec, lambda: engine_getter().model_id, tokens_dir,
-                   lambda: engine_getter().model_id)
+                   lambda: engine_getter().model_id, time_load=False)
 
     @classmethod
     def of_model(cls, spec: str, tokens_dir: str | Path | None = None, variant: str = ""
@@ -76,7 +79,10 @@ class PromptText:
     @property
     def codec(self):
         if self._codec is None:
+            start = time.perf_counter()
             self._codec = self._codec_factory()
+            if self._time_load:
+                self.load_s += time.perf_counter() - start
         return self._codec
 
     def _store(self, i: int) -> TokenStore:

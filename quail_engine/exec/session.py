@@ -191,7 +191,11 @@ class QuailSession:
         rep = self.report
         rep.wall_s = time.perf_counter() - start
         rep.rows = rows
-        rep.load_s, self._engine.load_s = self._engine.load_s, 0.0
+        # model load = the weights (and the GPU's kernel warm-up) + the tokenizer
+        rep.load_s = self._engine.load_s + getattr(self.text, "load_s", 0.0)
+        self._engine.load_s = 0.0
+        if hasattr(self.text, "load_s"):
+            self.text.load_s = 0.0
         if rep.ops and self._engine.loaded is not None:
             spec, dev = self._specs()
             work = rep.total_work()
