@@ -72,7 +72,8 @@ def extract_suite(sdist: Path, dest: Path) -> Path:
                    if m.name.partition("/")[2].startswith(("tests/", "pytest.ini"))]
         if not any("/tests/functional/" in m.name for m in members):
             raise SuiteError(f"{sdist.name} holds no tests/functional")
-        tar.extractall(dest, members=members, filter="data")
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        tar.extractall(dest, members=members, **safe)
     root = dest / members[0].name.partition("/")[0]
     return root
 
@@ -88,7 +89,7 @@ def run_suite(suite: Path, adapter: str, workdir: Path, workers: int, timeout: f
     if workers > 1 and importlib.util.find_spec("xdist") is not None:
         cmd += ["-n", str(workers), "--dist", "loadscope"]
     env = dict(os.environ, QUAIL_SUITE_ADAPTER=adapter, QUAIL_SUITE_RESULTS=str(results),
-               DO_NOT_TRACK="1", QUAIL_CACHE_DIR=str(workdir / "quail-cache"),
+               DO_NOT_TRACK="1", COLUMNS="220", QUAIL_CACHE_DIR=str(workdir / "quail-cache"),
                PYTHONPATH=os.pathsep.join(filter(None, [str(HERE),
                                                          os.environ.get("PYTHONPATH")])))
     env.pop("PYTEST_ADDOPTS", None)
@@ -119,6 +120,13 @@ def check_adapter(adapter: str, data: dict) -> None:
     if not seen or wrong:
         raise SuiteError(f"the {adapter} run set up its projects on {dict(seen) or 'nothing'}: "
                          "the profile rewrite did not take")
+
+
+def summary_lines(log: Path, ids: list[str]) -> list[str]:
+    """pytest's `FAILED id - message` / `ERROR id - message` lines for these test ids."""
+    wanted = set(ids)
+    return [line for line in log.read_text(errors="replace").splitlines()
+            if line.startswith(("FAILED ", "ERROR ")) and line.split()[1] in wanted]
 
 
 def counts(data: dict) -> collections.Counter:
@@ -157,9 +165,12 @@ def summary(version: str, runs: dict, workdir: Path) -> tuple[str, bool]:
                               ("pass on quail, not on duckdb", gained, plain)):
         lines.append(f"{title}: {len(ids) or 'none'}")
         lines += [f"  {i}: {other.get(i, {}).get('outcome') or 'not run'}" for i in ids[:20]]
+    if lost:
+        lines.append("quail's short summary of those (full tracebacks in its log):")
+        lines += [f"  {line[:160]}" for line in summary_lines(runs["quail"][2], lost)[:20]]
     failing = sorted(k for k, t in plain.items() if t["outcome"] in ("failed", "error"))
     if failing:
-        lines.append(f"fail on plain dbt-duckdb too ({len(failing)}): " + ", ".join(failing[:8]))
+        lines.append(f"fail on plain dbt-duckdb ({len(failing)}): " + ", ".join(failing[:8]))
     ok = not lost and len(passed["quail"]) >= len(passed["duckdb"])
     lines.append(f"logs: {workdir}/pytest-duckdb.log, {workdir}/pytest-quail.log")
     lines.append(("OK: quail passes every test dbt-duckdb passes "
