@@ -184,15 +184,19 @@ class QuailSession:
         spec = (ModelSpec.from_attrs(config, name=name) if config is not None
                 else ModelSpec("unknown", 30, 576, 9, 3, 64, 1536, 49152))
         if self.device_spec is None:  # probed once per session: every figure uses the same
-            self.device_spec = device_spec(self._device_name(), self.precision or "bf16")
+            # on a GPU this imports torch and starts CUDA (seconds): model load, not query work
+            with self.report.phase("device_start"):
+                self.device_spec = device_spec(self._device_name(), self.precision or "bf16")
         return spec, self.device_spec
 
     def _finish(self, start: float, rows: int) -> None:
         rep = self.report
         rep.wall_s = time.perf_counter() - start
         rep.rows = rows
-        # model load = the weights (and the GPU's kernel warm-up) + the tokenizer
-        rep.load_s = self._engine.load_s + getattr(self.text, "load_s", 0.0)
+        # model load = the weights (and the GPU's kernel warm-up) + the tokenizer + starting
+        # the device (torch and CUDA, when the cost model first asks the GPU's name)
+        rep.load_s = (self._engine.load_s + getattr(self.text, "load_s", 0.0)
+                      + rep.phases.get("device_start", 0.0))
         self._engine.load_s = 0.0
         if hasattr(self.text, "load_s"):
             self.text.load_s = 0.0
