@@ -7,21 +7,59 @@ emitter turns an `AiOp` back into its own spelling. See ../../docs/ARCHITECTURE.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from typing import Any
 
-OPS = (
-    "ai_filter",      # BOOLEAN from one prefill (TRUE vs FALSE answer tokens)
-    "ai_join",        # ai_filter whose bindings span two relations
-    "ai_classify",    # one label (or several with multi) out of a literal label list
-    "ai_score",       # FLOAT from P(TRUE) or a small numeric scale
-    "ai_generate",    # free text: prefill + greedy decode
-    "ai_extract",     # decode to a JSON object of named fields
-    "ai_aggregate",   # one text per group (map-reduce decode)
-    "ai_embed",       # vector from an encoder pass
-    "ai_similarity",  # FLOAT similarity of two inputs
-    "ai_count_tokens",  # INTEGER, tokenizer only
-)
+
+class OpKind(StrEnum):
+    """The IR operator kinds. Members are `str`s equal to their value (`OpKind.AI_FILTER ==
+    "ai_filter"`), so text from SQL, JSON or a cache compares with them directly."""
+
+    AI_FILTER = "ai_filter"              # BOOLEAN from one prefill (TRUE vs FALSE answer tokens)
+    AI_JOIN = "ai_join"                  # ai_filter whose bindings span two relations
+    AI_CLASSIFY = "ai_classify"          # one label (or several with multi) out of a label list
+    AI_SCORE = "ai_score"                # FLOAT from P(TRUE) or a small numeric scale
+    AI_GENERATE = "ai_generate"          # free text: prefill + greedy decode
+    AI_EXTRACT = "ai_extract"            # decode to a JSON object of named fields
+    AI_AGGREGATE = "ai_aggregate"        # one text per group (map-reduce decode)
+    AI_EMBED = "ai_embed"                # vector from an encoder pass
+    AI_SIMILARITY = "ai_similarity"      # FLOAT similarity of two inputs
+    AI_COUNT_TOKENS = "ai_count_tokens"  # INTEGER, tokenizer only
+
+
+OPS = tuple(OpKind)
+# kinds answered as one boolean per row (or per candidate pair for a join)
+PREDICATE_KINDS = (OpKind.AI_FILTER, OpKind.AI_JOIN)
+
+
+def binding_column(op_id: int, index: int) -> str:
+    """The scan column holding slot `index` of operator `op_id`: `b_<op>_<i>`."""
+    return f"b_{op_id}_{index}"
+
+
+def key_column(n: int) -> str:
+    """The scan column holding the `n`-th equi-join key of a core: `k_<n>`."""
+    return f"k_{n}"
+
+
+_BINDING_COLUMN = re.compile(r"^b_(\d+)_(\d+)$")
+
+
+def parse_binding_column(column: str) -> tuple[int, int] | None:
+    """`(op_id, index)` of a binding column (see `binding_column`), or None for any other."""
+    m = _BINDING_COLUMN.match(column)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def is_binding_column(column: str) -> bool:
+    return column.startswith("b_")
+
+
+def is_key_column(column: str) -> bool:
+    return column.startswith("k_")
+
 
 ON_ERROR = ("null", "fail", "details")
 JOIN_KINDS = ("inner", "left", "semi", "anti", "cross")
@@ -74,9 +112,6 @@ class Options:
     max_error_ratio: float | None = None
     vendor: tuple[tuple[str, str], ...] = ()  # options kept for round trips (connection_id, ...)
 
-    def is_default(self) -> bool:
-        return self == Options()
-
 
 @dataclass(frozen=True)
 class JoinInfo:
@@ -98,7 +133,7 @@ class AiOp:
     `origin` is the user's original SQL fragment, quoted in errors.
     """
 
-    op: str
+    op: OpKind
     template: str
     bindings: tuple[Binding, ...] = ()
     labels: tuple[Label, ...] | None = None
@@ -116,7 +151,9 @@ class AiOp:
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
-            raise ValueError(f"unknown IR operator {self.op!r}; expected one of {OPS}")
+            raise ValueError(f"unknown IR operator {self.op!r}; "
+                             f"expected one of {tuple(str(k) for k in OPS)}")
+        object.__setattr__(self, "op", OpKind(self.op))
         if self.options.on_error not in ON_ERROR:
             raise ValueError(f"on_error must be one of {ON_ERROR}, got {self.options.on_error!r}")
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from quail_engine.sql.ir import AiOp
+from quail_engine.sql.ir import AiOp, binding_column, key_column
 from quail_engine.sql.sources import alias_of, is_inner, join_of
 
 
@@ -33,11 +33,11 @@ def scan_relation(p: Pending, alias: str):
     for op_id in dict.fromkeys([*p.filters, *p.joins, *p.projections, *p.aggregates]):
         for b in p.ops[op_id].bindings:
             if b.alias == alias:
-                columns.append((f"b_{op_id}_{b.index}", b.sql))
+                columns.append((binding_column(op_id, b.index), b.sql))
     for n, left, right in p.keys:
         for side_alias, side in (left, right):
             if side_alias == alias:
-                columns.append((f"k_{n}", side.sql(dialect="duckdb")))
+                columns.append((key_column(n), side.sql(dialect="duckdb")))
     if not columns:
         columns.append(("_row", "1"))
     source = p.sources[alias].copy()

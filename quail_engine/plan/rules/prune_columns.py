@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.nodes import AiFilter, AiJoin, Node, Project, Scan, transform_up, walk
-
-_OP_COLUMN = re.compile(r"^b_(\d+)_\d+$")
+from quail_engine.sql.ir import is_key_column, parse_binding_column
 
 
 def prune_columns(plan: Node, ctx: PlanContext) -> Node:
@@ -22,8 +20,8 @@ def prune_columns(plan: Node, ctx: PlanContext) -> Node:
     ops |= {o for n in walk(plan) if isinstance(n, Project) for o in n.ops}
 
     def keep(column: str) -> bool:
-        m = _OP_COLUMN.match(column)
-        return int(m.group(1)) in ops if m else column.startswith("k_")
+        binding = parse_binding_column(column)
+        return binding[0] in ops if binding else is_key_column(column)
 
     def prune(node: Node) -> Node:
         if isinstance(node, Scan) and node.alias in ctx.columns:
