@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import sqlglot
-from sqlglot import exp
-
 from quail_engine.plan.nodes import AiFilter, Cross, Node, Project, Scan, Select
 
 
 def conjunct_aliases(sql: str) -> frozenset[str]:
     """Relation aliases a DuckDB SQL conjunct reads (`a.k = b.k` -> {a, b})."""
+    import sqlglot  # only planning a join with equalities parses SQL; the planner stays a leaf
+    from sqlglot import exp
+
     try:
         tree = sqlglot.parse_one(sql, read="duckdb")
     except sqlglot.errors.ParseError:
