@@ -55,8 +55,7 @@ class CoreRunner:
             planned = planned_core(core, set(ops))
             plan = plan_core(planned, self.ai_ops, ctx)
         self._record_estimates(plan, infos)
-        has_joins = any(s.kind == "join" for s in plan.steps)
-        self.carry_key = self._carry_key(plan) if has_joins else None
+        has_joins = plan.has_joins
         self.carry = self.runner.doc_kv()
         try:
             limit = limit if not has_joins and len(scans) == 1 else None
@@ -69,9 +68,8 @@ class CoreRunner:
                     self._run_projections(plan, scans, [{alias: i} for i in alive[:limit.rows]])
             if has_joins:
                 with phase("joins"):
-                    final = run_joins(plan, ctx, scans, survivors, self.ai_ops, self.runner,
-                                      self.store, carry=(self.carry_key[0] if self.carry_key
-                                                         else None, self.carry))
+                    final = run_joins(plan, scans, survivors, self.ai_ops, self.runner,
+                                      self.store, self.carry)
         finally:
             self.carry.release()
         if has_joins:
@@ -145,13 +143,12 @@ class CoreRunner:
                     for step in steps:
                         alive = self._run_step(step, scan, alive, kvs)
                         for key in step.release:
-                            if (alias, key) == self.carry_key:
-                                continue  # the join's anchors: kept for the survivors
                             kv = kvs.pop(key, None)
                             if kv is not None:
                                 kv.release()
-                    if self.carry_key and self.carry_key[0] == alias and steps:
-                        kv = kvs.pop(self.carry_key[1], None)
+                    carry = plan.carry
+                    if carry is not None and carry.alias == alias and steps:
+                        kv = kvs.pop(carry.doc, None)
                         if kv is not None:
                             last = self.ai_ops[steps[-1].op]
                             self.carry.take(kv, {self.runner.layout(last).texts(
@@ -165,17 +162,6 @@ class CoreRunner:
             # every row that can reach these filters was asked: a miss later is a dead row
             self.store.complete |= {s.op for s in steps if s.kind == "filter"}
         return survivors
-
-    def _carry_key(self, plan: PhysicalPlan) -> tuple[str, str] | None:
-        """(alias, doc key) of the filter document the first AI join anchors on, when the
-        join's anchor part is that same document: its KV then stays resident for the
-        survivors instead of being encoded again."""
-        join = next(s for s in plan.steps if s.kind == "join")
-        anchor_sql = [b.sql for b in self.ai_ops[join.op].bindings if b.alias == join.anchor]
-        filters = [s for s in plan.steps if s.kind == "filter" and s.alias == join.anchor]
-        if filters and [b.sql for b in self.ai_ops[filters[-1].op].bindings] == anchor_sql:
-            return join.anchor, filters[-1].doc
-        return None
 
     def _run_step(self, step, scan: ScanData, alive: list[int], kvs: dict) -> list[int]:
         op = self.ai_ops[step.op]
@@ -194,12 +180,13 @@ class CoreRunner:
         rep.rows_out += len(kept)
         return kept
 
-    def _read_once(self, step, scan: ScanData) -> bool:
-        """The plan has this step encode its document and release it right after, and no join
-        carries it: one full prompt per row (one pass) beats a prefix pass plus a question pass
-        (a document repeated inside the step still shares its KV: OpRunner.answer)."""
-        return (step.encode and step.doc in step.release
-                and self.carry_key != (step.alias, step.doc))
+    @staticmethod
+    def _read_once(step, scan: ScanData) -> bool:
+        """The plan has this step encode its document and release it right after (a document a
+        join carries is not released by its filter): one full prompt per row (one pass) beats
+        a prefix pass plus a question pass (a document repeated inside the step still shares
+        its KV: OpRunner.answer)."""
+        return step.encode and step.doc in step.release
 
     def _run_projections(self, plan: PhysicalPlan, scans, final: list[dict[str, int]]) -> None:
         for step in (s for s in plan.steps if s.kind == "project" and s.alias):

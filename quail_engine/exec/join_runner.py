@@ -14,10 +14,8 @@ from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.doc_kv import DocKV
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.scans import ScanData
-from quail_engine.plan.context import PlanContext
 from quail_engine.plan.join_order import JoinStep
 from quail_engine.plan.physical import PhysicalPlan
-from quail_engine.plan.planner import choose_join, join_edges
 
 log = logging.getLogger(__name__)
 ANCHORS_PER_CHUNK = 128
@@ -86,20 +84,18 @@ def _run_ai_step(step: JoinStep, pairs: list[dict[str, int]], scans, ai_ops, run
     return kept
 
 
-def run_joins(plan: PhysicalPlan, ctx: PlanContext, scans: dict[str, ScanData],
-              survivors: dict[str, list[int]], ai_ops, runner: OpRunner,
-              store: AnswerStore, carry: tuple[str | None, DocKV] | None = None
+def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[str, list[int]],
+              ai_ops, runner: OpRunner, store: AnswerStore, carry: DocKV | None = None
               ) -> list[dict[str, int]]:
-    """Joined rows (alias -> scan row index) that satisfy every planned AI join. `carry`:
-    (alias, resident documents) the filters left for the first join anchored on alias."""
-    carry_alias, carry_kv = carry or (None, None)
+    """Joined rows (alias -> scan row index) that satisfy every planned AI join. `carry`: the
+    documents the filters left resident for the join the plan's `carry` names."""
+    carry_alias = plan.carry.alias if plan.carry is not None else None
     if not plan.candidates:
         return []
     best = plan.candidates[0]
-    aliases = [a for a in scans]
-    edges = join_edges(plan.logical, ctx)
+    aliases = plan.relations
     rows = {a: float(len(survivors.get(a, []))) for a in aliases}
-    observed, _, _ = choose_join(aliases, edges, ctx, rows=rows)  # the filters' real survivors
+    observed = plan.replan_joins(rows)  # the filters' real survivors
     if observed is not None and observed.text() != best.text():
         runner.report.remarks.append(f"re-planned joins from observed survivors {rows}: "
                                      f"{observed.text()} instead of {best.text()}")
@@ -115,7 +111,7 @@ def run_joins(plan: PhysicalPlan, ctx: PlanContext, scans: dict[str, ScanData],
             group.append(steps.pop(0))
         pairs = _candidates(cur, step.alias, scans, survivors.get(step.alias, []))
         for s in group:
-            reuse = carry_kv if s.anchor is not None and s.anchor == carry_alias else None
+            reuse = carry if s.anchor is not None and s.anchor == carry_alias else None
             pairs = pairs if s.op is None else _run_ai_step(s, pairs, scans, ai_ops, runner,
                                                             store, reuse)
             if reuse is not None:
@@ -124,8 +120,7 @@ def run_joins(plan: PhysicalPlan, ctx: PlanContext, scans: dict[str, ScanData],
         cur = pairs
         joined.add(step.alias)
         if len(joined) < len(aliases):
-            replanned, _, _ = choose_join(aliases, edges, ctx, rows=rows,
-                                          start=(frozenset(joined), float(len(cur))))
+            replanned = plan.replan_joins(rows, start=(frozenset(joined), float(len(cur))))
             if replanned is not None and replanned.steps:
                 new_steps = list(replanned.steps)
                 if [s.alias for s in new_steps] != [s.alias for s in steps]:

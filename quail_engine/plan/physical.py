@@ -3,16 +3,22 @@
 Steps run in order: scans, AI filters per relation (in the optimizer's order), AI joins (in the
 join orderer's order, anchors chosen), AI projections over the survivors. Each step names the
 documents whose KV it must encode (`encode`) and those it releases afterwards (`release`): a
-document stays resident exactly until the last step that reads it.
+document stays resident exactly until the last step that reads it. When the first join anchors
+on the documents its anchor relation's last filter read, the plan names that KV (`carry`): the
+filters keep it for their survivors and the join takes it instead of encoding them again. The
+executor re-plans the joins from observed row counts (`replan_joins`) before the first join and
+after each one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.cost import Work, request_work
-from quail_engine.plan.join_order import Candidate
+from quail_engine.plan.join_choice import choose_join
+from quail_engine.plan.join_order import Candidate, JoinEdge
 from quail_engine.plan.nodes import AiFilter, Node, Project, Scan, walk
 
 
@@ -43,11 +49,27 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Carry:
+    """The first join (`op`) anchors on the documents `alias`'s last filter read: that filter
+    keeps their KV (`doc`) for its survivors and the join takes it."""
+
+    alias: str
+    doc: str
+    op: int
+
+
+@dataclass(frozen=True)
 class PhysicalPlan:
+    """`relations`, `edges`, `context`: what `replan_joins` plans the joins again from."""
+
     logical: Node
     steps: tuple[Step, ...]
     candidates: tuple[Candidate, ...] = ()
     remarks: tuple[str, ...] = field(default=())
+    carry: Carry | None = None
+    relations: tuple[str, ...] = ()
+    edges: tuple[JoinEdge, ...] = ()
+    context: PlanContext | None = field(default=None, compare=False, repr=False)
 
     def text(self) -> str:
         return "\n".join(s.text() for s in self.steps)
@@ -55,6 +77,18 @@ class PhysicalPlan:
     @property
     def est_seconds(self) -> float:
         return sum(s.est_seconds for s in self.steps)
+
+    @property
+    def has_joins(self) -> bool:
+        return any(s.kind == "join" for s in self.steps)
+
+    def replan_joins(self, rows: Mapping[str, float],
+                     start: tuple[frozenset[str], float] | None = None) -> Candidate | None:
+        """The best join order for observed row counts: `rows` per relation (the filters'
+        survivors) and `start`, the relations joined so far and their row count."""
+        best, _, _ = choose_join(self.relations, self.edges, self.context, rows=rows,
+                                 start=start)
+        return best
 
 
 def filter_chains(plan: Node) -> dict[str, list[AiFilter]]:
@@ -113,26 +147,26 @@ def build_physical(logical: Node, ctx: PlanContext, join: Candidate | None,
         steps.append(Step("project", alias, op, doc=key, encode=encode, rows_in=n, rows_out=n,
                           work=work, est_seconds=ctx.seconds(work)))
         resident.add(key)
-    return PhysicalPlan(logical, _carry(_with_releases(steps), ctx), tuple(candidates),
-                        remarks)
+    steps, carry = _carry(_with_releases(steps), ctx)
+    return PhysicalPlan(logical, steps, tuple(candidates), remarks, carry)
 
 
-def _carry(steps: tuple[Step, ...], ctx: PlanContext) -> tuple[Step, ...]:
+def _carry(steps: tuple[Step, ...], ctx: PlanContext) -> tuple[tuple[Step, ...], Carry | None]:
     """The first join anchored on a document its alias's filters left resident releases that
     document itself (the filters keep it for their survivors)."""
     joins = [i for i, s in enumerate(steps) if s.kind == "join"]
     if not joins or (steps[joins[0]].op, steps[joins[0]].anchor) not in ctx.resident:
-        return steps
+        return steps, None
     j = joins[0]
     filters = [i for i, s in enumerate(steps) if s.kind == "filter" and s.alias == steps[j].anchor]
     if not filters:
-        return steps
+        return steps, None
     out = list(steps)
     key = out[filters[-1]].doc
     out[filters[-1]] = replace(out[filters[-1]], release=tuple(
         k for k in out[filters[-1]].release if k != key))
     out[j] = replace(out[j], doc=key, encode=False, release=(key,))
-    return tuple(out)
+    return tuple(out), Carry(out[j].anchor, key, out[j].op)
 
 
 def _with_releases(steps: list[Step]) -> tuple[Step, ...]:
