@@ -1,8 +1,7 @@
 """`quail explain` with a plan: estimated rows, tokens and seconds per operator, and with
 `--analyze` the query run for real with actual rows, tokens, KV hits, seconds and SoL.
 
-Estimates without --analyze load no weights: token counts are ~4 characters per token and
-selectivities are hints or 0.5 (sampling needs the model; --analyze samples).
+Estimates without --analyze load no weights (exec/analyze.py says how they are guessed).
 """
 
 from __future__ import annotations
@@ -11,39 +10,13 @@ import argparse
 import json
 import sys
 
-from quail_engine.exec.answer_store import AnswerStore
-from quail_engine.exec.core_runner import pair_fractions, planned_core
-from quail_engine.exec.estimates import op_infos
-from quail_engine.exec.prompt_text import PromptText
-from quail_engine.exec.prompts import OpPrompt
-from quail_engine.exec.scans import load_scan
-from quail_engine.exec.session_args import add_session_args, connect, open_session, write_report
-from quail_engine.plan.context import PlanContext
-from quail_engine.plan.planner import plan_core
-
-CHARS_PER_TOKEN = 4
-CHAT_OVERHEAD = 8
-
-
-class _TokenGuess:
-    """Tokenizer stand-in for estimates: ~4 characters per token, a few chat tokens."""
-
-    def tokenize(self, texts):
-        return [[0] * max(1, len(t) // CHARS_PER_TOKEN) for t in texts]
-
-    def chat_split(self, prefix_text, suffix_text):
-        head = [0] * (CHAT_OVERHEAD // 2 + len(prefix_text) // CHARS_PER_TOKEN)
-        return head, [0] * (CHAT_OVERHEAD // 2 + max(1, len(suffix_text) // CHARS_PER_TOKEN))
-
-
-class _GuessRunner:
-    engine = _TokenGuess()
-    text = PromptText(lambda: _TokenGuess(), "token-guess")
-    progress = None
-
-    @staticmethod
-    def layout(op, anchor=None):
-        return OpPrompt.for_op(op, anchor)
+from quail_engine.cli.session_args import (
+    add_session_args,
+    connect_args,
+    open_args_session,
+    session_config,
+    write_report,
+)
 
 
 def add_analyze_args(p: argparse.ArgumentParser) -> None:
@@ -55,22 +28,6 @@ def add_analyze_args(p: argparse.ArgumentParser) -> None:
 def wants_plan(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "analyze", False) or getattr(args, "table", None)
                 or getattr(args, "database", None))
-
-
-def estimate_plans(con, parsed, model_spec, device_spec) -> list:
-    """The physical plan of every core, from DuckDB scans and guessed token counts."""
-    plans = []
-    for core in parsed.cores:
-        scans = {rel.alias: load_scan(con, rel) for rel in core.relations}
-        ops = [o for o in (*core.filters, *core.joins, *core.projections)
-               if all(any(f"b_{o}_{i}" in s.columns for s in scans.values())
-                      for i in range(len(parsed.ai_ops[o].bindings)))]
-        infos = op_infos(ops, parsed.ai_ops, scans, _GuessRunner(), AnswerStore(), 0)
-        ctx = PlanContext(infos, {a: float(len(s.rows)) for a, s in scans.items()}, model_spec,
-                          device_spec, pair_fraction=pair_fractions(scans),
-                          columns={a: s.columns for a, s in scans.items()})
-        plans.append(plan_core(planned_core(core, set(ops)), parsed.ai_ops, ctx))
-    return plans
 
 
 def plan_json(plans) -> list[dict]:
@@ -92,30 +49,20 @@ def plan_text(plans) -> str:
     return "\n".join(lines)
 
 
-def _model_spec(model: str):
-    from quail_engine.infer.loader import read_config, resolve_model_dir
-    from quail_engine.plan.cost import ModelSpec
-
-    return ModelSpec.from_attrs(read_config(resolve_model_dir(model)), name=model)
-
-
 def run_analyze(args: argparse.Namespace, parsed) -> int:
-    """Print the plan with estimates, or (--analyze) run it and print actuals."""
-    from quail_engine.exec.session_args import resolve_device
-    from quail_engine.plan.device import device_spec
+    """Print the plan with estimates, or (--analyze) run the query and print actuals."""
+    from quail_engine.exec.analyze import estimated_plans
 
-    con = connect(args)
+    con = connect_args(args)
     fmt = getattr(args, "fmt", "text")
     if not args.analyze:
-        dev = device_spec("cuda" if resolve_device(args.device) == "cuda" else "cpu")
-        plans = estimate_plans(con, parsed, _model_spec(args.model), dev)
+        plans = estimated_plans(con, parsed, session_config(args))
         if fmt == "json":
             sys.stdout.write(json.dumps({"plans": plan_json(plans)}, indent=2) + "\n")
         else:
             sys.stdout.write(plan_text(plans) + "\n")
         return 0
-    _, session = open_session(args, con)
-    session.parse = lambda sql, dialect: parsed
+    _, session = open_args_session(args, con)
     try:
         table = session.execute(parsed.source_sql, parsed.dialect)
     finally:

@@ -19,7 +19,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--dialect", "-d", default="duckdb", choices=DIALECTS, help=DIALECT_HELP)
     p.add_argument("--format", "-f", dest="fmt", default="text", choices=("text", "json"),
                    help="text, or json for tools (default: text)")
-    from quail_engine.exec.analyze import add_analyze_args
+    from quail_engine.cli.analyze import add_analyze_args
 
     add_analyze_args(p)
     p.set_defaults(run=run)
@@ -27,9 +27,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from quail_engine.cli.analyze import run_analyze, wants_plan
+    from quail_engine.cli.session_args import check_paths
     from quail_engine.errors import ExecutionError, SqlError
-    from quail_engine.exec.analyze import run_analyze, wants_plan
-    from quail_engine.exec.session_args import check_paths
     from quail_engine.sql.dialect_guess import dialect_hint, with_dialect_hint
     from quail_engine.sql.explain import explain_json, explain_text
     from quail_engine.sql.query import parse

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from quail_engine.exec.session_args import (
+from quail_engine.cli.session_args import (
     add_session_args,
     check_paths,
-    open_session,
+    open_args_session,
     write_report,
 )
 from quail_engine.sql.dialects import DIALECTS
@@ -32,16 +32,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from quail_engine.errors import ExecutionError, SqlError
-    from quail_engine.exec.output import check_output, render, write_file
-    from quail_engine.sql.dialect_guess import with_dialect_hint
+    from quail_engine.cli.output import check_output, render, write_file
+    from quail_engine.exec import ExecutionError, SqlError, with_dialect_hint
     from quail_engine.sql.source_text import read_sql
 
     sql = read_sql(args.file, args.expression)
     if args.output:
         check_output(args.output)
     check_paths(args)
-    _, session = open_session(args)
+    _, session = open_args_session(args)
     try:
         table = session.execute(sql, args.dialect)
     except (SqlError, ExecutionError) as exc:

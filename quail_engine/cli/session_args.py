@@ -1,17 +1,16 @@
-"""Command-line arguments shared by `quail query` and `quail explain --analyze`, and the
-session they open: tables, database, model, device, cache, report, progress."""
+"""Command-line arguments shared by `quail query` and `quail explain --analyze`: the tables and
+database a query reads, and the SessionConfig (model, device, precision, cache, progress) the
+executor takes; the --report file."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+from collections.abc import Iterator
 
 from quail_engine.errors import QuailError
-from quail_engine.settings import cache_path
+from quail_engine.exec import SessionConfig, connect, default_cache_dir, open_session
 
-
-def default_cache_dir() -> Path:
-    return cache_path("answers")
+PRECISIONS = ("bf16", "fp8", "fp8-mlp")
 
 
 def add_session_args(p: argparse.ArgumentParser) -> None:
@@ -24,7 +23,7 @@ def add_session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="default",
                    help="default | gemma3-270m | smollm2-135m | a .gguf file | a model dir")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    p.add_argument("--precision", default="bf16", choices=("bf16", "fp8", "fp8-mlp"),
+    p.add_argument("--precision", default="bf16", choices=PRECISIONS,
                    help="GEMM precision; fp8 and fp8-mlp run only on the GPU path and cost "
                         "accuracy on small models (docs/kernels-notes.md)")
     p.add_argument("--report", metavar="FILE.json", help="write the execution report here")
@@ -36,62 +35,36 @@ def add_session_args(p: argparse.ArgumentParser) -> None:
                         "beginning) and count it in the report, or refuse the query")
 
 
-def resolve_device(device: str) -> str:
-    if device != "auto":
-        return device
-    try:
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    except ImportError:
-        return "cpu"
+def session_config(args: argparse.Namespace) -> SessionConfig:
+    """The executor's settings from the parsed arguments."""
+    return SessionConfig(model=args.model, device=args.device, precision=args.precision,
+                         cache_dir=args.cache_dir, use_cache=not args.no_cache,
+                         on_long=args.on_long, progress=not args.quiet)
 
 
-def connect(args: argparse.Namespace):
-    """A DuckDB connection with the --table and --database inputs registered."""
-    import duckdb
-
-    from quail_engine.exec.tables import attach_database, register_table
-
-    con = duckdb.connect()
-    if args.database:
-        attach_database(con, args.database)
+def table_specs(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """(name, path) of each --table NAME=PATH, in order (a QuailError at a malformed one)."""
     for spec in args.table:
         name, sep, path = spec.partition("=")
         if not sep or not name or not path:
             raise QuailError(f"--table expects NAME=PATH, got {spec!r}")
-        register_table(con, name.strip(), path.strip())
-    return con
+        yield name.strip(), path.strip()
 
 
-def open_session(args: argparse.Namespace, con=None):
+def connect_args(args: argparse.Namespace):
+    """A DuckDB connection with the --table and --database inputs registered."""
+    return connect(table_specs(args), args.database)
+
+
+def open_args_session(args: argparse.Namespace, con=None):
     """(connection, QuailSession) for the parsed arguments; the model loads on first use."""
-    from quail_engine.exec.session import QuailSession
-
-    con = con if con is not None else connect(args)
-    device = resolve_device(args.device)
-
-    from quail_engine.exec.prompt_text import PromptText
-    from quail_engine.settings import cache_path
-
-    cache_dir = args.cache_dir or default_cache_dir()
-    text, model_config = PromptText.of_model(
-        args.model, tokens_dir=None if args.no_cache else cache_path("tokens"))
-
-    def factory():
-        from quail_engine.infer.factory import load_engine
-
-        return load_engine(args.model, device="cuda:0" if device == "cuda" else device,
-                           precision=args.precision, tokenizer=text.tokenizer())
-    session = QuailSession(con, factory, cache_dir=cache_dir, use_cache=not args.no_cache,
-                           device=device, progress=not args.quiet, on_long=args.on_long,
-                           text=text, model_config=model_config, precision=args.precision)
-    return con, session
+    con = con if con is not None else connect_args(args)
+    return con, open_session(con, session_config(args))
 
 
 def check_paths(args: argparse.Namespace) -> None:
     """Refuse an unwritable --report before any work starts (a QuailError naming it)."""
-    from quail_engine.exec.output import check_writable
+    from quail_engine.cli.output import check_writable
 
     if getattr(args, "report", None):
         check_writable(args.report, "--report")
@@ -100,6 +73,6 @@ def check_paths(args: argparse.Namespace) -> None:
 def write_report(session, path: str | None) -> None:
     """The execution report as JSON at `path` (the previous file stays whole until then)."""
     if path:
-        from quail_engine.exec.output import write_text
+        from quail_engine.cli.output import write_text
 
         write_text(path, session.report.dumps() + "\n")

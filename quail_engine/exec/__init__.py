@@ -1,7 +1,34 @@
-"""exec: run planned AI-SQL on DuckDB and the inference engine (session API for CLI and dbt)."""
+"""exec: run planned AI-SQL on DuckDB and the inference engine.
 
-from quail_engine.exec.answer_store import AnswerStore
-from quail_engine.exec.session import QuailSession
-from quail_engine.exec.udfs import prepare_sql, register_udfs
+Callers above exec (the CLI, the dbt adapter) use the names below (facade.py); the other
+modules are the executor's own.
+"""
 
-__all__ = ["AnswerStore", "QuailSession", "prepare_sql", "register_udfs"]
+from quail_engine.exec.facade import (
+    ExecutionError,
+    MissingTableError,
+    ModelError,
+    QuailError,
+    RowAnswers,
+    SessionConfig,
+    SqlError,
+    connect,
+    default_cache_dir,
+    describe_model,
+    ensure_converted,
+    has_ai_calls,
+    load_engine,
+    model_text,
+    open_session,
+    resolve_device,
+    route_stages,
+    to_duckdb_sql,
+    with_dialect_hint,
+)
+
+__all__ = [
+    "ExecutionError", "MissingTableError", "ModelError", "QuailError", "RowAnswers",
+    "SessionConfig", "SqlError", "connect", "default_cache_dir", "describe_model", "ensure_converted",
+    "has_ai_calls", "load_engine", "model_text", "open_session", "resolve_device",
+    "route_stages", "to_duckdb_sql", "with_dialect_hint",
+]

@@ -1,4 +1,5 @@
-"""The profile's engine limits applied around a loaded engine, whatever its class.
+"""A session's engine limits (SessionConfig.max_context, max_new_tokens) around a loaded
+engine, whatever its class.
 
 `max_context` lowers the context the executor fits prompts into (longer documents are cut by the
 executor's policy); `max_new_tokens` caps every generated answer, whatever the model SQL asks.

@@ -3,7 +3,7 @@ fitted into `max_context`, everything else passes through untouched."""
 
 import pytest
 
-from dbt.adapters.quail.engine_limits import LimitedEngine
+from quail_engine.exec.engine_limits import LimitedEngine
 from quail_engine.infer.api import BooleanReadout, GenerateReadout, Request
 
 

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from quail_engine.cli import main
-from quail_engine.exec.output import replacing, write_file
+from quail_engine.cli.output import replacing, write_file
 
 # The SQL reads a table nobody defined: a command that checked its paths after starting work
 # would report the table instead of the path.
@@ -68,7 +68,7 @@ import sys
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from quail_engine.exec.output import write_file
+from quail_engine.cli.output import write_file
 n = int(sys.argv[2])
 ids = pa.array(np.arange(n))
 text = pc.binary_join_element_wise(pc.cast(ids, pa.string()), "some review text " * 2, " ")

@@ -62,7 +62,7 @@ class AiRunner:
         """The answer cache directory; None when the profile says `cache_dir: off`."""
         value = self.options["cache_dir"]
         if value is None:
-            from quail_engine.exec.session_args import default_cache_dir
+            from quail_engine.exec import default_cache_dir
 
             return str(default_cache_dir())
         return None if str(value).strip().lower() in _NO_CACHE else str(value)
@@ -178,8 +178,8 @@ class AiRunner:
         return self._row_runner
 
     def _load_engine(self) -> Any:
-        from dbt.adapters.quail.engine_limits import LimitedEngine
         from quail_engine.errors import QuailError
+        from quail_engine.exec.engine_limits import LimitedEngine
         from quail_engine.infer.factory import load_engine
 
         spec = self.options["model"] or "default"

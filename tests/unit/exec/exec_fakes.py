@@ -184,6 +184,6 @@ def patch_fake_model(monkeypatch):
 
     engine = FakeEngine()
     monkeypatch.setattr(engine_mod.LocalEngine, "load", classmethod(lambda cls, *a, **k: engine))
-    monkeypatch.setattr(PromptText, "of_model", classmethod(
-        lambda cls, spec, tokens_dir=None: (cls(lambda: engine, "fake"), None)))  # ids differ per fake
+    monkeypatch.setattr(PromptText, "of_model", classmethod(  # ids differ per fake
+        lambda cls, spec, tokens_dir=None, variant="": (cls(lambda: engine, "fake"), None)))
     return engine

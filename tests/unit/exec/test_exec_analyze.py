@@ -7,7 +7,7 @@ import pytest
 from exec_fakes import patch_fake_model
 
 import quail_engine.exec.analyze as analyze
-from quail_engine.exec.analyze import add_analyze_args, run_analyze, wants_plan
+from quail_engine.cli.analyze import add_analyze_args, run_analyze, wants_plan
 from quail_engine.plan.cost import ModelSpec
 from quail_engine.sql.query import parse
 
@@ -34,7 +34,7 @@ def args_for(files, *extra):
 
 
 def test_estimates_without_model(files, monkeypatch, capsys):
-    monkeypatch.setattr(analyze, "_model_spec", lambda model: ModelSpec(
+    monkeypatch.setattr(analyze, "model_spec", lambda model: ModelSpec(
         "toy", 4, 64, 4, 1, 16, 128, 1000))
     args = args_for(files, "--format", "json")
     assert wants_plan(args)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from quail_engine.exec.session_args import default_cache_dir
+from quail_engine.exec import default_cache_dir
 from quail_engine.infer import embedded, gguf
 from quail_engine.plan import device
 

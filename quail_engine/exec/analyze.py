@@ -1,0 +1,77 @@
+"""The plan of each core with estimates and no model: `explain --table` without --analyze.
+
+Token counts are ~4 characters per token and selectivities are hints or 0.5 (sampling needs the
+model; `explain --analyze` runs the query instead). The model's config is read, its weights are
+not.
+"""
+
+from __future__ import annotations
+
+from quail_engine.exec.answer_store import AnswerStore
+from quail_engine.exec.config import SessionConfig, resolve_device
+from quail_engine.exec.core_runner import pair_fractions, planned_core
+from quail_engine.exec.estimates import op_infos
+from quail_engine.exec.prompt_text import PromptText
+from quail_engine.exec.prompts import OpPrompt
+from quail_engine.exec.scans import load_scan
+from quail_engine.plan.context import PlanContext
+from quail_engine.plan.planner import plan_core
+from quail_engine.sql.ir import binding_column
+
+CHARS_PER_TOKEN = 4
+CHAT_OVERHEAD = 8
+
+
+class _TokenGuess:
+    """Tokenizer stand-in for estimates: ~4 characters per token, a few chat tokens."""
+
+    def tokenize(self, texts):
+        return [[0] * max(1, len(t) // CHARS_PER_TOKEN) for t in texts]
+
+    def chat_split(self, prefix_text, suffix_text):
+        head = [0] * (CHAT_OVERHEAD // 2 + len(prefix_text) // CHARS_PER_TOKEN)
+        return head, [0] * (CHAT_OVERHEAD // 2 + max(1, len(suffix_text) // CHARS_PER_TOKEN))
+
+
+class _GuessRunner:
+    engine = _TokenGuess()
+    text = PromptText(lambda: _TokenGuess(), "token-guess")
+    progress = None
+
+    @staticmethod
+    def layout(op, anchor=None):
+        return OpPrompt.for_op(op, anchor)
+
+
+def estimated_plans(con, parsed, config: SessionConfig) -> list:
+    """The physical plan of every core of `parsed` over the tables of `con`, costed for the
+    model and device `config` names."""
+    from quail_engine.plan.device import device_spec
+
+    device = device_spec("cuda" if resolve_device(config.device) == "cuda" else "cpu")
+    return estimate_plans(con, parsed, model_spec(config.model), device)
+
+
+def estimate_plans(con, parsed, spec, device) -> list:
+    """The physical plan of every core, from DuckDB scans and guessed token counts, costed for
+    the model `spec` (plan.cost.ModelSpec) on `device` (plan.cost.DeviceSpec)."""
+    plans = []
+    for core in parsed.cores:
+        scans = {rel.alias: load_scan(con, rel) for rel in core.relations}
+        ops = [o for o in (*core.filters, *core.joins, *core.projections)
+               if all(any(binding_column(o, i) in s.columns for s in scans.values())
+                      for i in range(len(parsed.ai_ops[o].bindings)))]
+        infos = op_infos(ops, parsed.ai_ops, scans, _GuessRunner(), AnswerStore(), 0)
+        ctx = PlanContext(infos, {a: float(len(s.rows)) for a, s in scans.items()}, spec,
+                          device, pair_fraction=pair_fractions(scans),
+                          columns={a: s.columns for a, s in scans.items()})
+        plans.append(plan_core(planned_core(core, set(ops)), parsed.ai_ops, ctx))
+    return plans
+
+
+def model_spec(model: str):
+    """The cost model's view of `model`, from its config (no weights read)."""
+    from quail_engine.infer.loader import read_config, resolve_model_dir
+    from quail_engine.plan.cost import ModelSpec
+
+    return ModelSpec.from_attrs(read_config(resolve_model_dir(model)), name=model)

@@ -1,0 +1,77 @@
+"""SessionConfig: everything that picks the model, the device and the caches of a session.
+
+The CLI builds one from its arguments, the dbt adapter from its profile; the executor reads
+nothing else (no argparse Namespace, no profile object below this line).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from quail_engine.settings import cache_path
+
+
+def default_cache_dir() -> Path:
+    """The answer cache when none is given: <cache root>/answers."""
+    return cache_path("answers")
+
+
+def resolve_device(device: str) -> str:
+    """`auto` as `cuda` when torch sees a GPU, else `cpu`; any other name unchanged."""
+    if device != "auto":
+        return device
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """`model`: default | an embedded name | a .gguf file | a model directory. `device`: auto,
+    cpu, cuda or cuda:N. `precision`: bf16, fp8 or fp8-mlp (the last two on a cuda device).
+    `cache_dir`: the answer cache (None: `default_cache_dir()`); `use_cache=False` neither
+    reads nor writes cached answers or token ids. `on_long`: a document longer than the
+    model's context is cut ("truncate") or refused ("error"). `progress`: show the progress
+    display on stderr. `max_*`: bounds on the engine's batches, context and generated answers
+    (None: the engine's own). `convert_in_child`: convert a GGUF model on first use in a child
+    process (dbt: its process never imports transformers)."""
+
+    model: str = "default"
+    device: str = "auto"
+    precision: str = "bf16"
+    cache_dir: str | Path | None = None
+    use_cache: bool = True
+    on_long: str = "truncate"
+    progress: bool = False
+    max_batch_tokens: int | None = None
+    max_context: int | None = None
+    max_new_tokens: int | None = None
+    convert_in_child: bool = False
+
+    @property
+    def answers_dir(self) -> Path | None:
+        """The answer cache folder, None when caching is off."""
+        if not self.use_cache:
+            return None
+        return Path(self.cache_dir) if self.cache_dir is not None else default_cache_dir()
+
+    @property
+    def tokens_dir(self) -> Path | None:
+        """The token store's folder, None when caching is off."""
+        return cache_path("tokens") if self.use_cache else None
+
+    @property
+    def engine_device(self) -> str:
+        """The device the engine loads on: `auto` resolved, `cuda` as `cuda:0`."""
+        device = resolve_device(self.device)
+        return "cuda:0" if device == "cuda" else device
+
+    @property
+    def limits_variant(self) -> str:
+        """Text appended to the model's identity when limits change its answers."""
+        limits = (self.max_context, self.max_new_tokens)
+        return f"|limits={limits}" if any(limits) else ""

@@ -1,0 +1,152 @@
+"""What the CLI and the dbt adapter use of the executor, built from one SessionConfig.
+
+- `connect(tables, database)`: a DuckDB connection with tables from files and a database.
+- `open_session(con, config)`: a QuailSession on a DuckDB connection; `session.execute(sql,
+  dialect)` runs one statement and returns a pyarrow Table, `session.report` describes it.
+- `model_text(config)` and `load_engine(config, text)`: a model's text side (tokenizer,
+  identity, config; no weights) and its engine, for callers that share them between sessions.
+- `RowAnswers`: one AI operator's answers for rows of values, outside a planned statement.
+- `describe_model`, `ensure_converted`: the model check of `dbt debug` (no weights loaded).
+- `to_duckdb_sql`, `has_ai_calls`, `with_dialect_hint`: the SQL front end as callers need it.
+- the errors a session raises: QuailError and its kinds.
+
+Heavy modules (DuckDB, the session, the engine) are imported on first use, not here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import cache
+from typing import Any
+
+from quail_engine.errors import ExecutionError, ModelError, QuailError, SqlError
+from quail_engine.exec.config import SessionConfig, default_cache_dir, resolve_device
+from quail_engine.exec.model_check import describe_model, ensure_converted
+from quail_engine.exec.stage_routing import route_stages
+from quail_engine.exec.user_errors import MissingTableError
+
+__all__ = [
+    "ExecutionError", "MissingTableError", "ModelError", "QuailError", "RowAnswers",
+    "SessionConfig", "SqlError", "connect", "default_cache_dir", "describe_model", "ensure_converted",
+    "has_ai_calls", "load_engine", "model_text", "open_session", "resolve_device",
+    "route_stages", "to_duckdb_sql", "with_dialect_hint",
+]
+
+
+def model_text(config: SessionConfig) -> tuple[Any, Callable[[], Any]]:
+    """(PromptText, config getter) of the model `config` names: its tokenizer and identity,
+    loaded when first needed, and its config for the cost model, without reading weights. A
+    query whose answers are all cached never loads the model."""
+    from quail_engine.exec.prompt_text import PromptText
+
+    if not config.convert_in_child:
+        return PromptText.of_model(config.model, tokens_dir=config.tokens_dir,
+                                   variant=config.limits_variant)
+    from quail_engine.infer.model_ref import ModelRef
+
+    @cache
+    def ref() -> Any:  # resolved when first needed; a GGUF converted in a child process
+        ensure_converted(config.model)
+        return ModelRef.resolve(config.model)
+
+    text = PromptText(lambda: ref().codec(), lambda: ref().identity + config.limits_variant,
+                      config.tokens_dir, config.model)
+    return text, lambda: ref().config()
+
+
+def load_engine(config: SessionConfig, text: Any = None) -> Any:
+    """The engine of `config` (weights read now) with its limits applied; `text`: the
+    PromptText whose tokenizer the engine reuses (read once per process)."""
+    from quail_engine.exec.engine_limits import LimitedEngine
+    from quail_engine.infer.factory import load_engine as load
+
+    kwargs: dict[str, Any] = {}
+    if config.max_batch_tokens:
+        kwargs["token_budget"] = config.max_batch_tokens
+    if config.convert_in_child:
+        ensure_converted(config.model)
+    engine = load(config.model, device=config.engine_device, precision=config.precision,
+                  tokenizer=None if text is None else text.tokenizer(), **kwargs)
+    if config.max_context or config.max_new_tokens:
+        engine = LimitedEngine(engine, config.max_context, config.max_new_tokens)
+    return engine
+
+
+def connect(tables: Iterable[tuple[str, str]] = (), database: str | None = None) -> Any:
+    """A new DuckDB connection with every table of `database` (a .duckdb file) visible and each
+    (name, path) of `tables` registered (exec/tables.py reads the file kinds)."""
+    import duckdb
+
+    from quail_engine.exec.tables import attach_database, register_table
+
+    con = duckdb.connect()
+    if database:
+        attach_database(con, database)
+    for name, path in tables:
+        register_table(con, name, path)
+    return con
+
+
+def open_session(con: Any, config: SessionConfig, *, text: Any = None,
+                 engine_factory: Callable[[], Any] | None = None) -> Any:
+    """A QuailSession on the DuckDB connection `con`. `text`: a `model_text(config)` result
+    to share (default: a new one); `engine_factory`: loads the engine on first use (default:
+    `load_engine(config, text)`)."""
+    from quail_engine.exec.session import QuailSession
+
+    prompt_text, model_config = text if text is not None else model_text(config)
+    factory = engine_factory or (lambda: load_engine(config, prompt_text))
+    return QuailSession(con, factory, cache_dir=config.answers_dir, use_cache=config.use_cache,
+                        device=resolve_device(config.device), progress=config.progress,
+                        on_long=config.on_long, text=prompt_text, model_config=model_config,
+                        precision=config.precision)
+
+
+class RowAnswers:
+    """Answers of one AI operator for rows of binding values, outside a planned statement
+    (DuckDB functions that answer a vector of rows at a time), holding the device's lock."""
+
+    def __init__(self, config: SessionConfig, engine: Callable[[], Any]):
+        self.config, self._engine = config, engine
+        self._runner: Any = None
+
+    def answer(self, op: Any, rows: list[tuple]) -> list[Any]:
+        from quail_engine.exec.device_lock import device_lock
+
+        with device_lock(self.config.engine_device):
+            runner = self._op_runner()
+            return runner.answer(0, runner.layout(op), rows, unplanned=True)
+
+    def _op_runner(self) -> Any:
+        if self._runner is None:
+            from quail_engine.exec.answer_cache import AnswerCache
+            from quail_engine.exec.op_runner import OpRunner
+            from quail_engine.exec.report import Report
+
+            self._runner = OpRunner(self._engine(), AnswerCache.in_dir(self.config.answers_dir),
+                                    Report())
+        return self._runner
+
+
+def to_duckdb_sql(sql: str, dialect: str) -> str:
+    """`sql` in `dialect` as DuckDB SQL (AI calls as the executor's functions)."""
+    from quail_engine.sql.query import parse
+
+    return parse(sql, dialect).duckdb_sql
+
+
+def has_ai_calls(sql: str, dialect: str) -> bool:
+    """True when `sql`, read as `dialect`, calls AI functions (a SqlError if it cannot be
+    read)."""
+    from quail_engine.sql.query import parse
+
+    return bool(parse(sql, dialect).ai_ops)
+
+
+def with_dialect_hint(exc: QuailError, sql: str, dialect: str,
+                      advice: str = "add --dialect {name}") -> QuailError:
+    """`exc`, led by a hint naming the dialect `sql` looks written in when another dialect
+    reads it better than `dialect` (`advice` is formatted with that dialect's `name`)."""
+    from quail_engine.sql.dialect_guess import with_dialect_hint as hinted
+
+    return hinted(exc, sql, dialect, advice)
