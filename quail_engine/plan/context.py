@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from quail_engine.plan.cost import DeviceSpec, ModelSpec, Work, num_passes, seconds
+from quail_engine.sql.ir import OpKind
 
 DEFAULT_SELECTIVITY = 0.5
 
@@ -22,7 +23,7 @@ class OpInfo:
     """
 
     op: int
-    kind: str
+    kind: OpKind
     aliases: tuple[str, ...]
     doc: str = ""
     tokens: Mapping[str, float] = field(default_factory=dict)

@@ -8,7 +8,7 @@ from typing import Any
 from sqlglot import exp
 
 from quail_engine.sql.call import Call
-from quail_engine.sql.ir import AiOp, Binding, Options
+from quail_engine.sql.ir import AiOp, Binding, OpKind, Options
 from quail_engine.sql.prompt import Prompt
 from quail_engine.sql.validate import (
     Site,
@@ -18,11 +18,11 @@ from quail_engine.sql.validate import (
 )
 
 OUTPUT_TYPES = {
-    "ai_filter": "BOOLEAN", "ai_join": "BOOLEAN", "ai_classify": "VARCHAR", "ai_score": "DOUBLE",
-    "ai_generate": "VARCHAR", "ai_extract": "JSON", "ai_aggregate": "VARCHAR",
-    "ai_embed": "FLOAT[]", "ai_similarity": "DOUBLE", "ai_count_tokens": "BIGINT",
+    OpKind.AI_FILTER: "BOOLEAN", OpKind.AI_JOIN: "BOOLEAN", OpKind.AI_CLASSIFY: "VARCHAR", OpKind.AI_SCORE: "DOUBLE",
+    OpKind.AI_GENERATE: "VARCHAR", OpKind.AI_EXTRACT: "JSON", OpKind.AI_AGGREGATE: "VARCHAR",
+    OpKind.AI_EMBED: "FLOAT[]", OpKind.AI_SIMILARITY: "DOUBLE", OpKind.AI_COUNT_TOKENS: "BIGINT",
 }
-AGGREGATE_OPS = ("ai_aggregate",)
+AGGREGATE_OPS = (OpKind.AI_AGGREGATE,)
 
 SENTIMENT_LABELS = {
     "snowflake": ("positive", "negative", "neutral", "mixed", "unknown"),
@@ -70,7 +70,7 @@ def make(op: str, prompt: Prompt, call: Call, *, shape: str | None = None,
 
 
 def _default_type(op: str, multi: bool) -> str:
-    if op == "ai_classify" and multi:
+    if op == OpKind.AI_CLASSIFY and multi:
         return "VARCHAR[]"
     return OUTPUT_TYPES[op]
 

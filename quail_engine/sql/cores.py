@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from quail_engine.sql.build import AGGREGATE_OPS
-from quail_engine.sql.ir import AiOp, JoinInfo
+from quail_engine.sql.ir import AiOp, JoinInfo, OpKind
+from quail_engine.sql.placeholder import op_id_of
 from quail_engine.sql.scan import Pending, scan_relation
 from quail_engine.sql.sources import is_inner, sources_of
 
 log = logging.getLogger(__name__)
-OP_META = "quail_op"  # sqlglot node meta key marking quail_ai_<id> placeholders (lower.py)
 
 
 @dataclass(frozen=True)
@@ -59,10 +59,6 @@ class Core:
         return (f"core(relations=[{rels}]; filters={list(self.filters)}; joins="
                 f"{list(self.joins)}; projections={list(self.projections)}"
                 + (f"; aggregates={list(self.aggregates)}" if self.aggregates else "") + ")")
-
-
-def op_id_of(node: exp.Expr) -> int | None:
-    return node.meta.get(OP_META) if node.meta else None
 
 
 def conjuncts(node: exp.Expr | None) -> list[exp.Expr]:
@@ -149,7 +145,7 @@ def _conjunct(p: Pending, c: exp.Expr, join: exp.Join | None, inner_alias: str |
             else:
                 left, right = aliases[:1], aliases[1:]
             p.joins.append(op_id)
-            p.ops[op_id] = dataclasses.replace(p.ops[op_id], op="ai_join",
+            p.ops[op_id] = dataclasses.replace(p.ops[op_id], op=OpKind.AI_JOIN,
                                                join=JoinInfo(kind, left, right))
         return
     if op_id is None and not any(op_id_of(n) is not None for n in c.find_all(exp.Anonymous)):
@@ -239,13 +235,13 @@ def _mark_unplanned_joins(tree: exp.Expr, ops: list[AiOp]) -> None:
     (under OR, in an outer join's ON)."""
     for i, op in enumerate(ops):
         aliases = [a for a in dict.fromkeys(b.alias for b in op.bindings) if a is not None]
-        if op.op != "ai_filter" or op.context not in ("where", "join_on") or len(aliases) < 2:
+        if op.op != OpKind.AI_FILTER or op.context not in ("where", "join_on") or len(aliases) < 2:
             continue
         kind = "inner"
         for call in tree.find_all(exp.Anonymous):
             join = call.find_ancestor(exp.Join)
             if op_id_of(call) == i and join is not None and not is_inner(join):
                 kind = (join.side or "inner").lower()
-        ops[i] = dataclasses.replace(op, op="ai_join",
+        ops[i] = dataclasses.replace(op, op=OpKind.AI_JOIN,
                                      join=JoinInfo(kind, tuple(aliases[:1]), tuple(aliases[1:])))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from quail_engine.sql.ir import placeholder_name
 from quail_engine.sql.query import ParsedQuery, parse
 
 
@@ -24,7 +25,7 @@ def explain_json(q: ParsedQuery) -> dict[str, Any]:
                 "task": op.task, "task_args": dict(op.task_args), "instruction": op.instruction,
                 "multi": op.multi,
                 "join": None if op.join is None else dataclasses.asdict(op.join),
-                "options": _plain(op.options), "placeholder": f"quail_ai_{i}",
+                "options": _plain(op.options), "placeholder": placeholder_name(i),
                 "text": op.to_text(), "origin": op.origin, "is_planned": i in planned}
         operators.append(item)
     cores = [{"relations": [dataclasses.asdict(r) for r in c.relations],

@@ -39,6 +39,11 @@ def binding_column(op_id: int, index: int) -> str:
     return f"b_{op_id}_{index}"
 
 
+def placeholder_name(op_id: int) -> str:
+    """The DuckDB function standing for operator `op_id` in a query's SQL: `quail_ai_<op>`."""
+    return f"quail_ai_{op_id}"
+
+
 def key_column(n: int) -> str:
     """The scan column holding the `n`-th equi-join key of a core: `k_<n>`."""
     return f"k_{n}"

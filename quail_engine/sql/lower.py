@@ -18,23 +18,19 @@ from quail_engine.sql.errors import (
     UnsupportedPositionError,
 )
 from quail_engine.sql.ir import Binding
+from quail_engine.sql.placeholder import mark, placeholder_call
 from quail_engine.sql.prompt import is_prompt_call
 from quail_engine.sql.sources import sources_of
 
 CLAUSES = {exp.Where: "where", exp.Having: "having", exp.Order: "order_by",
            exp.Group: "group_by", exp.Qualify: "qualify"}
 REFUSED = {exp.Limit: "LIMIT", exp.Offset: "OFFSET", exp.Values: "VALUES"}
-OP_META = "quail_op"
 
 
 @dataclass
 class Lowered:
     tree: exp.Expr
     built: list[Built]
-
-
-def placeholder_name(op_id: int) -> str:
-    return f"quail_ai_{op_id}"
 
 
 def lower(tree: exp.Expr, dialect_module) -> Lowered:
@@ -64,10 +60,8 @@ def lower(tree: exp.Expr, dialect_module) -> Lowered:
             built.append(one)
         replacements.append((outer, seen[key], one))
     for outer, op_id, one in replacements:
-        call = exp.Anonymous(this=placeholder_name(op_id), expressions=[e.copy() for e in one.exprs])
-        call.meta[OP_META] = op_id
-        new = shapes.wrap(one.shape, call)
-        new.meta[OP_META] = op_id
+        new = shapes.wrap(one.shape, placeholder_call(op_id, [e.copy() for e in one.exprs]))
+        mark(new, op_id)
         outer.replace(new)
     return Lowered(tree, built)
 

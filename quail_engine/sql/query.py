@@ -18,11 +18,12 @@ from sqlglot.errors import ParseError, TokenError
 
 from quail_engine.sql import dialects
 from quail_engine.sql.build import AGGREGATE_OPS
-from quail_engine.sql.cores import Core, extract_cores, op_id_of
+from quail_engine.sql.cores import Core, extract_cores
 from quail_engine.sql.errors import SqlError
 from quail_engine.sql.ir import AiOp
 from quail_engine.sql.lower import Lowered, lower
 from quail_engine.sql.nesting import check_nesting, nesting_guard
+from quail_engine.sql.placeholder import op_id_of
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,10 @@ import logging
 from sqlglot import exp
 
 from quail_engine.sql import dialects
-from quail_engine.sql.cores import op_id_of
 from quail_engine.sql.errors import SqlError, UnsupportedError
 from quail_engine.sql.ir import AiOp
 from quail_engine.sql.nesting import nesting_guard
+from quail_engine.sql.placeholder import op_id_of
 from quail_engine.sql.query import lower_sql, read_tree
 
 log = logging.getLogger(__name__)

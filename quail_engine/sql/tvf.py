@@ -23,11 +23,11 @@ from quail_engine.sql.errors import (
     UnknownAiFunctionError,
     UnsupportedPositionError,
 )
-from quail_engine.sql.ir import Binding, Label, Options
+from quail_engine.sql.ir import Binding, Label, OpKind, Options
 from quail_engine.sql.literals import gen_params, options, schema_fields
+from quail_engine.sql.placeholder import placeholder_call
 from quail_engine.sql.prompt import Prompt
 
-OP_META = "quail_op"
 SCHEMA_TYPES = {"STRING": "VARCHAR", "INT64": "BIGINT", "FLOAT64": "DOUBLE", "BOOL": "BOOLEAN"}
 TEXT_COLUMNS = {
     "ML.GENERATE_TEXT/flat": (("ml_generate_text_llm_result", "{v}"),
@@ -78,14 +78,14 @@ def lower_table_functions(tree: exp.Expr, dialect: str) -> list[Built]:
                 raise ArgumentError(f"{name} needs output_schema (a string) in its STRUCT",
                                     origin, dialect)
             fields = schema_fields(schema, call)
-            one = make("ai_extract", prompt, call, options=opts,
+            one = make(OpKind.AI_EXTRACT, prompt, call, options=opts,
                        labels=tuple(Label(f[0]) for f in fields),
                        task_args=(("output_schema", schema),))
             columns = [(f[0], f"CAST({{v}}->>'{f[0]}' AS "
                         f"{SCHEMA_TYPES.get(f[1].upper(), 'JSON')})") for f in fields]
             columns += [("full_response", "{v}"), ("status", "''")]
         else:
-            one = make("ai_generate", prompt, call, options=opts)
+            one = make(OpKind.AI_GENERATE, prompt, call, options=opts)
             key = name + ("/flat" if name.startswith("ML.") and params.get("flatten_json_output")
                           else "")
             if key not in TEXT_COLUMNS:
@@ -112,8 +112,7 @@ def _map_subquery(source: exp.Expr, op_id: int, columns, alias: str) -> exp.Subq
             this=exp.to_identifier(input_alias(op_id))))
     selects: list[exp.Expr] = [exp.Star()]
     for name, template in columns:
-        call = exp.Anonymous(this=f"quail_ai_{op_id}", expressions=[exp.column("prompt")])
-        call.meta[OP_META] = op_id
+        call = placeholder_call(op_id, [exp.column("prompt")])
         value = (shapes.wrap(template, call) if "{v}" in template
                  else sqlglot.parse_one(template, read="duckdb"))
         selects.append(exp.alias_(value, name))

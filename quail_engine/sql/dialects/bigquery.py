@@ -19,7 +19,7 @@ from quail_engine.sql import shapes
 from quail_engine.sql.build import Built, make, vendor_items
 from quail_engine.sql.call import Call, Signature, bind
 from quail_engine.sql.dialects.common import append, text_prompt, untyped_ai
-from quail_engine.sql.ir import Options
+from quail_engine.sql.ir import OpKind, Options
 from quail_engine.sql.literals import (
     gen_params,
     labels,
@@ -81,7 +81,7 @@ def _examples(a: dict, call: Call) -> tuple[tuple[str, str], ...]:
 
 def _build_if(call: Call) -> Built:
     a = bind(call, Signature(("prompt",), 1, MANAGED), NAME)
-    return make("ai_filter", normalize(a["prompt"], call.name, NAME), call,
+    return make(OpKind.AI_FILTER, normalize(a["prompt"], call.name, NAME), call,
                 options=_options(a, call), examples=_examples(a, call))
 
 
@@ -94,7 +94,7 @@ def _build_classify(call: Call) -> Built:
     opts = _options(a, call)
     if mode == "single":
         opts = dataclasses.replace(opts, vendor=(*opts.vendor, ("output_mode", "single")))
-    return make("ai_classify", normalize(a["input"], call.name, NAME), call,
+    return make(OpKind.AI_CLASSIFY, normalize(a["input"], call.name, NAME), call,
                 shape="list1" if mode == "single" else None,
                 labels=labels(a["categories"], call.name, NAME, min_count=2),
                 multi=mode == "multi", options=opts, examples=_examples(a, call))
@@ -102,7 +102,7 @@ def _build_classify(call: Call) -> Built:
 
 def _build_score(call: Call) -> Built:
     a = bind(call, Signature(("prompt",), 1, MANAGED), NAME)
-    return make("ai_score", normalize(a["prompt"], call.name, NAME), call,
+    return make(OpKind.AI_SCORE, normalize(a["prompt"], call.name, NAME), call,
                 options=_options(a, call))
 
 
@@ -118,20 +118,20 @@ def _build_generate(call: Call, output_type: str = "VARCHAR") -> Built:
         schema = string(a["output_schema"], "output_schema", call.name, NAME)
         fields = _schema(schema, call)
         cols = ", ".join(f"{shapes.ident(n)} := CAST({{v}}->>'{n}' AS {t})" for n, t in fields)
-        built = make("ai_extract", prompt, call, options=_options(a, call),
+        built = make(OpKind.AI_EXTRACT, prompt, call, options=_options(a, call),
                      labels=labels(exp.Array(expressions=[exp.Literal.string(n) for n, _ in fields]),
                                    call.name, NAME),
                      task_args=(("output_schema", schema),))
         built.shape = f"struct_pack({cols}, full_response := {{v}}, status := '')"
         return built
-    op = "ai_filter" if output_type == "BOOLEAN" else "ai_generate"
+    op = OpKind.AI_FILTER if output_type == "BOOLEAN" else OpKind.AI_GENERATE
     return make(op, prompt, call, shape="result_struct", options=_options(a, call),
                 output_type=output_type)
 
 
 def _build_agg(call: Call) -> Built:
     a = bind(call, Signature(("input", "instruction"), 2, ("connection_id", "endpoint")), NAME)
-    return make("ai_aggregate", normalize(a["input"], call.name, NAME), call,
+    return make(OpKind.AI_AGGREGATE, normalize(a["input"], call.name, NAME), call,
                 instruction=string(a["instruction"], "the instruction", call.name, NAME),
                 task_args=(("distinct", "true"),) if call.is_distinct else (),
                 options=_options(a, call))
@@ -139,21 +139,21 @@ def _build_agg(call: Call) -> Built:
 
 def _build_count_tokens(call: Call) -> Built:
     a = bind(call, Signature(("input",), 1, ("endpoint",)), NAME)
-    return make("ai_count_tokens", normalize(a["input"], call.name, NAME), call,
+    return make(OpKind.AI_COUNT_TOKENS, normalize(a["input"], call.name, NAME), call,
                 shape="result_struct", options=_options(a, call))
 
 
 def _build_embed(call: Call) -> Built:
     a = bind(call, Signature(("content",), 1, ("endpoint", "connection_id", "task_type",
                                                 "title", "model_params")), NAME)
-    return make("ai_embed", normalize(a["content"], call.name, NAME), call,
+    return make(OpKind.AI_EMBED, normalize(a["content"], call.name, NAME), call,
                 shape="result_struct", options=_options(a, call))
 
 
 def _build_similarity(call: Call) -> Built:
     a = bind(call, Signature(("content1", "content2"), 2, ("endpoint", "connection_id",
                                                             "model_params")), NAME)
-    return make("ai_similarity", append(text_prompt(a["content1"]), a["content2"]), call,
+    return make(OpKind.AI_SIMILARITY, append(text_prompt(a["content1"]), a["content2"]), call,
                 task_args=(("range", "-1..1"),), options=_options(a, call))
 
 

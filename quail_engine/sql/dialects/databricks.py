@@ -20,7 +20,7 @@ from quail_engine.sql.build import SENTIMENT_LABELS, Built, make, vendor_items
 from quail_engine.sql.call import Call, Signature, bind
 from quail_engine.sql.dialects.common import Wrapper, append, climb_json, text_prompt, untyped_ai
 from quail_engine.sql.errors import UnsupportedError
-from quail_engine.sql.ir import Label, Options
+from quail_engine.sql.ir import Label, OpKind, Options
 from quail_engine.sql.literals import (
     flag,
     gen_params,
@@ -69,7 +69,7 @@ def _build_query(call: Call) -> Built:
                                                                   "top_p", "stop")}
     task_args = tuple((k, string(a[k], k, call.name, NAME)) for k in ("responseFormat",
                                                                        "returnType") if k in a)
-    return make("ai_generate", normalize(a["request"], call.name, NAME), call,
+    return make(OpKind.AI_GENERATE, normalize(a["request"], call.name, NAME), call,
                 shape=None if is_fail else "result_error_struct", task_args=task_args,
                 options=Options(model=string(a["endpoint"], "the endpoint", call.name, NAME),
                                 gen=gen_params(params), on_error="fail" if is_fail else "details",
@@ -81,11 +81,11 @@ def _build_classify(call: Call) -> Built:
     prompt = normalize(a["content"], call.name, NAME)
     found = labels(a["labels"], call.name, NAME, min_count=2)
     if isinstance(a["labels"], exp.Array):
-        return make("ai_classify", prompt, call, labels=found)
+        return make(OpKind.AI_CLASSIFY, prompt, call, labels=found)
     opts = {k: str(v) for k, v in options(a.get("options"), "options", call.name, NAME).items()}
     is_multi = boolean(Site(call.name, call.sql(NAME), NAME), "multilabel",
                        opts.pop("multilabel", "false"))
-    return make("ai_classify", prompt, call, labels=found, multi=is_multi,
+    return make(OpKind.AI_CLASSIFY, prompt, call, labels=found, multi=is_multi,
                 shape="response_object_multi" if is_multi else "response_object",
                 instruction=opts.pop("instructions", None),
                 options=Options(vendor=vendor_items({"labels_json": "true", **opts})))
@@ -98,22 +98,22 @@ def _build_extract(call: Call) -> Built:
         found = labels(a["labels"], call.name, NAME)
         cols = ", ".join(f"{shapes.ident(lb.name)} := {{v}}->>{shapes.quoted(lb.name)}"
                          for lb in found)
-        built = make("ai_extract", prompt, call, labels=found)
+        built = make(OpKind.AI_EXTRACT, prompt, call, labels=found)
         built.shape = f"struct_pack({cols})"
         return built
     schema = parse_json(string(a["labels"], "the schema", call.name, NAME), "the schema",
                         call.name, a["labels"], NAME)
     opts = options(a.get("options"), "options", call.name, NAME)
     if isinstance(schema, list):
-        return make("ai_extract", prompt, call, shape="response_extract",
+        return make(OpKind.AI_EXTRACT, prompt, call, shape="response_extract",
                     labels=tuple(Label(str(s)) for s in schema),
                     options=Options(vendor=vendor_items({"labels_json": "true", **opts})))
-    return make("ai_extract", prompt, call, shape="response_extract",
+    return make(OpKind.AI_EXTRACT, prompt, call, shape="response_extract",
                 task_args=(("schema", json.dumps(schema, sort_keys=True)),),
                 options=Options(vendor=vendor_items(opts)))
 
 
-def _one(task: str | None, op: str = "ai_generate"):
+def _one(task: str | None, op: str = OpKind.AI_GENERATE):
     def build(call: Call) -> Built:
         a = bind(call, Signature(("content",), 1), NAME)
         return make(op, normalize(a["content"], call.name, NAME), call, task=task)
@@ -122,7 +122,7 @@ def _one(task: str | None, op: str = "ai_generate"):
 
 def _build_sentiment(call: Call) -> Built:
     a = bind(call, Signature(("content",), 1), NAME)
-    return make("ai_classify", normalize(a["content"], call.name, NAME), call, task="sentiment",
+    return make(OpKind.AI_CLASSIFY, normalize(a["content"], call.name, NAME), call, task="sentiment",
                 labels=tuple(Label(x) for x in SENTIMENT_LABELS[NAME]))
 
 
@@ -130,26 +130,26 @@ def _build_summarize(call: Call) -> Built:
     a = bind(call, Signature(("content", "max_words"), 1), NAME)
     words = a.get("max_words")
     args = () if words is None else (("max_words", str(whole(words, "max_words", call))),)
-    return make("ai_generate", normalize(a["content"], call.name, NAME), call, task="summarize",
+    return make(OpKind.AI_GENERATE, normalize(a["content"], call.name, NAME), call, task="summarize",
                 task_args=args)
 
 
 def _build_translate(call: Call) -> Built:
     a = bind(call, Signature(("content", "to_lang"), 2), NAME)
     lang = string(a["to_lang"], "to_lang", call.name, NAME)
-    return make("ai_generate", normalize(a["content"], call.name, NAME), call, task="translate",
+    return make(OpKind.AI_GENERATE, normalize(a["content"], call.name, NAME), call, task="translate",
                 task_args=(("target_language", lang),))
 
 
 def _build_similarity(call: Call) -> Built:
     a = bind(call, Signature(("expr1", "expr2"), 2), NAME)
-    return make("ai_similarity", append(text_prompt(a["expr1"]), a["expr2"]), call,
+    return make(OpKind.AI_SIMILARITY, append(text_prompt(a["expr1"]), a["expr2"]), call,
                 task_args=(("range", "0..1"),))
 
 
 def _build_mask(call: Call) -> Built:
     a = bind(call, Signature(("content", "labels"), 2), NAME)
-    return make("ai_generate", normalize(a["content"], call.name, NAME), call, task="mask",
+    return make(OpKind.AI_GENERATE, normalize(a["content"], call.name, NAME), call, task="mask",
                 labels=labels(a["labels"], call.name, NAME))
 
 
@@ -189,7 +189,7 @@ def is_ai_name(name: str) -> bool:
 
 
 def _as_filter(built: Built, wrapper: str) -> Built:
-    op = dataclasses.replace(built.op, op="ai_filter", labels=None, output_type="BOOLEAN",
+    op = dataclasses.replace(built.op, op=OpKind.AI_FILTER, labels=None, output_type="BOOLEAN",
                              wrapper=wrapper, task_args=())
     return dataclasses.replace(built, op=op, shape=None)
 
@@ -203,9 +203,9 @@ def unwrap(built: Built, node: exp.Expr) -> tuple[exp.Expr, str | None, Built]:
     op, parent = built.op, node.parent
     if isinstance(parent, exp.EQ) and (_is_yes(parent.expression) or _is_yes(parent.this)):
         names = [lb.name.lower() for lb in op.labels or ()]
-        if op.op == "ai_classify" and op.task is None and not op.multi and names == ["yes", "no"]:
+        if op.op == OpKind.AI_CLASSIFY and op.task is None and not op.multi and names == ["yes", "no"]:
             return parent, f"{NAME}:ai_classify=yes", _as_filter(built, f"{NAME}:ai_classify=yes")
-        if op.op == "ai_generate" and op.task is None and built.shape is None:
+        if op.op == OpKind.AI_GENERATE and op.task is None and built.shape is None:
             return parent, f"{NAME}:ai_query=yes", _as_filter(built, f"{NAME}:ai_query=yes")
     if (built.shape == "result_error_struct" and isinstance(parent, exp.Dot)
             and parent.this is node and parent.expression.name.lower() == "result"):
@@ -217,7 +217,7 @@ def unwrap(built: Built, node: exp.Expr) -> tuple[exp.Expr, str | None, Built]:
     outer, path, _ = climbed
     fmt = dict(op.task_args).get("responseFormat", "")
     match = BOOL_FORMAT.match(fmt)
-    if op.op == "ai_generate" and match and match.group(1).lower() == path.lower():
+    if op.op == OpKind.AI_GENERATE and match and match.group(1).lower() == path.lower():
         return outer, f"{NAME}:ai_query:{path}", _as_filter(built, f"{NAME}:ai_query:{path}")
     w = WRAPPERS.get(built.shape or "", {}).get(path)
     if w is None:

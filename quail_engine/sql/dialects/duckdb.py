@@ -23,7 +23,7 @@ from quail_engine.sql.build import Built, make
 from quail_engine.sql.call import Call
 from quail_engine.sql.dialects.common import append, text_prompt, untyped_ai
 from quail_engine.sql.errors import ArgumentError
-from quail_engine.sql.ir import GenParams, Options
+from quail_engine.sql.ir import GenParams, OpKind, Options
 from quail_engine.sql.literals import labels, literal, parse_json
 from quail_engine.sql.prompt import Prompt, normalize
 from quail_engine.sql.validate import Site, number, text
@@ -106,7 +106,7 @@ def _build_classify(call: Call) -> Built:
     _count(call, 2)
     opts, fields, task_args = _named(call)
     _once(call, fields, "labels")
-    return make("ai_classify", _prompt(call, call.args[:1]), call, options=opts,
+    return make(OpKind.AI_CLASSIFY, _prompt(call, call.args[:1]), call, options=opts,
                 labels=labels(call.args[1], call.name, NAME, min_count=2), task_args=task_args,
                 **fields)
 
@@ -125,7 +125,7 @@ def _build_extract(call: Call) -> Built:
     schema = dict(task_args).get("schema")
     if schema is not None:  # a JSON schema: read now, not when some emitter needs it
         parse_json(schema, "the schema", call.name, call.node, NAME)
-    return make("ai_extract", _prompt(call, call.args[:1]), call, options=opts, labels=found,
+    return make(OpKind.AI_EXTRACT, _prompt(call, call.args[:1]), call, options=opts, labels=found,
                 task_args=task_args, **fields)
 
 
@@ -137,7 +137,7 @@ def _build_aggregate(call: Call) -> Built:
     if len(call.args) == 2:
         _once(call, fields, "instruction")
         fields["instruction"] = literal(call.args[1], "the instruction", call.name, NAME)
-    return make("ai_aggregate", _prompt(call, call.args[:1]), call, options=opts,
+    return make(OpKind.AI_AGGREGATE, _prompt(call, call.args[:1]), call, options=opts,
                 task_args=(*task_args, *((("distinct", "true"),) if call.is_distinct else ())),
                 **fields)
 
@@ -153,15 +153,15 @@ def _build_unary(op: str, n: int):
 
 
 FUNCTIONS = {
-    "AI_FILTER": _templated("ai_filter"),
+    "AI_FILTER": _templated(OpKind.AI_FILTER),
     "AI_CLASSIFY": _build_classify,
-    "AI_SCORE": _templated("ai_score"),
-    "AI_GENERATE": _templated("ai_generate"),
+    "AI_SCORE": _templated(OpKind.AI_SCORE),
+    "AI_GENERATE": _templated(OpKind.AI_GENERATE),
     "AI_EXTRACT": _build_extract,
     "AI_AGGREGATE": _build_aggregate,
-    "AI_EMBED": _build_unary("ai_embed", 1),
-    "AI_SIMILARITY": _build_unary("ai_similarity", 2),
-    "AI_COUNT_TOKENS": _build_unary("ai_count_tokens", 1),
+    "AI_EMBED": _build_unary(OpKind.AI_EMBED, 1),
+    "AI_SIMILARITY": _build_unary(OpKind.AI_SIMILARITY, 2),
+    "AI_COUNT_TOKENS": _build_unary(OpKind.AI_COUNT_TOKENS, 1),
 }
 
 

@@ -14,7 +14,7 @@ from quail_engine.sql.build import SENTIMENT_LABELS, Built, make, vendor_items
 from quail_engine.sql.call import Call, Signature, bind
 from quail_engine.sql.dialects.common import Wrapper, append, climb_json, text_prompt, untyped_ai
 from quail_engine.sql.errors import ArgumentError, UnsupportedError
-from quail_engine.sql.ir import Label, Options
+from quail_engine.sql.ir import Label, OpKind, Options
 from quail_engine.sql.literals import flag, gen_params, labels, literal, options, string
 from quail_engine.sql.prompt import normalize
 from quail_engine.sql.validate import Site, refuse, text
@@ -72,7 +72,7 @@ def _build_filter(call: Call) -> Built:
     prompt = normalize(a["input"], call.name, NAME)
     if file is not None:
         prompt = append(prompt, file)
-    return make("ai_filter", prompt, call, shape=shape,
+    return make(OpKind.AI_FILTER, prompt, call, shape=shape,
                 options=Options(on_error=on_error, **hints))
 
 
@@ -105,7 +105,7 @@ def _build_classify(call: Call, legacy: bool = False) -> Built:
     instruction = config.pop("task_description", None)
     on_error, details = _on_error(a, call)
     base = "label_object" if legacy else ("labels_object_multi" if is_multi else "labels_object")
-    return make("ai_classify", normalize(a["input"], call.name, NAME), call,
+    return make(OpKind.AI_CLASSIFY, normalize(a["input"], call.name, NAME), call,
                 shape=_compose(details, base), labels=labels(cats, call.name, NAME, min_count=2),
                 multi=is_multi, instruction=instruction, examples=examples,
                 options=Options(on_error=on_error, vendor=vendor_items(config)))
@@ -137,20 +137,20 @@ def _build_complete(call: Call, legacy: bool = False, try_: bool = False) -> Bui
     gen = gen_params(opts)
     rest = {k: v for k, v in opts.items() if k.lower() not in
             ("temperature", "top_p", "max_tokens", "stop")}
-    return make("ai_generate", prompt, call, shape=shape, task_args=tuple(task_args),
+    return make(OpKind.AI_GENERATE, prompt, call, shape=shape, task_args=tuple(task_args),
                 options=Options(model=string(a["model"], "the model", call.name, NAME), gen=gen,
                                 on_error=on_error, vendor=vendor_items(rest)))
 
 
 def _build_agg(call: Call) -> Built:
     a = bind(call, Signature(("expr", "instruction"), 2), NAME)
-    return make("ai_aggregate", normalize(a["expr"], call.name, NAME), call,
+    return make(OpKind.AI_AGGREGATE, normalize(a["expr"], call.name, NAME), call,
                 instruction=string(a["instruction"], "the instruction", call.name, NAME))
 
 
 def _build_summarize_agg(call: Call) -> Built:
     a = bind(call, Signature(("expr",), 1), NAME)
-    return make("ai_aggregate", normalize(a["expr"], call.name, NAME), call, task="summarize")
+    return make(OpKind.AI_AGGREGATE, normalize(a["expr"], call.name, NAME), call, task="summarize")
 
 
 def _build_sentiment(call: Call) -> Built:
@@ -161,7 +161,7 @@ def _build_sentiment(call: Call) -> Built:
         raise UnsupportedError("AI_SENTIMENT with aspect categories is not supported (only the "
                                "overall sentiment)", call.sql(NAME), NAME)
     on_error, details = _on_error(a, call)
-    return make("ai_classify", normalize(a["text"], call.name, NAME), call,
+    return make(OpKind.AI_CLASSIFY, normalize(a["text"], call.name, NAME), call,
                 shape=_compose(details, "sentiment_object"), task="sentiment",
                 labels=tuple(Label(x) for x in SENTIMENT_LABELS[NAME]),
                 options=Options(on_error=on_error))
@@ -182,7 +182,7 @@ def _build_extract(call: Call) -> Built:
         fields = labels(a["responseFormat"], call.name, NAME)
     if a.get("scores") is not None:
         task_args.append(("scores", json.dumps(literal(a["scores"], "scores", call.name, NAME))))
-    return make("ai_extract", normalize(source, call.name, NAME), call, shape="extract_object",
+    return make(OpKind.AI_EXTRACT, normalize(source, call.name, NAME), call, shape="extract_object",
                 labels=fields, task_args=tuple(task_args))
 
 
@@ -191,7 +191,7 @@ def _build_translate(call: Call) -> Built:
     a = bind(call, Signature(names, 3), NAME)
     on_error, shape = _on_error(a, call)
     langs = tuple((k, string(a[k], k, call.name, NAME)) for k in names[1:3])
-    return make("ai_generate", normalize(a["text"], call.name, NAME), call, shape=shape,
+    return make(OpKind.AI_GENERATE, normalize(a["text"], call.name, NAME), call, shape=shape,
                 task="translate", task_args=langs, options=Options(on_error=on_error))
 
 
@@ -200,13 +200,13 @@ def _build_similarity(call: Call) -> Built:
     config = options(a.get("config_object"), "the config", call.name, NAME)
     model = config.pop("model", None)
     prompt = append(text_prompt(a["input1"]), a["input2"])
-    return make("ai_similarity", prompt, call, task_args=(("range", "-1..1"),),
+    return make(OpKind.AI_SIMILARITY, prompt, call, task_args=(("range", "-1..1"),),
                 options=Options(model=model, vendor=vendor_items(config)))
 
 
 def _build_embed(call: Call) -> Built:
     a = bind(call, Signature(("model", "input"), 2), NAME)
-    return make("ai_embed", normalize(a["input"], call.name, NAME), call,
+    return make(OpKind.AI_EMBED, normalize(a["input"], call.name, NAME), call,
                 options=Options(model=string(a["model"], "the model", call.name, NAME)))
 
 
@@ -220,25 +220,25 @@ def _build_count_tokens(call: Call) -> Built:
     has_model = len(call.args) >= 3 and fn not in ("ai_classify", "ai_similarity", "ai_translate")
     model = string(call.args[1], "the model", call.name, NAME) if has_model else None
     text = call.args[2 if has_model else 1]
-    return make("ai_count_tokens", normalize(text, call.name, NAME), call,
+    return make(OpKind.AI_COUNT_TOKENS, normalize(text, call.name, NAME), call,
                 task_args=(("function", fn),), options=Options(model=model))
 
 
 def _build_legacy_sentiment(call: Call) -> Built:
     a = bind(call, Signature(("text",), 1), NAME)
-    return make("ai_score", normalize(a["text"], call.name, NAME), call, task="sentiment",
+    return make(OpKind.AI_SCORE, normalize(a["text"], call.name, NAME), call, task="sentiment",
                 task_args=(("range", "-1..1"),))
 
 
 def _build_summarize(call: Call) -> Built:
     a = bind(call, Signature(("text",), 1), NAME)
-    return make("ai_generate", normalize(a["text"], call.name, NAME), call, task="summarize")
+    return make(OpKind.AI_GENERATE, normalize(a["text"], call.name, NAME), call, task="summarize")
 
 
 def _build_extract_answer(call: Call) -> Built:
     a = bind(call, Signature(("source_document", "question"), 2), NAME)
     question = string(a["question"], "the question", call.name, NAME)
-    return make("ai_extract", normalize(a["source_document"], call.name, NAME), call,
+    return make(OpKind.AI_EXTRACT, normalize(a["source_document"], call.name, NAME), call,
                 shape="answer_array", task="extract_answer", labels=(Label("answer", question),))
 
 

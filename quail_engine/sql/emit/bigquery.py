@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from quail_engine.sql.emit.common import lit, parts, refuse, similarity_range, task_prefix, warn
-from quail_engine.sql.ir import AiOp
+from quail_engine.sql.ir import AiOp, OpKind
 
 NAME = "bigquery"
 TYPED = {"BIGINT": "AI.GENERATE_INT", "DOUBLE": "AI.GENERATE_DOUBLE"}
@@ -112,9 +112,9 @@ def _count_tokens(op: AiOp, args: list[str]) -> str:
 
 
 EMITTERS = {
-    "ai_filter": _filter, "ai_join": _filter, "ai_classify": _classify, "ai_score": _score,
-    "ai_generate": _generate, "ai_extract": _extract, "ai_aggregate": _aggregate,
-    "ai_embed": _embed, "ai_similarity": _similarity, "ai_count_tokens": _count_tokens,
+    OpKind.AI_FILTER: _filter, OpKind.AI_JOIN: _filter, OpKind.AI_CLASSIFY: _classify, OpKind.AI_SCORE: _score,
+    OpKind.AI_GENERATE: _generate, OpKind.AI_EXTRACT: _extract, OpKind.AI_AGGREGATE: _aggregate,
+    OpKind.AI_EMBED: _embed, OpKind.AI_SIMILARITY: _similarity, OpKind.AI_COUNT_TOKENS: _count_tokens,
 }
 
 

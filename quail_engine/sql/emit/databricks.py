@@ -15,7 +15,7 @@ from quail_engine.sql.emit.common import (
     task_prefix,
     warn,
 )
-from quail_engine.sql.ir import AiOp
+from quail_engine.sql.ir import AiOp, OpKind
 
 NAME = "databricks"
 
@@ -133,13 +133,13 @@ def _none(fn: str, why: str):
 
 
 EMITTERS = {
-    "ai_filter": _filter, "ai_join": _filter, "ai_classify": _classify, "ai_score": _score,
-    "ai_generate": _generate, "ai_extract": _extract,
-    "ai_aggregate": _none("ai_aggregate", "Databricks has no AI aggregate function"),
-    "ai_embed": _none("ai_embed", "Databricks has no embedding function (only ai_query against "
+    OpKind.AI_FILTER: _filter, OpKind.AI_JOIN: _filter, OpKind.AI_CLASSIFY: _classify, OpKind.AI_SCORE: _score,
+    OpKind.AI_GENERATE: _generate, OpKind.AI_EXTRACT: _extract,
+    OpKind.AI_AGGREGATE: _none("ai_aggregate", "Databricks has no AI aggregate function"),
+    OpKind.AI_EMBED: _none("ai_embed", "Databricks has no embedding function (only ai_query against "
                       "an embedding endpoint)"),
-    "ai_similarity": _similarity,
-    "ai_count_tokens": _none("ai_count_tokens", "Databricks has no token-counting function"),
+    OpKind.AI_SIMILARITY: _similarity,
+    OpKind.AI_COUNT_TOKENS: _none("ai_count_tokens", "Databricks has no token-counting function"),
 }
 
 

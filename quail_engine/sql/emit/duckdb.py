@@ -6,7 +6,7 @@ import json
 
 from quail_engine.sql.build import OUTPUT_TYPES
 from quail_engine.sql.emit.common import lit, single
-from quail_engine.sql.ir import AiOp, Options
+from quail_engine.sql.ir import AiOp, OpKind, Options
 
 NAME = "duckdb"
 
@@ -44,13 +44,13 @@ def _named(op: AiOp) -> list[str]:
         out.append(f"stop := {_value(list(o.gen.stop))}")
     if op.task:
         out.append(f"task := {_value(op.task)}")
-    if op.instruction and op.op != "ai_aggregate":
+    if op.instruction and op.op != OpKind.AI_AGGREGATE:
         out.append(f"instruction := {_value(op.instruction)}")
     if op.multi:
         out.append("multi := true")
-    if op.labels is not None and op.op not in ("ai_classify", "ai_extract"):
+    if op.labels is not None and op.op not in (OpKind.AI_CLASSIFY, OpKind.AI_EXTRACT):
         out.append(f"labels := {_labels(op)}")
-    base = "BOOLEAN" if op.op == "ai_join" else OUTPUT_TYPES[op.op]
+    base = "BOOLEAN" if op.op == OpKind.AI_JOIN else OUTPUT_TYPES[op.op]
     if op.output_type not in (base, "VARCHAR[]" if op.multi else base):
         out.append(f"output_type := {_value(op.output_type)}")
     for key, value in op.task_args:
@@ -68,14 +68,14 @@ def _decode(value: str):
 
 
 def emit(op: AiOp, args: list[str]) -> str:
-    name = "ai_filter" if op.op == "ai_join" else op.op
-    if op.op == "ai_similarity":
+    name = OpKind.AI_FILTER if op.op == OpKind.AI_JOIN else op.op
+    if op.op == OpKind.AI_SIMILARITY:
         positional = args[:2]
     else:
         positional = [_prompt(op, args)]
-    if op.op == "ai_classify" or (op.op == "ai_extract" and op.labels is not None):
+    if op.op == OpKind.AI_CLASSIFY or (op.op == OpKind.AI_EXTRACT and op.labels is not None):
         positional.append(_labels(op))
-    if op.op == "ai_aggregate" and op.instruction is not None:
+    if op.op == OpKind.AI_AGGREGATE and op.instruction is not None:
         positional.append(lit(op.instruction, NAME))
     distinct = "DISTINCT " if ("distinct", "true") in op.task_args else ""
     return f"{name}({distinct}{', '.join(positional + _named(op))})"

@@ -1,0 +1,26 @@
+"""The placeholder calls that stand for AI operators in the lowered tree: `quail_ai_<id>(...)`,
+each node marked with its op id in `meta`, so later passes find the op without parsing names."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from quail_engine.sql.ir import placeholder_name
+
+OP_META = "quail_op"  # sqlglot node meta key: the op id a placeholder (or its wrapper) stands for
+
+
+def placeholder_call(op_id: int, args: list[exp.Expr]) -> exp.Anonymous:
+    """`quail_ai_<op_id>(args...)`, marked with its op id."""
+    call = exp.Anonymous(this=placeholder_name(op_id), expressions=args)
+    mark(call, op_id)
+    return call
+
+
+def mark(node: exp.Expr, op_id: int) -> None:
+    node.meta[OP_META] = op_id
+
+
+def op_id_of(node: exp.Expr) -> int | None:
+    """The op id a node stands for, or None for any node that is not a placeholder."""
+    return node.meta.get(OP_META) if node.meta else None
