@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 
 def value_key(values: Sequence[object]) -> tuple:
@@ -30,6 +30,19 @@ class AnswerStore:
 
     def get(self, op: int, values: Sequence[object], default: object = None) -> object:
         return self._answers.get(op, {}).get(value_key(values), default)
+
+    def missing(self, op: int, values: Iterable[Sequence[object]]) -> list:
+        """The distinct `values` (first-seen order) with no stored answer of `op`."""
+        return [v for v in dict.fromkeys(values) if not self.has(op, v)]
+
+    def fill(self, op: int, values: Iterable[Sequence[object]],
+             answer: Callable[[list], Sequence[object]]) -> None:
+        """Answer what is missing, then store it: `answer(missing)` gives one answer per value
+        of `self.missing(op, values)`, and is not called when nothing is missing."""
+        need = self.missing(op, values)
+        if need:
+            for v, a in zip(need, answer(need)):
+                self.put(op, v, a)
 
     def count(self, op: int) -> int:
         return len(self._answers.get(op, {}))

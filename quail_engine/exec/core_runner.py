@@ -114,10 +114,7 @@ class CoreRunner:
             rep.selectivity_source = info.selectivity_source if step.kind != "project" else None
 
     def _ask(self, op: int, layout: OpPrompt, values: list[tuple], kv) -> None:
-        need = [v for v in dict.fromkeys(values) if not self.store.has(op, v)]
-        if need:
-            for v, a in zip(need, self.runner.answer(op, layout, need, kv=kv)):
-                self.store.put(op, v, a)
+        self.store.fill(op, values, lambda need: self.runner.answer(op, layout, need, kv=kv))
 
     def _run_filters(self, plan: PhysicalPlan, scans: dict[str, ScanData],
                      projections_too: bool, limit=None) -> dict[str, list[int]]:

@@ -80,9 +80,7 @@ def _stem_tokens(op_id: int, op, scans, runner: OpRunner) -> dict[str, float]:
 def _sample_filter(op_id: int, op, scan: ScanData, runner: OpRunner, store: AnswerStore,
                    k: int) -> tuple[int, int]:
     values = [op_values(scan, op_id, op, r) for r in spread(len(scan.rows), k)]
-    need = [v for v in dict.fromkeys(values) if not store.has(op_id, v)]
-    for v, a in zip(need, runner.answer(op_id, runner.layout(op), need)):
-        store.put(op_id, v, a)
+    store.fill(op_id, values, lambda need: runner.answer(op_id, runner.layout(op), need))
     answers = [store.get(op_id, v) for v in values]
     known = [a for a in answers if a is not None]
     return sum(1 for a in known if a is True), len(known)
@@ -105,9 +103,7 @@ def _sample_join(op_id: int, op, scans, runner: OpRunner, store: AnswerStore,
     for i, j in pairs:
         row = {**b.rows[j], **a.rows[i]}
         values.append(tuple(row[f"b_{op_id}_{n}"] for n in range(len(op.bindings))))
-    need = [v for v in dict.fromkeys(values) if not store.has(op_id, v)]
-    for v, ans in zip(need, runner.answer(op_id, runner.layout(op), need)):
-        store.put(op_id, v, ans)
+    store.fill(op_id, values, lambda need: runner.answer(op_id, runner.layout(op), need))
     known = [store.get(op_id, v) for v in values]
     known = [x for x in known if x is not None]
     return sum(1 for x in known if x is True), len(known)

@@ -9,6 +9,7 @@ partners run, then released.
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.doc_kv import DocKV
@@ -56,7 +57,7 @@ def _run_ai_step(step: JoinStep, pairs: list[dict[str, int]], scans, ai_ops, run
     layout = runner.layout(op, anchor=step.anchor)
     rep = runner.report.op(step.op, op.op)
     values = [_values(step.op, op, scans, p) for p in pairs]
-    need = [v for v in dict.fromkeys(values) if not store.has(step.op, v)]
+    need = store.missing(step.op, values)
     by_anchor: dict[tuple, list[tuple]] = {}  # anchor's binding values -> its pairs
     slots = layout.doc_slots
     for v in need:
@@ -72,9 +73,8 @@ def _run_ai_step(step: JoinStep, pairs: list[dict[str, int]], scans, ai_ops, run
             kv.take(carry, [layout.texts(by_anchor[a][0])[0]
                             for a in anchors[c:c + ANCHORS_PER_CHUNK]])
         try:
-            for v, ans in zip(chunk, runner.answer(step.op, layout, chunk, kv=kv,
-                                                   release_done=True)):
-                store.put(step.op, v, ans)
+            store.fill(step.op, chunk, partial(runner.answer, step.op, layout, kv=kv,
+                                               release_done=True))
         finally:
             kv.release()
     store.complete.add(step.op)  # every candidate pair was asked

@@ -100,19 +100,18 @@ def _udf(op_id: int, op, store: AnswerStore, runner: OpRunner, lock: threading.L
     arrow_type = _ARROW[sql_type(op)]
     guarded = op.op in ("ai_filter", "ai_join")
 
+    def ask(missing: list[tuple]) -> list[object]:
+        with lock:
+            return runner.answer(op_id, runner.layout(op), missing, unplanned=True)
+
+    def skip(missing: list[tuple]) -> list[object]:
+        store.skipped[op_id] = store.skipped.get(op_id, 0) + len(missing)
+        runner.report.op(op_id, op.op).skipped += len(missing)
+        return [False] * len(missing)
+
     def fn(*arrays):
         rows, inverse = _distinct_rows(arrays)
-        missing = [r for r in rows if not store.has(op_id, r)]
-        if missing and guarded and op_id in store.complete:
-            store.skipped[op_id] = store.skipped.get(op_id, 0) + len(missing)
-            runner.report.op(op_id, op.op).skipped += len(missing)
-            for r in missing:
-                store.put(op_id, r, False)
-        elif missing:
-            with lock:
-                answers = runner.answer(op_id, runner.layout(op), missing, unplanned=True)
-            for r, a in zip(missing, answers):
-                store.put(op_id, r, a)
+        store.fill(op_id, rows, skip if guarded and op_id in store.complete else ask)
         answers = pa.array([store.get(op_id, r) for r in rows], type=arrow_type)
         return answers if inverse is None else answers.take(inverse)
 
