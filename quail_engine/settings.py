@@ -1,4 +1,5 @@
-"""Settings every layer shares, resolved in one place: the cache layout and the compute dtype.
+"""Settings every layer shares, resolved in one place: the dialect names, the precision options,
+the device ("auto" and the GPU's model name), the cache layout and the compute dtype.
 
 One cache root (`$QUAIL_CACHE_DIR`, else `~/.cache/quail`) with one folder per kind of entry,
 whether or not the variable is set:
@@ -14,8 +15,46 @@ and the CPU facts that pick the compute dtype (`compute_dtype`), readable withou
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
+from typing import Literal, get_args
+
+log = logging.getLogger(__name__)
+
+# -- names the CLI, the dbt profile and the engine share ---------------------------------------
+DIALECTS = ("snowflake", "bigquery", "databricks", "duckdb")
+DEFAULT_DIALECT = "duckdb"
+# bf16 everywhere; fp8 / fp8-mlp (e4m3 GEMMs on every projection / on the MLP's) on a cuda device
+Precision = Literal["bf16", "fp8", "fp8-mlp"]
+PRECISIONS: tuple[Precision, ...] = get_args(Precision)
+DEFAULT_PRECISION: Precision = "bf16"
+
+
+# -- the device -----------------------------------------------------------------------------------
+def resolve_device(device: str) -> str:
+    """`auto` as `cuda` when torch sees a GPU, else `cpu`; any other name unchanged."""
+    if device != "auto":
+        return device
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
+
+
+def gpu_name(device: str = "cuda") -> str:
+    """The model name of the GPU `device` (cuda or cuda:N) names, as the driver reports it (e.g.
+    "NVIDIA H200"); empty when torch sees no GPU. Imports torch and starts CUDA (seconds)."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return ""
+        return torch.cuda.get_device_name(device if ":" in device else None)
+    except (ImportError, RuntimeError, AssertionError, ValueError):
+        return ""
 
 CACHE_KINDS = ("models", "answers", "tokens", "probe", "locks")
 

@@ -11,6 +11,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from quail_engine.plan.cost import DeviceSpec
@@ -20,6 +21,7 @@ from quail_engine.settings import (
     compute_dtype,
     cpu_flags,
     cpuinfo_fields,
+    gpu_name,
     isa_cap,
 )
 
@@ -198,18 +200,13 @@ def cpu_spec(refresh: bool = False, dtype: str | None = None) -> DeviceSpec:
 
 
 def device_spec(name: str, precision: str = "bf16", datasheet: bool = False) -> DeviceSpec:
-    """`cpu`, `cuda` (the GPU torch sees: H100 by name, else the H200 we measured), or a name
-    from DEVICES. On a GPU, `precision` picks the peak of the GEMMs that run (fp8 for fp8 and
-    fp8-mlp), and `datasheet` the vendor's figures instead of the sustained ones."""
+    """`cpu`, `cuda` / `cuda:N` (the GPU torch sees, by its model name: see `gpu_spec`), or a
+    name from DEVICES. On a GPU, `precision` picks the peak of the GEMMs that run (fp8 for fp8
+    and fp8-mlp), and `datasheet` the vendor's figures instead of the sustained ones."""
     if name in ("cpu", "auto"):
         return cpu_spec()
     if name == "cuda" or name.startswith("cuda:"):
-        fp8 = precision.startswith("fp8")
-        if "H100" in _gpu_name():
-            return H100_SXM_FP8 if fp8 else H100_SXM
-        if datasheet:
-            return H200_DATASHEET_FP8 if fp8 else H200_DATASHEET
-        return H200_FP8 if fp8 else H200
+        return gpu_spec(gpu_name(name), precision, datasheet)
     try:
         return DEVICES[name]
     except KeyError:
@@ -217,10 +214,20 @@ def device_spec(name: str, precision: str = "bf16", datasheet: bool = False) -> 
                          f"{sorted(DEVICES)}") from None
 
 
-def _gpu_name() -> str:
-    try:
-        import torch
-
-        return torch.cuda.get_device_name() if torch.cuda.is_available() else ""
-    except (ImportError, RuntimeError):
-        return ""
+def gpu_spec(gpu: str, precision: str = "bf16", datasheet: bool = False) -> DeviceSpec:
+    """The spec of the GPU the driver calls `gpu` (e.g. "NVIDIA H100 80GB HBM3"): H100 by its
+    datasheet, H200 as we measured it (or its datasheet). Any other GPU is costed with the H200's
+    figures under a name that says so (`<gpu> as h200-sustained`), and a warning is logged:
+    its speed-of-light times are estimates, not bounds."""
+    fp8 = precision.startswith("fp8")
+    if "H100" in gpu:
+        return H100_SXM_FP8 if fp8 else H100_SXM
+    if datasheet:
+        known = H200_DATASHEET_FP8 if fp8 else H200_DATASHEET
+    else:
+        known = H200_FP8 if fp8 else H200
+    if "H200" in gpu:
+        return known
+    model = gpu.strip() or "unknown GPU"
+    log.warning("no measured spec for %s; the cost model uses the H200's (%s)", model, known.name)
+    return replace(known, name=f"{model} as {known.name}")
