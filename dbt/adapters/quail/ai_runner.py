@@ -17,11 +17,26 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.quail.cancel import CancellableEngine
 from dbt.adapters.quail.cancel import check as check_cancelled
-from dbt.adapters.quail.model_check import describe_model, ensure_converted
+from dbt.adapters.quail.model_check import describe_model
+from quail_engine import exec as quail
 
 logger = AdapterLogger("Quail")
 _NO_CACHE = ("off", "none", "false", "")
 _ENGINE_KEYS = ("model", "precision", "max_batch_tokens", "max_context", "max_new_tokens")
+
+
+def session_config(options: dict[str, Any]) -> quail.SessionConfig:
+    """The executor's settings from the profile's engine options (credentials.py). A GGUF
+    model is converted on first use in a child process: dbt's never imports transformers."""
+    cache_dir = options["cache_dir"]
+    off = cache_dir is not None and str(cache_dir).strip().lower() in _NO_CACHE
+    return quail.SessionConfig(
+        model=options["model"] or "default", device=options["device"],
+        precision=options.get("precision") or "bf16",
+        cache_dir=None if off or cache_dir is None else str(cache_dir), use_cache=not off,
+        max_batch_tokens=options.get("max_batch_tokens"),
+        max_context=options.get("max_context"), max_new_tokens=options.get("max_new_tokens"),
+        convert_in_child=True)
 
 
 class AiRunner:
@@ -32,11 +47,10 @@ class AiRunner:
     _LOAD_LOCK = threading.Lock()
 
     def __init__(self, options: dict[str, Any]):
-        from quail_engine.exec.stage_routing import route_stages
-
-        route_stages(logger.info)  # the engine's stage messages (model conversion, load, probe)
+        quail.route_stages(logger.info)  # the engine's stage messages (conversion, load, probe)
         self.options = options
-        self._row_runner: Any = None
+        self.config = session_config(options)
+        self._rows = quail.RowAnswers(self.config, self.engine)
         self._text: Any = None
 
     @classmethod
@@ -50,22 +64,7 @@ class AiRunner:
 
     @property
     def device(self) -> str:
-        device = self.options["device"]
-        if device == "auto":
-            import torch
-
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        return "cuda:0" if device == "cuda" else device
-
-    @property
-    def cache_dir(self) -> str | None:
-        """The answer cache directory; None when the profile says `cache_dir: off`."""
-        value = self.options["cache_dir"]
-        if value is None:
-            from quail_engine.exec import default_cache_dir
-
-            return str(default_cache_dir())
-        return None if str(value).strip().lower() in _NO_CACHE else str(value)
+        return self.config.engine_device
 
     def _statement_lock(self) -> threading.Lock:
         with self._GUARD:
@@ -85,29 +84,12 @@ class AiRunner:
         sessions: a model whose answers are all cached is never loaded. The profile's limits
         that change answers (context, generated length) are part of the identity."""
         if self._text is None:
-            from functools import cache
-
-            from quail_engine.exec.prompt_text import PromptText
-            from quail_engine.infer.model_ref import ModelRef
-            from quail_engine.settings import cache_path
-
-            spec = self.options["model"] or "default"
-            limits = (self.options.get("max_context"), self.options.get("max_new_tokens"))
-            variant = f"|limits={limits}" if any(limits) else ""
-            tokens = cache_path("tokens") if self.cache_dir is not None else None
-
-            @cache
-            def ref() -> Any:  # resolved when first needed; a GGUF converted in a child
-                ensure_converted(spec)
-                return ModelRef.resolve(spec)
-
-            self._text = (PromptText(lambda: ref().codec(), lambda: ref().identity + variant,
-                                     tokens, spec), lambda: ref().config())
+            self._text = quail.model_text(self.config)
         return self._text
 
     def check_model(self) -> None:
         """What `dbt debug` says about the model: resolved, tokenizer and weights checked, no
-        weights loaded and no transformers imported (model_check.py)."""
+        weights loaded and no transformers imported (quail_engine/exec/model_check.py)."""
         for line in describe_model(self.options["model"], self.device):
             logger.info(line)
 
@@ -123,24 +105,18 @@ class AiRunner:
         around engine work only (DuckDB calls functions from its worker threads, so holding
         that lock across a statement would deadlock on any function that needs the engine).
         """
-        from quail_engine.errors import QuailError
-        from quail_engine.exec.session import QuailSession
-
         _refuse_ai_views(sql, cursor, model_name)
-        text, model_config = self.prompt_text()
         cancelled = cancelled or threading.Event()
-        session = QuailSession(cursor, engine_factory=lambda: CancellableEngine(self.engine(),
-                                                                                cancelled),
-                               cache_dir=self.cache_dir, device=self.device, text=text,
-                               model_config=model_config,
-                               precision=self.options.get("precision") or "bf16")
+        session = quail.open_session(
+            cursor, self.config, text=self.prompt_text(),
+            engine_factory=lambda: CancellableEngine(self.engine(), cancelled))
         with self._statement_lock():
             try:
                 check_cancelled(cancelled)
                 logger.info(f"{model_name}: running AI operators ({dialect} SQL) on "
                             f"{self.device}")
                 table = session.execute(sql, dialect)
-            except QuailError as exc:
+            except quail.QuailError as exc:
                 if cancelled.is_set():  # also when DuckDB wrapped it (an AI call in a UDF)
                     message = (f"{model_name}: cancelled; its table is left as it was (answers "
                                "computed so far are cached)")
@@ -161,58 +137,32 @@ class AiRunner:
 
     def answer_rows(self, op: Any, rows: list[tuple]) -> list[Any]:
         """Answers of one AI operator for `rows` of binding values (the in-DuckDB path)."""
-        from quail_engine.exec.device_lock import device_lock
-
-        with device_lock(self.device):
-            runner = self._op_runner()
-            return runner.answer(0, runner.layout(op), rows, unplanned=True)
-
-    def _op_runner(self) -> Any:
-        if self._row_runner is None:
-            from quail_engine.exec.answer_cache import AnswerCache
-            from quail_engine.exec.op_runner import OpRunner
-            from quail_engine.exec.report import Report
-
-            self._row_runner = OpRunner(self.engine(), AnswerCache.in_dir(self.cache_dir),
-                                        Report())
-        return self._row_runner
+        return self._rows.answer(op, rows)
 
     def _load_engine(self) -> Any:
-        from quail_engine.errors import QuailError
-        from quail_engine.exec.engine_limits import LimitedEngine
-        from quail_engine.infer.factory import load_engine
-
-        spec = self.options["model"] or "default"
-        kwargs = {"precision": self.options.get("precision") or "bf16"}
-        if self.options.get("max_batch_tokens"):
-            kwargs["token_budget"] = self.options["max_batch_tokens"]
+        spec = self.config.model
         start = time.perf_counter()
         try:
-            ensure_converted(spec)  # a first-use conversion runs in a child process
-            engine = load_engine(spec, device=self.device,
-                                 tokenizer=self.prompt_text()[0].tokenizer(), **kwargs)
-        except (QuailError, OSError, ValueError) as exc:
+            engine = quail.load_engine(self.config, self.prompt_text()[0])
+        except (quail.QuailError, OSError, ValueError) as exc:
             raise DbtRuntimeError(
                 f"quail could not load model {spec!r} on {self.device}: {exc}") from exc
         logger.info(f"loaded model {spec!r} on {self.device} in "
                     f"{time.perf_counter() - start:.1f} s")
-        return LimitedEngine(engine, self.options.get("max_context"),
-                             self.options.get("max_new_tokens"))
+        return engine
 
 
 def _for_dbt(exc: Exception, sql: str, dialect: str) -> Exception:
     """`exc` in a dbt user's terms: a missing table is built upstream, not passed with --table,
     and SQL of another warehouse names the `quail_dialect` to set."""
-    from quail_engine.errors import ExecutionError, SqlError
-    from quail_engine.exec.user_errors import MissingTableError
-    from quail_engine.sql.dialect_guess import with_dialect_hint
-
-    if isinstance(exc, MissingTableError):
-        exc = MissingTableError(exc.table, exc.sql, exc.suggestion,
-                                hint="build it first (a seed, a source or an upstream model)")
-    if isinstance(exc, (SqlError, ExecutionError)):
-        exc = with_dialect_hint(exc, sql, dialect, "set quail_dialect='{name}' on the model "
-                                                   "(or dialect: {name} in the profile)")
+    if isinstance(exc, quail.MissingTableError):
+        exc = quail.MissingTableError(exc.table, exc.sql, exc.suggestion,
+                                      hint="build it first (a seed, a source or an upstream "
+                                           "model)")
+    if isinstance(exc, (quail.SqlError, quail.ExecutionError)):
+        exc = quail.with_dialect_hint(exc, sql, dialect, "set quail_dialect='{name}' on the "
+                                                         "model (or dialect: {name} in the "
+                                                         "profile)")
     return exc
 
 

@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from quail_engine.errors import ExecutionError
+from quail_engine.exec import ExecutionError
 
 _EVENTS: dict[int, threading.Event] = {}
 _EVENTS_LOCK = threading.Lock()

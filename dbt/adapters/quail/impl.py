@@ -25,7 +25,7 @@ from dbt.adapters.quail.cancel import cancel_event
 from dbt.adapters.quail.connections import QuailConnectionManager
 from dbt.adapters.quail.credentials import check_dialect
 from dbt.adapters.quail.sql_routing import has_ai_functions, to_duckdb
-from quail_engine.errors import QuailError
+from quail_engine import exec as quail
 
 logger = AdapterLogger("Quail")
 _RESULT_IDS = itertools.count()
@@ -86,11 +86,9 @@ class QuailAdapter(DuckDBAdapter):
         materialization builds such a model as a table."""
         if not has_ai_functions(sql):
             return False
-        from quail_engine.sql.query import parse
-
         try:
-            return bool(parse(sql, self.quail_dialect(dialect)).ai_ops)
-        except QuailError:
+            return quail.has_ai_calls(sql, self.quail_dialect(dialect))
+        except quail.QuailError:
             return True  # AI-looking SQL that does not parse: the table path reports why
 
     @available

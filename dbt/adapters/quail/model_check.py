@@ -1,179 +1,20 @@
-"""The model as dbt sees it, without loading it and without transformers in dbt's process.
-
-transformers enters a process only when a GGUF file is converted on first use (its tokenizer is
-read through transformers' GGUF support). `ensure_converted` runs that conversion in a child
-Python process, so dbt's own interpreter never imports transformers (with freezegun and pandas 3
-present, as in dbt-duckdb's test suite, a process that imported it crashed later). Once
-converted, the model's directory is read with the `tokenizers` library and safetensors headers.
-
-`describe_model` is what `dbt debug` reports: the model resolves (content identity, config), its
-tokenizer.json encodes, its weight files are whole (safetensors headers against file sizes), the
-device exists. No weights are read: the first AI model loads them.
-"""
+"""The model as `dbt debug` reports it, without loading it and without transformers in dbt's
+process: the check itself is the executor's (quail_engine/exec/model_check.py); here its
+problems become dbt errors."""
 
 from __future__ import annotations
 
-import json
-import struct
-import subprocess
-import sys
-import threading
-from pathlib import Path
-from typing import Any
-
-from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
-logger = AdapterLogger("Quail")
-_CONVERTED: set[str] = set()
-_CONVERT_LOCK = threading.Lock()
-_CHILD = """
-import sys
-from quail_engine.errors import QuailError
-from quail_engine.infer.gguf import convert_gguf
-try:
-    convert_gguf(sys.argv[1])
-except (QuailError, OSError, ValueError) as exc:
-    print(" ".join(str(exc).split()), file=sys.stderr)
-    sys.exit(2)
-"""
-
-
-def ensure_converted(spec: str) -> None:
-    """Convert the GGUF file `spec` names (an embedded model, a .gguf path, a directory holding
-    one .gguf) in a child process when its converted copy is not cached yet; anything else is
-    left to ModelRef.resolve, which then converts nothing. Checked once per spec and process."""
-    with _CONVERT_LOCK:
-        if spec in _CONVERTED:
-            return
-        source = _unconverted_gguf(spec)
-        if source is not None:
-            _convert_in_child(spec, source)
-        _CONVERTED.add(spec)
-
-
-def _unconverted_gguf(spec: str) -> Path | None:
-    """The GGUF file behind `spec` when it still needs converting (mirrors
-    infer/loader.resolve_model_dir's choice of a GGUF), else None."""
-    from quail_engine.infer.embedded import EMBEDDED, embedded_gguf
-    from quail_engine.infer.gguf import cache_dir_for
-
-    if spec == "default" or spec in EMBEDDED:
-        path: Path | None = embedded_gguf(spec)
-    else:
-        path = Path(spec).expanduser()
-        if path.is_dir() and not (path / "config.json").exists():
-            found = sorted(path.glob("*.gguf"))
-            path = found[0] if len(found) == 1 else None
-        elif path.suffix != ".gguf":
-            path = None
-    if path is None or not path.is_file():
-        return None  # not a GGUF, or missing: ModelRef.resolve says why
-    return None if (cache_dir_for(path) / "config.json").exists() else path
-
-
-def _convert_in_child(spec: str, source: Path) -> None:
-    from quail_engine.errors import ModelError
-
-    logger.info(f"converting the model {spec} ({source.name}) on first use, ~30 s")
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(source)], capture_output=True,
-                          text=True, check=False)
-    if done.returncode != 0:
-        lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
-        raise ModelError(f"converting {str(source)!r} failed: {lines[-1][:300]}")
+from quail_engine import exec as quail
 
 
 def describe_model(spec: str | None, device: str) -> list[str]:
     """Lines for `dbt debug` about the model `spec` on `device`; a DbtRuntimeError naming the
     model and the problem when something is missing or broken."""
-    from quail_engine.errors import QuailError
-
     spec = spec or "default"
     try:
-        ensure_converted(spec)
-        from quail_engine.infer.model_ref import ModelRef
-
-        ref = ModelRef.resolve(spec)
-        config = ref.config()
-        tokenizer = _tokenizer_line(ref.directory)
-        weights = _weights_line(ref.directory)
-        _check_device(device)
-    except (QuailError, OSError, ValueError) as exc:
+        return quail.describe_model(spec, device)
+    except (quail.QuailError, OSError, ValueError) as exc:
         raise DbtRuntimeError(f"quail cannot use model {spec!r} on {device}: "
                               f"{' '.join(str(exc).split())}") from exc
-    return [
-        f"model {spec}: {config.family}, {config.num_layers} layers, vocabulary "
-        f"{config.vocab_size:,}, identity {ref.identity[:12]}, in {ref.directory}",
-        f"model {spec}: {tokenizer}; {weights}; device {device}; not loaded now (the first AI "
-        f"model loads it)",
-    ]
-
-
-def _tokenizer_line(directory: Path) -> str:
-    from quail_engine.errors import ModelError
-    from quail_engine.infer.json_tokenizer import JsonTokenizer
-
-    try:
-        tokenizer = JsonTokenizer.load(directory)
-    except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception on bad JSON
-        raise ModelError(f"tokenizer.json in {str(directory)!r} cannot be read: {exc}") from exc
-    if tokenizer is None:
-        if any((directory / name).exists() for name in ("tokenizer.model", "vocab.json")):
-            return "tokenizer without tokenizer.json (read through transformers when it runs)"
-        raise ModelError(f"no tokenizer in {str(directory)!r}")
-    ids = tokenizer.encode("dbt debug checks the tokenizer")
-    if not ids:
-        raise ModelError(f"the tokenizer in {str(directory)!r} encodes text to no tokens")
-    template = "chat template" if tokenizer.chat_template else "no chat template"
-    return f"tokenizer.json reads ({len(tokenizer):,} tokens, {template})"
-
-
-def _weights_line(directory: Path) -> str:
-    """Every *.safetensors file's header parses and its tensors end where the file does."""
-    from quail_engine.errors import ModelError
-
-    files = sorted(directory.glob("*.safetensors"))
-    if not files:
-        raise ModelError(f"no *.safetensors weights in {str(directory)!r}")
-    tensors = 0
-    for path in files:
-        tensors += _safetensors_tensors(path)
-    size = sum(p.stat().st_size for p in files)
-    plural = "s" if len(files) > 1 else ""
-    return (f"weights {len(files)} safetensors file{plural}, {tensors} tensors, "
-            f"{size / 1e6:,.0f} MB, intact")
-
-
-def _safetensors_tensors(path: Path) -> int:
-    from quail_engine.errors import ModelError
-
-    size = path.stat().st_size
-    with path.open("rb") as handle:
-        raw = handle.read(8)
-        length = struct.unpack("<Q", raw)[0] if len(raw) == 8 else -1
-        if length < 0 or 8 + length > size:
-            raise ModelError(f"{str(path)!r} is not a safetensors file (truncated header)")
-        try:
-            header: dict[str, Any] = json.loads(handle.read(length))
-        except ValueError as exc:
-            raise ModelError(f"{str(path)!r} has a corrupt safetensors header") from exc
-    header.pop("__metadata__", None)
-    end = max((t["data_offsets"][1] for t in header.values()), default=0)
-    if 8 + length + end != size:
-        raise ModelError(f"{str(path)!r} is truncated or padded: its tensors end at byte "
-                         f"{8 + length + end:,}, the file has {size:,}")
-    return len(header)
-
-
-def _check_device(device: str) -> None:
-    from quail_engine.errors import ModelError
-
-    if not device.startswith("cuda"):
-        return
-    import torch
-
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    index = int(device.partition(":")[2] or 0)
-    if index >= count:
-        raise ModelError(f"device {device} is not available (this machine has {count} CUDA "
-                         "device(s)); set device: cpu or auto in the profile")

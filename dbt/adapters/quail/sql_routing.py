@@ -29,10 +29,9 @@ def to_duckdb(sql: str, dialect: str) -> str:
     """`sql` rewritten from `dialect` into DuckDB SQL; DuckDB SQL is returned unchanged."""
     if dialect == "duckdb":
         return sql
-    from quail_engine.errors import QuailError
-    from quail_engine.sql.query import parse
+    from quail_engine import exec as quail
 
     try:
-        return parse(sql, dialect).duckdb_sql
-    except QuailError as exc:
+        return quail.to_duckdb_sql(sql, dialect)
+    except quail.QuailError as exc:
         raise DbtRuntimeError(f"quail could not translate {dialect} SQL to DuckDB: {exc}") from exc
