@@ -7,16 +7,12 @@ import argparse
 import json
 import sys
 
-from quail_engine.sql.dialects import DIALECTS
-
-DIALECT_HELP = f"dialect the SQL is written in: {' | '.join(DIALECTS)} (default: duckdb)"
+from quail_engine.cli.session_args import add_source_args
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="show the AI operators, cores and DuckDB SQL of a query")
-    p.add_argument("file", nargs="?", help="SQL file (or use -e)")
-    p.add_argument("-e", "--execute", dest="expression", metavar="SQL", help="SQL text")
-    p.add_argument("--dialect", "-d", default="duckdb", choices=DIALECTS, help=DIALECT_HELP)
+    add_source_args(p)
     p.add_argument("--format", "-f", dest="fmt", default="text", choices=("text", "json"),
                    help="text, or json for tools (default: text)")
     from quail_engine.cli.analyze import add_analyze_args

@@ -7,20 +7,16 @@ import sys
 
 from quail_engine.cli.session_args import (
     add_session_args,
+    add_source_args,
     check_paths,
     open_args_session,
     write_report,
 )
-from quail_engine.sql.dialects import DIALECTS
-
-DIALECT_HELP = f"dialect the SQL is written in: {' | '.join(DIALECTS)} (default: duckdb)"
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("query", help="run a query with AI functions on a local model")
-    p.add_argument("file", nargs="?", help="SQL file (or use -e)")
-    p.add_argument("-e", "--execute", dest="expression", metavar="SQL", help="SQL text")
-    p.add_argument("--dialect", "-d", default="duckdb", choices=DIALECTS, help=DIALECT_HELP)
+    add_source_args(p)
     p.add_argument("--output", "-o", metavar="FILE",
                    help="write the result to a .parquet, .csv or .jsonl file (replaced whole "
                         "once complete; a run stopped early leaves the previous file)")

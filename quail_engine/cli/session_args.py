@@ -9,8 +9,16 @@ from collections.abc import Iterator
 
 from quail_engine.errors import QuailError
 from quail_engine.exec import SessionConfig, connect, default_cache_dir, open_session
+from quail_engine.settings import DEFAULT_DIALECT, DEFAULT_PRECISION, DIALECTS, PRECISIONS
 
-PRECISIONS = ("bf16", "fp8", "fp8-mlp")
+
+def add_source_args(p: argparse.ArgumentParser) -> None:
+    """The statement to read (a file or -e SQL) and the dialect it is written in."""
+    p.add_argument("file", nargs="?", help="SQL file (or use -e)")
+    p.add_argument("-e", "--execute", dest="expression", metavar="SQL", help="SQL text")
+    p.add_argument("--dialect", "-d", default=DEFAULT_DIALECT, choices=DIALECTS,
+                   help=f"dialect the SQL is written in: {' | '.join(DIALECTS)} "
+                        f"(default: {DEFAULT_DIALECT})")
 
 
 def add_session_args(p: argparse.ArgumentParser) -> None:
@@ -23,7 +31,7 @@ def add_session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="default",
                    help="default | gemma3-270m | smollm2-135m | a .gguf file | a model dir")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    p.add_argument("--precision", default="bf16", choices=PRECISIONS,
+    p.add_argument("--precision", default=DEFAULT_PRECISION, choices=PRECISIONS,
                    help="GEMM precision; fp8 and fp8-mlp run only on the GPU path and cost "
                         "accuracy on small models (docs/kernels-notes.md)")
     p.add_argument("--report", metavar="FILE.json", help="write the execution report here")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from quail_engine.sql.dialects import DIALECTS
+from quail_engine.settings import DIALECTS
 
 
 def add_parser(sub) -> argparse.ArgumentParser:

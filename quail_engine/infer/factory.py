@@ -12,14 +12,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from quail_engine.settings import Precision
+
 log = logging.getLogger(__name__)
 
 
-PRECISIONS = {"bf16": {}, "fp8": {"fp8": True},
-              "fp8-mlp": {"fp8": True, "fp8_proj": ("gate_up", "down")}}
+# GpuEngine.load's kwargs for each of settings.PRECISIONS
+PRECISIONS: dict[Precision, dict[str, Any]] = {
+    "bf16": {}, "fp8": {"fp8": True}, "fp8-mlp": {"fp8": True, "fp8_proj": ("gate_up", "down")}}
 
 
-def load_engine(spec: str = "default", device: str = "cpu", precision: str = "bf16",
+def load_engine(spec: str = "default", device: str = "cpu", precision: Precision = "bf16",
                 **kwargs: Any):
     from quail_engine.errors import QuailError
     from quail_engine.infer.engine import LocalEngine

@@ -9,7 +9,7 @@ did is named, with the caller's advice on how to select it.
 from __future__ import annotations
 
 from quail_engine.errors import QuailError
-from quail_engine.sql.dialects import DIALECTS
+from quail_engine.settings import DIALECTS
 
 LABELS = {"snowflake": "Snowflake", "bigquery": "BigQuery", "databricks": "Databricks",
           "duckdb": "DuckDB"}

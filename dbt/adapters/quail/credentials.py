@@ -9,10 +9,10 @@ from typing import Any
 from dbt.adapters.duckdb.credentials import DuckDBCredentials
 from dbt_common.exceptions import DbtRuntimeError
 
-DIALECTS = ("snowflake", "bigquery", "databricks", "duckdb")
+from quail_engine.settings import DIALECTS, PRECISIONS
+
 _DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 _LIMITS = ("max_batch_tokens", "max_context", "max_new_tokens")
-PRECISIONS = ("bf16", "fp8", "fp8-mlp")
 
 
 @dataclass

@@ -7,8 +7,9 @@ import importlib
 from types import ModuleType
 
 from quail_engine.errors import SqlError
+from quail_engine.settings import DIALECTS
 
-DIALECTS = ("snowflake", "bigquery", "databricks", "duckdb")
+__all__ = ["DIALECTS", "get", "sqlglot_dialect"]
 
 
 def get(name: str) -> ModuleType:
