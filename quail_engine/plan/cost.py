@@ -8,9 +8,7 @@ writes and KV reads (tokens whose keys/values are stored / loaded). No torch her
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 
@@ -59,11 +57,6 @@ class ModelSpec:
         return cls(name, int(cfg.num_layers), int(cfg.hidden_size), int(cfg.num_heads),
                    int(cfg.num_kv_heads), int(cfg.head_dim), int(cfg.intermediate_size),
                    int(getattr(cfg, "vocab_size", 0)), weight_bytes)
-
-    @classmethod
-    def from_file(cls, path: str | Path, **kwargs: Any) -> ModelSpec:
-        path = Path(path)
-        return cls.from_config(json.loads(path.read_text()), name=path.parent.name, **kwargs)
 
     @property
     def attn_params(self) -> int:
