@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from quail_engine.sql import dialects
 from quail_engine.sql.errors import SqlError, UnsupportedError
-from quail_engine.sql.ir import AiOp
+from quail_engine.sql.ir import AiOp, placeholder_name
 from quail_engine.sql.nesting import nesting_guard
 from quail_engine.sql.placeholder import op_id_of
 from quail_engine.sql.query import lower_sql, read_tree
@@ -51,7 +51,7 @@ def _transpile(sql: str, read: str, write: str, keep_source: bool) -> str:
     texts: dict[str, str] = {}
     for call in list(tree.find_all(exp.Anonymous)):
         op_id = op_id_of(call)
-        if op_id is None or not call.name.lower().startswith("quail_ai_"):
+        if op_id is None or call.name.lower() != placeholder_name(op_id):
             continue
         built = lowered.built[op_id]
         args = [e.sql(dialect=dialects.sqlglot_dialect(write)) for e in built.exprs]
