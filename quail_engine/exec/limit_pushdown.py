@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
 
 from quail_engine.sql.nesting import deep_stack
@@ -35,18 +34,12 @@ class Limit:
     is_ordered: bool
 
 
-def push_limit(duckdb_sql: str) -> tuple[str, Limit | None]:
-    """(statement, limit): the rewritten statement and its row limit, or the statement as it
-    was and None when the shape does not allow it."""
+def push_limit(tree: exp.Expression) -> tuple[exp.Expression, Limit | None]:
+    """(statement, limit): a rewritten copy of the statement `tree` and its row limit, or `tree`
+    itself and None when the shape does not allow it."""
     with deep_stack():  # the front end reads nesting up to its limit; so must this
-        try:
-            tree = sqlglot.parse_one(duckdb_sql, read="duckdb")
-        except sqlglot.errors.ParseError:
-            return duckdb_sql, None
-        tree, limit = _push(tree)
-        if limit is None:
-            return duckdb_sql, None
-        return tree.sql(dialect="duckdb", normalize_functions=False), limit
+        out, limit = _push(tree.copy())
+        return (out, limit) if limit is not None else (tree, None)
 
 
 def _literal_limit(select: exp.Select) -> int | None:

@@ -27,7 +27,10 @@ from quail_engine.exec.progress import Progress
 from quail_engine.exec.report import Report
 from quail_engine.exec.scans import query_arrow
 from quail_engine.exec.udfs import (
+    emit,
+    prepare,
     prepare_sql,
+    read_statement,
     register_keyed_udfs,
     register_udfs,
     unregister_udfs,
@@ -111,10 +114,10 @@ class QuailSession:
         progress.set_token_counter(self._fresh_tokens)
         runner = _SessionRunner(self, progress)
         suffix = f"_{uuid.uuid4().hex[:10]}"
-        statement = prepare_sql(parsed.duckdb_sql, suffix) if parsed.ai_ops else parsed.duckdb_sql
-        limit = None
-        if parsed.ai_ops:
-            statement, limit = push_limit(statement)
+        statement, limit = parsed.duckdb_sql, None
+        if parsed.ai_ops:  # read once; the statements DuckDB runs are derived from this tree
+            tree, limit = push_limit(read_statement(parsed.duckdb_sql))
+            statement = emit(prepare(tree, suffix))
         lock = device_lock(self.device)
         udf_lock = StatementLock(lock)
         names = register_udfs(self.con, parsed.ai_ops, store, runner, udf_lock, suffix)
@@ -132,8 +135,7 @@ class QuailSession:
             if keyed:
                 names += register_keyed_udfs(self.con, parsed.ai_ops, store, keyed,
                                              self.report, suffix)
-                statement, _ = push_limit(prepare_sql(parsed.duckdb_sql, suffix,
-                                                      frozenset(keyed)))
+                statement = emit(prepare(tree, suffix, frozenset(keyed)))
             with self.report.phase("statement"):
                 table = query_arrow(self.con, statement)
         except QuailError:

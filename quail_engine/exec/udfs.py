@@ -36,13 +36,22 @@ def sql_type(op) -> str:
     return t if t in _ARROW else "VARCHAR"
 
 
-def prepare_sql(duckdb_sql: str, suffix: str = "", keyed: frozenset[int] = frozenset()) -> str:
-    """Cast every argument of every quail_ai_<id>(...) call to VARCHAR and rename the call to
-    quail_ai_<id><suffix>. DuckDB functions live in the database's catalog, shared by every
-    cursor: a per-execution suffix keeps concurrent statements from clashing. Operators in
-    `keyed` (exec/keyed_answers.py) call quail_ai_<id>_k<suffix> on their arguments' hashes."""
+def read_statement(duckdb_sql: str) -> exp.Expression:
+    """The statement's tree, read once per execution: the statement DuckDB runs (`prepare`,
+    `limit_pushdown.push_limit`) and its keyed variant are derived from it."""
     with deep_stack():  # the front end reads nesting up to its limit; so must this
-        tree = sqlglot.parse_one(duckdb_sql, read="duckdb")
+        return sqlglot.parse_one(duckdb_sql, read="duckdb")
+
+
+def prepare(tree: exp.Expression, suffix: str = "",
+            keyed: frozenset[int] = frozenset()) -> exp.Expression:
+    """A copy of `tree` with every argument of every quail_ai_<id>(...) call cast to VARCHAR and
+    the call renamed to quail_ai_<id><suffix>. DuckDB functions live in the database's catalog,
+    shared by every cursor: a per-execution suffix keeps concurrent statements from clashing.
+    Operators in `keyed` (exec/keyed_answers.py) call quail_ai_<id>_k<suffix> on their
+    arguments' hashes."""
+    with deep_stack():
+        tree = tree.copy()
         for call in list(tree.find_all(exp.Anonymous)):
             m = _NAME.match(call.name or "")
             if not m:
@@ -54,7 +63,18 @@ def prepare_sql(duckdb_sql: str, suffix: str = "", keyed: frozenset[int] = froze
             else:
                 call.set("this", f"{call.name.lower()}{suffix}")
             call.set("expressions", args)
+        return tree
+
+
+def emit(tree: exp.Expression) -> str:
+    """The DuckDB SQL of a statement tree (`quail_ai_<id>` keeps its lower-case spelling)."""
+    with deep_stack():
         return tree.sql(dialect="duckdb", normalize_functions=False)
+
+
+def prepare_sql(duckdb_sql: str, suffix: str = "", keyed: frozenset[int] = frozenset()) -> str:
+    """`prepare` over SQL text: a relation's own scan SQL that calls AI functions."""
+    return emit(prepare(read_statement(duckdb_sql), suffix, keyed))
 
 
 def register_udfs(con, ai_ops, store: AnswerStore, runner: OpRunner,

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import re
 from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
 logger = AdapterLogger("Quail")
 REGISTRY = "main.quail_ai_functions"
-_CALL = re.compile(r"\bquail_ai_(\d+)\s*\(", re.I)
 
 
 def register_ai_functions(database: Any, runner: Any) -> None:
