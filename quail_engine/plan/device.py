@@ -23,6 +23,7 @@ from quail_engine.settings import (
     cpuinfo_fields,
     gpu_name,
     isa_cap,
+    resolve_device,
 )
 
 log = logging.getLogger(__name__)
@@ -200,10 +201,12 @@ def cpu_spec(refresh: bool = False, dtype: str | None = None) -> DeviceSpec:
 
 
 def device_spec(name: str, precision: str = "bf16", datasheet: bool = False) -> DeviceSpec:
-    """`cpu`, `cuda` / `cuda:N` (the GPU torch sees, by its model name: see `gpu_spec`), or a
-    name from DEVICES. On a GPU, `precision` picks the peak of the GEMMs that run (fp8 for fp8
-    and fp8-mlp), and `datasheet` the vendor's figures instead of the sustained ones."""
-    if name in ("cpu", "auto"):
+    """`cpu`, `cuda` / `cuda:N` (the GPU torch sees, by its model name: see `gpu_spec`), `auto`
+    (settings.resolve_device), or a name from DEVICES. On a GPU, `precision` picks the peak of
+    the GEMMs that run (fp8 for fp8 and fp8-mlp), and `datasheet` the vendor's figures instead
+    of the sustained ones."""
+    name = resolve_device(name)
+    if name == "cpu":
         return cpu_spec()
     if name == "cuda" or name.startswith("cuda:"):
         return gpu_spec(gpu_name(name), precision, datasheet)

@@ -51,3 +51,16 @@ def test_cuda_device_spec_reads_the_gpu_name(monkeypatch):
     monkeypatch.setattr(device, "gpu_name", lambda name: asked.append(name) or "NVIDIA A10G")
     assert device_spec("cuda:1").name == "NVIDIA A10G as h200-sustained"
     assert asked == ["cuda:1"]
+
+
+
+CPU = object()
+
+
+@pytest.mark.parametrize("resolved,expected", [("cuda", H200), ("cpu", CPU)])
+def test_auto_is_the_device_the_session_resolves(resolved, expected, monkeypatch):
+    # before: `auto` was always costed as the CPU, even on a GPU machine
+    monkeypatch.setattr(device, "resolve_device", lambda name: resolved if name == "auto" else name)
+    monkeypatch.setattr(device, "gpu_name", lambda name: "NVIDIA H200")
+    monkeypatch.setattr(device, "cpu_spec", lambda: CPU)
+    assert device_spec("auto") is expected
