@@ -8,7 +8,7 @@ not.
 from __future__ import annotations
 
 from quail_engine.exec.answer_store import AnswerStore
-from quail_engine.exec.config import SessionConfig, resolve_device
+from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.core_runner import pair_fractions, planned_core
 from quail_engine.exec.estimates import op_infos
 from quail_engine.exec.prompt_text import PromptText
@@ -16,6 +16,7 @@ from quail_engine.exec.prompts import OpPrompt
 from quail_engine.exec.scans import load_scan
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.planner import plan_core
+from quail_engine.settings import resolve_device
 from quail_engine.sql.ir import binding_column
 
 CHARS_PER_TOKEN = 4

@@ -9,24 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from quail_engine.settings import cache_path
+from quail_engine.settings import DEFAULT_PRECISION, Precision, cache_path, resolve_device
 
 
 def default_cache_dir() -> Path:
     """The answer cache when none is given: <cache root>/answers."""
     return cache_path("answers")
-
-
-def resolve_device(device: str) -> str:
-    """`auto` as `cuda` when torch sees a GPU, else `cpu`; any other name unchanged."""
-    if device != "auto":
-        return device
-    try:
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    except ImportError:
-        return "cpu"
 
 
 @dataclass(frozen=True)
@@ -42,7 +30,7 @@ class SessionConfig:
 
     model: str = "default"
     device: str = "auto"
-    precision: str = "bf16"
+    precision: Precision = DEFAULT_PRECISION
     cache_dir: str | Path | None = None
     use_cache: bool = True
     on_long: str = "truncate"

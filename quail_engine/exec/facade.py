@@ -20,10 +20,11 @@ from functools import cache
 from typing import Any
 
 from quail_engine.errors import ExecutionError, ModelError, QuailError, SqlError
-from quail_engine.exec.config import SessionConfig, default_cache_dir, resolve_device
+from quail_engine.exec.config import SessionConfig, default_cache_dir
 from quail_engine.exec.model_check import describe_model, ensure_converted
 from quail_engine.exec.stage_routing import route_stages
 from quail_engine.exec.user_errors import MissingTableError
+from quail_engine.settings import resolve_device
 
 __all__ = [
     "ExecutionError", "MissingTableError", "ModelError", "QuailError", "RowAnswers",
