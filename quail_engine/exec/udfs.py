@@ -13,6 +13,7 @@ import inspect
 import logging
 import re
 import threading
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -77,19 +78,41 @@ def prepare_sql(duckdb_sql: str, suffix: str = "", keyed: frozenset[int] = froze
     return emit(prepare(read_statement(duckdb_sql), suffix, keyed))
 
 
+def ai_function(op, answer: Callable[[list[tuple]], Sequence[object]]) -> Callable:
+    """`op` as a DuckDB Arrow function: each vector's distinct argument tuples are answered by
+    one `answer(rows)` call (an answer per tuple) and spread back over the vector's rows."""
+    arrow_type = _ARROW[sql_type(op)]
+
+    def fn(*arrays):
+        rows, inverse = _distinct_rows(arrays)
+        answers = pa.array(answer(rows), type=arrow_type)
+        return answers if inverse is None else answers.take(inverse)
+
+    # duckdb counts the function's parameters: give it one per binding
+    fn.__signature__ = inspect.Signature(
+        [inspect.Parameter(f"b{i}", inspect.Parameter.POSITIONAL_ONLY)
+         for i in range(len(op.bindings))])
+    return fn
+
+
+def create_ai_function(con, name: str, op,
+                       answer: Callable[[list[tuple]], Sequence[object]]) -> str:
+    """Register `ai_function(op, answer)` on `con` as `name`, one VARCHAR parameter per binding
+    (`prepare` casts the arguments); returns `name`. The one factory of the executor's
+    statements and of the dbt adapter's view functions."""
+    con.create_function(name, ai_function(op, answer), ["VARCHAR"] * len(op.bindings),
+                        sql_type(op), type="arrow", side_effects=False)
+    return name
+
+
 def register_udfs(con, ai_ops, store: AnswerStore, runner: OpRunner,
                   lock: threading.Lock | None = None, suffix: str = "") -> list[str]:
     """Register `quail_ai_<id><suffix>` for every operator of the query on `con`; returns the
     names (pass them to `unregister_udfs` when the statement is done)."""
     lock = lock or threading.Lock()
-    names = []
-    for op_id, op in enumerate(ai_ops):
-        name = f"quail_ai_{op_id}{suffix}"
-        names.append(name)
-        con.create_function(name, _udf(op_id, op, store, runner, lock),
-                            ["VARCHAR"] * len(op.bindings), sql_type(op), type="arrow",
-                            side_effects=False)
-    return names
+    return [create_ai_function(con, f"quail_ai_{op_id}{suffix}", op,
+                               _stored_answers(op_id, op, store, runner, lock))
+            for op_id, op in enumerate(ai_ops)]
 
 
 def register_keyed_udfs(con, ai_ops, store: AnswerStore, maps: dict, report,
@@ -116,8 +139,8 @@ def unregister_udfs(con, names) -> None:
             log.debug("could not remove function %s", name)
 
 
-def _udf(op_id: int, op, store: AnswerStore, runner: OpRunner, lock: threading.Lock):
-    arrow_type = _ARROW[sql_type(op)]
+def _stored_answers(op_id: int, op, store: AnswerStore, runner: OpRunner,
+                    lock: threading.Lock) -> Callable[[list[tuple]], list[object]]:
     guarded = op.op in ("ai_filter", "ai_join")
 
     def ask(missing: list[tuple]) -> list[object]:
@@ -129,17 +152,11 @@ def _udf(op_id: int, op, store: AnswerStore, runner: OpRunner, lock: threading.L
         runner.report.op(op_id, op.op).skipped += len(missing)
         return [False] * len(missing)
 
-    def fn(*arrays):
-        rows, inverse = _distinct_rows(arrays)
+    def answer(rows: list[tuple]) -> list[object]:
         store.fill(op_id, rows, skip if guarded and op_id in store.complete else ask)
-        answers = pa.array([store.get(op_id, r) for r in rows], type=arrow_type)
-        return answers if inverse is None else answers.take(inverse)
+        return [store.get(op_id, r) for r in rows]
 
-    # duckdb counts the function's parameters: give it one per binding
-    fn.__signature__ = inspect.Signature(
-        [inspect.Parameter(f"b{i}", inspect.Parameter.POSITIONAL_ONLY)
-         for i in range(len(op.bindings))])
-    return fn
+    return answer
 
 
 def _distinct_rows(arrays) -> tuple[list[tuple], pa.Array | None]:

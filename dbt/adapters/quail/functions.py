@@ -10,7 +10,7 @@ the executor's OpRunner, holding the device's lock.
 from __future__ import annotations
 
 import hashlib
-import inspect
+from functools import partial
 from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -38,34 +38,10 @@ def _stable_name(dialect: str, op: Any) -> str:
 
 
 def _register(cursor: Any, named_ops: Any, runner: Any) -> None:
-    from quail_engine.exec.udfs import sql_type
+    from quail_engine.exec.udfs import create_ai_function
 
     for name, op in named_ops:
         try:
-            cursor.create_function(name, _vector_function(op, runner),
-                                   ["VARCHAR"] * len(op.bindings), sql_type(op), type="arrow",
-                                   side_effects=False)
+            create_ai_function(cursor, name, op, partial(runner.answer_rows, op))
         except Exception as exc:  # noqa: BLE001 - already registered on this database
             logger.debug(f"{name} not registered again: {exc}")
-
-
-def _vector_function(op: Any, runner: Any) -> Any:
-    import pyarrow as pa
-
-    from quail_engine.exec.udfs import sql_type
-
-    arrow_type = {"BOOLEAN": pa.bool_(), "DOUBLE": pa.float64(), "FLOAT": pa.float64(),
-                  "VARCHAR[]": pa.list_(pa.string()), "BIGINT": pa.int64(),
-                  "INTEGER": pa.int64()}.get(sql_type(op), pa.string())
-
-    def answer_vector(*arrays: Any) -> Any:
-        rows = list(zip(*(a.to_pylist() for a in arrays)))
-        unique = list(dict.fromkeys(rows))
-        answers = dict(zip(unique, runner.answer_rows(op, unique)))
-        return pa.array([answers[r] for r in rows], type=arrow_type)
-
-    # duckdb counts the function's parameters: give it one per binding (a bare *arrays has none)
-    answer_vector.__signature__ = inspect.Signature(
-        [inspect.Parameter(f"b{i}", inspect.Parameter.POSITIONAL_ONLY)
-         for i in range(len(op.bindings))])
-    return answer_vector
