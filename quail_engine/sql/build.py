@@ -18,9 +18,16 @@ from quail_engine.sql.validate import (
 )
 
 OUTPUT_TYPES = {
-    OpKind.AI_FILTER: "BOOLEAN", OpKind.AI_JOIN: "BOOLEAN", OpKind.AI_CLASSIFY: "VARCHAR", OpKind.AI_SCORE: "DOUBLE",
-    OpKind.AI_GENERATE: "VARCHAR", OpKind.AI_EXTRACT: "JSON", OpKind.AI_AGGREGATE: "VARCHAR",
-    OpKind.AI_EMBED: "FLOAT[]", OpKind.AI_SIMILARITY: "DOUBLE", OpKind.AI_COUNT_TOKENS: "BIGINT",
+    OpKind.AI_FILTER: "BOOLEAN",
+    OpKind.AI_JOIN: "BOOLEAN",
+    OpKind.AI_CLASSIFY: "VARCHAR",
+    OpKind.AI_SCORE: "DOUBLE",
+    OpKind.AI_GENERATE: "VARCHAR",
+    OpKind.AI_EXTRACT: "JSON",
+    OpKind.AI_AGGREGATE: "VARCHAR",
+    OpKind.AI_EMBED: "FLOAT[]",
+    OpKind.AI_SIMILARITY: "DOUBLE",
+    OpKind.AI_COUNT_TOKENS: "BIGINT",
 }
 AGGREGATE_OPS = (OpKind.AI_AGGREGATE,)
 

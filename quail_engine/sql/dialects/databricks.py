@@ -122,23 +122,23 @@ def _one(task: str | None, op: str = OpKind.AI_GENERATE):
 
 def _build_sentiment(call: Call) -> Built:
     a = bind(call, Signature(("content",), 1), NAME)
-    return make(OpKind.AI_CLASSIFY, normalize(a["content"], call.name, NAME), call, task="sentiment",
-                labels=tuple(Label(x) for x in SENTIMENT_LABELS[NAME]))
+    return make(OpKind.AI_CLASSIFY, normalize(a["content"], call.name, NAME), call,
+                task="sentiment", labels=tuple(Label(x) for x in SENTIMENT_LABELS[NAME]))
 
 
 def _build_summarize(call: Call) -> Built:
     a = bind(call, Signature(("content", "max_words"), 1), NAME)
     words = a.get("max_words")
     args = () if words is None else (("max_words", str(whole(words, "max_words", call))),)
-    return make(OpKind.AI_GENERATE, normalize(a["content"], call.name, NAME), call, task="summarize",
-                task_args=args)
+    return make(OpKind.AI_GENERATE, normalize(a["content"], call.name, NAME), call,
+                task="summarize", task_args=args)
 
 
 def _build_translate(call: Call) -> Built:
     a = bind(call, Signature(("content", "to_lang"), 2), NAME)
     lang = string(a["to_lang"], "to_lang", call.name, NAME)
-    return make(OpKind.AI_GENERATE, normalize(a["content"], call.name, NAME), call, task="translate",
-                task_args=(("target_language", lang),))
+    return make(OpKind.AI_GENERATE, normalize(a["content"], call.name, NAME), call,
+                task="translate", task_args=(("target_language", lang),))
 
 
 def _build_similarity(call: Call) -> Built:
@@ -203,7 +203,8 @@ def unwrap(built: Built, node: exp.Expr) -> tuple[exp.Expr, str | None, Built]:
     op, parent = built.op, node.parent
     if isinstance(parent, exp.EQ) and (_is_yes(parent.expression) or _is_yes(parent.this)):
         names = [lb.name.lower() for lb in op.labels or ()]
-        if op.op == OpKind.AI_CLASSIFY and op.task is None and not op.multi and names == ["yes", "no"]:
+        is_yes_no = names == ["yes", "no"]
+        if op.op == OpKind.AI_CLASSIFY and op.task is None and not op.multi and is_yes_no:
             return parent, f"{NAME}:ai_classify=yes", _as_filter(built, f"{NAME}:ai_classify=yes")
         if op.op == OpKind.AI_GENERATE and op.task is None and built.shape is None:
             return parent, f"{NAME}:ai_query=yes", _as_filter(built, f"{NAME}:ai_query=yes")

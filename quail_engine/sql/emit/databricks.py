@@ -133,11 +133,15 @@ def _none(fn: str, why: str):
 
 
 EMITTERS = {
-    OpKind.AI_FILTER: _filter, OpKind.AI_JOIN: _filter, OpKind.AI_CLASSIFY: _classify, OpKind.AI_SCORE: _score,
-    OpKind.AI_GENERATE: _generate, OpKind.AI_EXTRACT: _extract,
+    OpKind.AI_FILTER: _filter,
+    OpKind.AI_JOIN: _filter,
+    OpKind.AI_CLASSIFY: _classify,
+    OpKind.AI_SCORE: _score,
+    OpKind.AI_GENERATE: _generate,
+    OpKind.AI_EXTRACT: _extract,
     OpKind.AI_AGGREGATE: _none("ai_aggregate", "Databricks has no AI aggregate function"),
-    OpKind.AI_EMBED: _none("ai_embed", "Databricks has no embedding function (only ai_query against "
-                      "an embedding endpoint)"),
+    OpKind.AI_EMBED: _none("ai_embed", "Databricks has no embedding function (only ai_query "
+                           "against an embedding endpoint)"),
     OpKind.AI_SIMILARITY: _similarity,
     OpKind.AI_COUNT_TOKENS: _none("ai_count_tokens", "Databricks has no token-counting function"),
 }

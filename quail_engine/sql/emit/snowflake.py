@@ -144,9 +144,16 @@ def _count_tokens(op: AiOp, args: list[str]) -> str:
 
 
 EMITTERS = {
-    OpKind.AI_FILTER: _filter, OpKind.AI_JOIN: _filter, OpKind.AI_CLASSIFY: _classify, OpKind.AI_SCORE: _score,
-    OpKind.AI_GENERATE: _generate, OpKind.AI_EXTRACT: _extract, OpKind.AI_AGGREGATE: _aggregate,
-    OpKind.AI_EMBED: _embed, OpKind.AI_SIMILARITY: _similarity, OpKind.AI_COUNT_TOKENS: _count_tokens,
+    OpKind.AI_FILTER: _filter,
+    OpKind.AI_JOIN: _filter,
+    OpKind.AI_CLASSIFY: _classify,
+    OpKind.AI_SCORE: _score,
+    OpKind.AI_GENERATE: _generate,
+    OpKind.AI_EXTRACT: _extract,
+    OpKind.AI_AGGREGATE: _aggregate,
+    OpKind.AI_EMBED: _embed,
+    OpKind.AI_SIMILARITY: _similarity,
+    OpKind.AI_COUNT_TOKENS: _count_tokens,
 }
 
 
