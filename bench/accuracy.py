@@ -42,7 +42,7 @@ def score(predicted: list, truth: list) -> dict:
 
 
 def evaluate(engine, reviews: list[dict], facts: list[dict]) -> dict:
-    from quail_engine.infer import ask
+    from bench import ask
 
     texts = [r["text"] for r in reviews]
     is_pos = [r["sentiment"] == "positive" for r in reviews]
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
 
-    from quail_engine.infer import ask
+    from bench import ask
     from quail_engine.infer.engine import LocalEngine
 
     reviews, facts = load_rows()

@@ -174,7 +174,7 @@ def _variant_model(model: nn.Module, variant: str) -> nn.Module:
 
 
 def trained(spec: str, num_prompts: int) -> dict:
-    from quail_engine.infer import ask
+    from bench import ask
     from quail_engine.infer.engine import LocalEngine
 
     reviews, _ = load_rows()
@@ -202,7 +202,7 @@ def trained(spec: str, num_prompts: int) -> dict:
 
 
 def random_shape(shape: str, num_prompts: int) -> dict:
-    from quail_engine.infer.gpu.random_weights import random_state_dict, shape_config
+    from bench.random_weights import random_state_dict, shape_config
     from quail_engine.infer.models import build_model
 
     config = shape_config(shape)

@@ -28,8 +28,8 @@ from bench.gpu.workloads import (  # noqa: E402
     join_requested_tokens,
     join_work,
 )
+from bench.random_weights import random_state_dict, shape_config  # noqa: E402
 from quail_engine.infer.gpu.engine import build_gpu_model  # noqa: E402
-from quail_engine.infer.gpu.random_weights import random_state_dict, shape_config  # noqa: E402
 
 log = logging.getLogger("gpu_bench")
 

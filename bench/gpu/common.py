@@ -96,8 +96,8 @@ def env_info() -> dict:
 
 def random_gpu_model(shape: str = "qwen3-4b", fp8: bool = True, kv_fraction: float = 0.5):
     """-> (config, GpuCausalLM on random bf16 weights of `shape`, seed 0)."""
+    from bench.random_weights import random_state_dict, shape_config
     from quail_engine.infer.gpu.engine import build_gpu_model
-    from quail_engine.infer.gpu.random_weights import random_state_dict, shape_config
     config = shape_config(shape)
     sd = random_state_dict(config, seed=0, device="cuda", dtype=torch.bfloat16)
     return config, build_gpu_model(config, sd, fp8=fp8, kv_fraction=kv_fraction)

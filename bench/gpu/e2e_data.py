@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from quail_engine.infer.gpu.random_weights import random_state_dict, shape_config
+from bench.random_weights import random_state_dict, shape_config
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                    "chat_template.jinja")

@@ -5,10 +5,10 @@ import pytest
 import torch
 from kernel_checks import fp32_tol, rel_err
 
+from bench.random_weights import random_state_dict
 from quail_engine.infer.config import ModelConfig
 from quail_engine.infer.gpu.model import GpuCausalLM
 from quail_engine.infer.gpu.paged_kv import PagedKVArena
-from quail_engine.infer.gpu.random_weights import random_state_dict
 from quail_engine.infer.models import build_model
 
 TINY = {

@@ -48,9 +48,6 @@ class PagedPrefix:
             return True
         return False
 
-    def block_row(self, device: torch.device) -> torch.Tensor:
-        return torch.tensor(self.pages, dtype=torch.int32, device=device)
-
     def slots(self) -> torch.Tensor:
         """[num_tokens] flat slot index (page * page_size + offset) of every token."""
         size = self.arena.page_size

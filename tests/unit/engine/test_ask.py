@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from quail_engine.infer import ask
+from bench import ask
 from quail_engine.infer.api import BooleanReadout, Request
 
 DOCS = ["the movie was great", "the film was awful", "a bad movie", "good"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from quail_engine.infer import ask
+from bench import ask
 from quail_engine.infer.api import BooleanReadout, LabelReadout, Request
 from quail_engine.infer.decode import DecodeSeq, greedy_decode
 from quail_engine.infer.runner import SeqJob
