@@ -15,6 +15,7 @@ import os
 import sys
 import traceback
 
+from quail_engine.cli.stages import show_stages
 from quail_engine.errors import QuailError, shorten
 
 COMMANDS = ("query", "explain", "transpile")
@@ -29,31 +30,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def show_stages(args: argparse.Namespace) -> None:
-    """Stage messages of the lower layers (logger `quail_engine.stage`: converting and
-    loading the model, the CPU probe) show in the progress display on stderr, with or
-    without -v; --quiet silences them. Log lines go above a live progress bar."""
-    from quail_engine.exec.stage_routing import (
-        STAGE_LOGGER,
-        StderrAboveBar,
-        route_stages,
-        show_stage,
-    )
-
-    quiet = bool(getattr(args, "quiet", False))
-    route_stages(None if quiet else show_stage)
-    for handler in logging.getLogger().handlers:
-        if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stderr:
-            handler.setStream(StderrAboveBar())
-            if not quiet:  # shown once, by the progress display
-                handler.addFilter(lambda record: record.name != STAGE_LOGGER)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    show_stages(args)
+    show_stages(bool(getattr(args, "quiet", False)))
     try:
         return int(args.run(args) or 0)
     except QuailError as exc:

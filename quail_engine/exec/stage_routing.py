@@ -1,17 +1,15 @@
-"""Where stage messages and log lines go while a query runs.
+"""Where stage messages go while a query runs.
 
 Lower layers (infer/, plan/) never import exec/: they log stage messages (converting and
 loading the model, the CPU probe) at INFO on the logger `quail_engine.stage`.
-`route_stages(sink)` sends those records to `sink(text)`: the CLI passes `show_stage` (the
-most recently opened `progress.Progress` still open, else a plain line on stderr), the dbt
-adapter its AdapterLogger. The CLI's own log handler writes to `StderrAboveBar()`, so a
-warning or a -v line lands above a live progress bar rather than through it.
+`route_stages(sink)` sends those records to `sink(text)`: the CLI passes its
+`cli/stages.show_stage` (into the open progress display, `active()`), the dbt adapter its
+AdapterLogger.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -42,19 +40,6 @@ def active():
     return None
 
 
-def show_stage(text: str) -> None:
-    """A stage message for the person at the terminal: into the open display, else a line."""
-    progress = active()
-    if progress is not None:
-        progress.stage(text)
-        return
-    try:
-        sys.stderr.write(f"quail: {text}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-
-
 class _StageHandler(logging.Handler):
     def __init__(self, sink: Callable[[str], None]):
         super().__init__(logging.INFO)
@@ -76,18 +61,3 @@ def route_stages(sink: Callable[[str], None] | None) -> None:
     if sink is not None:
         logger.addHandler(_StageHandler(sink))
     logger.setLevel(logging.NOTSET if sink is None else logging.INFO)
-
-
-class StderrAboveBar:
-    """stderr for log handlers (warnings, -v): each line goes above the open display's live
-    bar, instead of through it."""
-
-    def write(self, text: str) -> None:
-        progress = active()
-        if progress is not None and progress.mode == "bar":
-            progress.print_above(text)
-        else:
-            sys.stderr.write(text)
-
-    def flush(self) -> None:
-        sys.stderr.flush()
