@@ -7,7 +7,9 @@
   identity, config; no weights) and its engine, for callers that share them between sessions.
 - `RowAnswers`: one AI operator's answers for rows of values, outside a planned statement.
 - `describe_model`, `ensure_converted`: the model check of `dbt debug` (no weights loaded).
-- `to_duckdb_sql`, `has_ai_calls`, `with_dialect_hint`: the SQL front end as callers need it.
+- `create_ai_function`: one AI operator as a DuckDB function (views' functions in dbt).
+- `to_duckdb_sql`, `has_ai_calls`, `ai_ops`, `with_dialect_hint`: the SQL front end as callers
+  need it.
 - the errors a session raises: QuailError and its kinds.
 
 Heavy modules (DuckDB, the session, the engine) are imported on first use, not here.
@@ -27,7 +29,7 @@ from quail_engine.exec.user_errors import MissingTableError
 from quail_engine.settings import resolve_device
 
 __all__ = [
-    "ExecutionError", "MissingTableError", "ModelError", "QuailError", "RowAnswers",
+    "ExecutionError", "ai_ops", "create_ai_function", "MissingTableError", "ModelError", "QuailError", "RowAnswers",
     "SessionConfig", "SqlError", "connect", "default_cache_dir", "describe_model", "ensure_converted",
     "has_ai_calls", "load_engine", "model_text", "open_session", "resolve_device",
     "route_stages", "to_duckdb_sql", "with_dialect_hint",
@@ -127,6 +129,22 @@ class RowAnswers:
             self._runner = OpRunner(self._engine(), AnswerCache.in_dir(self.config.answers_dir),
                                     Report())
         return self._runner
+
+
+def create_ai_function(con: Any, name: str, op: Any,
+                       answer: Callable[[list[tuple]], Any]) -> str:
+    """Register the AI operator `op` on the DuckDB connection `con` as the function `name`,
+    answering each vector's distinct argument tuples with one `answer(rows)` call."""
+    from quail_engine.exec.udfs import create_ai_function as create
+
+    return create(con, name, op, answer)
+
+
+def ai_ops(sql: str, dialect: str) -> tuple:
+    """The AI operators (sql.ir.AiOp) of `sql` read as `dialect`."""
+    from quail_engine.sql.query import parse
+
+    return tuple(parse(sql, dialect).ai_ops)
 
 
 def to_duckdb_sql(sql: str, dialect: str) -> str:
