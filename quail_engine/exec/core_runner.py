@@ -22,6 +22,7 @@ from quail_engine.exec.scans import ScanData, load_scan, op_values
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.planner import plan_core
+from quail_engine.sql.ir import binding_column
 
 log = logging.getLogger(__name__)
 CHUNK_ROWS = 256
@@ -96,7 +97,7 @@ class CoreRunner:
                 continue
             columns = []
             for i in range(len(op.bindings)):
-                col = f"b_{op_id}_{i}"
+                col = binding_column(op_id, i)
                 scan = next(s for s in scans.values() if col in s.columns)
                 columns.append([r[col] for r in scan.rows])
             self.store.keyed[op_id] = slot_maps(self.con, columns)
@@ -199,7 +200,7 @@ class CoreRunner:
 def _precomputable(op_id: int, op, scans: dict[str, ScanData]) -> bool:
     """Every binding of `op` is a scan column of some relation of the core."""
     return bool(op.bindings) and all(
-        any(f"b_{op_id}_{i}" in s.columns for s in scans.values())
+        any(binding_column(op_id, i) in s.columns for s in scans.values())
         for i in range(len(op.bindings)))
 
 

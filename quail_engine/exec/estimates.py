@@ -15,15 +15,16 @@ from quail_engine.exec.scans import ScanData, op_values
 from quail_engine.plan.build import doc_key
 from quail_engine.plan.context import OpInfo
 from quail_engine.plan.selectivity import estimate, sample_size
+from quail_engine.sql.ir import PREDICATE_KINDS, OpKind, binding_column
 
 TOKEN_SAMPLE = 16
 
 
 def binding_alias(op_id: int, index: int, scans: dict[str, ScanData]) -> str:
     for alias, scan in scans.items():
-        if f"b_{op_id}_{index}" in scan.columns:
+        if binding_column(op_id, index) in scan.columns:
             return alias
-    raise KeyError(f"b_{op_id}_{index}")
+    raise KeyError(binding_column(op_id, index))
 
 
 def spread(n: int, k: int) -> list[int]:
@@ -40,7 +41,7 @@ def _token_lengths(op_id: int, op, scans, runner: OpRunner) -> tuple[dict[str, f
     tokens: dict[str, float] = {}
     for alias, slots in by_alias.items():
         scan = scans[alias]
-        texts = ["\n\n".join(str(scan.rows[r][f"b_{op_id}_{i}"] or "") for i in slots)
+        texts = ["\n\n".join(str(scan.rows[r][binding_column(op_id, i)] or "") for i in slots)
                  for r in spread(len(scan.rows), TOKEN_SAMPLE)]
         lengths = [len(t) for t in runner.text.tokenize(texts)] if texts else [0]
         tokens[alias] = sum(lengths) / max(1, len(lengths))
@@ -67,7 +68,7 @@ def _stem_tokens(op_id: int, op, scans, runner: OpRunner) -> dict[str, float]:
             continue
         suffixes = []
         for r in rows:
-            values = [scans[partner].rows[r].get(f"b_{op_id}_{i}", "") for i in
+            values = [scans[partner].rows[r].get(binding_column(op_id, i), "") for i in
                       range(len(op.bindings))]
             suffixes.append(layout.texts(["" if v is None else v for v in values])[1])
         a, b = runner.text.tails(suffixes)
@@ -102,7 +103,7 @@ def _sample_join(op_id: int, op, scans, runner: OpRunner, store: AnswerStore,
     values = []
     for i, j in pairs:
         row = {**b.rows[j], **a.rows[i]}
-        values.append(tuple(row[f"b_{op_id}_{n}"] for n in range(len(op.bindings))))
+        values.append(tuple(row[binding_column(op_id, n)] for n in range(len(op.bindings))))
     store.fill(op_id, values, lambda need: runner.answer(op_id, runner.layout(op), need))
     known = [store.get(op_id, v) for v in values]
     known = [x for x in known if x is not None]
@@ -117,12 +118,12 @@ def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], r
         tokens, question = _token_lengths(op_id, op, scans, runner)
         aliases = tuple(tokens)
         hits, n = 0, 0
-        if op.options.selectivity is None and op.op in ("ai_filter", "ai_join"):
+        if op.options.selectivity is None and op.op in PREDICATE_KINDS:
             k = sample_size(num_samples, min(len(scans[a].rows) for a in aliases))
             if k and runner.progress is not None:
                 runner.progress.stage(f"sampling {k} rows to estimate the selectivity of "
                                       f"{op.op} #{op_id}")
-            if k and op.op == "ai_filter":
+            if k and op.op == OpKind.AI_FILTER:
                 hits, n = _sample_filter(op_id, op, scans[aliases[0]], runner, store, k)
             elif k:
                 hits, n = _sample_join(op_id, op, scans, runner, store, k)

@@ -17,6 +17,7 @@ from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.scans import ScanData
 from quail_engine.plan.join_order import JoinStep
 from quail_engine.plan.physical import PhysicalPlan
+from quail_engine.sql.ir import binding_column
 
 log = logging.getLogger(__name__)
 ANCHORS_PER_CHUNK = 128
@@ -25,7 +26,7 @@ ANCHORS_PER_CHUNK = 128
 def _values(op_id: int, op, scans: dict[str, ScanData], row: dict[str, int]) -> tuple:
     out = []
     for i in range(len(op.bindings)):
-        col = f"b_{op_id}_{i}"
+        col = binding_column(op_id, i)
         alias = next(a for a in row if col in scans[a].columns)
         out.append(scans[alias].rows[row[alias]][col])
     return tuple(out)

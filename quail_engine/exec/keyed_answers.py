@@ -19,8 +19,10 @@ import logging
 import numpy as np
 import pyarrow as pa
 
+from quail_engine.sql.ir import PREDICATE_KINDS
+
 log = logging.getLogger(__name__)
-KEYED_KINDS = ("ai_filter", "ai_join")
+KEYED_KINDS = PREDICATE_KINDS
 
 
 def slot_maps(con, columns: list[list[object]]) -> list[dict[int, object]] | None:

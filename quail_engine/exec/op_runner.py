@@ -28,13 +28,14 @@ from quail_engine.exec.report import Report
 from quail_engine.exec.tasks import check_supported
 from quail_engine.infer.api import Answer, GenerateReadout, Request
 from quail_engine.plan.cost import Work
+from quail_engine.sql.ir import PREDICATE_KINDS, OpKind
 
 log = logging.getLogger(__name__)
 QUESTION_RESERVE = 256  # tokens kept free for the question when a document is cut
 BATCH_SECONDS = 5.0     # engine time one batch aims at (answers reach the cache this often)
 FIRST_BATCH = 32        # prompts in the first batch, before the engine's speed is known
 RATE_MIN_TOKENS = 16384  # a smaller batch (a sample) understates the engine's speed
-CALIBRATED = ("ai_filter", "ai_join", "ai_score", "ai_classify")
+CALIBRATED = (*PREDICATE_KINDS, OpKind.AI_SCORE, OpKind.AI_CLASSIFY)
 
 
 class OpRunner:
@@ -102,7 +103,7 @@ class OpRunner:
         arena at once."""
         rep = self.report.op(op_id, layout.op.op)
         check_supported(layout.op)
-        if layout.op.op == "ai_count_tokens":
+        if layout.op.op == OpKind.AI_COUNT_TOKENS:
             return self._count_tokens(layout, rows)
         start = time.perf_counter()
         out: list[object] = [None] * len(rows)

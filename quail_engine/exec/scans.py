@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from quail_engine.exec.user_errors import scan_error
+from quail_engine.sql.ir import binding_column, is_binding_column
 
 
 @dataclass
@@ -58,7 +59,7 @@ def load_scan(con, relation, prepare=None) -> ScanData:
     try:
         probe = con.execute(f"SELECT * FROM ({scan_sql}) AS q LIMIT 0")
         columns = tuple(d[0] for d in probe.description)
-        casts = ", ".join(f'CAST("{c}" AS VARCHAR) AS "{c}"' for c in columns if c.startswith("b_"))
+        casts = ", ".join(f'CAST("{c}" AS VARCHAR) AS "{c}"' for c in columns if is_binding_column(c))
         sql = (f"SELECT * REPLACE ({casts}) FROM ({scan_sql}) AS q" if casts else scan_sql)
         table = query_arrow(con, sql)
     except Exception as exc:  # duckdb raises many types; all mean the scan cannot run
@@ -71,4 +72,4 @@ def load_scan(con, relation, prepare=None) -> ScanData:
 def op_values(scan: ScanData, op_id: int, op, row: int) -> tuple:
     """Binding values of `op` from one scan row (all bindings must be this scan's columns)."""
     r = scan.rows[row]
-    return tuple(r[f"b_{op_id}_{i}"] for i in range(len(op.bindings)))
+    return tuple(r[binding_column(op_id, i)] for i in range(len(op.bindings)))

@@ -23,6 +23,7 @@ from sqlglot import exp
 
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.op_runner import OpRunner
+from quail_engine.sql.ir import PREDICATE_KINDS, placeholder_name
 from quail_engine.sql.nesting import deep_stack
 
 log = logging.getLogger(__name__)
@@ -110,7 +111,7 @@ def register_udfs(con, ai_ops, store: AnswerStore, runner: OpRunner,
     """Register `quail_ai_<id><suffix>` for every operator of the query on `con`; returns the
     names (pass them to `unregister_udfs` when the statement is done)."""
     lock = lock or threading.Lock()
-    return [create_ai_function(con, f"quail_ai_{op_id}{suffix}", op,
+    return [create_ai_function(con, placeholder_name(op_id) + suffix, op,
                                _stored_answers(op_id, op, store, runner, lock))
             for op_id, op in enumerate(ai_ops)]
 
@@ -123,7 +124,7 @@ def register_keyed_udfs(con, ai_ops, store: AnswerStore, maps: dict, report,
 
     names = []
     for op_id, slot in maps.items():
-        name = f"quail_ai_{op_id}_k{suffix}"
+        name = f"{placeholder_name(op_id)}_k{suffix}"
         con.create_function(name, keyed_udf(op_id, ai_ops[op_id], store, slot, report),
                             ["UBIGINT"] * len(slot), "BOOLEAN", type="arrow", side_effects=False,
                             null_handling="special")
@@ -141,7 +142,7 @@ def unregister_udfs(con, names) -> None:
 
 def _stored_answers(op_id: int, op, store: AnswerStore, runner: OpRunner,
                     lock: threading.Lock) -> Callable[[list[tuple]], list[object]]:
-    guarded = op.op in ("ai_filter", "ai_join")
+    guarded = op.op in PREDICATE_KINDS
 
     def ask(missing: list[tuple]) -> list[object]:
         with lock:
