@@ -15,6 +15,8 @@ from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
+from quail_engine import exec as quail
+
 logger = AdapterLogger("Quail")
 REGISTRY = "main.quail_ai_functions"
 
@@ -25,10 +27,8 @@ def register_ai_functions(database: Any, runner: Any) -> None:
         rows = database.execute(f"select distinct dialect, source_sql from {REGISTRY}").fetchall()
     except Exception:  # noqa: BLE001 - no AI view was ever created in this database
         return
-    from quail_engine.sql.query import parse
-
     for dialect, source_sql in rows:
-        ops = parse(source_sql, dialect).ai_ops
+        ops = quail.ai_ops(source_sql, dialect)
         _register(database, ((_stable_name(dialect, op), op) for op in ops), runner)
 
 
@@ -38,10 +38,8 @@ def _stable_name(dialect: str, op: Any) -> str:
 
 
 def _register(cursor: Any, named_ops: Any, runner: Any) -> None:
-    from quail_engine.exec.udfs import create_ai_function
-
     for name, op in named_ops:
         try:
-            create_ai_function(cursor, name, op, partial(runner.answer_rows, op))
+            quail.create_ai_function(cursor, name, op, partial(runner.answer_rows, op))
         except Exception as exc:  # noqa: BLE001 - already registered on this database
             logger.debug(f"{name} not registered again: {exc}")
