@@ -233,6 +233,34 @@ def test_join_anchor_reuses_the_filter_document_kv(con):
     assert engine.resident == 0
 
 
+def test_joins_are_replanned_from_the_filters_observed_survivors(con):
+    """A filter hinted to keep every review keeps four: the plan anchored the join on the three
+    products, and the join runs anchored on the four surviving reviews instead, as the report
+    says; the rows are the reference's."""
+    from dataclasses import replace
+
+    from exec_fakes import Core, Relation
+
+    op_f = bfilter("Mentions BATTERY?", sel=1.0)
+    op_j = ajoin()
+    op_j = replace(op_j, join=replace(op_j.join, equi=()))
+    sql = ("SELECT r.id, p.name FROM reviews AS r JOIN products AS p ON "
+           "quail_ai_1(r.review, p.name) WHERE quail_ai_0(r.review) ORDER BY r.id, p.name")
+    core = Core((Relation("r", "SELECT r.review AS b_0_0, r.review AS b_1_0 FROM reviews r"),
+                 Relation("p", "SELECT p.name AS b_1_1 FROM products p")), (0,), (1,), ())
+    parsed = Parsed("duckdb", sql, (op_f, op_j), sql, (core,))
+    s = session(con, parsed, FakeEngine(), sample_size=0)
+    got = [tuple(r.values()) for r in s.execute(sql).to_pylist()]
+    ref = FakeEngine()
+    expected = sorted((rid, name) for rid, review, _ in REVIEWS for _, name in PRODUCTS
+                      if ask_one_at_a_time(ref, op_f, (review,))
+                      and ask_one_at_a_time(ref, OpPrompt.for_op(op_j, "r").op, (review, name)))
+    assert got == expected and got
+    assert "join #1 p anchor=p" in s.report.plans[0]
+    assert s.report.remarks == ["re-planned joins from observed survivors {'r': 4.0, 'p': 3.0}: "
+                                "r +p ai_join#1(anchor=r) instead of r +p ai_join#1(anchor=p)"]
+
+
 def test_a_fully_cached_query_loads_no_model_and_no_tokenizer(con, tmp_path):
     from quail_engine.exec.prompt_text import PromptText
 
