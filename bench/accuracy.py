@@ -7,7 +7,7 @@ with the content-free "N/A" document):
   knowledge: yes/no world-knowledge questions (reported only; small models are near chance)
 Prompts are the engine's fixed layouts (quail_engine/infer/ask.py); nothing is tuned to this set.
 
-    python bench/accuracy.py        # writes bench/results/cpu-accuracy-<date>.json|md
+    python -m bench accuracy        # writes bench/results/cpu-accuracy-<date>.json|md
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from results_io import write_result  # bench/ is the script's directory
+from bench.results_io import write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "reviews_labelled.jsonl"

@@ -4,7 +4,7 @@ computed), each with the load average beside it, natively and with the ISA cappe
 (`ONEDNN_MAX_CPU_ISA=AVX2`, and the same cap for ATen and MKL) to stand in for a CPU without
 bf16 dot products.
 
-    python bench/cpu_readme_main.py --label after --isa native --isa avx2
+    python -m bench readme-cpu --label after --isa native --isa avx2
 
 `--tree DIR` runs the code of another checkout (e.g. `git archive <commit> | tar -x -C DIR`),
 so a before/after pair measures two fixed commits, not a working tree others are editing.

@@ -38,13 +38,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.gpu.common import Results, out_dir, setup_logging  # noqa: E402
+from bench.gpu.common import setup_logging  # noqa: E402
 from bench.gpu.e2e_data import (  # noqa: E402
     prepare_tokenizer,
     prepare_wheels,
     write_corpora,
     write_model_dir,
 )
+from bench.results_io import Results, out_dir  # noqa: E402
 
 log = logging.getLogger("e2e_gpu")
 

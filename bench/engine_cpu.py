@@ -12,8 +12,8 @@ requested tokens = every prompt token of every request; fresh = tokens actually 
 `--quail-only` skips the transformers baselines; PYTHONPATH=<an older checkout> measures that
 checkout's engine.
 
-    python bench/engine_cpu.py                      # writes bench/results/cpu-<date>.json|md
-    python bench/engine_cpu.py --quail-only --busy 1 --out /tmp/contended.json
+    python -m bench engine-cpu                      # writes bench/results/cpu-<date>.json|md
+    python -m bench engine-cpu --quail-only --busy 1 --out /tmp/contended.json
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 
-from results_io import write_result  # bench/ is the script's directory
+from bench.results_io import write_result
 
 POOL = ("the service product food staff room story price quality delivery screen battery music "
         "plot acting design support order taste view sound menu team value experience time "

@@ -1,6 +1,6 @@
 """fp8 (e4m3) decisions on trained weights vs random weights, on the CPU by emulation.
 
-The GPU check (bench/gpu/model_check.py) measures fp8 decision agreement on random weights
+The GPU check (tests/device/model_check.py) measures fp8 decision agreement on random weights
 only (no checkpoint reaches the GPU machine): 88% on the Qwen3-4B shape, 96% on SmolLM2's.
 This script asks whether that is the rounding of e4m3 itself or the random weights: it runs the
 plain-torch CPU models with every layer projection computed the way the GPU path's fp8 GEMMs
@@ -13,7 +13,7 @@ product in float32) and compares TRUE/FALSE decisions with float32:
   * the product path on trained weights: the calibrated yes/no filter over the labelled
     reviews (tests/data + bench/data), decisions and accuracy.
 
-    python bench/fp8_emulation.py     # writes bench/results/cpu-fp8-emulation-<date>.json|md
+    python -m bench fp8-emulation     # writes bench/results/cpu-fp8-emulation-<date>.json|md
 """
 
 from __future__ import annotations
@@ -21,17 +21,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
-from pathlib import Path
 
 import torch
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from accuracy import DEV, FILTER_Q, load_rows  # noqa: E402  (bench/ is the script's directory)
-from results_io import write_result  # noqa: E402
-
-from quail_engine.infer.gpu.linear import quantize_rows  # noqa: E402
+from bench.accuracy import DEV, FILTER_Q, load_rows
+from bench.results_io import write_result
+from quail_engine.infer.gpu.linear import quantize_rows
 
 FP8 = torch.float8_e4m3fn
 PROJECTIONS = {"all": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
@@ -252,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     torch.manual_seed(0)
     result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-              "command": "python " + " ".join(["bench/fp8_emulation.py", *(argv or sys.argv[1:])]),
+              "command": " ".join(["python -m bench fp8-emulation", *(argv or sys.argv[1:])]),
               "trained": {s: trained(s, args.prompts) for s in args.models},
               "random": {s: random_shape(s, args.prompts) for s in args.random_shapes}}
     write_result(result, "cpu-fp8-emulation", markdown, args.out)

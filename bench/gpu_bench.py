@@ -3,7 +3,7 @@ transformers (sdpa, bf16, padded) and transformers with hand-rolled prefix reuse
 weights of the Qwen3-4B and Qwen3-0.6B shapes. Writes gpu_bench.json and gpu_bench.md under
 $OUT (or bench/results/local) and prints the table last.
 
-    python bench/gpu_bench.py --filter-docs 20000 --join-anchors 500 --join-partners 1100
+    python -m bench gpu --filter-docs 20000 --join-anchors 500 --join-partners 1100
 """
 
 from __future__ import annotations
@@ -13,23 +13,21 @@ import gc
 import json
 import logging
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import torch
 
-import torch  # noqa: E402
-
-from bench.gpu import hf_runs, quail_runs  # noqa: E402
-from bench.gpu.common import Results, env_info, measure_ceilings, out_dir, setup_logging  # noqa: E402
-from bench.gpu.workloads import (  # noqa: E402
+from bench.gpu import hf_runs, quail_runs
+from bench.gpu.common import env_info, measure_ceilings, setup_logging
+from bench.gpu.workloads import (
     filter_flops,
     filter_work,
     join_flops,
     join_requested_tokens,
     join_work,
 )
-from bench.random_weights import random_state_dict, shape_config  # noqa: E402
-from quail_engine.infer.gpu.engine import build_gpu_model  # noqa: E402
+from bench.random_weights import random_state_dict, shape_config
+from bench.results_io import Results, out_dir
+from quail_engine.infer.gpu.engine import build_gpu_model
 
 log = logging.getLogger("gpu_bench")
 
@@ -138,7 +136,7 @@ def main(argv=None) -> int:
     args.dtypes = args.dtypes.split(",")
     setup_logging()
     res = Results("gpu_bench.json")
-    res.data["command"] = " ".join(["python bench/gpu_bench.py", *(argv or sys.argv[1:])])
+    res.data["command"] = " ".join(["python -m bench gpu", *(argv or sys.argv[1:])])
     res.section("env", env_info)
     peaks = res.section("ceilings", measure_ceilings)
     rows: list[dict] = []

@@ -11,7 +11,7 @@
   examples  every examples/<dialect>/<query>.sql through QuailSession (what `quail query` runs),
             scored against tests/data/examples_expected.jsonl.
 
-    python bench/pair_accuracy.py      # writes bench/results/cpu-pair-accuracy-<date>.json|md
+    python -m bench pair-accuracy      # writes bench/results/cpu-pair-accuracy-<date>.json|md
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from results_io import write_result  # bench/ is the script's directory
+from bench.results_io import write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 PAIRS = ROOT / "tests" / "data" / "pairs_labelled.jsonl"

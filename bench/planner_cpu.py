@@ -3,14 +3,13 @@
 order, every prompt encoded in full), same engine, same run. Writes
 bench/results/planner-cpu-<date>.json and .md.
 
-    python bench/planner_cpu.py --rows 200
+    python -m bench planner-cpu --rows 200
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import platform
 import random
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import duckdb
 
+from bench.results_io import write_result
 from quail_engine.exec.session import QuailSession
 from quail_engine.infer.engine import LocalEngine
 from quail_engine.plan.device import cpu_spec
@@ -103,7 +103,7 @@ def main(argv=None) -> int:
         r.pop("result")
     result = {
         "benchmark": "planner_cpu", "date": dt.datetime.now(dt.timezone.utc).isoformat(),
-        "command": " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])]),
+        "command": " ".join(["python -m bench planner-cpu", *(argv or sys.argv[1:])]),
         "machine": {"nproc": os.cpu_count(), "probe_gflops": device.flops / 1e9,
                     "probe_gbytes_s": device.bandwidth / 1e9, "loadavg_before": load_before,
                     "loadavg_after": os.getloadavg(), "python": platform.python_version()},
@@ -114,12 +114,8 @@ def main(argv=None) -> int:
         "fresh_token_ratio": baseline["fresh_tokens"] / max(1, planned["fresh_tokens"]),
         "same_result_rows": same, "result_rows_differing": differing, "all_walls": all_walls,
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"planner-cpu-{dt.date.today().isoformat()}-{args.dtype or 'bfloat16'}"
-    stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    stem.with_suffix(".md").write_text(markdown(result))
-    sys.stdout.write(markdown(result))
+    name = f"planner-cpu-{dt.date.today().isoformat()}-{args.dtype or 'bfloat16'}.json"
+    write_result(result, "planner-cpu", markdown, Path(args.out) / name)
     return 0
 
 

@@ -1,28 +1,15 @@
-"""Shared helpers for the device scripts: timing, ceilings, result logging. Torch + triton only."""
+"""Shared helpers of the GPU suites, probes and device checks: timing, ceilings, environment,
+random-weight models, logging (results: bench/results_io.py)."""
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import sys
 import time
-import traceback
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
 log = logging.getLogger("bench.gpu")
-
-
-def out_dir() -> Path:
-    path = Path(os.environ.get("OUT") or ROOT / "bench" / "results" / "local")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def bench_ms(fn, warmup: int = 25, rep: int = 100) -> float:
@@ -62,29 +49,6 @@ def measure_ceilings() -> dict:
             "bf16_tflops": flops / bf16_ms / 1e9,
             "fp8_tensorwise_tflops": flops / fp8_t_ms / 1e9,
             "fp8_rowwise_tflops": flops / fp8_r_ms / 1e9}
-
-
-class Results:
-    """Sections of a JSON results file, rewritten after each section so a killed run keeps
-    what it measured."""
-
-    def __init__(self, name: str):
-        self.path = out_dir() / name
-        self.data: dict = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-
-    def section(self, key: str, fn, *args, **kwargs):
-        t0 = time.perf_counter()
-        try:
-            value = fn(*args, **kwargs)
-        except Exception as exc:  # report and go on: one broken section must not lose the rest
-            value = {"error": f"{type(exc).__name__}: {exc}",
-                     "trace": traceback.format_exc()[-3000:]}
-            log.error("section %s failed: %s", key, value["error"])
-        self.data[key] = value
-        self.data[key + "_seconds"] = round(time.perf_counter() - t0, 2)
-        self.path.write_text(json.dumps(self.data, indent=1, default=str))
-        log.info("section %s done in %.1fs", key, self.data[key + "_seconds"])
-        return value
 
 
 def env_info() -> dict:

@@ -4,7 +4,7 @@ GEMMs with and without cuBLASLt's fast accumulation. Each row: time, rate, error
 kernel's output (and, where cheap, against the fp32 reference). Used to choose the backends of
 the GPU path (quail_engine/infer/gpu/attention.py).
 
-    python -m bench.gpu.backends [--only new_shapes|ragged]   # writes $OUT/gpu-h200-backends.json
+    python -m bench.probes.backends [--only new_shapes|ragged]   # writes $OUT/gpu-h200-backends.json
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from bench.gpu.common import Results, bench_ms, env_info, measure_ceilings, setup_logging
+from bench.gpu.common import bench_ms, env_info, measure_ceilings, setup_logging
+from bench.results_io import Results
 from quail_kernels.prefix_attention import prefix_attention, prefix_attention_ref
 from quail_kernels.varlen_attention import varlen_attention, varlen_attention_ref
 

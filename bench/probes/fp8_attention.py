@@ -6,20 +6,17 @@ k, v by their amax / 448; softmax probabilities by 448 (they lie in [0, 1]); the
 same inputs: time, TFLOP/s, output and LSE error.
 
 The frontend is not a dependency of the project: carry its wheel (see the device README) and
-    PYTHONPATH=/tmp/site python bench/gpu/fp8_attention.py     # writes $OUT/fp8_attention.json
+    PYTHONPATH=/tmp/site python -m bench.probes.fp8_attention     # writes $OUT/fp8_attention.json
 """
 
 from __future__ import annotations
 
-import sys
 import traceback
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import torch
 
-import torch  # noqa: E402
-
-from bench.gpu.common import Results, bench_ms, setup_logging  # noqa: E402
+from bench.gpu.common import bench_ms, setup_logging
+from bench.results_io import Results
 
 NQ, NK, HQ, HKV, D = 16384, 4096, 32, 8, 128
 SCALE = D ** -0.5

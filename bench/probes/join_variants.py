@@ -2,26 +2,23 @@
 to the Triton tail are fewer than one grain) and query windows of several sizes, and how busy the GPU is during the join (kernel time over wall time), to tell host gaps from
 kernel time.
 
-    python bench/gpu/join_variants.py [--anchors 48]   # writes $OUT/join_variants.json
+    python -m bench.probes.join_variants [--anchors 48]   # writes $OUT/join_variants.json
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import torch
 
-import torch  # noqa: E402
-
-from bench.gpu.common import Results, random_gpu_model, setup_logging  # noqa: E402
-from bench.gpu.quail_runs import _join_waves, run_join  # noqa: E402
-from bench.gpu.workloads import JoinWork, join_requested_tokens, join_work  # noqa: E402
-from quail_engine.infer.api import EngineStats  # noqa: E402
-from quail_engine.infer.gpu.attention import LibPrefix, cudnn_attend  # noqa: E402
-from quail_engine.infer.gpu.runner import GpuRunner  # noqa: E402
+from bench.gpu.common import random_gpu_model, setup_logging
+from bench.gpu.quail_runs import _join_waves, run_join
+from bench.gpu.workloads import JoinWork, join_requested_tokens, join_work
+from bench.results_io import Results
+from quail_engine.infer.api import EngineStats
+from quail_engine.infer.gpu.attention import LibPrefix, cudnn_attend
+from quail_engine.infer.gpu.runner import GpuRunner
 
 
 def busy(model, work: JoinWork) -> dict:

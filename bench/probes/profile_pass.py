@@ -2,27 +2,24 @@
 pass of the filter workload (64k packed tokens) and one join pass (anchor store + partner
 suffixes), bf16 and fp8; plus causal-attention block sizes for one long (anchor) sequence.
 
-    python bench/gpu/profile_pass.py [--dtypes fp8] [--passes-only]
+    python -m bench.probes.profile_pass [--dtypes fp8] [--passes-only]
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections import defaultdict
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import torch
 
-import torch  # noqa: E402
-
-from bench.gpu.common import Results, bench_ms, random_gpu_model, setup_logging  # noqa: E402
-from bench.gpu.quail_runs import ANSWER_IDS  # noqa: E402
-from bench.gpu.workloads import filter_work, join_work  # noqa: E402
-from quail_engine.infer.api import EngineStats  # noqa: E402
-from quail_engine.infer.gpu.runner import GpuRunner  # noqa: E402
-from quail_engine.infer.runner import SeqJob  # noqa: E402
-from quail_kernels.varlen_attention import varlen_attention, varlen_attention_ref  # noqa: E402
+from bench.gpu.common import bench_ms, random_gpu_model, setup_logging
+from bench.gpu.quail_runs import ANSWER_IDS
+from bench.gpu.workloads import filter_work, join_work
+from bench.results_io import Results
+from quail_engine.infer.api import EngineStats
+from quail_engine.infer.gpu.runner import GpuRunner
+from quail_engine.infer.runner import SeqJob
+from quail_kernels.varlen_attention import varlen_attention, varlen_attention_ref
 
 GROUPS = [("cudnn_attention", ("cudnn", "sdpa", "fprop", "fmha")),
           ("gemm", ("gemm", "sm90", "cutlass", "xmma", "nvjet", "scaled_mm", "cublas")),

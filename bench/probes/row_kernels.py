@@ -4,23 +4,19 @@ float32 one), silu_mul (warps), qk_norm_rope (heads per program x warps) and the
 attention's blocks on q/k/v strided inside one QKV buffer, as in the model (200 documents of
 220-420 tokens).
 
-    python bench/gpu/row_kernels.py     # writes $OUT/row_kernels.json
+    python -m bench.probes.row_kernels     # writes $OUT/row_kernels.json
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-import torch  # noqa: E402
-
-from bench.gpu.common import Results, bench_ms, setup_logging  # noqa: E402
-from quail_kernels.add_rmsnorm import add_rmsnorm  # noqa: E402
-from quail_kernels.qk_norm_rope import qk_norm_rope, rope_cos_sin  # noqa: E402
-from quail_kernels.silu_mul import silu_mul  # noqa: E402
-from quail_kernels.varlen_attention import varlen_attention  # noqa: E402
+from bench.gpu.common import bench_ms, setup_logging
+from bench.results_io import Results
+from quail_kernels.add_rmsnorm import add_rmsnorm
+from quail_kernels.qk_norm_rope import qk_norm_rope, rope_cos_sin
+from quail_kernels.silu_mul import silu_mul
+from quail_kernels.varlen_attention import varlen_attention
 
 T, H, INTER, HQ, HKV, D = 65536, 2560, 9728, 32, 8, 128
 

@@ -4,26 +4,23 @@ own clock a pass's span (first event -> last) and the idle time between passes (
 event -> the next one's first) are measured without a profiler; plus allocator counters
 (cudaMalloc/cudaFree calls and retries, which synchronize the device).
 
-    python bench/gpu/steady.py [--docs 20000] [--budgets 65536] [--anchors 48]  # $OUT/steady.json
+    python -m bench.probes.steady [--docs 20000] [--budgets 65536] [--anchors 48]  # $OUT/steady.json
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import torch
 
-import torch  # noqa: E402
-
-from bench.gpu.common import Results, random_gpu_model, setup_logging  # noqa: E402
-from bench.gpu.quail_runs import ANSWER_IDS, _join_waves, anchors_per_wave  # noqa: E402
-from bench.gpu.workloads import JoinWork, filter_work, join_requested_tokens, join_work  # noqa: E402
-from quail_engine.infer.api import EngineStats  # noqa: E402
-from quail_engine.infer.gpu.runner import GpuRunner  # noqa: E402
-from quail_engine.infer.runner import SeqJob  # noqa: E402
+from bench.gpu.common import random_gpu_model, setup_logging
+from bench.gpu.quail_runs import ANSWER_IDS, _join_waves, anchors_per_wave
+from bench.gpu.workloads import JoinWork, filter_work, join_requested_tokens, join_work
+from bench.results_io import Results
+from quail_engine.infer.api import EngineStats
+from quail_engine.infer.gpu.runner import GpuRunner
+from quail_engine.infer.runner import SeqJob
 
 ALLOC_KEYS = ("num_device_alloc", "num_device_free", "num_alloc_retries", "num_sync_all_streams")
 

@@ -4,21 +4,18 @@ fp8 per-token x per-channel scales with fast accumulation, and bf16) run back to
 this load and lowers its SM clock (run `nvidia-smi ... -lms 1000` beside it to see it), so the
 burst ceilings of facts.md (8192^3, a fraction of a second) overstate what a long job gets.
 
-    python bench/gpu/sustained.py [--seconds 20]     # writes $OUT/sustained.json
+    python -m bench.probes.sustained [--seconds 20]     # writes $OUT/sustained.json
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import torch
 
-import torch  # noqa: E402
-
-from bench.gpu.common import Results, setup_logging  # noqa: E402
+from bench.gpu.common import setup_logging
+from bench.results_io import Results
 
 M = 65536
 SHAPES = {"qkv": (6144, 2560), "o": (2560, 4096), "gate_up": (19456, 2560), "down": (2560, 9728)}

@@ -1,20 +1,19 @@
 """Device check in one command: ceilings, kernels at real shapes (error + time + block-size
 variants), layer GEMMs bf16 vs fp8, and model-level correctness vs the plain-torch path.
 
-    python bench/gpu/check.py [--shapes qwen3-4b,smollm2-135m] [--prompts 400]
+    PYTHONPATH=. python tests/device/check.py [--shapes qwen3-4b,smollm2-135m] [--prompts 400]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import kernel_check
+import model_check
 
-from bench.gpu import kernel_check, model_check  # noqa: E402
-from bench.gpu.common import Results, env_info, measure_ceilings, setup_logging  # noqa: E402
+from bench.gpu.common import env_info, measure_ceilings, setup_logging
+from bench.results_io import Results
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,45 @@
+"""`python -m bench <suite> [args]`: run one benchmark suite; `python -m bench` lists them.
+Each suite writes its result through bench/results_io.py; bench/README.md says what each
+measures, on which machine, and which committed file in bench/results/ holds its latest run."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# suite -> (module, machine, what it measures)
+SUITES = {
+    "e2e-gpu": ("bench.e2e_gpu", "H200",
+                "`quail query` / `dbt build` beside the engine alone, random Qwen3-4B weights"),
+    "gpu": ("bench.gpu_bench", "H200",
+            "the engine vs transformers on filter and join, Qwen3-4B and 0.6B shapes"),
+    "engine-cpu": ("bench.engine_cpu", "CPU",
+                   "the engine vs plain transformers on the embedded default model"),
+    "readme-cpu": ("bench.cpu_readme_main", "CPU",
+                   "wall time of the README's main command, cold and warm"),
+    "planner-cpu": ("bench.planner_cpu", "CPU", "a planned query vs the same query as written"),
+    "accuracy": ("bench.accuracy", "CPU", "answer accuracy of the embedded models on reviews"),
+    "pair-accuracy": ("bench.pair_accuracy", "CPU",
+                      "two-argument questions and every example on the default model"),
+    "fp8-emulation": ("bench.fp8_emulation", "CPU",
+                      "fp8 GEMM decisions on trained weights, emulated"),
+}
+
+
+def usage() -> str:
+    rows = [f"  {name:<14} {machine:<5} {what}" for name, (_, machine, what) in SUITES.items()]
+    return "usage: python -m bench <suite> [args]   (--help after a suite for its options)\n" \
+        + "\n".join(rows)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in SUITES:
+        print(usage())
+        return 0 if not argv or argv[0] in ("-h", "--help") else 2
+    suite, args = argv[0], argv[1:]
+    sys.argv = [f"-m bench {suite}", *args]  # the command a suite records in its result
+    return importlib.import_module(SUITES[suite][0]).main(args) or 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
