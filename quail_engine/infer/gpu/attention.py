@@ -4,7 +4,7 @@ Each query row sees (a) its own sequence causally: our Triton varlen kernel; and
 sequence continues a resident prefix (a join partner over its anchor), every key of that
 prefix. For (b) the bulk of a long segment (all the queries that share one prefix) goes to a
 library kernel, cuDNN's fused attention (616-629 TFLOP/s on the H200 at the join's shape vs
-396 for our Triton kernel: bench/results/gpu-h200-backends.json), and the rest to our Triton
+396 for our Triton kernel: bench/results/archive/gpu-h200-backends.json), and the rest to our Triton
 kernel over the arena pages. The partials are merged exactly by their log-sum-exps, fused with
 the fp8 quantization of the O-projection input.
 

@@ -3,7 +3,7 @@ torch._scaled_mm (cuBLASLt) with weights quantized once at load, one scale per o
 and activations quantized per token by the fused kernel that produced them.
 
 fp8 GEMMs use cuBLASLt's fast accumulation: +13-20% on the Qwen3-4B layer GEMMs on the H200
-for a relative error of 1.9-2.8e-3 vs 1.7e-3 exact (bench/results/gpu-h200-backends.json), far
+for a relative error of 1.9-2.8e-3 vs 1.7e-3 exact (bench/results/archive/gpu-h200-backends.json), far
 below e4m3's own rounding of the inputs (3.75%)."""
 
 from __future__ import annotations
