@@ -50,12 +50,11 @@ class Step:
 
 @dataclass(frozen=True)
 class Carry:
-    """The first join (`op`) anchors on the documents `alias`'s last filter read: that filter
-    keeps their KV (`doc`) for its survivors and the join takes it."""
+    """The first join anchors on the documents `alias`'s last filter read: that filter keeps
+    their KV (`doc`) for its survivors and the join takes it."""
 
     alias: str
     doc: str
-    op: int
 
 
 @dataclass(frozen=True)
@@ -166,7 +165,7 @@ def _carry(steps: tuple[Step, ...], ctx: PlanContext) -> tuple[tuple[Step, ...],
     out[filters[-1]] = replace(out[filters[-1]], release=tuple(
         k for k in out[filters[-1]].release if k != key))
     out[j] = replace(out[j], doc=key, encode=False, release=(key,))
-    return tuple(out), Carry(out[j].anchor, key, out[j].op)
+    return tuple(out), Carry(out[j].anchor, key)
 
 
 def _with_releases(steps: list[Step]) -> tuple[Step, ...]:
