@@ -28,6 +28,7 @@ from quail_engine.sql.nesting import deep_stack
 
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"^quail_ai_(\d+)$", re.IGNORECASE)
+_VARCHAR = exp.DataType.build("VARCHAR")  # built once, not parsed again per argument
 _ARROW = {"BOOLEAN": pa.bool_(), "DOUBLE": pa.float64(), "FLOAT": pa.float64(),
           "VARCHAR": pa.string(), "JSON": pa.string(), "VARCHAR[]": pa.list_(pa.string()),
           "BIGINT": pa.int64(), "INTEGER": pa.int64()}
@@ -58,7 +59,7 @@ def prepare(tree: exp.Expression, suffix: str = "",
             m = _NAME.match(call.name or "")
             if not m:
                 continue
-            args = [exp.cast(a, "VARCHAR") for a in call.expressions]
+            args = [exp.cast(a, _VARCHAR) for a in call.expressions]
             if int(m.group(1)) in keyed:
                 call.set("this", f"{call.name.lower()}_k{suffix}")
                 args = [exp.Anonymous(this="hash", expressions=[a]) for a in args]
