@@ -36,7 +36,7 @@ H100_SXM_FP8 = DeviceSpec("h100-sxm-fp8", flops=1979e12, bandwidth=3.35e12)
 H200_DATASHEET = DeviceSpec("h200", flops=989e12, bandwidth=4.8e12)
 H200_DATASHEET_FP8 = DeviceSpec("h200-fp8", flops=1979e12, bandwidth=4.8e12)
 # H200 as measured on our machine under minutes-long load (it holds its 700 W cap, SM clock
-# ~1.4 GHz): layer GEMMs sustain 670 bf16 / 1,270 fp8 TFLOP/s (bench/gpu/sustained.py), device
+# ~1.4 GHz): layer GEMMs sustain 670 bf16 / 1,270 fp8 TFLOP/s (bench/probes/sustained.py), device
 # copy 4.24 TB/s. The planner costs with these; reports give both.
 H200 = DeviceSpec("h200-sustained", flops=670e12, bandwidth=4.24e12)
 H200_FP8 = DeviceSpec("h200-sustained-fp8", flops=1270e12, bandwidth=4.24e12)
