@@ -126,6 +126,7 @@ def query_row(args, workload: str, precision: str, paths: dict, clock: Clock) ->
                model=rep["model"], phases=rep.get("phases"),
                engine_s=round(sum(o.get("engine_s", 0.0) for o in rep["operators"]), 3),
                host_wait_s=round(sum(o.get("host_wait_s", 0.0) for o in rep["operators"]), 3),
+               gpu_pass_s=round(sum(o.get("gpu_pass_s", 0.0) for o in rep["operators"]), 3),
                est_seconds=round(sum(o.get("est_seconds") or 0.0 for o in rep["operators"]),
                                  3))
     return _rates(row, rep["fresh_tokens"], rep["requested_tokens"],
@@ -248,7 +249,7 @@ def _engine_row(workload, precision, run, load_s, config, work, cuda) -> dict:
 
     row = {"workload": workload, "path": "engine", "precision": precision,
            "wall_s": round(load_s + run["seconds"], 3), "load_s": round(load_s, 3),
-           "passes": run.get("passes")}
+           "passes": run.get("passes"), "gpu_pass_s": round(run.get("gpu_pass_s", 0.0), 3)}
     sol = None
     if cuda:
         spec, passes = ModelSpec.from_attrs(config), num_passes(work.fresh_tokens)

@@ -26,12 +26,14 @@ def run_filter(model, work: FilterWork, token_budget: int | None = None) -> dict
     runner.run(warm)
     jobs = [SeqJob(d, vocab=ANSWER_IDS) for d in work.docs]
     _sync(model)
+    gpu0 = runner.stats.gpu_pass_s
     t0 = time.perf_counter()
     runner.run(jobs)
     seconds = time.perf_counter() - t0
     assert all(j.logits is not None and torch.isfinite(j.logits).all() for j in jobs)
     fresh = sum(len(d) for d in work.docs)
     return {"seconds": seconds, "fresh_tokens": fresh, "requested_tokens": fresh,
+            "gpu_pass_s": runner.stats.gpu_pass_s - gpu0,
             "token_budget": runner.scheduler.token_budget,
             "passes": runner.stats.forward_passes}
 
@@ -53,6 +55,7 @@ def run_join(model, work: JoinWork, token_budget: int | None = None) -> dict:
     seconds = time.perf_counter() - t0
     fresh = sum(len(a) for a in work.anchors) + len(work.anchors) * sum(len(p) for p in work.partners)
     return {"seconds": seconds, "fresh_tokens": fresh, "answers": answered,
+            "gpu_pass_s": runner.stats.gpu_pass_s,
             "anchors_per_wave": wave, "token_budget": runner.scheduler.token_budget,
             "passes": runner.stats.forward_passes}
 

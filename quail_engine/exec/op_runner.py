@@ -151,6 +151,7 @@ class OpRunner:
             self._tokens_per_s = rep.est_tokens / rep.est_seconds  # the plan's, until measured
         stats = self.engine.stats
         fresh0, req0 = stats.fresh_tokens, stats.requested_tokens
+        gpu0 = getattr(stats, "gpu_pass_s", 0.0)
         if self.progress is not None:  # after the model load, which shows as its own stage
             self.progress.op_start(f"{layout.op.op} #{op_id}", len(todo),
                                    sum(len(p) + len(q) for p, q in (texts[i] for i in todo)) // 4)
@@ -162,6 +163,7 @@ class OpRunner:
         finally:
             rep.fresh_tokens += stats.fresh_tokens - fresh0
             rep.requested_tokens += stats.requested_tokens - req0
+            rep.gpu_pass_s += getattr(stats, "gpu_pass_s", 0.0) - gpu0
             if own_kv and kv is not None:
                 kv.release()
             if self.progress is not None:

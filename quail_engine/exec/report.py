@@ -34,6 +34,7 @@ class OpReport:
     nulls: int = 0
     engine_s: float = 0.0     # inside engine.run (the model's passes and their host work)
     host_wait_s: float = 0.0  # the host waiting for the engine (the rest overlaps it)
+    gpu_pass_s: float = 0.0   # the GPU inside forward passes (EngineStats.gpu_pass_s)
     work: Work = field(default_factory=Work)
 
     def to_json(self) -> dict:

@@ -103,11 +103,15 @@ class EngineStats:
     """Counters the execution report reads. requested = every prompt token a request names
     (its prefix's tokens included); fresh = prompt tokens actually run through the model
     (prefix computation, request suffixes, calibration prompts, teacher-forced label tokens);
-    decode_tokens = tokens fed back during greedy decode; forward_passes counts every pass."""
+    decode_tokens = tokens fed back during greedy decode; forward_passes counts every pass;
+    gpu_pass_s = GPU seconds from each forward pass's first kernel to its last (CUDA events in
+    stream order, so gaps between passes are not in it; 0 on the CPU), counted as passes
+    complete."""
 
     requested_tokens: int = 0
     fresh_tokens: int = 0
     forward_passes: int = 0
+    gpu_pass_s: float = 0.0
     decode_tokens: int = 0
     prefixes_resident: int = 0
 

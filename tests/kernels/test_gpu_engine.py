@@ -44,6 +44,8 @@ def test_gpu_engine_answers_like_local_engine(device):
         assert abs(got.margin - want.margin) < max(1e-3, fp32_tol())
     assert fast.arena.num_free_pages == fast.arena.num_pages
     assert gpu.stats.requested_tokens == cpu.stats.requested_tokens
+    # on CUDA the passes' GPU time is counted (CUDA events), on the CPU there is none
+    assert (gpu.stats.gpu_pass_s > 0) == (torch.device(device).type == "cuda")
 
 
 def test_gpu_engine_greedy_decode_matches_local_engine(device):

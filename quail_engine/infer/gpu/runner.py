@@ -52,6 +52,7 @@ class GpuRunner:
             raise ValueError("token_budget is required off the GPU")
         budget = token_budget or token_budget_for(model.config, self.device)
         self.scheduler = Scheduler(budget, max_seqs or max(256, budget // 4))
+        self._timing: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []  # passes in flight
         log.info("GPU runner: %d tokens per pass", budget)
 
     def run(self, jobs: Sequence[SeqJob], count_as_decode: bool = False) -> None:
@@ -65,9 +66,20 @@ class GpuRunner:
             launched = self._run_pass([jobs[order[i]] for i in batch], count_as_decode)
             if previous is not None:
                 _read_back(*previous)
+                self._count_busy()
             previous = launched
         if previous is not None:
             _read_back(*previous)
+        self._count_busy()
+
+    def _count_busy(self) -> None:
+        """Add the GPU time of every timed pass that has completed (one stream: passes run one
+        after another, so the query's time outside their sum is time the GPU waited)."""
+        done = [(a, b) for a, b in self._timing if b.query()]
+        for a, b in done:
+            self.stats.gpu_pass_s += a.elapsed_time(b) / 1000.0
+        if done:
+            self._timing = [t for t in self._timing if not t[1].query()]
 
     @torch.inference_mode()
     def _run_pass(self, jobs: list[SeqJob], count_as_decode: bool):
@@ -84,6 +96,10 @@ class GpuRunner:
                 reads.append(cu[-1] + off)
             cu.append(cu[-1] + n)
         dev = self.device
+        timing = None
+        if dev.type == "cuda":
+            timing = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            timing[0].record()
         # host tensors: the model stages them to the GPU without waiting for queued passes
         long = torch.long
         hidden, kvs = self.model.forward(torch.tensor(ids, dtype=long),
@@ -101,6 +117,7 @@ class GpuRunner:
                 job.kv = kv if job.prefix is None else job.prefix.concat(kv)
         vocabs = [j.vocab for j in jobs if j.read]
         if not vocabs:
+            self._end_timing(timing)
             return jobs, spans, None, None, None
         columns: dict[int, int] | None = None
         token_ids = None
@@ -121,7 +138,13 @@ class GpuRunner:
         if dev.type == "cuda":
             done = torch.cuda.Event()
             done.record()
+        self._end_timing(timing)
         return jobs, spans, host, (True if shared else columns), done
+
+    def _end_timing(self, timing) -> None:
+        if timing is not None:
+            timing[1].record()
+            self._timing.append(timing)
 
 
 def _read_back(jobs: list[SeqJob], spans, host, columns, done) -> None:
