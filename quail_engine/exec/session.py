@@ -116,7 +116,7 @@ class QuailSession:
         suffix = f"_{uuid.uuid4().hex[:10]}"
         statement, limit = parsed.duckdb_sql, None
         if parsed.ai_ops:  # read once; the statements DuckDB runs are derived from this tree
-            tree, limit = push_limit(read_statement(parsed.duckdb_sql))
+            tree, limit = push_limit(read_statement(parsed))
             statement = emit(prepare(tree, suffix))
         lock = device_lock(self.device)
         udf_lock = StatementLock(lock)

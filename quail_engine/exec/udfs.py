@@ -3,32 +3,30 @@
 Each UDF looks its answers up in the AnswerStore. A miss of an operator the plan precomputed
 completely (a core's filter or join) is a row another conjunct already eliminated: it answers
 FALSE and no prompt runs. Any other miss is computed on the fly in one batch per DuckDB vector
-(counted as "unplanned" in the report). Arguments are passed as VARCHAR (`prepare_sql` casts
-them), so every binding type works and matches the scans' text.
+(counted as "unplanned" in the report). Arguments are passed as VARCHAR (the front end's
+statement_tree casts them), so every binding type works and matches the scans' text.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-import re
 import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import sqlglot
 from sqlglot import exp
 
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.sql.ir import PREDICATE_KINDS, placeholder_name
 from quail_engine.sql.nesting import deep_stack
+from quail_engine.sql.placeholder import placeholder_id
+from quail_engine.sql.query import statement_tree
 
 log = logging.getLogger(__name__)
-_NAME = re.compile(r"^quail_ai_(\d+)$", re.IGNORECASE)
-_VARCHAR = exp.DataType.build("VARCHAR")  # built once, not parsed again per argument
 _ARROW = {"BOOLEAN": pa.bool_(), "DOUBLE": pa.float64(), "FLOAT": pa.float64(),
           "VARCHAR": pa.string(), "JSON": pa.string(), "VARCHAR[]": pa.list_(pa.string()),
           "BIGINT": pa.int64(), "INTEGER": pa.int64()}
@@ -39,33 +37,34 @@ def sql_type(op) -> str:
     return t if t in _ARROW else "VARCHAR"
 
 
-def read_statement(duckdb_sql: str) -> exp.Expression:
-    """The statement's tree, read once per execution: the statement DuckDB runs (`prepare`,
-    `limit_pushdown.push_limit`) and its keyed variant are derived from it."""
-    with deep_stack():  # the front end reads nesting up to its limit; so must this
-        return sqlglot.parse_one(duckdb_sql, read="duckdb")
+def read_statement(parsed) -> exp.Expression:
+    """The statement's tree as the front end emitted it (sql/query.statement_tree: AI call
+    arguments already cast to VARCHAR); the statement DuckDB runs (`prepare`,
+    `limit_pushdown.push_limit`) and its keyed variant are derived from a copy. A ParsedQuery
+    built by hand (tests) without one gets it from its text, by the same front-end function."""
+    if getattr(parsed, "statement", None) is not None:
+        return parsed.statement.copy()
+    return statement_tree(parsed.duckdb_sql)
 
 
 def prepare(tree: exp.Expression, suffix: str = "",
             keyed: frozenset[int] = frozenset()) -> exp.Expression:
-    """A copy of `tree` with every argument of every quail_ai_<id>(...) call cast to VARCHAR and
-    the call renamed to quail_ai_<id><suffix>. DuckDB functions live in the database's catalog,
-    shared by every cursor: a per-execution suffix keeps concurrent statements from clashing.
-    Operators in `keyed` (exec/keyed_answers.py) call quail_ai_<id>_k<suffix> on their
-    arguments' hashes."""
+    """A copy of `tree` with every quail_ai_<id>(...) call renamed to quail_ai_<id><suffix>.
+    DuckDB functions live in the database's catalog, shared by every cursor: a per-execution
+    suffix keeps concurrent statements from clashing. Operators in `keyed`
+    (exec/keyed_answers.py) call quail_ai_<id>_k<suffix> on their arguments' hashes."""
     with deep_stack():
         tree = tree.copy()
         for call in list(tree.find_all(exp.Anonymous)):
-            m = _NAME.match(call.name or "")
-            if not m:
+            op_id = placeholder_id(call.name)
+            if op_id is None:
                 continue
-            args = [exp.cast(a, _VARCHAR) for a in call.expressions]
-            if int(m.group(1)) in keyed:
+            if op_id in keyed:
                 call.set("this", f"{call.name.lower()}_k{suffix}")
-                args = [exp.Anonymous(this="hash", expressions=[a]) for a in args]
+                call.set("expressions", [exp.Anonymous(this="hash", expressions=[a])
+                                         for a in call.expressions])
             else:
                 call.set("this", f"{call.name.lower()}{suffix}")
-            call.set("expressions", args)
         return tree
 
 
@@ -76,8 +75,9 @@ def emit(tree: exp.Expression) -> str:
 
 
 def prepare_sql(duckdb_sql: str, suffix: str = "", keyed: frozenset[int] = frozenset()) -> str:
-    """`prepare` over SQL text: a relation's own scan SQL that calls AI functions."""
-    return emit(prepare(read_statement(duckdb_sql), suffix, keyed))
+    """`prepare` over SQL text: a relation's own scan SQL that calls AI functions (read by the
+    front end's statement_tree, arguments cast)."""
+    return emit(prepare(statement_tree(duckdb_sql), suffix, keyed))
 
 
 def ai_function(op, answer: Callable[[list[tuple]], Sequence[object]]) -> Callable:

@@ -3,6 +3,8 @@ each node marked with its op id in `meta`, so later passes find the op without p
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from quail_engine.sql.ir import placeholder_name
@@ -24,3 +26,13 @@ def mark(node: exp.Expr, op_id: int) -> None:
 def op_id_of(node: exp.Expr) -> int | None:
     """The op id a node stands for, or None for any node that is not a placeholder."""
     return node.meta.get(OP_META) if node.meta else None
+
+
+_NAME = re.compile(r"^quail_ai_(\d+)$", re.IGNORECASE)
+
+
+def placeholder_id(name: str) -> int | None:
+    """The op id of a function named `quail_ai_<id>` (as DuckDB SQL text spells it), else None:
+    for trees read back from text, whose nodes carry no mark."""
+    m = _NAME.match(name or "")
+    return int(m.group(1)) if m else None

@@ -4,13 +4,15 @@ Execution contract: DuckDB runs `duckdb_sql`, the whole statement in which each 
 `quail_ai_<id>(<binding expressions>)` returning the op's `output_type` (BOOLEAN, VARCHAR,
 VARCHAR[], DOUBLE, BIGINT, JSON, FLOAT[]); aggregate ops take `list(<binding>)` per group.
 The planner precomputes answers for the `cores`; BigQuery table functions are subqueries
-mapping `quail_ai_<id>(prompt)` over their input (ids in `table_functions`).
+mapping `quail_ai_<id>(prompt)` over their input (ids in `table_functions`). `statement` is the
+same statement as the tree the executor runs (`statement_tree`: every AI call's arguments cast
+to VARCHAR, the text the scans and the functions see), so the executor never parses SQL.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlglot import exp
@@ -36,6 +38,7 @@ class ParsedQuery:
     duckdb_sql: str
     cores: tuple[Core, ...]
     table_functions: tuple[int, ...] = ()
+    statement: exp.Expression | None = field(default=None, compare=False, repr=False)
 
     def to_text(self) -> str:
         lines = [f"#{i} {op.to_text()}" for i, op in enumerate(self.ai_ops)]
@@ -91,9 +94,31 @@ def parse(sql: str, dialect: str) -> ParsedQuery:
     with nesting_guard(sql, name):
         lowered, ops, cores = lower_sql(sql, name)
         tvfs = tuple(i for i, b in enumerate(lowered.built) if b.extra.get("tvf"))
+        duckdb_sql = to_duckdb(lowered.tree)
         return ParsedQuery(dialect=name, source_sql=sql, ai_ops=tuple(ops),
-                           duckdb_sql=to_duckdb(lowered.tree), cores=tuple(cores),
-                           table_functions=tvfs)
+                           duckdb_sql=duckdb_sql, cores=tuple(cores), table_functions=tvfs,
+                           statement=statement_tree(duckdb_sql))
+
+
+_VARCHAR = exp.DataType.build("VARCHAR")  # built once, not parsed again per argument
+
+
+def statement_tree(duckdb_sql: str) -> exp.Expression:
+    """The tree DuckDB runs for `duckdb_sql` (a statement, or a relation's scan): every
+    `quail_ai_<id>(...)` argument cast to VARCHAR, so every binding type works and reaches the
+    function as the same text the scans read. Read as DuckDB SQL: the executor's rewrites
+    (LIMIT, per-run function names) then work on DuckDB's own nodes."""
+    from sqlglot import parse_one
+
+    from quail_engine.sql.nesting import deep_stack
+    from quail_engine.sql.placeholder import placeholder_id
+
+    with deep_stack():  # the front end reads nesting up to its limit; so must this
+        tree = parse_one(duckdb_sql, read="duckdb")
+        for call in list(tree.find_all(exp.Anonymous)):
+            if placeholder_id(call.name) is not None:
+                call.set("expressions", [exp.cast(a, _VARCHAR) for a in call.expressions])
+        return tree
 
 
 def to_duckdb(tree: exp.Expr) -> str:
