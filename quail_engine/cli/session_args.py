@@ -67,7 +67,9 @@ def connect_args(args: argparse.Namespace):
 def open_args_session(args: argparse.Namespace, con=None):
     """(connection, QuailSession) for the parsed arguments; the model loads on first use."""
     con = con if con is not None else connect_args(args)
-    return con, open_session(con, session_config(args))
+    from quail_engine.cli.progress import Progress
+
+    return con, open_session(con, session_config(args), display=Progress)
 
 
 def check_paths(args: argparse.Namespace) -> None:

@@ -91,10 +91,12 @@ def connect(tables: Iterable[tuple[str, str]] = (), database: str | None = None)
 
 
 def open_session(con: Any, config: SessionConfig, *, text: Any = None,
-                 engine_factory: Callable[[], Any] | None = None) -> Any:
+                 engine_factory: Callable[[], Any] | None = None,
+                 display: Callable[[], Any] | None = None) -> Any:
     """A QuailSession on the DuckDB connection `con`. `text`: a `model_text(config)` result
     to share (default: a new one); `engine_factory`: loads the engine on first use (default:
-    `load_engine(config, text)`)."""
+    `load_engine(config, text)`); `display`: makes a progress display per execution, shown when
+    `config.progress` (the caller's: exec draws nothing)."""
     from quail_engine.exec.session import QuailSession
 
     prompt_text, model_config = text if text is not None else model_text(config)
@@ -102,7 +104,7 @@ def open_session(con: Any, config: SessionConfig, *, text: Any = None,
     return QuailSession(con, factory, cache_dir=config.answers_dir, use_cache=config.use_cache,
                         device=resolve_device(config.device), progress=config.progress,
                         on_long=config.on_long, text=prompt_text, model_config=model_config,
-                        precision=config.precision)
+                        precision=config.precision, display=display)
 
 
 class RowAnswers:

@@ -23,7 +23,7 @@ from quail_engine.exec.core_runner import CoreRunner
 from quail_engine.exec.device_lock import StatementLock, device_lock
 from quail_engine.exec.limit_pushdown import push_limit
 from quail_engine.exec.op_runner import OpRunner
-from quail_engine.exec.progress import Progress
+from quail_engine.exec.progress_sink import NullProgress
 from quail_engine.exec.report import Report
 from quail_engine.exec.scans import query_arrow
 from quail_engine.exec.udfs import (
@@ -70,7 +70,9 @@ class QuailSession:
     the engine's tokenizer and model id, which loads the engine); `model_config`: the model's
     config for the cost model without loading weights (default: the engine's). With both, a
     query whose answers are all cached loads no model. `precision` is part of the answers'
-    identity.
+    identity. `display`: makes the progress display of one execution (the caller's, e.g.
+    cli/progress.Progress), used when `progress` is true; exec/progress_sink.py says what it
+    is told.
     """
 
     def __init__(self, con, engine_factory: Callable[[], object], cache_dir: str | Path | None =
@@ -78,7 +80,7 @@ class QuailSession:
                  sample_size: int = 8, on_long: str = "truncate", calibrate: bool = True,
                  plan: bool = True, share_kv: bool = True, device_spec=None,
                  batch_size: int = 65536, text=None, model_config: Callable[[], object] | None
-                 = None, precision: str = ""):
+                 = None, precision: str = "", display: Callable[[], object] | None = None):
         from quail_engine.exec.prompt_text import PromptText
 
         self.con = con
@@ -87,7 +89,7 @@ class QuailSession:
         self._model_config = model_config
         self.precision = precision
         self.cache = AnswerCache.in_dir(cache_dir if use_cache else None)
-        self.device, self.show_progress = device, progress
+        self.device, self.show_progress, self.display = device, progress, display
         self.sample_size, self.on_long, self.calibrate = sample_size, on_long, calibrate
         self.plan, self.share_kv, self.device_spec = plan, share_kv, device_spec
         self.batch_size = batch_size
@@ -110,7 +112,8 @@ class QuailSession:
             parsed = self.parse(sql, dialect)
         self.parsed = parsed
         store = AnswerStore()
-        progress = Progress(enabled=None if self.show_progress else False)
+        progress = (self.display() if self.show_progress and self.display is not None
+                    else NullProgress())
         progress.set_token_counter(self._fresh_tokens)
         runner = _SessionRunner(self, progress)
         suffix = f"_{uuid.uuid4().hex[:10]}"
@@ -223,7 +226,7 @@ class QuailSession:
 class _SessionRunner(OpRunner):
     """OpRunner bound to the session's lazily loaded engine and current report."""
 
-    def __init__(self, session: QuailSession, progress: Progress):
+    def __init__(self, session: QuailSession, progress):
         self._session = session
         super().__init__(None, session.cache, session.report, progress,
                          on_long=session.on_long, calibrate=session.calibrate,

@@ -10,8 +10,8 @@ import re
 
 import pytest
 
+from quail_engine.cli.progress import Progress
 from quail_engine.cli.stages import StderrAboveBar, show_stage
-from quail_engine.exec.progress import Progress
 from quail_engine.exec.stage_routing import route_stages
 
 CLEAR = "\r\x1b[K"

@@ -10,7 +10,8 @@ Modes, chosen once from the stream:
   or an operator is in progress.
 - off (`enabled=False`, the CLI's `--quiet`): nothing at all, and no thread.
 
-The executor's API (thread-safe; the display never raises into the query):
+What the executor calls (exec/progress_sink.py; thread-safe; the display never raises into the
+query):
 - `stage(text)`: a stage begins, e.g. "sampling 8 rows to estimate selectivity".
 - `op_start(label, total_rows, total_tokens=None)` ... `op_done()`: one AI operator over
   `total_rows` rows (the rows that `advance` will count); `total_tokens`, the tokens it is
