@@ -5,7 +5,7 @@ with the content-free "N/A" document):
   filter:    "Is this review positive?" yes/no, truth = sentiment == positive
   classify:  labels positive / negative
   knowledge: yes/no world-knowledge questions (reported only; small models are near chance)
-Prompts are the engine's fixed layouts (quail_engine/infer/ask.py); nothing is tuned to this set.
+Prompts are the engine's fixed layouts (quail_engine/infer/prompt_layout.py); nothing is tuned to this set.
 
     python -m bench accuracy        # writes bench/results/cpu-accuracy-<date>.json|md
 """

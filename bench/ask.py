@@ -1,4 +1,4 @@
-"""Engine calls in the product's prompt layouts (quail_engine/infer/ask.py): the helpers the
+"""Engine calls in the product's prompt layouts (quail_engine/infer/prompt_layout.py): the helpers the
 accuracy benchmarks and the engine tests ask an engine with. The executor builds its requests
 itself (quail_engine/exec/prompts.py); these are for measuring and testing the engine alone."""
 
@@ -15,7 +15,7 @@ from quail_engine.infer.api import (
     Request,
     ScoreReadout,
 )
-from quail_engine.infer.ask import (
+from quail_engine.infer.prompt_layout import (
     BOOLEAN_HINT,
     CONTENT_FREE,
     document_text,

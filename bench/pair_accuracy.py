@@ -48,7 +48,7 @@ class YesNoLayout:
 
     def texts(self, values):
         from quail_engine.exec.prompts import _render
-        from quail_engine.infer.ask import BOOLEAN_HINT, document_text
+        from quail_engine.infer.prompt_layout import BOOLEAN_HINT, document_text
 
         vals = [str(v) for v in values]
         doc = "\n\n".join(vals[i] for i in self.layout.doc_slots)
@@ -198,8 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
 
-    from quail_engine.infer.ask import PAIR_THRESHOLD
     from quail_engine.infer.factory import load_engine
+    from quail_engine.infer.prompt_layout import PAIR_THRESHOLD
 
     engine = load_engine(args.model, "cpu")
     start = time.perf_counter()

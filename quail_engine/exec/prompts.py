@@ -10,7 +10,7 @@ same layout with "N/A" as every value.
 A boolean question with a partner - a join's other side, or a string literal argument of a filter
 (`ai_filter('Does {0} mention {1}?', review, 'battery life')`) - is a pair layout: the partner is
 read as the answer after the template's text up to its slot, and the readout is how much the
-document raises the partner's likelihood over the content-free document (infer/ask.py, measured
+document raises the partner's likelihood over the content-free document (infer/prompt_layout.py, measured
 in bench/pair_accuracy.py). The partner stays in the suffix, so the document is still the prefix.
 """
 
@@ -30,14 +30,14 @@ from quail_engine.infer.api import (
     Readout,
     ScoreReadout,
 )
-from quail_engine.infer.ask import (
+from quail_engine.infer.embedded import DEFAULT_MODEL
+from quail_engine.infer.prompt_layout import (
     BOOLEAN_HINT,
     document_text,
     label_hint,
     pair_cue,
     pair_readout,
 )
-from quail_engine.infer.embedded import DEFAULT_MODEL
 
 log = logging.getLogger(__name__)
 SLOT = re.compile(r"\{(\d+)\}")
@@ -96,7 +96,7 @@ class OpPrompt:
             question = self._default_question()
         if self.op.instruction:
             question = f"{self.op.instruction}\n{question}"
-        # the layout measured on the development set (infer/ask.py, bench/accuracy.py)
+        # the layout measured on the development set (infer/prompt_layout.py, bench/accuracy.py)
         return document_text(doc), f"Question: {question}\n{self._instruction()}"
 
     def _partner_span(self) -> tuple[int, int]:

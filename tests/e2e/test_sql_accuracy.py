@@ -1,6 +1,6 @@
 """Answer quality through the product path: SQL in a warehouse dialect -> planner -> engine, on the
 default model, over the team's labelled reviews (tests/data/reviews_labelled.jsonl). The engine's
-own accuracy test (tests/unit/engine) asks through infer/ask.py; this one checks that the prompts the
+own accuracy test (tests/unit/engine) asks through infer/prompt_layout.py; this one checks that the prompts the
 planner renders from SQL keep that quality."""
 
 import json
