@@ -94,8 +94,9 @@ class AiRunner:
             logger.info(line)
 
     def run(self, sql: str, dialect: str, cursor: Any, model_name: str,
-            cancelled: threading.Event | None = None) -> Any:
-        """Execute `sql` (in `dialect`) on `cursor` with its AI operators on the engine.
+            cancelled: threading.Event | None = None) -> tuple[Any, Any]:
+        """Execute `sql` (in `dialect`) on `cursor` with its AI operators on the engine: the
+        Arrow result and the executor's report (exec/report.py).
         `cancelled`: set when dbt cancels the run (Ctrl-C); the AI work stops at the engine's
         next batch and this raises (cancel.py).
 
@@ -133,7 +134,7 @@ class AiRunner:
                 f"{model_name}: {table.num_rows} rows, {computed} prompts run, {hits} answers from "
                 f"cache, {report.fresh_tokens} tokens, {report.wall_s:.2f} s on "
                 f"{report.model or 'no model'} ({self.device})")
-        return table
+        return table, report
 
     def answer_rows(self, op: Any, rows: list[tuple]) -> list[Any]:
         """Answers of one AI operator for `rows` of binding values (the in-DuckDB path)."""

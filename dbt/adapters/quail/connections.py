@@ -8,11 +8,12 @@ that assigns `_ENV` is therefore delegated to the base class, and the subclass o
 
 from __future__ import annotations
 
+import threading
 import weakref
 from pathlib import Path
 from typing import Any
 
-from dbt.adapters.contracts.connection import Connection
+from dbt.adapters.contracts.connection import AdapterResponse, Connection
 from dbt.adapters.duckdb.connections import DuckDBConnectionManager
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
@@ -20,6 +21,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.quail.ai_runner import AiRunner
 from dbt.adapters.quail.cancel import cancel_event, quiet_interrupt_traceback
 from dbt.adapters.quail.functions import register_ai_functions
+from dbt.adapters.quail.run_summary import ai_response
 
 logger = AdapterLogger("Quail")
 
@@ -67,6 +69,27 @@ class QuailConnectionManager(DuckDBConnectionManager):
                 register_ai_functions(root, AiRunner.for_credentials(connection.credentials))
                 cls._FUNCTIONS_REGISTERED.add(root)
         return connection
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._ai_work: dict[int, dict[str, Any]] = {}  # thread -> its model's AI work
+
+    def note_ai_work(self, work: dict[str, Any] | None) -> None:
+        """Attach `work` (run_summary.work_fields) to the responses of the statements this
+        thread runs from now until the model ends (None: stop). dbt keeps the response of
+        the model's `main` statement, which every materialization runs after the AI work
+        (incremental and external ones in a later statement than the one reading the result),
+        so it lands in run_results.json whatever the materialization."""
+        if work is None:
+            self._ai_work.pop(threading.get_ident(), None)
+        else:
+            self._ai_work[threading.get_ident()] = work
+
+    def execute(self, sql: str, auto_begin: bool = False, fetch: bool = False,
+                limit: int | None = None) -> tuple[AdapterResponse, Any]:
+        response, table = super().execute(sql, auto_begin, fetch, limit)
+        work = self._ai_work.get(threading.get_ident())
+        return (response if work is None else ai_response(response, work)), table
 
     def cancel_open(self) -> list[str]:
         """dbt cancels every open connection on Ctrl-C (and on --fail-fast)."""

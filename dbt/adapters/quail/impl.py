@@ -24,6 +24,7 @@ from dbt.adapters.quail.ai_runner import AiRunner
 from dbt.adapters.quail.cancel import cancel_event
 from dbt.adapters.quail.connections import QuailConnectionManager
 from dbt.adapters.quail.credentials import check_dialect
+from dbt.adapters.quail.run_summary import work_fields
 from dbt.adapters.quail.sql_routing import has_ai_functions, to_duckdb
 from quail_engine import exec as quail
 
@@ -44,8 +45,13 @@ class QuailAdapter(DuckDBAdapter):
         super().__init__(config, mp_context)
         self._results: dict[int, list[tuple[Any, str]]] = {}
 
+    def pre_model_hook(self, config: Any) -> Any:
+        self.connections.note_ai_work(None)
+        return super().pre_model_hook(config)
+
     def post_model_hook(self, config: Any, context: Any) -> None:
         try:
+            self.connections.note_ai_work(None)
             for cursor, name in self._results.pop(threading.get_ident(), []):
                 cursor.unregister(name)
         finally:
@@ -73,8 +79,9 @@ class QuailAdapter(DuckDBAdapter):
         connection = self.connections.get_thread_connection()
         cursor = self._raw_cursor(connection)
         runner = AiRunner.for_credentials(self.config.credentials)
-        table = runner.run(compiled_code, dialect, cursor, model_name or "<model>",
-                           cancel_event(connection))
+        table, report = runner.run(compiled_code, dialect, cursor, model_name or "<model>",
+                                   cancel_event(connection))
+        self.connections.note_ai_work(work_fields(report.to_json(), table.num_rows))
         name = f"__quail_result_{next(_RESULT_IDS)}"
         cursor.register(name, table)
         self._results.setdefault(threading.get_ident(), []).append((cursor, name))

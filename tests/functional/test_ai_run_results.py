@@ -1,0 +1,67 @@
+"""An AI model's work reaches dbt's artifacts: its adapter_response in target/run_results.json
+carries rows, tokens, cache hits and seconds (a plain SQL model's stays dbt-duckdb's), and the
+model's result line says it; a second run answers from the cache."""
+
+import json
+from pathlib import Path
+
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture
+
+pytestmark = [pytest.mark.dbt, pytest.mark.model]
+
+_REVIEWS = """id,review_text
+1,I love this blender. It works perfectly and makes great smoothies.
+2,Terrible kettle. It broke after two days and leaks water everywhere.
+3,Fantastic headphones with amazing sound. Best purchase this year.
+4,The toaster burns every slice. Awful and a complete waste of money.
+"""
+
+_AI_MODEL = """
+{{ config(materialized='table', quail_dialect='snowflake') }}
+select id, AI_CLASSIFY(review_text, ['positive', 'negative']):labels[0]::string as sentiment
+from {{ ref('reviews') }}
+"""
+
+_PLAIN_MODEL = "select id, length(review_text) as n from {{ ref('reviews') }}"
+
+
+def _responses(project) -> dict[str, dict]:
+    path = Path(project.project_root) / "target" / "run_results.json"
+    results = json.loads(path.read_text())["results"]
+    return {r["unique_id"].split(".")[-1]: r["adapter_response"] for r in results}
+
+
+class TestAiWorkInRunResults:
+    @pytest.fixture(scope="class")
+    def seeds(self):
+        return {"reviews.csv": _REVIEWS}
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"sentiment.sql": _AI_MODEL, "lengths.sql": _PLAIN_MODEL}
+
+    def test_adapter_response_carries_the_ai_work(self, project):
+        run_dbt(["seed"])
+        _, log = run_dbt_and_capture(["run"])
+        first = _responses(project)
+        ai = first["sentiment"]
+        assert ai["rows_affected"] == 4
+        assert ai["prompts"] == 4 and ai["prompts_run"] + ai["cache_hits"] == 4
+        assert ai["prompts_run"] > 0
+        assert 0 < ai["fresh_tokens"] <= ai["requested_tokens"]
+        # load_seconds is not checked against seconds: the report sums the tokenizer's and the
+        # weights' load times, which can overlap (exec/session.py _finish)
+        assert ai["seconds"] > 0 and ai["load_seconds"] >= 0
+        assert 0 < ai["sol_seconds"] < ai["seconds"]
+        assert ai["device"] and ai["ai_model"] and ai["plan"]
+        assert ai["_message"].startswith("OK: 4 rows, ")
+        assert "4 rows, " in log and "from cache" in log  # the model's result line says it
+
+        assert first["lengths"] == {"_message": "OK"}  # plain SQL: dbt-duckdb's response
+
+        run_dbt(["run", "--select", "sentiment"])
+        again = _responses(project)["sentiment"]
+        assert again["cache_hits"] == 4 and again["prompts_run"] == 0
+        assert again["fresh_tokens"] == 0 == again["requested_tokens"]  # nothing asked of the model
+        assert again["rows_affected"] == 4
