@@ -23,6 +23,8 @@ SUITES = {
                       "two-argument questions and every example on the default model"),
     "fp8-emulation": ("bench.fp8_emulation", "CPU",
                       "fp8 GEMM decisions on trained weights, emulated"),
+    "quailb": ("bench.quailb.run", "CPU",
+               "QUAIL-B's 42 queries as Snowflake SQL, planned, tiny scale (--cpu)"),
 }
 
 
