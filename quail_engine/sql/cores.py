@@ -130,7 +130,7 @@ def _conjunct(p: Pending, c: exp.Expr, join: exp.Join | None, inner_alias: str |
               kind: str = "inner") -> None:
     c = _is_true(c)
     default = inner_alias or (next(iter(p.sources)) if len(p.sources) == 1 else None)
-    op_id = op_id_of(c)
+    op_id = _predicate_id(c)
     if op_id is not None and p.ops[op_id].output_type == "BOOLEAN" and (join is None
                                                                         or is_inner(join)):
         aliases = _aliases_in_order(p.ops[op_id], p.sources)
@@ -152,10 +152,16 @@ def _conjunct(p: Pending, c: exp.Expr, join: exp.Join | None, inner_alias: str |
         p.relational.append((c, join, default))
 
 
+def _predicate_id(c: exp.Expr) -> int | None:
+    """The op id when the conjunct is a bare placeholder call; one in a vendor shape (`NOT
+    quail_ai_<id>(...)` for Databricks' `= 'FALSE'`) is not a predicate the planner runs."""
+    return op_id_of(c) if isinstance(c, exp.Anonymous) else None
+
+
 def _is_true(c: exp.Expr) -> exp.Expr:
     """`pred = TRUE` and `pred IS TRUE` are `pred` as a conjunct."""
     if isinstance(c, exp.EQ | exp.Is) and isinstance(c.expression, exp.Boolean) and \
-            c.expression.this and op_id_of(c.this) is not None:
+            c.expression.this and _predicate_id(c.this) is not None:
         return c.this
     return c
 

@@ -25,6 +25,7 @@ SHAPES = {
     "response_object_multi": "json_object('response', to_json({v}), 'error_message', NULL)",
     "response_extract": "json_object('response', {v}, 'error_message', NULL)",
     "result_error_struct": "struct_pack(result := {v}, errorMessage := CAST(NULL AS VARCHAR))",
+    "negated": "NOT {v}",
     "choices_object": ("json_object('choices', json_array(json_object('messages', {v})), "
                        "'model', NULL, 'usage', NULL)"),
 }

@@ -1,14 +1,14 @@
 """Databricks AI Functions -> IR. Docs: https://docs.databricks.com/aws/en/large-language-models/ai-functions
 
-Databricks has no ai_filter: `ai_classify(x, ARRAY('yes','no')) = 'yes'`, `ai_query(ep, p) =
-'yes'` and `ai_query(ep, p, responseFormat => 'STRUCT<m: BOOLEAN>'):m` are read as ai_filter.
+Databricks has no ai_filter: its yes/no idioms (`ai_classify(x, ARRAY('yes','no')) = 'yes'`,
+`ai_query(ep, p) = 'TRUE'`, `ai_query(ep, p, responseFormat => 'STRUCT<m: BOOLEAN>'):m`) are
+read as ai_filter in databricks_bool.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import re
 
 from sqlglot import exp
 from sqlglot.dialects.databricks import Databricks
@@ -19,6 +19,7 @@ from quail_engine.sql import shapes
 from quail_engine.sql.build import SENTIMENT_LABELS, Built, make, vendor_items
 from quail_engine.sql.call import Call, Signature, bind
 from quail_engine.sql.dialects.common import Wrapper, append, climb_json, text_prompt, untyped_ai
+from quail_engine.sql.dialects.databricks_bool import read_boolean
 from quail_engine.sql.errors import UnsupportedError
 from quail_engine.sql.ir import Label, OpKind, Options
 from quail_engine.sql.literals import (
@@ -34,7 +35,6 @@ from quail_engine.sql.prompt import normalize
 from quail_engine.sql.validate import Site, boolean
 
 NAME = "databricks"
-BOOL_FORMAT = re.compile(r"^\s*STRUCT\s*<\s*(\w+)\s*:\s*BOOLEAN\s*>\s*$", re.IGNORECASE)
 
 
 def _json_value(gen: DatabricksGenerator, node: exp.Expr) -> str:
@@ -188,26 +188,13 @@ def is_ai_name(name: str) -> bool:
     return name.startswith("AI_")
 
 
-def _as_filter(built: Built, wrapper: str) -> Built:
-    op = dataclasses.replace(built.op, op=OpKind.AI_FILTER, labels=None, output_type="BOOLEAN",
-                             wrapper=wrapper, task_args=())
-    return dataclasses.replace(built, op=op, shape=None)
-
-
-def _is_yes(node: exp.Expr) -> bool:
-    return isinstance(node, exp.Literal) and node.is_string and node.this.lower() == "yes"
-
-
 def unwrap(built: Built, node: exp.Expr) -> tuple[exp.Expr, str | None, Built]:
     """Strip `:response[0]`, and read the boolean idioms as ai_filter."""
+    boolean = read_boolean(built, node)
+    if boolean is not None:
+        outer, built = boolean
+        return outer, built.op.wrapper, built
     op, parent = built.op, node.parent
-    if isinstance(parent, exp.EQ) and (_is_yes(parent.expression) or _is_yes(parent.this)):
-        names = [lb.name.lower() for lb in op.labels or ()]
-        is_yes_no = names == ["yes", "no"]
-        if op.op == OpKind.AI_CLASSIFY and op.task is None and not op.multi and is_yes_no:
-            return parent, f"{NAME}:ai_classify=yes", _as_filter(built, f"{NAME}:ai_classify=yes")
-        if op.op == OpKind.AI_GENERATE and op.task is None and built.shape is None:
-            return parent, f"{NAME}:ai_query=yes", _as_filter(built, f"{NAME}:ai_query=yes")
     if (built.shape == "result_error_struct" and isinstance(parent, exp.Dot)
             and parent.this is node and parent.expression.name.lower() == "result"):
         op = dataclasses.replace(op, wrapper=f"{NAME}:.result")
@@ -216,10 +203,6 @@ def unwrap(built: Built, node: exp.Expr) -> tuple[exp.Expr, str | None, Built]:
     if climbed is None:
         return node, None, built
     outer, path, _ = climbed
-    fmt = dict(op.task_args).get("responseFormat", "")
-    match = BOOL_FORMAT.match(fmt)
-    if op.op == OpKind.AI_GENERATE and match and match.group(1).lower() == path.lower():
-        return outer, f"{NAME}:ai_query:{path}", _as_filter(built, f"{NAME}:ai_query:{path}")
     w = WRAPPERS.get(built.shape or "", {}).get(path)
     if w is None:
         return node, None, built

@@ -175,7 +175,9 @@ CASES = [
      'ai_filter(template="Is this positive: {0}"; bindings=[{0}=review]; wrapper="databricks:ai_classify=yes") -> BOOLEAN'),
     ('databricks', "'yes' = ai_classify(review, ARRAY('yes', 'no'))",
      'ai_filter(template="{0}"; bindings=[{0}=review]; wrapper="databricks:ai_classify=yes") -> BOOLEAN'),
-    ('databricks', "ai_classify(review, ARRAY('yes', 'no')) = 'no'",
+    ('databricks', "ai_classify(review, ARRAY('yes', 'no')) = 'no'",  # NOT of the filter
+     'ai_filter(template="{0}"; bindings=[{0}=review]; wrapper="databricks:ai_classify=no") -> BOOLEAN'),
+    ('databricks', "ai_classify(review, ARRAY('yes', 'no')) = 'maybe'",  # never true: as written
      'ai_classify(template="{0}"; bindings=[{0}=review]; labels=["yes", "no"]) -> VARCHAR'),
     ('databricks', 'ai_classify(review, \'["bug", "praise"]\'):response[0]',
      'ai_classify(template="{0}"; bindings=[{0}=review]; labels=["bug", "praise"]; wrapper="databricks:response[0]"; options={labels_json=true}) -> VARCHAR'),
