@@ -3,6 +3,7 @@ carries rows, tokens, cache hits and seconds (a plain SQL model's stays dbt-duck
 model's result line says it; a second run answers from the cache."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,8 @@ class TestAiWorkInRunResults:
         assert 0 < ai["sol_seconds"] < ai["seconds"]
         assert ai["device"] and ai["ai_model"] and ai["plan"]
         assert ai["_message"].startswith("OK: 4 rows, ")
-        assert "4 rows, " in log and "from cache" in log  # the model's result line says it
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", log)
+        assert "sentiment  [OK: 4 rows, 4 prompts run, 0 from cache, " in plain  # result line
 
         assert first["lengths"] == {"_message": "OK"}  # plain SQL: dbt-duckdb's response
 
@@ -65,3 +67,13 @@ class TestAiWorkInRunResults:
         assert again["cache_hits"] == 4 and again["prompts_run"] == 0
         assert again["fresh_tokens"] == 0 == again["requested_tokens"]  # nothing asked of the model
         assert again["rows_affected"] == 4
+
+        run_dbt(["docs", "generate"])
+        catalog = json.loads((Path(project.project_root) / "target" / "catalog.json").read_text())
+        stats = catalog["nodes"]["model.test.sentiment"]["stats"]
+        assert stats["quail_ai_rows"]["value"] == "4 rows"
+        assert stats["quail_ai_prompts"]["value"] == "0 run, 4 from cache"  # the last run's
+        assert stats["quail_ai_tokens"]["value"] == "0 fresh of 0 requested"
+        assert stats["quail_ai_plan"]["value"] == again["plan"]
+        assert stats["quail_ai_sol"]["value"].endswith(f" s on {again['device']}")
+        assert not [k for k in catalog["nodes"]["model.test.lengths"]["stats"] if "quail" in k]

@@ -20,6 +20,7 @@ from dbt.adapters.duckdb.impl import DuckDBAdapter, DuckDBConfig
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.quail import ai_runs
 from dbt.adapters.quail.ai_runner import AiRunner
 from dbt.adapters.quail.cancel import cancel_event
 from dbt.adapters.quail.connections import QuailConnectionManager
@@ -70,9 +71,11 @@ class QuailAdapter(DuckDBAdapter):
 
     @available
     def quail_model_sql(self, compiled_code: str, dialect: str | None = None,
-                        model_name: str | None = None, translate: bool = True) -> str:
+                        model_name: str | None = None, translate: bool = True,
+                        relation: Any = None) -> str:
         """The DuckDB SELECT whose rows the model materializes (see module docstring).
-        `translate=False` leaves SQL without AI calls as it is (dbt's own test SQL)."""
+        `translate=False` leaves SQL without AI calls as it is (dbt's own test SQL).
+        `relation`: the model's table, whose AI work is recorded for the docs (ai_runs.py)."""
         dialect = self.quail_dialect(dialect)
         if not has_ai_functions(compiled_code):
             return to_duckdb(compiled_code, dialect) if translate else compiled_code
@@ -81,11 +84,23 @@ class QuailAdapter(DuckDBAdapter):
         runner = AiRunner.for_credentials(self.config.credentials)
         table, report = runner.run(compiled_code, dialect, cursor, model_name or "<model>",
                                    cancel_event(connection))
-        self.connections.note_ai_work(work_fields(report.to_json(), table.num_rows))
+        work = work_fields(report.to_json(), table.num_rows)
+        self.connections.note_ai_work(work)
+        if relation is not None and relation.database:
+            ai_runs.record(self.connections, cursor, relation, model_name or "", work)
         name = f"__quail_result_{next(_RESULT_IDS)}"
         cursor.register(name, table)
         self._results.setdefault(threading.get_ident(), []).append((cursor, name))
         return f'select * from "{name}"'
+
+    @available
+    def quail_ai_runs_table(self, database: str) -> str | None:
+        """The table of `database` holding its AI models' last runs (ai_runs.py), if any."""
+        found = self.connections.add_query(
+            "select 1 from duckdb_tables() where database_name = ? and schema_name = 'main' "
+            "and table_name = ?", auto_begin=False,
+            bindings=[database, ai_runs.RUNS_TABLE])[1].fetchall()
+        return ai_runs.runs_table(database) if found else None
 
     @available
     def quail_is_ai_sql(self, sql: str, dialect: str | None = None) -> bool:
