@@ -65,19 +65,20 @@ NOT_BOOLEAN = [
 
 
 def where_sql(form: str) -> str:
-    return f"SELECT id FROM reviews WHERE {form.format(p=f'concat({Q!r}, review)')} ORDER BY id"
+    return (f"SELECT id FROM reviews WHERE {form.format(p=f'concat({Q!r}, review)')} "
+            "AND id <= 12 ORDER BY id")
 
 
 def join_sql(form: str) -> str:
     p = f"concat('{J[0]}', r.review, '{J[1]}', p.name, '{J[2]}')"
     return (f"SELECT r.id, p.name FROM reviews AS r JOIN products AS p ON "
-            f"{form.format(p=p)} WHERE r.id <= 3 ORDER BY r.id, p.name")
+            f"{form.format(p=p)} WHERE r.id <= 2 ORDER BY r.id, p.name")
 
 
-PLAIN_WHERE = f"SELECT id FROM reviews WHERE ai_filter({Q!r} || review) ORDER BY id"
-PLAIN_NOT = f"SELECT id FROM reviews WHERE NOT ai_filter({Q!r} || review) ORDER BY id"
+PLAIN_WHERE = f"SELECT id FROM reviews WHERE ai_filter({Q!r} || review) AND id <= 12 ORDER BY id"
+PLAIN_NOT = f"SELECT id FROM reviews WHERE NOT ai_filter({Q!r} || review) AND id <= 12 ORDER BY id"
 PLAIN_JOIN = (f"SELECT r.id, p.name FROM reviews AS r JOIN products AS p ON ai_filter("
-              f"'{J[0]}' || r.review || '{J[1]}' || p.name || '{J[2]}') WHERE r.id <= 3 "
+              f"'{J[0]}' || r.review || '{J[1]}' || p.name || '{J[2]}') WHERE r.id <= 2 "
               "ORDER BY r.id, p.name")
 
 
@@ -94,7 +95,7 @@ def test_where_form_is_the_planned_filter_of_plain_ai_filter(name, form):
     assert canonical(parsed) == canonical(parse(PLAIN_WHERE, "duckdb"))
     assert parsed.ai_ops[0].op == OpKind.AI_FILTER
     assert parsed.cores[0].filters == (0,)
-    assert "FROM reviews WHERE quail_ai_0(review) ORDER BY" in parsed.duckdb_sql
+    assert "FROM reviews WHERE quail_ai_0(review) AND id <= 12 ORDER BY" in parsed.duckdb_sql
 
 
 @pytest.mark.parametrize("name,form", FORMS, ids=[f[0] for f in FORMS])
@@ -110,8 +111,8 @@ def test_opposite_answer_is_not_of_the_filter_and_unplanned(name, form):
     parsed = parse(where_sql(form), "databricks")
     plain = parse(PLAIN_NOT, "duckdb")
     assert canonical(parsed)[0] == canonical(plain)[0]
-    assert "FROM reviews WHERE NOT quail_ai_0(review) ORDER BY" in parsed.duckdb_sql
-    assert "FROM reviews WHERE NOT quail_ai_0(review) ORDER BY" in plain.duckdb_sql
+    assert "FROM reviews WHERE NOT quail_ai_0(review) AND id <= 12 ORDER BY" in parsed.duckdb_sql
+    assert "FROM reviews WHERE NOT quail_ai_0(review) AND id <= 12 ORDER BY" in plain.duckdb_sql
     assert [c.filters for c in parsed.cores] == [c.filters for c in plain.cores] == []
 
 
@@ -185,6 +186,6 @@ def test_opposite_answer_rows_equal_not_ai_filter_on_the_embedded_model(run):
     want, _ = run(PLAIN_NOT, "duckdb")
     got, _ = run(where_sql(NEGATED[0][1]), "databricks")
     assert got == want
-    everything, _ = run("SELECT id FROM reviews ORDER BY id", "duckdb")
+    everything, _ = run("SELECT id FROM reviews WHERE id <= 12 ORDER BY id", "duckdb")
     yes, _ = run(PLAIN_WHERE, "duckdb")
     assert sorted(got + yes) == everything
