@@ -30,6 +30,8 @@ SHAPES = {
                        "'model', NULL, 'usage', NULL)"),
 }
 
+PORTABLE = ("negated",)  # plain SQL in every dialect: no vendor shape to warn about
+
 _SLOT = "__quail_shape_value__"
 
 

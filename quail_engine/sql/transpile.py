@@ -14,7 +14,7 @@ import logging
 
 from sqlglot import exp
 
-from quail_engine.sql import dialects
+from quail_engine.sql import dialects, shapes
 from quail_engine.sql.errors import SqlError, UnsupportedError
 from quail_engine.sql.ir import AiOp, placeholder_name
 from quail_engine.sql.nesting import nesting_guard
@@ -56,7 +56,8 @@ def _transpile(sql: str, read: str, write: str, keep_source: bool) -> str:
         built = lowered.built[op_id]
         args = [e.sql(dialect=dialects.sqlglot_dialect(write)) for e in built.exprs]
         texts[_token(op_id)] = emit_op(ops[op_id], args, write)
-        if built.shape and write != read and not built.extra.get("tvf"):
+        if built.shape and built.shape not in shapes.PORTABLE and write != read and \
+                not built.extra.get("tvf"):
             log.warning("%s -> %s: the %s result shape of %s is rebuilt with JSON/STRUCT "
                         "functions; strip it (e.g. :labels[0]) for a portable query", read,
                         write, read, ops[op_id].origin)
