@@ -15,6 +15,7 @@ answers it returns are not the model's."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -23,21 +24,33 @@ from typing import Any
 from bench.quailb import prompts as P
 
 _SPACE = re.compile(r"\s+")
+log = logging.getLogger("bench.quailb")
 
 
 def _squash(text: str) -> str:
     return _SPACE.sub("", text)
 
 
-def marker(template: str) -> str:
-    """The template's longest fixed piece between its `{0}`/`{1}` slots, whitespace removed:
-    what identifies the predicate in a request's decoded text."""
-    return max((_squash(p) for p in re.split(r"\{\d\}", template)), key=len)
+def marker(template: str) -> tuple[str, ...]:
+    """The template's fixed pieces between its `{0}`/`{1}` slots, whitespace removed: a
+    request whose decoded text holds them all asks this predicate."""
+    return tuple(q for q in (_squash(p) for p in re.split(r"\{\d\}", template)) if len(q) > 1)
+
+
+def _find(markers: Any, text: str) -> tuple[str, ...] | None:
+    """The marker all of whose pieces are in `text`, the longest when several are; else the one
+    marker whose first piece is (the default model's pair layout keeps a question's text only
+    up to the partner's slot); None when none or several (SUPPORT and REFUTE then read alike)."""
+    found = [m for m in markers if all(piece in text for piece in m)]
+    if found:
+        return max(found, key=lambda m: sum(map(len, m)))
+    first = [m for m in markers if m and m[0] in text]
+    return first[0] if len(first) == 1 else None
 
 
 @dataclass
 class OverrideStats:
-    replaced: dict[str, int] = field(default_factory=dict)  # predicate marker -> answers
+    replaced: dict[str, int] = field(default_factory=dict)  # predicate's first piece -> answers
     unmatched_boolean: int = 0
 
 
@@ -82,16 +95,18 @@ class SelectivityOverride:
         head = self._prefix_tokens.get(request.prefix.id, ()) if request.prefix else ()
         return _squash(decode(list(head)) + decode(list(request.tokens)))
 
-    def _uniform(self, key: str, text: str) -> float:
-        digest = hashlib.blake2b(f"{self._seed}\0{key}\0{text}".encode(), digest_size=8)
+    def _uniform(self, key: tuple[str, ...], text: str, salt: str = "") -> float:
+        seed = "\0".join((str(self._seed), *key, salt, text))
+        digest = hashlib.blake2b(seed.encode(), digest_size=8)
         return int.from_bytes(digest.digest(), "big") / 2.0 ** 64
 
     def _override(self, request: Any, answer: Any) -> Any:
         value = answer.value
         if isinstance(value, bool):
             text = self._text(request)
-            key = next((m for m in self._booleans if m in text), None)
+            key = _find(self._booleans, text)
             if key is None:
+                log.debug("no QUAIL-B predicate in %r", text)
                 self.override_stats.unmatched_boolean += 1
                 return answer
             self._count(key)
@@ -99,7 +114,7 @@ class SelectivityOverride:
         labels = getattr(request.readout, "labels", None)
         if isinstance(value, str) and labels:
             text = self._text(request)
-            key = next((m for m in self._labels if m in text), None)
+            key = _find(self._labels, text)
             if key is None:
                 return answer
             accepted, p = self._labels[key]
@@ -107,9 +122,10 @@ class SelectivityOverride:
             outside = [label for label in labels if label not in accepted]
             pool = inside if (self._uniform(key, text) < p and inside) or not outside else outside
             self._count(key)
-            pick = pool[int(self._uniform(key + "\0pick", text) * len(pool))]
+            pick = pool[int(self._uniform(key, text, "pick") * len(pool))]
             return replace(answer, value=pick)
         return answer
 
-    def _count(self, key: str) -> None:
-        self.override_stats.replaced[key] = self.override_stats.replaced.get(key, 0) + 1
+    def _count(self, key: tuple[str, ...]) -> None:
+        name = key[0][:40]
+        self.override_stats.replaced[name] = self.override_stats.replaced.get(name, 0) + 1

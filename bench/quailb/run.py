@@ -134,7 +134,13 @@ def main(argv: list[str] | None = None) -> int:
               "override": args.override, "load_before": round(load_before, 2),
               "load_after": round(os.getloadavg()[0], 2),
               "wall_s": round(time.perf_counter() - t0, 2), "queries": rows}
+    if args.override and suite.engine:
+        stats = suite.engine[0].override_stats
+        result["override_stats"] = {"replaced": stats.replaced,
+                                    "unmatched_boolean": stats.unmatched_boolean}
     print(markdown(result))
+    if "override_stats" in result:
+        print("override:", json.dumps(result["override_stats"]))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))
     failed = [r["id"] for r in rows if not r["ok"] and r["id"] not in KNOWN_GAPS]
