@@ -50,7 +50,7 @@ def _find(markers: Any, text: str) -> tuple[str, ...] | None:
 
 @dataclass
 class OverrideStats:
-    replaced: dict[str, int] = field(default_factory=dict)  # predicate's first piece -> answers
+    replaced: dict[str, int] = field(default_factory=dict)  # predicate's longest piece -> answers
     unmatched_boolean: int = 0
 
 
@@ -127,5 +127,5 @@ class SelectivityOverride:
         return answer
 
     def _count(self, key: tuple[str, ...]) -> None:
-        name = key[0][:40]
+        name = max(key, key=len)[:48]
         self.override_stats.replaced[name] = self.override_stats.replaced.get(name, 0) + 1
