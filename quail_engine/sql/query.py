@@ -114,7 +114,11 @@ def statement_tree(duckdb_sql: str) -> exp.Expression:
     from quail_engine.sql.placeholder import placeholder_id
 
     with deep_stack():  # the front end reads nesting up to its limit; so must this
-        tree = parse_one(duckdb_sql, read="duckdb")
+        try:
+            tree = parse_one(duckdb_sql, read="duckdb")
+        except (ParseError, TokenError) as exc:  # sqlglot wrote DuckDB SQL it cannot read back
+            raise SqlError(f"the statement has no DuckDB form quail can run: {_first_line(exc)}",
+                           duckdb_sql, "duckdb") from None
         for call in list(tree.find_all(exp.Anonymous)):
             if placeholder_id(call.name) is not None:
                 call.set("expressions", [exp.cast(a, _VARCHAR) for a in call.expressions])
