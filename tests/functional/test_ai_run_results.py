@@ -24,6 +24,13 @@ select id, AI_CLASSIFY(review_text, ['positive', 'negative']):labels[0]::string 
 from {{ ref('reviews') }}
 """
 
+_INCREMENTAL_AI_MODEL = """
+{{ config(materialized='incremental', unique_key='id', quail_dialect='snowflake') }}
+select id from {{ ref('reviews') }}
+where AI_FILTER(PROMPT('Is this review about a kitchen appliance? {0}', review_text))
+{% if is_incremental() %} and id > (select coalesce(max(id), 0) from {{ this }}) {% endif %}
+"""
+
 _PLAIN_MODEL = "select id, length(review_text) as n from {{ ref('reviews') }}"
 
 
@@ -40,7 +47,8 @@ class TestAiWorkInRunResults:
 
     @pytest.fixture(scope="class")
     def models(self):
-        return {"sentiment.sql": _AI_MODEL, "lengths.sql": _PLAIN_MODEL}
+        return {"sentiment.sql": _AI_MODEL, "lengths.sql": _PLAIN_MODEL,
+                "kitchen.sql": _INCREMENTAL_AI_MODEL}
 
     def test_adapter_response_carries_the_ai_work(self, project):
         run_dbt(["seed"])
@@ -61,9 +69,16 @@ class TestAiWorkInRunResults:
         assert "sentiment  [OK: 4 rows, 4 prompts run, 0 from cache, " in plain  # result line
 
         assert first["lengths"] == {"_message": "OK"}  # plain SQL: dbt-duckdb's response
+        kitchen = first["kitchen"]
+        rows = project.run_sql(f"select count(*) from {project.test_schema}.kitchen", fetch="one")
+        assert kitchen["rows_affected"] == rows[0] and kitchen["prompts"] == 4
 
-        run_dbt(["run", "--select", "sentiment"])
-        again = _responses(project)["sentiment"]
+        run_dbt(["run", "--select", "sentiment", "kitchen"])
+        second = _responses(project)
+        # an incremental run: the AI work is read in one statement, merged by a later one
+        assert second["kitchen"]["rows_affected"] == 0 == second["kitchen"]["prompts_run"]
+        assert second["kitchen"]["_message"].startswith("OK: 0 rows")
+        again = second["sentiment"]
         assert again["cache_hits"] == 4 and again["prompts_run"] == 0
         assert again["fresh_tokens"] == 0 == again["requested_tokens"]  # nothing asked of the model
         assert again["rows_affected"] == 4
