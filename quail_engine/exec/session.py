@@ -42,17 +42,21 @@ log = logging.getLogger(__name__)
 
 
 class _LazyEngine:
-    """Loads the engine on first use, so SQL errors are reported before a model loads."""
+    """Loads the engine on first use, so SQL errors are reported before a model loads.
+    `nested_s`: what `inner_load()` (the tokenizer's load clock) ran up inside that load, so
+    the report does not count it twice."""
 
-    def __init__(self, factory: Callable[[], object]):
-        self._factory, self._engine = factory, None
-        self.load_s = 0.0
+    def __init__(self, factory: Callable[[], object],
+                 inner_load: Callable[[], float] = lambda: 0.0):
+        self._factory, self._engine, self._inner_load = factory, None, inner_load
+        self.load_s = self.nested_s = 0.0
 
     def get(self):
         if self._engine is None:
-            start = time.perf_counter()
+            start, inner0 = time.perf_counter(), self._inner_load()
             self._engine = self._factory()
             self.load_s = time.perf_counter() - start
+            self.nested_s = self._inner_load() - inner0
         return self._engine
 
     @property
@@ -84,8 +88,8 @@ class QuailSession:
         from quail_engine.exec.prompt_text import PromptText
 
         self.con = con
-        self._engine = _LazyEngine(engine_factory)
         self.text = text if text is not None else PromptText.of_engine(lambda: self.engine)
+        self._engine = _LazyEngine(engine_factory, lambda: getattr(self.text, "load_s", 0.0))
         self._model_config = model_config
         self.precision = precision
         self.cache = AnswerCache.in_dir(cache_dir if use_cache else None)
@@ -95,6 +99,7 @@ class QuailSession:
         self.batch_size = batch_size
         self.report = Report()
         self.parsed = None
+        self._text_load0 = 0.0
 
     @property
     def engine(self):
@@ -107,6 +112,7 @@ class QuailSession:
 
     def execute(self, sql: str, dialect: str = "duckdb") -> pa.Table:
         start = time.perf_counter()
+        self._text_load0 = getattr(self.text, "load_s", 0.0)  # the text may be shared
         self.report = Report(device=self.device)
         with self.report.phase("parse"):
             parsed = self.parse(sql, dialect)
@@ -127,13 +133,15 @@ class QuailSession:
         try:
             with self.report.phase("check"):
                 self._check(statement)
-            with lock:
+            with self.report.phase("device_wait"):  # another statement or process has it
+                lock.acquire()
+            try:
                 udf_lock.held_by_statement = True
-                try:
-                    if self.plan and parsed.ai_ops:
-                        self._run_cores(parsed, runner, store, suffix, limit)
-                finally:
-                    udf_lock.held_by_statement = False
+                if self.plan and parsed.ai_ops:
+                    self._run_cores(parsed, runner, store, suffix, limit)
+            finally:
+                udf_lock.held_by_statement = False
+                lock.release()
             keyed = {op: m for op, m in store.keyed.items() if m is not None}
             if keyed:
                 names += register_keyed_udfs(self.con, parsed.ai_ops, store, keyed,
@@ -199,12 +207,12 @@ class QuailSession:
         rep.wall_s = time.perf_counter() - start
         rep.rows = rows
         # model load = the weights (and the GPU's kernel warm-up) + the tokenizer + starting
-        # the device (torch and CUDA, when the cost model first asks the GPU's name)
-        rep.load_s = (self._engine.load_s + getattr(self.text, "load_s", 0.0)
+        # the device (torch and CUDA, when the cost model first asks the GPU's name), each as
+        # it happened in this execution and counted once
+        text_s = getattr(self.text, "load_s", 0.0) - self._text_load0
+        rep.load_s = (self._engine.load_s + max(0.0, text_s - self._engine.nested_s)
                       + rep.phases.get("device_start", 0.0))
-        self._engine.load_s = 0.0
-        if hasattr(self.text, "load_s"):
-            self.text.load_s = 0.0
+        self._engine.load_s = self._engine.nested_s = 0.0
         if rep.ops and self._engine.loaded is not None:
             spec, dev = self._specs()
             work = rep.total_work()

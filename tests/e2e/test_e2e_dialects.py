@@ -148,7 +148,7 @@ def test_query_matches_one_question_at_a_time(con, engine, reference, cache_dir,
 def assert_report_invariants(report):
     """What any report must satisfy: fresh <= requested tokens, rows out <= rows in for
     filters and joins, totals are the operators' sums, the speed of light is under the wall
-    time (it is a lower bound on every device)."""
+    time (it is a lower bound on every device), and so are the model load and the phases."""
     for o in report.ops.values():
         assert o.fresh_tokens <= o.requested_tokens, o
         if o.kind in ("ai_filter", "ai_join"):
@@ -157,3 +157,6 @@ def assert_report_invariants(report):
     assert report.cache_hits == sum(o.cache_hits for o in report.ops.values())
     if report.sol_seconds:
         assert report.sol_seconds <= report.wall_s
+    # the model load is part of the wall time, counted once; the phases do not overlap
+    assert 0 <= report.load_s <= report.wall_s, (report.load_s, report.wall_s)
+    assert sum(report.phases.values()) <= report.wall_s * 1.001 + 1e-3, report.phases
