@@ -137,7 +137,7 @@ class OpRunner:
         if not todo:
             rep.seconds += time.perf_counter() - start
             return out
-        warn_if_weak(layout.op, self.text.model_name)
+        warn_if_weak(layout.op, self.text.model_name, layout)
         readout = self.readout(layout)
         prefixes = [texts[i][0] for i in todo]
         own_kv = (kv is None and layout.is_shared and self.share_kv

@@ -186,7 +186,14 @@ WEAK_ON_DEFAULT = {
         "the default model (a 270M base model) writes rambling text that often ignores the "
         "instruction; --model smollm2-135m follows short instructions better, a larger model "
         "better still"),
+    "two-argument question that goes on after its second argument": (
+        "the default model scores how strongly the document makes the second argument likely, "
+        "and the words after the second argument's slot (e.g. 'is {1} cited by {0}') do not "
+        "reach it, so the relation they name is not asked; end the question with the second "
+        "argument, or use a larger --model"),
 }
+
+_TRAILING_NOISE = re.compile(r"^[\s?.!:;,'\")\]]*$")
 
 
 def pair_layout_for(model_name: str) -> bool:
@@ -198,19 +205,24 @@ def pair_layout_for(model_name: str) -> bool:
     return model_name.split("@")[0] in ("default", DEFAULT_MODEL)
 
 
-def weak_shape(op) -> str | None:
-    """The WEAK_ON_DEFAULT shape of operator `op` (an ir.AiOp), or None."""
+def weak_shape(op, layout: OpPrompt | None = None) -> str | None:
+    """The WEAK_ON_DEFAULT shape of operator `op` (an ir.AiOp) asked in `layout` (default:
+    its layout without an anchor), or None."""
     if op.op in ("ai_generate", "ai_aggregate"):
         return "generation"
-    if op.op in ("ai_filter", "ai_score") and not OpPrompt.for_op(op).partner_slots:
+    layout = layout or OpPrompt.for_op(op)
+    if op.op in ("ai_filter", "ai_score") and not layout.partner_slots:
         return "yes/no filter on one document"
+    if layout.partner_slots and not _TRAILING_NOISE.match(
+            op.template[layout._partner_span()[1]:]):
+        return "two-argument question that goes on after its second argument"
     return None
 
 
-def warn_if_weak(op, model_id: str) -> None:
-    """Log a warning, once per shape and process, when `op` has a shape the embedded default
-    model answers poorly and `model_id` names that model."""
-    shape = weak_shape(op)
+def warn_if_weak(op, model_id: str, layout: OpPrompt | None = None) -> None:
+    """Log a warning, once per shape and process, when `op` (in `layout`) has a shape the
+    embedded default model answers poorly and `model_id` names that model."""
+    shape = weak_shape(op, layout)
     if shape is not None and model_id.split("@")[0] in ("default", DEFAULT_MODEL):
         _warn_once(shape)
 

@@ -70,3 +70,23 @@ def test_weak_shapes_warn_once_on_the_default_model(caplog):
             warn_if_weak(op, "default")
     assert [r.getMessage().split(":")[0] for r in caplog.records] == [
         "yes/no filter on one document", "generation"]
+
+
+def test_a_question_that_goes_on_after_its_partner_warns_on_the_default_model(caplog):
+    """The pair layout scores the partner as the question's last words: a template that goes on
+    after it ('{0} cited by {1}', 'does {1} refute {0}') loses those words on the default
+    model, so the user is told once; ending with the partner is fine."""
+    prompts._warn_once.cache_clear()
+    join = parse("SELECT * FROM p JOIN x ON AI_FILTER(PROMPT("
+                 "'Is the passage {0} cited by the legal excerpt {1}?', p.text, x.text))",
+                 "snowflake").ai_ops[0]
+    ending = parse("SELECT * FROM p JOIN x ON AI_FILTER(PROMPT("
+                   "'Does the excerpt {0} cite the passage {1}?', x.text, p.text))",
+                   "snowflake").ai_ops[0]
+    with caplog.at_level(logging.WARNING, logger="quail_engine.exec.prompts"):
+        warn_if_weak(ending, "default", OpPrompt.for_op(ending, anchor="x"))
+        assert caplog.records == []
+        warn_if_weak(join, "default", OpPrompt.for_op(join, anchor="x"))  # partner = passage
+        warn_if_weak(join, "default", OpPrompt.for_op(join, anchor="x"))
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        "two-argument question that goes on after its second argument"]
