@@ -199,3 +199,10 @@ def test_transpiles_to_snowflake_ai_filter_without_a_shape_warning(form, expecte
     out = transpile(where_sql(form), "databricks", "snowflake")
     assert expected + f"'{Q}{{0}}', review))" in out
     assert "result shape" not in caplog.text
+
+
+def test_opposite_answer_in_join_on_is_an_unplanned_ai_join():
+    parsed = parse(join_sql(NEGATED[1][1]), "databricks")
+    assert parsed.ai_ops[0].op == OpKind.AI_JOIN
+    assert "ON NOT quail_ai_0(r.review, p.name)" in parsed.duckdb_sql
+    assert [c.joins for c in parsed.cores] == []
