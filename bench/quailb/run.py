@@ -24,12 +24,9 @@ from typing import Any
 from bench.quailb import data
 from bench.quailb.queries import ORDER, QUERIES, Query
 
-# query id -> why it does not run planned yet (measured; bench/quailb/README.md)
-_CLASSIFY_THEN = ("classify-then-filter: the label filtered with IN/= in a CTE feeds another AI "
-                  "operator; that classification is answered row by row by DuckDB (report: "
-                  "ai_classify unplanned > 0)")
-KNOWN_GAPS: dict[str, str] = {q: _CLASSIFY_THEN for q in (
-    "IMDB-13", "IMDB-14", "IMDB-15", "BIO-6", "LEP-6", "AGENT-4")}
+# query id -> why it does not run planned yet (measured; bench/quailb/README.md). Empty since
+# the executor runs a CTE's classification core before the core whose scan reads it.
+KNOWN_GAPS: dict[str, str] = {}
 
 
 @dataclass

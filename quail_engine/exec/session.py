@@ -9,9 +9,10 @@ columns) surface before any prompt runs.
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -164,7 +165,7 @@ class QuailSession:
 
     def _run_cores(self, parsed, runner, store: AnswerStore, suffix: str, limit) -> None:
         spec, dev = self._specs()
-        for core in parsed.cores:
+        for core in dependency_order(parsed.cores):
             CoreRunner(self.con, parsed.ai_ops, runner, store, spec, dev, self.sample_size,
                        lambda sql: prepare_sql(sql, suffix)).run(
                            core, limit if len(parsed.cores) == 1 else None)
@@ -229,6 +230,28 @@ class QuailSession:
         for op_id, o in rep.ops.items():
             log.info("op %d %s: %d -> %d rows, %d fresh tokens", op_id, o.kind, o.rows_in,
                      o.rows_out, o.fresh_tokens)
+
+
+def dependency_order(cores: Sequence) -> list:
+    """`cores` with every core after the cores whose AI operators its scans call (a CTE's
+    classification read by the outer query's join): their answers are then in the store when
+    the scan reads them, so DuckDB never computes them row by row. Written order otherwise (and
+    on a cycle)."""
+    owner = {op: i for i, c in enumerate(cores)
+             for op in (*c.filters, *c.joins, *c.projections)}
+    needs = {i: {owner[int(k)] for r in c.relations for k in _CALL.findall(r.scan_sql)
+                 if int(k) in owner and owner[int(k)] != i} for i, c in enumerate(cores)}
+    order: list[int] = []
+    while len(order) < len(cores):
+        ready = [i for i in range(len(cores)) if i not in order and needs[i] <= set(order)]
+        if not ready:  # a cycle: keep the written order for the rest
+            order += [i for i in range(len(cores)) if i not in order]
+            break
+        order.append(ready[0])
+    return [cores[i] for i in order]
+
+
+_CALL = re.compile(r"\bquail_ai_(\d+)\s*\(", re.IGNORECASE)
 
 
 class _SessionRunner(OpRunner):

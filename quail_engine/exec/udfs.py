@@ -38,13 +38,13 @@ def sql_type(op) -> str:
 
 
 def read_statement(parsed) -> exp.Expression:
-    """The statement's tree as the front end emitted it (sql/query.statement_tree: AI call
-    arguments already cast to VARCHAR); the statement DuckDB runs (`prepare`,
-    `limit_pushdown.push_limit`) and its keyed variant are derived from a copy. A ParsedQuery
-    built by hand (tests) without one gets it from its text, by the same front-end function."""
-    if getattr(parsed, "statement", None) is not None:
-        return parsed.statement.copy()
-    return statement_tree(parsed.duckdb_sql)
+    """A copy of the statement's tree as the front end builds it (ParsedQuery.statement():
+    AI call arguments already cast to VARCHAR); the statement DuckDB runs (`prepare`,
+    `limit_pushdown.push_limit`) and its keyed variant are derived from it. A query built by
+    hand (tests) without that method gets it from its text, by the same front-end function."""
+    statement = getattr(parsed, "statement", None)
+    tree = statement() if callable(statement) else statement_tree(parsed.duckdb_sql)
+    return tree.copy()
 
 
 def prepare(tree: exp.Expression, suffix: str = "",

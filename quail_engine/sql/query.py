@@ -4,15 +4,15 @@ Execution contract: DuckDB runs `duckdb_sql`, the whole statement in which each 
 `quail_ai_<id>(<binding expressions>)` returning the op's `output_type` (BOOLEAN, VARCHAR,
 VARCHAR[], DOUBLE, BIGINT, JSON, FLOAT[]); aggregate ops take `list(<binding>)` per group.
 The planner precomputes answers for the `cores`; BigQuery table functions are subqueries
-mapping `quail_ai_<id>(prompt)` over their input (ids in `table_functions`). `statement` is the
-same statement as the tree the executor runs (`statement_tree`: every AI call's arguments cast
-to VARCHAR, the text the scans and the functions see), so the executor never parses SQL.
+mapping `quail_ai_<id>(prompt)` over their input (ids in `table_functions`). `statement()` is
+the same statement as the tree the executor runs (`statement_tree`: every AI call's arguments
+cast to VARCHAR, the text the scans and the functions see), so the executor never parses SQL.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
@@ -38,7 +38,15 @@ class ParsedQuery:
     duckdb_sql: str
     cores: tuple[Core, ...]
     table_functions: tuple[int, ...] = ()
-    statement: exp.Expression | None = field(default=None, compare=False, repr=False)
+
+    def statement(self) -> exp.Expression:
+        """The tree the executor runs (`statement_tree(duckdb_sql)`), built on first use and
+        kept: explain and transpile never need it."""
+        tree = self.__dict__.get("_statement")
+        if tree is None:
+            tree = statement_tree(self.duckdb_sql)
+            object.__setattr__(self, "_statement", tree)
+        return tree
 
     def to_text(self) -> str:
         lines = [f"#{i} {op.to_text()}" for i, op in enumerate(self.ai_ops)]
@@ -94,10 +102,9 @@ def parse(sql: str, dialect: str) -> ParsedQuery:
     with nesting_guard(sql, name):
         lowered, ops, cores = lower_sql(sql, name)
         tvfs = tuple(i for i, b in enumerate(lowered.built) if b.extra.get("tvf"))
-        duckdb_sql = to_duckdb(lowered.tree)
         return ParsedQuery(dialect=name, source_sql=sql, ai_ops=tuple(ops),
-                           duckdb_sql=duckdb_sql, cores=tuple(cores), table_functions=tvfs,
-                           statement=statement_tree(duckdb_sql))
+                           duckdb_sql=to_duckdb(lowered.tree), cores=tuple(cores),
+                           table_functions=tvfs)
 
 
 _VARCHAR = exp.DataType.build("VARCHAR")  # built once, not parsed again per argument
