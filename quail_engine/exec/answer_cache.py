@@ -15,6 +15,7 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -58,15 +59,26 @@ class AnswerCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         con = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False,
                               isolation_level=None)
-        try:
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA synchronous=NORMAL")  # in WAL: durable across process crashes
-            con.execute("CREATE TABLE IF NOT EXISTS answers "
-                        "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        except BaseException:
-            con.close()
-            raise
-        return con
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                # WAL is a property of the file: switch once (the switch needs the file to
+                # itself, and SQLite does not wait for it), then only read the mode
+                if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    con.execute("PRAGMA journal_mode=WAL")
+                con.execute("PRAGMA synchronous=NORMAL")  # in WAL: durable across crashes
+                con.execute("CREATE TABLE IF NOT EXISTS answers "
+                            "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                return con
+            except sqlite3.OperationalError as exc:
+                # two connections creating the file at once (dbt threads, two processes)
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    con.close()
+                    raise
+                time.sleep(0.05)
+            except BaseException:
+                con.close()
+                raise
 
     @classmethod
     def in_dir(cls, cache_dir: str | Path | None) -> AnswerCache:

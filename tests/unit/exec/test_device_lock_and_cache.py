@@ -86,3 +86,33 @@ def test_answers_survive_a_writer_killed_between_batches(tmp_path):
     assert proc.returncode == -9
     assert os.path.exists(str(path) + "-wal")
     assert AnswerCache(path).get_many(["a", "b"]) == {"a": 1}  # committed kept, open rolled back
+
+
+def test_threads_opening_a_new_answer_cache_at_once_all_cache(tmp_path, caplog):
+    """dbt runs models in threads: several open the same new answer cache at the same moment.
+    None may give up on it ('database is locked' while another switches the file to WAL)."""
+    import threading
+
+    from quail_engine.exec.answer_cache import AnswerCache
+
+    for round_ in range(12):
+        path = tmp_path / f"r{round_}" / "answers.sqlite"
+        start = threading.Barrier(8)
+        caches = []
+
+        def open_and_write(i, start=start, path=path, caches=caches):
+            start.wait()
+            cache = AnswerCache(path)
+            cache.put_many({f"k{i}": i})
+            caches.append(cache)
+
+        threads = [threading.Thread(target=open_and_write, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not [r for r in caplog.records if "answer cache" in r.getMessage()]
+        assert AnswerCache(path).get_many(f"k{i}" for i in range(8)) == {
+            f"k{i}": i for i in range(8)}
+        for c in caches:
+            c.close()
