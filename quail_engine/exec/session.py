@@ -208,11 +208,11 @@ class QuailSession:
         rep.wall_s = time.perf_counter() - start
         rep.rows = rows
         # model load = the weights (and the GPU's kernel warm-up) + the tokenizer + starting
-        # the device (torch and CUDA, when the cost model first asks the GPU's name), each as
-        # it happened in this execution and counted once
+        # the GPU (torch and CUDA, when the cost model first asks its name; on the CPU that
+        # phase is the CPU probe, not a load), each as it happened here and counted once
         text_s = getattr(self.text, "load_s", 0.0) - self._text_load0
-        rep.load_s = (self._engine.load_s + max(0.0, text_s - self._engine.nested_s)
-                      + rep.phases.get("device_start", 0.0))
+        start_s = rep.phases.get("device_start", 0.0) if self._device_name() == "cuda" else 0.0
+        rep.load_s = self._engine.load_s + max(0.0, text_s - self._engine.nested_s) + start_s
         self._engine.load_s = self._engine.nested_s = 0.0
         if rep.ops and self._engine.loaded is not None:
             spec, dev = self._specs()
