@@ -9,7 +9,6 @@ columns) surface before any prompt runs.
 from __future__ import annotations
 
 import logging
-import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -38,6 +37,7 @@ from quail_engine.exec.udfs import (
 )
 from quail_engine.exec.user_errors import statement_error
 from quail_engine.plan.cost import ModelSpec, num_passes, seconds
+from quail_engine.sql.placeholder import placeholder_ids
 
 log = logging.getLogger(__name__)
 
@@ -239,8 +239,8 @@ def dependency_order(cores: Sequence) -> list:
     on a cycle)."""
     owner = {op: i for i, c in enumerate(cores)
              for op in (*c.filters, *c.joins, *c.projections)}
-    needs = {i: {owner[int(k)] for r in c.relations for k in _CALL.findall(r.scan_sql)
-                 if int(k) in owner and owner[int(k)] != i} for i, c in enumerate(cores)}
+    needs = {i: {owner[k] for r in c.relations for k in placeholder_ids(r.scan_sql)
+                 if k in owner and owner[k] != i} for i, c in enumerate(cores)}
     order: list[int] = []
     while len(order) < len(cores):
         ready = [i for i in range(len(cores)) if i not in order and needs[i] <= set(order)]
@@ -249,9 +249,6 @@ def dependency_order(cores: Sequence) -> list:
             break
         order.append(ready[0])
     return [cores[i] for i in order]
-
-
-_CALL = re.compile(r"\bquail_ai_(\d+)\s*\(", re.IGNORECASE)
 
 
 class _SessionRunner(OpRunner):

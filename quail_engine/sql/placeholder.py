@@ -29,6 +29,7 @@ def op_id_of(node: exp.Expr) -> int | None:
 
 
 _NAME = re.compile(r"^quail_ai_(\d+)$", re.IGNORECASE)
+_CALL = re.compile(r"\bquail_ai_(\d+)\s*\(", re.IGNORECASE)
 
 
 def placeholder_id(name: str) -> int | None:
@@ -36,3 +37,8 @@ def placeholder_id(name: str) -> int | None:
     for trees read back from text, whose nodes carry no mark."""
     m = _NAME.match(name or "")
     return int(m.group(1)) if m else None
+
+
+def placeholder_ids(sql: str) -> set[int]:
+    """The op ids of every `quail_ai_<id>(...)` call in DuckDB SQL text (a relation's scan)."""
+    return {int(k) for k in _CALL.findall(sql)}

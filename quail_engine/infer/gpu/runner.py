@@ -75,11 +75,13 @@ class GpuRunner:
     def _count_busy(self) -> None:
         """Add the GPU time of every timed pass that has completed (one stream: passes run one
         after another, so the query's time outside their sum is time the GPU waited)."""
-        done = [(a, b) for a, b in self._timing if b.query()]
-        for a, b in done:
-            self.stats.gpu_pass_s += a.elapsed_time(b) / 1000.0
-        if done:
-            self._timing = [t for t in self._timing if not t[1].query()]
+        pending = []
+        for a, b in self._timing:
+            if b.query():
+                self.stats.gpu_pass_s += a.elapsed_time(b) / 1000.0
+            else:
+                pending.append((a, b))
+        self._timing = pending
 
     @torch.inference_mode()
     def _run_pass(self, jobs: list[SeqJob], count_as_decode: bool):
