@@ -13,7 +13,6 @@ a scan row.
 
 from __future__ import annotations
 
-import inspect
 import logging
 
 import numpy as np
@@ -41,34 +40,27 @@ def slot_maps(con, columns: list[list[object]]) -> list[dict[int, object]] | Non
     return maps
 
 
-def keyed_udf(op_id: int, op, store, maps: list[dict[int, object]], report):
-    """A UDF over the bindings' hashes (UBIGINT) answering from `store`; a hash no scan
-    produced, or a value never asked, is a row the plan eliminated: FALSE."""
+def keyed_answer(op_id: int, op, store, maps: list[dict[int, object]], report):
+    """Answers of `op` for rows of its bindings' hashes (the `answer` of udfs.ai_function),
+    from `store`; a hash no scan produced, or a value never asked, is a row the plan
+    eliminated: FALSE. A NULL argument answers NULL, as DuckDB answers a scalar UDF."""
     missing = object()
 
-    def fn(*arrays):
-        if len(arrays[0]) == 0:
-            return pa.array([], type=pa.bool_())
-        codes = np.stack([np.asarray(a.to_numpy(zero_copy_only=False), dtype=np.uint64)
-                          for a in arrays], axis=1)
-        combos, inverse = np.unique(codes, axis=0, return_inverse=True)
+    def answer(rows: list[tuple]) -> list[object]:
         out, skipped = [], 0
-        for combo in combos.tolist():
+        for combo in rows:
             values = tuple(m.get(h, missing) for m, h in zip(maps, combo))
-            if None in values:  # as DuckDB answers a scalar UDF over a NULL argument
+            if None in values:
                 out.append(None)
                 continue
-            answer = missing if missing in values else store.get(op_id, values, missing)
-            if answer is missing:
+            got = missing if missing in values else store.get(op_id, values, missing)
+            if got is missing:
                 skipped += 1
-                answer = False
-            out.append(answer)
+                got = False
+            out.append(got)
         if skipped:
             store.skipped[op_id] = store.skipped.get(op_id, 0) + skipped
             report.op(op_id, op.op).skipped += skipped
-        return pa.array(out, type=pa.bool_()).take(pa.array(inverse.reshape(-1)))
+        return out
 
-    # duckdb counts the function's parameters: give it one per binding
-    fn.__signature__ = inspect.Signature(
-        [inspect.Parameter(f"h{i}", inspect.Parameter.POSITIONAL_ONLY) for i in range(len(maps))])
-    return fn
+    return answer

@@ -121,14 +121,15 @@ def register_keyed_udfs(con, ai_ops, store: AnswerStore, maps: dict, report,
                         suffix: str = "") -> list[str]:
     """`quail_ai_<id>_k<suffix>` over the hashes of the bindings, for each op in `maps`
     (op id -> keyed_answers.slot_maps); returns the names."""
-    from quail_engine.exec.keyed_answers import keyed_udf
+    from quail_engine.exec import keyed_answers
 
     names = []
     for op_id, slot in maps.items():
         name = f"{placeholder_name(op_id)}_k{suffix}"
-        con.create_function(name, keyed_udf(op_id, ai_ops[op_id], store, slot, report),
-                            ["UBIGINT"] * len(slot), "BOOLEAN", type="arrow", side_effects=False,
-                            null_handling="special")
+        op = ai_ops[op_id]
+        answer = keyed_answers.keyed_answer(op_id, op, store, slot, report)
+        con.create_function(name, ai_function(op, answer), ["UBIGINT"] * len(slot), "BOOLEAN",
+                            type="arrow", side_effects=False, null_handling="special")
         names.append(name)
     return names
 

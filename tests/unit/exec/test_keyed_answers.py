@@ -28,18 +28,17 @@ def run(parsed, monkeypatch, keyed: bool):
 def test_join_rows_are_the_same_by_hash_and_by_text(monkeypatch):
     parsed = join_query(ajoin())
     calls = []
-    real = keyed_answers.keyed_udf
+    real = keyed_answers.keyed_answer
 
     def spy(*a):
-        fn = real(*a)
+        answer = real(*a)
 
-        def wrapped(*arrays):
-            calls.append(len(arrays[0]))
-            return fn(*arrays)
-        wrapped.__signature__ = fn.__signature__  # DuckDB counts the parameters
+        def wrapped(rows):
+            calls.append(len(rows))
+            return answer(rows)
         return wrapped
 
-    monkeypatch.setattr(keyed_answers, "keyed_udf", spy)
+    monkeypatch.setattr(keyed_answers, "keyed_answer", spy)
     by_hash, _ = run(parsed, monkeypatch, keyed=True)
     assert calls  # the statement looked the join up by hash
     by_text, _ = run(parsed, monkeypatch, keyed=False)
