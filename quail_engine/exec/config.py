@@ -39,6 +39,7 @@ class SessionConfig:
     max_context: int | None = None
     max_new_tokens: int | None = None
     convert_in_child: bool = False
+    generation_model: str = "auto"  # writes generated text; "auto": infer.embedded.decode_model_for
 
     @property
     def answers_dir(self) -> Path | None:
@@ -57,6 +58,15 @@ class SessionConfig:
         """The device the engine loads on: `auto` resolved, `cuda` as `cuda:0`."""
         device = resolve_device(self.device)
         return "cuda:0" if device == "cuda" else device
+
+    @property
+    def decode_model(self) -> str:
+        """The model that writes generative operators' text (the session's model unless
+        `generation_model` names another, or the embedded default gives way to the embedded
+        instruct model)."""
+        from quail_engine.infer.embedded import decode_model_for
+
+        return decode_model_for(self.model, self.generation_model)
 
     @property
     def limits_variant(self) -> str:

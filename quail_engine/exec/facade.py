@@ -17,6 +17,7 @@ Heavy modules (DuckDB, the session, the engine) are imported on first use, not h
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any
@@ -104,7 +105,19 @@ def open_session(con: Any, config: SessionConfig, *, text: Any = None,
     return QuailSession(con, factory, cache_dir=config.answers_dir, use_cache=config.use_cache,
                         device=resolve_device(config.device), progress=config.progress,
                         on_long=config.on_long, text=prompt_text, model_config=model_config,
-                        precision=config.precision, display=display)
+                        precision=config.precision, display=display,
+                        decoder=None if engine_factory is not None else decoder_of(config))
+
+
+def decoder_of(config: SessionConfig) -> tuple[Any, Callable[[], Any]] | None:
+    """(PromptText, engine factory) of the model that writes `config`'s generated text when it
+    is not `config.model` (config.decode_model), else None; nothing is loaded before use."""
+    if config.decode_model == config.model:
+        return None
+    decode = dataclasses.replace(config, model=config.decode_model,
+                                 generation_model=config.decode_model)
+    text, _ = model_text(decode)
+    return text, lambda: load_engine(decode, text)
 
 
 class RowAnswers:
@@ -114,23 +127,35 @@ class RowAnswers:
     def __init__(self, config: SessionConfig, engine: Callable[[], Any]):
         self.config, self._engine = config, engine
         self._runner: Any = None
+        self._decoder: Any = None  # the generation model's runner, made on first use
 
     def answer(self, op: Any, rows: list[tuple]) -> list[Any]:
         from quail_engine.exec.device_lock import device_lock
+        from quail_engine.exec.prompts import is_decoded
 
         with device_lock(self.config.engine_device):
             runner = self._op_runner()
+            if is_decoded(op) and self.config.decode_model != self.config.model:
+                runner = self._decoder_runner()
             return runner.answer(0, runner.layout(op), rows, unplanned=True)
 
     def _op_runner(self) -> Any:
         if self._runner is None:
-            from quail_engine.exec.answer_cache import AnswerCache
-            from quail_engine.exec.op_runner import OpRunner
-            from quail_engine.exec.report import Report
-
-            self._runner = OpRunner(self._engine(), AnswerCache.in_dir(self.config.answers_dir),
-                                    Report())
+            self._runner = self._new_runner(self._engine())
         return self._runner
+
+    def _decoder_runner(self) -> Any:
+        if self._decoder is None:
+            text, factory = decoder_of(self.config)
+            self._decoder = self._new_runner(factory(), text)
+        return self._decoder
+
+    def _new_runner(self, engine: Any, text: Any = None) -> Any:
+        from quail_engine.exec.answer_cache import AnswerCache
+        from quail_engine.exec.op_runner import OpRunner
+        from quail_engine.exec.report import Report
+
+        return OpRunner(engine, AnswerCache.in_dir(self.config.answers_dir), Report(), text=text)
 
 
 def create_ai_function(con: Any, name: str, op: Any,

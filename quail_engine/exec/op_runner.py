@@ -13,6 +13,7 @@ interrupted run keeps what it computed and its retry resumes there.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import Counter
@@ -23,7 +24,14 @@ from quail_engine.errors import ExecutionError
 from quail_engine.exec.answer_cache import AnswerCache, answer_key, text_digest
 from quail_engine.exec.doc_kv import DocKV
 from quail_engine.exec.prompt_text import PromptText
-from quail_engine.exec.prompts import OpPrompt, pair_layout_for, sql_value, warn_if_weak
+from quail_engine.exec.prompts import (
+    OpPrompt,
+    is_decoded,
+    pair_layout_for,
+    repetition_penalty_for,
+    sql_value,
+    warn_if_weak,
+)
 from quail_engine.exec.report import Report
 from quail_engine.exec.tasks import check_supported
 from quail_engine.infer.api import Answer, GenerateReadout, Request
@@ -40,7 +48,9 @@ CALIBRATED = (*PREDICATE_KINDS, OpKind.AI_SCORE, OpKind.AI_CLASSIFY)
 
 class OpRunner:
     """`text`: the PromptText prompts are tokenized through (default: the engine's tokenizer).
-    `precision`: part of the answers' identity (fp8 answers are not bf16 answers)."""
+    `precision`: part of the answers' identity (fp8 answers are not bf16 answers). `decoder`:
+    an OpRunner over another model that writes the generative operators' text (None: this
+    one)."""
 
     def __init__(self, engine, cache: AnswerCache, report: Report, progress=None,
                  on_long: str = "truncate", calibrate: bool = True, batch_size: int = 65536,
@@ -52,6 +62,7 @@ class OpRunner:
         self.batch_size = batch_size
         self.share_kv = True
         self.precision = precision
+        self.decoder: OpRunner | None = None
         self._text = text
         self._pair_layout: bool | None = None
         self._calibration: dict[tuple, list[int]] = {}
@@ -83,12 +94,22 @@ class OpRunner:
     def cache_readout(self, layout: OpPrompt) -> str:
         """The readout as the answer cache keys it: its kind and labels, and the calibration
         prompt's text (not its token ids, which would need the tokenizer)."""
-        return repr((layout.readout(), self._calibration_texts(layout), self.precision))
+        return repr((self._model_readout(layout.readout()), self._calibration_texts(layout),
+                     self.precision))
+
+    def _model_readout(self, readout):
+        """`readout` with what this runner's model needs on it (a repetition penalty on the
+        embedded models' generated text)."""
+        if isinstance(readout, GenerateReadout):
+            penalty = repetition_penalty_for(self.text.model_name)
+            if penalty != readout.repetition_penalty:
+                return dataclasses.replace(readout, repetition_penalty=penalty)
+        return readout
 
     def readout(self, layout: OpPrompt):
         cal = self._calibration_texts(layout)
         if cal is None:
-            return layout.readout()
+            return self._model_readout(layout.readout())
         if cal not in self._calibration:
             head, tail = self.text.split(*cal)
             self._calibration[cal] = head + tail
@@ -101,6 +122,10 @@ class OpRunner:
         caller's `kv` holds documents only these rows read (a join's anchors): each is released
         as soon as its last row is answered, so the anchors of a chunk need not fit the KV
         arena at once."""
+        if self.decoder is not None and is_decoded(layout.op):
+            # written by the generation model: its engine, tokenizer and answers' identity (a
+            # document KV of this runner's engine means nothing to it)
+            return self.decoder.answer(op_id, layout, rows, unplanned=unplanned)
         rep = self.report.op(op_id, layout.op.op)
         check_supported(layout.op)
         if layout.op.op == OpKind.AI_COUNT_TOKENS:

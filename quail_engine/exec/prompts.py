@@ -30,7 +30,7 @@ from quail_engine.infer.api import (
     Readout,
     ScoreReadout,
 )
-from quail_engine.infer.embedded import DEFAULT_MODEL
+from quail_engine.infer.embedded import DEFAULT_MODEL, EMBEDDED_REPETITION_PENALTY, is_embedded
 from quail_engine.infer.prompt_layout import (
     BOOLEAN_HINT,
     document_text,
@@ -45,6 +45,7 @@ DOC_REF = "(see the text above)"
 SHARED_KINDS = ("ai_filter", "ai_join", "ai_classify", "ai_score")
 PAIR_KINDS = ("ai_filter", "ai_join")
 DEFAULT_MAX_TOKENS = 48
+DECODED = ("ai_generate", "ai_extract", "ai_aggregate")  # operators whose answer is a decode
 
 
 @dataclass(frozen=True)
@@ -184,8 +185,8 @@ WEAK_ON_DEFAULT = {
         "(ai_filter('Does {0} mention {1}?', review, 'battery life')), or use a larger --model"),
     "generation": (
         "the default model (a 270M base model) writes rambling text that often ignores the "
-        "instruction; --model smollm2-135m follows short instructions better, a larger model "
-        "better still"),
+        "instruction; leave --generation-model at auto (the embedded smollm2-135m writes), "
+        "or use a larger model"),
     "two-argument question that goes on after its second argument": (
         "the default model scores how strongly the document makes the second argument likely, "
         "and the words after the second argument's slot (e.g. 'is {1} cited by {0}') do not "
@@ -203,6 +204,18 @@ def pair_layout_for(model_name: str) -> bool:
     warehouse's AI_FILTER documents (one prefill, a few answer-token logits, no full-vocabulary
     span scoring and no threshold tuned on another model)."""
     return model_name.split("@")[0] in ("default", DEFAULT_MODEL)
+
+
+def is_decoded(op) -> bool:
+    """Whether operator `op` (an ir.AiOp) writes text (a decode), rather than reading an answer
+    from one prefill's logits."""
+    return op.op in DECODED
+
+
+def repetition_penalty_for(model_name: str) -> float:
+    """The repetition penalty of generated text on `model_name` (1.0: plain greedy): the
+    embedded models repeat themselves without one; any other model decodes as it is."""
+    return EMBEDDED_REPETITION_PENALTY if is_embedded(model_name) else 1.0
 
 
 def weak_shape(op, layout: OpPrompt | None = None) -> str | None:

@@ -53,6 +53,7 @@ class Report:
     sol_seconds_sustained: float = 0.0  # ... on its measured sustained ceilings (GPUs)
     device: str = ""
     model: str = ""
+    generation_model: str = ""  # the model that wrote generated text, when not `model`
     plans: list[str] = field(default_factory=list)
     remarks: list[str] = field(default_factory=list)
     rows: int = 0
@@ -105,6 +106,7 @@ class Report:
             "cache_hits": self.cache_hits, "truncated": self.truncated, "rows": self.rows,
             "load_s": self.load_s, "phases": {k: round(v, 4) for k, v in self.phases.items()},
             "device": self.device, "model": self.model, "plans": self.plans,
+            "generation_model": self.generation_model,
             "remarks": self.remarks,
         }
 

@@ -24,6 +24,7 @@ from quail_engine.exec.device_lock import StatementLock, device_lock
 from quail_engine.exec.limit_pushdown import push_limit
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.progress_sink import NullProgress
+from quail_engine.exec.prompts import DECODED
 from quail_engine.exec.report import Report
 from quail_engine.exec.scans import query_arrow
 from quail_engine.exec.udfs import (
@@ -77,7 +78,8 @@ class QuailSession:
     query whose answers are all cached loads no model. `precision` is part of the answers'
     identity. `display`: makes the progress display of one execution (the caller's, e.g.
     cli/progress.Progress), used when `progress` is true; exec/progress_sink.py says what it
-    is told.
+    is told. `decoder`: (PromptText, engine factory) of another model that writes the text of
+    generative operators (loaded on first use), None when this session's model writes it.
     """
 
     def __init__(self, con, engine_factory: Callable[[], object], cache_dir: str | Path | None =
@@ -85,7 +87,8 @@ class QuailSession:
                  sample_size: int = 8, on_long: str = "truncate", calibrate: bool = True,
                  plan: bool = True, share_kv: bool = True, device_spec=None,
                  batch_size: int = 65536, text=None, model_config: Callable[[], object] | None
-                 = None, precision: str = "", display: Callable[[], object] | None = None):
+                 = None, precision: str = "", display: Callable[[], object] | None = None,
+                 decoder: tuple[object, Callable[[], object]] | None = None):
         from quail_engine.exec.prompt_text import PromptText
 
         self.con = con
@@ -93,6 +96,11 @@ class QuailSession:
         self._engine = _LazyEngine(engine_factory, lambda: getattr(self.text, "load_s", 0.0))
         self._model_config = model_config
         self.precision = precision
+        self.decoder_text, self._decoder = None, None
+        if decoder is not None:
+            self.decoder_text = decoder[0]
+            self._decoder = _LazyEngine(decoder[1],
+                                        lambda: getattr(self.decoder_text, "load_s", 0.0))
         self.cache = AnswerCache.in_dir(cache_dir if use_cache else None)
         self.device, self.show_progress, self.display = device, progress, display
         self.sample_size, self.on_long, self.calibrate = sample_size, on_long, calibrate
@@ -100,11 +108,16 @@ class QuailSession:
         self.batch_size = batch_size
         self.report = Report()
         self.parsed = None
-        self._text_load0 = 0.0
+        self._text_load0 = self._decoder_text_load0 = 0.0
 
     @property
     def engine(self):
         return self._engine.get()
+
+    @property
+    def decoder_engine(self):
+        """The generation model's engine (loaded on first use)."""
+        return self._decoder.get()
 
     def parse(self, sql: str, dialect: str):
         from quail_engine.sql.query import parse
@@ -114,6 +127,7 @@ class QuailSession:
     def execute(self, sql: str, dialect: str = "duckdb") -> pa.Table:
         start = time.perf_counter()
         self._text_load0 = getattr(self.text, "load_s", 0.0)  # the text may be shared
+        self._decoder_text_load0 = getattr(self.decoder_text, "load_s", 0.0)
         self.report = Report(device=self.device)
         with self.report.phase("parse"):
             parsed = self.parse(sql, dialect)
@@ -214,6 +228,12 @@ class QuailSession:
         start_s = rep.phases.get("device_start", 0.0) if self._device_name() == "cuda" else 0.0
         rep.load_s = self._engine.load_s + max(0.0, text_s - self._engine.nested_s) + start_s
         self._engine.load_s = self._engine.nested_s = 0.0
+        if self._decoder is not None:
+            dec_text_s = getattr(self.decoder_text, "load_s", 0.0) - self._decoder_text_load0
+            rep.load_s += self._decoder.load_s + max(0.0, dec_text_s - self._decoder.nested_s)
+            self._decoder.load_s = self._decoder.nested_s = 0.0
+            if any(o.prompts and o.kind in DECODED for o in rep.ops.values()):
+                rep.generation_model = self.decoder_text.identity
         if rep.ops and self._engine.loaded is not None:
             spec, dev = self._specs()
             work = rep.total_work()
@@ -261,10 +281,31 @@ class _SessionRunner(OpRunner):
                          batch_size=session.batch_size, text=session.text,
                          precision=session.precision)
         self.share_kv = session.share_kv
+        if session.decoder_text is not None:
+            self.decoder = _DecoderRunner(session, progress)
 
     @property
     def engine(self):
         return self._session.engine
+
+    @engine.setter
+    def engine(self, value) -> None:
+        pass
+
+
+class _DecoderRunner(OpRunner):
+    """OpRunner bound to the session's generation model (loaded on first use)."""
+
+    def __init__(self, session: QuailSession, progress):
+        self._session = session
+        super().__init__(None, session.cache, session.report, progress,
+                         on_long=session.on_long, calibrate=session.calibrate,
+                         batch_size=session.batch_size, text=session.decoder_text,
+                         precision=session.precision)
+
+    @property
+    def engine(self):
+        return self._session.decoder_engine
 
     @engine.setter
     def engine(self, value) -> None:

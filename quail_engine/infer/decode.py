@@ -19,6 +19,7 @@ class DecodeSeq:
     prefix: Any = None
     max_tokens: int = 64
     stop: tuple[str, ...] = ()
+    repetition_penalty: float = 1.0  # GenerateReadout's: on the tokens generated so far
     out_tokens: list[int] = field(default_factory=list)
     text: str = ""
     finish: str = ""        # "eos", "stop", "length"
@@ -28,6 +29,20 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     """`text` up to the earliest stop string, and whether one was found."""
     hits = [text.find(s) for s in stop if s and s in text]
     return (text[:min(hits)], True) if hits else (text, False)
+
+
+def _next_token(logits, seq: DecodeSeq) -> int:
+    """The argmax of `logits` after `seq`'s repetition penalty on the tokens it generated."""
+    if seq.repetition_penalty == 1.0 or not seq.out_tokens:
+        return int(logits.argmax())
+    import torch
+
+    seen = torch.tensor(sorted(set(seq.out_tokens)), device=logits.device)
+    logits = logits.float().clone()
+    values = logits[seen]
+    logits[seen] = torch.where(values > 0, values / seq.repetition_penalty,
+                               values * seq.repetition_penalty)
+    return int(logits.argmax())
 
 
 def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
@@ -44,7 +59,7 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
     while live:
         still, step_jobs = [], []
         for s, job in zip(live, jobs):
-            token = int(job.logits[-1].argmax())
+            token = _next_token(job.logits[-1], s)
             if token in eos_ids:
                 s.finish = "eos"
                 continue

@@ -109,6 +109,28 @@ def _reassemble(parts: list[Path], target: Path) -> None:
 
 
 EMBEDDED = {"gemma3-270m": gemma3_270m_gguf, "smollm2-135m": smollm2_gguf}
+# the embedded model that writes text: the default (a base model) reads yes/no and labels best
+# but rambles when it writes; SmolLM2-Instruct follows short instructions (examples/README.md)
+DECODE_MODEL = "smollm2-135m"
+# greedy decoding on the embedded models repeats itself ("I'm sorry for the inconvenience, but
+# I'm sorry for the inconvenience."); this penalty on generated tokens stops that
+# (bench/results/cpu-pair-accuracy-2026-12-01.md has the texts)
+EMBEDDED_REPETITION_PENALTY = 1.2
+
+
+def is_embedded(model: str) -> bool:
+    """Whether `model` (a name as the user gave it, maybe with an @variant) is an embedded
+    model."""
+    return model.split("@")[0] in ("default", *EMBEDDED)
+
+
+def decode_model_for(model: str, generation_model: str = "auto") -> str:
+    """The model that writes the text of generative operators when `model` answers the rest:
+    `generation_model` unless it is "auto"; for "auto", the embedded instruct model when `model`
+    is the embedded default, else `model` itself."""
+    if generation_model != "auto":
+        return generation_model
+    return DECODE_MODEL if model.split("@")[0] in ("default", DEFAULT_MODEL) else model
 
 
 def embedded_gguf(name: str) -> Path:

@@ -157,7 +157,9 @@ class LocalEngine:
                 answers[i] = answer
         if gen:
             seqs = [DecodeSeq(list(requests[i].tokens), prefixes[i], requests[i].readout.max_tokens,
-                              tuple(requests[i].readout.stop)) for i in gen]
+                              tuple(requests[i].readout.stop),
+                              repetition_penalty=requests[i].readout.repetition_penalty)
+                    for i in gen]
             greedy_decode(self.runner, seqs, self.codec.eos_ids, self.codec.decode)
             for i, s in zip(gen, seqs):
                 answers[i] = Answer(value=s.text)

@@ -1,0 +1,79 @@
+"""What changes when a warehouse AI call runs on Quail: the documented differences and
+refusals of docs/migrate.md ("What moves, and how"), one rule per operator kind.
+
+`assess(op, function, resource_type)` gives a call's status and note; `refusal(function,
+reason)` adds the documented rewrite to a refusal's reason where one exists.
+"""
+
+from __future__ import annotations
+
+from quail_engine.exec.prompts import DEFAULT_MAX_TOKENS
+from quail_engine.sql.ir import AiOp, OpKind
+
+# a dbt data test runs as plain DuckDB SQL on type: quail (docs/dbt.md)
+TEST_REFUSAL = ("dbt data tests run as plain DuckDB SQL on type: quail, so an AI call in a test "
+                "does not run; rewrite: compute the AI column in a model and test that column")
+
+# function (upper case, as written) -> the documented rewrite of its refusal
+REWRITES = {
+    "AI_SENTIMENT": "one AI_CLASSIFY per aspect, e.g. AI_CLASSIFY(PROMPT('Sentiment about price "
+                    "in: {0}', text), ['positive', 'negative', 'neutral', 'mixed'])"
+                    ":labels[0]::string",
+    "SNOWFLAKE.CORTEX.COMPLETE": "write the conversation into one prompt: "
+                                 "AI_COMPLETE(model, PROMPT('...{0}...', ...))",
+    "SNOWFLAKE.CORTEX.TRY_COMPLETE": "write the conversation into one prompt: "
+                                     "AI_COMPLETE(model, PROMPT('...{0}...', ...))",
+    "AI_PARSE_DOCUMENT": "parse the documents before dbt and load their text as a column",
+}
+_EMBED_NOTE = ("Quail ships no embedding model: ai_embed is read and planned, then refused when "
+               "it runs; no rewrite (compute embeddings outside the model)")
+
+
+def refusal(function: str, reason: str) -> str:
+    """`reason`, followed by the documented rewrite for `function` when there is one."""
+    rewrite = REWRITES.get(function.upper())
+    return f"{reason}; rewrite: {rewrite}" if rewrite else reason
+
+
+def assess(op: AiOp, function: str, resource_type: str = "model") -> tuple[str, str]:
+    """(status, note) of a call that parses: "unchanged" with an empty note, "difference" with
+    the documented difference(s), or "refused" with the reason and rewrite."""
+    if resource_type == "test":
+        return "refused", TEST_REFUSAL
+    if op.op == OpKind.AI_EMBED:
+        return "refused", _EMBED_NOTE
+    notes = [n for n in (_model_note(op), *_kind_notes(op, function.upper())) if n]
+    return ("difference", "; ".join(notes)) if notes else ("unchanged", "")
+
+
+def _model_note(op: AiOp) -> str:
+    if not op.options.model:
+        return ""
+    return f"names the model {op.options.model!r}: the profile's model answers instead"
+
+
+def _kind_notes(op: AiOp, function: str) -> list[str]:
+    kind = op.op
+    if kind == OpKind.AI_CLASSIFY and op.multi:
+        return ["multi-label: returns the one best label (in a one-element list)"]
+    if kind == OpKind.AI_SCORE and op.task == "sentiment":
+        return ["returns a probability in 0..1 that the text is positive, not -1..1"]
+    if kind == OpKind.AI_SCORE:
+        return ["returns a probability in 0..1 (of a yes answer), whatever scale the prompt names"]
+    if kind == OpKind.AI_SIMILARITY:
+        return ["a yes/no 'same meaning' probability scaled to the vendor's range, not the cosine "
+                "of two embeddings"]
+    if kind in (OpKind.AI_GENERATE, OpKind.AI_EXTRACT):
+        limit = op.options.gen.max_tokens or DEFAULT_MAX_TOKENS
+        notes = [f"greedy decoding, at most {limit} new tokens (the profile's max_new_tokens "
+                 "caps it)"]
+        if op.options.gen.temperature or op.options.gen.top_p:
+            notes.append("temperature and top_p are ignored")
+        if kind == OpKind.AI_EXTRACT:
+            notes.append("the JSON is not schema-constrained: fields the model misses are NULL")
+        return notes
+    if kind == OpKind.AI_AGGREGATE:
+        return ["one prompt per group: texts past the model's context are cut (no map-reduce)"]
+    if kind == OpKind.AI_COUNT_TOKENS:
+        return ["counts the tokens of the profile's model, not the warehouse model's"]
+    return []
