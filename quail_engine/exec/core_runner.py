@@ -174,7 +174,7 @@ class CoreRunner:
         if step.kind == "project":
             rep.rows_out += len(alive)
             return alive
-        kept = [i for i, v in zip(alive, values) if self.store.get(step.op, v) is True]
+        kept = [i for i, v in zip(alive, values) if op.passes(self.store.get(step.op, v))]
         rep.rows_out += len(kept)
         return kept
 

@@ -84,7 +84,7 @@ def _sample_filter(op_id: int, op, scan: ScanData, runner: OpRunner, store: Answ
     store.fill(op_id, values, lambda need: runner.answer(op_id, runner.layout(op), need))
     answers = [store.get(op_id, v) for v in values]
     known = [a for a in answers if a is not None]
-    return sum(1 for a in known if a is True), len(known)
+    return sum(1 for a in known if op.passes(a)), len(known)
 
 
 def _sample_join(op_id: int, op, scans, runner: OpRunner, store: AnswerStore,
@@ -107,7 +107,7 @@ def _sample_join(op_id: int, op, scans, runner: OpRunner, store: AnswerStore,
     store.fill(op_id, values, lambda need: runner.answer(op_id, runner.layout(op), need))
     known = [store.get(op_id, v) for v in values]
     known = [x for x in known if x is not None]
-    return sum(1 for x in known if x is True), len(known)
+    return sum(1 for x in known if op.passes(x)), len(known)
 
 
 def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], runner: OpRunner,
@@ -127,7 +127,10 @@ def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], r
                 hits, n = _sample_filter(op_id, op, scans[aliases[0]], runner, store, k)
             elif k:
                 hits, n = _sample_join(op_id, op, scans, runner, store, k)
-        sel, source = estimate(op.options.selectivity, hits, n)
+        hint = op.options.selectivity  # the call's; under NOT its complement passes
+        if hint is not None and op.negated:
+            hint = 1.0 - hint
+        sel, source = estimate(hint, hits, n)
         doc = doc_key(op, aliases[0]) if len(aliases) == 1 else ""
         out[op_id] = OpInfo(op_id, op.op, aliases, doc=doc, tokens=tokens,
                             question_tokens=question, selectivity=sel,

@@ -79,7 +79,7 @@ def _run_ai_step(step: JoinStep, pairs: list[dict[str, int]], scans, ai_ops, run
         finally:
             kv.release()
     store.complete.add(step.op)  # every candidate pair was asked
-    kept = [p for p, v in zip(pairs, values) if store.get(step.op, v) is True]
+    kept = [p for p, v in zip(pairs, values) if op.passes(store.get(step.op, v))]
     rep.rows_in += len(pairs)
     rep.rows_out += len(kept)
     return kept

@@ -2,8 +2,11 @@
 their answers: the relations (each with a pushed-down scan query), the AI filters and joins that
 are top-level AND-conjuncts of WHERE / inner-join ON, and the AI projections.
 
-AI predicates under OR/NOT or in an outer join's ON stay out of `filters`/`joins`: DuckDB still
-evaluates them through `quail_ai_<id>(...)` in `duckdb_sql`, they are just not planned.
+A conjunct `NOT <AI predicate>` (Snowflake's `NOT AI_FILTER(...)`, Databricks' `= 'FALSE'`) is
+planned like the predicate itself, with the op marked `negated`: the same prompt (so the same
+answers and document KV), rows answering FALSE pass. AI predicates under OR, under a NOT of
+anything else, or in an outer join's ON stay out of `filters`/`joins`: DuckDB still evaluates
+them through `quail_ai_<id>(...)` in `duckdb_sql`, they are just not planned.
 """
 
 from __future__ import annotations
@@ -130,12 +133,15 @@ def _conjunct(p: Pending, c: exp.Expr, join: exp.Join | None, inner_alias: str |
               kind: str = "inner") -> None:
     c = _is_true(c)
     default = inner_alias or (next(iter(p.sources)) if len(p.sources) == 1 else None)
-    op_id = _predicate_id(c)
+    negated = _negated_id(c) is not None
+    op_id = _negated_id(c) if negated else _predicate_id(c)
     if op_id is not None and p.ops[op_id].output_type == "BOOLEAN" and (join is None
                                                                         or is_inner(join)):
         aliases = _aliases_in_order(p.ops[op_id], p.sources)
         if aliases is None:
             return
+        if negated:
+            p.ops[op_id] = dataclasses.replace(p.ops[op_id], negated=True)
         if len(aliases) == 1:
             p.filters.append(op_id)
         elif len(aliases) == 2:
@@ -153,9 +159,19 @@ def _conjunct(p: Pending, c: exp.Expr, join: exp.Join | None, inner_alias: str |
 
 
 def _predicate_id(c: exp.Expr) -> int | None:
-    """The op id when the conjunct is a bare placeholder call; one in a vendor shape (`NOT
-    quail_ai_<id>(...)` for Databricks' `= 'FALSE'`) is not a predicate the planner runs."""
+    """The op id when the conjunct is a bare placeholder call (`NOT` is read by the caller)."""
     return op_id_of(c) if isinstance(c, exp.Anonymous) else None
+
+
+def _negated_id(c: exp.Expr) -> int | None:
+    """The op id of `NOT pred` or `NOT (pred = TRUE)` (not `NOT (pred IS TRUE)`: that one holds
+    for a NULL answer, which no planned filter keeps)."""
+    if not isinstance(c, exp.Not):
+        return None
+    inner = c.this.unnest()
+    if isinstance(inner, exp.EQ):
+        inner = _is_true(inner)
+    return _predicate_id(inner)
 
 
 def _is_true(c: exp.Expr) -> exp.Expr:

@@ -152,6 +152,7 @@ class AiOp:
     examples: tuple[tuple[str, str], ...] = ()
     join: JoinInfo | None = None
     context: str = "select"             # where, join_on, select, having, order_by, aggregate
+    negated: bool = False               # a WHERE / ON conjunct as `NOT <predicate>`
     origin: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -161,6 +162,11 @@ class AiOp:
         object.__setattr__(self, "op", OpKind(self.op))
         if self.options.on_error not in ON_ERROR:
             raise ValueError(f"on_error must be one of {ON_ERROR}, got {self.options.on_error!r}")
+
+    def passes(self, answer: object) -> bool:
+        """Whether a row (a pair for a join) with this predicate answer meets its conjunct:
+        TRUE, or FALSE when `negated` (`NOT NULL` is NULL: a NULL answer never passes)."""
+        return answer is (not self.negated)
 
     @property
     def aliases(self) -> tuple[str, ...]:
@@ -186,6 +192,8 @@ class AiOp:
             parts.append("task_args={" + ", ".join(f"{k}={v}" for k, v in self.task_args) + "}")
         if self.multi:
             parts.append("multi=true")
+        if self.negated:
+            parts.append("negated=true")
         if self.examples:
             parts.append(f"examples={len(self.examples)}")
         if self.join is not None:

@@ -1,6 +1,6 @@
 """Databricks' three ways to ask a yes/no question (it has no ai_filter) are planned as the
 same ai_filter / ai_join as a plain `ai_filter`: in a core's filters or joins, not run row by
-row through a DuckDB function; the opposite answer is NOT of that filter (left unplanned)."""
+row through a DuckDB function; the opposite answer is NOT of that filter (planned, negated)."""
 
 import dataclasses
 import json
@@ -107,13 +107,14 @@ def test_join_form_is_the_planned_join_of_plain_ai_filter(name, form):
 
 
 @pytest.mark.parametrize("name,form", NEGATED, ids=[f[0] for f in NEGATED])
-def test_opposite_answer_is_not_of_the_filter_and_unplanned(name, form):
+def test_opposite_answer_is_the_planned_negated_filter(name, form):
     parsed = parse(where_sql(form), "databricks")
     plain = parse(PLAIN_NOT, "duckdb")
     assert canonical(parsed)[0] == canonical(plain)[0]
     assert "FROM reviews WHERE NOT quail_ai_0(review) AND id <= 12 ORDER BY" in parsed.duckdb_sql
     assert "FROM reviews WHERE NOT quail_ai_0(review) AND id <= 12 ORDER BY" in plain.duckdb_sql
-    assert [c.filters for c in parsed.cores] == [c.filters for c in plain.cores] == []
+    assert [c.filters for c in parsed.cores] == [c.filters for c in plain.cores] == [(0,)]
+    assert parsed.ai_ops[0].negated
 
 
 @pytest.mark.parametrize("name,form,kind", NOT_BOOLEAN, ids=[f[0] for f in NOT_BOOLEAN])
@@ -201,8 +202,8 @@ def test_transpiles_to_snowflake_ai_filter_without_a_shape_warning(form, expecte
     assert "result shape" not in caplog.text
 
 
-def test_opposite_answer_in_join_on_is_an_unplanned_ai_join():
+def test_opposite_answer_in_join_on_is_a_planned_negated_ai_join():
     parsed = parse(join_sql(NEGATED[1][1]), "databricks")
-    assert parsed.ai_ops[0].op == OpKind.AI_JOIN
+    assert parsed.ai_ops[0].op == OpKind.AI_JOIN and parsed.ai_ops[0].negated
     assert "ON NOT quail_ai_0(r.review, p.name)" in parsed.duckdb_sql
-    assert [c.joins for c in parsed.cores] == []
+    assert [c.joins for c in parsed.cores] == [(0,)]

@@ -39,8 +39,12 @@ CASES = [
      'SELECT id FROM reviews WHERE AI_FILTER(review) OR id = 1',
      [],
      []),
-    ('not_is_unplanned', 'duckdb',
+    ('not_is_planned_negated', 'duckdb',
      "SELECT id FROM reviews WHERE NOT ai_filter('Is {0} positive?', review)",
+     ['core(relations=[reviews[b_0_0]]; filters=[0]; joins=[]; projections=[])'],
+     [[40]]),
+    ('not_is_true_is_unplanned', 'duckdb',
+     "SELECT id FROM reviews WHERE NOT (ai_filter('Is {0} positive?', review) IS TRUE)",
      [],
      []),
     ('left_join_on_unplanned', 'snowflake',
@@ -128,7 +132,8 @@ ORACLES = {
                     "p.product_id AND " + GOOD.format("r.review || p.description")
                     + " WHERE p.product_id < 5",
     "or_is_unplanned": "SELECT id FROM reviews WHERE " + GOOD.format("review") + " OR id = 1",
-    "not_is_unplanned": "SELECT id FROM reviews WHERE NOT " + GOOD.format("review"),
+    "not_is_planned_negated": "SELECT id FROM reviews WHERE NOT " + GOOD.format("review"),
+    "not_is_true_is_unplanned": "SELECT id FROM reviews WHERE NOT " + GOOD.format("review"),
     "left_join_on_unplanned": "SELECT r.id, p.name FROM reviews r LEFT JOIN products p ON "
                               "r.product_id = p.product_id AND "
                               + GOOD.format("r.review || p.name"),
