@@ -91,13 +91,18 @@ def connect(tables: Iterable[tuple[str, str]] = (), database: str | None = None)
     return con
 
 
+_AUTO: Any = object()
+
+
 def open_session(con: Any, config: SessionConfig, *, text: Any = None,
-                 engine_factory: Callable[[], Any] | None = None,
+                 engine_factory: Callable[[], Any] | None = None, decoder: Any = _AUTO,
                  display: Callable[[], Any] | None = None) -> Any:
     """A QuailSession on the DuckDB connection `con`. `text`: a `model_text(config)` result
     to share (default: a new one); `engine_factory`: loads the engine on first use (default:
     `load_engine(config, text)`); `display`: makes a progress display per execution, shown when
-    `config.progress` (the caller's: exec draws nothing)."""
+    `config.progress` (the caller's: exec draws nothing); `decoder`: (PromptText, engine
+    factory) of the model that writes generated text, None for the session's own (default:
+    `decoder_of(config)`, or None when `engine_factory` is given)."""
     from quail_engine.exec.session import QuailSession
 
     prompt_text, model_config = text if text is not None else model_text(config)
@@ -106,7 +111,8 @@ def open_session(con: Any, config: SessionConfig, *, text: Any = None,
                         device=resolve_device(config.device), progress=config.progress,
                         on_long=config.on_long, text=prompt_text, model_config=model_config,
                         precision=config.precision, display=display,
-                        decoder=None if engine_factory is not None else decoder_of(config))
+                        decoder=(decoder if decoder is not _AUTO else
+                                 None if engine_factory is not None else decoder_of(config)))
 
 
 def decoder_of(config: SessionConfig) -> tuple[Any, Callable[[], Any]] | None:

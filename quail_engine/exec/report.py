@@ -7,6 +7,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
+from quail_engine.exec.timeline import Timeline
 from quail_engine.plan.cost import Work
 
 
@@ -61,6 +62,7 @@ class Report:
     # wall seconds by phase (parse, check, scan, estimate, plan, filters, joins, projections,
     # statement); the model load shows inside the phase that first needed it
     phases: dict[str, float] = field(default_factory=dict)
+    timeline: Timeline = field(default_factory=Timeline)  # starts when the report is made
 
     @contextmanager
     def phase(self, name: str):
@@ -68,7 +70,9 @@ class Report:
         try:
             yield
         finally:
-            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - start
+            end = time.perf_counter()
+            self.phases[name] = self.phases.get(name, 0.0) + end - start
+            self.timeline.phase(name, start, end)
 
     def op(self, op_id: int, kind: str) -> OpReport:
         if op_id not in self.ops:
@@ -107,7 +111,7 @@ class Report:
             "load_s": self.load_s, "phases": {k: round(v, 4) for k, v in self.phases.items()},
             "device": self.device, "model": self.model, "plans": self.plans,
             "generation_model": self.generation_model,
-            "remarks": self.remarks,
+            "remarks": self.remarks, "timeline": self.timeline.to_json(),
         }
 
     def dumps(self) -> str:
