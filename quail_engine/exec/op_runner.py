@@ -161,6 +161,7 @@ class OpRunner:
         rep.prompts += len(texts)
         if not todo:
             rep.seconds += time.perf_counter() - start
+            self.report.timeline.operator(op_id, layout.op.op, start, len(texts), len(cached))
             return out
         warn_if_weak(layout.op, self.text.model_name, layout)
         readout = self.readout(layout)
@@ -195,6 +196,8 @@ class OpRunner:
                 self.progress.op_done()
             self.text.flush()
             rep.seconds += time.perf_counter() - start
+            self.report.timeline.operator(op_id, layout.op.op, start, len(texts), len(cached),
+                                          self.engine)
         return out
 
     def _pipeline(self, layout: OpPrompt, readout, texts: list[tuple[str, str]],
@@ -308,6 +311,7 @@ class OpRunner:
                  kv: DocKV | None, rep) -> list[Answer]:
         """Engine side of a batch (runs on the pipeline's worker thread)."""
         t0, fresh0 = time.perf_counter(), self.engine.stats.fresh_tokens
+        mark = self.report.timeline.engine_mark(self.engine)
         if kv is not None and self._releasable:
             done, self._releasable = self._releasable, []
             kv.release(done)
@@ -339,6 +343,7 @@ class OpRunner:
                 prefix_lens.append(0)
         rep.work = rep.work + batch_work(prefix_lens, [len(r.tokens) for r in requests])
         answers = self.engine.run(requests)
+        self.report.timeline.engine_batch(rep.op, mark, self.engine)
         rep.kv_hit_tokens += kv_hits
         seconds = time.perf_counter() - t0
         self._engine_s += seconds
