@@ -34,6 +34,10 @@ def add_session_args(p: argparse.ArgumentParser) -> None:
                    help="the model that writes generated text (AI_COMPLETE, AI.GENERATE, ...); "
                         "auto: smollm2-135m (embedded, instruction-tuned) when --model is the "
                         "default, else --model itself")
+    p.add_argument("--generation-model", default="auto", metavar="MODEL",
+                   help="the model that writes generated text (AI_COMPLETE, AI.GENERATE, ...); "
+                        "auto: smollm2-135m (embedded, instruction-tuned) when --model is the "
+                        "default, else --model itself")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--precision", default=DEFAULT_PRECISION, choices=PRECISIONS,
                    help="GEMM precision; fp8 and fp8-mlp run only on the GPU path and cost "
@@ -51,6 +55,7 @@ def session_config(args: argparse.Namespace) -> SessionConfig:
     """The executor's settings from the parsed arguments."""
     return SessionConfig(model=args.model, device=args.device, precision=args.precision,
                          cache_dir=args.cache_dir, use_cache=not args.no_cache,
+                         generation_model=args.generation_model,
                          on_long=args.on_long, progress=not args.quiet)
 
 

@@ -56,7 +56,7 @@ def keyed_answer(op_id: int, op, store, maps: list[dict[int, object]], report):
             got = missing if missing in values else store.get(op_id, values, missing)
             if got is missing:
                 skipped += 1
-                got = False
+                got = op.unasked_answer
             out.append(got)
         if skipped:
             store.skipped[op_id] = store.skipped.get(op_id, 0) + skipped

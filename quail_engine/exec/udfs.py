@@ -2,7 +2,7 @@
 
 Each UDF looks its answers up in the AnswerStore. A miss of an operator the plan precomputed
 completely (a core's filter or join) is a row another conjunct already eliminated: it answers
-FALSE and no prompt runs. Any other miss is computed on the fly in one batch per DuckDB vector
+FALSE (NULL under `NOT`) and no prompt runs. Any other miss is computed on the fly in one batch per DuckDB vector
 (counted as "unplanned" in the report). Arguments are passed as VARCHAR (the front end's
 statement_tree casts them), so every binding type works and matches the scans' text.
 """
@@ -153,7 +153,7 @@ def _stored_answers(op_id: int, op, store: AnswerStore, runner: OpRunner,
     def skip(missing: list[tuple]) -> list[object]:
         store.skipped[op_id] = store.skipped.get(op_id, 0) + len(missing)
         runner.report.op(op_id, op.op).skipped += len(missing)
-        return [False] * len(missing)
+        return [op.unasked_answer] * len(missing)
 
     def answer(rows: list[tuple]) -> list[object]:
         store.fill(op_id, rows, skip if guarded and op_id in store.complete else ask)

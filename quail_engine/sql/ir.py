@@ -169,6 +169,12 @@ class AiOp:
         return answer is (not self.negated)
 
     @property
+    def unasked_answer(self) -> bool | None:
+        """What a complete predicate answers for a row the plan eliminated (never asked): one
+        that fails its conjunct either way, FALSE, or NULL under `NOT`."""
+        return None if self.negated else False
+
+    @property
     def aliases(self) -> tuple[str, ...]:
         """Relation aliases the prompt reads, in first-use order."""
         seen: dict[str, None] = {}

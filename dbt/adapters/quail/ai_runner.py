@@ -36,7 +36,7 @@ def session_config(options: dict[str, Any]) -> quail.SessionConfig:
         cache_dir=None if off or cache_dir is None else str(cache_dir), use_cache=not off,
         max_batch_tokens=options.get("max_batch_tokens"),
         max_context=options.get("max_context"), max_new_tokens=options.get("max_new_tokens"),
-        convert_in_child=True)
+        convert_in_child=True, generation_model=options.get("generation_model") or "auto")
 
 
 class AiRunner:
@@ -52,6 +52,7 @@ class AiRunner:
         self.config = session_config(options)
         self._rows = quail.RowAnswers(self.config, self.engine)
         self._text: Any = None
+        self._decoder: Any = None
 
     @classmethod
     def for_credentials(cls, credentials: Any) -> AiRunner:
@@ -87,6 +88,25 @@ class AiRunner:
             self._text = quail.model_text(self.config)
         return self._text
 
+    def decoder(self, cancelled: threading.Event) -> tuple[Any, Any] | None:
+        """(PromptText, engine factory) of the model that writes generated text when it is not
+        the profile's model; its engine is loaded once and shared like the main one."""
+        if self._decoder is None:
+            self._decoder = quail.decoder_of(self.config) or ()
+        if not self._decoder:
+            return None
+        text, factory = self._decoder
+        key = (self.device, "writes", self.config.decode_model,
+               *(self.options.get(k) for k in _ENGINE_KEYS[1:]))
+
+        def engine() -> Any:
+            with self._LOAD_LOCK:
+                if key not in self._ENGINES:
+                    self._ENGINES[key] = factory()
+            return CancellableEngine(self._ENGINES[key], cancelled)
+
+        return text, engine
+
     def check_model(self) -> None:
         """What `dbt debug` says about the model: resolved, tokenizer and weights checked, no
         weights loaded and no transformers imported (quail_engine/exec/model_check.py)."""
@@ -110,7 +130,8 @@ class AiRunner:
         cancelled = cancelled or threading.Event()
         session = quail.open_session(
             cursor, self.config, text=self.prompt_text(),
-            engine_factory=lambda: CancellableEngine(self.engine(), cancelled))
+            engine_factory=lambda: CancellableEngine(self.engine(), cancelled),
+            decoder=self.decoder(cancelled))
         with self._statement_lock():
             try:
                 check_cancelled(cancelled)

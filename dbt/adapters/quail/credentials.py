@@ -23,7 +23,9 @@ class QuailCredentials(DuckDBCredentials):
     `cache_dir`: where answers are cached by content across runs (default: the `quail` CLI's
     cache, <cache root>/answers, the root being $QUAIL_CACHE_DIR or ~/.cache/quail); `off`
     disables it. The `max_*` fields bound the engine's batches and outputs.
-    `precision`: bf16, or fp8 / fp8-mlp on a cuda device (faster GEMMs, less accurate)."""
+    `precision`: bf16, or fp8 / fp8-mlp on a cuda device (faster GEMMs, less accurate).
+    `generation_model`: the model that writes generated text (auto: the embedded instruct
+    model when `model` is the embedded default, else `model`)."""
 
     model: str | None = None
     device: str = "auto"
@@ -33,6 +35,7 @@ class QuailCredentials(DuckDBCredentials):
     max_context: int | None = None
     max_new_tokens: int | None = None
     precision: str = "bf16"
+    generation_model: str = "auto"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -58,13 +61,14 @@ class QuailCredentials(DuckDBCredentials):
     def engine_options(self) -> dict[str, Any]:
         """The settings that pick and bound the inference engine (one engine per distinct set)."""
         options: dict[str, Any] = {"model": self.model, "device": self.device,
-                                   "cache_dir": self.cache_dir, "precision": self.precision}
+                                   "cache_dir": self.cache_dir, "precision": self.precision,
+                                   "generation_model": self.generation_model}
         options.update({name: getattr(self, name) for name in _LIMITS})
         return options
 
     def _connection_keys(self) -> tuple[str, ...]:
         return (*super()._connection_keys(), "model", "device", "dialect", "cache_dir",
-                "precision", *_LIMITS)
+                "precision", "generation_model", *_LIMITS)
 
 
 def check_dialect(value: Any, where: str) -> str:

@@ -69,3 +69,28 @@ def test_negated_join_runs_planned_with_the_pairs_that_answer_false():
     reference, _ = _run(sql.replace(f"NOT {MENTION}", f"NOT ({MENTION} IS TRUE)"))
     assert rows == reference and 0 < len(rows) < len(REVIEWS) * len(PRODUCTS)
     assert all(o["unplanned"] == 0 for o in report["operators"]), report["operators"]
+
+
+def test_negated_filter_under_limit_returns_only_rows_that_answer_false():
+    """The filter stops once LIMIT rows pass; the rows it never asked must not pass `NOT`."""
+    everyone, _ = _run(f"SELECT r.id FROM reviews AS r WHERE NOT ({PRICE} IS TRUE)")
+    rows, report = _run(f"SELECT r.id FROM reviews AS r WHERE NOT {PRICE} LIMIT 2")
+    assert len(rows) == 2 and all(r in everyone for r in rows), (rows, everyone)
+    assert report["operators"][0]["rows_in"] < len(REVIEWS)  # stopped early, planned
+
+
+@pytest.mark.parametrize("negated, expected", [(False, [True, False]), (True, [True, None])])
+def test_a_row_the_plan_never_asked_fails_the_conjunct_either_way(negated, expected):
+    """A filter stopped by LIMIT, or a row another conjunct eliminated, is not in the store:
+    its lookup must not make `NOT <predicate>` hold (FALSE would, NULL does not)."""
+    from quail_engine.exec.answer_store import AnswerStore
+    from quail_engine.exec.keyed_answers import keyed_answer
+    from quail_engine.exec.report import Report
+
+    op = parse("SELECT r.id FROM reviews AS r WHERE " + ("NOT " if negated else "") + PRICE,
+               "snowflake").ai_ops[0]
+    store = AnswerStore()
+    store.put(0, ("asked",), True)
+    store.complete.add(0)
+    answer = keyed_answer(0, op, store, [{1: "asked", 2: "never asked"}], Report())
+    assert answer([(1,), (2,)]) == expected
