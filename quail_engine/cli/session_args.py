@@ -34,10 +34,6 @@ def add_session_args(p: argparse.ArgumentParser) -> None:
                    help="the model that writes generated text (AI_COMPLETE, AI.GENERATE, ...); "
                         "auto: smollm2-135m (embedded, instruction-tuned) when --model is the "
                         "default, else --model itself")
-    p.add_argument("--generation-model", default="auto", metavar="MODEL",
-                   help="the model that writes generated text (AI_COMPLETE, AI.GENERATE, ...); "
-                        "auto: smollm2-135m (embedded, instruction-tuned) when --model is the "
-                        "default, else --model itself")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--precision", default=DEFAULT_PRECISION, choices=PRECISIONS,
                    help="GEMM precision; fp8 and fp8-mlp run only on the GPU path and cost "
