@@ -133,7 +133,9 @@ def evaluate_one_arg(engine) -> dict:
             "classify": accuracy(c, [r["sentiment"] for r in reviews])}
 
 
-def run_example(engine, name: str) -> tuple[list[dict], float]:
+def run_example(engine, name: str, writer=None) -> tuple[list[dict], float]:
+    """Rows of example `name` and its seconds; `writer`: the engine that writes generated text
+    when it is not `engine` (the product's generation model)."""
     import duckdb
 
     from quail_engine.exec.session import QuailSession
@@ -144,7 +146,13 @@ def run_example(engine, name: str) -> tuple[list[dict], float]:
     for table in ("reviews", "products"):
         register_table(con, table, EXAMPLES / "data" / f"{table}.csv")
     start = time.perf_counter()
-    out = QuailSession(con, lambda: engine, cache_dir=None, use_cache=False).execute(
+    decoder = None
+    if writer is not None and writer is not engine:
+        from quail_engine.exec.prompt_text import PromptText
+
+        decoder = (PromptText.of_engine(lambda: writer), lambda: writer)
+    out = QuailSession(con, lambda: engine, cache_dir=None, use_cache=False,
+                       decoder=decoder).execute(
         (EXAMPLES / name).read_text(), dialect)
     return out.to_pylist(), round(time.perf_counter() - start, 2)
 
@@ -193,33 +201,31 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="default")
     ap.add_argument("--skip-examples", action="store_true")
-    ap.add_argument("--generate-model", default="smollm2-135m",
-                    help="also run the generate examples on this model ('' to skip)")
+    ap.add_argument("--generation-model", default="auto",
+                    help="the model that writes generated text, as `quail query "
+                         "--generation-model` (auto: the product's choice for --model)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
 
+    from quail_engine.infer.embedded import decode_model_for
     from quail_engine.infer.factory import load_engine
     from quail_engine.infer.prompt_layout import PAIR_THRESHOLD
 
     engine = load_engine(args.model, "cpu")
+    writes = decode_model_for(args.model, args.generation_model)
     start = time.perf_counter()
     result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
               "command": "python " + " ".join(sys.argv), "model": args.model,
+              "generation_model": writes,
               "pair_threshold": PAIR_THRESHOLD,
               "pairs": evaluate_pairs(engine, load_jsonl(PAIRS)),
               "one_arg": evaluate_one_arg(engine), "examples": {}}
     if not args.skip_examples:
+        writer = engine if writes == args.model else load_engine(writes, "cpu")
         for spec in load_jsonl(EXPECTED):
-            rows, seconds = run_example(engine, spec["example"])
+            rows, seconds = run_example(engine, spec["example"], writer)
             result["examples"][spec["example"]] = {**score_example(spec, rows),
                                                    "seconds": seconds}
-        if args.generate_model:
-            other = load_engine(args.generate_model, "cpu")
-            for spec in load_jsonl(EXPECTED):
-                if spec["example"].endswith("/generate.sql"):
-                    rows, seconds = run_example(other, spec["example"])
-                    result["examples"][f"{spec['example']} --model {args.generate_model}"] = {
-                        **score_example(spec, rows), "seconds": seconds}
     result["seconds"] = round(time.perf_counter() - start, 1)
     write_result(result, "cpu-pair-accuracy", markdown, args.out)
     return 0
@@ -227,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def markdown(r: dict) -> str:
     lines = [f"# Two-argument answer accuracy ({r['date']})", "",
-             f"`{r['command']}` (model {r['model']}, bf16 on CPU, {r['seconds']} s; pair "
+             f"`{r['command']}` (model {r['model']}, generated text by "
+             f"{r.get('generation_model', r['model'])}, bf16 on CPU, {r['seconds']} s; pair "
              f"threshold {r['pair_threshold']} nats)", "",
              "Pairs (tests/data/pairs_labelled.jsonl, 32 balanced pairs per cell; `document=a`: "
              "the first argument is the shared prefix):", "",

@@ -233,7 +233,7 @@ class QuailSession:
             rep.load_s += self._decoder.load_s + max(0.0, dec_text_s - self._decoder.nested_s)
             self._decoder.load_s = self._decoder.nested_s = 0.0
             if any(o.prompts and o.kind in DECODED for o in rep.ops.values()):
-                rep.generation_model = self.decoder_text.identity
+                rep.generation_model = self.decoder_text.model_name
         if rep.ops and self._engine.loaded is not None:
             spec, dev = self._specs()
             work = rep.total_work()
