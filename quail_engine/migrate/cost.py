@@ -1,0 +1,280 @@
+"""What a dbt project's AI calls cost on their warehouse, and the time they take on Quail.
+
+`estimate` reads each model's compiled SQL with Quail's parser and, given a DuckDB file with the
+project's tables, counts the tokens every AI call would read (sample_tokens.py) with the default
+model's tokenizer. Beside them: the warehouse's published price (prices.py) and the time at our
+measured rates (RATES, each from a committed result file under bench/results/), with the GPU's
+cost at an hourly price the user gives. Without a database the tokens are unknown: no guess.
+`render` lays the estimates out as the lines of a plain-text table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from quail_engine.errors import ExecutionError, QuailError
+from quail_engine.migrate import prices
+from quail_engine.migrate.calls import CompiledNode, FoundCall
+from quail_engine.sql.ir import OpKind
+
+stage = logging.getLogger("quail_engine.stage")
+_VENDOR_NAME = re.compile(r"\s*(?:GET_PATH\(|TO_BOOLEAN\(|NOT\s+)*([A-Za-z_][\w.]*)\s*\(", re.I)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A measured speed: `tokens_per_s` of `work` ("prefill": fresh prompt tokens of filters,
+    classify and score; "pairs": a join's requested tokens, anchor document + partner question
+    per pair) on `device`, from the result file `source` (`what` quotes its row)."""
+
+    device: str
+    work: str
+    tokens_per_s: float
+    source: str
+    what: str
+
+
+RATES: tuple[Rate, ...] = (
+    Rate("gpu", "prefill", 121_172.0, "bench/results/gpu-h200-e2e-2026-12-01.md",
+         "1x H200, fp8, Qwen3-4B shape: filter 20,000 docs through quail query, 121,172 fresh "
+         "tokens/s"),
+    Rate("gpu", "pairs", 735.3e6 / 60, "bench/results/gpu-h200-e2e-2026-12-01.md",
+         "1x H200, fp8, Qwen3-4B shape: join 500 x 1,100 through quail query, 735.3 M "
+         "requested tokens/min"),
+    Rate("cpu", "prefill", 1_930.0, "bench/results/cpu-readme-main-2026-12-01.md",
+         "2 vCPU, embedded gemma3-270m, bf16: engine_cpu --quail-only filter, 1,930 tokens/s"),
+    Rate("cpu", "pairs", 8_555.0, "bench/results/cpu-engine-2026-11-29.md",
+         "2 vCPU, embedded model, bf16: join 8 anchors x 64 partners, 8,555 requested "
+         "tokens/s"),
+)
+PREFILL_KINDS = (OpKind.AI_FILTER, OpKind.AI_CLASSIFY, OpKind.AI_SCORE, OpKind.AI_SIMILARITY)
+DECODE_KINDS = (OpKind.AI_GENERATE, OpKind.AI_EXTRACT, OpKind.AI_AGGREGATE)
+
+
+def rate(device: str, work: str) -> Rate:
+    return next(r for r in RATES if r.device == device and r.work == work)
+
+
+@dataclass(frozen=True)
+class CallCost:
+    """One AI call of a model. `prompts`: rows (pairs for a join) that get a prompt;
+    `input_tokens`/`output_tokens`: None when unknown (output: an upper bound, for generative
+    calls only); `price`: None when no published price was found; `note`: why something is
+    unknown. Seconds are None where no rate was measured; `is_decode_excluded`: the seconds
+    cover the prompts' prefill only (no decode rate was measured)."""
+
+    function: str
+    op_kind: str | None
+    prompts: float | None = None
+    input_tokens: float | None = None
+    output_tokens: float | None = None
+    is_extrapolated: bool = False
+    sampled_rows: int = 0
+    price: prices.Price | None = None
+    gpu_seconds: float | None = None
+    cpu_seconds: float | None = None
+    is_decode_excluded: bool = False
+    note: str = ""
+
+    @property
+    def warehouse_cost(self) -> float | None:
+        if self.price is None or self.input_tokens is None:
+            return None
+        return self.price.cost(self.input_tokens, self.output_tokens)
+
+
+@dataclass(frozen=True)
+class ModelCost:
+    node: str
+    path: str
+    dialect: str
+    calls: tuple[CallCost, ...]
+    gpu_price_per_hour: float | None = None
+    note: str = ""
+
+    def _total(self, name: str) -> float | None:
+        values = [getattr(c, name) for c in self.calls]
+        return None if not values or None in values else float(sum(values))
+
+    @property
+    def input_tokens(self) -> float | None:
+        return self._total("input_tokens")
+
+    @property
+    def output_tokens(self) -> float | None:
+        """Upper bound of generated tokens (0 when no call generates)."""
+        if self.input_tokens is None:
+            return None
+        return float(sum(c.output_tokens or 0.0 for c in self.calls))
+
+    @property
+    def is_extrapolated(self) -> bool:
+        return any(c.is_extrapolated for c in self.calls)
+
+    @property
+    def warehouse_cost(self) -> float | None:
+        """Total at published prices; None when a call's tokens or price is unknown."""
+        return self._total("warehouse_cost")
+
+    @property
+    def warehouse_unit(self) -> str | None:
+        units = {c.price.unit for c in self.calls if c.price is not None}
+        return units.pop() if len(units) == 1 else None
+
+    @property
+    def gpu_seconds(self) -> float | None:
+        return self._total("gpu_seconds")
+
+    @property
+    def cpu_seconds(self) -> float | None:
+        return self._total("cpu_seconds")
+
+    @property
+    def gpu_cost(self) -> float | None:
+        if self.gpu_price_per_hour is None or self.gpu_seconds is None:
+            return None
+        return self.gpu_seconds / 3600.0 * self.gpu_price_per_hour
+
+
+def estimate(nodes: Sequence[CompiledNode], calls: Sequence[FoundCall], *,
+             database: str | None, sample_rows: int = 1000,
+             gpu_price_per_hour: float | None = None, text=None) -> list[ModelCost]:
+    """One ModelCost per node with AI calls, in `nodes` order. `database`: a DuckDB file with
+    the project's tables (None: tokens unknown). `text`: the PromptText tokens are counted
+    with (default: the default model's, exec.facade.model_text)."""
+    if sample_rows < 1:
+        raise ExecutionError(f"the sample must hold at least one row, got {sample_rows}")
+    if gpu_price_per_hour is not None and gpu_price_per_hour < 0:
+        raise ExecutionError(f"the GPU price per hour must not be negative, got "
+                             f"{gpu_price_per_hour}")
+    by_node: dict[str, list[FoundCall]] = {}
+    for call in calls:
+        by_node.setdefault(call.node, []).append(call)
+    counter = None
+    if database is not None:
+        from quail_engine.migrate.sample_tokens import SampleCounter
+
+        if text is None:
+            from quail_engine.exec.facade import SessionConfig, model_text
+
+            text = model_text(SessionConfig())[0]
+        counter = SampleCounter(_connect(database), text, sample_rows)
+    out = []
+    known = {n.node for n in nodes}
+    missing = [CompiledNode(c[0].node, c[0].path, "", None, "not among the compiled nodes")
+               for name, c in by_node.items() if name not in known]
+    for node in [*nodes, *missing]:
+        if node.node in by_node:
+            cost = _model_cost(node, by_node[node.node], counter)
+            out.append(ModelCost(cost[0], node.path, node.dialect, cost[1], gpu_price_per_hour,
+                                 cost[2]))
+    return out
+
+
+def _connect(database: str):
+    """A DuckDB connection on `database` (read-only) attached under its file name, the catalog
+    name dbt-duckdb gives it, so compiled three-part names resolve; bare names resolve too."""
+    import duckdb
+
+    path = Path(database)
+    if not path.is_file():
+        raise ExecutionError(f"database {database!r} does not exist")
+    con = duckdb.connect()
+    name = path.stem.replace('"', '""')
+    try:
+        con.execute(f"ATTACH '{str(path).replace(chr(39), chr(39) * 2)}' AS \"{name}\" "
+                    "(READ_ONLY)")
+        con.execute(f'USE "{name}"')
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ExecutionError(f"database {database!r}: cannot open it: {first}") from None
+    return con
+
+
+def _model_cost(node: CompiledNode, found: list[FoundCall], counter
+                ) -> tuple[str, tuple[CallCost, ...], str]:
+    plain = tuple(CallCost(c.function, c.op_kind, price=_price(node.dialect, c.function, None),
+                           note="refused: it does not move" if c.status == "refused" else "")
+                  for c in found)
+    if node.compiled_sql is None:
+        return node.node, plain, f"tokens unknown: it does not compile ({node.error})"
+    from quail_engine.sql.query import parse
+
+    try:
+        parsed = parse(node.compiled_sql, node.dialect)
+    except QuailError as exc:
+        return node.node, plain, f"tokens unknown: Quail cannot read it ({exc})"
+    if counter is None:
+        return node.node, _calls(node, parsed, found, {}), "tokens unknown: no database given"
+    stage.info("counting the tokens of %s's AI calls on its data", node.node)
+    return node.node, _calls(node, parsed, found, counter.count(parsed)), ""
+
+
+def _calls(node: CompiledNode, parsed, found: list[FoundCall], counts: dict
+           ) -> tuple[CallCost, ...]:
+    unused = list(found)
+    out = []
+    for op_id, op in enumerate(parsed.ai_ops):
+        call = _match(op, unused)
+        function = call.function if call is not None else _vendor_name(op.origin)
+        refused = call is not None and call.status == "refused"
+        price = _price(node.dialect, function, op.options.model)
+        count = counts.get(op_id)
+        if count is None:
+            out.append(CallCost(function, str(op.op), price=price,
+                                note="refused: it does not move" if refused else ""))
+        elif isinstance(count, str):
+            out.append(CallCost(function, str(op.op), price=price,
+                                note=f"tokens unknown: {count}"))
+        else:
+            out.append(_timed(CallCost(
+                function, str(op.op), count.prompts, count.input_tokens, count.output_tokens,
+                count.is_extrapolated, count.sampled_rows, price,
+                note="refused: it does not move" if refused else ""), op.op, refused))
+    return tuple(out)
+
+
+def _timed(call: CallCost, kind: OpKind, refused: bool) -> CallCost:
+    """`call` with its time at the measured rates (none for a call that does not move, or
+    whose kind has no measured rate: embeddings, token counts)."""
+    work = "pairs" if kind == OpKind.AI_JOIN else "prefill"
+    if refused or not (kind in PREFILL_KINDS or kind in DECODE_KINDS or work == "pairs"):
+        return call
+    tokens = call.input_tokens or 0.0
+    return dataclasses.replace(call, gpu_seconds=tokens / rate("gpu", work).tokens_per_s,
+                               cpu_seconds=tokens / rate("cpu", work).tokens_per_s,
+                               is_decode_excluded=kind in DECODE_KINDS)
+
+
+def _match(op, unused: list[FoundCall]) -> FoundCall | None:
+    """The found call `op` (an ir.AiOp) stands for: the same SQL, else the first with its
+    vendor function name in the op's SQL."""
+    origin = " ".join(op.origin.split()).lower()
+    for test in (lambda c: " ".join(c.sql.split()).lower() == origin,
+                 lambda c: c.function.lower() in origin):
+        for call in unused:
+            if test(call):
+                unused.remove(call)
+                return call
+    return None
+
+
+def _vendor_name(origin: str) -> str:
+    found = _VENDOR_NAME.match(origin or "")
+    return found.group(1) if found else "?"
+
+
+def _price(dialect: str, function: str, model: str | None) -> prices.Price | None:
+    return prices.lookup(dialect, function, model)
+
+
+def render(costs: Sequence[ModelCost]) -> list[str]:
+    """The estimates as plain-text table lines: one row per model, then what the marks mean."""
+    from quail_engine.migrate.cost_table import table_lines
+
+    return table_lines(costs)
