@@ -41,8 +41,12 @@ setup(
                  "triton>=3.2",
                  # dbt-duckdb's own functional suite (tests/dbt_duckdb_suite): python models
                  # and the excel plugin, its microbatch test, two workers per run
-                 "pandas>=2", "openpyxl>=3.1", "freezegun>=1.5", "pytest-xdist>=3.5"],
+                 "pandas>=2", "openpyxl>=3.1", "freezegun>=1.5", "pytest-xdist>=3.5",
+                 # `quail explain --analyze --plot FILE.png` is drawn in CI (tests/*/test_*plot*)
+                 "matplotlib>=3.8"],
         "gpu": ["triton>=3.2"],
+        # PNG timelines (`explain --analyze --plot FILE.png`); HTML needs nothing
+        "plot": ["matplotlib>=3.8"],
     },
     entry_points={"console_scripts": ["quail=quail_engine.cli:main"]},
 )
