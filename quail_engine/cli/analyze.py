@@ -22,6 +22,10 @@ from quail_engine.cli.session_args import (
 def add_analyze_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--analyze", action="store_true",
                    help="run the query and show actual rows, tokens, KV hits and seconds")
+    p.add_argument("--plot", metavar="FILE.html|FILE.png",
+                   help="with --analyze: draw the run's timeline (operators, engine passes, "
+                        "tokens/s, KV arena, cache hits) into this file; PNG needs "
+                        "pip install 'dbt-quail[plot]'")
     add_session_args(p)
 
 
@@ -67,6 +71,10 @@ def run_analyze(args: argparse.Namespace, parsed) -> int:
         table = session.execute(parsed.source_sql, parsed.dialect)
     finally:
         write_report(session, args.report)
+    if getattr(args, "plot", None):
+        from quail_engine.cli.plot import write_plot
+
+        write_plot(session.report.to_json(), args.plot)
     if fmt == "json":
         sys.stdout.write(session.report.dumps() + "\n")
     else:

@@ -24,6 +24,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from quail_engine.cli.analyze import run_analyze, wants_plan
+    from quail_engine.cli.plot import check_plot
     from quail_engine.cli.session_args import check_paths
     from quail_engine.errors import ExecutionError, SqlError
     from quail_engine.sql.dialect_guess import dialect_hint, with_dialect_hint
@@ -33,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     sql = read_sql(args.file, args.expression)
     check_paths(args)
+    check_plot(args)
     try:
         parsed = parse(sql, args.dialect)
         if wants_plan(args):
