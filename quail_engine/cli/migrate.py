@@ -1,0 +1,48 @@
+"""`quail migrate PROJECT_DIR [--from D] [--write]`: which AI calls of a dbt project move to
+Quail, and (with --write) the config that runs it there. Guide: docs/migrate.md."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from quail_engine.migrate.project import WAREHOUSES
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("migrate", help="list a dbt project's AI calls and how each moves to "
+                                       "Quail; --write adds the quail config")
+    p.add_argument("project_dir", metavar="PROJECT_DIR", help="the dbt project's folder")
+    p.add_argument("--from", dest="dialect", choices=WAREHOUSES,
+                   help="the warehouse dialect of the project's SQL (default: detected from "
+                        "the profile's adapter type)")
+    p.add_argument("--write", action="store_true",
+                   help="add +quail_dialect to dbt_project.yml and a type: quail output to "
+                        "profiles.yml (a profiles.yml outside the project only with "
+                        "--profiles-dir)")
+    p.add_argument("--profiles-dir", metavar="DIR",
+                   help="the folder of the profiles.yml to read (and, with --write, to edit)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(run=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from quail_engine.migrate.inspect import apply, inspect_project, plan_edits
+    from quail_engine.migrate.report import render
+
+    seen = inspect_project(args.project_dir, args.dialect, args.profiles_dir)
+    plan = plan_edits(seen, args.profiles_dir) if args.write else None  # errors before output
+    out = render(seen.migration)
+    if plan is not None:
+        apply(plan.edits)
+        out += [f"changed {e.summary}" for e in plan.edits]
+        if not plan.edits and plan.left_alone is None:
+            out.append("--write: nothing to change (quail_dialect is set for every model and "
+                       "the profile has a type: quail output)")
+        if plan.left_alone:
+            out.append(plan.left_alone)
+        if plan.edits or plan.left_alone is None:
+            out.append(f"next: dbt build --target {plan.target} (see docs/migrate.md)")
+    sys.stdout.write("\n".join(out) + "\n")
+    return seen.migration.exit_status()
