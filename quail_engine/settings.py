@@ -59,6 +59,12 @@ def gpu_name(device: str = "cuda") -> str:
 CACHE_KINDS = ("models", "answers", "tokens", "probe", "locks")
 
 
+def prefix_sharing_enabled(env: dict[str, str] | None = None) -> bool:
+    """Prefix sharing across rows (infer/prefix_cache.py), on unless `QUAIL_PREFIX_SHARING=0`."""
+    value = (os.environ if env is None else env).get("QUAIL_PREFIX_SHARING", "1")
+    return value.strip().lower() not in ("0", "false", "off", "no")
+
+
 def cache_root() -> Path:
     """The cache root: `$QUAIL_CACHE_DIR` when set and non-empty, else `~/.cache/quail`."""
     return Path(os.environ.get("QUAIL_CACHE_DIR") or Path.home() / ".cache" / "quail")

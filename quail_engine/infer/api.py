@@ -110,7 +110,8 @@ class EngineStats:
     decode_tokens = tokens fed back during greedy decode; forward_passes counts every pass;
     gpu_pass_s = GPU seconds from each forward pass's first kernel to its last (CUDA events in
     stream order, so gaps between passes are not in it; 0 on the CPU), counted as passes
-    complete."""
+    complete. kv_hit_tokens = prompt tokens read from content-shared KV pages (prefix sharing
+    across rows) instead of being run."""
 
     requested_tokens: int = 0
     fresh_tokens: int = 0
@@ -118,6 +119,7 @@ class EngineStats:
     gpu_pass_s: float = 0.0
     decode_tokens: int = 0
     prefixes_resident: int = 0
+    kv_hit_tokens: int = 0
 
 
 class Engine(Protocol):

@@ -28,7 +28,9 @@ from quail_engine.infer.api import (
 )
 from quail_engine.infer.decode import DecodeSeq, greedy_decode
 from quail_engine.infer.kv import KVArena
+from quail_engine.infer.kv_pages import CpuPageStore, pages_for_bytes
 from quail_engine.infer.labels import label_answers, score_labels
+from quail_engine.infer.prefix_cache import PrefixCache
 from quail_engine.infer.readout import (
     BooleanTokens,
     boolean_tokens,
@@ -44,6 +46,7 @@ from quail_engine.infer.textio import TextCodec
 log = logging.getLogger(__name__)
 SPAN_READS = 256       # span positions per runner call: their full-vocabulary logits are held
 SPAN_MAX_TOKENS = 128  # a longer span is scored on its first tokens
+SHARED_KV_BYTES = 1 << 30  # CPU: content-shared prefix pages kept beyond the planner's
 
 
 class LocalEngine:
@@ -51,7 +54,8 @@ class LocalEngine:
 
     def __init__(self, model: Any, tokenizer: Any, config: Any = None, model_id: str = "local",
                  device: str | torch.device = "cpu", token_budget: int = 2048,
-                 max_seqs: int = 256, kv_capacity_bytes: int | None = None):
+                 max_seqs: int = 256, kv_capacity_bytes: int | None = None,
+                 prefix_sharing: bool | None = None):
         self.model = model
         self.config = config
         self.model_id = model_id
@@ -62,6 +66,21 @@ class LocalEngine:
         self.runner = Runner(model, Scheduler(token_budget, max_seqs), self.stats, device)
         self._references: dict[tuple, torch.Tensor] = {}
         self._token_sets: dict[tuple, Any] = {}
+        if prefix_sharing is None:
+            from quail_engine.settings import prefix_sharing_enabled
+
+            prefix_sharing = prefix_sharing_enabled()
+        self.prefix_cache = self._prefix_cache() if prefix_sharing else None
+        self._pinned: dict[int, list] = {}  # arena entry -> radix nodes its prefix holds
+
+    def _prefix_cache(self) -> PrefixCache:
+        """Content-shared pages on the CPU: copies of computed KV, up to SHARED_KV_BYTES."""
+        store = CpuPageStore()
+        per_token = 0
+        if self.config is not None:
+            c = self.config
+            per_token = 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4
+        return PrefixCache(store, pages_for_bytes(per_token, store.page_size, SHARED_KV_BYTES))
 
     @classmethod
     def load(cls, spec: str = "default", device: str = "cpu", dtype: Any = None,
@@ -88,23 +107,53 @@ class LocalEngine:
     def add_prefixes(self, token_lists: Sequence[Sequence[int]],
                      parent: PrefixHandle | None = None) -> list[PrefixHandle]:
         """Several prefixes in as few forward passes as the token budget allows."""
-        base = self.arena.get(parent.id) if parent is not None else None
-        jobs = [SeqJob(tokens=list(t), prefix=base, read=(), store_kv=True) for t in token_lists]
-        if any(not j.tokens for j in jobs):
+        if any(not t for t in token_lists):
             raise ExecutionError("a prefix needs at least one token")
-        self.runner.run(jobs)
+        cache = self.prefix_cache if parent is None else None
+        base = self.arena.get(parent.id) if parent is not None else None
+        jobs = self._shared_jobs([list(t) for t in token_lists], cache, base, read=(),
+                                 store_kv=True)
         handles = []
-        for job in jobs:
-            entry = self.arena.add(job.kv, job.kv.num_tokens, int(job.kv.nbytes))
-            handles.append(PrefixHandle(entry, job.kv.num_tokens))
+        try:
+            self.runner.run(jobs)
+            for tokens, job in zip(token_lists, jobs):
+                entry = self.arena.add(job.kv, job.kv.num_tokens, int(job.kv.nbytes))
+                if cache is not None:  # its pages are shared by content, pinned while it lives
+                    self._pinned[entry] = cache.insert(list(tokens), job.kv)
+                    cache.index.retain(self._pinned[entry])
+                handles.append(PrefixHandle(entry, job.kv.num_tokens))
+        finally:
+            self._end_batch(cache)
         self.stats.prefixes_resident = self.arena.num_entries
         return handles
+
+    def _shared_jobs(self, token_lists: list[list[int]], cache: PrefixCache | None,
+                     base: Any = None, **job: Any) -> list[SeqJob]:
+        """Jobs for sequences that start from scratch (or after `base`); with the prefix cache,
+        the beginnings they share are computed first and each job starts after the longest
+        cached chain of pages its tokens begin with."""
+        if cache is None:
+            return [SeqJob(tokens=t, prefix=base, **job) for t in token_lists]
+        cache.warm(self.runner, token_lists, SeqJob)
+        hits0 = cache.hit_tokens
+        jobs = []
+        for tokens in token_lists:
+            chain, prefix = cache.lookup(tokens)
+            start = chain[-1].num_tokens if chain else 0
+            jobs.append(SeqJob(tokens=tokens[start:], prefix=prefix, **job))
+        self.stats.kv_hit_tokens += cache.hit_tokens - hits0
+        return jobs
+
+    def _end_batch(self, cache: PrefixCache | None) -> None:
+        if cache is not None:
+            cache.end_batch()
 
     def retain(self, handle: PrefixHandle) -> None:
         self.arena.retain(handle.id)
 
     def release(self, handle: PrefixHandle) -> None:
-        self.arena.release(handle.id)
+        if self.arena.release(handle.id) and handle.id in self._pinned:
+            self.prefix_cache.index.release(self._pinned.pop(handle.id))
         self.stats.prefixes_resident = self.arena.num_entries
 
     # -- requests -----------------------------------------------------------------------------
@@ -140,7 +189,17 @@ class LocalEngine:
         vocabs = {k: self._vocab(ro) for k, (kind, ro) in kinds.items() if kind == "one"}
         jobs = [SeqJob(list(requests[i].tokens), prefixes[i], vocab=vocabs[id(requests[i].readout)])
                 for i in one_step]
-        self.runner.run(jobs)
+        fresh = [k for k, i in enumerate(one_step) if prefixes[i] is None]
+        cache = self.prefix_cache if len(fresh) > 0 else None
+        try:
+            if cache is not None:  # rows that start from scratch share their beginnings
+                shared = self._shared_jobs([jobs[k].tokens for k in fresh], cache)
+                for k, job in zip(fresh, shared):
+                    job.vocab = jobs[k].vocab
+                    jobs[k] = job
+            self.runner.run(jobs)
+        finally:
+            self._end_batch(cache)
         for i, answer in zip(one_step, self._one_step_answers(
                 [requests[i].readout for i in one_step], [job.logits for job in jobs])):
             answers[i] = answer

@@ -13,8 +13,9 @@ from quail_engine.infer.api import PrefixHandle
 from quail_engine.infer.engine import LocalEngine
 from quail_engine.infer.gpu.load import load_checkpoint
 from quail_engine.infer.gpu.model import GpuCausalLM
-from quail_engine.infer.gpu.paged_kv import PagedKVArena
+from quail_engine.infer.gpu.paged_kv import PagedKVArena, PagedPageStore
 from quail_engine.infer.gpu.runner import GpuRunner
+from quail_engine.infer.prefix_cache import PrefixCache
 from quail_engine.infer.runner import SeqJob
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,15 @@ class GpuEngine(LocalEngine):
         super().__init__(model, tokenizer, config, model_id=model_id, device=model.device,
                          **kwargs)
         self.runner = GpuRunner(model, self.stats, token_budget)
+
+    def _prefix_cache(self) -> PrefixCache:
+        """Content-shared pages live in the paged arena itself: the index holds each page it
+        indexes, and an allocation short of free pages evicts its unpinned ones (LRU)."""
+        arena = self.model.arena
+        cache = PrefixCache(PagedPageStore(arena), None, hold=lambda p: arena.hold_pages([p]),
+                            drop=lambda p: arena.free_pages([p]))
+        arena.reclaim = cache.index.evict
+        return cache
 
     @classmethod
     def load(cls, spec: str = "default", device: str = "cuda", dtype: Any = None,

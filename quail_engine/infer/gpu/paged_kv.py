@@ -1,10 +1,13 @@
 """Paged KV arena on the GPU: fixed-size pages of keys and values for every layer, handed out
 from a free list, with explicit retain/release per resident prefix.
 
-k, v: [num_layers, num_pages, page_size, num_kv_heads, head_dim]. A prefix owns a list of
+k, v: [num_layers, num_pages, page_size, num_kv_heads, head_dim]. A prefix holds a list of
 pages (its block table row); token i of the prefix lives in page pages[i // page_size] at slot
-i % page_size. Pages return to the free list when the last holder releases the prefix (or,
-as a safety net, when the PagedPrefix object is garbage-collected).
+i % page_size. Pages are reference counted: prefixes that begin alike hold the same pages (a
+chain from the radix index, infer/prefix_cache.py, which holds them too), and a page returns
+to the free list when its last holder lets go (a prefix's last release or, as a safety net,
+its garbage collection; the index's eviction). An allocation short of free pages first asks
+`reclaim` (the index's LRU eviction of pages no one pins) for room.
 """
 
 from __future__ import annotations
@@ -56,7 +59,10 @@ class PagedPrefix:
         return (pages * size + offsets)[: self.num_tokens]
 
     def concat(self, other: PagedPrefix) -> PagedPrefix:
-        """A new prefix holding this one's tokens followed by `other`'s (copied)."""
+        """A new prefix holding this one's tokens followed by `other`'s: when this one ends on
+        a page boundary, its pages are shared and `other`'s are taken over; else copied."""
+        if self.num_tokens % self.arena.page_size == 0:
+            return self.arena.chain(self.pages + other.pages, self.num_tokens + other.num_tokens)
         joined = self.arena.allocate(self.num_tokens + other.num_tokens)
         dst = joined.slots().to(self.arena.device)
         src = torch.cat([self.slots(), other.slots()]).to(self.arena.device)
@@ -80,6 +86,8 @@ class PagedKVArena:
         self.num_pages = num_pages
         self.page_bytes = 2 * num_layers * page_size * num_kv_heads * head_dim * self.k.element_size()
         self._free = list(range(num_pages - 1, -1, -1))
+        self._refs = [0] * num_pages
+        self.reclaim = None  # callable(num_pages) -> pages it let go of, or None
 
     @classmethod
     def for_budget(cls, num_layers: int, num_kv_heads: int, head_dim: int, budget_bytes: int,
@@ -95,13 +103,55 @@ class PagedKVArena:
 
     def allocate(self, num_tokens: int) -> PagedPrefix:
         need = -(-num_tokens // self.page_size)
+        while need > len(self._free) and self.reclaim is not None:
+            if not self.reclaim(need - len(self._free)):
+                break
         if need > len(self._free):
             raise ExecutionError(
                 f"KV arena full: {num_tokens} tokens need {need} pages, {len(self._free)} free "
                 f"of {self.num_pages}; release prefixes or give the arena more memory")
         pages = [self._free.pop() for _ in range(need)]
+        for page in pages:
+            self._refs[page] = 1
         return PagedPrefix(self, pages, num_tokens)
 
+    def chain(self, pages: list[int], num_tokens: int) -> PagedPrefix:
+        """A prefix over existing `pages` (one more holder each), e.g. a radix chain."""
+        if -(-num_tokens // self.page_size) != len(pages):
+            raise ValueError(f"{num_tokens} tokens do not fill {len(pages)} pages")
+        self.hold_pages(pages)
+        return PagedPrefix(self, list(pages), num_tokens)
+
+    def hold_pages(self, pages: list[int]) -> None:
+        for page in pages:
+            if self._refs[page] <= 0:
+                raise ExecutionError(f"page {page} is free; it cannot be shared")
+            self._refs[page] += 1
+
     def free_pages(self, pages: list[int]) -> None:
-        self._free.extend(reversed(pages))
-        log.debug("freed %d pages (%d free)", len(pages), len(self._free))
+        """Drop one holder of each page; a page no one holds returns to the free list."""
+        freed = []
+        for page in pages:
+            self._refs[page] -= 1
+            if self._refs[page] == 0:
+                freed.append(page)
+        self._free.extend(reversed(freed))
+        log.debug("freed %d pages (%d free)", len(freed), len(self._free))
+
+
+class PagedPageStore:
+    """prefix_cache.PageStore over the arena: a page is a page id; a chain of them is a
+    PagedPrefix holding each page once more (no copy)."""
+
+    def __init__(self, arena: PagedKVArena):
+        self.arena = arena
+        self.page_size = arena.page_size
+
+    def pages_of(self, kv: PagedPrefix, first: int, count: int) -> list[int]:
+        return kv.pages[first:first + count]
+
+    def prefix(self, pages: list[int], num_tokens: int) -> PagedPrefix:
+        return self.arena.chain(list(pages), num_tokens)
+
+    def done(self, kv: PagedPrefix) -> None:
+        kv.release()

@@ -1,0 +1,38 @@
+"""The CPU path's page store for prefix sharing (prefix_cache.PageStore): a page is one
+`page_size`-token slice of a computed PrefixKV (copied, so an evicted page frees its memory); a
+chain of pages becomes a PrefixKV again by concatenation, once per chain and batch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from quail_engine.infer.models.prefix_kv import PrefixKV
+
+CPU_PAGE_SIZE = 16
+
+
+class CpuPageStore:
+    def __init__(self, page_size: int = CPU_PAGE_SIZE):
+        self.page_size = page_size
+
+    def pages_of(self, kv: PrefixKV, first: int, count: int) -> list[PrefixKV]:
+        size = self.page_size
+        return [PrefixKV([k[i * size:(i + 1) * size].clone() for k in kv.keys],
+                         [v[i * size:(i + 1) * size].clone() for v in kv.values], size)
+                for i in range(first, first + count)]
+
+    def prefix(self, pages: Sequence[PrefixKV], num_tokens: int) -> PrefixKV:
+        if len(pages) == 1:
+            return pages[0]
+        layers = range(len(pages[0].keys))
+        return PrefixKV([torch.cat([p.keys[i] for p in pages]) for i in layers],
+                        [torch.cat([p.values[i] for p in pages]) for i in layers], num_tokens)
+
+    def done(self, kv: PrefixKV) -> None:
+        """Pages are plain tensors: they live as long as the index or a reader holds them."""
+
+
+def pages_for_bytes(kv_bytes_per_token: int, page_size: int, budget_bytes: int) -> int:
+    return max(1, budget_bytes // max(1, kv_bytes_per_token * page_size))

@@ -1,0 +1,196 @@
+"""Radix index over token ids, one node per page of KV: which beginnings of sequences have
+their KV resident, shared by content across rows. Torch-free.
+
+A node stands for one full page of `page_size` tokens under its parent; its `page` is an
+opaque payload (a page id of the GPU arena, a page of CPU keys/values). `match` finds the
+longest chain of cached pages a token sequence begins with; `insert` adds the pages of a
+computed sequence. Lifetimes: a node with `refs > 0` is pinned (a planner-retained prefix, a
+request in flight reads it) and is never evicted; unpinned nodes are a cache, evicted least
+recently used, leaves first, when `max_pages` is exceeded or `evict` is asked to free room.
+The payload is adopted through `hold` and given back through `drop` (the GPU arena's page
+reference counts), so a page a live prefix still reads outlives its eviction from the index.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+class RadixNode:
+    __slots__ = ("key", "parent", "children", "page", "refs", "last_used", "depth")
+
+    def __init__(self, key: tuple[int, ...], parent: RadixNode | None, page: Any, depth: int):
+        self.key = key
+        self.parent = parent
+        self.children: dict[tuple[int, ...], RadixNode] = {}
+        self.page = page
+        self.refs = 0
+        self.last_used = 0
+        self.depth = depth  # pages from the root to this node, itself included
+
+    @property
+    def num_tokens(self) -> int:
+        """Tokens from the start of the sequence to the end of this node's page."""
+        return self.depth * len(self.key)
+
+
+class RadixIndex:
+    """`hold(page)` / `drop(page)`: called when the index adopts / lets go of a payload.
+    `max_pages`: unpinned pages past this count are evicted at once (None: only on demand)."""
+
+    def __init__(self, page_size: int, max_pages: int | None = None,
+                 hold: Callable[[Any], None] | None = None,
+                 drop: Callable[[Any], None] | None = None):
+        if page_size < 1:
+            raise ValueError(f"page_size must be >= 1, got {page_size}")
+        self.page_size = page_size
+        self.max_pages = max_pages
+        self._hold, self._drop = hold, drop
+        self._root = RadixNode((), None, None, 0)
+        self._clock = 0
+        self.num_pages = 0
+        self.num_evicted = 0
+
+    def _pages_of(self, tokens: Sequence[int], limit: int) -> list[tuple[int, ...]]:
+        size = self.page_size
+        return [tuple(tokens[i:i + size]) for i in range(0, limit // size * size, size)]
+
+    def match(self, tokens: Sequence[int], max_tokens: int | None = None) -> list[RadixNode]:
+        """The longest chain of cached pages `tokens` begins with (at most `max_tokens` tokens),
+        root side first; marks them used."""
+        limit = len(tokens) if max_tokens is None else min(len(tokens), max_tokens)
+        self._clock += 1
+        chain: list[RadixNode] = []
+        node = self._root
+        for key in self._pages_of(tokens, limit):
+            node = node.children.get(key)
+            if node is None:
+                break
+            node.last_used = self._clock
+            chain.append(node)
+        return chain
+
+    def insert(self, tokens: Sequence[int], pages: Sequence[Any]) -> list[RadixNode]:
+        """Index the first len(pages) full pages of `tokens` (payload pages[i] for page i);
+        pages already indexed keep their payload (the new one is not adopted). Returns the
+        chain of nodes, root side first."""
+        if len(pages) * self.page_size > len(tokens):
+            raise ValueError(f"{len(pages)} pages of {self.page_size} tokens for a sequence "
+                             f"of {len(tokens)}")
+        self._clock += 1
+        chain: list[RadixNode] = []
+        node = self._root
+        for key, page in zip(self._pages_of(tokens, len(pages) * self.page_size), pages):
+            child = node.children.get(key)
+            if child is None:
+                child = node.children[key] = RadixNode(key, node, page, node.depth + 1)
+                if self._hold is not None:
+                    self._hold(page)
+                self.num_pages += 1
+            child.last_used = self._clock
+            chain.append(child)
+            node = child
+        if self.max_pages is not None and self.num_pages > self.max_pages:
+            self.retain(chain)  # what was just inserted is the last thing to evict
+            self.evict(self.num_pages - self.max_pages)
+            self.release(chain)
+        return chain
+
+    @staticmethod
+    def retain(chain: Sequence[RadixNode]) -> None:
+        """Pin `chain` (one reference per node) until `release`."""
+        for node in chain:
+            node.refs += 1
+
+    @staticmethod
+    def release(chain: Sequence[RadixNode]) -> None:
+        for node in chain:
+            if node.refs <= 0:
+                raise ValueError(f"release of an unpinned radix node ({node.num_tokens} tokens)")
+            node.refs -= 1
+
+    def evict(self, num_pages: int) -> int:
+        """Drop up to `num_pages` unpinned pages, least recently used leaves first (a parent
+        becomes a candidate once its last child is gone). Returns how many were dropped."""
+        heap = [(n.last_used, id(n), n) for n in self._leaves() if n.refs == 0]
+        heapq.heapify(heap)
+        dropped = 0
+        while heap and dropped < num_pages:
+            _, _, node = heapq.heappop(heap)
+            parent = node.parent
+            del parent.children[node.key]
+            if self._drop is not None:
+                self._drop(node.page)
+            self.num_pages -= 1
+            dropped += 1
+            if parent is not self._root and not parent.children and parent.refs == 0:
+                heapq.heappush(heap, (parent.last_used, id(parent), parent))
+        self.num_evicted += dropped
+        return dropped
+
+    def clear(self) -> None:
+        """Drop every unpinned page."""
+        self.evict(self.num_pages)
+
+    def _leaves(self) -> list[RadixNode]:
+        out, stack = [], list(self._root.children.values())
+        while stack:
+            node = stack.pop()
+            if node.children:
+                stack.extend(node.children.values())
+            else:
+                out.append(node)
+        return out
+
+
+def branch_points(token_lists: Sequence[Sequence[int]], page_size: int,
+                  keep_last: bool) -> list[tuple[int, int]]:
+    """(index into token_lists, length) of each maximal page-aligned beginning shared by two or
+    more sequences: adjacent sequences in sorted order share their longest common prefix,
+    floored to whole pages; one that is the start of another is dropped. With `keep_last`, a
+    shared beginning stops before each sequence's last token (a request keeps one own token)."""
+    order = sorted(range(len(token_lists)), key=lambda i: token_lists[i])
+    found: list[tuple[int, int]] = []
+    for a, b in zip(order, order[1:]):
+        x, y = token_lists[a], token_lists[b]
+        limit = min(len(x), len(y)) - (1 if keep_last else 0)
+        n = common_prefix_length(x, y, limit) // page_size * page_size
+        if n > 0:
+            found.append((a, n))
+    # in sorted order a shared beginning that starts a longer one sits next to it
+    found.sort(key=lambda f: (tuple(token_lists[f[0]][:f[1]]), -f[1]))
+    out: list[tuple[int, int]] = []
+    for i, n in found:
+        seq = token_lists[i][:n]
+        if out:
+            j, m = out[-1]
+            prev = token_lists[j][:m]
+            if m >= n and prev[:n] == seq:
+                continue
+            if n > m and seq[:m] == prev:
+                out[-1] = (i, n)
+                continue
+        out.append((i, n))
+    return out
+
+
+def common_prefix_length(a: Sequence[int], b: Sequence[int], limit: int | None = None) -> int:
+    n = min(len(a), len(b)) if limit is None else max(0, min(len(a), len(b), limit))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def distinct_prefix_tokens(token_lists: Sequence[Sequence[int]],
+                           previous: Sequence[int] = ()) -> tuple[int, Sequence[int]]:
+    """Tokens of the trie of `token_lists` (each distinct beginning once: the minimum a run
+    must compute), beyond what `previous` (the last sequence of an earlier batch) covers.
+    Returns (count, the last sequence in sorted order) so batches can be chained."""
+    total, last = 0, previous
+    for seq in sorted(token_lists):
+        total += len(seq) - common_prefix_length(seq, last)
+        last = seq
+    return total, last

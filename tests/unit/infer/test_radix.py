@@ -1,0 +1,118 @@
+"""The radix index over token ids (torch-free): longest cached chain, shared pages, pinning
+and LRU eviction, and the shared beginnings a batch computes first."""
+
+import pytest
+
+from quail_engine.infer.radix import (
+    RadixIndex,
+    branch_points,
+    common_prefix_length,
+    distinct_prefix_tokens,
+)
+
+
+class Pages:
+    """A fake page store: counts who holds each payload."""
+
+    def __init__(self):
+        self.held: dict[str, int] = {}
+
+    def hold(self, page):
+        self.held[page] = self.held.get(page, 0) + 1
+
+    def drop(self, page):
+        self.held[page] -= 1
+
+
+def _index(max_pages=None):
+    pages = Pages()
+    return RadixIndex(4, max_pages, pages.hold, pages.drop), pages
+
+
+@pytest.mark.parametrize("tokens, cached", [
+    ([1, 2, 3, 4, 5, 6, 7, 8, 9], 8),     # two full pages, the ninth token is not a page
+    ([1, 2, 3, 4, 5, 6, 7, 0, 9], 4),     # diverges inside page two
+    ([1, 2, 3, 4, 5, 6, 7, 8], 8),
+    ([1, 2, 3], 0),                       # shorter than a page
+    ([9, 2, 3, 4, 5, 6, 7, 8], 0),
+])
+def test_match_finds_the_longest_cached_chain_of_whole_pages(tokens, cached):
+    index, _ = _index()
+    index.insert(list(range(1, 13)), ["a", "b", "c"])
+    chain = index.match(tokens)
+    assert sum(len(n.key) for n in chain) == cached
+    assert (chain[-1].num_tokens if chain else 0) == cached
+
+
+def test_match_can_leave_the_last_tokens_to_compute():
+    index, _ = _index()
+    index.insert(list(range(1, 9)), ["a", "b"])
+    assert [n.page for n in index.match(list(range(1, 9)), max_tokens=7)] == ["a"]
+
+
+def test_insert_shares_existing_pages_and_adopts_only_new_ones():
+    index, pages = _index()
+    index.insert([1, 2, 3, 4, 5, 6, 7, 8], ["a", "b"])
+    chain = index.insert([1, 2, 3, 4, 9, 9, 9, 9], ["dup", "c"])
+    assert [n.page for n in chain] == ["a", "c"]
+    assert pages.held == {"a": 1, "b": 1, "c": 1}
+    assert index.num_pages == 3
+
+
+def test_eviction_is_lru_leaves_first_and_never_touches_pinned_pages():
+    index, pages = _index()
+    pinned = index.insert([1, 1, 1, 1, 2, 2, 2, 2], ["p1", "p2"])
+    index.retain(pinned)
+    index.insert([3, 3, 3, 3, 4, 4, 4, 4], ["old1", "old2"])
+    index.insert([5, 5, 5, 5], ["new"])
+    index.match([3, 3, 3, 3])  # the parent is used again, its leaf is not
+    assert index.evict(1) == 1
+    assert pages.held["old2"] == 0 and pages.held["old1"] == 1
+    assert index.evict(10) == 2  # old1 (a leaf now), then new; never p1, p2
+    assert pages.held == {"p1": 1, "p2": 1, "old1": 0, "old2": 0, "new": 0}
+    index.release(pinned)
+    assert index.evict(10) == 2 and index.num_pages == 0
+
+
+def test_a_capacity_evicts_unpinned_pages_as_new_ones_arrive():
+    index, pages = _index(max_pages=2)
+    index.insert([1, 1, 1, 1], ["a"])
+    index.insert([2, 2, 2, 2], ["b"])
+    index.insert([3, 3, 3, 3, 4, 4, 4, 4], ["c", "d"])
+    assert index.num_pages == 2 and pages.held == {"a": 0, "b": 0, "c": 1, "d": 1}
+
+
+def test_release_of_an_unpinned_node_is_an_error():
+    index, _ = _index()
+    chain = index.insert([1, 2, 3, 4], ["a"])
+    with pytest.raises(ValueError):
+        index.release(chain)
+
+
+@pytest.mark.parametrize("seqs, keep_last, expected", [
+    # cumulative snapshots: the longest shared beginning covers every shorter one
+    ([[1] * 4 + [2] * 4 + [9], [1] * 4 + [2] * 4 + [3] * 4 + [9], [1] * 4 + [9]], True,
+     [8]),
+    # two traces after one common header: each trace's beginning, not the header alone
+    ([[7] * 4 + [1] * 4 + [5], [7] * 4 + [1] * 4 + [1] * 4 + [6],
+      [7] * 4 + [2] * 4 + [5], [7] * 4 + [2] * 4 + [2] * 4 + [6]], True, [8, 8]),
+    # a request keeps its last token: two equal 8-token prompts share one page, not two
+    ([[1] * 8, [1] * 8], True, [4]),
+    ([[1] * 8, [1] * 8], False, [8]),
+    ([[1, 2, 3], [1, 2, 3, 4]], True, []),   # less than a page in common
+    ([[1] * 4 + [2], [3] * 4 + [2]], True, []),
+])
+def test_branch_points_are_the_maximal_shared_beginnings(seqs, keep_last, expected):
+    got = branch_points(seqs, 4, keep_last)
+    assert sorted(n for _, n in got) == expected
+    for i, n in got:
+        assert sum(1 for s in seqs if s[:n] == seqs[i][:n]) >= 2
+
+
+def test_distinct_prefix_tokens_counts_each_beginning_once_across_batches():
+    a, b, c = [1, 2, 3, 4], [1, 2, 3, 4, 5, 6], [1, 2, 7]
+    total, last = distinct_prefix_tokens([b, a])
+    assert total == 6
+    more, _ = distinct_prefix_tokens([c], last)
+    assert more == 1  # [1, 2] is known: only 7 is new
+    assert common_prefix_length(a, b) == 4 and common_prefix_length(a, c, 1) == 1
