@@ -155,7 +155,7 @@ def estimate(nodes: Sequence[CompiledNode], calls: Sequence[FoundCall], *,
     by_node: dict[str, list[FoundCall]] = {}
     for call in calls:
         by_node.setdefault(call.node, []).append(call)
-    counter = None
+    counter = data = None
     if database is not None:
         from quail_engine.migrate.sample_tokens import SampleCounter
 
@@ -163,40 +163,75 @@ def estimate(nodes: Sequence[CompiledNode], calls: Sequence[FoundCall], *,
             from quail_engine.exec.facade import SessionConfig, model_text
 
             text = model_text(SessionConfig())[0]
-        counter = SampleCounter(_connect(database), text, sample_rows)
+        data = _DataFile(database)
+        counter = SampleCounter(data.con, text, sample_rows)
     out = []
     known = {n.node for n in nodes}
     missing = [CompiledNode(c[0].node, c[0].path, "", None, "not among the compiled nodes")
                for name, c in by_node.items() if name not in known]
     for node in [*nodes, *missing]:
         if node.node in by_node:
-            cost = _model_cost(node, by_node[node.node], counter)
+            cost = _model_cost(node, by_node[node.node], counter, data)
             out.append(ModelCost(cost[0], node.path, node.dialect, cost[1], gpu_price_per_hour,
                                  cost[2]))
     return out
 
 
-def _connect(database: str):
-    """A DuckDB connection on `database` (read-only) attached under its file name, the catalog
-    name dbt-duckdb gives it, so compiled three-part names resolve; bare names resolve too."""
-    import duckdb
+class _DataFile:
+    """A DuckDB file of the project's tables, read-only, attached under its file name (the
+    catalog name dbt-duckdb gives it) and used by default, so bare and schema-qualified names
+    resolve. `expose` makes the catalog names a statement reads (dbt compiled it against
+    another file: `"compile"."main"."reviews"`) views over the same tables."""
 
-    path = Path(database)
-    if not path.is_file():
-        raise ExecutionError(f"database {database!r} does not exist")
-    con = duckdb.connect()
-    name = path.stem.replace('"', '""')
-    try:
-        con.execute(f"ATTACH '{str(path).replace(chr(39), chr(39) * 2)}' AS \"{name}\" "
-                    "(READ_ONLY)")
-        con.execute(f'USE "{name}"')
-    except duckdb.Error as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ExecutionError(f"database {database!r}: cannot open it: {first}") from None
-    return con
+    def __init__(self, database: str):
+        import duckdb
+
+        path = Path(database)
+        if not path.is_file():
+            raise ExecutionError(f"database {database!r} does not exist")
+        self.con = duckdb.connect()
+        self.catalog = path.stem
+        try:
+            self.con.execute(f"ATTACH {_literal(str(path))} AS {_ident(self.catalog)} "
+                             "(READ_ONLY)")
+            self.con.execute(f"USE {_ident(self.catalog)}")
+        except duckdb.Error as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ExecutionError(f"database {database!r}: cannot open it: {first}") from None
+        self._exposed = {self.catalog.lower()}
+
+    def expose(self, parsed) -> None:
+        from sqlglot import exp
+
+        try:
+            tree = parsed.statement()
+        except QuailError:
+            return
+        names = {t.catalog for t in tree.find_all(exp.Table) if t.catalog}
+        for name in sorted(n for n in names if n.lower() not in self._exposed):
+            self._exposed.add(name.lower())
+            self.con.execute(f"ATTACH ':memory:' AS {_ident(name)}")
+            rows = self.con.execute(
+                "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = ? "
+                "UNION ALL SELECT schema_name, view_name FROM duckdb_views() WHERE "
+                "database_name = ? AND NOT internal", [self.catalog, self.catalog]).fetchall()
+            for schema in sorted({s for s, _ in rows}):
+                self.con.execute(f"CREATE SCHEMA IF NOT EXISTS {_ident(name)}.{_ident(schema)}")
+            for schema, table in rows:
+                self.con.execute(
+                    f"CREATE VIEW {_ident(name)}.{_ident(schema)}.{_ident(table)} AS SELECT * "
+                    f"FROM {_ident(self.catalog)}.{_ident(schema)}.{_ident(table)}")
 
 
-def _model_cost(node: CompiledNode, found: list[FoundCall], counter
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _model_cost(node: CompiledNode, found: list[FoundCall], counter, data
                 ) -> tuple[str, tuple[CallCost, ...], str]:
     plain = tuple(CallCost(c.function, c.op_kind, price=_price(node.dialect, c.function, None),
                            note="refused: it does not move" if c.status == "refused" else "")
@@ -212,6 +247,7 @@ def _model_cost(node: CompiledNode, found: list[FoundCall], counter
     if counter is None:
         return node.node, _calls(node, parsed, found, {}), "tokens unknown: no database given"
     stage.info("counting the tokens of %s's AI calls on its data", node.node)
+    data.expose(parsed)
     return node.node, _calls(node, parsed, found, counter.count(parsed)), ""
 
 

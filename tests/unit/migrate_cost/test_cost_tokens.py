@@ -72,7 +72,9 @@ def test_filter_reads_every_non_null_row_whole(text, database):
 
 
 def test_a_larger_table_is_sampled_and_extrapolated(text, database):
-    sql = "SELECT id FROM big WHERE AI_FILTER(PROMPT('Is {0} about shoes?', review))"
+    # named as dbt compiled it against another DuckDB file (quail migrate's scratch one)
+    sql = ('SELECT id FROM "compile"."main"."big" '
+           "WHERE AI_FILTER(PROMPT('Is {0} about shoes?', review))")
     [whole] = estimate([node("big", sql)], [call("big", "AI_FILTER", "ai_filter")],
                        database=database, text=text, sample_rows=1000)
     [sampled] = estimate([node("big", sql)], [call("big", "AI_FILTER", "ai_filter")],
