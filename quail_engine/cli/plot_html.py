@@ -77,7 +77,7 @@ class _Svg:
         """`points`: (start, end, value) segments; bars fill down to zero."""
         self.y += 20
         top, bottom = self.y, self.y + PANEL
-        peak = max([v for _, _, v in points] + [cap or 0.0, 1e-9])
+        peak = max([v for _, _, v in points] + [cap or 0.0, 1.0])
         ticks = nice_ticks(peak, 4, cover=True)
         high = ticks[-1]
         ys = lambda v: round(bottom - v / high * PANEL, 2)  # noqa: E731

@@ -58,6 +58,8 @@ def figure(chart: Chart) -> Figure:
                       label="capacity")
         kv_ax.legend(fontsize=7, loc="upper left")
     kv_ax.set_ylabel("KV arena MiB", fontsize=8)
+    kv_ax.set_ylim(0, 1.1 * max([v for _, v in chart.kv] + [chart.kv_capacity_mib or 0, 1]))
+    rate_ax.set_ylim(0, 1.1 * max([r for *_, r in chart.rates] + [1]))
 
     for ax in (lanes_ax, rate_ax, kv_ax):
         ax.set_xlim(0, chart.end_s)
