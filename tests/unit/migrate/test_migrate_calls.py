@@ -1,0 +1,79 @@
+"""Each AI call of a compiled node, its IR operator and status: (dialect, SQL) -> expected rows."""
+
+import pytest
+
+from quail_engine.migrate.calls import CompiledNode, find_calls
+
+CASES = [
+    ("snowflake", "select AI_CLASSIFY(t, ['a', 'b']):labels[0]::string as x from r",
+     [("AI_CLASSIFY", "ai_classify", "unchanged")]),
+    ("snowflake", "select id from r where AI_FILTER(PROMPT('Is {0} ok?', t))",
+     [("AI_FILTER", "ai_filter", "unchanged")]),
+    ("snowflake", "select r.id from r join s on AI_FILTER(PROMPT('{0} or {1}', r.t, s.u))",
+     [("AI_FILTER", "ai_join", "unchanged")]),
+    ("snowflake", "select AI_COMPLETE('llama3.1-8b', t, {'max_tokens': 12}) from r",
+     [("AI_COMPLETE", "ai_generate", "difference")]),
+    ("snowflake", "select AI_SENTIMENT(t, ['price']) as a, AI_FILTER(t) as b from r",
+     [("AI_SENTIMENT", None, "refused"), ("AI_FILTER", "ai_filter", "unchanged")]),
+    ("snowflake", "select SNOWFLAKE.CORTEX.SENTIMENT(t) from r",
+     [("SNOWFLAKE.CORTEX.SENTIMENT", "ai_score", "difference")]),
+    ("snowflake", "select AI_EMBED('e5-base-v2', t) from r", [("AI_EMBED", None, "refused")]),
+    ("snowflake", "select AI_WHATEVER(t) from r", [("AI_WHATEVER", None, "refused")]),
+    ("bigquery", "select AI.IF(('Is ', t, ' urgent?')) as u, AI.CLASSIFY(t, categories => "
+                 "['x', 'y']) as c from r",
+     [("AI.IF", "ai_filter", "unchanged"), ("AI.CLASSIFY", "ai_classify", "unchanged")]),
+    ("bigquery", "select AI.SCORE(('rate ', t)) as s, AI.GENERATE(('title: ', t)).result as g "
+                 "from r",
+     [("AI.SCORE", "ai_score", "difference"), ("AI.GENERATE", "ai_generate", "difference")]),
+    ("databricks", "select ai_classify(t, ARRAY('a', 'b')) as c from r "
+                   "where ai_query('ep', concat('Late? ', t)) = 'yes'",
+     [("ai_classify", "ai_classify", "unchanged"), ("ai_query", "ai_filter", "difference")]),
+    ("databricks", "select ai_parse_document(doc) from r",
+     [("ai_parse_document", None, "refused")]),
+    ("snowflake", "select id, upper(name) as n from r -- AI_FILTER( in a comment\n", []),
+]
+
+
+@pytest.mark.parametrize(("dialect", "sql", "expected"), CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_calls_and_status(dialect, sql, expected):
+    node = CompiledNode("model.p.m", "models/m.sql", dialect, sql, None)
+    found = find_calls(node)
+    assert [(f.function, f.op_kind, f.status) for f in found] == expected
+    assert all(f.node == "model.p.m" and f.path == "models/m.sql" for f in found)
+    assert all((f.note == "") == (f.status == "unchanged") for f in found)
+
+
+def test_a_refusal_names_the_documented_rewrite():
+    node = CompiledNode("model.p.m", "m.sql", "snowflake",
+                        "select AI_SENTIMENT(t, ['price', 'delivery']) from r", None)
+    (call,) = find_calls(node)
+    assert "aspect categories is not supported" in call.note
+    assert "rewrite: one AI_CLASSIFY per aspect" in call.note
+
+
+def test_a_nested_call_refuses_both_calls_and_keeps_the_others():
+    sql = ("select AI_COMPLETE('m', AI_COMPLETE('m', t)) as a, AI_CLASSIFY(t, ['x', 'y']) as b "
+           "from r")
+    found = find_calls(CompiledNode("model.p.m", "m.sql", "snowflake", sql, None))
+    assert [f.status for f in found] == ["refused", "refused", "unchanged"]
+    assert "compute it in a CTE first" in found[0].note
+
+
+def test_an_ai_call_in_a_data_test_is_refused_with_its_rewrite():
+    node = CompiledNode("test.p.t", "tests/t.sql", "snowflake",
+                        "select * from r where AI_FILTER(PROMPT('Bad? {0}', t))", None)
+    (call,) = find_calls(node, "test")
+    assert call.status == "refused" and call.op_kind is None
+    assert "compute the AI column in a model" in call.note
+
+
+def test_a_difference_names_the_model_the_call_asked_for():
+    node = CompiledNode("model.p.m", "m.sql", "snowflake",
+                        "select AI_COMPLETE('llama3.1-8b', t, {'max_tokens': 12}) from r", None)
+    (call,) = find_calls(node)
+    assert "'llama3.1-8b'" in call.note and "at most 12 new tokens" in call.note
+
+
+def test_a_node_that_did_not_compile_has_no_calls():
+    assert find_calls(CompiledNode("model.p.m", "m.sql", "snowflake", None, "boom")) == []
