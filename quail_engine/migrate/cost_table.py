@@ -78,6 +78,8 @@ def _count(n: float) -> str:
 
 
 def _seconds(s: float) -> str:
+    if 0 < s < 0.01:
+        return "<0.01 s"
     if s < 1:
         return f"{s:.2f} s"
     if s < 60:
@@ -89,6 +91,8 @@ def _seconds(s: float) -> str:
 
 def _money(amount: float, unit: str) -> str:
     digits = 2 if amount >= 1 or amount == 0 else 4
+    sign = "<" if 0 < amount < 0.0001 else ""
+    amount = max(amount, 0.0001) if sign else amount
     if unit == "USD":
-        return f"${amount:,.{digits}f}"
-    return f"{amount:,.{digits}f} {unit}"
+        return f"{sign}${amount:,.{digits}f}"
+    return f"{sign}{amount:,.{digits}f} {unit}"

@@ -31,6 +31,9 @@ class Price:
         return (input_tokens * self.input_per_million + out) / 1e6
 
 
+# Empty on READ_ON: none of the three vendors' price pages (Snowflake's Service Consumption Table,
+# Vertex AI's generative AI pricing, Databricks' pricing) was among the stored pages searched;
+# docs/prices.md lists what their docs say about billing and the third-party figures not used.
 PRICES: tuple[Price, ...] = ()
 
 
