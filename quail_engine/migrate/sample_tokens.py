@@ -84,8 +84,10 @@ class SampleCounter:
             if isinstance(sample, str):
                 return sample
             samples[alias] = sample
-        if len(samples) == 2:
+        if len(samples) == 2 and op.op == OpKind.AI_JOIN:
             return self._count_pairs(op_id, op, samples)
+        if len(samples) > 1:  # runs on the join's output rows, which no scan reads
+            return "it reads the rows of a join of several tables: not counted before a run"
         return self._count_rows(op_id, op, next(iter(samples.values())))
 
     def _sample(self, relation) -> _Sample | str:

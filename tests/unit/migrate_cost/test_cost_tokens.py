@@ -128,3 +128,12 @@ def test_each_model_stands_alone(text, database):
     assert costs[0].input_tokens > 0
     assert costs[1].input_tokens is None and "nowhere" in costs[1].calls[0].note
     assert costs[2].note == "tokens unknown: it does not compile (oops)"
+
+
+def test_a_call_on_a_relational_joins_rows_is_not_counted_as_pairs(text, database):
+    sql = ("SELECT AI_COMPLETE('llama3.1-8b', CONCAT(r.review, t.topic)) AS s "
+           "FROM reviews r JOIN topics t ON r.shop = t.shop")
+    [cost] = estimate([node("joined", sql)], [call("joined", "AI_COMPLETE", "ai_generate")],
+                      database=database, text=text)
+    assert cost.input_tokens is None
+    assert "rows of a join" in cost.calls[0].note
