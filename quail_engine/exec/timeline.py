@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-MAX_EVENTS = 100_000  # a long-lived report (dbt view functions) keeps at most this many
+MAX_EVENTS = 20_000  # a long-lived report (dbt view functions) keeps at most this many
 
 
 @dataclass
