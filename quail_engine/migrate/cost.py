@@ -171,9 +171,9 @@ def estimate(nodes: Sequence[CompiledNode], calls: Sequence[FoundCall], *,
                for name, c in by_node.items() if name not in known]
     for node in [*nodes, *missing]:
         if node.node in by_node:
-            cost = _model_cost(node, by_node[node.node], counter, data)
-            out.append(ModelCost(cost[0], node.path, node.dialect, cost[1], gpu_price_per_hour,
-                                 cost[2]))
+            costs, note = _model_cost(node, by_node[node.node], counter, data)
+            out.append(ModelCost(node.node, node.path, node.dialect, costs, gpu_price_per_hour,
+                                 note))
     return out
 
 
@@ -201,6 +201,7 @@ class _DataFile:
         self._exposed = {self.catalog.lower()}
 
     def expose(self, parsed) -> None:
+        import duckdb
         from sqlglot import exp
 
         try:
@@ -210,7 +211,10 @@ class _DataFile:
         names = {t.catalog for t in tree.find_all(exp.Table) if t.catalog}
         for name in sorted(n for n in names if n.lower() not in self._exposed):
             self._exposed.add(name.lower())
-            self.con.execute(f"ATTACH ':memory:' AS {_ident(name)}")
+            try:
+                self.con.execute(f"ATTACH ':memory:' AS {_ident(name)}")
+            except duckdb.Error:  # a name DuckDB keeps (system, temp): the scan says what fails
+                continue
             rows = self.con.execute(
                 "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = ? "
                 "UNION ALL SELECT schema_name, view_name FROM duckdb_views() WHERE "
@@ -232,23 +236,25 @@ def _literal(text: str) -> str:
 
 
 def _model_cost(node: CompiledNode, found: list[FoundCall], counter, data
-                ) -> tuple[str, tuple[CallCost, ...], str]:
-    plain = tuple(CallCost(c.function, c.op_kind, price=_price(node.dialect, c.function, None),
+                ) -> tuple[tuple[CallCost, ...], str]:
+    """The node's calls with what is known of them, and a note on the whole node."""
+    plain = tuple(CallCost(c.function, c.op_kind,
+                           price=prices.lookup(node.dialect, c.function, None),
                            note="refused: it does not move" if c.status == "refused" else "")
                   for c in found)
     if node.compiled_sql is None:
-        return node.node, plain, f"tokens unknown: it does not compile ({node.error})"
+        return plain, f"tokens unknown: it does not compile ({node.error})"
     from quail_engine.sql.query import parse
 
     try:
         parsed = parse(node.compiled_sql, node.dialect)
     except QuailError as exc:
-        return node.node, plain, f"tokens unknown: Quail cannot read it ({exc})"
+        return plain, f"tokens unknown: Quail cannot read it ({exc})"
     if counter is None:
-        return node.node, _calls(node, parsed, found, {}), "tokens unknown: no database given"
+        return _calls(node, parsed, found, {}), "tokens unknown: no database given"
     stage.info("counting the tokens of %s's AI calls on its data", node.node)
     data.expose(parsed)
-    return node.node, _calls(node, parsed, found, counter.count(parsed)), ""
+    return _calls(node, parsed, found, counter.count(parsed)), ""
 
 
 def _calls(node: CompiledNode, parsed, found: list[FoundCall], counts: dict
@@ -259,7 +265,7 @@ def _calls(node: CompiledNode, parsed, found: list[FoundCall], counts: dict
         call = _match(op, unused)
         function = call.function if call is not None else _vendor_name(op.origin)
         refused = call is not None and call.status == "refused"
-        price = _price(node.dialect, function, op.options.model)
+        price = prices.lookup(node.dialect, function, op.options.model)
         count = counts.get(op_id)
         if count is None:
             out.append(CallCost(function, str(op.op), price=price,
@@ -303,10 +309,6 @@ def _match(op, unused: list[FoundCall]) -> FoundCall | None:
 def _vendor_name(origin: str) -> str:
     found = _VENDOR_NAME.match(origin or "")
     return found.group(1) if found else "?"
-
-
-def _price(dialect: str, function: str, model: str | None) -> prices.Price | None:
-    return prices.lookup(dialect, function, model)
 
 
 def render(costs: Sequence[ModelCost]) -> list[str]:
