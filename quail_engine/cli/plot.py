@@ -124,10 +124,13 @@ def chart_of(report: dict) -> Chart:
     for b in batches:
         seconds = max(b["end"] - b["start"], 1e-9)
         rate = b["fresh_tokens"] / seconds
+        gpu = b.get("gpu_pass_s") or 0.0
         engine.spans.append((b["start"], b["end"], (
             f"{op_name(kinds.get(b['op'], 'op'), b['op'])}: {b['passes']} passes, "
             f"{b['fresh_tokens']} fresh / {b['requested_tokens']} requested tokens, "
-            f"{_s(seconds)}, {rate:,.0f} tokens/s"), b["op"], _passes(b["passes"])))
+            f"{_s(seconds)}, {rate:,.0f} tokens/s"
+            + (f", GPU in passes {100 * gpu / seconds:.0f}% of it" if gpu else "")),
+            b["op"], _passes(b["passes"])))
         rates.append((b["start"], b["end"], rate))
     samples = sorted([(e["end"], e["kv_bytes"]) for e in (*batches, *calls)
                       if e.get("kv_bytes") is not None])

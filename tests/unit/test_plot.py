@@ -4,6 +4,7 @@ operator's name on it); a bad --plot is refused in one line, exit 2, before anyt
 
 from __future__ import annotations
 
+import json
 import sys
 from html.parser import HTMLParser
 
@@ -127,6 +128,13 @@ def test_chart_series_follow_the_timeline():
     assert chart.kv_capacity_mib == 8
     assert [(name, prompts, hits) for name, _, prompts, hits in chart.cache] == [
         ("ai_classify #0", 5, 0), ("ai_filter #1", 8, 0), ("ai_sentiment #2", 4, 4)]
+
+
+def test_a_gpu_batch_says_how_much_of_it_the_gpu_spent_in_passes():
+    report = json.loads(json.dumps(REPORT))
+    report["timeline"]["batches"][0]["gpu_pass_s"] = 0.063
+    tips = [tip for *_, tip, _, _ in chart_of(report).lanes[-1].spans]
+    assert tips[0].endswith("GPU in passes 50% of it") and "GPU" not in tips[1]
 
 
 def test_a_report_without_a_timeline_still_draws():
