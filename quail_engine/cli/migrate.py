@@ -22,6 +22,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "--profiles-dir)")
     p.add_argument("--profiles-dir", metavar="DIR",
                    help="the folder of the profiles.yml to read (and, with --write, to edit)")
+    p.add_argument("--data", metavar="DUCKDB_FILE",
+                   help="a DuckDB file holding the project's tables: the cost estimate counts "
+                        "the tokens each AI call would read on a sample of them")
+    p.add_argument("--sample-rows", type=int, default=1000, metavar="N",
+                   help="rows sampled per table for the token count (default 1000)")
+    p.add_argument("--gpu-price", type=float, metavar="USD_PER_HOUR",
+                   help="the hourly price of the GPU, for the cost beside the warehouse's")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(run=run)
     return p
@@ -33,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     seen = inspect_project(args.project_dir, args.dialect, args.profiles_dir)
     plan = plan_edits(seen, args.profiles_dir) if args.write else None  # errors before output
-    out = render(seen.migration)
+    out = render(seen.migration) + _costs(seen.migration, args)
     if plan is not None:
         apply(plan.edits)
         out += [f"changed {e.summary}" for e in plan.edits]
@@ -46,3 +53,14 @@ def run(args: argparse.Namespace) -> int:
             out.append(f"next: dbt build --target {plan.target} (see docs/migrate.md)")
     sys.stdout.write("\n".join(out) + "\n")
     return seen.migration.exit_status()
+
+
+def _costs(migration, args: argparse.Namespace) -> list[str]:
+    """The cost estimate's lines (docs/prices.md), when --data or --gpu-price asks for it."""
+    if args.data is None and args.gpu_price is None:
+        return []
+    from quail_engine.migrate.cost import estimate, render
+
+    costs = estimate(migration.nodes, migration.calls, database=args.data,
+                     sample_rows=args.sample_rows, gpu_price_per_hour=args.gpu_price)
+    return ["", *render(costs)] if costs else []

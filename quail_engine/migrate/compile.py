@@ -69,7 +69,7 @@ def _dbt_compile(project: DbtProject, profiles_dir: Path, scratch: Path,
     args = [sys.executable, "-c", _DBT, "compile", "--project-dir", str(project.root),
             "--profiles-dir", str(profiles_dir), "--profile", PROFILE, "--target", TARGET,
             "--target-path", str(scratch / "target"), "--log-path", str(scratch / "logs"),
-            "--no-partial-parse", "--no-use-colors", "--log-level", "error",
+            "--no-use-colors", "--log-level", "error",
             "--no-send-anonymous-usage-stats"]
     if excluded:
         args += ["--exclude", *excluded]
