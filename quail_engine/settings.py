@@ -25,10 +25,13 @@ log = logging.getLogger(__name__)
 # -- names the CLI, the dbt profile and the engine share ---------------------------------------
 DIALECTS = ("snowflake", "bigquery", "databricks", "duckdb")
 DEFAULT_DIALECT = "duckdb"
-# bf16 everywhere; fp8 / fp8-mlp (e4m3 GEMMs on every projection / on the MLP's) on a cuda device
-Precision = Literal["bf16", "fp8", "fp8-mlp"]
+# auto: the checkpoint's own (fp8-block for a published FP8 checkpoint on a cuda device, else
+# bf16); bf16 everywhere; on a cuda device, fp8 / fp8-mlp (e4m3 GEMMs on every projection / on the
+# MLP's, per-channel weight and per-token activation scales) or fp8-block (every projection,
+# 128 x 128 weight blocks and 1 x 128 activation groups)
+Precision = Literal["auto", "bf16", "fp8", "fp8-mlp", "fp8-block"]
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
-DEFAULT_PRECISION: Precision = "bf16"
+DEFAULT_PRECISION: Precision = "auto"
 
 
 # -- the device -----------------------------------------------------------------------------------

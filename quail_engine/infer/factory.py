@@ -2,10 +2,13 @@
 (Triton kernels, paged KV arena) for the families it implements; otherwise, or when Triton is
 missing, the plain-torch engine on that device.
 
-`precision`: bf16 (default everywhere), or fp8 / fp8-mlp, GPU path only: e4m3 GEMMs on every
-layer projection, or on the MLP's alone (faster than bf16 by ~1.7x / less; they cost accuracy on
-small models: docs/kernels-notes.md). An fp8 request that cannot run on the GPU path is an
-error, never a silent bf16 run."""
+`precision`: auto (default: the checkpoint's own: fp8-block for a published FP8 checkpoint on a
+cuda device, bf16 otherwise; on the CPU an FP8 checkpoint runs dequantized), bf16, or, GPU path
+only: fp8 / fp8-mlp (e4m3 GEMMs with per-channel weight and per-token activation scales on every
+layer projection, or on the MLP's alone: faster than bf16 by ~1.7x / less, and they cost accuracy
+on small models: docs/kernels-notes.md), fp8-block (every projection, 128 x 128 weight blocks and
+1 x 128 activation groups, the published FP8 checkpoints' scheme). An fp8 request that cannot run
+on the GPU path is an error, never a silent bf16 run."""
 
 from __future__ import annotations
 
@@ -17,18 +20,39 @@ from quail_engine.settings import Precision
 log = logging.getLogger(__name__)
 
 
-# GpuEngine.load's kwargs for each of settings.PRECISIONS
+# GpuEngine.load's kwargs for each of settings.PRECISIONS but auto
 PRECISIONS: dict[Precision, dict[str, Any]] = {
-    "bf16": {}, "fp8": {"fp8": True}, "fp8-mlp": {"fp8": True, "fp8_proj": ("gate_up", "down")}}
+    "bf16": {}, "fp8": {"fp8": True}, "fp8-mlp": {"fp8": True, "fp8_proj": ("gate_up", "down")},
+    "fp8-block": {"fp8": True, "fp8_block": True}}
 
 
-def load_engine(spec: str = "default", device: str = "cpu", precision: Precision = "bf16",
+def resolve_precision(spec: str, device: str, precision: Precision) -> Precision:
+    """`precision` with auto replaced by the checkpoint's own on a cuda device (bf16 elsewhere)."""
+    from quail_engine.errors import QuailError
+
+    if precision != "auto" and precision not in PRECISIONS:
+        raise QuailError(f"precision must be one of auto, {', '.join(PRECISIONS)}; got "
+                         f"{precision!r}")
+    if precision != "auto":
+        return precision
+    if not str(device).startswith("cuda"):
+        return "bf16"
+    from quail_engine.errors import ModelError
+    from quail_engine.infer.loader import checkpoint_precision
+
+    try:
+        return checkpoint_precision(spec)
+    except ModelError:  # not a model we can read: the load itself says why
+        return "bf16"
+
+
+def load_engine(spec: str = "default", device: str = "cpu", precision: Precision = "auto",
                 **kwargs: Any):
     from quail_engine.errors import QuailError
     from quail_engine.infer.engine import LocalEngine
 
-    if precision not in PRECISIONS:
-        raise QuailError(f"precision must be one of {', '.join(PRECISIONS)}; got {precision!r}")
+    requested = precision
+    precision = resolve_precision(spec, device, precision)
     on_gpu = str(device).startswith("cuda")
     if precision != "bf16" and not on_gpu:
         raise QuailError(f"precision {precision!r} runs only on the GPU path (a cuda device); "
@@ -40,7 +64,7 @@ def load_engine(spec: str = "default", device: str = "cpu", precision: Precision
 
         return GpuEngine.load(spec, device=device, **PRECISIONS[precision], **kwargs)
     except (ImportError, ValueError) as exc:
-        if precision != "bf16":
+        if requested != "auto" and precision != "bf16":
             raise QuailError(f"precision {precision!r} needs the GPU path, which cannot run "
                              f"{spec!r} here: {exc}") from exc
         # ValueError: a family or feature the GPU path does not implement (attention bias,

@@ -3,7 +3,8 @@
 `spec` is one of: "default" / "gemma3-270m" / "smollm2-135m" (the embedded GGUF models), a
 path to a .gguf file, a local Hugging Face directory (config.json + *.safetensors), or a hub id
 ("org/name") already in the local Hugging Face cache (nothing is downloaded). GGUF weights are
-converted once into the Quail cache (see infer/gguf.py); later loads read that cache. The
+converted once into the Quail cache (see infer/gguf.py); later loads read that cache; an FP8
+checkpoint as published is dequantized to the compute dtype (infer/weights.py). The
 compute dtype follows the device (settings.compute_dtype): bfloat16 on CUDA and on CPUs with bf16
 dot products, float32 on other CPUs. A CPU model sizes torch's thread pool before each forward pass
 to the cores other processes leave free (infer/threads.py).
@@ -25,7 +26,7 @@ from quail_engine.infer.gguf import convert_gguf
 from quail_engine.infer.models import CausalLM, config_from_hf
 from quail_engine.infer.threads import ThreadGovernor
 from quail_engine.infer.tokenizer import Tokenizer, load_tokenizer
-from quail_engine.infer.weights import load_safetensors_model
+from quail_engine.infer.weights import fp8_block_size, load_safetensors_model
 from quail_engine.settings import compute_dtype
 
 logger = logging.getLogger(__name__)
@@ -83,6 +84,15 @@ def _model_dir(path: Path, spec: str) -> Path:
     if len(ggufs) == 1:
         return convert_gguf(ggufs[0])
     raise ModelError(f"directory {spec!r} has no config.json (and not exactly one .gguf)")
+
+
+def checkpoint_precision(spec: str) -> str:
+    """The precision a model is published in: "fp8-block" for an FP8 checkpoint with block
+    scales (config.json's quantization_config), "bf16" for anything else (embedded and GGUF
+    models, unquantized directories)."""
+    if spec == "default" or spec in EMBEDDED or Path(spec).suffix == ".gguf":
+        return "bf16"
+    return "fp8-block" if fp8_block_size(resolve_model_dir(spec)) else "bf16"
 
 
 def read_config(directory: Path) -> ModelConfig:

@@ -3,6 +3,11 @@
 The model is built on the meta device and the checkpoint tensors are assigned in place, so a
 load costs one read of the file (memory-mapped) plus the dtype cast. Tied embeddings share the
 embedding matrix; a checkpoint's redundant `lm_head.weight` is then ignored.
+
+FP8 checkpoints as published (config.json `quantization_config`: {"quant_method": "fp8",
+"weight_block_size": [128, 128], ...}; each quantized Linear as a float8_e4m3fn `weight` and a
+float32 `weight_scale_inv` [cdiv(N, 128), cdiv(K, 128)] that its blocks are multiplied by) are
+dequantized here for the plain-torch path; the GPU path reads them as they are (gpu/load.py).
 """
 
 from __future__ import annotations
@@ -28,6 +33,56 @@ _IGNORED_SUFFIXES = ("rotary_emb.inv_freq",)
 BF16_SUBDIR = "bf16"
 _IGNORED_PREFIXES = ("vision_tower.", "model.vision_tower.", "multi_modal_projector.",
                      "model.multi_modal_projector.")
+SCALE_SUFFIX = "_scale_inv"  # `<linear>.weight_scale_inv` beside `<linear>.weight`
+FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+
+def fp8_block_size(directory: str | Path) -> tuple[int, int] | None:
+    """(rows, cols) of the weight blocks of an FP8 checkpoint (its config.json's
+    `quantization_config`), None for an unquantized one; ModelError for quantization schemes
+    this engine does not read."""
+    try:
+        hf = json.loads((Path(directory) / "config.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    quant = hf.get("quantization_config") or hf.get("text_config", {}).get("quantization_config")
+    if not quant:
+        return None
+    method = quant.get("quant_method")
+    block = quant.get("weight_block_size")
+    if method != "fp8" or not block or len(block) != 2:
+        raise ModelError(f"the checkpoint in {str(directory)!r} is quantized as "
+                         f"{method!r} (weight_block_size {block}); only block-scaled fp8 "
+                         f"checkpoints (quant_method fp8 with weight_block_size) are read")
+    if quant.get("activation_scheme", "dynamic") != "dynamic":
+        raise ModelError(f"the FP8 checkpoint in {str(directory)!r} has static activation "
+                         f"scales ({quant['activation_scheme']!r}); only dynamic ones are read")
+    return int(block[0]), int(block[1])
+
+
+def dequantize_blocks(w: torch.Tensor, scale: torch.Tensor, block: tuple[int, int] = (128, 128),
+                      dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """A block-scaled fp8 weight [N, K] times its scale [cdiv(N, rows), cdiv(K, cols)] (a
+    checkpoint's `weight_scale_inv`), in `dtype`."""
+    n, k = w.shape
+    full = scale.float().repeat_interleave(block[0], 0)[:n].repeat_interleave(block[1], 1)[:, :k]
+    return (w.float() * full).to(dtype)
+
+
+def dequantize_state(state: dict[str, torch.Tensor],
+                     block: tuple[int, int]) -> dict[str, torch.Tensor]:
+    """`state` with every fp8 weight and its `weight_scale_inv` replaced by the float32 weight."""
+    out = {}
+    for name, t in state.items():
+        if name.endswith(SCALE_SUFFIX):
+            continue
+        scale = state.get(name + SCALE_SUFFIX)
+        if t.dtype in FP8_DTYPES:
+            if scale is None:
+                raise ModelError(f"fp8 tensor {name!r} has no {name + SCALE_SUFFIX!r}")
+            t = dequantize_blocks(t, scale, block)
+        out[name] = t
+    return out
 
 
 def safetensors_files(directory: Path) -> list[Path]:
@@ -43,6 +98,7 @@ def safetensors_files(directory: Path) -> list[Path]:
 
 
 def read_state_dict(directory: str | Path) -> dict[str, torch.Tensor]:
+    """The checkpoint's tensors under the models' names; FP8 blocks dequantized to float32."""
     directory = Path(directory)
     state: dict[str, torch.Tensor] = {}
     for path in safetensors_files(directory):
@@ -52,7 +108,8 @@ def read_state_dict(directory: str | Path) -> dict[str, torch.Tensor]:
                     name = new + name[len(old):]
             if not name.endswith(_IGNORED_SUFFIXES) and not name.startswith(_IGNORED_PREFIXES):
                 state[name] = tensor
-    return state
+    block = fp8_block_size(directory)
+    return dequantize_state(state, block) if block else state
 
 
 def model_from_state_dict(config: ModelConfig, state: dict[str, torch.Tensor],

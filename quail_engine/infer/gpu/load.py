@@ -6,7 +6,8 @@ staging slots (reader threads, `os.preadv` of fixed-size chunks) -> device tenso
 issued without blocking, one CUDA event per slot before it is refilled); nothing else is built
 on the host, and casting (a float32 checkpoint to bf16) and fp8 quantization run on the GPU.
 Tensors the GPU model never reads (a tied `lm_head.weight`, a vision tower) are not read at
-all. Names and shapes are checked against the family's model built on the meta device, as the
+all. A published FP8 checkpoint's fp8 weights and their `weight_scale_inv` keep their dtypes
+(GpuLinear uses them as they are, or dequantizes them for a bf16 / per-channel run). Names and shapes are checked against the family's model built on the meta device, as the
 CPU path checks them; the tokenizer loads in a thread beside the weights.
 
 A .safetensors file: 8 bytes little-endian header length N, N bytes of JSON {name: {dtype,
@@ -191,15 +192,25 @@ def copy_to_device(files: Sequence[Path], entries: Sequence[TensorEntry], device
 
 def checkpoint_entries(directory: Path, config) -> tuple[list[Path], list[TensorEntry]]:
     """The checkpoint's files and the tensors the model reads, checked against the family's
-    parameter names and shapes (ModelError otherwise, like the CPU path)."""
+    parameter names and shapes (ModelError otherwise, like the CPU path); an FP8 checkpoint's
+    `weight_scale_inv` entries are checked against their weights' block grid."""
     from quail_engine.infer.models import build_model
-    from quail_engine.infer.weights import safetensors_files
+    from quail_engine.infer.weights import (
+        FP8_DTYPES,
+        SCALE_SUFFIX,
+        fp8_block_size,
+        safetensors_files,
+    )
 
     files = safetensors_files(directory)
     with torch.device("meta"):
         expected = {k: tuple(v.shape) for k, v in build_model(config).state_dict().items()}
     if config.tie_word_embeddings:
         expected.pop("lm_head.weight", None)
+    block = fp8_block_size(directory)
+    if block:
+        expected.update({name + SCALE_SUFFIX: (-(-shape[0] // block[0]), -(-shape[1] // block[1]))
+                         for name, shape in list(expected.items()) if len(shape) == 2})
     entries = {}
     for i, path in enumerate(files):
         for e in read_header(path, i):
@@ -207,7 +218,8 @@ def checkpoint_entries(directory: Path, config) -> tuple[list[Path], list[Tensor
             if name is None or (name == "lm_head.weight" and config.tie_word_embeddings):
                 continue
             entries[name] = TensorEntry(name, e.file, e.dtype, e.shape, e.offset, e.nbytes)
-    missing = sorted(set(expected) - set(entries))
+    missing = sorted(set(expected) - set(entries) - {n for n in expected
+                                                     if n.endswith(SCALE_SUFFIX)})
     unexpected = sorted(set(entries) - set(expected))
     if missing or unexpected:
         raise ModelError(f"checkpoint does not match the {config.family} architecture: "
@@ -216,6 +228,9 @@ def checkpoint_entries(directory: Path, config) -> tuple[list[Path], list[Tensor
         if e.shape != expected[name]:
             raise ModelError(f"weight {name!r} has shape {e.shape}, config expects "
                              f"{expected[name]}")
+        if e.dtype in FP8_DTYPES and name + SCALE_SUFFIX not in entries:
+            raise ModelError(f"fp8 weight {name!r} has no {name + SCALE_SUFFIX!r} (is "
+                             f"config.json's quantization_config missing?)")
     return files, list(entries.values())
 
 
@@ -242,6 +257,7 @@ def load_checkpoint(spec: str, device: torch.device | str = "cuda",
     `tokenizer`: one the caller already loaded for this model (its load is most of the time
     left once the weights stream at ~25 GB/s), else it loads beside the weights."""
     from quail_engine.infer.loader import read_config, resolve_dtype, resolve_model_dir
+    from quail_engine.infer.weights import FP8_DTYPES, SCALE_SUFFIX
 
     start = time.perf_counter()
     device, dtype = torch.device(device), resolve_dtype(dtype)
@@ -254,7 +270,8 @@ def load_checkpoint(spec: str, device: torch.device | str = "cuda",
         state = copy_to_device(files, entries, device, **copy_options)
         read_s = time.perf_counter() - read_start
         for name, t in state.items():
-            if t.is_floating_point() and t.dtype != dtype:
+            if t.is_floating_point() and t.dtype not in (dtype, *FP8_DTYPES) and \
+                    not name.endswith(SCALE_SUFFIX):
                 state[name] = t.to(dtype)
         tokenizer = pending.result() if pending is not None else tokenizer
     nbytes = sum(e.nbytes for e in entries)

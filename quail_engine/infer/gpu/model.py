@@ -8,6 +8,10 @@ Families: llama, qwen3 (qwen2 without attention bias), gemma3 (sandwich norms ar
 branches, (1 + w) norm weights, scaled embeddings, tanh-GELU, sliding-window layers with their
 own RoPE base, final logit softcapping; its prefix attention stays on Triton).
 
+fp8 comes in two schemes (gpu/linear.py): per output channel x per token, or block-scaled
+(`fp8_block`: 128 x 128 weight blocks, 1 x 128 activation groups, as published FP8 checkpoints;
+their fp8 weights and `weight_scale_inv` are used as they are).
+
 The residual stream is float32 in bf16 mode (closer to the float32 reference: 98.25% vs 97.5%
 decision agreement on the 4B shape) and bf16 in fp8 mode, where e4m3 rounding of the GEMM
 inputs dominates the error and the float32 stream only costs bandwidth.
@@ -22,9 +26,10 @@ import torch
 from quail_engine.infer.config import ModelConfig
 from quail_engine.infer.gpu.attention import layer_attention, probe_cudnn
 from quail_engine.infer.gpu.batch import pack
-from quail_engine.infer.gpu.linear import GpuLinear
+from quail_engine.infer.gpu.linear import GpuLinear, fused_weight
 from quail_engine.infer.gpu.paged_kv import PagedKVArena, PagedPrefix
 from quail_kernels.add_rmsnorm import add_rmsnorm
+from quail_kernels.block_fp8_gemm import GROUP, quantize_groups
 from quail_kernels.qk_norm_rope import qk_norm_rope, rope_cos_sin
 from quail_kernels.silu_mul import silu_mul
 
@@ -41,10 +46,19 @@ def _rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 class GpuLayer:
     def __init__(self, sd: Mapping[str, torch.Tensor], i: int, config: ModelConfig,
-                 fp8: tuple[str, ...], device: torch.device, dtype: torch.dtype):
+                 fp8: tuple[str, ...], device: torch.device, dtype: torch.dtype,
+                 block: bool = False, block_backend: str = "auto"):
         p = f"model.layers.{i}."
         dev = lambda name: sd[p + name].to(device)  # noqa: E731
         norm = lambda name: dev(name).float() + config.norm_offset  # noqa: E731
+
+        def linear(kind: str, *names: str) -> GpuLinear:
+            weight, scale = fused_weight([sd[f"{p}{n}.weight"] for n in names],
+                                         [sd.get(f"{p}{n}.weight_scale_inv") for n in names],
+                                         device, dtype, keep_fp8=block and kind in fp8)
+            return GpuLinear(weight, kind in fp8, dtype, block=block, weight_scale=scale,
+                             block_backend=block_backend)
+
         self.ln1 = norm("input_layernorm.weight")
         self.post_attn = self.post_ff = None
         if config.sandwich_norm:  # Gemma: norms on each branch's output, pre-norm before MLP
@@ -55,12 +69,10 @@ class GpuLayer:
             self.ln2 = norm("post_attention_layernorm.weight")
         self.layer_type = config.layer_types[i]
         self.window = config.sliding_window if config.is_sliding(i) else None
-        self.qkv = GpuLinear(torch.cat([dev("self_attn.q_proj.weight"), dev("self_attn.k_proj.weight"),
-                                        dev("self_attn.v_proj.weight")]), "qkv" in fp8, dtype)
-        self.o = GpuLinear(dev("self_attn.o_proj.weight"), "o" in fp8, dtype)
-        self.gate_up = GpuLinear(torch.cat([dev("mlp.gate_proj.weight"), dev("mlp.up_proj.weight")]),
-                                 "gate_up" in fp8, dtype)
-        self.down = GpuLinear(dev("mlp.down_proj.weight"), "down" in fp8, dtype)
+        self.qkv = linear("qkv", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")
+        self.o = linear("o", "self_attn.o_proj")
+        self.gate_up = linear("gate_up", "mlp.gate_proj", "mlp.up_proj")
+        self.down = linear("down", "mlp.down_proj")
         self.q_norm = norm("self_attn.q_norm.weight") if config.qk_norm else None
         self.k_norm = norm("self_attn.k_norm.weight") if config.qk_norm else None
 
@@ -72,7 +84,8 @@ class GpuCausalLM:
                  fp8: bool = False, device: torch.device | str = "cuda",
                  arena: PagedKVArena | None = None, dtype: torch.dtype = torch.bfloat16,
                  fp8_proj: tuple[str, ...] = FP8_PROJ, fp32_residual: bool | None = None,
-                 prefix_backend: str = "auto"):
+                 prefix_backend: str = "auto", fp8_block: bool = False,
+                 block_backend: str = "auto"):
         if config.family not in GPU_FAMILIES or config.attention_bias:
             raise ValueError(f"the GPU path supports {GPU_FAMILIES} without attention bias; "
                              f"got family {config.family!r}")
@@ -80,6 +93,8 @@ class GpuCausalLM:
             raise ValueError(f"the GPU path does not support RoPE scaling ({config.rope_scaling})")
         self.config = config
         self.fp8 = fp8
+        self.fp8_block = fp8 and fp8_block  # 128 x 128 weight blocks, 1 x 128 activation groups
+        self.group = GROUP if self.fp8_block else None
         self.fp8_proj = tuple(fp8_proj) if fp8 else ()
         unknown = set(self.fp8_proj) - set(FP8_PROJ)
         if unknown:
@@ -99,8 +114,8 @@ class GpuCausalLM:
             head.to(self.device, self.dtype)
         self.final_norm = state_dict["model.norm.weight"].to(self.device).float() + \
             config.norm_offset
-        self.layers = [GpuLayer(state_dict, i, config, self.fp8_proj, self.device, dtype)
-                       for i in range(config.num_layers)]
+        self.layers = [GpuLayer(state_dict, i, config, self.fp8_proj, self.device, dtype,
+                                self.fp8_block, block_backend) for i in range(config.num_layers)]
         self.cos_sin = {"full_attention": rope_cos_sin(config.max_position, config.head_dim,
                                                        config.rope_theta, self.device)}
         if "sliding_attention" in config.layer_types:
@@ -139,7 +154,8 @@ class GpuCausalLM:
         res = None
         last = len(self.layers) - 1
         for li, layer in enumerate(self.layers):
-            h, res, s = add_rmsnorm(x, res, layer.ln1, cfg.rms_norm_eps, q8["qkv"], self.dtype)
+            h, res, s = add_rmsnorm(x, res, layer.ln1, cfg.rms_norm_eps, q8["qkv"], self.dtype,
+                                    group_size=self.group)
             qkv = layer.qkv(h, s)
             q, k, v = qk_norm_rope(qkv, b.positions, self.cos_sin[layer.layer_type], layer.q_norm,
                                    layer.k_norm, cfg.num_heads, cfg.num_kv_heads,
@@ -151,17 +167,21 @@ class GpuCausalLM:
                     v[b.store_rows]
             arena_k = self.arena.k[li] if b.has_prefix else None
             arena_v = self.arena.v[li] if b.has_prefix else None
-            a, s = layer_attention(q, k, v, b, arena_k, arena_v, cfg.attention_scale, q8["o"],
-                                   self.lib_prefix, layer.window)
+            # block scheme: the attention writes bf16, quantized below in 1 x 128 groups
+            a, s = layer_attention(q, k, v, b, arena_k, arena_v, cfg.attention_scale,
+                                   q8["o"] and not self.fp8_block, self.lib_prefix, layer.window)
             if li == last:  # only the rows that are read go on
                 a, res, s = _rows(a, b.read_index), res[b.read_index], \
                     (s[b.read_index] if s is not None else None)
+            if q8["o"] and self.fp8_block:
+                a, s = quantize_groups(a)
             x = layer.o(a, s)
             if layer.post_attn is not None:
                 x = add_rmsnorm(x, None, layer.post_attn, cfg.rms_norm_eps)[0]
             h, res, s = add_rmsnorm(x, res, layer.ln2, cfg.rms_norm_eps, q8["gate_up"],
-                                    self.dtype)
-            a, s = silu_mul(layer.gate_up(h, s), fp8=q8["down"], activation=self.activation)
+                                    self.dtype, group_size=self.group)
+            a, s = silu_mul(layer.gate_up(h, s), fp8=q8["down"], activation=self.activation,
+                            group_size=self.group)
             x = layer.down(a, s)
             if layer.post_ff is not None:
                 x = add_rmsnorm(x, None, layer.post_ff, cfg.rms_norm_eps)[0]

@@ -48,7 +48,7 @@ def test_fp8_off_the_gpu_is_refused_not_run_in_bf16(device):
 def test_an_unknown_precision_is_named():
     from quail_engine.errors import QuailError
 
-    with pytest.raises(QuailError, match="bf16, fp8, fp8-mlp; got 'int4'"):
+    with pytest.raises(QuailError, match="auto, bf16, fp8, fp8-mlp, fp8-block; got 'int4'"):
         factory.load_engine("default", "cpu", precision="int4")
 
 
