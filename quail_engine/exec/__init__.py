@@ -15,6 +15,7 @@ from quail_engine.exec.facade import (
     ai_ops,
     connect,
     create_ai_function,
+    decoder_of,
     default_cache_dir,
     describe_model,
     ensure_converted,
