@@ -35,6 +35,7 @@ from quail_engine.exec.prompts import (
 from quail_engine.exec.report import Report
 from quail_engine.exec.tasks import check_supported
 from quail_engine.infer.api import Answer, GenerateReadout, Request
+from quail_engine.infer.radix import PrefixCounter
 from quail_engine.plan.cost import Work
 from quail_engine.sql.ir import PREDICATE_KINDS, OpKind
 
@@ -156,6 +157,7 @@ class OpRunner:
                 out[i] = cached[key]
             else:
                 todo.append(i)
+        todo.sort(key=texts.__getitem__)  # rows that begin alike run together (shared KV)
         if unplanned:
             rep.unplanned += len(todo)
         rep.prompts += len(texts)
@@ -177,6 +179,7 @@ class OpRunner:
             self._tokens_per_s = rep.est_tokens / rep.est_seconds  # the plan's, until measured
         stats = self.engine.stats
         fresh0, req0 = stats.fresh_tokens, stats.requested_tokens
+        hits0 = getattr(stats, "kv_hit_tokens", 0)
         gpu0 = getattr(stats, "gpu_pass_s", 0.0)
         if self.progress is not None:  # after the model load, which shows as its own stage
             self.progress.op_start(f"{layout.op.op} #{op_id}", len(todo),
@@ -189,6 +192,7 @@ class OpRunner:
         finally:
             rep.fresh_tokens += stats.fresh_tokens - fresh0
             rep.requested_tokens += stats.requested_tokens - req0
+            rep.kv_hit_tokens += getattr(stats, "kv_hit_tokens", 0) - hits0
             rep.gpu_pass_s += getattr(stats, "gpu_pass_s", 0.0) - gpu0
             if own_kv and kv is not None:
                 kv.release()
@@ -209,6 +213,7 @@ class OpRunner:
         its next batch (the worker alone touches the engine)."""
         remaining = Counter(p for p, _ in texts) if release_done else None
         self._releasable, self._engine_s = [], 0.0
+        self._minimum = PrefixCounter()
         waited, batches = 0.0, 0
         with ThreadPoolExecutor(1, thread_name_prefix="quail-engine") as pool:
             pending = None
@@ -342,6 +347,10 @@ class OpRunner:
                 requests.append(Request(tuple(tokens), readout))
                 prefix_lens.append(0)
         rep.work = rep.work + batch_work(prefix_lens, [len(r.tokens) for r in requests])
+        new, pairs = self._minimum.add([(kv.heads[p] + kv.stem if r.prefix else []) + list(r.tokens)
+                                        for (p, _), r in zip(texts, requests)])
+        rep.minimum_tokens, rep.minimum_attention_pairs = (rep.minimum_tokens + new,
+                                                           rep.minimum_attention_pairs + pairs)
         answers = self.engine.run(requests)
         self.report.timeline.engine_batch(rep.op, mark, self.engine)
         rep.kv_hit_tokens += kv_hits

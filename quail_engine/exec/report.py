@@ -23,7 +23,9 @@ class OpReport:
     selectivity_observed: float | None = None
     fresh_tokens: int = 0
     requested_tokens: int = 0
-    kv_hit_tokens: int = 0
+    kv_hit_tokens: int = 0      # prompt tokens read from resident KV instead of being run
+    minimum_tokens: int = 0     # the prompts' distinct beginnings, each once (the least to run)
+    minimum_attention_pairs: int = 0  # their causal query-key pairs
     est_tokens: float | None = None
     est_seconds: float | None = None
     seconds: float = 0.0
@@ -43,6 +45,10 @@ class OpReport:
         out.pop("work")
         if self.rows_in and self.kind in ("ai_filter", "ai_join"):
             out["selectivity_observed"] = self.rows_out / self.rows_in
+        # KV regret: the share of the tokens run that a run computing each beginning once
+        # would not have run
+        out["kv_regret"] = (max(0.0, (self.fresh_tokens - self.minimum_tokens) / self.fresh_tokens)
+                            if self.fresh_tokens and self.minimum_tokens else None)
         return out
 
 
@@ -88,6 +94,14 @@ class Report:
         return sum(o.requested_tokens for o in self.ops.values())
 
     @property
+    def minimum_tokens(self) -> int:
+        return sum(o.minimum_tokens for o in self.ops.values())
+
+    @property
+    def kv_hit_tokens(self) -> int:
+        return sum(o.kv_hit_tokens for o in self.ops.values())
+
+    @property
     def cache_hits(self) -> int:
         return sum(o.cache_hits for o in self.ops.values())
 
@@ -106,6 +120,7 @@ class Report:
             "operators": [self.ops[k].to_json() for k in sorted(self.ops)],
             "wall_s": self.wall_s, "fresh_tokens": self.fresh_tokens,
             "requested_tokens": self.requested_tokens, "sol_seconds": self.sol_seconds,
+            "minimum_tokens": self.minimum_tokens, "kv_hit_tokens": self.kv_hit_tokens,
             "sol_seconds_sustained": self.sol_seconds_sustained,
             "cache_hits": self.cache_hits, "truncated": self.truncated, "rows": self.rows,
             "load_s": self.load_s, "phases": {k: round(v, 4) for k, v in self.phases.items()},

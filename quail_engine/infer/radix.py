@@ -184,13 +184,26 @@ def common_prefix_length(a: Sequence[int], b: Sequence[int], limit: int | None =
     return n
 
 
-def distinct_prefix_tokens(token_lists: Sequence[Sequence[int]],
-                           previous: Sequence[int] = ()) -> tuple[int, Sequence[int]]:
-    """Tokens of the trie of `token_lists` (each distinct beginning once: the minimum a run
-    must compute), beyond what `previous` (the last sequence of an earlier batch) covers.
-    Returns (count, the last sequence in sorted order) so batches can be chained."""
-    total, last = 0, previous
-    for seq in sorted(token_lists):
-        total += len(seq) - common_prefix_length(seq, last)
-        last = seq
-    return total, last
+class PrefixCounter:
+    """Running minimum work of the prompts seen: each distinct beginning's tokens once
+    (`tokens`) and their causal attention pairs (`attention_pairs`, a token at position p
+    reads p + 1 keys). Batches are chained through their last sequence in sorted order, so the
+    count is exact when batches arrive in sorted order (rows sorted by text) and an upper
+    bound otherwise."""
+
+    def __init__(self):
+        self.tokens = 0
+        self.attention_pairs = 0
+        self._last: Sequence[int] = ()
+
+    def add(self, token_lists: Sequence[Sequence[int]]) -> tuple[int, int]:
+        """Count a batch; returns its new distinct tokens and their attention pairs."""
+        new = pairs = 0
+        for seq in sorted(token_lists):
+            n, known = len(seq), common_prefix_length(seq, self._last)
+            new += n - known
+            pairs += (n * (n + 1) - known * (known + 1)) // 2
+            self._last = seq
+        self.tokens += new
+        self.attention_pairs += pairs
+        return new, pairs

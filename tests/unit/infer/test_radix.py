@@ -4,10 +4,10 @@ and LRU eviction, and the shared beginnings a batch computes first."""
 import pytest
 
 from quail_engine.infer.radix import (
+    PrefixCounter,
     RadixIndex,
     branch_points,
     common_prefix_length,
-    distinct_prefix_tokens,
 )
 
 
@@ -109,10 +109,10 @@ def test_branch_points_are_the_maximal_shared_beginnings(seqs, keep_last, expect
         assert sum(1 for s in seqs if s[:n] == seqs[i][:n]) >= 2
 
 
-def test_distinct_prefix_tokens_counts_each_beginning_once_across_batches():
+def test_minimum_tokens_count_each_beginning_once_across_batches():
     a, b, c = [1, 2, 3, 4], [1, 2, 3, 4, 5, 6], [1, 2, 7]
-    total, last = distinct_prefix_tokens([b, a])
-    assert total == 6
-    more, _ = distinct_prefix_tokens([c], last)
-    assert more == 1  # [1, 2] is known: only 7 is new
+    counter = PrefixCounter()
+    assert counter.add([b, a]) == (6, 21)  # positions 0..5 read 1..6 keys
+    assert counter.add([c]) == (1, 3)  # [1, 2] is known: only 7 is new, at position 2
+    assert counter.tokens == 7 and counter.attention_pairs == 24
     assert common_prefix_length(a, b) == 4 and common_prefix_length(a, c, 1) == 1
