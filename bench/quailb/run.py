@@ -1,19 +1,26 @@
-"""`python -m bench quailb --cpu --scale tiny`: QUAIL-B's 42 queries (bench/quailb/queries.py)
-over the generated corpora (bench/quailb/data.py) through one `quail query` session (the exec
-facade, Snowflake dialect), each query checked to run planned (no operator answered row by row:
-`unplanned` 0 in the report) and to return the benchmark's output columns.
+"""`python -m bench quailb`: QUAIL-B's 42 queries (bench/quailb/queries.py, Snowflake SQL) and
+the BigQuery / Databricks twins of 14 of them (bench/quailb/twins.py) over the generated corpora
+(bench/quailb/data.py), each through one `quail query` session (the exec facade), checked to run
+planned (`unplanned` 0 in the report) and to return the benchmark's output columns; a twin must
+return its Snowflake query's rows.
 
-CPU mode runs the embedded default model; `--override` wraps the engine in the bench's
-selectivity override (bench/quailb/override.py; meant for random weights on the GPU, where the
-per-query timing, speed-of-light and transformers columns of issue 15 are a later session's).
-Queries the project cannot run yet are listed in KNOWN_GAPS with the reason (bench/quailb/
-README.md); they run anyway and are reported as expected failures."""
+CPU mode (`--cpu`: the embedded default model, tiny scale, twins included) is the CI check
+(tests/e2e/test_quailb_cpu.py). The GPU run (`--device cuda --random-model qwen3-4b --override
+--scale sf0.1`, bench/quailb/README.md) records per query the time with model load excluded,
+fresh / requested / minimum tokens (ledger.py), the speed of light of the minimum work on the
+H200 datasheet (and on its measured sustained ceiling), `x_sol`, and a transformers baseline on a
+sample of the query's prompts, extrapolated (baseline.py); then suite totals and the geometric
+mean of `x_sol`. `--resume FILE` skips the queries FILE has, so the suite runs as several device
+calls; `--budget-s` starts no query past that many seconds. `--device cpu --random-model tiny`
+is the dry run of the GPU table on the CPU."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
+import math
 import os
 import tempfile
 import time
@@ -22,11 +29,19 @@ from pathlib import Path
 from typing import Any
 
 from bench.quailb import data
-from bench.quailb.queries import ORDER, QUERIES, Query
+from bench.quailb.queries import ORDER, QUERIES
+from bench.quailb.twins import TWINS
 
+ROOT = Path(__file__).resolve().parents[2]
 # query id -> why it does not run planned yet (measured; bench/quailb/README.md). Empty since
 # the executor runs a CTE's classification core before the core whose scan reads it.
 KNOWN_GAPS: dict[str, str] = {}
+
+
+def _digest(rows: list[dict]) -> str:
+    """Order-free hash of a result: the benchmark's queries have no ORDER BY."""
+    lines = sorted(json.dumps(list(r.values()), default=str) for r in rows)
+    return hashlib.blake2b("\n".join(lines).encode(), digest_size=8).hexdigest()
 
 
 @dataclass
@@ -37,13 +52,21 @@ class Suite:
     open: Any    # answer cache dir -> a session
     work: Path
     engine: list  # the engine once loaded (the override's stats live on it)
+    load: Any = None  # loads the engine now, returns it
 
-    def run(self, query: Query) -> dict:
-        self.session = self.open(self.work / "answers" / query.id)
+    def run(self, query: Any) -> dict:
+        """`query`: a queries.Query (Snowflake) or a twins.Twin (its dialect and Snowflake id)."""
+        dialect = getattr(query, "dialect", "snowflake")
+        name = getattr(query, "name", query.id)
+        ledger = self.engine[0] if self.engine and hasattr(self.engine[0], "start") else None
+        if ledger is not None:
+            ledger.start()
+        self.session = self.open(self.work / "answers" / name.replace("@", "-"))
         t0 = time.perf_counter()
-        row: dict[str, Any] = {"id": query.id, "expected_columns": list(query.columns)}
+        expected = list(QUERIES[query.id].columns)
+        row: dict[str, Any] = {"id": query.id, "dialect": dialect, "expected_columns": expected}
         try:
-            table = self.session.execute(query.sql, "snowflake")
+            table = self.session.execute(query.sql, dialect)
         except Exception as exc:  # noqa: BLE001 - recorded per query, the suite goes on
             row.update(ok=False, error=f"{type(exc).__name__}: {exc}".splitlines()[0],
                        wall_s=round(time.perf_counter() - t0, 3))
@@ -52,27 +75,34 @@ class Suite:
         unplanned = {f"#{o.op} {o.kind}": o.unplanned for o in report.ops.values()
                      if o.unplanned}
         row.update(
-            columns=table.column_names, rows=table.num_rows, unplanned=unplanned,
-            fresh_tokens=report.fresh_tokens,
+            columns=table.column_names, rows=table.num_rows, digest=_digest(table.to_pylist()),
+            unplanned=unplanned, fresh_tokens=report.fresh_tokens,
             requested_tokens=sum(o.requested_tokens for o in report.ops.values()),
-            wall_s=round(time.perf_counter() - t0, 3))
-        row["ok"] = not unplanned and table.column_names == list(query.columns)
+            wall_s=round(time.perf_counter() - t0, 3), load_s=round(report.load_s, 3),
+            wait_s=round(report.phases.get("device_wait", 0.0), 3),
+            sol_work_s=report.sol_seconds)
+        # the query's own time: not the model's load, not another process's turn on the device
+        row["run_s"] = round(row["wall_s"] - row["load_s"] - row["wait_s"], 3)
+        row["ok"] = not unplanned and table.column_names == expected
         if not row["ok"]:
             row["error"] = (f"unplanned operators {unplanned}" if unplanned else
-                            f"columns {table.column_names} != {list(query.columns)}")
+                            f"columns {table.column_names} != {expected}")
         return row
 
 
 def open_suite(work_dir: str | Path, scale: str = "tiny", *, model: str = "default",
-               device: str = "cpu", override: bool = False, seed: int = 0) -> Suite:
+               device: str = "cpu", override: bool = False, seed: int = 0,
+               precision: str | None = None, ledger: bool = False) -> Suite:
     """Generate the corpora under work_dir and register them; sessions on them keep their
-    answer caches under work_dir (the override's answers must not reach a user's cache)."""
-    from quail_engine.exec import SessionConfig, connect, load_engine, model_text, open_session
+    answer caches under work_dir (the override's answers must not reach a user's cache).
+    `ledger`: wrap the engine in ledger.TokenLedger (minimum tokens, baseline sample)."""
+    from quail_engine.exec import SessionConfig, connect, load_engine, model_text
 
     work = Path(work_dir)
     paths = data.generate(work / f"data-{scale}", scale)
     con = connect((name, str(path)) for name, path in paths.items())
-    config = SessionConfig(model=model, device=device, cache_dir=work / "answers")
+    extra = {"precision": precision} if precision else {}
+    config = SessionConfig(model=model, device=device, cache_dir=work / "answers", **extra)
     text = model_text(config)
     loaded: list = []
 
@@ -82,51 +112,105 @@ def open_suite(work_dir: str | Path, scale: str = "tiny", *, model: str = "defau
             if override:
                 from bench.quailb.override import SelectivityOverride
                 inner = SelectivityOverride(inner, seed=seed)
+            if ledger:
+                from bench.quailb.ledger import TokenLedger
+                inner = TokenLedger(inner, seed=seed)
             loaded.append(inner)
         return loaded[0]
 
     def session(cache_dir: Path) -> Any:
+        from quail_engine.exec import open_session
+
         cfg = dataclasses.replace(config, cache_dir=cache_dir)
         return open_session(con, cfg, text=text, engine_factory=engine)
 
-    return Suite(session, work, loaded)
+    return Suite(session, work, loaded, engine)
+
+
+def twin_check(rows: list[dict]) -> None:
+    """Marks each twin ok only if it returned its Snowflake query's rows (same digest)."""
+    snowflake = {r["id"]: r for r in rows if r["dialect"] == "snowflake" and "digest" in r}
+    for r in rows:
+        if r["dialect"] == "snowflake" or "digest" not in r or r["id"] not in snowflake:
+            continue
+        r["same_rows"] = r["digest"] == snowflake[r["id"]]["digest"]
+        if not r["same_rows"]:
+            r["ok"] = False
+            r["error"] = (f"rows differ from the Snowflake query ({r['rows']} vs "
+                          f"{snowflake[r['id']]['rows']})")
 
 
 def markdown(result: dict) -> str:
     lines = [f"QUAIL-B {result['mode']} at scale {result['scale']} ({result['model']}), "
              f"load {result['load_before']} -> {result['load_after']}", "",
-             "| query | ok | rows | fresh tokens | wall s | note |", "|---|---|---|---|---|---|"]
+             "| query | dialect | ok | rows | fresh tokens | wall s | note |",
+             "|---|---|---|---|---|---|---|"]
     for r in result["queries"]:
         note = r.get("error", "") + (f" (known gap: {r['known_gap']})" if r.get("known_gap")
-                                     else "")
-        lines.append(f"| {r['id']} | {'yes' if r['ok'] else 'NO'} | {r.get('rows', '')} | "
-                     f"{r.get('fresh_tokens', '')} | {r['wall_s']} | {note} |")
+                                     else "") + (f" [{r['twin_note']}]" if r.get("twin_note")
+                                                 else "")
+        lines.append(f"| {r['id']} | {r['dialect']} | {'yes' if r['ok'] else 'NO'} | "
+                     f"{r.get('rows', '')} | {r.get('fresh_tokens', '')} | {r['wall_s']} | "
+                     f"{note} |")
     return "\n".join(lines) + "\n"
+
+
+def _cases(ids: list[str], with_twins: bool) -> list[Any]:
+    out: list[Any] = []
+    for qid in ids:
+        out.append(QUERIES[qid])
+        if with_twins:
+            out += [t for t in TWINS.values() if t.id == qid]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cpu", action="store_true", help="CPU mode: the embedded default model")
-    ap.add_argument("--scale", default="tiny", choices=tuple(data.ROWS))
+    ap.add_argument("--device", default="", choices=("", "cpu", "cuda"),
+                    help="the GPU table's mode on this device (timing, tokens, x_sol)")
+    ap.add_argument("--scale", default="tiny",
+                    help="tiny | 0.1 | 0.5 | 1.0 (an 'sf' in front is accepted)")
     ap.add_argument("--model", default="default")
+    ap.add_argument("--random-model", default="", choices=("", "tiny", "qwen3-4b"),
+                    help="write a random-weight model directory of this shape and use it")
+    ap.add_argument("--precision", default="")
     ap.add_argument("--only", default="", help="comma-separated query ids (default: all 42)")
+    ap.add_argument("--twins", default=None, action=argparse.BooleanOptionalAction,
+                    help="also the BigQuery/Databricks twins (default: on with --cpu)")
     ap.add_argument("--override", action="store_true",
                     help="answers drawn at the benchmark's selectivities (random weights)")
+    ap.add_argument("--resume", default="", help="a previous result file: skip its queries")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="start no query after this many seconds")
+    ap.add_argument("--baseline-sample", type=int, default=256,
+                    help="prompts per query run through transformers (0: no baseline)")
+    ap.add_argument("--workdir", default="", help="corpora, model dir and caches (default tmp)")
     ap.add_argument("--out", default="", help="write the JSON result here")
     args = ap.parse_args(argv)
-    if not args.cpu:
-        ap.error("only --cpu is implemented here; the GPU run is issue 15's next step")
+    args.scale = args.scale.removeprefix("sf")
+    if args.scale not in data.ROWS:
+        ap.error(f"--scale must be one of {sorted(data.ROWS)}")
+    if not args.cpu and not args.device:
+        ap.error("give --cpu (the CI check) or --device cpu|cuda (the timed table)")
     ids = [q.strip() for q in args.only.split(",") if q.strip()] or list(ORDER)
+    if args.device:
+        from bench.quailb.gpu_table import run_table
+        return run_table(args, ids)
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
+    twins = True if args.twins is None else args.twins
     with tempfile.TemporaryDirectory(prefix="quailb-") as work:
         suite = open_suite(work, args.scale, model=args.model, override=args.override)
         rows = []
-        for qid in ids:
-            row = suite.run(QUERIES[qid])
-            if qid in KNOWN_GAPS:
-                row["known_gap"] = KNOWN_GAPS[qid]
+        for case in _cases(ids, twins):
+            row = suite.run(case)
+            if case.id in KNOWN_GAPS:
+                row["known_gap"] = KNOWN_GAPS[case.id]
+            if getattr(case, "notes", ""):
+                row["twin_note"] = case.notes
             rows.append(row)
+    twin_check(rows)
     result = {"mode": "cpu", "scale": args.scale, "model": args.model,
               "override": args.override, "load_before": round(load_before, 2),
               "load_after": round(os.getloadavg()[0], 2),
@@ -142,3 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.out).write_text(json.dumps(result, indent=1))
     failed = [r["id"] for r in rows if not r["ok"] and r["id"] not in KNOWN_GAPS]
     return 1 if failed else 0
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None

@@ -2,12 +2,17 @@
 SQL (bench/quailb/queries.py), runs through the product over tiny generated corpora with the
 embedded default model, planned (no operator answered row by row: `unplanned` 0 in the report),
 and returns the benchmark's output columns. Queries the project cannot plan yet are xfail with
-the measured reason (bench/quailb/run.py KNOWN_GAPS, listed in bench/quailb/README.md)."""
+the measured reason (bench/quailb/run.py KNOWN_GAPS, listed in bench/quailb/README.md).
+The BigQuery and Databricks twins of 14 of them (bench/quailb/twins.py) run planned too and
+return their Snowflake query's rows (same model, same data)."""
 
 import pytest
 
 from bench.quailb.queries import ORDER, QUERIES
 from bench.quailb.run import KNOWN_GAPS, open_suite
+from bench.quailb.twins import TWINS, WRITERS
+
+SNOWFLAKE: dict[str, dict] = {}  # query id -> its row, for the twins
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +34,25 @@ def test_all_42_queries_listed():
 
 @pytest.mark.parametrize("qid", [_case(q) for q in ORDER])
 def test_query_runs_planned_with_benchmark_columns(suite, qid):
-    row = suite.run(QUERIES[qid])
+    row = SNOWFLAKE[qid] = suite.run(QUERIES[qid])
     assert "error" not in row or row.get("columns"), row.get("error")
     assert row["columns"] == list(QUERIES[qid].columns)
     assert not row["unplanned"], f"answered row by row: {row['unplanned']}"
+
+
+def test_twins_cover_a_third_of_the_queries_and_every_corpus():
+    assert len(WRITERS) == 14 and len(TWINS) == 28
+    assert {q.split("-")[0] for q in WRITERS} == {"IMDB", "BIO", "FEV", "LEP", "AGENT"}
+
+
+@pytest.mark.parametrize("name", list(TWINS))
+def test_twin_runs_planned_with_its_snowflake_rows(suite, name):
+    twin = TWINS[name]
+    want = SNOWFLAKE.get(twin.id) or suite.run(QUERIES[twin.id])
+    row = suite.run(twin)
+    assert row["columns"] == list(QUERIES[twin.id].columns), row.get("error")
+    assert not row["unplanned"], f"answered row by row: {row['unplanned']}"
+    assert (row["rows"], row["digest"]) == (want["rows"], want["digest"])
 
 
 def test_selectivity_override_draws_at_the_published_rate_after_the_model_ran():

@@ -1,0 +1,179 @@
+"""The timed QUAIL-B table (issue 15 item 3): `python -m bench quailb --device cuda ...`.
+
+Per query: `run_s` = the query's wall time with model load excluded (the engine is loaded, and
+warmed up, before the first query), fresh and requested tokens (the execution report), minimum
+tokens (every distinct prompt prefix once, ledger.py), `sol_s` = the speed of light of that
+minimum on the H200 datasheet (1,979 fp8 / 989 bf16 dense TFLOP/s, 4.8 TB/s) and
+`sol_sustained_s` on the measured sustained ceiling (plan/device.py), `x_sol` = run_s / sol_s,
+and the transformers baseline (baseline.py), extrapolated from a sample. Suite totals:
+sums, sum(run_s) / sum(sol_s) and the geometric mean of `x_sol`.
+
+Resumable: the result file is rewritten after each query; a query is first written as started,
+so one that a killed device call never finished is reported as such (and not retried) when the
+next call resumes from that file."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.quailb import baseline
+from bench.quailb.run import ROOT, _cases, geomean, open_suite, twin_check
+from bench.results_io import out_dir
+
+log = logging.getLogger("bench.quailb")
+DATASHEET = "H200 datasheet (989 bf16 / 1,979 fp8 dense TFLOP/s, 4.8 TB/s)"
+
+
+def _specs(engine: Any, precision: str):
+    from quail_engine.plan.cost import ModelSpec
+    from quail_engine.plan.device import gpu_spec
+
+    fp8 = precision.startswith("fp8")
+    model = ModelSpec.from_attrs(engine.config, name=engine.model_id,
+                                 weight_bytes=1.0 if fp8 else 2.0)
+    return model, gpu_spec("NVIDIA H200", precision, datasheet=True), gpu_spec("NVIDIA H200",
+                                                                               precision)
+
+
+def _speed_of_light(row: dict, minimum, specs) -> None:
+    from quail_engine.plan.cost import num_passes, seconds
+
+    model, sheet, sustained = specs
+    passes = num_passes(minimum.work.fresh_tokens)
+    row.update(prompts=minimum.prompts, min_tokens=minimum.tokens,
+               sol_s=seconds(model, sheet, minimum.work, passes),
+               sol_sustained_s=seconds(model, sustained, minimum.work, passes))
+    if row.get("run_s") and row["sol_s"] > 0:
+        row["x_sol"] = round(row["run_s"] / row["sol_s"], 3)
+
+
+def totals(rows: list[dict]) -> dict:
+    done = [r for r in rows if "run_s" in r]
+    run, sol = sum(r["run_s"] for r in done), sum(r.get("sol_s", 0.0) for r in done)
+    hf = [r for r in done if "hf_s" in r]
+    out = {"queries": len(done), "ok": sum(1 for r in done if r.get("ok")),
+           "run_s": round(run, 3), "sol_s": float(f"{sol:.4g}"),
+           "fresh_tokens": sum(r.get("fresh_tokens", 0) for r in done),
+           "requested_tokens": sum(r.get("requested_tokens", 0) for r in done),
+           "min_tokens": sum(r.get("min_tokens", 0) for r in done),
+           "x_sol": round(run / sol, 2) if sol > 0 else None,
+           "x_sol_geomean": _round(geomean([r.get("x_sol") for r in done]))}
+    if hf:
+        out["hf_s"] = round(sum(r["hf_s"] for r in hf), 3)
+        out["hf_speedup_geomean"] = _round(geomean([r["hf_s"] / r["run_s"] for r in hf
+                                                    if r["run_s"] > 0]))
+        out["hf_extrapolated"] = any(r.get("hf_extrapolated") for r in hf)
+    return out
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 2)
+
+
+def markdown(result: dict) -> str:
+    fmt = lambda v, f="{:,}": "-" if v is None else f.format(v)  # noqa: E731
+    lines = [f"QUAIL-B on {result['device']} at scale {result['scale']}: {result['model']} "
+             f"({result['precision']}), override {result['override']}; speed of light of the "
+             f"minimum tokens on the {DATASHEET}; model load {result.get('load_s')} s "
+             "(excluded)", "",
+             "| query | dialect | ok | rows | run s | fresh tok | requested tok | min tok | "
+             "SoL s | SoL sust. s | x SoL | transformers s | note |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in result["queries"]:
+        hf = fmt(r.get("hf_s"), "{:.3g}") + (" (extrapolated)" if r.get("hf_extrapolated")
+                                              else "")
+        note = r.get("error", "") or r.get("hf_note", "")
+        lines.append(
+            f"| {r['id']} | {r['dialect']} | {'yes' if r.get('ok') else 'NO'} | "
+            f"{fmt(r.get('rows'))} | {fmt(r.get('run_s'), '{:.3f}')} | "
+            f"{fmt(r.get('fresh_tokens'))} | {fmt(r.get('requested_tokens'))} | "
+            f"{fmt(r.get('min_tokens'))} | {fmt(r.get('sol_s'), '{:.3g}')} | "
+            f"{fmt(r.get('sol_sustained_s'), '{:.3g}')} | {fmt(r.get('x_sol'), '{:.2f}')} | "
+            f"{hf} | {note} |")
+    t = result["totals"]
+    lines += ["", f"Suite ({t['queries']} queries, {t['ok']} ok): run {t['run_s']} s, speed of "
+              f"light {t['sol_s']} s, x_sol {t['x_sol']} (geometric mean {t['x_sol_geomean']}); "
+              f"tokens fresh {t['fresh_tokens']:,} / requested {t['requested_tokens']:,} / "
+              f"minimum {t['min_tokens']:,}"
+              + (f"; transformers {t['hf_s']} s"
+                 + (" (extrapolated from samples)" if t.get("hf_extrapolated") else "")
+                 + f", geometric-mean speedup {t['hf_speedup_geomean']}x" if "hf_s" in t
+                 else "")]
+    return "\n".join(lines) + "\n"
+
+
+def run_table(args, ids: list[str]) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    t0 = time.perf_counter()
+    cuda = args.device == "cuda"
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="quailb-"))
+    work.mkdir(parents=True, exist_ok=True)
+    model = args.model
+    if args.random_model:
+        from bench.gpu.e2e_data import write_model_dir
+        model_dir = work / f"model-{args.random_model}"
+        write_model_dir(model_dir, ROOT / ".carry" / "e2e" / "tok", args.random_model == "tiny",
+                        args.device)
+        model = str(model_dir)
+    precision = args.precision or ("fp8" if cuda else "bf16")
+    out = Path(args.out) if args.out else out_dir() / "quailb_gpu.json"
+    result: dict[str, Any] = {"device": args.device, "scale": args.scale,
+                              "model": args.random_model or args.model, "precision": precision,
+                              "override": args.override, "command": "python -m bench quailb "
+                              + " ".join(sys.argv[1:]), "queries": []}
+    if args.resume and Path(args.resume).exists():
+        result["queries"] = json.loads(Path(args.resume).read_text())["queries"]
+    done = {(r["id"], r["dialect"]) for r in result["queries"]}
+    cases = [c for c in _cases(ids, bool(args.twins))
+             if (c.id, getattr(c, "dialect", "snowflake")) not in done]
+    if not cases:
+        return _finish(result, out)
+    suite = open_suite(work, args.scale, model=model, device=args.device,
+                       override=args.override, precision=precision if cuda else None,
+                       ledger=True)
+    start = time.perf_counter()
+    engine = suite.load()
+    result["load_s"] = round(time.perf_counter() - start, 2)
+    specs = _specs(engine, precision)
+    hf = baseline.load(Path(model), args.device) if args.baseline_sample else "no baseline"
+    for case in cases:
+        if args.budget_s is not None and time.perf_counter() - t0 > args.budget_s:
+            log.info("budget spent: %s and later queries are left to --resume", case.id)
+            break
+        marker = {"id": case.id, "dialect": getattr(case, "dialect", "snowflake"), "ok": False,
+                  "error": "did not finish (the device call ended while it ran)"}
+        result["queries"].append(marker)
+        _save(result, out)
+        row = suite.run(case)
+        if "run_s" in row:
+            _speed_of_light(row, engine.minimum(), specs)
+            prompts, total = engine.sample()
+            row.update(baseline.measure(hf, prompts[:args.baseline_sample], total))
+        result["queries"][-1] = row
+        _save(result, out)
+        log.info("%s %s: %s s, x_sol %s", row["id"], row["dialect"], row.get("run_s"),
+                 row.get("x_sol"))
+    return _finish(result, out)
+
+
+def _save(result: dict, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=1, default=str))
+    tmp.replace(out)
+
+
+def _finish(result: dict, out: Path) -> int:
+    twin_check(result["queries"])
+    result["totals"] = totals(result["queries"])
+    _save(result, out)
+    md = markdown(result)
+    out.with_suffix(".md").write_text(md)
+    print(md)
+    return 0
