@@ -70,7 +70,8 @@ def row_kernels(fp8: bool, shape: str) -> None:
         _compile(_add_rmsnorm_kernel, {"x_ptr": BF16, "res_ptr": BF16, "w_ptr": F32,
                                        "out_ptr": out, "res_out_ptr": BF16, "scale_ptr": F32},
                  {"eps": "fp32"},
-                 {"HAS_RES": has_res, "IS_FP8": fp8, "BLOCK": block, "ROWS": ROWS}, 4 * ROWS)
+                 {"HAS_RES": has_res, "IS_FP8": fp8, "BLOCK": block, "ROWS": ROWS, "G": 0},
+                 4 * ROWS)
     for gelu in (False, True):
         _compile(_silu_mul_kernel, {"x_ptr": BF16, "out_ptr": out, "scale_ptr": F32}, {},
                  {"IS_FP8": fp8, "BLOCK_A": block_a, "BLOCK_B": block_b, "GELU": gelu}, 16)
