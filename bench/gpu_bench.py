@@ -34,7 +34,8 @@ log = logging.getLogger("gpu_bench")
 
 REFERENCE_PEAKS = {"bf16": 805.0, "fp8": 1471.0}  # facts.md, measured on this card kind
 DTYPE_OPTIONS = {"bf16": dict(fp8=False), "fp8": dict(fp8=True),
-                 "fp8-mlp": dict(fp8=True, fp8_proj=("gate_up", "down"))}
+                 "fp8-mlp": dict(fp8=True, fp8_proj=("gate_up", "down")),
+                 "fp8-block": dict(fp8=True, fp8_block=True)}
 
 
 def _row(workload, model, dtype, engine, run, flops, peak, note=""):
