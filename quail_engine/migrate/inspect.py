@@ -37,7 +37,7 @@ def inspect_project(directory: str, dialect: str | None = None,
         source = "given by --from"
     else:
         dialect = detect_dialect(project, profiles)
-        source = f"detected from {profiles.path}"
+        source = f"detected from {_shown(profiles.path)}"
     with tempfile.TemporaryDirectory(prefix="quail-migrate-") as scratch:
         compiled = compile_project(project, dialect, Path(scratch))
     migration = Migration(dialect, source, compiled.nodes,
@@ -76,6 +76,14 @@ def plan_edits(seen: Inspection, profiles_dir: str | None = None) -> EditPlan:
         edit = None
     edits.append(edit)
     return EditPlan(tuple(e for e in edits if e is not None), left_alone, target)
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the working folder when it lies under it."""
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def _snippet(edit: Edit, path: Path) -> str:

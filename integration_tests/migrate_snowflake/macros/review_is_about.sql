@@ -1,4 +1,4 @@
-{#- The yes/no question every review filter asks, with the review in slot {0}. -#}
-{% macro review_question(topic) -%}
-'Review: {0}\nIs this review about {{ topic }}?'
+{#- A yes/no filter on a review: is it about `topic`? The topic is the prompt's second argument. -#}
+{% macro review_is_about(column, topic) -%}
+AI_FILTER(PROMPT('Review: {0}\nIs this review about {1}?', {{ column }}, '{{ topic }}'))
 {%- endmacro %}

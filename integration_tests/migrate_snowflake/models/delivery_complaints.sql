@@ -1,4 +1,5 @@
--- Reviews about delivery (Snowflake AI_FILTER with PROMPT; the question comes from a macro).
+-- Reviews about delivery: the AI_FILTER call is written by a macro, so only the compiled SQL
+-- shows it.
 select id, product, review_text
 from {{ ref('shop_reviews') }}
-where AI_FILTER(PROMPT({{ review_question('delivery') }}, review_text))
+where {{ review_is_about('review_text', 'delivery') }}
