@@ -37,7 +37,7 @@ from quail_engine.exec.udfs import (
     unregister_udfs,
 )
 from quail_engine.exec.user_errors import statement_error
-from quail_engine.plan.cost import ModelSpec, num_passes, seconds
+from quail_engine.plan.cost import ModelSpec, Work, num_passes, seconds
 from quail_engine.sql.placeholder import placeholder_ids
 
 log = logging.getLogger(__name__)
@@ -202,8 +202,6 @@ class QuailSession:
             raise statement_error(exc, self.parsed) from None
 
     def _specs(self):
-        from quail_engine.plan.device import device_spec
-
         if self._engine.loaded is None and self._model_config is not None:
             config, name = self._model_config(), self.text.identity
         else:
@@ -211,11 +209,47 @@ class QuailSession:
             config, name = getattr(engine, "config", None), engine.model_id
         spec = (ModelSpec.from_attrs(config, name=name) if config is not None
                 else ModelSpec("unknown", 30, 576, 9, 3, 64, 1536, 49152))
+        return spec, self._device_spec()
+
+    def _device_spec(self):
+        from quail_engine.plan.device import device_spec
+
         if self.device_spec is None:  # probed once per session: every figure uses the same
             # on a GPU this imports torch and starts CUDA (seconds): model load, not query work
             with self.report.phase("device_start"):
                 self.device_spec = device_spec(self._device_name(), self.precision or "bf16")
-        return spec, self.device_spec
+        return self.device_spec
+
+    def _speed_of_light(self, rep: Report, writer) -> None:
+        """The report's speed-of-light seconds: each model's operators on its own shape (the
+        generation model's `writer`, when loaded, wrote the decoded operators)."""
+        spec, dev = self._specs() if self._engine.loaded is not None else (None, None)
+        groups = [(spec, [o for o in rep.ops.values() if writer is None
+                          or o.kind not in DECODED])]
+        if writer is not None:
+            config = getattr(writer, "config", None)
+            wspec = (ModelSpec.from_attrs(config, name=writer.model_id) if config is not None
+                     else spec)
+            groups.append((wspec, [o for o in rep.ops.values() if o.kind in DECODED]))
+            if dev is None:
+                dev = self._device_spec()
+        sheet = None
+        if self._device_name() == "cuda":
+            from quail_engine.plan.device import device_spec
+
+            sheet = device_spec("cuda", self.precision or "bf16", datasheet=True)
+        rep.sol_seconds = rep.sol_seconds_sustained = 0.0
+        for model, ops in groups:
+            if model is None or not ops:
+                continue
+            work = Work()
+            for o in ops:
+                work = work + o.work
+            passes = num_passes(work.fresh_tokens)
+            rep.sol_seconds_sustained += seconds(model, dev, work, passes)
+            rep.sol_seconds += seconds(model, sheet or dev, work, passes)
+        rep.device = dev.name
+        rep.model = self._engine.loaded.model_id if self._engine.loaded is not None else ""
 
     def _finish(self, start: float, rows: int) -> None:
         rep = self.report
@@ -234,19 +268,9 @@ class QuailSession:
             self._decoder.load_s = self._decoder.nested_s = 0.0
             if any(o.prompts and o.kind in DECODED for o in rep.ops.values()):
                 rep.generation_model = self.decoder_text.model_name
-        if rep.ops and self._engine.loaded is not None:
-            spec, dev = self._specs()
-            work = rep.total_work()
-            passes = num_passes(work.fresh_tokens)
-            rep.sol_seconds_sustained = seconds(spec, dev, work, passes)
-            rep.sol_seconds = rep.sol_seconds_sustained
-            if self._device_name() == "cuda":
-                from quail_engine.plan.device import device_spec
-
-                sheet = device_spec("cuda", self.precision or "bf16", datasheet=True)
-                rep.sol_seconds = seconds(spec, sheet, work, passes)
-            rep.device = dev.name
-            rep.model = self.engine.model_id
+        writer = self._decoder.loaded if self._decoder is not None else None
+        if rep.ops and (self._engine.loaded is not None or writer is not None):
+            self._speed_of_light(rep, writer)
         for op_id, o in rep.ops.items():
             log.info("op %d %s: %d -> %d rows, %d fresh tokens", op_id, o.kind, o.rows_in,
                      o.rows_out, o.fresh_tokens)

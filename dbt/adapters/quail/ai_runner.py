@@ -102,7 +102,7 @@ class AiRunner:
         def engine() -> Any:
             with self._LOAD_LOCK:
                 if key not in self._ENGINES:
-                    self._ENGINES[key] = factory()
+                    self._ENGINES[key] = self._load_engine(self.config.decode_model, factory)
             return CancellableEngine(self._ENGINES[key], cancelled)
 
         return text, engine
@@ -161,11 +161,13 @@ class AiRunner:
         """Answers of one AI operator for `rows` of binding values (the in-DuckDB path)."""
         return self._rows.answer(op, rows)
 
-    def _load_engine(self) -> Any:
-        spec = self.config.model
+    def _load_engine(self, spec: str | None = None, load: Any = None) -> Any:
+        """The engine `load()` gives (default: the profile's model), timed and logged, its
+        errors naming the model `spec`."""
+        spec = spec or self.config.model
         start = time.perf_counter()
         try:
-            engine = quail.load_engine(self.config, self.prompt_text()[0])
+            engine = (load or (lambda: quail.load_engine(self.config, self.prompt_text()[0])))()
         except (quail.QuailError, OSError, ValueError) as exc:
             raise DbtRuntimeError(
                 f"quail could not load model {spec!r} on {self.device}: {exc}") from exc
