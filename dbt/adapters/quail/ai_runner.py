@@ -154,7 +154,7 @@ class AiRunner:
             logger.info(
                 f"{model_name}: {table.num_rows} rows, {computed} prompts run, {hits} answers from "
                 f"cache, {report.fresh_tokens} tokens, {report.wall_s:.2f} s on "
-                f"{report.model or 'no model'} ({self.device})")
+                f"{_models(report)} ({self.device})")
         return table, report
 
     def answer_rows(self, op: Any, rows: list[tuple]) -> list[Any]:
@@ -174,6 +174,13 @@ class AiRunner:
         logger.info(f"loaded model {spec!r} on {self.device} in "
                     f"{time.perf_counter() - start:.1f} s")
         return engine
+
+
+def _models(report: Any) -> str:
+    """The models that ran, as the run's summary line names them."""
+    names = [report.model, *([f"{report.generation_model} (wrote text)"]
+                             if report.generation_model else [])]
+    return " + ".join(n for n in names if n) or "no model"
 
 
 def _for_dbt(exc: Exception, sql: str, dialect: str) -> Exception:
