@@ -15,6 +15,8 @@ from quail_engine.exec.scans import ScanData, op_values
 from quail_engine.plan.build import doc_key
 from quail_engine.plan.context import OpInfo
 from quail_engine.plan.selectivity import estimate, sample_size
+from quail_engine.plan.sharing import shared_prefix_fraction
+from quail_engine.settings import prefix_sharing_enabled
 from quail_engine.sql.ir import PREDICATE_KINDS, OpKind, binding_column
 
 TOKEN_SAMPLE = 16
@@ -34,7 +36,10 @@ def spread(n: int, k: int) -> list[int]:
     return [round(i * (n - 1) / (k - 1)) for i in range(k)] if k > 1 else [0]
 
 
-def _token_lengths(op_id: int, op, scans, runner: OpRunner) -> tuple[dict[str, float], float]:
+def _token_lengths(op_id: int, op, scans, runner: OpRunner,
+                   shared: dict[str, float] | None = None) -> tuple[dict[str, float], float]:
+    """Mean tokens per alias and of the question; `shared` gets each alias's share of tokens
+    that begin like another row's (when prefix sharing is on)."""
     by_alias: dict[str, list[int]] = {}
     for i in range(len(op.bindings)):
         by_alias.setdefault(binding_alias(op_id, i, scans), []).append(i)
@@ -45,6 +50,10 @@ def _token_lengths(op_id: int, op, scans, runner: OpRunner) -> tuple[dict[str, f
                  for r in spread(len(scan.rows), TOKEN_SAMPLE)]
         lengths = [len(t) for t in runner.text.tokenize(texts)] if texts else [0]
         tokens[alias] = sum(lengths) / max(1, len(lengths))
+        if shared is not None and prefix_sharing_enabled():
+            shared[alias] = shared_prefix_fraction(
+                ["\n\n".join(str(row[binding_column(op_id, i)] or "") for i in slots)
+                 for row in scan.rows], spread(len(scan.rows), 4 * TOKEN_SAMPLE))
     layout = runner.layout(op)
     head, tail = runner.text.split(*layout.texts(layout.calibration_values()))
     question = float(len(tail) + len(head) - 1)  # chat framing + template, "N/A" ~ 1 token
@@ -115,7 +124,8 @@ def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], r
     out: dict[int, OpInfo] = {}
     for op_id in ops:
         op = ai_ops[op_id]
-        tokens, question = _token_lengths(op_id, op, scans, runner)
+        shared: dict[str, float] = {}
+        tokens, question = _token_lengths(op_id, op, scans, runner, shared)
         aliases = tuple(tokens)
         hits, n = 0, 0
         if op.options.selectivity is None and op.op in PREDICATE_KINDS:
@@ -133,7 +143,7 @@ def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], r
         sel, source = estimate(hint, hits, n)
         doc = doc_key(op, aliases[0]) if len(aliases) == 1 else ""
         out[op_id] = OpInfo(op_id, op.op, aliases, doc=doc, tokens=tokens,
-                            question_tokens=question, selectivity=sel,
+                            question_tokens=question, selectivity=sel, shared=shared,
                             stem_tokens=_stem_tokens(op_id, op, scans, runner)
                             if len(aliases) == 2 else {},
                             selectivity_source=source, anchor_hint=op.options.anchor,

@@ -29,6 +29,8 @@ class OpInfo:
     tokens: Mapping[str, float] = field(default_factory=dict)
     question_tokens: float = 16.0
     stem_tokens: Mapping[str, float] = field(default_factory=dict)
+    shared: Mapping[str, float] = field(default_factory=dict)  # alias -> share of its tokens
+    #                                            that begin like another row's (plan/sharing.py)
     selectivity: float = DEFAULT_SELECTIVITY
     selectivity_source: str = "default"   # hint | sample | default
     anchor_hint: str | None = None
@@ -37,6 +39,11 @@ class OpInfo:
     def doc_tokens(self, alias: str | None = None) -> float:
         alias = alias or (self.aliases[0] if self.aliases else "")
         return float(self.tokens.get(alias, 0.0))
+
+    def shared_tokens(self, alias: str | None = None) -> float:
+        """Mean tokens of the alias's part that rows beginning alike compute once."""
+        alias = alias or (self.aliases[0] if self.aliases else "")
+        return self.doc_tokens(alias) * float(self.shared.get(alias, 0.0))
 
 
 @dataclass(frozen=True)

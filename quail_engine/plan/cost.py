@@ -106,17 +106,26 @@ class Work:
         return (self.fresh_tokens, self.attention_pairs, self.kv_writes, self.kv_reads)
 
 
-def request_work(prefix_tokens: float, own_tokens: float, prefix_is_new: bool) -> Work:
+def request_work(prefix_tokens: float, own_tokens: float, prefix_is_new: bool,
+                 shared_tokens: float = 0.0) -> Work:
     """Work of one request of `own_tokens` attending to a prefix of `prefix_tokens`.
 
     A new prefix is computed (its tokens fresh, its own causal pairs, its KV written); the own
     tokens attend to the whole prefix and causally to themselves; their KV is never stored.
+    `shared_tokens`: how many of the tokens computed from the start (a new prefix's, or the own
+    tokens' when there is no prefix) other rows that begin alike computed already (prefix
+    sharing across rows): their KV is read instead (at least one own token is still run).
     """
     p, s = float(prefix_tokens), float(own_tokens)
     own = Work(fresh_tokens=s, attention_pairs=s * p + s * (s + 1) / 2, kv_reads=p)
-    if not prefix_is_new or p == 0:
-        return own
-    return own + Work(fresh_tokens=p, attention_pairs=p * (p + 1) / 2, kv_writes=p)
+    work = own
+    if prefix_is_new and p > 0:
+        work = own + Work(fresh_tokens=p, attention_pairs=p * (p + 1) / 2, kv_writes=p)
+    if shared_tokens <= 0 or (p > 0 and not prefix_is_new):
+        return work
+    h = min(float(shared_tokens), p if p > 0 else max(0.0, s - 1))
+    return work + Work(fresh_tokens=-h, attention_pairs=-h * (h + 1) / 2,
+                       kv_writes=-h if p > 0 else 0.0, kv_reads=h)
 
 
 def part_seconds(flops: float, nbytes: float, device: DeviceSpec) -> float:

@@ -18,7 +18,7 @@ def marginal_seconds(op: int, seen_docs: set[str], ctx: PlanContext) -> float:
     """Seconds per input row for filter `op` given the documents already encoded."""
     info = ctx.ops[op]
     is_new = info.doc not in seen_docs
-    work = request_work(info.doc_tokens(), info.question_tokens, is_new)
+    work = request_work(info.doc_tokens(), info.question_tokens, is_new, info.shared_tokens())
     return ctx.seconds(work.scaled(1000.0)) / 1000.0
 
 

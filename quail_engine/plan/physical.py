@@ -119,7 +119,8 @@ def build_physical(logical: Node, ctx: PlanContext, join: Candidate | None,
             key = f"{alias}:{f.doc}"
             encode = key not in seen
             seen.add(key)
-            work = request_work(info.doc_tokens(alias), info.question_tokens, encode).scaled(n)
+            work = request_work(info.doc_tokens(alias), info.question_tokens, encode,
+                                info.shared_tokens(alias)).scaled(n)
             out = n * info.selectivity
             steps.append(Step("filter", alias, f.op, doc=key, encode=encode, rows_in=n,
                               rows_out=out, work=work, est_seconds=ctx.seconds(work)))
@@ -142,7 +143,7 @@ def build_physical(logical: Node, ctx: PlanContext, join: Candidate | None,
         n = final_rows
         work = request_work(info.doc_tokens(alias) if alias else 0.0,
                             info.question_tokens + (0.0 if alias else info.doc_tokens()),
-                            encode).scaled(n)
+                            encode, info.shared_tokens(alias or None)).scaled(n)
         steps.append(Step("project", alias, op, doc=key, encode=encode, rows_in=n, rows_out=n,
                           work=work, est_seconds=ctx.seconds(work)))
         resident.add(key)
