@@ -43,10 +43,14 @@ setup(
                  # and the excel plugin, its microbatch test, two workers per run
                  "pandas>=2", "openpyxl>=3.1", "freezegun>=1.5", "pytest-xdist>=3.5",
                  # `quail explain --analyze --plot FILE.png` is drawn in CI (tests/*/test_*plot*)
-                 "matplotlib>=3.8"],
+                 "matplotlib>=3.8",
+                 # the Ray backend's tests (tests/e2e/test_ray_backend.py) on a local cluster
+                 "ray>=2.40"],
         "gpu": ["triton>=3.2"],
         # PNG timelines (`explain --analyze --plot FILE.png`); HTML needs nothing
         "plot": ["matplotlib>=3.8"],
+        # --workers / --ray-address: model replicas on Ray workers (docs/scale-out.md)
+        "ray": ["ray>=2.40"],
     },
     entry_points={"console_scripts": ["quail=quail_engine.cli:main"]},
 )

@@ -38,6 +38,13 @@ def add_session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", default=DEFAULT_PRECISION, choices=PRECISIONS,
                    help="GEMM precision; fp8 and fp8-mlp run only on the GPU path and cost "
                         "accuracy on small models (docs/kernels-notes.md)")
+    p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+                   help="run N model replicas on Ray workers (one per GPU; on the CPU, the "
+                        "cores shared out); with --ray-address, on that cluster "
+                        "(docs/scale-out.md)")
+    p.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="run on the Ray cluster at ADDR (host:port of its head, or auto): one "
+                        "replica per GPU there unless --workers says otherwise")
     p.add_argument("--report", metavar="FILE.json", help="write the execution report here")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write cached answers")
     p.add_argument("--cache-dir", default=None, help=f"answer cache (default {default_cache_dir()})")
@@ -52,7 +59,18 @@ def session_config(args: argparse.Namespace) -> SessionConfig:
     return SessionConfig(model=args.model, device=args.device, precision=args.precision,
                          cache_dir=args.cache_dir, use_cache=not args.no_cache,
                          generation_model=args.generation_model,
-                         on_long=args.on_long, progress=not args.quiet)
+                         on_long=args.on_long, progress=not args.quiet,
+                         workers=args.workers, ray_address=args.ray_address)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
 
 
 def table_specs(args: argparse.Namespace) -> Iterator[tuple[str, str]]:

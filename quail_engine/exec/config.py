@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from quail_engine.errors import QuailError
 from quail_engine.settings import DEFAULT_PRECISION, Precision, cache_path, resolve_device
 
 
@@ -26,7 +27,9 @@ class SessionConfig:
     model's context is cut ("truncate") or refused ("error"). `progress`: show the progress
     display on stderr. `max_*`: bounds on the engine's batches, context and generated answers
     (None: the engine's own). `convert_in_child`: convert a GGUF model on first use in a child
-    process (dbt: its process never imports transformers)."""
+    process (dbt: its process never imports transformers). `workers`, `ray_address`: run the
+    engine as that many replicas on Ray (a local instance on this host, or the cluster at that
+    address; docs/scale-out.md); neither set: one engine in this process, Ray never imported."""
 
     model: str = "default"
     device: str = "auto"
@@ -39,7 +42,20 @@ class SessionConfig:
     max_context: int | None = None
     max_new_tokens: int | None = None
     convert_in_child: bool = False
+    workers: int | None = None
+    ray_address: str | None = None
     generation_model: str = "auto"  # writes generated text; "auto": infer.embedded.decode_model_for
+
+    def __post_init__(self) -> None:
+        if self.workers is not None and (isinstance(self.workers, bool)
+                                         or not isinstance(self.workers, int)
+                                         or self.workers < 1):
+            raise QuailError(f"workers must be a positive integer; got {self.workers!r}")
+
+    @property
+    def is_distributed(self) -> bool:
+        """The engine runs on Ray workers (`workers` or `ray_address` set)."""
+        return bool(self.workers or self.ray_address)
 
     @property
     def answers_dir(self) -> Path | None:

@@ -67,10 +67,17 @@ def load_engine(config: SessionConfig, text: Any = None) -> Any:
     kwargs: dict[str, Any] = {}
     if config.max_batch_tokens:
         kwargs["token_budget"] = config.max_batch_tokens
-    if config.convert_in_child:
-        ensure_converted(config.model)
-    engine = load(config.model, device=config.engine_device, precision=config.precision,
-                  tokenizer=None if text is None else text.tokenizer(), **kwargs)
+    if config.convert_in_child or (config.workers and not config.ray_address):
+        ensure_converted(config.model)  # once here, not once per local Ray worker
+    if config.is_distributed:  # replicas on Ray workers (quail_engine/replicas), Ray imported now
+        from quail_engine.replicas.ray_engine import RayEngine
+
+        engine = RayEngine.start(config.model, config.device if config.ray_address
+                                 else config.engine_device, config.precision, config.workers,
+                                 config.ray_address, kwargs)
+    else:
+        engine = load(config.model, device=config.engine_device, precision=config.precision,
+                      tokenizer=None if text is None else text.tokenizer(), **kwargs)
     if config.max_context or config.max_new_tokens:
         engine = LimitedEngine(engine, config.max_context, config.max_new_tokens)
     return engine
@@ -121,7 +128,8 @@ def decoder_of(config: SessionConfig) -> tuple[Any, Callable[[], Any]] | None:
     if config.decode_model == config.model:
         return None
     decode = dataclasses.replace(config, model=config.decode_model,
-                                 generation_model=config.decode_model)
+                                 generation_model=config.decode_model,
+                                 workers=None, ray_address=None)  # in this process, not on Ray
     text, _ = model_text(decode)
     return text, lambda: load_engine(decode, text)
 

@@ -1,5 +1,5 @@
-"""The Ray backend (quail_engine/dist) on a local Ray cluster of 2 CPUs and 2 workers, each with a
-replica of the embedded default model: filters, joins and classifications return exactly the
+"""The Ray backend (quail_engine/replicas) on a local Ray cluster of 2 CPUs and 2 workers, each
+with a replica of the embedded default model: filters, joins and classifications return exactly the
 rows the single-process engine returns, a worker that dies mid-query is survived, a query
 without --workers never imports Ray, and an unreachable cluster is a one-line error."""
 
@@ -16,7 +16,6 @@ import pyarrow as pa
 import pytest
 import ray
 
-from quail_engine.exec import SessionConfig, load_engine
 from quail_engine.exec.session import QuailSession
 
 pytestmark = pytest.mark.model
@@ -70,67 +69,56 @@ def rows(con, engine, sql):
     return session.execute(sql).to_pylist(), session.report
 
 
-def start(workers=2):
-    from quail_engine.dist.ray_engine import RayEngine
+@pytest.fixture(scope="module")
+def single(con, engine):
+    """Rows of a query on the single-process engine (each query run once per module)."""
+    memo: dict[str, list] = {}
 
-    return RayEngine.start("default", "cpu", workers=workers, engine_kwargs=FLOAT32)
-
-
-def test_workers_in_the_session_config_run_the_query_on_ray(cluster, con):
-    engine = load_engine(SessionConfig(device="cpu", workers=2, use_cache=False))
-    try:
-        assert type(engine).__name__ == "RayEngine" and engine.num_workers == 2
-        got, _ = rows(con, engine, "SELECT id FROM reviews WHERE id < 2 AND "
-                                   f"ai_filter('{POS}' || review) ORDER BY id")
-        assert got == [{"id": 0}]  # review 0 is glowing, review 1 is scathing
-    finally:
-        engine.close()
-
-
-def test_a_worker_that_dies_mid_query_is_survived(cluster, con, engine, monkeypatch):
-    monkeypatch.setenv("QUAIL_RAY_TEST_CRASH_WORKER", "1")  # exits on its first shard
-    dist = start()
-    try:
-        for kind in ("join", "filter"):
-            sql = query(kind, 8)
-            got, _ = rows(con, dist, sql)
-            assert got == rows(con, engine, sql)[0], kind
-        assert dist.num_workers == 1 and dist.failures >= 1
-    finally:
-        dist.close()
+    def get(sql):
+        if sql not in memo:
+            memo[sql] = rows(con, engine, sql)[0]
+        return memo[sql]
+    return get
 
 
 @pytest.fixture(scope="module")
 def workers(cluster):
-    dist = start()
+    from quail_engine.replicas.ray_engine import RayEngine
+
+    dist = RayEngine.start("default", "cpu", workers=2, engine_kwargs=FLOAT32)
     yield dist
     dist.close()
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_two_workers_return_the_single_process_rows(con, engine, workers, kind):
+def test_two_workers_return_the_single_process_rows(con, single, workers, kind):
     before = dict(workers.worker_tokens)
     got, report = rows(con, workers, query(kind, 16))
-    want, _ = rows(con, engine, query(kind, 16))
-    assert got == want and got
+    assert got == single(query(kind, 16)) and got
     busy = [w for w, n in workers.worker_tokens.items() if n > before.get(w, 0)]
     assert len(busy) == 2, f"{kind}: only workers {busy} got work"
     assert report.fresh_tokens > 0
 
 
-def quail(*args, env=None):
-    return subprocess.run([sys.executable, "-c", *args], capture_output=True, text=True,
-                          env={**os.environ, "DO_NOT_TRACK": "1", **(env or {})}, timeout=300)
+def test_a_worker_that_dies_mid_query_is_survived(con, single, workers, monkeypatch):
+    """(Last of the module's tests on `workers`: it leaves one worker.)"""
+    monkeypatch.setenv("QUAIL_RAY_TEST_CRASH_WORKER", "1")  # exits on its next shard
+    for kind in ("join", "filter"):
+        got, _ = rows(con, workers, query(kind, 16))  # no answer cache: computed again
+        assert got == single(query(kind, 16)), kind
+    assert workers.num_workers == 1 and workers.failures == 1
 
 
 def test_a_plain_query_never_imports_ray(tmp_path):
     (tmp_path / "r.csv").write_text("id,review\n1,I love it\n")
-    out = quail(
+    code = (
         "import sys; from quail_engine.cli import main; "
         f"rc = main(['query', '-q', '--no-cache', '--device', 'cpu', '-t', "
         f"'r={tmp_path / 'r.csv'}', '-e', \"SELECT id FROM r WHERE ai_filter('{POS}' || "
         "review)\", '--output', '" + str(tmp_path / "o.csv") + "']); "
         "assert rc == 0, rc; print('ray' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "DO_NOT_TRACK": "1"}, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "False"
 

@@ -22,7 +22,8 @@ from quail_engine import exec as quail
 
 logger = AdapterLogger("Quail")
 _NO_CACHE = ("off", "none", "false", "")
-_ENGINE_KEYS = ("model", "precision", "max_batch_tokens", "max_context", "max_new_tokens")
+_ENGINE_KEYS = ("model", "precision", "max_batch_tokens", "max_context", "max_new_tokens",
+                "workers", "ray_address")
 
 
 def session_config(options: dict[str, Any]) -> quail.SessionConfig:
@@ -36,7 +37,8 @@ def session_config(options: dict[str, Any]) -> quail.SessionConfig:
         cache_dir=None if off or cache_dir is None else str(cache_dir), use_cache=not off,
         max_batch_tokens=options.get("max_batch_tokens"),
         max_context=options.get("max_context"), max_new_tokens=options.get("max_new_tokens"),
-        convert_in_child=True, generation_model=options.get("generation_model") or "auto")
+        convert_in_child=True, generation_model=options.get("generation_model") or "auto",
+        workers=options.get("workers"), ray_address=options.get("ray_address"))
 
 
 class AiRunner:

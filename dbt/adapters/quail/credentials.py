@@ -25,7 +25,9 @@ class QuailCredentials(DuckDBCredentials):
     disables it. The `max_*` fields bound the engine's batches and outputs.
     `precision`: bf16, or fp8 / fp8-mlp on a cuda device (faster GEMMs, less accurate).
     `generation_model`: the model that writes generated text (auto: the embedded instruct
-    model when `model` is the embedded default, else `model`)."""
+    model when `model` is the embedded default, else `model`). `workers`, `ray_address`: run
+    the model as that many replicas on Ray workers (a local Ray on this host, or the cluster at
+    that address; docs/scale-out.md)."""
 
     model: str | None = None
     device: str = "auto"
@@ -36,6 +38,8 @@ class QuailCredentials(DuckDBCredentials):
     max_new_tokens: int | None = None
     precision: str = "bf16"
     generation_model: str = "auto"
+    workers: int | None = None
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -48,6 +52,13 @@ class QuailCredentials(DuckDBCredentials):
         if self.precision not in PRECISIONS:
             raise DbtRuntimeError(f"profile field 'precision' must be one of "
                                   f"{', '.join(PRECISIONS)}; got {self.precision!r}")
+        if self.workers is not None and (isinstance(self.workers, bool)
+                                         or not isinstance(self.workers, int)
+                                         or self.workers < 1):
+            raise DbtRuntimeError(
+                f"profile field 'workers' must be a positive integer; got {self.workers!r}")
+        if self.ray_address is not None and not str(self.ray_address).strip():
+            self.ray_address = None
         for name in _LIMITS:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value <= 0):
@@ -62,13 +73,14 @@ class QuailCredentials(DuckDBCredentials):
         """The settings that pick and bound the inference engine (one engine per distinct set)."""
         options: dict[str, Any] = {"model": self.model, "device": self.device,
                                    "cache_dir": self.cache_dir, "precision": self.precision,
-                                   "generation_model": self.generation_model}
+                                   "generation_model": self.generation_model,
+                                   "workers": self.workers, "ray_address": self.ray_address}
         options.update({name: getattr(self, name) for name in _LIMITS})
         return options
 
     def _connection_keys(self) -> tuple[str, ...]:
         return (*super()._connection_keys(), "model", "device", "dialect", "cache_dir",
-                "precision", "generation_model", *_LIMITS)
+                "precision", "generation_model", "workers", "ray_address", *_LIMITS)
 
 
 def check_dialect(value: Any, where: str) -> str:

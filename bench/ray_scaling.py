@@ -1,0 +1,254 @@
+"""The Ray backend's cost and gain: the same filter and join queries on the plain single-process
+engine, on 1 Ray worker (the backend's overhead) and on N Ray workers (the scaling), same run.
+
+Every configuration runs the same queries through QuailSession with no answer cache, on the
+same corpora (bench/gpu/e2e_data.write_corpora: filter docs of ~300 tokens, a join of
+~4,000-token reports x ~15-token terms; --tiny shrinks them). Rates count the time after the
+model is loaded and after one warm-up query. `overhead` measures what the backend adds per
+engine call: the same batch of short requests (and of long ones) on the plain engine and on
+1 worker; the difference is the round trip plus moving the requests and answers.
+
+CPU (this machine; Ray's local instance gets this process's CPUs, each worker an equal share):
+    python -m bench ray-scaling --tiny
+GPU (one H200: N workers share it, each with its own replica and KV arena; random Qwen3-4B
+weights from .carry/e2e as bench/e2e_gpu.py makes them; Ray must be importable there):
+    python bench/ray_scaling.py --device cuda --workers 1,2 --filter-docs 20000 \
+        --join-anchors 50 --join-partners 1100
+The CPU run writes bench/results/cpu-ray-scaling-<date>.json/.md with `uptime`'s load average;
+the GPU run writes ray_scaling.json under $OUT (bench/results_io.Results).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import logging
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.results_io import Results, write_result  # noqa: E402
+
+log = logging.getLogger("ray_scaling")
+QUERIES = {
+    "filter": "SELECT id FROM docs WHERE ai_filter('Is this review positive? ' || text)",
+    "join": "SELECT r.id, t.id FROM reports r JOIN terms t ON ai_filter('Does the report ' || "
+            "r.text || ' mention the reaction ' || t.term || '?')",
+}
+
+
+def load_avg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def corpora(args, tokenizer):
+    from bench.gpu.e2e_data import write_corpora
+
+    return write_corpora(args.workdir / "data", tokenizer, args.filter_docs, args.join_anchors,
+                         args.join_partners, doc_tokens=args.doc_tokens,
+                         report_tokens=args.report_tokens)
+
+
+def connection(paths):
+    import duckdb
+
+    con = duckdb.connect()
+    for name, path in paths.items():
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_parquet('{path}')")
+    return con
+
+
+def run_query(con, engine, text, sql: str) -> dict:
+    from quail_engine.exec.session import QuailSession
+
+    session = QuailSession(con.cursor(), lambda: engine, cache_dir=None, text=text)
+    t0 = time.perf_counter()
+    table = session.execute(sql)
+    wall = time.perf_counter() - t0
+    rep = session.report
+    return {"rows": table.num_rows, "wall_s": round(wall, 3), "fresh_tokens": rep.fresh_tokens,
+            "tokens_per_s": round(rep.fresh_tokens / wall, 1) if wall else None,
+            "answers": sorted(tuple(r.values()) for r in table.to_pylist())}
+
+
+def call_overhead(engine, tokenizer, reps: int) -> dict:
+    """Seconds per engine.run call: 32 requests of 8 tokens (the round trip), and 512 requests
+    of 256 tokens (plus moving the requests)."""
+    from quail_engine.infer.api import BooleanReadout, Request
+
+    ids = tokenizer.encode_batch(["the quick brown fox jumps over the lazy dog " * 40])[0]
+    readout = BooleanReadout()
+    out = {}
+    for name, n, length in (("short", 32, 8), ("long", 512, 256)):
+        batch = [Request(tuple(ids[i % 7:i % 7 + length]), readout) for i in range(n)]
+        engine.run(batch)  # warm
+        times = []
+        for _ in range(reps if name == "short" else max(1, reps // 5)):
+            t0 = time.perf_counter()
+            engine.run(batch)
+            times.append(time.perf_counter() - t0)
+        out[f"{name}_call_s"] = round(statistics.median(times), 5)
+    return out
+
+
+def configuration(args, name: str, workers: int | None, con, text, tokenizer) -> dict:
+    from quail_engine.infer.factory import load_engine
+
+    t0 = time.perf_counter()
+    if workers is None:
+        engine = load_engine(args.model, device=args.engine_device, precision=args.precision)
+    else:
+        from quail_engine.replicas.ray_engine import RayEngine
+
+        engine = RayEngine.start(args.model, args.engine_device, args.precision, workers)
+    row: dict = {"config": name, "workers": workers or 0,
+                 "load_s": round(time.perf_counter() - t0, 2), "load_avg_before": load_avg()}
+    try:
+        run_query(con, engine, text, QUERIES["filter"] + " AND id < 4")  # warm-up
+        for workload in args.workloads:
+            runs = [run_query(con, engine, text, QUERIES[workload]) for _ in range(args.repeat)]
+            best = min(runs, key=lambda r: r["wall_s"])
+            row[workload] = {k: v for k, v in best.items() if k != "answers"}
+            row[workload]["answers"] = best["answers"]
+            row[workload]["wall_s_all"] = [r["wall_s"] for r in runs]
+        if workers in (None, 1):
+            row["overhead"] = call_overhead(engine, tokenizer, args.overhead_reps)
+        if workers:
+            row["worker_tokens"] = engine.worker_tokens
+    finally:
+        if workers:
+            engine.close()
+        del engine
+        gc.collect()
+    row["load_avg_after"] = load_avg()
+    return row
+
+
+def summarize(rows: list[dict], workloads: list[str]) -> dict:
+    plain = next((r for r in rows if r["config"] == "plain"), None)
+    one = next((r for r in rows if r["workers"] == 1), None)
+    out: dict = {}
+    for w in workloads:
+        base = plain and plain.get(w)
+        for r in rows:
+            if not r.get(w) or r is plain:
+                continue
+            if base:
+                r[w]["vs_plain"] = round(base["wall_s"] / r[w]["wall_s"], 3)
+                r[w]["same_rows_as_plain"] = r[w]["answers"] == base["answers"]
+            if one and one.get(w) and r is not one:
+                r[w]["vs_1_worker"] = round(one[w]["wall_s"] / r[w]["wall_s"], 3)
+    if plain and one and "overhead" in plain and "overhead" in one:
+        out["shard_overhead_s"] = {k: round(one["overhead"][k] - plain["overhead"][k], 5)
+                                   for k in plain["overhead"]}
+    for r in rows:
+        for w in workloads:
+            if r.get(w):
+                r[w].pop("answers", None)
+    return out
+
+
+def markdown(result: dict) -> str:
+    lines = [f"# Ray backend scaling ({result['device']}, {result['model']})", "",
+             f"Command: `{result['command']}`  ",
+             f"Load average (uptime): before {result['load_avg_start']}, after "
+             f"{result['load_avg_end']}; {result['cpus']} CPUs", "",
+             "| config | workload | rows | wall s (best) | fresh tok/s | vs plain | vs 1 worker "
+             "| same rows |", "|---|---|---|---|---|---|---|---|"]
+    for r in result["rows"]:
+        for w in result["workloads"]:
+            m = r.get(w)
+            if m:
+                lines.append(f"| {r['config']} | {w} | {m['rows']} | {m['wall_s']} | "
+                             f"{m['tokens_per_s']} | {m.get('vs_plain', '')} | "
+                             f"{m.get('vs_1_worker', '')} | {m.get('same_rows_as_plain', '')} |")
+    if result.get("shard_overhead_s"):
+        lines += ["", "Per-call overhead of the backend (1 worker minus plain, median): "
+                  + ", ".join(f"{k} {v * 1000:.2f} ms" for k, v in
+                              result["shard_overhead_s"].items())]
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    p.add_argument("--model", default=None,
+                   help="default: the embedded model on the CPU, random Qwen3-4B on cuda")
+    p.add_argument("--precision", default="bf16")
+    p.add_argument("--workers", default="1,2", help="Ray worker counts to run (comma list)")
+    p.add_argument("--workloads", default="filter,join")
+    p.add_argument("--tiny", action="store_true", help="CPU-sized corpora")
+    p.add_argument("--filter-docs", type=int, default=20000)
+    p.add_argument("--join-anchors", type=int, default=50)
+    p.add_argument("--join-partners", type=int, default=1100)
+    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--overhead-reps", type=int, default=20)
+    p.add_argument("--workdir", type=Path, default=Path("/tmp/quail-ray-scaling"))
+    p.add_argument("--tokenizer-dir", type=Path, default=ROOT / ".carry" / "e2e" / "tok")
+    p.add_argument("--out", default=None, help="result file (CPU run)")
+    args = p.parse_args(argv)
+    args.workloads = [w for w in args.workloads.split(",") if w]
+    args.worker_counts = [int(w) for w in args.workers.split(",") if w]
+    args.doc_tokens, args.report_tokens = (200, 400), (3500, 4500)
+    if args.tiny:
+        args.filter_docs, args.join_anchors, args.join_partners = 64, 4, 12
+        args.doc_tokens, args.report_tokens = (40, 80), (150, 250)
+    args.engine_device = "cuda:0" if args.device == "cuda" else "cpu"
+    return args
+
+
+def main(argv=None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    args = parse_args(argv if argv is not None else sys.argv[1:])
+    from quail_engine.exec.prompt_text import PromptText
+    from quail_engine.settings import cpu_threads
+
+    if args.model is None:
+        args.model = "default"
+        if args.device == "cuda":
+            from bench.gpu.e2e_data import write_model_dir
+
+            write_model_dir(args.workdir / "model", args.tokenizer_dir, False, "cuda")
+            args.model = str(args.workdir / "model")
+    text, _ = PromptText.of_model(args.model)
+    tokenizer = text.codec  # encode_batch
+    con = connection(corpora(args, tokenizer))
+    import ray
+
+    ray.init(num_cpus=cpu_threads(), include_dashboard=False, log_to_driver=False,
+             object_store_memory=256 * 2**20)
+    result: dict = {"command": " ".join(["python -m bench ray-scaling", *(argv or sys.argv[1:])]),
+                    "device": args.device, "model": args.model, "cpus": cpu_threads(),
+                    "workloads": args.workloads, "load_avg_start": load_avg(), "rows": [],
+                    "sizes": {"filter_docs": args.filter_docs, "join_anchors": args.join_anchors,
+                              "join_partners": args.join_partners},
+                    "ray": ray.__version__}
+    gpu = Results("ray_scaling.json") if args.device == "cuda" else None
+    for name, workers in [("plain", None), *((f"ray-{n}", n) for n in args.worker_counts)]:
+        if gpu is not None:
+            row = gpu.section(name, configuration, args, name, workers, con, text, tokenizer)
+        else:
+            row = configuration(args, name, workers, con, text, tokenizer)
+        if "error" not in row:
+            result["rows"].append(row)
+        log.info("%s done (load average %s)", name, load_avg())
+    result.update(summarize(result["rows"], args.workloads))
+    result["load_avg_end"] = load_avg()
+    ray.shutdown()
+    if gpu is not None:
+        gpu.data["summary"] = result
+        gpu.save()
+        print(markdown(result))
+    else:
+        write_result(result, "cpu-ray-scaling", markdown, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    raise SystemExit(main())

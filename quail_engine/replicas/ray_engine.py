@@ -1,0 +1,264 @@
+"""RayEngine: the engine request API (infer/api.py) over engine replicas on Ray actors.
+
+The executor drives it exactly as it drives one local engine: each `run` batch is split across
+the workers (sharding.route: requests over a resident prefix go to the worker that holds it, the
+others in contiguous row ranges balanced by tokens) and answered in parallel; `add_prefixes`
+places each new prefix on the worker with the fewest resident tokens, so a join's anchors are
+spread over the workers and their partners follow them. Prefix handles are the driver's; each
+maps to (worker, that worker's handle). Releases ride along with the worker's next call.
+
+Faults: a worker that dies mid-call is dropped and its shard re-runs on the least loaded live
+worker, after the prefixes the shard reads are encoded again there from their token ids (kept
+by the driver for this reason); answers already returned (and cached by the executor) are not
+recomputed. The answer cache stays the driver's alone: workers return answers, never write.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from quail_engine.errors import QuailError
+from quail_engine.infer.api import Answer, EngineStats, PrefixHandle, Request
+from quail_engine.replicas import cluster, sharding
+from quail_engine.replicas.cluster import ClusterError
+from quail_engine.replicas.worker import CRASH_ENV, WorkerInfo
+
+log = logging.getLogger(__name__)
+stage = logging.getLogger("quail_engine.stage")
+
+
+@dataclasses.dataclass
+class _Prefix:
+    worker: int
+    remote_id: int
+    tokens: tuple[int, ...]
+    refs: int = 1
+
+
+class RayEngine:
+    """`actors`: started EngineWorker actors (cluster.start_workers); `ray`: the ray module."""
+
+    def __init__(self, ray: Any, actors: list, spec: str = "default"):
+        self._ray, self.spec, self._codec = ray, spec, None
+        self._actors = dict(enumerate(actors))
+        self._dead_errors = (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
+                             ray.exceptions.ObjectLostError)
+        infos: list[WorkerInfo] = self._get([a.info.remote() for a in actors])
+        first = infos[0]
+        self.model_id, self.max_context, self.config = first.model_id, first.max_context, \
+            first.config
+        self.nodes = sorted({i.node for i in infos})
+        self.stats = EngineStats()
+        self._worker_stats: dict[int, dict] = {}
+        self._prefixes: dict[int, _Prefix] = {}
+        self._next_id = 0
+        self._released: dict[int, list[int]] = {w: [] for w in self._actors}
+        self.failures = 0  # shards re-run after a worker died
+        self._crashed: set[int] = set()
+
+    @classmethod
+    def start(cls, spec: str, device: str, precision: str = "bf16", workers: int | None = None,
+              address: str | None = None, engine_kwargs: dict[str, Any] | None = None
+              ) -> RayEngine:
+        """Replicas of `spec` on `workers` Ray workers (default: one per GPU of the cluster, or
+        one per node on the CPU). `device`: auto (cuda when the cluster has GPUs), cpu, cuda."""
+        ray = cluster.connect(address)
+        on_gpu = (str(device).startswith("cuda") or (
+            device == "auto" and ray.cluster_resources().get("GPU", 0) > 0))
+        n = workers or cluster.default_workers(ray, on_gpu)
+        stage.info("loading %s on %d Ray workers (%s)", spec, n, "cuda" if on_gpu else "cpu")
+        actors = cluster.start_workers(ray, n, spec, "cuda" if on_gpu else "cpu", precision,
+                                       engine_kwargs or {})
+        try:
+            return cls(ray, actors, spec)
+        except BaseException:
+            for a in actors:
+                ray.kill(a)
+            raise
+
+    @property
+    def num_workers(self) -> int:
+        return len(self._actors)
+
+    # -- text: the driver's own tokenizer (the executor tokenizes; workers get token ids) -----
+    @property
+    def codec(self) -> Any:
+        """The model's TextCodec on this host (tokenizer only, no weights)."""
+        if self._codec is None:
+            from quail_engine.infer.model_ref import ModelRef
+
+            self._codec = ModelRef.resolve(self.spec).codec()
+        return self._codec
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        return self.codec.encode_batch(texts)
+
+    def chat_split(self, prefix_text: str, suffix_text: str) -> tuple[list[int], list[int]]:
+        return self.codec.chat_split(prefix_text, suffix_text)
+
+    @property
+    def worker_tokens(self) -> dict[int, int]:
+        """Fresh tokens each worker has run (dead ones included): how the work was shared."""
+        return {w: s.get("fresh_tokens", 0) for w, s in sorted(self._worker_stats.items())}
+
+    # -- prefixes -----------------------------------------------------------------------------
+    def add_prefix(self, tokens: Sequence[int]) -> PrefixHandle:
+        return self.add_prefixes([tokens])[0]
+
+    def add_prefixes(self, token_lists: Sequence[Sequence[int]]) -> list[PrefixHandle]:
+        lists = [tuple(t) for t in token_lists]
+        placed = self._encode(lists)
+        handles = [self._new_handle(w, h, t) for (w, h), t in zip(placed, lists)]
+        self._sync_stats()
+        return handles
+
+    def _encode(self, lists: list[tuple[int, ...]]) -> list[tuple[int, PrefixHandle]]:
+        """(worker, its handle) of each token list, encoded on the least loaded workers."""
+        shards = _group(sharding.place([len(t) for t in lists], self._loads()))
+        out, failed = self._call(shards, lambda a, w, idx: a.add_prefixes.remote(
+            [lists[i] for i in idx], self._take_released(w)))
+        if failed:
+            for i, r in zip(failed, self._encode([lists[i] for i in failed])):
+                out[i] = r
+        return out
+
+    def retain(self, handle: PrefixHandle) -> None:
+        self._prefixes[handle.id].refs += 1
+
+    def release(self, handle: PrefixHandle) -> None:
+        p = self._prefixes.get(handle.id)
+        if p is None:
+            return
+        p.refs -= 1
+        if p.refs <= 0:
+            del self._prefixes[handle.id]
+            if p.worker in self._actors:
+                self._released[p.worker].append(p.remote_id)
+            self.stats.prefixes_resident = len(self._prefixes)
+
+    # -- requests -----------------------------------------------------------------------------
+    def run(self, requests: Sequence[Request]) -> list[Answer]:
+        if not requests:
+            return []
+        self._rehome([r.prefix.id for r in requests if r.prefix is not None])
+        owners = [self._prefixes[r.prefix.id].worker if r.prefix else None for r in requests]
+        shards = sharding.route([len(r.tokens) for r in requests], owners, sorted(self._actors))
+
+        crash = self._crash_hook()
+        out, failed = self._call(shards, lambda a, w, idx: a.run.remote(
+            [self._remote_request(requests[i]) for i in idx], self._take_released(w),
+            w in crash))
+        answers = [None if r is None else r[1] for r in out]
+        if failed:  # the dead worker's prefixes are encoded again by the nested call
+            for i, a in zip(failed, self.run([requests[i] for i in failed])):
+                answers[i] = a
+        self._sync_stats()
+        return answers
+
+    def close(self) -> None:
+        """Stop the workers (their replicas and KV go with them)."""
+        for actor in self._actors.values():
+            self._ray.kill(actor)
+        self._actors.clear()
+
+    # -- internals ----------------------------------------------------------------------------
+    def _call(self, shards: dict[int, list[int]], submit: Callable) -> tuple[list, list[int]]:
+        """Run each shard on its worker at once. Returns, per item index, (worker, result), and
+        the indices of the shards whose worker died (dropped from the pool; the caller routes
+        them again over the live workers)."""
+        out: list = [None] * (max((i for idx in shards.values() for i in idx), default=-1) + 1)
+        refs = [(w, idx, submit(self._actors[w], w, idx)) for w, idx in shards.items()]
+        failed: list[int] = []
+        for w, idx, ref in refs:
+            try:
+                result, stats = self._get(ref)
+            except self._dead_errors as exc:
+                self._drop(w, exc)
+                failed += idx
+                continue
+            self._worker_stats[w] = stats
+            for i, r in zip(idx, result, strict=True):
+                out[i] = (w, r)
+        if failed:
+            self.failures += 1
+            log.warning("re-running %d items of a dead worker's shard on the %d live workers",
+                        len(failed), len(self._actors))
+        return out, failed
+
+    def _get(self, refs):
+        """ray.get, with an engine error raised on a worker re-raised as itself (one line)."""
+        try:
+            return self._ray.get(refs)
+        except self._ray.exceptions.RayTaskError as exc:
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, QuailError):
+                raise cause from None
+            raise ClusterError(f"a Ray worker failed: {type(cause).__name__}: "
+                               f"{' '.join(str(cause).split())[:200]}") from None
+
+    def _drop(self, w: int, exc: BaseException) -> None:
+        self._actors.pop(w, None)
+        self._released.pop(w, None)
+        log.warning("Ray worker %d died (%s); %d left", w, type(exc).__name__, len(self._actors))
+        if not self._actors:
+            raise ClusterError("every Ray worker died; see the Ray logs (/tmp/ray/session_latest"
+                               "/logs) for why") from None
+
+    def _rehome(self, ids: Sequence[int]) -> None:
+        """Encode again, on live workers, the prefixes among `ids` whose worker died."""
+        lost = [i for i in dict.fromkeys(ids) if self._prefixes[i].worker not in self._actors]
+        if not lost:
+            return
+        log.warning("encoding %d prefixes of a dead worker again", len(lost))
+        placed = self._encode([self._prefixes[i].tokens for i in lost])
+        for k, (w, handle) in enumerate(placed):
+            p = self._prefixes[lost[k]]
+            p.worker, p.remote_id = w, handle.id
+
+    def _remote_request(self, r: Request) -> Request:
+        if r.prefix is None:
+            return r
+        p = self._prefixes[r.prefix.id]
+        return Request(r.tokens, r.readout, PrefixHandle(p.remote_id, r.prefix.num_tokens))
+
+    def _new_handle(self, w: int, remote: PrefixHandle, tokens: tuple[int, ...]) -> PrefixHandle:
+        self._next_id += 1
+        self._prefixes[self._next_id] = _Prefix(w, remote.id, tokens)
+        self.stats.prefixes_resident = len(self._prefixes)
+        return PrefixHandle(self._next_id, remote.num_tokens)
+
+    def _take_released(self, w: int) -> list[int]:
+        ids, self._released[w] = self._released.get(w, []), []
+        return ids
+
+    def _loads(self) -> dict[int, float]:
+        loads = dict.fromkeys(self._actors, 0.0)
+        for p in self._prefixes.values():
+            if p.worker in loads:
+                loads[p.worker] += len(p.tokens)
+        return loads
+
+    def _crash_hook(self) -> set[int]:
+        """Workers the test hook (worker.CRASH_ENV) makes exit on this call, once each."""
+        listed = {int(w) for w in os.environ.get(CRASH_ENV, "").split(",") if w.strip()}
+        crash = (listed & set(self._actors)) - self._crashed
+        self._crashed |= crash
+        return crash
+
+    def _sync_stats(self) -> None:
+        for f in ("requested_tokens", "fresh_tokens", "forward_passes", "gpu_pass_s",
+                  "decode_tokens"):
+            setattr(self.stats, f, sum(s.get(f, 0) for s in self._worker_stats.values()))
+        self.stats.prefixes_resident = len(self._prefixes)
+
+
+def _group(owners: Sequence[int]) -> dict[int, list[int]]:
+    """Item indices per worker from each item's worker."""
+    shards: dict[int, list[int]] = {}
+    for i, w in enumerate(owners):
+        shards.setdefault(w, []).append(i)
+    return shards
