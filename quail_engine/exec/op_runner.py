@@ -70,6 +70,7 @@ class OpRunner:
         self._tokens_per_s: float | None = None
         self._releasable: list[str] = []  # documents the engine's worker releases next
         self._engine_s = 0.0  # engine seconds of the current pipeline
+        self._minimums: dict[int, PrefixCounter] = {}  # per operator, across its calls
 
     def layout(self, op, anchor: str | None = None) -> OpPrompt:
         """The prompt layout of `op` for this runner's model (exec/prompts.py)."""
@@ -213,7 +214,7 @@ class OpRunner:
         its next batch (the worker alone touches the engine)."""
         remaining = Counter(p for p, _ in texts) if release_done else None
         self._releasable, self._engine_s = [], 0.0
-        self._minimum = PrefixCounter()
+        self._minimum = self._minimums.setdefault(rep.op, PrefixCounter())
         waited, batches = 0.0, 0
         with ThreadPoolExecutor(1, thread_name_prefix="quail-engine") as pool:
             pending = None

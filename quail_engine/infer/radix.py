@@ -187,20 +187,30 @@ def common_prefix_length(a: Sequence[int], b: Sequence[int], limit: int | None =
 class PrefixCounter:
     """Running minimum work of the prompts seen: each distinct beginning's tokens once
     (`tokens`) and their causal attention pairs (`attention_pairs`, a token at position p
-    reads p + 1 keys). Batches are chained through their last sequence in sorted order, so the
-    count is exact when batches arrive in sorted order (rows sorted by text) and an upper
-    bound otherwise."""
+    reads p + 1 keys). A sequence's known beginning is the longer of its common prefix with the
+    previous sequence in sorted order and the whole `grain`-token chunks seen before (a hash
+    per chunk chain, so memory grows by one int per `grain` distinct tokens): exact within a
+    sorted batch, at most `grain` - 1 tokens over per sequence across batches."""
 
-    def __init__(self):
+    def __init__(self, grain: int = 16):
+        self.grain = grain
         self.tokens = 0
         self.attention_pairs = 0
         self._last: Sequence[int] = ()
+        self._chunks: set[int] = set()
 
     def add(self, token_lists: Sequence[Sequence[int]]) -> tuple[int, int]:
         """Count a batch; returns its new distinct tokens and their attention pairs."""
         new = pairs = 0
         for seq in sorted(token_lists):
-            n, known = len(seq), common_prefix_length(seq, self._last)
+            n, chunk, seen, h = len(seq), self.grain, 0, 0
+            for i in range(0, n - chunk + 1, chunk):
+                h = hash((h, tuple(seq[i:i + chunk])))
+                if h in self._chunks:
+                    seen = i + chunk
+                else:
+                    self._chunks.add(h)
+            known = max(seen, common_prefix_length(seq, self._last))
             new += n - known
             pairs += (n * (n + 1) - known * (known + 1)) // 2
             self._last = seq

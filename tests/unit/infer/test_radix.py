@@ -116,3 +116,12 @@ def test_minimum_tokens_count_each_beginning_once_across_batches():
     assert counter.add([c]) == (1, 3)  # [1, 2] is known: only 7 is new, at position 2
     assert counter.tokens == 7 and counter.attention_pairs == 24
     assert common_prefix_length(a, b) == 4 and common_prefix_length(a, c, 1) == 1
+
+
+def test_minimum_tokens_remember_whole_chunks_of_earlier_batches():
+    """A later call (the rows after a selectivity sample) does not count again the beginnings
+    an earlier one ran, up to a partial chunk."""
+    counter = PrefixCounter(grain=4)
+    counter.add([list(range(10))])
+    assert counter.add([[5] * 6]) == (6, 21)
+    assert counter.add([list(range(9)) + [99]]) == (2, 9 + 10)  # 8 known from the chunks
