@@ -220,8 +220,10 @@ def main(argv=None) -> int:
     con = connection(corpora(args, tokenizer))
     import ray
 
+    from quail_engine.replicas.cluster import LOCAL_SYSTEM_CONFIG
+
     ray.init(num_cpus=cpu_threads(), include_dashboard=False, log_to_driver=False,
-             object_store_memory=256 * 2**20)
+             object_store_memory=256 * 2**20, _system_config=LOCAL_SYSTEM_CONFIG)
     result: dict = {"command": " ".join(["python -m bench ray-scaling", *(argv or sys.argv[1:])]),
                     "device": args.device, "model": args.model, "cpus": cpu_threads(),
                     "workloads": args.workloads, "load_avg_start": load_avg(), "rows": [],
