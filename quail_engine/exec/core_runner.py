@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.estimates import op_infos
-from quail_engine.exec.join_runner import run_joins
+from quail_engine.exec.join_runner import combo_values, run_joins
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.prompts import OpPrompt
 from quail_engine.exec.scans import ScanData, load_scan, op_values
@@ -187,14 +187,17 @@ class CoreRunner:
         return step.encode and step.doc in step.release
 
     def _run_projections(self, plan: PhysicalPlan, scans, final: list[dict[str, int]]) -> None:
-        for step in (s for s in plan.steps if s.kind == "project" and s.alias):
+        for step in (s for s in plan.steps if s.kind == "project"):
             op = self.ai_ops[step.op]
-            rows = sorted({r[step.alias] for r in final if step.alias in r})
-            values = [op_values(scans[step.alias], step.op, op, i) for i in rows]
+            if step.alias:
+                rows = sorted({r[step.alias] for r in final if step.alias in r})
+                values = [op_values(scans[step.alias], step.op, op, i) for i in rows]
+            else:  # reads several relations (QUAIL-B IMDB-15: a label per joined pair)
+                values = list(dict.fromkeys(combo_values(step.op, op, scans, r) for r in final))
             self._ask(step.op, self.runner.layout(op), values, None)
             rep = self.runner.report.op(step.op, op.op)
-            rep.rows_in += len(rows)
-            rep.rows_out += len(rows)
+            rep.rows_in += len(values)
+            rep.rows_out += len(values)
 
 
 def _precomputable(op_id: int, op, scans: dict[str, ScanData]) -> bool:

@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 ANCHORS_PER_CHUNK = 128
 
 
-def _values(op_id: int, op, scans: dict[str, ScanData], row: dict[str, int]) -> tuple:
+def combo_values(op_id: int, op, scans: dict[str, ScanData], row: dict[str, int]) -> tuple:
     out = []
     for i in range(len(op.bindings)):
         col = binding_column(op_id, i)
@@ -57,7 +57,7 @@ def _run_ai_step(step: JoinStep, pairs: list[dict[str, int]], scans, ai_ops, run
     op = ai_ops[step.op]
     layout = runner.layout(op, anchor=step.anchor)
     rep = runner.report.op(step.op, op.op)
-    values = [_values(step.op, op, scans, p) for p in pairs]
+    values = [combo_values(step.op, op, scans, p) for p in pairs]
     need = store.missing(step.op, values)
     by_anchor: dict[tuple, list[tuple]] = {}  # anchor's binding values -> its pairs
     slots = layout.doc_slots

@@ -79,3 +79,27 @@ def test_selectivity_override_draws_at_the_published_rate_after_the_model_ran():
     assert [a.value for a in engine.run(asks[::-1])] == first[::-1]  # same row, same answer
     other = Request(tuple(map(ord, "Is this review about cats? x")), BooleanReadout())
     assert engine.run([other])[0].value is True  # not a QUAIL-B predicate: as computed
+
+
+def test_minimum_tokens_count_every_distinct_prompt_prefix_once():
+    """The timed table's minimum (bench/quailb/ledger.py): a token trie over the prompts."""
+    from bench.quailb.ledger import TokenLedger
+    from quail_engine.infer.api import Answer, BooleanReadout, PrefixHandle, Request
+
+    class Fake:
+        def add_prefix(self, tokens):
+            return PrefixHandle(7, len(tokens))
+
+        def run(self, requests):
+            return [Answer(True) for _ in requests]
+
+    ledger, yes = TokenLedger(Fake()), BooleanReadout()
+    ledger.run([Request((1, 2, 3, 4), yes), Request((1, 2, 3, 5), yes)])
+    anchor = ledger.add_prefix([1, 2, 3])  # shares its 3 tokens with the plain prompts
+    ledger.run([Request((9,), yes, anchor), Request((9,), yes, anchor), Request((8, 6), yes,
+                                                                                 anchor)])
+    m = ledger.minimum()
+    assert (m.prompts, m.requested_tokens, m.tokens) == (5, 4 + 4 + 4 + 4 + 5, 5 + 3)
+    assert m.work.fresh_tokens == m.tokens
+    ledger.start()
+    assert ledger.minimum().tokens == 0
