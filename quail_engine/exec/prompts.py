@@ -30,7 +30,12 @@ from quail_engine.infer.api import (
     Readout,
     ScoreReadout,
 )
-from quail_engine.infer.embedded import DEFAULT_MODEL, EMBEDDED_REPETITION_PENALTY, is_embedded
+from quail_engine.infer.embedded import (
+    DECODE_MODEL,
+    DEFAULT_MODEL,
+    EMBEDDED_REPETITION_PENALTY,
+    is_embedded,
+)
 from quail_engine.infer.prompt_layout import (
     BOOLEAN_HINT,
     document_text,
@@ -187,6 +192,10 @@ WEAK_ON_DEFAULT = {
         "the default model (a 270M base model) writes rambling text that often ignores the "
         "instruction; leave --generation-model at auto (the embedded smollm2-135m writes), "
         "or use a larger model"),
+    "generation on the embedded writer": (
+        "smollm2-135m (embedded, 135M parameters) writes short summaries well but free-form "
+        "replies poorly (examples/README.md); pass --generation-model (dbt: generation_model) "
+        "a larger model for text people will read"),
     "two-argument question that goes on after its second argument": (
         "the default model scores how strongly the document makes the second argument likely, "
         "and the words after the second argument's slot (e.g. 'is {1} cited by {0}') do not "
@@ -236,8 +245,11 @@ def warn_if_weak(op, model_id: str, layout: OpPrompt | None = None) -> None:
     """Log a warning, once per shape and process, when `op` (in `layout`) has a shape the
     embedded default model answers poorly and `model_id` names that model."""
     shape = weak_shape(op, layout)
-    if shape is not None and model_id.split("@")[0] in ("default", DEFAULT_MODEL):
+    name = model_id.split("@")[0]
+    if shape is not None and name in ("default", DEFAULT_MODEL):
         _warn_once(shape)
+    elif shape == "generation" and name == DECODE_MODEL:
+        _warn_once("generation on the embedded writer")
 
 
 @functools.cache
