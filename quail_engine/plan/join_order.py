@@ -91,11 +91,16 @@ def _extend(cand: Candidate, joined: frozenset[str], alias: str, edges: Sequence
         other = e.b if e.a == alias else e.a
         new_variants = []
         for steps, work, n in variants:
+            # the prompt reads `other` and `alias` only: each distinct pair runs once (the
+            # executor asks distinct values), however many joined rows repeat it (a star)
+            asked = min(n, min(cand.rows, rows[other]) * rows[alias] * ctx.fraction(alias, other))
             for anchor, partner in ((alias, other), (other, alias)):
                 if hints and info.anchor_hint and anchor != info.anchor_hint:
                     continue
-                anchors = min(n, rows[anchor] if anchor == alias else min(cand.rows, rows[anchor]))
-                w = _ai_work(info, anchor, partner, anchors, n, (e.op, anchor) in ctx.resident)
+                anchors = min(asked, rows[anchor] if anchor == alias
+                              else min(cand.rows, rows[anchor]))
+                w = _ai_work(info, anchor, partner, anchors, asked,
+                             (e.op, anchor) in ctx.resident)
                 out = n * info.selectivity
                 step = JoinStep(alias, e.op, anchor, partner, n, out, w)
                 new_variants.append(((*steps, step), work + w, out))
