@@ -159,18 +159,16 @@ def branch_points(token_lists: Sequence[Sequence[int]], page_size: int,
         n = common_prefix_length(x, y, limit) // page_size * page_size
         if n > 0:
             found.append((a, n))
-    # in sorted order a shared beginning that starts a longer one sits next to it
-    found.sort(key=lambda f: (tuple(token_lists[f[0]][:f[1]]), -f[1]))
+    # in sorted order, two beginnings one of which starts the other are found next to each
+    # other (every pair between them shares the shorter one): keep the longer
     out: list[tuple[int, int]] = []
     for i, n in found:
-        seq = token_lists[i][:n]
         if out:
             j, m = out[-1]
-            prev = token_lists[j][:m]
-            if m >= n and prev[:n] == seq:
-                continue
-            if n > m and seq[:m] == prev:
-                out[-1] = (i, n)
+            k = min(n, m)
+            if common_prefix_length(token_lists[i], token_lists[j], k) == k:
+                if n > m:
+                    out[-1] = (i, n)
                 continue
         out.append((i, n))
     return out
@@ -178,10 +176,12 @@ def branch_points(token_lists: Sequence[Sequence[int]], page_size: int,
 
 def common_prefix_length(a: Sequence[int], b: Sequence[int], limit: int | None = None) -> int:
     n = min(len(a), len(b)) if limit is None else max(0, min(len(a), len(b), limit))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
+    i, step = 0, 256  # whole blocks compared as slices (C speed), then token by token
+    while i + step <= n and a[i:i + step] == b[i:i + step]:
+        i += step
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
 
 
 class PrefixCounter:
@@ -197,23 +197,29 @@ class PrefixCounter:
         self.tokens = 0
         self.attention_pairs = 0
         self._last: Sequence[int] = ()
+        self._last_hashes: list[int] = []  # chain hash after each whole chunk of `_last`
         self._chunks: set[int] = set()
 
     def add(self, token_lists: Sequence[Sequence[int]]) -> tuple[int, int]:
         """Count a batch; returns its new distinct tokens and their attention pairs."""
         new = pairs = 0
+        chunk = self.grain
         for seq in sorted(token_lists):
-            n, chunk, seen, h = len(seq), self.grain, 0, 0
-            for i in range(0, n - chunk + 1, chunk):
+            n, common = len(seq), common_prefix_length(seq, self._last)
+            hashes = self._last_hashes[:common // chunk]  # shared with `_last`: seen already
+            seen = len(hashes) * chunk
+            h = hashes[-1] if hashes else 0
+            for i in range(seen, n - chunk + 1, chunk):
                 h = hash((h, tuple(seq[i:i + chunk])))
+                hashes.append(h)
                 if h in self._chunks:
                     seen = i + chunk
                 else:
                     self._chunks.add(h)
-            known = max(seen, common_prefix_length(seq, self._last))
+            known = max(seen, common)
             new += n - known
             pairs += (n * (n + 1) - known * (known + 1)) // 2
-            self._last = seq
+            self._last, self._last_hashes = seq, hashes
         self.tokens += new
         self.attention_pairs += pairs
         return new, pairs
