@@ -9,13 +9,15 @@ and the transformers baseline (baseline.py), extrapolated from a sample. Suite t
 sums, sum(run_s) / sum(sol_s) and the geometric mean of `x_sol`.
 
 Resumable: the result file is rewritten after each query; a query is first written as started,
-so one that a killed device call never finished is reported as such (and not retried) when the
-next call resumes from that file."""
+so one that a killed device call never finished is reported as such; the next call resumes from
+that file and tries it once more, first (a query that cannot finish in one call is not retried
+forever)."""
 
 from __future__ import annotations
 
 import json
 import logging
+import shutil
 import sys
 import tempfile
 import time
@@ -114,6 +116,7 @@ def run_table(args, ids: list[str]) -> int:
     cuda = args.device == "cuda"
     work = Path(args.workdir or tempfile.mkdtemp(prefix="quailb-"))
     work.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(work / "answers", ignore_errors=True)  # a query's answers: its own work
     model = args.model
     if args.random_model:
         from bench.gpu.e2e_data import write_model_dir
@@ -129,9 +132,13 @@ def run_table(args, ids: list[str]) -> int:
                               + " ".join(sys.argv[1:]), "queries": []}
     if args.resume and Path(args.resume).exists():
         result["queries"] = json.loads(Path(args.resume).read_text())["queries"]
+    retry = {(r["id"], r["dialect"]): r.get("attempts", 1) for r in result["queries"]
+             if r.get("unfinished") and r.get("attempts", 1) < 2}
+    result["queries"] = [r for r in result["queries"] if (r["id"], r["dialect"]) not in retry]
     done = {(r["id"], r["dialect"]) for r in result["queries"]}
     cases = [c for c in _cases(ids, bool(args.twins))
              if (c.id, getattr(c, "dialect", "snowflake")) not in done]
+    cases.sort(key=lambda c: (c.id, getattr(c, "dialect", "snowflake")) not in retry)
     if not cases:
         return _finish(result, out)
     suite = open_suite(work, args.scale, model=model, device=args.device,
@@ -146,7 +153,9 @@ def run_table(args, ids: list[str]) -> int:
         if args.budget_s is not None and time.perf_counter() - t0 > args.budget_s:
             log.info("budget spent: %s and later queries are left to --resume", case.id)
             break
-        marker = {"id": case.id, "dialect": getattr(case, "dialect", "snowflake"), "ok": False,
+        key = (case.id, getattr(case, "dialect", "snowflake"))
+        marker = {"id": key[0], "dialect": key[1], "ok": False, "unfinished": True,
+                  "attempts": retry.get(key, 0) + 1,
                   "error": "did not finish (the device call ended while it ran)"}
         result["queries"].append(marker)
         _save(result, out)
@@ -154,7 +163,7 @@ def run_table(args, ids: list[str]) -> int:
         if "run_s" in row:
             _speed_of_light(row, engine.minimum(), specs)
             prompts, total = engine.sample()
-            row.update(baseline.measure(hf, prompts[:args.baseline_sample], total))
+            row.update(baseline.measure(hf, baseline.cap(prompts[:args.baseline_sample]), total))
         result["queries"][-1] = row
         _save(result, out)
         log.info("%s %s: %s s, x_sol %s", row["id"], row["dialect"], row.get("run_s"),

@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resume", default="", help="a previous result file: skip its queries")
     ap.add_argument("--budget-s", type=float, default=None,
                     help="start no query after this many seconds")
-    ap.add_argument("--baseline-sample", type=int, default=256,
+    ap.add_argument("--baseline-sample", type=int, default=64,
                     help="prompts per query run through transformers (0: no baseline)")
     ap.add_argument("--workdir", default="", help="corpora, model dir and caches (default tmp)")
     ap.add_argument("--out", default="", help="write the JSON result here")
