@@ -61,6 +61,8 @@ def compile_project(project: DbtProject, dialect: str, scratch: Path) -> Compile
                                f"{_first_error(output)}")
         error, kind, name, _, reason = match.groups()
         failed[name] = (kind, f"{error}: {shorten(reason, 200)}")
+        if _all_models_failed(project, scratch / "target" / "manifest.json", failed):
+            break  # dbt parsed the project before it failed: no model is left to compile
     return _read_manifest(project, scratch / "target" / "manifest.json", dialect, failed)
 
 
@@ -79,6 +81,16 @@ def _dbt_compile(project: DbtProject, profiles_dir: Path, scratch: Path,
     output = done.stdout + done.stderr
     log.debug("dbt compile exited %d: %s", done.returncode, output[-2000:])
     return output, done.returncode == 0
+
+
+def _all_models_failed(project: DbtProject, path: Path, failed: dict) -> bool:
+    try:
+        nodes = json.loads(path.read_text(encoding="utf-8")).get("nodes", {}).values()
+    except (OSError, ValueError):
+        return False
+    models = [n.get("name") for n in nodes if n.get("resource_type") == "model"
+              and n.get("package_name") == project.name]
+    return bool(models) and all(m in failed for m in models)
 
 
 def _first_error(output: str) -> str:

@@ -12,6 +12,7 @@ import pytest
 from dbt_subprocess import run
 
 from quail_engine.cli import main
+from quail_engine.settings import cache_root
 
 pytestmark = [pytest.mark.dbt]
 
@@ -89,8 +90,11 @@ def test_databricks_dialect_detected_from_its_profile(capsys):
     assert _files(ROOT / "migrate_databricks") == before
 
 
-def test_bigquery_write_twice_then_dbt_build_is_green(workdir, capsys, require_embedded):
-    require_embedded("embedded")
+@pytest.mark.model
+def test_bigquery_write_twice_then_dbt_build_is_green(workdir, capsys, require_embedded,
+                                                      monkeypatch):
+    require_embedded("default")
+    require_embedded("smollm2-135m")  # writes the generated titles
     root = _copy("migrate_bigquery", workdir)
     code, lines, _ = _migrate(capsys, root, "--write")
     assert sorted(_rows(lines)) == [
@@ -110,9 +114,17 @@ def test_bigquery_write_twice_then_dbt_build_is_green(workdir, capsys, require_e
     assert any(ln.startswith("--write: nothing to change") for ln in lines)
     assert _files(root) == written
 
+    # the written profile keeps the default answer cache: answers start empty here (the
+    # converted models are shared, not converted again)
+    cache = workdir / "quail_cache"
+    (cache_root() / "models").mkdir(parents=True, exist_ok=True)
+    cache.mkdir()
+    (cache / "models").symlink_to(cache_root() / "models")
+    monkeypatch.setenv("QUAIL_CACHE_DIR", str(cache))
     done = run(root, "build", "--target", "quail")
     assert "Completed successfully" in done.stdout, done.stdout
     assert "PASS=4" in done.stdout  # the seed and three AI models
+    assert " 0 from cache" in done.stdout and "4 prompts run" in done.stdout
 
 
 def test_not_a_dbt_project(tmp_path, capsys):
