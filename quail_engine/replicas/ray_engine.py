@@ -25,6 +25,7 @@ from quail_engine.errors import QuailError
 from quail_engine.infer.api import Answer, EngineStats, PrefixHandle, Request
 from quail_engine.replicas import cluster, sharding
 from quail_engine.replicas.cluster import ClusterError
+from quail_engine.replicas.wire import pack_requests, unpack_answers
 from quail_engine.replicas.worker import CRASH_ENV, WorkerInfo
 
 log = logging.getLogger(__name__)
@@ -150,8 +151,8 @@ class RayEngine:
 
         crash = self._crash_hook()
         out, failed = self._call(shards, lambda a, w, idx: a.run.remote(
-            [self._remote_request(requests[i]) for i in idx], self._take_released(w),
-            w in crash))
+            pack_requests([requests[i] for i in idx], self._remote_id),
+            self._take_released(w), w in crash), unpack_answers)
         answers = [None if r is None else r[1] for r in out]
         if failed:  # the dead worker's prefixes are encoded again by the nested call
             for i, a in zip(failed, self.run([requests[i] for i in failed])):
@@ -166,7 +167,8 @@ class RayEngine:
         self._actors.clear()
 
     # -- internals ----------------------------------------------------------------------------
-    def _call(self, shards: dict[int, list[int]], submit: Callable) -> tuple[list, list[int]]:
+    def _call(self, shards: dict[int, list[int]], submit: Callable,
+              decode: Callable[[Any], list] = list) -> tuple[list, list[int]]:
         """Run each shard on its worker at once. Returns, per item index, (worker, result), and
         the indices of the shards whose worker died (dropped from the pool; the caller routes
         them again over the live workers)."""
@@ -181,7 +183,7 @@ class RayEngine:
                 failed += idx
                 continue
             self._worker_stats[w] = stats
-            for i, r in zip(idx, result, strict=True):
+            for i, r in zip(idx, decode(result), strict=True):
                 out[i] = (w, r)
         if failed:
             self.failures += 1
@@ -219,11 +221,8 @@ class RayEngine:
             p = self._prefixes[lost[k]]
             p.worker, p.remote_id = w, handle.id
 
-    def _remote_request(self, r: Request) -> Request:
-        if r.prefix is None:
-            return r
-        p = self._prefixes[r.prefix.id]
-        return Request(r.tokens, r.readout, PrefixHandle(p.remote_id, r.prefix.num_tokens))
+    def _remote_id(self, handle_id: int) -> int:
+        return self._prefixes[handle_id].remote_id
 
     def _new_handle(self, w: int, remote: PrefixHandle, tokens: tuple[int, ...]) -> PrefixHandle:
         self._next_id += 1

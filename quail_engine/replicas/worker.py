@@ -14,7 +14,13 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from quail_engine.infer.api import Answer, PrefixHandle, Request
+from quail_engine.infer.api import PrefixHandle
+from quail_engine.replicas.wire import (
+    PackedAnswers,
+    PackedRequests,
+    pack_answers,
+    unpack_requests,
+)
 
 log = logging.getLogger(__name__)
 # test-only: the workers whose indices this lists (comma-separated) exit, as a crash would, on
@@ -55,13 +61,14 @@ class EngineWorker:
         handles = self.engine.add_prefixes(token_lists) if token_lists else []
         return handles, self._stats()
 
-    def run(self, requests: Sequence[Request], released: Sequence[int] = (),
-            crash: bool = False) -> tuple[list[Answer], dict]:
+    def run(self, requests: PackedRequests, released: Sequence[int] = (),
+            crash: bool = False) -> tuple[PackedAnswers, dict]:
+        """Answers of a shard (both sides as wire.py columns)."""
         if crash:  # the test hook (CRASH_ENV)
             log.error("worker %d exits on this shard (%s)", self.index, CRASH_ENV)
             os._exit(1)
         self._release(released)
-        return self.engine.run(requests), self._stats()
+        return pack_answers(self.engine.run(unpack_requests(requests))), self._stats()
 
     def release(self, released: Sequence[int]) -> dict:
         self._release(released)
