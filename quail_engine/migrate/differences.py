@@ -10,9 +10,11 @@ from __future__ import annotations
 from quail_engine.exec.prompts import DEFAULT_MAX_TOKENS
 from quail_engine.sql.ir import AiOp, OpKind
 
-# a dbt data test runs as plain DuckDB SQL on type: quail (docs/dbt.md)
-TEST_REFUSAL = ("dbt data tests run as plain DuckDB SQL on type: quail, so an AI call in a test "
-                "does not run; rewrite: compute the AI column in a model and test that column")
+# dbt's snapshot materialization runs the snapshot's SELECT straight on DuckDB (its columns
+# first), not through quail: checked with dbt-duckdb 1.11 (docs/migrate.md)
+SNAPSHOT_REFUSAL = ("a dbt snapshot's SELECT runs straight on DuckDB on type: quail, so its AI "
+                    "calls do not run; rewrite: compute the AI columns in a table model and "
+                    "snapshot that model")
 
 # function (upper case, as written) -> the documented rewrite of its refusal
 REWRITES = {
@@ -37,9 +39,11 @@ def refusal(function: str, reason: str) -> str:
 
 def assess(op: AiOp, function: str, resource_type: str = "model") -> tuple[str, str]:
     """(status, note) of a call that parses: "unchanged" with an empty note, "difference" with
-    the documented difference(s), or "refused" with the reason and rewrite."""
-    if resource_type == "test":
-        return "refused", TEST_REFUSAL
+    the documented difference(s), or "refused" with the reason and rewrite. Data tests are
+    judged as models are (quail runs a test's AI SQL first and tests its result); snapshots
+    are refused."""
+    if resource_type == "snapshot":
+        return "refused", SNAPSHOT_REFUSAL
     if op.op == OpKind.AI_EMBED:
         return "refused", _EMBED_NOTE
     notes = [n for n in (_model_note(op), *_kind_notes(op, function.upper())) if n]

@@ -56,12 +56,7 @@ def plan_edits(seen: Inspection, profiles_dir: str | None = None) -> EditPlan:
     """The edits `--write` makes (none when the project already runs on Quail)."""
     project, compiled, dialect = seen.project, seen.compiled, seen.migration.dialect
     kinds = compiled.resource_types
-    with_calls = {c.node for c in seen.migration.calls}
-    sections = []
-    if any(kinds[n] == "model" for n in compiled.unconfigured):
-        sections.append("models")
-    if any(kinds[n] == "snapshot" and n in with_calls for n in compiled.unconfigured):
-        sections.append("snapshots")
+    sections = ["models"] if any(kinds[n] == "model" for n in compiled.unconfigured) else []
     edits = [dialect_edit(project.root / "dbt_project.yml", project.name, sections, dialect)]
     profile = project.profile or project.name
     path = seen.profiles.path or project.root / "profiles.yml"

@@ -3,9 +3,8 @@ their comments and layout, each checked by reading the YAML back (the result mus
 old file plus exactly the added keys; otherwise nothing is written and the error says what to
 add by hand).
 
-- dbt_project.yml: `+quail_dialect: <dialect>` under `models: <project>:` (and `snapshots:`
-  when a snapshot calls AI functions) unless dbt already resolves a quail_dialect for every
-  AI node there.
+- dbt_project.yml: `+quail_dialect: <dialect>` under `models: <project>:` unless dbt already
+  resolves a quail_dialect for every model.
 - profiles.yml: an output `quail` (`type: quail`, the dialect, the embedded model) beside the
   existing outputs, whose own entries are never touched; `target:` stays as it was, so
   `dbt build --target quail` runs the project on Quail.

@@ -60,12 +60,19 @@ def test_a_nested_call_refuses_both_calls_and_keeps_the_others():
     assert "compute it in a CTE first" in found[0].note
 
 
-def test_an_ai_call_in_a_data_test_is_refused_with_its_rewrite():
+def test_an_ai_call_in_a_data_test_moves_like_a_model_s():
     node = CompiledNode("test.p.t", "tests/t.sql", "snowflake",
                         "select * from r where AI_FILTER(PROMPT('Bad? {0}', t))", None)
     (call,) = find_calls(node, "test")
+    assert (call.op_kind, call.status) == ("ai_filter", "unchanged")
+
+
+def test_an_ai_call_in_a_snapshot_is_refused_with_its_rewrite():
+    node = CompiledNode("snapshot.p.s", "snapshots/s.sql", "bigquery",
+                        "select id, AI.CLASSIFY(t, categories => ['a', 'b']) as c from r", None)
+    (call,) = find_calls(node, "snapshot")
     assert call.status == "refused" and call.op_kind is None
-    assert "compute the AI column in a model" in call.note
+    assert "snapshot that model" in call.note
 
 
 def test_a_difference_names_the_model_the_call_asked_for():
