@@ -77,7 +77,7 @@ def _kind_notes(op: AiOp, function: str) -> list[str]:
             notes.append("the JSON is not schema-constrained: fields the model misses are NULL")
         return notes
     if kind == OpKind.AI_AGGREGATE:
-        return ["one prompt per group: texts past the model's context are cut (no map-reduce)"]
+        return ["one prompt per group, no map-reduce past the model's context window"]
     if kind == OpKind.AI_COUNT_TOKENS:
         return ["counts the tokens of the profile's model, not the warehouse model's"]
     return []
