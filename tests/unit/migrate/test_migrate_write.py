@@ -99,3 +99,37 @@ def test_a_taken_name_and_a_missing_file(tmp_path):
 def test_add_mapping_key_creates_the_path():
     text = add_mapping_key("a: 1\n", ["snapshots", "shop"], "+quail_dialect", "bigquery")
     assert yaml.safe_load(text) == {"a": 1, "snapshots": {"shop": {"+quail_dialect": "bigquery"}}}
+
+
+def _inspection(root, profiles_path):
+    from quail_engine.migrate.calls import CompiledNode
+    from quail_engine.migrate.compile import CompiledProject
+    from quail_engine.migrate.inspect import Inspection
+    from quail_engine.migrate.project import find_profiles, read_project
+    from quail_engine.migrate.report import Migration
+
+    project = read_project(root)
+    node = CompiledNode("model.shop.m", "models/m.sql", "snowflake", "select 1", None)
+    compiled = CompiledProject((node,), {"model.shop.m": "model"}, frozenset({"model.shop.m"}))
+    profiles = find_profiles(project, str(profiles_path.parent))
+    return Inspection(project, profiles, compiled, Migration("snowflake", "", (node,), ()))
+
+
+def test_a_profiles_yml_outside_the_project_is_edited_only_when_named(tmp_path):
+    from quail_engine.migrate.inspect import plan_edits
+
+    root, home = tmp_path / "shop", tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
+    (root / "dbt_project.yml").write_text(PROJECT + "profile: shop\n")
+    (home / "profiles.yml").write_text(PROFILES)
+    seen = _inspection(root, home / "profiles.yml")
+
+    plan = plan_edits(seen)
+    assert [e.path.name for e in plan.edits] == ["dbt_project.yml"]
+    assert "outside the project and was left alone" in plan.left_alone
+    assert "    quail:" in plan.left_alone and "dialect: snowflake" in plan.left_alone
+
+    plan = plan_edits(seen, str(home))
+    assert [e.path.name for e in plan.edits] == ["dbt_project.yml", "profiles.yml"]
+    assert plan.left_alone is None and plan.target == "quail"
