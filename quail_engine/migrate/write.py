@@ -67,12 +67,13 @@ def profile_edit(path: Path, profile: str, dialect: str) -> Edit | None:
     """An output `quail` (see `profile_output`) in `profile` of `path`; None when the profile
     already has a `type: quail` output."""
     old = path.read_text(encoding="utf-8") if path.exists() else ""
-    data = yaml.safe_load(old) or {} if old else {}
+    data = (yaml.safe_load(old) or {}) if old else {}
     entry = data.get(profile) if isinstance(data, dict) else None
-    outputs = (entry or {}).get("outputs") or {} if isinstance(entry, dict) else {}
+    entry = entry if isinstance(entry, dict) else None
+    outputs = (entry.get("outputs") or {}) if entry is not None else {}
     if any(isinstance(o, dict) and o.get("type") == "quail" for o in outputs.values()):
         return None
-    target = (entry or {}).get("target") if isinstance(entry, dict) else None
+    target = entry.get("target") if entry is not None else None
     threads = (outputs.get(target) or {}).get("threads") if isinstance(target, str) else None
     name = output_name(outputs)
     body = profile_output(dialect, threads)
@@ -110,8 +111,8 @@ def add_mapping_key(text: str, keys: list[str], key: str, value: Any,
     for depth, name in enumerate(keys):
         found = _find_key(lines, start, end, name, parent_indent)
         if found is None:
-            block = {name: {}} if depth < len(keys) - 1 else {name: {}}
-            nested: dict[str, Any] = block[name]
+            block: dict[str, Any] = {name: {}}
+            nested = block[name]
             for inner in keys[depth + 1:]:
                 nested[inner] = {}
                 nested = nested[inner]
@@ -178,15 +179,14 @@ def _dump(block: dict[str, Any], indent: int, comment: str | None = None) -> lis
 
 
 def _insert(lines: list[str], at: int, new: list[str], at_start: bool) -> str:
+    """`new` lines inserted before line `at`; a new top-level block at the end of the file is
+    set apart by a blank line."""
     if at > 0 and not lines[at - 1].endswith("\n"):
         lines[at - 1] += "\n"
-    if not at_start and at == len(lines) and lines and lines[-1].strip():
-        new = ["\n", *new] if at == len(lines) and _is_top(new) else new
+    is_top = bool(new) and not new[0].startswith(" ")
+    if not at_start and at == len(lines) and lines and lines[-1].strip() and is_top:
+        new = ["\n", *new]
     return "".join(lines[:at] + new + lines[at:])
-
-
-def _is_top(new: list[str]) -> bool:
-    return bool(new) and not new[0].startswith(" ")
 
 
 def _check(path: Path, text: str, expected: Any, what: str) -> None:
