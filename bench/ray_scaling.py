@@ -3,10 +3,11 @@ engine, on 1 Ray worker (the backend's overhead) and on N Ray workers (the scali
 
 Every configuration runs the same queries through QuailSession with no answer cache, on the
 same corpora (bench/gpu/e2e_data.write_corpora: filter docs of ~300 tokens, a join of
-~4,000-token reports x ~15-token terms; --tiny shrinks them). Rates count the time after the
-model is loaded and after one warm-up query. `overhead` measures what the backend adds per
-engine call: the same batch of short requests (and of long ones) on the plain engine and on
-1 worker; the difference is the round trip plus moving the requests and answers.
+~4,000-token reports x ~15-token terms; --tiny shrinks them). Each run asks documents no
+earlier run asked (the engine's prefix cache would otherwise answer a repeat from its KV);
+times count from after the model load and a warm-up query of each kind. `round_trip_s`: a
+no-op call to every worker; `serialization`: what moving a batch's requests costs the driver
+and the worker.
 
 CPU (this machine; Ray's local instance gets this process's CPUs, each worker an equal share):
     python -m bench ray-scaling --tiny
@@ -35,10 +36,12 @@ sys.path.insert(0, str(ROOT))
 from bench.results_io import Results, write_result  # noqa: E402
 
 log = logging.getLogger("ray_scaling")
-QUERIES = {
-    "filter": "SELECT id FROM docs WHERE ai_filter('Is this review positive? ' || text)",
+QUERIES = {  # {lo}, {hi}: the id range of one run's rows (each run asks new documents)
+    "filter": "SELECT id FROM docs WHERE id >= {lo} AND id < {hi} AND "
+              "ai_filter('Is this review positive? ' || text)",
     "join": "SELECT r.id, t.id FROM reports r JOIN terms t ON ai_filter('Does the report ' || "
-            "r.text || ' mention the reaction ' || t.term || '?')",
+            "r.text || ' mention the reaction ' || t.term || '?') WHERE r.id >= {lo} AND "
+            "r.id < {hi}",
 }
 
 
@@ -49,9 +52,10 @@ def load_avg() -> str:
 def corpora(args, tokenizer):
     from bench.gpu.e2e_data import write_corpora
 
-    return write_corpora(args.workdir / "data", tokenizer, args.filter_docs, args.join_anchors,
-                         args.join_partners, doc_tokens=args.doc_tokens,
-                         report_tokens=args.report_tokens)
+    sets = args.repeat + 1  # a warm-up set, then one set of documents per run
+    return write_corpora(args.workdir / "data", tokenizer, args.filter_docs * sets,
+                         args.join_anchors * sets, args.join_partners,
+                         doc_tokens=args.doc_tokens, report_tokens=args.report_tokens)
 
 
 def connection(paths):
@@ -77,20 +81,10 @@ def run_query(con, engine, text, sql: str) -> dict:
             "answers": sorted(tuple(r.values()) for r in table.to_pylist())}
 
 
-def call_overhead(engine, tokenizer, reps: int) -> dict:
-    """Seconds per engine.run call of 32 requests of 8 tokens (median of `reps`): on 1 worker
-    minus on the plain engine, the backend's round trip per batch."""
-    from quail_engine.infer.api import BooleanReadout, Request
-
-    ids = tokenizer.encode_batch(["the quick brown fox jumps over the lazy dog " * 4])[0]
-    batch = [Request(tuple(ids[i % 7:i % 7 + 8]), BooleanReadout()) for i in range(32)]
-    engine.run(batch)  # warm
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        engine.run(batch)
-        times.append(time.perf_counter() - t0)
-    return {"short_call_s": round(statistics.median(times), 5)}
+def round_trip(engine, reps: int) -> dict:
+    """Seconds of a no-op call to every worker at once (median of `reps`)."""
+    times = [engine.ping() for _ in range(reps)]
+    return {"round_trip_s": round(statistics.median(times), 5)}
 
 
 def serialization() -> dict:
@@ -141,16 +135,19 @@ def configuration(args, name: str, workers: int | None, con, text, tokenizer) ->
     row: dict = {"config": name, "workers": workers or 0,
                  "load_s": round(time.perf_counter() - t0, 2), "load_avg_before": load_avg()}
     try:
-        run_query(con, engine, text, QUERIES["filter"] + " AND id < 4")  # warm-up
+        for workload in args.workloads:  # warm-up: a few rows of the first set
+            run_query(con, engine, text, QUERIES[workload].format(lo=0, hi=2))
         for workload in args.workloads:
-            runs = [run_query(con, engine, text, QUERIES[workload]) for _ in range(args.repeat)]
+            n = args.filter_docs if workload == "filter" else args.join_anchors
+            runs = [run_query(con, engine, text, QUERIES[workload].format(lo=k * n,
+                                                                         hi=(k + 1) * n))
+                    for k in range(1, args.repeat + 1)]
             best = min(runs, key=lambda r: r["wall_s"])
             row[workload] = {k: v for k, v in best.items() if k != "answers"}
             row[workload]["answers"] = best["answers"]
             row[workload]["wall_s_all"] = [r["wall_s"] for r in runs]
-        if workers in (None, 1):
-            row["overhead"] = call_overhead(engine, tokenizer, args.overhead_reps)
         if workers:
+            row.update(round_trip(engine, args.overhead_reps))
             row["worker_tokens"] = engine.worker_tokens
     finally:
         if workers:
@@ -175,9 +172,9 @@ def summarize(rows: list[dict], workloads: list[str]) -> dict:
                 r[w]["same_rows_as_plain"] = r[w]["answers"] == base["answers"]
             if one and one.get(w) and r is not one:
                 r[w]["vs_1_worker"] = round(one[w]["wall_s"] / r[w]["wall_s"], 3)
-    if plain and one and "overhead" in plain and "overhead" in one:
-        out["round_trip_s"] = round(one["overhead"]["short_call_s"]
-                                    - plain["overhead"]["short_call_s"], 5)
+    trips = {r["workers"]: r["round_trip_s"] for r in rows if "round_trip_s" in r}
+    if trips:
+        out["round_trip_s"] = trips
     for r in rows:
         for w in workloads:
             if r.get(w):
@@ -199,9 +196,9 @@ def markdown(result: dict) -> str:
                 lines.append(f"| {r['config']} | {w} | {m['rows']} | {m['wall_s']} | "
                              f"{m['tokens_per_s']} | {m.get('vs_plain', '')} | "
                              f"{m.get('vs_1_worker', '')} | {m.get('same_rows_as_plain', '')} |")
-    if "round_trip_s" in result:
-        lines += ["", f"Round trip per engine call (32 requests of 8 tokens, 1 worker minus "
-                  f"plain, median): {result['round_trip_s'] * 1000:.2f} ms"]
+    if result.get("round_trip_s"):
+        lines += ["", "Round trip of a no-op call to every worker at once (median): " + ", ".join(
+            f"{n} workers {s * 1000:.2f} ms" for n, s in result["round_trip_s"].items())]
     ser = result.get("serialization")
     if ser:
         lines += [f"Requests to a worker, per million prompt tokens: pickled on the driver in "
@@ -225,7 +222,7 @@ def parse_args(argv):
     p.add_argument("--join-anchors", type=int, default=50)
     p.add_argument("--join-partners", type=int, default=1100)
     p.add_argument("--repeat", type=int, default=2)
-    p.add_argument("--overhead-reps", type=int, default=20)
+    p.add_argument("--overhead-reps", type=int, default=50)
     p.add_argument("--workdir", type=Path, default=Path("/tmp/quail-ray-scaling"))
     p.add_argument("--tokenizer-dir", type=Path, default=ROOT / ".carry" / "e2e" / "tok")
     p.add_argument("--out", default=None, help="result file (CPU run)")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -159,6 +160,12 @@ class RayEngine:
                 answers[i] = a
         self._sync_stats()
         return answers
+
+    def ping(self) -> float:
+        """Seconds of one no-op call to every live worker at once (the backend's round trip)."""
+        start = time.perf_counter()
+        self._get([a.release.remote(()) for a in self._actors.values()])
+        return time.perf_counter() - start
 
     def close(self) -> None:
         """Stop the workers (their replicas and KV go with them)."""
