@@ -109,11 +109,6 @@ def test_bigquery_write_twice_then_dbt_build_is_green(workdir, capsys, require_e
     written = _files(root)
     assert b"    dev:\n      type: bigquery" in written["profiles.yml"]  # theirs stays
 
-    code, lines, _ = _migrate(capsys, root, "--write")
-    assert code == 0
-    assert any(ln.startswith("--write: nothing to change") for ln in lines)
-    assert _files(root) == written
-
     # the written profile keeps the default answer cache: answers start empty here (the
     # converted models are shared, not converted again)
     cache = workdir / "quail_cache"
@@ -125,6 +120,17 @@ def test_bigquery_write_twice_then_dbt_build_is_green(workdir, capsys, require_e
     assert "Completed successfully" in done.stdout, done.stdout
     assert "PASS=4" in done.stdout  # the seed and three AI models
     assert " 0 from cache" in done.stdout and "4 prompts run" in done.stdout
+
+    # again, with the cost estimate on the tables the build wrote
+    code, lines, _ = _migrate(capsys, root, "--write", "--data", root / "target" / "quail.duckdb",
+                              "--gpu-price", "3.5")
+    assert code == 0
+    assert any(ln.startswith("--write: nothing to change") for ln in lines)
+    assert {k: v for k, v in _files(root).items() if k in written} == written
+    costs = [ln.split() for ln in lines if ln.startswith("model.support.")]
+    assert [c[0] for c in costs] == ["model.support.ticket_teams", "model.support.ticket_titles",
+                                     "model.support.urgent_tickets"]
+    assert costs[0][1:3] == ["AI.CLASSIFY", "4"]  # four tickets, one prompt each
 
 
 def test_not_a_dbt_project(tmp_path, capsys):
