@@ -88,13 +88,15 @@ def round_trip(engine, reps: int) -> dict:
 
 
 def serialization() -> dict:
-    """Driver-side cost of sending requests to a worker (Ray pickles a shard's Request objects
-    in the calling thread) and of reading them there: a filter's batch (4,000 requests of 300
-    tokens sharing one readout) per million prompt tokens, and a join's (20,000 partner
-    requests of 25 tokens over resident anchors) per request."""
+    """What moving a shard costs, as RayEngine moves it (replicas/wire.py columns, pickled by
+    Ray in the driver's engine thread before the worker starts; read and unpacked on the
+    worker): a filter's batch (4,000 requests of 300 tokens sharing one readout) per million
+    prompt tokens, and a join's (20,000 partner requests of 25 tokens over resident anchors)
+    per request."""
     import pickle
 
     from quail_engine.infer.api import BooleanReadout, PrefixHandle, Request
+    from quail_engine.replicas.wire import pack_requests, unpack_requests
 
     readout = BooleanReadout(calibration_tokens=tuple(range(30)))
     shapes = {
@@ -104,21 +106,21 @@ def serialization() -> dict:
     }
     out: dict = {}
     for name, batch in shapes.items():
-        dumps, loads = [], []
+        sends, reads = [], []
         for _ in range(5):
             t0 = time.perf_counter()
-            data = pickle.dumps(batch, protocol=5)
-            dumps.append(time.perf_counter() - t0)
+            data = pickle.dumps(pack_requests(batch), protocol=5)
+            sends.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            pickle.loads(data)
-            loads.append(time.perf_counter() - t0)
+            unpack_requests(pickle.loads(data))
+            reads.append(time.perf_counter() - t0)
         if name == "filter":
             mtok = sum(len(r.tokens) for r in batch) / 1e6
-            out.update(dump_s_per_mtok=round(min(dumps) / mtok, 4),
-                       load_s_per_mtok=round(min(loads) / mtok, 4))
+            out.update(send_s_per_mtok=round(min(sends) / mtok, 4),
+                       read_s_per_mtok=round(min(reads) / mtok, 4))
         else:
-            out.update(join_dump_us_per_request=round(min(dumps) / len(batch) * 1e6, 3),
-                       join_load_us_per_request=round(min(loads) / len(batch) * 1e6, 3))
+            out.update(join_send_us_per_request=round(min(sends) / len(batch) * 1e6, 3),
+                       join_read_us_per_request=round(min(reads) / len(batch) * 1e6, 3))
     return out
 
 
@@ -201,11 +203,11 @@ def markdown(result: dict) -> str:
             f"{n} workers {s * 1000:.2f} ms" for n, s in result["round_trip_s"].items())]
     ser = result.get("serialization")
     if ser:
-        lines += [f"Requests to a worker, per million prompt tokens: pickled on the driver in "
-                  f"{ser['dump_s_per_mtok'] * 1000:.0f} ms, read on the worker in "
-                  f"{ser['load_s_per_mtok'] * 1000:.0f} ms; a join's partner request of 25 "
-                  f"tokens: {ser['join_dump_us_per_request']:.2f} us pickled, "
-                  f"{ser['join_load_us_per_request']:.2f} us read"]
+        lines += [f"Moving requests to a worker (replicas/wire.py), per million prompt tokens: "
+                  f"{ser['send_s_per_mtok'] * 1000:.0f} ms on the driver, "
+                  f"{ser['read_s_per_mtok'] * 1000:.0f} ms on the worker; per join partner "
+                  f"request of 25 tokens: {ser['join_send_us_per_request']:.2f} us on the "
+                  f"driver, {ser['join_read_us_per_request']:.2f} us on the worker"]
     return "\n".join(lines) + "\n"
 
 
