@@ -23,6 +23,10 @@ SUITES = {
                       "two-argument questions and every example on the default model"),
     "fp8-emulation": ("bench.fp8_emulation", "CPU",
                       "fp8 GEMM decisions on trained weights, emulated"),
+    "prefix-sharing": ("bench.prefix_sharing", "CPU/H200",
+                       "agent-trace snapshots through `quail query`, prefix sharing on vs off"),
+    "ray-scaling": ("bench.ray_scaling", "CPU",
+                    "plain engine vs 1 and N Ray workers (--device cuda on the H200)"),
     "quailb": ("bench.quailb.run", "CPU",
                "QUAIL-B's 42 queries as Snowflake SQL, planned, tiny scale (--cpu)"),
 }

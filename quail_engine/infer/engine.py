@@ -193,11 +193,16 @@ class LocalEngine:
         cache = self.prefix_cache if len(fresh) > 0 else None
         try:
             if cache is not None:  # rows that start from scratch share their beginnings
-                shared = self._shared_jobs([jobs[k].tokens for k in fresh], cache)
+                tokens = [jobs[k].tokens for k in fresh]
+                shared = self._shared_jobs(tokens, cache, store_kv=True)
                 for k, job in zip(fresh, shared):
                     job.vocab = jobs[k].vocab
                     jobs[k] = job
             self.runner.run(jobs)
+            if cache is not None:  # their pages stay cached for later batches (LRU)
+                for k, t in zip(fresh, tokens):
+                    cache.insert(t, jobs[k].kv)
+                    cache.store.done(jobs[k].kv)
         finally:
             self._end_batch(cache)
         for i, answer in zip(one_step, self._one_step_answers(
