@@ -2,8 +2,9 @@
 
 A request is (shared prefix or none, own tokens, readout). A prefix's KV is computed once by
 `Engine.add_prefix` and kept in the KV arena until every holder has called `release`; requests
-that name it attend to that KV plus their own tokens, whose KV is never stored. This module
-imports no torch so the planner and its fakes can use it anywhere.
+that name it attend to that KV plus their own tokens, whose KV the planner never keeps (with
+prefix sharing on, the engine caches their full pages by content, evictable: prefix_cache.py).
+This module imports no torch so the planner and its fakes can use it anywhere.
 """
 
 from __future__ import annotations

@@ -3,7 +3,10 @@
 `run` sorts requests by readout: boolean/score/single-step label requests prefill together (one
 read per request, trimmed LM head), colliding labels are scored by teacher forcing, generate
 requests decode greedily. Calibration references are computed once per distinct content-free
-prompt and cached.
+prompt and cached. Rows that start from scratch and prefixes added without a parent share
+their beginnings by content through `prefix_cache` (infer/prefix_cache.py; None when
+QUAIL_PREFIX_SHARING=0): one-step readouts only (span, teacher-forced and generate requests
+run whole).
 """
 
 from __future__ import annotations

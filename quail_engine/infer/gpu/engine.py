@@ -64,7 +64,8 @@ class GpuEngine(LocalEngine):
         arena = self.model.arena
         cache = PrefixCache(PagedPageStore(arena), None, hold=lambda p: arena.hold_pages([p]),
                             drop=lambda p: arena.free_pages([p]))
-        arena.reclaim = cache.index.evict
+        # at least 1/16 of the arena at a time: each eviction walks the index once
+        arena.reclaim = lambda need: cache.index.evict(max(need, arena.num_pages // 16))
         return cache
 
     @classmethod
