@@ -123,6 +123,8 @@ class OpPrompt:
         return _render(self.op.template[start:end], values, self.doc_slots).strip()
 
     def _default_question(self) -> str:
+        if self.op.task == "sentiment" and self.op.op == "ai_score":  # P(yes) is the score
+            return "Is the sentiment of the text above positive?"
         if self.op.task == "sentiment":
             return "What is the sentiment of the text above?"
         if self.op.op == "ai_classify":
@@ -266,7 +268,7 @@ def sql_value(op, answer) -> object:
         return [value] if isinstance(value, str) else list(value)
     if op.op in ("ai_filter", "ai_join"):
         return bool(value)
-    if op.op == "ai_similarity" and ("range", "-1..1") in op.task_args:
+    if op.op in ("ai_score", "ai_similarity") and ("range", "-1..1") in op.task_args:
         return 2.0 * float(value) - 1.0
     if op.op in ("ai_score", "ai_similarity"):
         return float(value)

@@ -69,3 +69,16 @@ def test_multi_label_classify_returns_a_list():
 def test_embeddings_are_refused_clearly():
     with pytest.raises(UnsupportedError, match="embedding"):
         check_supported(AiOp("ai_embed", "{0}", B0))
+
+
+def test_cortex_sentiment_asks_for_positivity_and_answers_in_minus_one_to_one():
+    """SNOWFLAKE.CORTEX.SENTIMENT returns -1..1; it asked 'What is the sentiment?' answered yes
+    or no (0.5 for positive and negative texts alike) and returned P(yes) in 0..1."""
+    from quail_engine.sql import parse
+
+    op = parse("SELECT SNOWFLAKE.CORTEX.SENTIMENT(review) FROM t", "snowflake").ai_ops[0]
+    _, question = OpPrompt.for_op(op).texts(("DOC",))
+    assert question.startswith("Question: Is the sentiment of the text above positive?")
+    assert isinstance(OpPrompt.for_op(op).readout(), ScoreReadout)
+    assert sql_value(op, Answer(0.9)) == pytest.approx(0.8)
+    assert sql_value(op, Answer(0.1)) == pytest.approx(-0.8)
