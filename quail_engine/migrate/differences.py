@@ -61,7 +61,8 @@ def _kind_notes(op: AiOp, function: str) -> list[str]:
     if kind == OpKind.AI_CLASSIFY and op.multi:
         return ["multi-label: returns the one best label (in a one-element list)"]
     if kind == OpKind.AI_SCORE and op.task == "sentiment":
-        return ["returns a probability in 0..1 that the text is positive, not -1..1"]
+        return ["2 * P(the text is positive) - 1 in -1..1, from one yes/no prefill, not "
+                "Snowflake's sentiment model"]
     if kind == OpKind.AI_SCORE:
         return ["returns a probability in 0..1 (of a yes answer), whatever scale the prompt names"]
     if kind == OpKind.AI_SIMILARITY:
