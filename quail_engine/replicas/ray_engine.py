@@ -1,15 +1,18 @@
 """RayEngine: the engine request API (infer/api.py) over engine replicas on Ray actors.
 
-The executor drives it exactly as it drives one local engine: each `run` batch is split across
-the workers (sharding.route: requests over a resident prefix go to the worker that holds it, the
-others in contiguous row ranges balanced by tokens) and answered in parallel; `add_prefixes`
-places each new prefix on the worker with the fewest resident tokens, so a join's anchors are
-spread over the workers and their partners follow them. Prefix handles are the driver's; each
-maps to (worker, that worker's handle). Releases ride along with the worker's next call.
+The executor drives it exactly as it drives one local engine. `add_prefixes` only records the
+prefixes' token ids; the first batch that reads a prefix places it (sharding.place: the prefixes
+with the most work in that batch first, each on the worker with the least work so far) and the
+chosen worker encodes it in the same call that answers the batch's requests over it. From then
+on every request that names the prefix goes to that worker: a join's anchor KV never moves, and
+each batch's anchors are spread by the partner requests that read them. Requests without a
+prefix (a filter's, a classification's rows) are cut into contiguous row ranges that bring every
+worker to the same number of tokens (sharding.route). Releases ride along with the worker's next
+call. Prefix ids are the driver's on both sides.
 
-Faults: a worker that dies mid-call is dropped and its shard re-runs on the least loaded live
-worker, after the prefixes the shard reads are encoded again there from their token ids (kept
-by the driver for this reason); answers already returned (and cached by the executor) are not
+Faults: a worker that dies mid-call is dropped and its shard re-runs on the live workers in the
+same batch; the prefixes it held are placed and encoded again from their token ids (kept by the
+driver for this reason). Answers already returned (and cached by the executor) are not
 recomputed. The answer cache stays the driver's alone: workers return answers, never write.
 """
 
@@ -22,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from quail_engine.errors import QuailError
+from quail_engine.errors import ExecutionError, QuailError
 from quail_engine.infer.api import Answer, EngineStats, PrefixHandle, Request
 from quail_engine.replicas import cluster, sharding
 from quail_engine.replicas.cluster import ClusterError
@@ -35,9 +38,8 @@ stage = logging.getLogger("quail_engine.stage")
 
 @dataclasses.dataclass
 class _Prefix:
-    worker: int
-    remote_id: int
     tokens: tuple[int, ...]
+    worker: int | None = None  # None until a batch reads it (or after its worker died)
     refs: int = 1
 
 
@@ -107,26 +109,20 @@ class RayEngine:
         """Fresh tokens each worker has run (dead ones included): how the work was shared."""
         return {w: s.get("fresh_tokens", 0) for w, s in sorted(self._worker_stats.items())}
 
-    # -- prefixes -----------------------------------------------------------------------------
+    # -- prefixes: placed and encoded by the first batch that reads them ---------------------
     def add_prefix(self, tokens: Sequence[int]) -> PrefixHandle:
         return self.add_prefixes([tokens])[0]
 
     def add_prefixes(self, token_lists: Sequence[Sequence[int]]) -> list[PrefixHandle]:
-        lists = [tuple(t) for t in token_lists]
-        placed = self._encode(lists)
-        handles = [self._new_handle(w, h, t) for (w, h), t in zip(placed, lists)]
-        self._sync_stats()
+        handles = []
+        for tokens in token_lists:
+            if not tokens:
+                raise ExecutionError("a prefix needs at least one token")
+            self._next_id += 1
+            self._prefixes[self._next_id] = _Prefix(tuple(tokens))
+            handles.append(PrefixHandle(self._next_id, len(tokens)))
+        self.stats.prefixes_resident = len(self._prefixes)
         return handles
-
-    def _encode(self, lists: list[tuple[int, ...]]) -> list[tuple[int, PrefixHandle]]:
-        """(worker, its handle) of each token list, encoded on the least loaded workers."""
-        shards = _group(sharding.place([len(t) for t in lists], self._loads()))
-        out, failed = self._call(shards, lambda a, w, idx: a.add_prefixes.remote(
-            [lists[i] for i in idx], self._take_released(w)))
-        if failed:
-            for i, r in zip(failed, self._encode([lists[i] for i in failed])):
-                out[i] = r
-        return out
 
     def retain(self, handle: PrefixHandle) -> None:
         self._prefixes[handle.id].refs += 1
@@ -139,27 +135,48 @@ class RayEngine:
         if p.refs <= 0:
             del self._prefixes[handle.id]
             if p.worker in self._actors:
-                self._released[p.worker].append(p.remote_id)
+                self._released[p.worker].append(handle.id)
             self.stats.prefixes_resident = len(self._prefixes)
 
     # -- requests -----------------------------------------------------------------------------
     def run(self, requests: Sequence[Request]) -> list[Answer]:
         if not requests:
             return []
-        self._rehome([r.prefix.id for r in requests if r.prefix is not None])
+        costs = [len(r.tokens) for r in requests]
+        new = self._place(requests, costs)
         owners = [self._prefixes[r.prefix.id].worker if r.prefix else None for r in requests]
-        shards = sharding.route([len(r.tokens) for r in requests], owners, sorted(self._actors))
-
+        shards = sharding.route(costs, owners, sorted(self._actors))
         crash = self._crash_hook()
         out, failed = self._call(shards, lambda a, w, idx: a.run.remote(
-            pack_requests([requests[i] for i in idx], self._remote_id),
+            pack_requests([requests[i] for i in idx]), new.get(w, []),
             self._take_released(w), w in crash), unpack_answers)
         answers = [None if r is None else r[1] for r in out]
-        if failed:  # the dead worker's prefixes are encoded again by the nested call
+        if failed:  # the dead worker's prefixes are placed and encoded again by the nested call
             for i, a in zip(failed, self.run([requests[i] for i in failed])):
                 answers[i] = a
         self._sync_stats()
         return answers
+
+    def _place(self, requests: Sequence[Request], costs: list[int]
+               ) -> dict[int, list[tuple[int, tuple[int, ...]]]]:
+        """Place the prefixes this batch reads that no live worker holds; returns, per worker,
+        the (id, token ids) it must encode before answering."""
+        load = dict.fromkeys(self._actors, 0.0)
+        work: dict[int, float] = {}
+        for r, cost in zip(requests, costs):
+            if r.prefix is None:
+                continue
+            p = self._prefixes[r.prefix.id]
+            if p.worker in load:
+                load[p.worker] += cost
+            else:
+                work[r.prefix.id] = work.get(r.prefix.id, len(p.tokens)) + cost
+        new: dict[int, list[tuple[int, tuple[int, ...]]]] = {}
+        for pid, w in sharding.place(work, load).items():
+            p = self._prefixes[pid]
+            p.worker = w
+            new.setdefault(w, []).append((pid, p.tokens))
+        return new
 
     def ping(self) -> float:
         """Seconds of one no-op call to every live worker at once (the backend's round trip)."""
@@ -212,41 +229,17 @@ class RayEngine:
     def _drop(self, w: int, exc: BaseException) -> None:
         self._actors.pop(w, None)
         self._released.pop(w, None)
+        for p in self._prefixes.values():
+            if p.worker == w:
+                p.worker = None  # placed and encoded again by the next batch that reads it
         log.warning("Ray worker %d died (%s); %d left", w, type(exc).__name__, len(self._actors))
         if not self._actors:
             raise ClusterError("every Ray worker died; see the Ray logs (/tmp/ray/session_latest"
                                "/logs) for why") from None
 
-    def _rehome(self, ids: Sequence[int]) -> None:
-        """Encode again, on live workers, the prefixes among `ids` whose worker died."""
-        lost = [i for i in dict.fromkeys(ids) if self._prefixes[i].worker not in self._actors]
-        if not lost:
-            return
-        log.warning("encoding %d prefixes of a dead worker again", len(lost))
-        placed = self._encode([self._prefixes[i].tokens for i in lost])
-        for k, (w, handle) in enumerate(placed):
-            p = self._prefixes[lost[k]]
-            p.worker, p.remote_id = w, handle.id
-
-    def _remote_id(self, handle_id: int) -> int:
-        return self._prefixes[handle_id].remote_id
-
-    def _new_handle(self, w: int, remote: PrefixHandle, tokens: tuple[int, ...]) -> PrefixHandle:
-        self._next_id += 1
-        self._prefixes[self._next_id] = _Prefix(w, remote.id, tokens)
-        self.stats.prefixes_resident = len(self._prefixes)
-        return PrefixHandle(self._next_id, remote.num_tokens)
-
     def _take_released(self, w: int) -> list[int]:
         ids, self._released[w] = self._released.get(w, []), []
         return ids
-
-    def _loads(self) -> dict[int, float]:
-        loads = dict.fromkeys(self._actors, 0.0)
-        for p in self._prefixes.values():
-            if p.worker in loads:
-                loads[p.worker] += len(p.tokens)
-        return loads
 
     def _crash_hook(self) -> set[int]:
         """Workers the test hook (worker.CRASH_ENV) makes exit on this call, once each."""
@@ -261,10 +254,3 @@ class RayEngine:
             setattr(self.stats, f, sum(s.get(f, 0) for s in self._worker_stats.values()))
         self.stats.prefixes_resident = len(self._prefixes)
 
-
-def _group(owners: Sequence[int]) -> dict[int, list[int]]:
-    """Item indices per worker from each item's worker."""
-    shards: dict[int, list[int]] = {}
-    for i, w in enumerate(owners):
-        shards.setdefault(w, []).append(i)
-    return shards

@@ -3,7 +3,8 @@
 A batch's requests that name a resident prefix are pinned to the worker holding it (a join's
 anchor KV never moves); the others (a filter's or a classification's rows) are split into
 contiguous row ranges that fill each worker up to a common token level, so every worker finishes
-the batch at about the same time. New prefixes go to the worker with the fewest resident tokens.
+the batch at about the same time. A prefix is placed by the first batch that reads it, on the
+worker with the least work in that batch.
 """
 
 from __future__ import annotations
@@ -57,15 +58,17 @@ def route(costs: Sequence[int], owners: Sequence[int | None],
     return {w: s for w, s in shards.items() if s}
 
 
-def place(costs: Sequence[int], loads: dict[int, float]) -> list[int]:
-    """The worker each new prefix goes to: in turn, the one with the fewest tokens resident
-    (`loads`: worker -> tokens, counting the prefixes placed so far in this call)."""
+def place(work: dict[int, float], loads: dict[int, float]) -> dict[int, int]:
+    """The worker each new prefix goes to: the prefix with the most work first (its tokens
+    plus its requests' in this batch), each on the worker with the least work so far
+    (`loads`: worker -> this batch's work pinned there already). Largest-first keeps a batch of
+    a few big anchors as even as whole anchors allow."""
     loads = dict(loads)
-    out = []
-    for cost in costs:
+    out = {}
+    for key in sorted(work, key=lambda k: (-work[k], k)):
         w = min(loads, key=lambda k: (loads[k], k))
-        loads[w] += cost
-        out.append(w)
+        loads[w] += work[key]
+        out[key] = w
     return out
 
 

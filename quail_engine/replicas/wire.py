@@ -10,19 +10,16 @@ alone would cost the driver most of a second per batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 
 from quail_engine.infer.api import Answer, PrefixHandle, Readout, Request
 
-# (token tuples, readout index per request, the distinct readouts, prefix id or -1,
-#  prefix token count per request)
-PackedRequests = tuple[list[tuple[int, ...]], list[int], list[Readout], list[int], list[int]]
+# (token tuples, readout index per request, the distinct readouts, prefix id or -1)
+PackedRequests = tuple[list[tuple[int, ...]], list[int], list[Readout], list[int]]
 PackedAnswers = tuple[list[object], list[float | None], list[float | None]]
 
 
-def pack_requests(requests: Sequence[Request],
-                  prefix_id: Callable[[int], int] | None = None) -> PackedRequests:
-    """`prefix_id`: maps each request's prefix id to the id the worker knows it by."""
+def pack_requests(requests: Sequence[Request]) -> PackedRequests:
     readouts: dict[int, int] = {}
     distinct: list[Readout] = []
     index = []
@@ -32,23 +29,22 @@ def pack_requests(requests: Sequence[Request],
             k = readouts[id(r.readout)] = len(distinct)
             distinct.append(r.readout)
         index.append(k)
-    ids = [r.prefix.id if r.prefix is not None else -1 for r in requests]
-    if prefix_id is not None:
-        ids = [prefix_id(i) if i >= 0 else -1 for i in ids]
-    return ([r.tokens for r in requests], index, distinct, ids,
-            [r.prefix.num_tokens if r.prefix is not None else 0 for r in requests])
+    return ([r.tokens for r in requests], index, distinct,
+            [r.prefix.id if r.prefix is not None else -1 for r in requests])
 
 
-def unpack_requests(packed: PackedRequests) -> list[Request]:
-    tokens, index, readouts, prefix_ids, prefix_lens = packed
-    handles: dict[int, PrefixHandle] = {}
+def unpack_requests(packed: PackedRequests,
+                    handles: Mapping[int, PrefixHandle] | None = None) -> list[Request]:
+    """`handles`: the worker's own handle of each prefix id (default: handles of those ids)."""
+    tokens, index, readouts, prefix_ids = packed
+    own = {} if handles is None else handles
     out = []
-    for t, k, pid, n in zip(tokens, index, prefix_ids, prefix_lens, strict=True):
+    for t, k, pid in zip(tokens, index, prefix_ids, strict=True):
         handle = None
         if pid >= 0:
-            handle = handles.get(pid)
+            handle = own.get(pid) if handles is not None else PrefixHandle(pid, 0)
             if handle is None:
-                handle = handles[pid] = PrefixHandle(pid, n)
+                raise KeyError(f"prefix {pid} is not resident on this worker")
         out.append(Request(t, readouts[k], handle))
     return out
 

@@ -1,7 +1,8 @@
 """The body of one Ray actor: an engine replica (infer/factory.py) and its KV arena.
 
-The driver (ray_engine.RayEngine) sends it prefixes to keep, requests to answer and the ids of
-prefixes it no longer needs (piggybacked on the next call, so a release costs no round trip).
+The driver (ray_engine.RayEngine) sends it, in one call per batch, the prefixes to encode and
+keep, the requests to answer and the ids of prefixes it no longer needs (so neither a prefix nor
+a release costs a round trip of its own).
 Every call returns the engine's counters with its result, so the driver's stats stay current.
 This module imports neither Ray nor torch; cluster.py wraps the class as an actor.
 """
@@ -49,26 +50,28 @@ class EngineWorker:
 
         self.index = index
         self.engine = load_engine(spec, device=device, precision=precision, **engine_kwargs)
+        self.handles: dict[int, PrefixHandle] = {}  # the driver's prefix id -> this engine's
 
     def info(self) -> WorkerInfo:
         e = self.engine
         return WorkerInfo(e.model_id, e.max_context, getattr(e, "config", None), os.getpid(),
                           os.uname().nodename)
 
-    def add_prefixes(self, token_lists: Sequence[Sequence[int]],
-                     released: Sequence[int] = ()) -> tuple[list[PrefixHandle], dict]:
-        self._release(released)
-        handles = self.engine.add_prefixes(token_lists) if token_lists else []
-        return handles, self._stats()
-
-    def run(self, requests: PackedRequests, released: Sequence[int] = (),
-            crash: bool = False) -> tuple[PackedAnswers, dict]:
-        """Answers of a shard (both sides as wire.py columns)."""
+    def run(self, requests: PackedRequests, new_prefixes: Sequence[tuple[int, tuple[int, ...]]]
+            = (), released: Sequence[int] = (), crash: bool = False
+            ) -> tuple[PackedAnswers, dict]:
+        """Answers of a shard (both sides as wire.py columns), after encoding the prefixes the
+        driver placed here for it (`new_prefixes`: (driver id, token ids)) and releasing those
+        it no longer needs (`released`: driver ids)."""
         if crash:  # the test hook (CRASH_ENV)
             log.error("worker %d exits on this shard (%s)", self.index, CRASH_ENV)
             os._exit(1)
         self._release(released)
-        return pack_answers(self.engine.run(unpack_requests(requests))), self._stats()
+        if new_prefixes:
+            handles = self.engine.add_prefixes([t for _, t in new_prefixes])
+            self.handles.update(zip((i for i, _ in new_prefixes), handles))
+        answers = self.engine.run(unpack_requests(requests, self.handles))
+        return pack_answers(answers), self._stats()
 
     def release(self, released: Sequence[int]) -> dict:
         self._release(released)
@@ -76,7 +79,9 @@ class EngineWorker:
 
     def _release(self, ids: Sequence[int]) -> None:
         for i in ids:
-            self.engine.release(PrefixHandle(i, 0))
+            handle = self.handles.pop(i, None)
+            if handle is not None:
+                self.engine.release(handle)
 
     def _stats(self) -> dict:
         return dataclasses.asdict(self.engine.stats)

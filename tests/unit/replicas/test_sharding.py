@@ -44,13 +44,26 @@ def test_route_covers_every_request_once_and_balances_tokens():
     assert all(s == list(range(s[0], s[-1] + 1)) for s in shards.values())  # row ranges
 
 
-@pytest.mark.parametrize("costs, loads, expected", [
-    ([5, 5, 5, 5], {0: 0, 1: 0}, [0, 1, 0, 1]),
-    ([5, 5], {0: 12, 1: 0}, [1, 1]),
-    ([100, 1, 1], {0: 0, 1: 0, 2: 0}, [0, 1, 2]),
+@pytest.mark.parametrize("work, loads, expected", [
+    # equal anchors: one each, then around again
+    ({1: 5, 2: 5, 3: 5, 4: 5}, {0: 0, 1: 0}, {1: 0, 2: 1, 3: 0, 4: 1}),
+    # a worker already busy in this batch (an anchor placed by an earlier batch) gets less
+    ({1: 5, 2: 5}, {0: 12, 1: 0}, {1: 1, 2: 1}),
+    # largest first: the big anchor alone, the small ones together
+    ({1: 1, 2: 100, 3: 1}, {0: 0, 1: 0}, {2: 0, 1: 1, 3: 1}),
 ])
-def test_place_puts_prefixes_on_the_least_loaded_worker(costs, loads, expected):
-    assert place(costs, loads) == expected
+def test_place_puts_the_most_work_on_the_least_loaded_worker(work, loads, expected):
+    assert place(work, loads) == expected
+
+
+def test_a_join_batch_of_whole_anchors_is_as_even_as_anchors_allow():
+    # 16 anchors of 4,144 partner requests (the BIO join's shape) over 8 workers, one anchor
+    # from the previous batch still pinned to worker 7 with 912 of its requests left
+    work = {a: 4144.0 for a in range(16)}
+    owners = place(work, {**dict.fromkeys(range(7), 0.0), 7: 912.0})
+    per = [sum(work[a] for a, w in owners.items() if w == k) + (912 if k == 7 else 0)
+           for k in range(8)]
+    assert max(per) == 2 * 4144 + 912  # the best whole anchors allow (3 anchors: 12,432)
 
 
 def test_gather_restores_request_order():

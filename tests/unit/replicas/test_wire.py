@@ -4,6 +4,8 @@ and answers."""
 
 import pickle
 
+import pytest
+
 from quail_engine.infer.api import (
     Answer,
     BooleanReadout,
@@ -29,15 +31,18 @@ REQUESTS = [
 ]
 
 
-def test_requests_round_trip_with_the_workers_prefix_ids():
-    packed = pickle.loads(pickle.dumps(pack_requests(REQUESTS, {3: 30, 7: 70}.__getitem__)))
-    got = unpack_requests(packed)
+def test_requests_round_trip_onto_the_workers_prefix_handles():
+    handles = {3: PrefixHandle(30, 40), 7: PrefixHandle(70, 12)}  # the worker's engine's
+    got = unpack_requests(pickle.loads(pickle.dumps(pack_requests(REQUESTS))), handles)
     assert [r.tokens for r in got] == [r.tokens for r in REQUESTS]
     assert [r.readout for r in got] == [r.readout for r in REQUESTS]
-    assert [r.prefix for r in got] == [None, PrefixHandle(30, 40), PrefixHandle(30, 40),
-                                       PrefixHandle(70, 12)]
+    assert [r.prefix for r in got] == [None, handles[3], handles[3], handles[7]]
     assert got[0].readout is got[1].readout  # the engine groups requests by readout object
-    assert len(packed[2]) == 3
+
+
+def test_a_request_over_a_prefix_the_worker_lacks_is_refused():
+    with pytest.raises(KeyError, match="prefix 7"):
+        unpack_requests(pack_requests(REQUESTS), {3: PrefixHandle(30, 40)})
 
 
 def test_answers_round_trip():
