@@ -12,9 +12,18 @@ and the worker.
 CPU (this machine; Ray's local instance gets this process's CPUs, each worker an equal share):
     python -m bench ray-scaling --tiny
 GPU (one H200: N workers share it, each with its own replica and KV arena; random Qwen3-4B
-weights from .carry/e2e as bench/e2e_gpu.py makes them; Ray must be importable there):
-    python bench/ray_scaling.py --device cuda --workers 1,2 --filter-docs 20000 \
-        --join-anchors 50 --join-partners 1100
+weights from .carry/e2e/tok as bench/e2e_gpu.py makes them). The machine has no package index
+and the Ray wheel is larger than one call's carry, so, once, on the CPU:
+    python bench/ray_scaling.py --prepare-ray .carry/ray     # .carry/ray/part0, part1
+  (64 MiB per call: the parts and .carry/e2e's 49 MiB go in separate calls; what a call
+  carried stays on the machine while it is held)
+  device call 1 (carry [".carry/ray/part0"]) and call 2 (carry [".carry/e2e"]): `ls .carry`
+  device call 3 (carry [".carry/ray/part1"]):
+    cat .carry/ray/part0/ray-*.part0 .carry/ray/part1/ray-*.part1 > /tmp/ray-2.60.0-cp312-\
+cp312-manylinux2014_x86_64.whl && python3 -m pip install -q --no-index --no-deps --target \
+/tmp/site .carry/e2e/whl/*.whl .carry/ray/part1/*.whl /tmp/ray-*.whl && PYTHONPATH=/tmp/site \
+    python3 bench/ray_scaling.py --device cuda --precision fp8 --workers 1,2 \
+        --filter-docs 5000 --join-anchors 20 --join-partners 1100 --repeat 1
 The CPU run writes bench/results/cpu-ray-scaling-<date>.json/.md with `uptime`'s load average;
 the GPU run writes ray_scaling.json under $OUT (bench/results_io.Results).
 """
@@ -124,6 +133,40 @@ def serialization() -> dict:
     return out
 
 
+def join_balance(workers: int = 8, anchors: int = 5000, partners: int = 4144,
+                 batch: int = 65536, chunk: int = 128, own: int = 25, anchor: int = 4000) -> dict:
+    """How even a join's batches are over `workers` when anchors are placed as RayEngine places
+    them (sharding.place, per batch), simulated in the executor's order: pairs grouped by
+    anchor, `chunk` anchors resident at a time (exec/join_runner.ANCHORS_PER_CHUNK), batches of
+    `batch` pairs (the executor's cap, OpRunner.batch_size). Work = tokens: `own` per partner
+    request, `anchor` per anchor encoded. Returns sum over batches of the busiest worker's work
+    over the mean worker's: the batch time relative to a perfect split."""
+    from quail_engine.replicas.sharding import place
+
+    owner: dict[int, int] = {}
+    busiest = mean = 0.0
+    for c in range(0, anchors, chunk):
+        pairs = [a for a in range(c, min(anchors, c + chunk)) for _ in range(partners)]
+        for lo in range(0, len(pairs), batch):
+            load = dict.fromkeys(range(workers), 0.0)
+            work: dict[int, float] = {}
+            for a in pairs[lo:lo + batch]:
+                if a in owner:
+                    load[owner[a]] += own
+                else:
+                    work[a] = work.get(a, anchor) + own
+            owner.update(place(work, load))
+            per = dict.fromkeys(range(workers), 0.0)
+            for a in pairs[lo:lo + batch]:
+                per[owner[a]] += own
+            for a in work:
+                per[owner[a]] += anchor
+            busiest += max(per.values())
+            mean += sum(per.values()) / workers
+    return {"workers": workers, "anchors": anchors, "partners": partners, "batch": batch,
+            "busiest_over_mean": round(busiest / mean, 4)}
+
+
 def configuration(args, name: str, workers: int | None, con, text, tokenizer) -> dict:
     from quail_engine.infer.factory import load_engine
 
@@ -156,6 +199,10 @@ def configuration(args, name: str, workers: int | None, con, text, tokenizer) ->
             engine.close()
         del engine
         gc.collect()
+        if args.device == "cuda":  # the plain engine's memory back to the workers' replicas
+            import torch
+
+            torch.cuda.empty_cache()
     row["load_avg_after"] = load_avg()
     return row
 
@@ -208,7 +255,45 @@ def markdown(result: dict) -> str:
                   f"{ser['read_s_per_mtok'] * 1000:.0f} ms on the worker; per join partner "
                   f"request of 25 tokens: {ser['join_send_us_per_request']:.2f} us on the "
                   f"driver, {ser['join_read_us_per_request']:.2f} us on the worker"]
+    for b in result.get("join_balance", ()):
+        lines.append(f"Join batches of {b['anchors']:,} anchors x {b['partners']:,} partners "
+                     f"on {b['workers']} workers (simulated placement, {b['batch']:,}-pair "
+                     f"batches): busiest worker / mean = {b['busiest_over_mean']}")
     return "\n".join(lines) + "\n"
+
+
+RAY_WHEELS = ["ray==2.60.0", "msgpack==1.2.4"]  # what the GPU machine lacks of Ray's needs
+CARRY_PART = 60 * 2**20  # one device call carries at most 64 MiB
+
+
+def prepare_ray(target: Path) -> list[Path]:
+    """The cp312 wheels of RAY_WHEELS for the GPU machine (no package index there), cut into
+    folders of at most CARRY_PART bytes: carry one per device call (the machine keeps them
+    while it is held), then `cat` the ray.whl.part* files back into the wheel there."""
+    import subprocess
+
+    from bench.gpu.e2e_data import PLATFORMS
+
+    wheels = target / "wheels"
+    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+           "--python-version", "3.12", "--implementation", "cp", "-d", str(wheels)]
+    for platform in PLATFORMS:
+        cmd += ["--platform", platform]
+    subprocess.run(cmd + RAY_WHEELS, check=True)
+    ray_wheel = next(wheels.glob("ray-*.whl"))
+    data = ray_wheel.read_bytes()
+    parts = []
+    for k in range(0, len(data), CARRY_PART):
+        part = target / f"part{k // CARRY_PART}"
+        part.mkdir(parents=True, exist_ok=True)
+        (part / f"{ray_wheel.name}.part{k // CARRY_PART}").write_bytes(data[k:k + CARRY_PART])
+        parts.append(part)
+    for other in wheels.glob("*.whl"):
+        if other != ray_wheel:
+            other.replace(parts[-1] / other.name)
+    ray_wheel.unlink()
+    wheels.rmdir()
+    return parts
 
 
 def parse_args(argv):
@@ -228,6 +313,9 @@ def parse_args(argv):
     p.add_argument("--workdir", type=Path, default=Path("/tmp/quail-ray-scaling"))
     p.add_argument("--tokenizer-dir", type=Path, default=ROOT / ".carry" / "e2e" / "tok")
     p.add_argument("--out", default=None, help="result file (CPU run)")
+    p.add_argument("--prepare-ray", type=Path, default=None, metavar="DIR",
+                   help="only write Ray's cp312 wheels for the GPU machine into DIR, in parts "
+                        "of at most 60 MiB (one per device call), and exit")
     args = p.parse_args(argv)
     args.workloads = [w for w in args.workloads.split(",") if w]
     args.worker_counts = [int(w) for w in args.workers.split(",") if w]
@@ -242,6 +330,11 @@ def parse_args(argv):
 def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     args = parse_args(argv if argv is not None else sys.argv[1:])
+    if args.prepare_ray is not None:
+        for part in prepare_ray(args.prepare_ray):
+            log.info("carry %s (%.1f MiB)", part, sum(
+                f.stat().st_size for f in part.iterdir()) / 2**20)
+        return 0
     from quail_engine.exec.prompt_text import PromptText
     from quail_engine.settings import cpu_threads
 
@@ -278,6 +371,7 @@ def main(argv=None) -> int:
         log.info("%s done (load average %s)", name, load_avg())
     result.update(summarize(result["rows"], args.workloads))
     result["serialization"] = serialization()
+    result["join_balance"] = [join_balance(workers=w) for w in (2, 4, 8)]
     result["load_avg_end"] = load_avg()
     ray.shutdown()
     if gpu is not None:
