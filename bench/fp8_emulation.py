@@ -1,17 +1,23 @@
-"""fp8 (e4m3) decisions on trained weights vs random weights, on the CPU by emulation.
+"""fp8 (e4m3) schemes on trained weights, emulated on the CPU: decision agreement with bf16.
 
-The GPU check (tests/device/model_check.py) measures fp8 decision agreement on random weights
-only (no checkpoint reaches the GPU machine): 88% on the Qwen3-4B shape, 96% on SmolLM2's.
-This script asks whether that is the rounding of e4m3 itself or the random weights: it runs the
+No checkpoint reaches the GPU machine, so what fp8 costs on trained weights is measured here: the
 plain-torch CPU models with every layer projection computed the way the GPU path's fp8 GEMMs
-compute it (activations quantized per token, weights per output channel, both to e4m3, the
-product in float32) and compares TRUE/FALSE decisions with float32:
+compute it (inputs rounded through e4m3 with the GPU path's scales, the product in float32; the
+rest of the model in float32), one scheme at a time:
 
-  * random-token prompts (as the GPU check: sign of logit[a] - logit[b] at the last token) on
-    the trained SmolLM2-135M and Gemma-3-270M weights, and on random weights of SmolLM2's shape
-    (which the GPU measured: the emulation should land near the device's 96%);
-  * the product path on trained weights: the calibrated yes/no filter over the labelled
-    reviews (tests/data + bench/data), decisions and accuracy.
+  fp8           per-channel: weights one scale per output channel, activations one per token,
+                the O projection's input one per sequence (max |v|, as the attention epilogue
+                writes it; quail_kernels/varlen_attention.py) -- `--precision fp8`
+  fp8_mlp_only  the same on gate/up/down only -- `--precision fp8-mlp`
+  fp8_block     128 x 128 weight blocks, 1 x 128 activation groups on every projection (the O
+                input too: gpu/model.py quantizes it in groups) -- `--precision fp8-block`, and
+                the published FP8 checkpoints' scheme
+
+against bf16 (the whole model in bfloat16: what the GPU path answers without fp8) and float32,
+on the product's prompts: the calibrated yes/no filter over the labelled reviews (tests/data +
+bench/data), the two-argument pair layout over tests/data/pairs_labelled.jsonl (both sides as
+the document; the default model only, where the product uses that layout), and random-token
+prompts (sign of logit[1000] - logit[2000] at the last token, as the GPU device check).
 
     python -m bench fp8-emulation     # writes bench/results/cpu-fp8-emulation-<date>.json|md
 """
@@ -20,7 +26,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import sys
+import time
 
 import torch
 from torch import nn
@@ -28,11 +36,15 @@ from torch import nn
 from bench.accuracy import DEV, FILTER_Q, load_rows
 from bench.results_io import write_result
 from quail_engine.infer.gpu.linear import quantize_rows
+from quail_kernels.block_fp8_gemm import quantize_blocks_ref, quantize_groups_ref
 
 FP8 = torch.float8_e4m3fn
 PROJECTIONS = {"all": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                        "down_proj"),
                "mlp": ("gate_proj", "up_proj", "down_proj")}
+VARIANTS = ("float32", "bf16", "fp8", "fp8_mlp_only", "fp8_block")
+EXTRA_VARIANTS = ("fp8_block_mlp_only",)  # on request (--variants)
+PAIR_MODELS = ("default", "gemma3-270m")  # where the product asks pairs with the pair layout
 
 
 def e4m3(x: torch.Tensor) -> torch.Tensor:
@@ -42,42 +54,46 @@ def e4m3(x: torch.Tensor) -> torch.Tensor:
     return (q.float() * scale[:, None]).reshape(x.shape)
 
 
-def e4m3_blocks(x: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
-    """x [..., R, C] rounded through e4m3 with one scale per (rows x cols) block (DeepSeek-V3
-    style: 1 x 128 for activations, 128 x 128 for weights); R, C padded to whole blocks."""
-    *lead, r, c = x.shape
-    pr, pc = -r % rows, -c % cols
-    xp = torch.nn.functional.pad(x, (0, pc, 0, pr))
-    blocks = xp.reshape(*lead, (r + pr) // rows, rows, (c + pc) // cols, cols)
-    scale = blocks.abs().amax(dim=(-3, -1), keepdim=True).clamp_min(1e-12) / 448.0
-    q = (blocks / scale).clamp(-448.0, 448.0).to(FP8).float() * scale
-    return q.reshape(*lead, r + pr, c + pc)[..., :r, :c]
+def e4m3_groups(x: torch.Tensor) -> torch.Tensor:
+    """x [..., K] rounded through e4m3 in 1 x 128 groups (the fused epilogues' grouped scales)."""
+    flat = x.reshape(-1, x.shape[-1])
+    q, scale = quantize_groups_ref(flat)
+    k = flat.shape[1]
+    full = scale.repeat_interleave(128, 1)[:, :k]
+    return (q.float() * full).reshape(x.shape)
+
+
+def e4m3_weight_blocks(w: torch.Tensor) -> torch.Tensor:
+    """w [N, K] rounded through e4m3 in 128 x 128 blocks (a published FP8 checkpoint's)."""
+    q, scale = quantize_blocks_ref(w)
+    n, k = w.shape
+    return q.float() * scale.repeat_interleave(128, 0)[:n].repeat_interleave(128, 1)[:, :k]
 
 
 class Fp8Linear(nn.Module):
     """y = e4m3(x) @ e4m3(W)^T in float32. Scales: per token x per output channel (what
-    GpuLinear does), or `block`: 1 x 128 activation groups and 128 x 128 weight blocks."""
+    GpuLinear does per channel), or `block`: 1 x 128 activation groups and 128 x 128 weight
+    blocks."""
 
     def __init__(self, linear: nn.Linear, block: bool = False):
         super().__init__()
         w = linear.weight.detach().float()
         self.block = block
-        self.weight = nn.Parameter(e4m3_blocks(w, 128, 128) if block else e4m3(w),
+        self.weight = nn.Parameter(e4m3_weight_blocks(w) if block else e4m3(w),
                                    requires_grad=False)
         self.bias = linear.bias
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         xf = x.float()
-        xq = e4m3_blocks(xf.unsqueeze(-2), 1, 128).squeeze(-2) if self.block else e4m3(xf)
-        y = xq @ self.weight.t()
+        y = (e4m3_groups(xf) if self.block else e4m3(xf)) @ self.weight.t()
         if self.bias is not None:
             y = y + self.bias.float()
         return y.to(x.dtype)
 
 
 class Fp8SeqScaledO(Fp8Linear):
-    """o_proj fed as the GPU path feeds it when a pass has no resident prefix: the attention
-    output quantized with one scale per token, max |v| over the token's sequence / 448
+    """o_proj fed as the per-channel GPU path feeds it when a pass has no resident prefix: the
+    attention output quantized with one scale per token, max |v| over the token's sequence / 448
     (quail_kernels/varlen_attention.varlen_attention_fp8); with a prefix, per-row scales
     (lse_merge), as Fp8Linear. Reads the layer's batch layout and V through hooks."""
 
@@ -107,23 +123,29 @@ class Fp8SeqScaledO(Fp8Linear):
         return (xq @ self.weight.t()).to(x.dtype)
 
 
-def emulate_fp8(model: nn.Module, which: str, block: bool = False,
-                o_seq_scale: bool = False) -> int:
-    """Swap the named projections of every layer for Fp8Linear (o_proj for Fp8SeqScaledO when
-    `o_seq_scale`; it comes after v_proj, so its hook sees the fp8 V); returns how many."""
+def emulate_fp8(model: nn.Module, which: str, block: bool = False) -> int:
+    """Swap the named projections of every layer for Fp8Linear (per channel: o_proj for
+    Fp8SeqScaledO, as the GPU path; it comes after v_proj, so its hook sees the fp8 V); returns
+    how many."""
     names = PROJECTIONS[which]
     swapped = 0
     for module in list(model.modules()):
         for name in names:
             child = getattr(module, name, None)
             if isinstance(child, nn.Linear):
-                wrapped = (Fp8SeqScaledO(child, module) if o_seq_scale and name == "o_proj"
+                wrapped = (Fp8SeqScaledO(child, module) if not block and name == "o_proj"
                            else Fp8Linear(child, block))
                 setattr(module, name, wrapped)
                 swapped += 1
     if not swapped:
         raise ValueError(f"no {names} projections found in {type(model).__name__}")
     return swapped
+
+
+def _emulate(model: nn.Module, variant: str) -> None:
+    if variant.startswith("fp8"):
+        emulate_fp8(model, "mlp" if variant.endswith("mlp_only") else "all",
+                    block=variant.startswith("fp8_block"))
 
 
 def random_prompts(n: int, vocab: int, seed: int = 0) -> list[list[int]]:
@@ -143,33 +165,32 @@ def margins(model, prompts: list[list[int]], columns: tuple[int, int]) -> torch.
     return torch.stack([j.logits[0, 0] - j.logits[0, 1] for j in jobs]).float()
 
 
-def compare(ref: torch.Tensor, got: torch.Tensor) -> dict:
-    agree = (ref > 0) == (got > 0)
-    return {"agreement": round(float(agree.float().mean()), 4), "flips": int((~agree).sum()),
-            "n": int(ref.numel()), "margin_mean_abs_err": round(float((ref - got).abs().mean()), 4),
-            "margin_std_ref": round(float(ref.std()), 4),
-            "noise_to_spread": round(float((ref - got).std() / ref.std()), 4)}
+def pair_decisions(engine) -> tuple[list[bool], list[bool]]:
+    """(decisions, truth) over every labelled pair, each asked with either side as the document,
+    through the pair layout as the executor renders it (bench/pair_accuracy.py)."""
+    from bench.pair_accuracy import PAIRS, ask, load_jsonl, pair_layout
+
+    rows = load_jsonl(PAIRS)
+    got, truth = [], []
+    for anchor in ("a", "b"):
+        for template in dict.fromkeys(r["template"] for r in rows):
+            group = [r for r in rows if r["template"] == template]
+            answers = ask(engine, pair_layout(template, anchor), [(r["a"], r["b"]) for r in group])
+            got += [bool(a.value) for a in answers]
+            truth += [bool(r["label"]) for r in group]
+    return got, truth
 
 
-# fp8: the GPU path (O input scaled per sequence, see Fp8SeqScaledO); fp8_o_rowscale: every
-# projection input scaled per row (the GPU path before session 3, and its prefix rows now)
-VARIANTS = ("float32", "bf16", "fp8", "fp8_o_rowscale", "fp8_mlp_only", "fp8_block128")
+def _agree(a, b) -> float:
+    a, b = torch.as_tensor(a), torch.as_tensor(b)
+    return round(float(((a > 0) == (b > 0)).float().mean()), 4)
 
 
-def _emulate(model: nn.Module, variant: str) -> None:
-    if variant.startswith("fp8"):
-        emulate_fp8(model, "mlp" if variant == "fp8_mlp_only" else "all",
-                    block=variant == "fp8_block128", o_seq_scale=variant == "fp8")
+def _accuracy(got, truth) -> float:
+    return round(sum(g == t for g, t in zip(got, truth)) / len(truth), 4)
 
 
-def _variant_model(model: nn.Module, variant: str) -> nn.Module:
-    if variant == "bf16":
-        return model.to(torch.bfloat16)
-    _emulate(model, variant)
-    return model
-
-
-def trained(spec: str, num_prompts: int) -> dict:
+def trained(spec: str, num_prompts: int, variants: tuple[str, ...] = VARIANTS) -> dict:
     from bench import ask
     from quail_engine.infer.engine import LocalEngine
 
@@ -177,80 +198,84 @@ def trained(spec: str, num_prompts: int) -> dict:
     dev, _ = load_rows(DEV)
     texts = [r["text"] for r in reviews + dev]
     truth = [r["sentiment"] == "positive" for r in reviews + dev]
+    with_pairs = spec in PAIR_MODELS
     out: dict = {"reviews": len(texts)}
-    ref_m = ref_f = None
-    for variant in VARIANTS:
+    raw: dict = {}
+    for variant in variants:
+        start = time.perf_counter()
         # a fresh engine per variant: no KV or answers carried over
         engine = LocalEngine.load(spec, "cpu", "bf16" if variant == "bf16" else "float32")
         _emulate(engine.model, variant)
-        prompts = random_prompts(num_prompts, engine.config.vocab_size)
-        m = margins(engine.model, prompts, (1000, 2000))
-        answers = ask.ask_boolean(engine, texts, FILTER_Q)
-        f = torch.tensor([a.value for a in answers])
-        row = {"filter_accuracy": round(float((f == torch.tensor(truth)).float().mean()), 4)}
-        if ref_m is None:
-            ref_m, ref_f = m, f
-        else:
-            row["random_prompts"] = compare(ref_m, m)
-            row["filter_decisions_agree"] = round(float((f == ref_f).float().mean()), 4)
+        filt = [bool(a.value) for a in ask.ask_boolean(engine, texts, FILTER_Q)]
+        m = margins(engine.model, random_prompts(num_prompts, engine.config.vocab_size),
+                    (1000, 2000))
+        pairs, pair_truth = pair_decisions(engine) if with_pairs else (None, None)
+        raw[variant] = (filt, m, pairs)
+        row = {"filter_accuracy": _accuracy(filt, truth)}
+        if with_pairs:
+            row["pair_accuracy"] = _accuracy(pairs, pair_truth)
+            row["pairs"] = len(pairs)
+        for ref in ("bf16", "float32"):
+            if ref in raw and ref != variant:
+                rf, rm, rp = raw[ref]
+                row[f"vs_{ref}"] = {"filter": _agree(filt, rf), "random_prompts": _agree(m, rm),
+                                    "random_noise_to_spread": round(float((m - rm).std()
+                                                                          / rm.std()), 4)}
+                if with_pairs:
+                    row[f"vs_{ref}"]["pairs"] = _agree(pairs, rp)
+        row["seconds"] = round(time.perf_counter() - start, 1)
         out[variant] = row
     return out
 
 
-def random_shape(shape: str, num_prompts: int) -> dict:
-    from bench.random_weights import random_state_dict, shape_config
-    from quail_engine.infer.models import build_model
-
-    config = shape_config(shape)
-    sd = random_state_dict(config, seed=0)
-    prompts = random_prompts(num_prompts, config.vocab_size)
-    out: dict = {}
-    ref = None
-    for variant in VARIANTS:
-        model = build_model(config)
-        model.load_state_dict(sd, strict=False)
-        model = _variant_model(model.eval(), variant)
-        m = margins(model, prompts, (1000, 2000))
-        if ref is None:
-            ref = m
-        else:
-            out[variant] = compare(ref, m)
-    return out
-
-
 def markdown(r: dict) -> str:
-    lines = [f"# fp8 emulation on the CPU ({r['date']})", "", f"Command: `{r['command']}`", "",
-             "Decision agreement with float32 (random-token prompts: sign of logit[1000] - "
-             "logit[2000]; filter: calibrated yes/no over the labelled reviews).", "",
-             "| weights | variant | random-prompt agreement | noise / margin spread | "
-             "filter decisions agree | filter accuracy |", "|---|---|---:|---:|---:|---:|"]
+    lines = [f"# fp8 schemes on trained weights, CPU emulation ({r['date']})", "",
+             f"Command: `{r['command']}`; {r['seconds']} s on {r['machine']} (load average "
+             f"{r['load_before']} before, {r['load_after']} after).", "",
+             "Decision agreement with bf16 (the whole model in bfloat16) and with float32. "
+             "fp8 variants: every GEMM input rounded through e4m3 with the GPU path's scales, "
+             "the product and the rest of the model in float32 (bench/fp8_emulation.py). "
+             "Filter: the calibrated yes/no question over the labelled reviews; pairs: the pair "
+             "layout over tests/data/pairs_labelled.jsonl, either side as the document (default "
+             "model only); random: sign of logit[1000] - logit[2000] after random-token "
+             "prompts.", "",
+             "| model | variant | filter agree bf16 | pairs agree bf16 | random agree bf16 | "
+             "filter agree fp32 | pairs agree fp32 | filter accuracy | pair accuracy |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, res in r["trained"].items():
-        for v in VARIANTS:
+        n_f, n_p = res["reviews"], res.get("bf16", res.get("float32", {})).get("pairs")
+        for v in r.get("variants", VARIANTS):
             row = res[v]
-            rp = row.get("random_prompts", {})
-            lines.append(f"| {name} (trained) | {v} | {rp.get('agreement', '-')} | "
-                         f"{rp.get('noise_to_spread', '-')} | {row.get('filter_decisions_agree', '-')} "
-                         f"| {row['filter_accuracy']} |")
-    for name, res in r["random"].items():
-        for v in VARIANTS[1:]:
-            row = res[v]
-            lines.append(f"| {name} (random) | {v} | {row['agreement']} | "
-                         f"{row['noise_to_spread']} | - | - |")
+            vb, vf = row.get("vs_bf16", {}), row.get("vs_float32", {})
+            lines.append(
+                f"| {name} | {v} | {vb.get('filter', '-')} | {vb.get('pairs', '-')} | "
+                f"{vb.get('random_prompts', '-')} | {vf.get('filter', '-')} | "
+                f"{vf.get('pairs', '-')} | {row['filter_accuracy']} | "
+                f"{row.get('pair_accuracy', '-')} |")
+        lines.append(f"| {name} | (decisions) | {n_f} | {n_p or '-'} | {r['prompts']} | "
+                     f"{n_f} | {n_p or '-'} | | |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
-    ap.add_argument("--random-shapes", nargs="+", default=["smollm2-135m"])
+    ap.add_argument("--models", nargs="+", default=["gemma3-270m", "smollm2-135m"])
     ap.add_argument("--prompts", type=int, default=200)
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS),
+                    choices=VARIANTS + EXTRA_VARIANTS,
+                    help="float32 and bf16 first: the others are compared with them")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     torch.manual_seed(0)
+    start = time.perf_counter()
+    load_before = round(os.getloadavg()[0], 2)
+    trained_results = {s: trained(s, args.prompts, tuple(args.variants)) for s in args.models}
     result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
               "command": " ".join(["python -m bench fp8-emulation", *(argv or sys.argv[1:])]),
-              "trained": {s: trained(s, args.prompts) for s in args.models},
-              "random": {s: random_shape(s, args.prompts) for s in args.random_shapes}}
+              "machine": f"{os.cpu_count()} vCPU, torch {torch.__version__}",
+              "prompts": args.prompts, "variants": args.variants, "load_before": load_before,
+              "load_after": round(os.getloadavg()[0], 2),
+              "seconds": round(time.perf_counter() - start, 1), "trained": trained_results}
     write_result(result, "cpu-fp8-emulation", markdown, args.out)
     return 0
 
