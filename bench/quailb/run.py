@@ -85,6 +85,7 @@ class Suite:
             requested_tokens=sum(o.requested_tokens for o in report.ops.values()),
             wall_s=round(time.perf_counter() - t0, 3), load_s=round(report.load_s, 3),
             wait_s=round(report.phases.get("device_wait", 0.0), 3),
+            op_min_tokens=getattr(report, "minimum_tokens", None),  # per operator, summed
             sol_work_s=report.sol_seconds)
         # the query's own time: not the model's load, not another process's turn on the device
         row["run_s"] = round(row["wall_s"] - row["load_s"] - row["wait_s"], 3)
