@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from model_check import _compare, _margins, _prompts
 
+import quail_engine.infer.gpu.linear as linear_module
 from bench.gpu.common import bench_ms, env_info, setup_logging
 from bench.results_io import Results
 from quail_engine.infer.api import EngineStats
@@ -54,19 +55,52 @@ def _deq_groups(q, s):
 
 
 def backends() -> dict:
+    """Which backends run, their error against the exact product, and whether cuBLAS takes a
+    row count that is not a multiple of 4 unpadded (linear.ROW_MULTIPLE = 1)."""
     chosen = probe_block_backend("cuda")
     out = {"chosen": chosen, "has_F_scaled_mm": hasattr(F, "scaled_mm")}
-    x = torch.randn(4096, H, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(INTER, H, device="cuda", dtype=torch.bfloat16) * 0.02
-    x8, sx = quantize_groups(x)
-    ref = F.linear(x.float(), w.float())
-    for backend in BLOCK_BACKENDS:
-        try:
-            lin = GpuLinear(w, fp8=True, block=True, block_backend=backend)
-            out[backend] = {"rel_err_vs_exact": _err(lin(x8, sx), ref)}
-        except Exception as exc:  # noqa: BLE001 - recorded: which backends this torch runs
-            out[backend] = {"error": f"{type(exc).__name__}: {str(exc)[:400]}"}
+    for m in (4096, 4097):
+        x = torch.randn(m, H, device="cuda", dtype=torch.bfloat16)
+        x8, sx = quantize_groups(x)
+        ref = F.linear(x.float(), w.float())
+        for backend in BLOCK_BACKENDS:
+            for multiple in ((4, 1) if backend != "triton" and m % 4 else (4,)):
+                key = f"{backend}_m{m}" + ("_unpadded" if multiple == 1 else "")
+                linear_module.ROW_MULTIPLE = multiple
+                try:
+                    lin = GpuLinear(w, fp8=True, block=True, block_backend=backend)
+                    out[key] = {"rel_err_vs_exact": _err(lin(x8, sx), ref)}
+                except Exception as exc:  # noqa: BLE001 - recorded: what this torch runs
+                    out[key] = {"error": f"{type(exc).__name__}: {str(exc)[:400]}"}
+                finally:
+                    linear_module.ROW_MULTIPLE = 4
     return out
+
+
+def triton_tiles(m: int = 16384) -> list[dict]:
+    """The Triton block-scaled GEMM's tile shapes on the gate_up and down GEMMs (its launcher
+    default is the first)."""
+    from quail_kernels.block_fp8_gemm import block_fp8_gemm
+
+    rows = []
+    for name in ("gate_up", "down"):
+        n, k = LAYER_GEMMS[name]
+        lin = GpuLinear(torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02, fp8=True,
+                        block=True, block_backend="triton")
+        xg, sg = quantize_groups(torch.randn(m, k, device="cuda", dtype=torch.bfloat16))
+        for bm, bn, gm, warps, stages in ((64, 128, 8, 4, 3), (128, 128, 8, 8, 3),
+                                          (128, 128, 8, 4, 4), (128, 64, 8, 4, 4),
+                                          (64, 64, 8, 4, 4)):
+            args = (xg, sg, lin.weight, lin.scale, torch.bfloat16, bm, bn, gm, warps, stages)
+            try:
+                ms = bench_ms(lambda args=args: block_fp8_gemm(*args))
+                rows.append({"gemm": name, "tile": [bm, bn, gm, warps, stages],
+                             "ms": round(ms, 4), "tflops": round(2 * m * n * k / ms / 1e9, 1)})
+            except Exception as exc:  # noqa: BLE001
+                rows.append({"gemm": name, "tile": [bm, bn, gm, warps, stages],
+                             "error": str(exc)[:200]})
+    return rows
 
 
 def gemms(m: int = 16384) -> list[dict]:
@@ -224,6 +258,7 @@ def main(argv=None) -> int:
     res = Results("fp8_block_check.json")
     res.section("env", env_info)
     for name, fn, fargs in (("backends", backends, ()), ("gemms", gemms, ()),
+                            ("gemms_odd_m", gemms, (16383,)), ("triton_tiles", triton_tiles, ()),
                             ("epilogues", epilogues, ()),
                             ("decisions", decisions, (args.shape, args.prompts)),
                             ("checkpoint", checkpoint, (args.shape,))):

@@ -32,6 +32,10 @@ log = logging.getLogger(__name__)
 FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0
 BLOCK_BACKENDS = ("cublas", "cublas-v1", "triton")
+# cuBLASLt reads the 1x128 activation scales with M as their leading dimension: rows are padded
+# to a multiple of this (16-byte aligned float32), copying x only when M is not one already;
+# tests/device/fp8_block_check.py measures whether the GPU's cuBLAS needs it
+ROW_MULTIPLE = 4
 _probed: dict[str, str] = {}
 
 
@@ -54,7 +58,7 @@ def _cublas_block(x, x_scale, w, w_scale_t, dtype, v2: bool):
                             out_dtype=dtype)
 
 
-def _pad_rows(x: torch.Tensor, x_scale: torch.Tensor, multiple: int = 4):
+def _pad_rows(x: torch.Tensor, x_scale: torch.Tensor, multiple: int):
     """(x, x_scale) with M a multiple of `multiple` and x_scale outer-dim-major (strides
     (1, M)), copying only when they are not already so; pad rows are zeros."""
     m = x.shape[0]
@@ -151,7 +155,7 @@ def block_gemm(x, x_scale, w, w_scale, w_scale_t, dtype, backend: str) -> torch.
 
         return block_fp8_gemm(x, x_scale, w, w_scale, dtype)
     m = x.shape[0]
-    xp, sp = _pad_rows(x, x_scale)
+    xp, sp = _pad_rows(x, x_scale, ROW_MULTIPLE)
     out = _cublas_block(xp, sp, w, w_scale_t, dtype, v2=backend == "cublas")
     return out[:m] if out.shape[0] != m else out
 
