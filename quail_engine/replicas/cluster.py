@@ -65,12 +65,14 @@ def connect(address: str | None) -> Any:
     if address:
         check_reachable(address)
     stage.info("starting Ray (%s)", address or "a local instance")
+    # logging_level ERROR: Ray's own start-up lines (its token-auth notice, "Started a local Ray
+    # instance") would land on the user's terminal between quail's stage lines
     try:
         if address:
-            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+            ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
         else:
             ray.init(num_cpus=cpu_threads(), include_dashboard=False, log_to_driver=False,
-                     logging_level=logging.WARNING, _system_config=LOCAL_SYSTEM_CONFIG)
+                     logging_level=logging.ERROR, _system_config=LOCAL_SYSTEM_CONFIG)
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
         raise ClusterError(f"cannot start Ray on {address or 'this host'}: "
                            f"{' '.join(str(exc).split())[:200]}") from None
