@@ -74,12 +74,13 @@ def write_tokenizer(directory: Path) -> None:
 
 
 def write_fp8_checkpoint(directory: str | Path, config: ModelConfig, seed: int = 0,
-                         std: float = 0.05) -> dict[str, torch.Tensor]:
-    """Writes the checkpoint of `config` (random N(0, std) weights) to `directory`; returns the
-    tensors as written."""
+                         std: float = 0.05, device: str = "cpu") -> dict[str, torch.Tensor]:
+    """Writes the checkpoint of `config` (random N(0, std) weights, drawn and quantized on
+    `device`) to `directory`; returns the tensors as written."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    state = fp8_state_dict(random_state_dict(config, seed=seed, std=std))
+    state = {name: t.cpu() for name, t in fp8_state_dict(
+        random_state_dict(config, seed=seed, std=std, device=device)).items()}
     save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
     (directory / "config.json").write_text(json.dumps(hf_config(config), indent=2))
     write_tokenizer(directory)
@@ -91,9 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("directory")
     ap.add_argument("--shape", default="qwen3-4b")
     ap.add_argument("--vocab-size", type=int, default=None)
+    ap.add_argument("--device", default="cpu", help="where the weights are drawn and quantized")
     args = ap.parse_args(argv)
     overrides = {"vocab_size": args.vocab_size} if args.vocab_size else {}
-    write_fp8_checkpoint(args.directory, shape_config(args.shape, **overrides))
+    write_fp8_checkpoint(args.directory, shape_config(args.shape, **overrides),
+                         device=args.device)
     return 0
 
 

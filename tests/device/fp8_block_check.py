@@ -224,7 +224,7 @@ def checkpoint(shape: str = "qwen3-4b", num_prompts: int = 200) -> dict:
     directory = tempfile.mkdtemp(prefix="fp8_ckpt_")
     try:
         t0 = time.perf_counter()
-        write_fp8_checkpoint(directory, config)
+        write_fp8_checkpoint(directory, config, device="cuda")
         out: dict = {"shape": shape, "write_s": round(time.perf_counter() - t0, 1)}
         prompts = _prompts(num_prompts, config.vocab_size, 16, 320, 1)
         margins = {}
