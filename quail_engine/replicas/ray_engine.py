@@ -51,7 +51,11 @@ class RayEngine:
         self._actors = dict(enumerate(actors))
         self._dead_errors = (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
                              ray.exceptions.ObjectLostError)
-        infos: list[WorkerInfo] = self._get([a.info.remote() for a in actors])
+        try:
+            infos: list[WorkerInfo] = self._get([a.info.remote() for a in actors])
+        except self._dead_errors as exc:  # a process that died loading the model (memory...)
+            raise ClusterError(f"a Ray worker died while loading the model: "
+                               f"{' '.join(str(exc).split())[:200]}") from None
         first = infos[0]
         self.model_id, self.max_context, self.config = first.model_id, first.max_context, \
             first.config
