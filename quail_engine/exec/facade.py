@@ -117,9 +117,18 @@ def open_session(con: Any, config: SessionConfig, *, text: Any = None,
     return QuailSession(con, factory, cache_dir=config.answers_dir, use_cache=config.use_cache,
                         device=resolve_device(config.device), progress=config.progress,
                         on_long=config.on_long, text=prompt_text, model_config=model_config,
-                        precision=config.precision, display=display,
+                        precision=answer_precision(config), display=display,
                         decoder=(decoder if decoder is not _AUTO else
                                  None if engine_factory is not None else decoder_of(config)))
+
+
+def answer_precision(config: SessionConfig) -> str:
+    """The precision the engine will run `config` in (`auto` resolved: the checkpoint's own on
+    a GPU, bf16 elsewhere), without loading weights: the answers' identity in the cache and the
+    peak the cost model uses (an FP8 checkpoint's fp8-block answers are not its CPU answers)."""
+    from quail_engine.infer.factory import resolve_precision
+
+    return resolve_precision(config.model, config.engine_device, config.precision)
 
 
 def decoder_of(config: SessionConfig) -> tuple[Any, Callable[[], Any]] | None:
