@@ -36,7 +36,9 @@ def add_session_args(p: argparse.ArgumentParser) -> None:
                         "default, else --model itself")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--precision", default=DEFAULT_PRECISION, choices=PRECISIONS,
-                   help="GEMM precision; fp8 and fp8-mlp run only on the GPU path and cost "
+                   help="GEMM precision; auto: the checkpoint's own (fp8-block for a published "
+                        "FP8 checkpoint on a GPU, else bf16); fp8, fp8-mlp and fp8-block run "
+                        "only on the GPU path and cost "
                         "accuracy on small models (docs/kernels-notes.md)")
     p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                    help="run N model replicas on Ray workers (one per GPU; on the CPU, the "

@@ -33,7 +33,7 @@ def session_config(options: dict[str, Any]) -> quail.SessionConfig:
     off = cache_dir is not None and str(cache_dir).strip().lower() in _NO_CACHE
     return quail.SessionConfig(
         model=options["model"] or "default", device=options["device"],
-        precision=options.get("precision") or "bf16",
+        precision=options.get("precision") or "auto",
         cache_dir=None if off or cache_dir is None else str(cache_dir), use_cache=not off,
         max_batch_tokens=options.get("max_batch_tokens"),
         max_context=options.get("max_context"), max_new_tokens=options.get("max_new_tokens"),

@@ -23,7 +23,9 @@ class QuailCredentials(DuckDBCredentials):
     `cache_dir`: where answers are cached by content across runs (default: the `quail` CLI's
     cache, <cache root>/answers, the root being $QUAIL_CACHE_DIR or ~/.cache/quail); `off`
     disables it. The `max_*` fields bound the engine's batches and outputs.
-    `precision`: bf16, or fp8 / fp8-mlp on a cuda device (faster GEMMs, less accurate).
+    `precision`: auto (the checkpoint's own: fp8-block for a published FP8 checkpoint on a cuda
+    device, else bf16), bf16, or fp8 / fp8-mlp / fp8-block on a cuda device (faster GEMMs, less
+    accurate).
     `generation_model`: the model that writes generated text (auto: the embedded instruct
     model when `model` is the embedded default, else `model`). `workers`, `ray_address`: run
     the model as that many replicas on Ray workers (a local Ray on this host, or the cluster at
@@ -36,7 +38,7 @@ class QuailCredentials(DuckDBCredentials):
     max_batch_tokens: int | None = None
     max_context: int | None = None
     max_new_tokens: int | None = None
-    precision: str = "bf16"
+    precision: str = "auto"
     generation_model: str = "auto"
     workers: int | None = None
     ray_address: str | None = None
