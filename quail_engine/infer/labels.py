@@ -19,23 +19,29 @@ def score_labels(runner: Runner, seqs: Sequence[tuple[Any, list[int]]],
     label's continuation, log-sum-exp over its spellings (bare and after a space).
 
     The prompt runs once with its KV kept; each spelling's tokens but the last then run as a
-    suffix on that KV, read at every position (full vocabulary: log-softmax needs it)."""
-    prompts = [SeqJob(tokens, prefix, store_kv=True) for prefix, tokens in seqs]
+    suffix on that KV, read at every position. The runner normalizes over the full vocabulary
+    on the device and returns only the label tokens' log-probabilities (`SeqJob.log_probs`):
+    26 labels of up to 11 tokens no longer copy a vocabulary of logits per position."""
+    prompts = []
+    for (prefix, tokens), lt in zip(seqs, label_sets):
+        firsts = tuple(sorted({sp[0] for spellings in lt.spellings for sp in spellings}))
+        prompts.append(SeqJob(tokens, prefix, store_kv=True, vocab=firsts, log_probs=True))
     runner.run(prompts)
-    first = [torch.log_softmax(job.logits[-1], dim=-1) for job in prompts]
+    first = [dict(zip(job.vocab, job.logits[-1])) for job in prompts]
     conts: list[tuple[int, int, int, SeqJob]] = []
     for k, (job, lt) in enumerate(zip(prompts, label_sets)):
         for li, spellings in enumerate(lt.spellings):
             for si, sp in enumerate(spellings):
                 if len(sp) > 1:
                     conts.append((k, li, si, SeqJob(list(sp[:-1]), job.kv,
-                                                    read=tuple(range(len(sp) - 1)))))
+                                                    read=tuple(range(len(sp) - 1)),
+                                                    vocab=tuple(sorted(set(sp[1:]))),
+                                                    log_probs=True)))
     runner.run([c[-1] for c in conts])
     for job in prompts:
         job.kv = None
-    rest = {(k, li, si): _continuation_logprob(job.logits, lt_sp)
-            for k, li, si, job in conts
-            for lt_sp in [label_sets[k].spellings[li][si][1:]]}
+    rest = {(k, li, si): _continuation_logprob(job, label_sets[k].spellings[li][si][1:])
+            for k, li, si, job in conts}
     out = []
     for k, lt in enumerate(label_sets):
         per_label = []
@@ -47,9 +53,10 @@ def score_labels(runner: Runner, seqs: Sequence[tuple[Any, list[int]]],
     return out
 
 
-def _continuation_logprob(logits: torch.Tensor, targets: Sequence[int]) -> torch.Tensor:
-    logp = torch.log_softmax(logits, dim=-1)
-    return logp[torch.arange(len(targets)), torch.tensor(list(targets))].sum()
+def _continuation_logprob(job: SeqJob, targets: Sequence[int]) -> torch.Tensor:
+    """Sum of log P(targets[i]) at read position i, from a job read with `log_probs`."""
+    column = {t: c for c, t in enumerate(job.vocab)}
+    return job.logits[torch.arange(len(targets)), torch.tensor([column[t] for t in targets])].sum()
 
 
 def label_answers(labels: Sequence[str], scores: torch.Tensor,

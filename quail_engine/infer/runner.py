@@ -20,6 +20,8 @@ class SeqJob:
     `prefix`: the model's PrefixKV this sequence continues (positions start after it), or None.
     `read`: offsets into `tokens` whose logits are wanted (negative = from the end).
     `vocab`: LM-head rows to compute (None = the full vocabulary).
+    `log_probs`: return those columns as log-probabilities, normalized over the full vocabulary
+    on the device (a few columns come back instead of every token's logit).
     `store_kv`: return the KV of the whole sequence (prefix + own tokens) in `kv`.
     Outputs: `logits` [len(read), len(vocab)], `kv`.
     """
@@ -29,6 +31,7 @@ class SeqJob:
     read: Sequence[int] = (-1,)
     vocab: tuple[int, ...] | None = None
     store_kv: bool = False
+    log_probs: bool = False
     logits: torch.Tensor | None = None
     kv: Any = None
     meta: dict = field(default_factory=dict)
@@ -36,6 +39,19 @@ class SeqJob:
     @property
     def num_prefix_tokens(self) -> int:
         return 0 if self.prefix is None else self.prefix.num_tokens
+
+
+def log_prob_columns(logits: torch.Tensor, columns: Sequence[int],
+                     rows_per_chunk: int = 1024) -> torch.Tensor:
+    """`logits`' `columns` as log-probabilities over the whole vocabulary, [rows, len(columns)]
+    in float32, computed a chunk of rows at a time (a float32 copy of every row's logits would
+    be rows x vocabulary x 4 bytes)."""
+    cols = torch.tensor(list(columns), dtype=torch.long, device=logits.device)
+    out = []
+    for lo in range(0, logits.shape[0], rows_per_chunk):
+        part = logits[lo:lo + rows_per_chunk].float()
+        out.append(part[:, cols] - torch.logsumexp(part, dim=-1, keepdim=True))
+    return torch.cat(out) if out else logits.new_zeros((0, len(cols)), dtype=torch.float32)
 
 
 class Runner:
@@ -89,8 +105,16 @@ class Runner:
     def _split_logits(self, jobs: list[SeqJob], hidden: torch.Tensor,
                       read_owner: list[int]) -> None:
         owner = torch.tensor(read_owner, dtype=torch.long)
-        full = [k for k, j in enumerate(jobs) if j.read and j.vocab is None]
-        subset = [k for k, j in enumerate(jobs) if j.read and j.vocab is not None]
+        normed = [k for k, j in enumerate(jobs) if j.read and j.log_probs]
+        full = [k for k, j in enumerate(jobs) if j.read and j.vocab is None and not j.log_probs]
+        subset = [k for k, j in enumerate(jobs) if j.read and j.vocab is not None
+                  and not j.log_probs]
+        if normed:
+            rows = torch.isin(owner, torch.tensor(normed)).nonzero().flatten()
+            union = sorted({t for k in normed for t in (jobs[k].vocab or ())})
+            logits = log_prob_columns(self.model.logits(hidden[rows.to(hidden.device)], None),
+                                      union)
+            self._assign(jobs, owner[rows], logits, {t: c for c, t in enumerate(union)})
         if full:
             rows = torch.isin(owner, torch.tensor(full)).nonzero().flatten()
             self._assign(jobs, owner[rows], self.model.logits(hidden[rows.to(hidden.device)], None),

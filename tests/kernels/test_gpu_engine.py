@@ -68,3 +68,24 @@ def test_gpu_engine_greedy_decode_matches_local_engine(device):
     assert got[0].value == want[0].value and len(got[0].value) > 0
     gc.collect()
     assert fast.arena.num_free_pages == fast.arena.num_pages
+
+
+def test_gpu_engine_scores_multi_token_labels_like_local_engine(device):
+    """Labels whose first tokens collide are scored teacher-forced; the GPU runner returns only
+    the label tokens' log-probabilities (normalized on the device), and the choice and its
+    share equal the plain path's."""
+    from quail_engine.infer.api import LabelReadout
+
+    config, ref, fast = _models("qwen3", device)
+    tok = CharTokenizer()
+    gpu = GpuEngine(fast, tok, config, token_budget=64)
+    cpu = LocalEngine(ref, tok, config, token_budget=64)
+    readout = LabelReadout(("heart disorder", "hepatic disorder", "hearing loss", "skin"))
+    prompts = [tok.encode(t) for t in ("Text: chest pain. Class:", "Text: jaundice. Class:")]
+    answers = {}
+    for name, engine in (("gpu", gpu), ("cpu", cpu)):
+        with torch.inference_mode():
+            answers[name] = engine.run([Request(tuple(p), readout) for p in prompts])
+    for got, want in zip(answers["gpu"], answers["cpu"]):
+        assert got.value == want.value
+        assert abs(got.score - want.score) < max(1e-3, fp32_tol())

@@ -16,7 +16,7 @@ import torch
 
 from quail_engine.infer.api import EngineStats
 from quail_engine.infer.gpu.staging import to_device
-from quail_engine.infer.runner import SeqJob
+from quail_engine.infer.runner import SeqJob, log_prob_columns
 from quail_engine.infer.scheduler import Scheduler, SeqWork
 
 log = logging.getLogger(__name__)
@@ -124,6 +124,14 @@ class GpuRunner:
         columns: dict[int, int] | None = None
         token_ids = None
         shared = False
+        normed = [j.log_probs for j in jobs if j.read]
+        if all(normed):  # only the asked columns cross to the host, already normalized
+            union = sorted({t for j in jobs if j.read for t in (j.vocab or ())})
+            logits = log_prob_columns(self.model.logits(hidden, None), union)
+            return self._to_host(logits, {t: c for c, t in enumerate(union)}, jobs, spans,
+                                 timing)
+        if any(normed):
+            raise ValueError("a pass mixes log-probability reads with logit reads")
         if all(v is not None for v in vocabs):
             first = tuple(vocabs[0])
             if len(set(first)) == len(first) and all(tuple(v) == first for v in vocabs):
@@ -134,6 +142,10 @@ class GpuRunner:
                 columns = {t: c for c, t in enumerate(union)}
                 token_ids = to_device(union, dev)
         logits = self.model.logits(hidden, token_ids)
+        return self._to_host(logits, True if shared else columns, jobs, spans, timing)
+
+    def _to_host(self, logits: torch.Tensor, columns, jobs, spans, timing):
+        dev = self.device
         host = torch.empty(logits.shape, dtype=torch.float32, pin_memory=dev.type == "cuda")
         host.copy_(logits, non_blocking=True)
         done = None
@@ -141,7 +153,7 @@ class GpuRunner:
             done = torch.cuda.Event()
             done.record()
         self._end_timing(timing)
-        return jobs, spans, host, (True if shared else columns), done
+        return jobs, spans, host, columns, done
 
     def _end_timing(self, timing) -> None:
         if timing is not None:

@@ -74,3 +74,17 @@ def test_teacher_forced_label_positions_equal_transformers(tiny_llama, engine):
     with torch.no_grad():
         ref = hf(torch.tensor([prompt + cont])).logits[0, -5:]
     assert rel_err(job.logits, ref) <= RTOL
+
+
+def test_log_prob_reads_are_the_asked_columns_of_the_full_log_softmax(tiny_llama, engine):
+    """A job read with `log_probs` gets back only its vocab's columns, normalized over the
+    whole vocabulary (what label scoring needs, without a vocabulary of logits per position)."""
+    hf, _, _ = tiny_llama
+    prompt, cont = prompts([12, 4], seed=6)
+    vocab = (3, 17, 40)
+    job = SeqJob(prompt + cont, read=tuple(range(-5, 0)), vocab=vocab, log_probs=True)
+    engine.runner.run([job])
+    with torch.no_grad():
+        ref = torch.log_softmax(hf(torch.tensor([prompt + cont])).logits[0, -5:].float(), -1)
+    assert job.logits.shape == (5, 3)
+    assert torch.allclose(job.logits, ref[:, list(vocab)], atol=1e-4)
