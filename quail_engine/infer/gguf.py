@@ -191,6 +191,29 @@ def _remove_leftovers(target: Path) -> None:
             shutil.rmtree(leftover, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def _reader_reused(path: Path, reader) -> Iterator[None]:
+    """While it runs, `gguf.GGUFReader(path)` gives `reader` (already built) instead of parsing the
+    file again: transformers' GGUF tokenizer loader builds its own reader, and building one
+    reads every metadata field (Gemma's 262,144-token vocabulary: ~20 s of a ~50 s first-use
+    conversion on a 2-core CPU). Conversion runs once per process (a file lock), so the swap of
+    the library's name is not raced."""
+    import gguf as gguf_lib
+
+    real = gguf_lib.GGUFReader
+
+    def reader_for(file, *args, **kwargs):
+        if not args and not kwargs and Path(file).resolve() == path.resolve():
+            return reader
+        return real(file, *args, **kwargs)
+
+    gguf_lib.GGUFReader = reader_for
+    try:
+        yield
+    finally:
+        gguf_lib.GGUFReader = real
+
+
 def _convert(path: Path, target: Path) -> None:
     from gguf import GGUFReader
     from transformers import AutoTokenizer
@@ -205,7 +228,8 @@ def _convert(path: Path, target: Path) -> None:
         (tmp / BF16_SUBDIR).mkdir()
         save_file({k: v.to(torch.bfloat16) for k, v in state.items()},
                   str(tmp / BF16_SUBDIR / "model.safetensors"), metadata={"format": "pt"})
-        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+        with _reader_reused(path, reader):  # transformers would parse the whole file again
+            tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
         tokenizer.save_pretrained(str(tmp))
         hf["quail_source"] = str(path)
         (tmp / "config.json").write_text(json.dumps(hf, indent=1))
