@@ -20,6 +20,7 @@ says, `Twin.notes` says so (reported by run.py)."""
 
 from __future__ import annotations
 
+import abc
 import json
 import re
 from dataclasses import dataclass
@@ -52,20 +53,23 @@ def pieces(template: str, columns: tuple[str, ...]) -> list[str]:
     return out
 
 
-class Writer:
-    """Spells the two AI calls QUAIL-B uses, a yes/no question and a classification."""
+class Writer(abc.ABC):
+    """Spells the two AI calls QUAIL-B uses, a yes/no question and a classification; each
+    dialect (BigQuery, Databricks below) implements both."""
 
     dialect = ""
 
     def __init__(self) -> None:
         self.num_filters = 0
 
+    @abc.abstractmethod
     def ai_filter(self, template: str, *columns: str) -> str:
-        raise NotImplementedError
+        """The dialect's yes/no call over `template` with `columns` in its slots."""
 
+    @abc.abstractmethod
     def ai_classify(self, template: str, column: str, values: tuple[str, ...],
                     descriptions: tuple[str, ...] = (), *more: str) -> str:
-        raise NotImplementedError
+        """The dialect's classification of `column` into `values`."""
 
 
 class BigQuery(Writer):

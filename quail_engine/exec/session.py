@@ -296,40 +296,23 @@ def dependency_order(cores: Sequence) -> list:
 
 
 class _SessionRunner(OpRunner):
-    """OpRunner bound to the session's lazily loaded engine and current report."""
+    """OpRunner bound to the session's lazily loaded engine and current report; with `writes`,
+    to its generation model instead (the decoder the main runner hands generated text to)."""
 
-    def __init__(self, session: QuailSession, progress):
-        self._session = session
+    def __init__(self, session: QuailSession, progress, writes: bool = False):
+        self._session, self._writes = session, writes
         super().__init__(None, session.cache, session.report, progress,
                          on_long=session.on_long, calibrate=session.calibrate,
-                         batch_size=session.batch_size, text=session.text,
+                         batch_size=session.batch_size,
+                         text=session.decoder_text if writes else session.text,
                          precision=session.precision)
         self.share_kv = session.share_kv
-        if session.decoder_text is not None:
-            self.decoder = _DecoderRunner(session, progress)
+        if not writes and session.decoder_text is not None:
+            self.decoder = _SessionRunner(session, progress, writes=True)
 
     @property
     def engine(self):
-        return self._session.engine
-
-    @engine.setter
-    def engine(self, value) -> None:
-        pass
-
-
-class _DecoderRunner(OpRunner):
-    """OpRunner bound to the session's generation model (loaded on first use)."""
-
-    def __init__(self, session: QuailSession, progress):
-        self._session = session
-        super().__init__(None, session.cache, session.report, progress,
-                         on_long=session.on_long, calibrate=session.calibrate,
-                         batch_size=session.batch_size, text=session.decoder_text,
-                         precision=session.precision)
-
-    @property
-    def engine(self):
-        return self._session.decoder_engine
+        return self._session.decoder_engine if self._writes else self._session.engine
 
     @engine.setter
     def engine(self, value) -> None:
