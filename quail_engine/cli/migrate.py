@@ -29,6 +29,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="rows sampled per table for the token count (default 1000)")
     p.add_argument("--gpu-price", type=float, metavar="USD_PER_HOUR",
                    help="the hourly price of the GPU, for the cost beside the warehouse's")
+    p.add_argument("--price", action="append", default=[], metavar="FUNCTION=IN[/OUT][UNIT]",
+                   help="your warehouse price per million tokens for FUNCTION (or "
+                        "FUNCTION:MODEL), in credits, USD or DBU; wins over the published "
+                        "table and is labelled (given); repeatable, e.g. "
+                        "--price AI_FILTER=1.2credits --price AI.IF=0.30/2.50USD")
+    p.add_argument("--credit-price", metavar="USD",
+                   help="the US dollar price of one credit or DBU: shows those costs in "
+                        "dollars, labelled (given)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(run=run)
     return p
@@ -36,8 +44,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from quail_engine.migrate.inspect import apply, inspect_project, plan_edits
+    from quail_engine.migrate.prices import parse_credit_price, parse_prices
     from quail_engine.migrate.report import render
 
+    args.user_prices = parse_prices(args.price)  # a bad value fails before dbt runs
+    args.credit_usd = (None if args.credit_price is None
+                       else parse_credit_price(args.credit_price))
     seen = inspect_project(args.project_dir, args.dialect, args.profiles_dir)
     plan = plan_edits(seen, args.profiles_dir) if args.write else None  # errors before output
     out = render(seen.migration) + _costs(seen.migration, args)
@@ -56,11 +68,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _costs(migration, args: argparse.Namespace) -> list[str]:
-    """The cost estimate's lines (docs/prices.md), when --data or --gpu-price asks for it."""
-    if args.data is None and args.gpu_price is None:
+    """The cost estimate's lines (docs/prices.md), when --data, --gpu-price, --price or
+    --credit-price asks for it."""
+    if (args.data is None and args.gpu_price is None and not args.user_prices
+            and args.credit_usd is None):
         return []
-    from quail_engine.migrate.cost import estimate, render
+    from quail_engine.migrate.cost import estimate, render, unmatched_prices
 
     costs = estimate(migration.nodes, migration.calls, database=args.data,
-                     sample_rows=args.sample_rows, gpu_price_per_hour=args.gpu_price)
-    return ["", *render(costs)] if costs else []
+                     sample_rows=args.sample_rows, gpu_price_per_hour=args.gpu_price,
+                     user_prices=args.user_prices, credit_price=args.credit_usd)
+    return (["", *render(costs)] if costs else []) + unmatched_prices(costs, args.user_prices)

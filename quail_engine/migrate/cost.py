@@ -2,9 +2,10 @@
 
 `estimate` reads each model's compiled SQL with Quail's parser and, given a DuckDB file with the
 project's tables, counts the tokens every AI call would read (sample_tokens.py) with the default
-model's tokenizer. Beside them: the warehouse's published price (prices.py) and the time at our
-measured rates (RATES, each from a committed result file under bench/results/), with the GPU's
-cost at an hourly price the user gives. Without a database the tokens are unknown: no guess.
+model's tokenizer. Beside them: the warehouse's published price (prices.py), or the price the
+user gives for it (--price, labelled as given), and the time at our measured rates (RATES, each
+from a committed result file under bench/results/), with the GPU's cost at an hourly price the
+user gives. Without a database the tokens are unknown: no guess.
 `render` lays the estimates out as the lines of a plain-text table.
 """
 
@@ -96,6 +97,7 @@ class ModelCost:
     calls: tuple[CallCost, ...]
     gpu_price_per_hour: float | None = None
     note: str = ""
+    credit_price: float | None = None  # US dollars per credit or DBU (--credit-price)
 
     def _total(self, name: str) -> float | None:
         values = [getattr(c, name) for c in self.calls]
@@ -116,15 +118,32 @@ class ModelCost:
     def is_extrapolated(self) -> bool:
         return any(c.is_extrapolated for c in self.calls)
 
+    def _in_dollars(self, call: CallCost) -> bool:
+        return (self.credit_price is not None and call.price is not None
+                and call.price.unit in prices.CREDIT_UNITS)
+
     @property
     def warehouse_cost(self) -> float | None:
-        """Total at published prices; None when a call's tokens or price is unknown."""
-        return self._total("warehouse_cost")
+        """Total at the calls' prices (credits and DBUs in dollars when a credit price is
+        given); None when a call's tokens or price is unknown."""
+        costs = [c.warehouse_cost for c in self.calls]
+        if not costs or None in costs:
+            return None
+        return float(sum(cost * (self.credit_price if self._in_dollars(c) else 1.0)
+                         for c, cost in zip(self.calls, costs)))
 
     @property
     def warehouse_unit(self) -> str | None:
-        units = {c.price.unit for c in self.calls if c.price is not None}
+        units = {"USD" if self._in_dollars(c) else c.price.unit
+                 for c in self.calls if c.price is not None}
         return units.pop() if len(units) == 1 else None
+
+    @property
+    def is_user_priced(self) -> bool:
+        """Whether the warehouse cost rests on a figure the user gave (--price, or
+        --credit-price turning credits into dollars) rather than a published price only."""
+        return any(c.price is not None and (c.price.user_given or self._in_dollars(c))
+                   for c in self.calls)
 
     @property
     def gpu_seconds(self) -> float | None:
@@ -143,15 +162,21 @@ class ModelCost:
 
 def estimate(nodes: Sequence[CompiledNode], calls: Sequence[FoundCall], *,
              database: str | None, sample_rows: int = 1000,
-             gpu_price_per_hour: float | None = None, text=None) -> list[ModelCost]:
+             gpu_price_per_hour: float | None = None, text=None,
+             user_prices: Sequence[prices.Price] = (),
+             credit_price: float | None = None) -> list[ModelCost]:
     """One ModelCost per node with AI calls, in `nodes` order. `database`: a DuckDB file with
     the project's tables (None: tokens unknown). `text`: the PromptText tokens are counted
-    with (default: the default model's, exec.facade.model_text)."""
+    with (default: the default model's, exec.facade.model_text). `user_prices`: prices the
+    user gave (prices.parse_prices), winning over the published ones; `credit_price`: US
+    dollars per credit or DBU, to show those costs in dollars."""
     if sample_rows < 1:
         raise ExecutionError(f"the sample must hold at least one row, got {sample_rows}")
     if gpu_price_per_hour is not None and gpu_price_per_hour < 0:
         raise ExecutionError(f"the GPU price per hour must not be negative, got "
                              f"{gpu_price_per_hour}")
+    if credit_price is not None and not credit_price >= 0:
+        raise ExecutionError(f"the price of a credit must not be negative, got {credit_price}")
     by_node: dict[str, list[FoundCall]] = {}
     for call in calls:
         by_node.setdefault(call.node, []).append(call)
@@ -171,10 +196,22 @@ def estimate(nodes: Sequence[CompiledNode], calls: Sequence[FoundCall], *,
                for name, c in by_node.items() if name not in known]
     for node in [*nodes, *missing]:
         if node.node in by_node:
-            costs, note = _model_cost(node, by_node[node.node], counter, data)
+            costs, note = _model_cost(node, by_node[node.node], counter, data,
+                                      tuple(user_prices))
             out.append(ModelCost(node.node, node.path, node.dialect, costs, gpu_price_per_hour,
-                                 note))
+                                 note, credit_price))
     return out
+
+
+def unmatched_prices(costs: Sequence[ModelCost], user_prices: Sequence[prices.Price]
+                     ) -> list[str]:
+    """A line for each user-given price no AI call used (a misspelled function or model)."""
+    used = {c.price.item.upper() for m in costs for c in m.calls
+            if c.price is not None and c.price.user_given}
+    functions = sorted({c.function for m in costs for c in m.calls})
+    return [f"{p.source}: no AI call of the project is priced by it (its calls: "
+            f"{', '.join(functions) or 'none'})" for p in user_prices
+            if p.item.upper() not in used]
 
 
 class _DataFile:
@@ -235,11 +272,11 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _model_cost(node: CompiledNode, found: list[FoundCall], counter, data
-                ) -> tuple[tuple[CallCost, ...], str]:
+def _model_cost(node: CompiledNode, found: list[FoundCall], counter, data,
+                user: tuple[prices.Price, ...]) -> tuple[tuple[CallCost, ...], str]:
     """The node's calls with what is known of them, and a note on the whole node."""
     plain = tuple(CallCost(c.function, c.op_kind,
-                           price=prices.lookup(node.dialect, c.function, None),
+                           price=prices.lookup(node.dialect, c.function, None, user),
                            note="refused: it does not move" if c.status == "refused" else "")
                   for c in found)
     if node.compiled_sql is None:
@@ -251,21 +288,21 @@ def _model_cost(node: CompiledNode, found: list[FoundCall], counter, data
     except QuailError as exc:
         return plain, f"tokens unknown: Quail cannot read it ({exc})"
     if counter is None:
-        return _calls(node, parsed, found, {}), "tokens unknown: no database given"
+        return _calls(node, parsed, found, {}, user), "tokens unknown: no database given"
     stage.info("counting the tokens of %s's AI calls on its data", node.node)
     data.expose(parsed)
-    return _calls(node, parsed, found, counter.count(parsed)), ""
+    return _calls(node, parsed, found, counter.count(parsed), user), ""
 
 
-def _calls(node: CompiledNode, parsed, found: list[FoundCall], counts: dict
-           ) -> tuple[CallCost, ...]:
+def _calls(node: CompiledNode, parsed, found: list[FoundCall], counts: dict,
+           user: tuple[prices.Price, ...]) -> tuple[CallCost, ...]:
     unused = list(found)
     out = []
     for op_id, op in enumerate(parsed.ai_ops):
         call = _match(op, unused)
         function = call.function if call is not None else _vendor_name(op.origin)
         refused = call is not None and call.status == "refused"
-        price = prices.lookup(node.dialect, function, op.options.model)
+        price = prices.lookup(node.dialect, function, op.options.model, user)
         count = counts.get(op_id)
         if count is None:
             out.append(CallCost(function, str(op.op), price=price,

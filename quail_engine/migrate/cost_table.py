@@ -11,6 +11,7 @@ HEADER = ("model", "AI calls", "prompts", "input tokens", "output tokens", "ware
           "GPU time", "GPU cost", "CPU time")
 UNKNOWN = "unknown"
 NO_PRICE = "n/p"
+GIVEN = "(given)"
 
 
 def table_lines(costs: Sequence) -> list[str]:
@@ -36,7 +37,9 @@ def table_lines(costs: Sequence) -> list[str]:
         "<= output tokens: an upper bound (every prompt answered to its max tokens); only "
         "generative calls count output.",
         f"warehouse: published prices read on {prices.READ_ON} (docs/prices.md); "
-        f"{NO_PRICE}: no published price found.",
+        f"{NO_PRICE}: no published price found."
+        + (f" {GIVEN}: from a figure you gave ({_given(costs)}), not a published price."
+           if any(c.is_user_priced for c in costs) else ""),
         "+ time of the prompts' prefill only: no decode rate has been measured.",
     ]
     lines += [f"{r.device.upper()} {r.work}: {r.what} ({r.source})" for r in RATES]
@@ -68,7 +71,19 @@ def _warehouse(c) -> str:
     unit = c.warehouse_unit
     if unit is None:  # calls priced in different units: no one sum
         return "mixed units"
-    return ("~" if c.is_extrapolated else "") + _money(c.warehouse_cost, unit)
+    return (("~" if c.is_extrapolated else "") + _money(c.warehouse_cost, unit)
+            + (" " + GIVEN if c.is_user_priced else ""))
+
+
+def _given(costs) -> str:
+    """The user's figures behind the (given) costs: each --price used, the credit price."""
+    used = dict.fromkeys(call.price.source for c in costs for call in c.calls
+                         if call.price is not None and call.price.user_given)
+    credit = {c.credit_price for c in costs if c.is_user_priced and c.credit_price is not None
+              and any(call.price is not None and call.price.unit in prices.CREDIT_UNITS
+                      for call in c.calls)}
+    return "; ".join([*used, *(f"--credit-price {_money(p, 'USD')} per credit or DBU"
+                               for p in sorted(credit))])
 
 
 def _count(n: float) -> str:
