@@ -113,9 +113,10 @@ def parse_prices(texts: Sequence[str]) -> tuple[Price, ...]:
     out: dict[str, Price] = {}
     for text in texts:
         price = parse_price(text)
-        if price.item.upper() in out:
-            raise MigrateError(f"--price {price.item} is given twice "
-                               f"({out[price.item.upper()].source!r} and {text!r})")
+        first = out.get(price.item.upper())
+        if first is not None:
+            raise MigrateError(f"--price {first.item} is given twice ({first.source!r} and "
+                               f"{price.source!r})")
         out[price.item.upper()] = price
     return tuple(out.values())
 
