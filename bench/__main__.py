@@ -23,6 +23,7 @@ SUITES = {
                       "two-argument questions and every example on the default model"),
     "fp8-emulation": ("bench.fp8_emulation", "CPU",
                       "fp8 GEMM decisions on trained weights, emulated"),
+    "fp8-margins": ("bench.fp8_margins", "CPU", "fp8 per decision: float32 margins and shifts"),
     "prefix-sharing": ("bench.prefix_sharing", "CPU/H200",
                        "agent-trace snapshots through `quail query`, prefix sharing on vs off"),
     "ray-scaling": ("bench.ray_scaling", "CPU",

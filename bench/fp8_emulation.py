@@ -54,12 +54,13 @@ def e4m3(x: torch.Tensor) -> torch.Tensor:
     return (q.float() * scale[:, None]).reshape(x.shape)
 
 
-def e4m3_groups(x: torch.Tensor) -> torch.Tensor:
-    """x [..., K] rounded through e4m3 in 1 x 128 groups (the fused epilogues' grouped scales)."""
+def e4m3_groups(x: torch.Tensor, group: int = 128) -> torch.Tensor:
+    """x [..., K] rounded through e4m3 in 1 x `group` groups (the fused epilogues' grouped
+    scales: 128)."""
     flat = x.reshape(-1, x.shape[-1])
-    q, scale = quantize_groups_ref(flat)
+    q, scale = quantize_groups_ref(flat, group)
     k = flat.shape[1]
-    full = scale.repeat_interleave(128, 1)[:, :k]
+    full = scale.repeat_interleave(group, 1)[:, :k]
     return (q.float() * full).reshape(x.shape)
 
 
@@ -73,19 +74,20 @@ def e4m3_weight_blocks(w: torch.Tensor) -> torch.Tensor:
 class Fp8Linear(nn.Module):
     """y = e4m3(x) @ e4m3(W)^T in float32. Scales: per token x per output channel (what
     GpuLinear does per channel), or `block`: 1 x 128 activation groups and 128 x 128 weight
-    blocks."""
+    blocks (`group`: the activation group width, 128 as on the GPU path)."""
 
-    def __init__(self, linear: nn.Linear, block: bool = False):
+    def __init__(self, linear: nn.Linear, block: bool = False, group: int = 128):
         super().__init__()
         w = linear.weight.detach().float()
         self.block = block
+        self.group = group
         self.weight = nn.Parameter(e4m3_weight_blocks(w) if block else e4m3(w),
                                    requires_grad=False)
         self.bias = linear.bias
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         xf = x.float()
-        y = (e4m3_groups(xf) if self.block else e4m3(xf)) @ self.weight.t()
+        y = (e4m3_groups(xf, self.group) if self.block else e4m3(xf)) @ self.weight.t()
         if self.bias is not None:
             y = y + self.bias.float()
         return y.to(x.dtype)
@@ -165,9 +167,10 @@ def margins(model, prompts: list[list[int]], columns: tuple[int, int]) -> torch.
     return torch.stack([j.logits[0, 0] - j.logits[0, 1] for j in jobs]).float()
 
 
-def pair_decisions(engine) -> tuple[list[bool], list[bool]]:
-    """(decisions, truth) over every labelled pair, each asked with either side as the document,
-    through the pair layout as the executor renders it (bench/pair_accuracy.py)."""
+def pair_answers(engine) -> tuple[list, list[bool]]:
+    """(answers, truth) over every labelled pair, each asked with either side as the document,
+    through the pair layout as the executor renders it (bench/pair_accuracy.py); an answer's
+    `margin` is what its decision is read from (PMI - threshold > 0)."""
     from bench.pair_accuracy import PAIRS, ask, load_jsonl, pair_layout
 
     rows = load_jsonl(PAIRS)
@@ -175,10 +178,15 @@ def pair_decisions(engine) -> tuple[list[bool], list[bool]]:
     for anchor in ("a", "b"):
         for template in dict.fromkeys(r["template"] for r in rows):
             group = [r for r in rows if r["template"] == template]
-            answers = ask(engine, pair_layout(template, anchor), [(r["a"], r["b"]) for r in group])
-            got += [bool(a.value) for a in answers]
+            got += ask(engine, pair_layout(template, anchor), [(r["a"], r["b"]) for r in group])
             truth += [bool(r["label"]) for r in group]
     return got, truth
+
+
+def pair_decisions(engine) -> tuple[list[bool], list[bool]]:
+    """(decisions, truth) over every labelled pair (pair_answers)."""
+    answers, truth = pair_answers(engine)
+    return [bool(a.value) for a in answers], truth
 
 
 def _agree(a, b) -> float:
