@@ -98,9 +98,11 @@ def _rates(row: dict, fresh: float, requested: float, run_s: float, sol: float |
     return row
 
 
-def query_row(args, workload: str, precision: str, paths: dict, clock: Clock) -> dict:
-    """`quail query` as a user runs it; times from its --report."""
-    name = f"query-{workload}-{precision}"
+def query_row(args, workload: str, precision: str, paths: dict, clock: Clock,
+              sharing: str = "on") -> dict:
+    """`quail query` as a user runs it; times from its --report. `sharing`: prefix sharing
+    across rows on (the product's default) or off (QUAIL_PREFIX_SHARING=0)."""
+    name = f"query-{workload}-{precision}" + ("" if sharing == "on" else "-sharing-off")
     report = args.workdir / f"{name}.report.json"
     report.unlink(missing_ok=True)
     tables = ["docs"] if workload == "filter" else ["reports", "terms"]
@@ -112,10 +114,10 @@ def query_row(args, workload: str, precision: str, paths: dict, clock: Clock) ->
     for t in tables:
         cmd += ["--table", f"{t}={paths[t]}"]
     log_file = (out_dir() if args.keep_logs else args.workdir) / f"{name}.log"
-    code, process_s = _run(cmd, _env(args.workdir, name), min(args.query_timeout, clock.left()),
-                           log_file)
-    row = {"workload": workload, "path": "query", "precision": precision, "exit": code,
-           "process_s": process_s}
+    env = dict(_env(args.workdir, name), QUAIL_PREFIX_SHARING="1" if sharing == "on" else "0")
+    code, process_s = _run(cmd, env, min(args.query_timeout, clock.left()), log_file)
+    row = {"workload": workload, "path": "query", "precision": precision, "sharing": sharing,
+           "exit": code, "process_s": process_s}
     if code != 0 or not report.exists():
         row["error"] = log_file.read_text()[-1500:]
         return row
@@ -128,7 +130,8 @@ def query_row(args, workload: str, precision: str, paths: dict, clock: Clock) ->
                host_wait_s=round(sum(o.get("host_wait_s", 0.0) for o in rep["operators"]), 3),
                gpu_pass_s=round(sum(o.get("gpu_pass_s", 0.0) for o in rep["operators"]), 3),
                est_seconds=round(sum(o.get("est_seconds") or 0.0 for o in rep["operators"]),
-                                 3))
+                                 3),
+               kv_hit_tokens=rep.get("kv_hit_tokens"))
     return _rates(row, rep["fresh_tokens"], rep["requested_tokens"],
                   rep["wall_s"] - rep["load_s"], rep["sol_seconds"])
 
@@ -264,12 +267,16 @@ def table(rows: list[dict]) -> str:
             "load s | run s | SoL s | x SoL | note |\n"
             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     fmt = lambda v, f="{:,}": "-" if v is None else f.format(v)  # noqa: E731
-    lines = [f"| {r['workload']} | {r['path']} | {r['precision']} | "
+    lines = [f"| {r['workload']} | {r['path']}{_sharing(r)} | {r['precision']} | "
              f"{fmt(r.get('fresh_tokens_per_s'))} | {fmt(r.get('requested_tokens_per_min'))} | "
              f"{fmt(r.get('wall_s'), '{:.2f}')} | {fmt(r.get('load_s'), '{:.2f}')} | "
              f"{fmt(r.get('run_s'), '{:.2f}')} | {fmt(r.get('sol_seconds'), '{:.3g}')} | "
              f"{fmt(r.get('x_sol'), '{:.1f}')} | {_note(r)} |" for r in rows]
     return "\n".join([head, *lines])
+
+
+def _sharing(r: dict) -> str:
+    return " (sharing off)" if r.get("sharing") == "off" else ""
 
 
 def _note(r: dict) -> str:
@@ -290,6 +297,8 @@ def parse_args(argv):
                    help="a tiny Qwen3-shaped model and short documents (CPU smoke)")
     p.add_argument("--precisions", default="fp8,bf16")
     p.add_argument("--workloads", default="filter,join")
+    p.add_argument("--sharing", default="on",
+                   help="query rows with prefix sharing across rows on, off, or on,off")
     p.add_argument("--paths", default="query,engine", help="query, engine, dbt (comma list)")
     p.add_argument("--filter-docs", type=int, default=20000)
     p.add_argument("--join-anchors", type=int, default=500)
@@ -313,7 +322,7 @@ def parse_args(argv):
     p.add_argument("--keep-logs", action="store_true", help="subprocess logs under $OUT")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    for key in ("precisions", "workloads", "paths"):
+    for key in ("precisions", "workloads", "paths", "sharing"):
         setattr(args, key, [v for v in getattr(args, key).split(",") if v])
     if args.device == "cpu":
         args.precisions = ["bf16"]  # fp8 runs only on the GPU path
@@ -373,9 +382,10 @@ def main(argv=None) -> int:
 
     for precision in args.precisions:
         for workload in args.workloads:
-            if "query" in args.paths:
-                add(f"query_{workload}_{precision}", query_row, args, workload, precision, paths,
-                    clock)
+            for sharing in args.sharing if "query" in args.paths else ():
+                suffix = "" if sharing == "on" else "_sharing_off"
+                add(f"query_{workload}_{precision}{suffix}", query_row, args, workload,
+                    precision, paths, clock, sharing)
         if "engine" in args.paths:
             add(f"engine_{precision}", engine_rows, args, precision, tokenizer, paths)
         if "dbt" in args.paths and "filter" in args.workloads:
