@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from quail_engine.migrate.project import MigrateError
 
-READ_ON = "2026-12-01"
+READ_ON = "2026-12-02"  # the last search of the vendors' pages (docs/prices.md)
 
 
 @dataclass(frozen=True)
@@ -41,9 +41,10 @@ class Price:
         return (input_tokens * self.input_per_million + out) / 1e6
 
 
-# Empty on READ_ON: none of the three vendors' price pages (Snowflake's Service Consumption Table,
-# Vertex AI's generative AI pricing, Databricks' pricing) was among the stored pages searched;
-# docs/prices.md lists what their docs say about billing and the third-party figures not used.
+# Empty on READ_ON (searched 2026-12-01 and again 2026-12-02): none of the three vendors' price
+# pages (Snowflake's Service Consumption Table, Vertex AI's generative AI pricing, Databricks'
+# pricing) was among the stored pages searched; docs/prices.md lists what their docs say about
+# billing, the searches, and the third-party figures not used. Users give theirs with --price.
 PRICES: tuple[Price, ...] = ()
 
 
