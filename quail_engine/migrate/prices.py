@@ -56,7 +56,7 @@ _UNITS = {"credits": "credits", "credit": "credits", "usd": "USD", "dbu": "DBU",
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
 _PRICE = re.compile(rf"(?P<input>{_NUMBER})(?:/(?P<output>{_NUMBER}))?(?P<unit>[A-Za-z]*)")
 _FUNCTION = re.compile(r"[A-Za-z_][\w.]*")
-_MODEL = re.compile(r"[^\s:=/]+")
+_MODEL = re.compile(r"[^\s=]+")  # a model or endpoint name, a path or URL too
 PRICE_FORM = "FUNCTION[:MODEL]=IN[/OUT][credits|USD|DBU], e.g. AI_FILTER=1.2credits"
 
 

@@ -94,6 +94,8 @@ def test_bad_arguments_are_one_line_errors():
     ("ai_query:databricks-meta-llama-3-3-70b-instruct = 7.143 / 21.429 DBU",
      "ai_query:databricks-meta-llama-3-3-70b-instruct", "DBU", 7.143, 21.429),
     ("AI_CLASSIFY=.5/0", "AI_CLASSIFY", "", 0.5, 0.0),  # no unit: the warehouse's own
+    ("AI.GENERATE:publishers/google/models/gemini-2.5-flash=0.15/1.25usd",
+     "AI.GENERATE:publishers/google/models/gemini-2.5-flash", "USD", 0.15, 1.25),
 ])
 def test_parse_a_user_price(text, item, unit, price_in, price_out):
     price = prices.parse_price(text)
