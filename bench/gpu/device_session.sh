@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Several GPU steps in one device call, each bounded in time, every result tarred to $OUT after
+# each step (a call cut short still returns what finished). Runs the committed tree carried as
+# .carry/head.tar (`git archive HEAD -o .carry/head.tar`) when present, else the working tree.
+#
+#   bash bench/gpu/device_session.sh STEP[:SECONDS] ...      (in the device call, repo root)
+#   DRY=1 bash bench/gpu/device_session.sh e2e-fp8 psbench    (print the commands only)
+#
+# Wheels: .carry/core/whl or .carry/e2e/whl (duckdb, sqlglot, ...: see bench/e2e_gpu.py
+# --prepare), installed once per machine into /tmp/site. Ray: its cp312 wheel (from
+# `bench/ray_scaling.py --prepare-ray`) cut into parts named ray-*.whl.part0, .part1, ... under
+# .carry/ray*/, carried in separate calls while the machine is held (each call copies what it
+# carries to /tmp/ray-parts; the `ray` step joins them and installs).
+# Steps share one random-weight Qwen3-4B directory, /tmp/quail-e2e/model-qwen3-4b.
+set -u
+REPO=$(pwd)
+FINAL_OUT=${OUT:-$REPO/bench/results/local}
+RES=/tmp/res
+MODEL=/tmp/quail-e2e/model-qwen3-4b
+mkdir -p "$FINAL_OUT" "$RES" /tmp/ray-parts
+
+if [ -z "${DRY:-}" ]; then
+  nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader
+  for part in "$REPO"/.carry/ray*/*; do [ -f "$part" ] && cp -n "$part" /tmp/ray-parts/; done
+  if [ -f .carry/head.tar ]; then
+    rm -rf /tmp/head && mkdir -p /tmp/head && tar xf .carry/head.tar -C /tmp/head
+    ln -sfn "$REPO/.carry" /tmp/head/.carry
+    cd /tmp/head || exit 1
+  fi
+  for whl in "$REPO"/.carry/core/whl "$REPO"/.carry/e2e/whl; do
+    if [ -d "$whl" ] && [ ! -f "/tmp/site/.$(basename "$(dirname "$whl")")" ]; then
+      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$whl"/*.whl \
+        && touch "/tmp/site/.$(basename "$(dirname "$whl")")"
+    fi
+  done
+fi
+export PYTHONPATH=/tmp/site:$(pwd) PYTHONUNBUFFERED=1 DO_NOT_TRACK=1
+
+have_model() { [ -f $MODEL/model.safetensors ] && echo "--model $MODEL"; }
+
+command_of() {  # the command line of a step
+  case $1 in
+    e2e-fp8) echo "python3 bench/e2e_gpu.py --precisions fp8 --workloads filter --paths query,engine \
+      --sharing on,off --filter-docs 20000 --query-timeout 200 --keep-logs --budget-s $(( $2 - 15 ))" ;;
+    e2e-bf16) echo "python3 bench/e2e_gpu.py --precisions bf16 --workloads filter --paths query,engine \
+      --filter-docs 20000 --query-timeout 200 --keep-logs --budget-s $(( $2 - 15 ))" ;;
+    e2e-join) echo "python3 bench/e2e_gpu.py --precisions fp8 --workloads join --paths query,engine \
+      --join-anchors ${JOIN_ANCHORS:-500} --query-timeout 300 --keep-logs --budget-s $(( $2 - 15 ))" ;;
+    e2e-dbt) echo "python3 bench/e2e_gpu.py --precisions fp8 --workloads filter --paths query,dbt \
+      --filter-docs 20000 --query-timeout 200 --keep-logs --budget-s $(( $2 - 15 ))" ;;
+    pscheck) echo "python3 tests/device/prefix_sharing_check.py --shape qwen3-4b" ;;
+    psbench) echo "python3 -m bench prefix-sharing --device cuda --precision fp8 \
+      --quailb-rows ${PS_ROWS:-300} --hf --timeout $(( $2 / 3 )) $(have_model)" ;;
+    fp8block) echo "python3 tests/device/fp8_block_check.py --prompts 400" ;;
+    fp8bench) echo "python3 -m bench gpu --models qwen3-4b --dtypes fp8,fp8-block --engines quail \
+      --workloads filter --filter-docs 20000" ;;
+    ray) echo "python3 bench/ray_scaling.py --device cuda --precision fp8 --workers 1 \
+      --filter-docs 5000 --join-anchors 20 --join-partners 1100 --repeat 1 $(have_model)" ;;
+    quailb) echo "python3 -m bench quailb --device cuda --scale sf0.1 --random-model qwen3-4b \
+      --precision fp8 --override --workdir /tmp/quail-e2e --budget-s $(( $2 - 60 )) \
+      --resume bench/results/quailb_gpu.json --out \$OUT/quailb_gpu.json" ;;
+    *) echo "unknown step $1" >&2; return 1 ;;
+  esac
+}
+
+install_ray() {
+  python3 -c "import ray" 2>/dev/null && return 0
+  local parts=(/tmp/ray-parts/ray-*.part*)
+  [ -f "${parts[0]}" ] || { echo "no Ray parts carried"; return 1; }
+  local wheel=${parts[0]%.part*}
+  cat /tmp/ray-parts/ray-*.part* > "/tmp/$(basename "$wheel")"
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
+    "/tmp/$(basename "$wheel")" /tmp/ray-parts/*.whl
+}
+
+for spec in "$@"; do
+  name=${spec%%:*}; secs=${spec#*:}; [ "$secs" = "$spec" ] && secs=300
+  cmd=$(command_of "$name" "$secs") || exit 2
+  if [ -n "${DRY:-}" ]; then echo "$name ($secs s): $cmd"; continue; fi
+  [ "$name" = ray ] && { install_ray || continue; }
+  mkdir -p "$RES/$name"
+  echo "== $name ($secs s) $(date +%T): $cmd"
+  OUT=$RES/$name timeout -k 10 "$secs" bash -c "$cmd" > "$RES/$name/log" 2>&1
+  echo "== $name exit $? $(date +%T)"
+  tail -n 4 "$RES/$name/log"
+  tar czf "$FINAL_OUT/results.tgz" -C "$RES" .
+done
