@@ -193,21 +193,13 @@ class LocalEngine:
         jobs = [SeqJob(list(requests[i].tokens), prefixes[i], vocab=vocabs[id(requests[i].readout)])
                 for i in one_step]
         fresh = [k for k, i in enumerate(one_step) if prefixes[i] is None]
-        cache = self.prefix_cache if len(fresh) > 0 else None
-        try:
-            if cache is not None:  # rows that start from scratch share their beginnings
-                tokens = [jobs[k].tokens for k in fresh]
-                shared = self._shared_jobs(tokens, cache, store_kv=True)
-                for k, job in zip(fresh, shared):
-                    job.vocab = jobs[k].vocab
-                    jobs[k] = job
+        if self.prefix_cache is None or not fresh:
             self.runner.run(jobs)
-            if cache is not None:  # their pages stay cached for later batches (LRU)
-                for k, t in zip(fresh, tokens):
-                    cache.insert(t, jobs[k].kv)
-                    cache.store.done(jobs[k].kv)
-        finally:
-            self._end_batch(cache)
+        else:
+            fresh_set = set(fresh)
+            others = [job for k, job in enumerate(jobs) if k not in fresh_set]
+            for n, group in enumerate(self._kv_groups(fresh, jobs)):
+                self._run_shared(jobs, group, others if n == 0 else [])
         for i, answer in zip(one_step, self._one_step_answers(
                 [requests[i].readout for i in one_step], [job.logits for job in jobs])):
             answers[i] = answer
@@ -231,6 +223,46 @@ class LocalEngine:
             for i, s in zip(gen, seqs):
                 answers[i] = Answer(value=s.text)
         return answers  # type: ignore[return-value]
+
+    def _run_shared(self, jobs: list[SeqJob], group: list[int], others: list[SeqJob]) -> None:
+        """Run jobs[group] (rows that start from scratch) sharing their beginnings through the
+        prefix cache, beside `others`; each row's KV is stored while it runs and its full pages
+        stay cached for later batches (LRU)."""
+        cache = self.prefix_cache
+        try:
+            tokens = [jobs[k].tokens for k in group]
+            for k, job in zip(group, self._shared_jobs(tokens, cache, store_kv=True)):
+                job.vocab = jobs[k].vocab
+                jobs[k] = job
+            self.runner.run([jobs[k] for k in group] + others)
+            for k, t in zip(group, tokens):
+                cache.insert(t, jobs[k].kv)
+                cache.store.done(jobs[k].kv)
+        finally:
+            self._end_batch(cache)
+
+    def _kv_groups(self, fresh: list[int], jobs: list[SeqJob]) -> list[list[int]]:
+        """`fresh` cut, in order, into groups whose stored KV fits `_stored_kv_tokens` (one
+        group when the store has no bound): every row of a group holds its KV until the
+        group's run ends, and a batch can hold more tokens than the KV arena."""
+        limit = self._stored_kv_tokens()
+        if limit is None:
+            return [fresh]
+        groups: list[list[int]] = [[]]
+        size = 0
+        for k in fresh:
+            n = len(jobs[k].tokens)
+            if groups[-1] and size + n > limit:
+                groups.append([])
+                size = 0
+            groups[-1].append(k)
+            size += n
+        return groups
+
+    def _stored_kv_tokens(self) -> int | None:
+        """Tokens of KV one shared run may store at once; None: no bound (the CPU's KV is the
+        jobs' own memory, and the cache keeps copies up to its own budget)."""
+        return None
 
     def _kind(self, ro: Any) -> str:
         if isinstance(ro, GenerateReadout):

@@ -46,3 +46,25 @@ def test_shared_rows_answer_like_the_unshared_plain_engine(device):
     gpu.release(handle)
     gpu.prefix_cache.index.clear()
     assert fast.arena.num_free_pages == fast.arena.num_pages
+
+
+def test_a_batch_holding_more_kv_than_the_arena_runs_with_sharing(device):
+    """Each row's KV is stored while its run lasts (for later rows to share): a batch of rows
+    whose KV together exceeds the arena (16 pages of 16 tokens) runs as several shared runs
+    instead of failing with 'KV arena full' (an fp8 filter batch on the H200 did), and
+    answers like the plain engine."""
+    config, ref, fast = _models("qwen3", device)
+    tok = CharTokenizer()
+    gpu = GpuEngine(fast, tok, config, token_budget=64, prefix_sharing=True)
+    cpu = LocalEngine(ref, tok, config, token_budget=64, prefix_sharing=False)
+    docs = [f"row {i}: the report names reaction {i * 7} and dose {i * 13} mg?" for i in
+            range(12)]
+    requests = [Request(tuple(tok.encode(d)), READOUT) for d in docs]
+    assert sum(len(r.tokens) for r in requests) > fast.arena.num_pages * fast.arena.page_size
+    with torch.inference_mode():
+        got, want = gpu.run(requests), cpu.run(requests)
+    for g, w in zip(got, want):
+        assert g.value == w.value
+        assert abs(g.margin - w.margin) < max(1e-3, fp32_tol())
+    gpu.prefix_cache.index.clear()
+    assert fast.arena.num_free_pages == fast.arena.num_pages

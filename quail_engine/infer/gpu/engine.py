@@ -68,6 +68,13 @@ class GpuEngine(LocalEngine):
         arena.reclaim = lambda need: cache.index.evict(max(need, arena.num_pages // 16))
         return cache
 
+    def _stored_kv_tokens(self) -> int:
+        """Half the pages a run can get (free, or cached and evictable): the rows of one shared
+        run hold their KV in the arena until the run ends, so a batch larger than the arena
+        (an fp8 filter's 5 s batch is ~700k tokens) runs as several."""
+        arena = self.model.arena
+        return (arena.num_free_pages + self.prefix_cache.index.num_pages) * arena.page_size // 2
+
     @classmethod
     def load(cls, spec: str = "default", device: str = "cuda", dtype: Any = None,
              fp8: bool = False, fp8_proj: tuple[str, ...] | None = None,
