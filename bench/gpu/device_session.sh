@@ -41,7 +41,7 @@ have_model() { [ -f $MODEL/model.safetensors ] && echo "--model $MODEL"; }
 command_of() {  # the command line of a step
   case $1 in
     e2e-fp8) echo "python3 bench/e2e_gpu.py --precisions fp8 --workloads filter --paths query,engine \
-      --sharing on,off --filter-docs 20000 --query-timeout 200 --keep-logs --budget-s $(( $2 - 15 ))" ;;
+      --sharing ${SHARING:-on,off} --filter-docs 20000 --query-timeout 200 --keep-logs --budget-s $(( $2 - 15 ))" ;;
     e2e-bf16) echo "python3 bench/e2e_gpu.py --precisions bf16 --workloads filter --paths query,engine \
       --filter-docs 20000 --query-timeout 200 --keep-logs --budget-s $(( $2 - 15 ))" ;;
     e2e-join) echo "python3 bench/e2e_gpu.py --precisions fp8 --workloads join --paths query,engine \
