@@ -83,8 +83,11 @@ def run_query(args, path: Path, sharing: bool) -> dict:
                PYTHONPATH=os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(ROOT))
                                           if p))
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=args.timeout)
+    try:
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"sharing": sharing, "exit": 124, "error": f"timed out after {args.timeout} s"}
     row = {"sharing": sharing, "exit": proc.returncode,
            "process_s": round(time.perf_counter() - t0, 2)}
     if proc.returncode != 0 or not report.exists():
@@ -141,8 +144,16 @@ def hf_baseline(args, table: pa.Table) -> dict:
     tokenizer = load_tokenizer(model_dir)
     question = SQL.split("PROMPT('", 1)[1].split("{0}")[0]
     docs = [tokenizer.encode(f"{t}\n\n{question}") for t in table.column("trace").to_pylist()]
+    step = max(1, len(docs) // args.hf_rows) if args.hf_rows else 1
+    sample = docs[::step]
     model, _ = hf_model(config)
-    return run_filter(model, FilterWork(docs), batch=args.hf_batch)
+    got = run_filter(model, FilterWork(sample), batch=args.hf_batch)
+    total, measured = sum(map(len, docs)), sum(map(len, sample))
+    got.update(rows=len(docs), rows_measured=len(sample), total_tokens=total,
+               seconds_measured=round(got["seconds"], 3),
+               seconds=round(got["seconds"] * total / measured, 3),
+               extrapolated=step > 1)  # by tokens, from every `step`-th row
+    return got
 
 
 def markdown(result: dict) -> str:
@@ -159,8 +170,15 @@ def markdown(result: dict) -> str:
                      f"{r['fresh_tokens']:,} | {r['kv_hit_tokens']:,} | {r['minimum_tokens']:,} |"
                      f" {r['kv_regret']} | {r['sol_minimum_s']} | {r['x_sol_minimum']} |")
     lines += ["", f"answers equal with and without sharing: {result['answers_equal']}"]
-    if result.get("hf"):
-        lines.append(f"transformers baseline: {result['hf']}")
+    hf = result.get("hf")
+    if hf and "seconds" in hf:
+        how = (f"extrapolated by tokens from {hf['rows_measured']} of {hf['rows']} rows "
+               f"({hf['seconds_measured']} s measured)") if hf.get("extrapolated") else \
+            "every row"
+        lines.append(f"transformers baseline (bf16, sdpa, batches of {hf['batch']}, no reuse): "
+                     f"{hf['seconds']} s, {how}")
+    elif hf:
+        lines.append(f"transformers baseline: {hf}")
     return "\n".join(lines) + "\n"
 
 
@@ -179,6 +197,9 @@ def main(argv=None) -> int:
     p.add_argument("--modes", default="off,on")
     p.add_argument("--hf", action="store_true", help="the transformers baseline (GPU)")
     p.add_argument("--hf-batch", type=int, default=4)
+    p.add_argument("--hf-rows", type=int, default=32,
+                   help="transformers on every k-th row (about this many), extrapolated by "
+                        "tokens to the table (0: every row)")
     p.add_argument("--timeout", type=float, default=540.0)
     p.add_argument("--workdir", type=Path, default=Path("/tmp/quail-prefix-sharing"))
     p.add_argument("--out", default=None, help="result file (default bench/results/...)")
@@ -194,26 +215,31 @@ def main(argv=None) -> int:
         small_traces(args.trajectories, args.snapshots, args.words)
     path = args.workdir / "agent_traces.parquet"
     pq.write_table(table, path)
-    runs = [run_query(args, path, mode == "on") for mode in args.modes.split(",")]
-    answers = [r.pop("answers", None) for r in runs]
+    if args.out is None and args.device == "cuda":  # the device machine's $OUT comes back
+        args.out = out_dir() / "prefix_sharing.json"
     result = {
         "command": " ".join(["python -m bench prefix-sharing", *(argv or sys.argv[1:])]),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "load_average": " ".join(f"{x:.2f}" for x in os.getloadavg()),
-        "device": runs[0].get("device", args.device),
+        "device": args.device,
         "table": (f"QUAIL-B sf0.1 agent_traces, first {args.quailb_rows} rows"
                   if args.quailb_rows else
                   f"{args.trajectories} trajectories x {args.snapshots} snapshots "
                   f"(every {AGENT_TURN_INTERVAL} turns, <= {args.words} words a turn)"),
-        "rows": table.num_rows, "runs": runs,
-        "answers_equal": len({json.dumps(a) for a in answers if a is not None}) == 1,
+        "rows": table.num_rows, "runs": [],
     }
+    answers = []
+    for mode in args.modes.split(","):  # the file is rewritten after each step (a device
+        run = run_query(args, path, mode == "on")  # call cut short keeps what finished)
+        answers.append(run.pop("answers", None))
+        result["runs"].append(run)
+        result["device"] = result["runs"][0].get("device", args.device)
+        result["answers_equal"] = len({json.dumps(a) for a in answers if a is not None}) == 1
+        result["load_average"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        write_result(result, "cpu-prefix-sharing", markdown, args.out)
     if args.hf:
         result["hf"] = hf_baseline(args, table)
-    if args.out is None and args.device == "cuda":  # the device machine's $OUT comes back
-        args.out = out_dir() / "prefix_sharing.json"
-    write_result(result, "cpu-prefix-sharing", markdown, args.out)
-    return 0 if all("error" not in r for r in runs) else 1
+        write_result(result, "cpu-prefix-sharing", markdown, args.out)
+    return 0 if all("error" not in r for r in result["runs"]) else 1
 
 
 if __name__ == "__main__":

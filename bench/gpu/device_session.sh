@@ -50,7 +50,7 @@ command_of() {  # the command line of a step
       --filter-docs 20000 --query-timeout 200 --keep-logs --budget-s $(( $2 - 15 ))" ;;
     pscheck) echo "python3 tests/device/prefix_sharing_check.py --shape qwen3-4b" ;;
     psbench) echo "python3 -m bench prefix-sharing --device cuda --precision fp8 \
-      --quailb-rows ${PS_ROWS:-300} --hf --timeout $(( $2 / 3 )) $(have_model)" ;;
+      --quailb-rows ${PS_ROWS:-300} --hf --timeout $(( $2 * 2 / 5 )) $(have_model)" ;;
     fp8block) echo "python3 tests/device/fp8_block_check.py --prompts 400" ;;
     fp8bench) echo "python3 -m bench gpu --models qwen3-4b --dtypes fp8,fp8-block --engines quail \
       --workloads filter --filter-docs 20000" ;;
