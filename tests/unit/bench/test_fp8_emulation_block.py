@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from bench.fp8_emulation import Fp8Linear
-from bench.fp8_margins import analyse, expected_flips, rms_for_flips
+from bench.fp8_margins import analyse, expected_flips, rank, rms_for_flips
 from quail_engine.infer.gpu.linear import GpuLinear
 from quail_kernels.block_fp8_gemm import (
     block_fp8_gemm_ref,
@@ -69,14 +69,13 @@ def test_margin_analysis_counts_flips_against_float32_and_bf16():
     fp8 = [-0.9, -0.2, -0.01, 0.45, 2.1, 0.05]  # flips 0.02 and -0.3 vs float32
     a = analyse({"float32": m32, "bf16": bf16, "fp8": fp8})
     assert a["decisions"] == 6 and a["stable_decisions"] == 4  # |m| > 0.1
-    assert a["bf16_max_shift"] == 0.1
+    assert a["base_max_shift"] == 0.1
     b = a["variants"]["bf16"]
-    assert [f["i"] for f in b["flips_float32"]] == [1] and b["agree_float32"] == round(5 / 6, 4)
+    assert b["flips_float32"] == [1] and b["agree_float32"] == round(5 / 6, 4)
     f = a["variants"]["fp8"]
-    assert [x["i"] for x in f["flips_float32"]] == [2, 5]
-    assert [x["i"] for x in f["flips_bf16"]] == [1, 2, 5]
-    assert f["agree_bf16_stable"] == 0.75  # -0.3 flips though bf16 decides it stably
-    assert f["flips_float32"][0]["rank"] == 0.0  # the smallest |margin| of the set
+    assert f["flips_float32"] == [2, 5] and f["flips_base"] == [1, 2, 5]
+    assert f["agree_base_stable"] == 0.75  # -0.3 flips though bf16 decides it stably
+    assert rank(m32, 2) == 0.0 and rank(m32, 5) == 0.3333  # share with a smaller |margin|
 
 
 def test_gaussian_flip_model():
@@ -85,3 +84,13 @@ def test_gaussian_flip_model():
     assert expected_flips(ref, 0.0) == 0.0
     rms = rms_for_flips([0.5, -0.5], 0.02)  # 2 * Phi(-0.5 / rms) = 0.02
     assert math.isclose(rms, 0.5 / 2.326348, rel_tol=1e-3)
+
+
+def test_recheck_band_takes_the_references_decisions_under_tau():
+    from bench.fp8_margins import recheck
+
+    fp8 = [0.05, -0.4, 2.0, -3.0]
+    bf16 = [-0.1, 0.2, 1.9, -2.5]  # disagrees on the first two (|fp8| 0.05 and 0.4)
+    rc = recheck(fp8, bf16)
+    assert rc["taus"]["0.1"] == {"agree": 0.75, "reasked": 0.25}
+    assert rc["tau99"] == 0.5 and rc["taus"]["0.5"]["reasked"] == 0.5
