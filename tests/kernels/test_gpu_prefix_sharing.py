@@ -49,10 +49,9 @@ def test_shared_rows_answer_like_the_unshared_plain_engine(device):
 
 
 def test_a_batch_holding_more_kv_than_the_arena_runs_with_sharing(device):
-    """Each row's KV is stored while its run lasts (for later rows to share): a batch of rows
-    whose KV together exceeds the arena (16 pages of 16 tokens) runs as several shared runs
-    instead of failing with 'KV arena full' (an fp8 filter batch on the H200 did), and
-    answers like the plain engine."""
+    """A batch of rows whose KV together exceeds the arena (16 pages of 16 tokens) runs with
+    sharing on instead of failing with 'KV arena full' (an fp8 filter batch on the H200 did:
+    every row's KV was kept until the run ended), and answers like the plain engine."""
     config, ref, fast = _models("qwen3", device)
     tok = CharTokenizer()
     gpu = GpuEngine(fast, tok, config, token_budget=64, prefix_sharing=True)
@@ -66,5 +65,9 @@ def test_a_batch_holding_more_kv_than_the_arena_runs_with_sharing(device):
     for g, w in zip(got, want):
         assert g.value == w.value
         assert abs(g.margin - w.margin) < max(1e-3, fp32_tol())
+    # the rows share nothing: only the last row's KV stays cached, for the next batch
+    last = requests[-1].tokens
+    assert gpu.prefix_cache.index.num_pages == len(last) // fast.arena.page_size
+    assert len(gpu.prefix_cache.index.match(last)) == len(last) // fast.arena.page_size
     gpu.prefix_cache.index.clear()
     assert fast.arena.num_free_pages == fast.arena.num_pages

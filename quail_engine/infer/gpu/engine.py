@@ -69,11 +69,11 @@ class GpuEngine(LocalEngine):
         return cache
 
     def _stored_kv_tokens(self) -> int:
-        """Half the pages a run can get (free, or cached and evictable): the rows of one shared
-        run hold their KV in the arena until the run ends, so a batch larger than the arena
-        (an fp8 filter's 5 s batch is ~700k tokens) runs as several."""
+        """A quarter of the pages a batch can get (free, or cached and evictable): a batch's
+        rows hold their KV in the arena until its run ends (an fp8 filter's 5 s batch is
+        ~700k tokens; the H200's arena held 364k at --kv-fraction 0.5)."""
         arena = self.model.arena
-        return (arena.num_free_pages + self.prefix_cache.index.num_pages) * arena.page_size // 2
+        return (arena.num_free_pages + self.prefix_cache.index.num_pages) * arena.page_size // 4
 
     @classmethod
     def load(cls, spec: str = "default", device: str = "cuda", dtype: Any = None,
