@@ -89,9 +89,15 @@ class CausalLM(nn.Module):
 
     def logits(self, hidden: Tensor, token_ids: Tensor | None = None) -> Tensor:
         """Final norm + LM head, restricted to rows `token_ids` of the vocabulary (all if None);
-        Gemma's final logit softcapping when configured. [R, hidden] -> [R, V']."""
-        weight = self.lm_head.weight if token_ids is None else self.lm_head.weight[token_ids]
-        out = self.model.norm(hidden) @ weight.t()
+        Gemma's final logit softcapping when configured. [R, hidden] -> [R, V']. A restricted
+        head (a yes/no or label readout: a few columns) runs in float32 whatever the model's
+        dtype, as the GPU path does: in bfloat16 each logit would be rounded to 8 bits of
+        mantissa, so a margin (a difference of logits near 10) would move in steps of 1/8."""
+        if token_ids is None:
+            out = self.model.norm(hidden) @ self.lm_head.weight.t()
+        else:
+            weight = self.lm_head.weight[token_ids]
+            out = self.model.norm(hidden).float() @ weight.float().t()
         cap = self.config.final_logit_softcapping
         if cap:
             out = torch.tanh(out / cap) * cap
