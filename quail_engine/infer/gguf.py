@@ -3,7 +3,7 @@
 `convert_gguf(path)` writes `config.json`, `model.safetensors` (float32, HF tensor names, HF
 conventions: what CPUs without bf16 dot products compute in), a bfloat16 copy under `bf16/` (for
 CUDA and bf16 CPUs: half the bytes to read) and the tokenizer files to a folder of the models
-cache (settings.cache_path("models")) keyed by the file's name, size and mtime; the loader then
+cache (settings.cache_path("models")) keyed by the file's name, size and a hash of its ends; the loader then
 treats it like any local HF directory. Concurrent first uses are safe: one process converts
 (a file lock), into a uniquely named temporary folder renamed into place at the end; the others
 wait for it and load its result. A conversion killed midway leaves its temporary folder, which
@@ -17,6 +17,7 @@ weights with the +1 folded in (subtracted here, since our Gemma norm multiplies 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import shutil
@@ -57,9 +58,23 @@ def cache_root() -> Path:
 CACHE_FORMAT = 2  # bump when the converted layout changes, so old caches are not misread
 
 
+SAMPLE_BYTES = 1 << 20
+
+
 def cache_dir_for(path: Path) -> Path:
-    stat = path.stat()
-    return cache_root() / f"{path.stem}-{stat.st_size}-{stat.st_mtime_ns}-v{CACHE_FORMAT}"
+    """The conversion's folder, named by the file's name, size and a hash of its first and last
+    MiB (the GGUF header with every tensor's name, type and offset, and the last tensors'
+    quantized bytes): the same file reinstalled (a new virtual environment, a copy) has a new
+    modification time but reuses its conversion, where an mtime key converted it again
+    (~0.8 GB a time for SmolLM2-135M; CI's fresh environments filled a shared disk)."""
+    size = path.stat().st_size
+    digest = hashlib.sha256(str(size).encode())
+    with path.open("rb") as f:
+        digest.update(f.read(SAMPLE_BYTES))
+        if size > SAMPLE_BYTES:
+            f.seek(max(SAMPLE_BYTES, size - SAMPLE_BYTES))
+            digest.update(f.read(SAMPLE_BYTES))
+    return cache_root() / f"{path.stem}-{size}-{digest.hexdigest()[:16]}-v{CACHE_FORMAT}"
 
 
 def _field(reader, key: str, default=None):

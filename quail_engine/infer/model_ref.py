@@ -2,7 +2,7 @@
 
 `identity` names the model by content, not by the name typed: a hash of config.json and the
 names, sizes and modification times of its tokenizer and weight files (a converted GGUF's cache
-folder is itself named by the source file's size and mtime). Two folders holding different
+folder is itself named by the source file's size and a hash of its first and last MiB). Two folders holding different
 models never share an identity, so answers and token ids cached under it cannot leak between
 them. `codec()` loads only the tokenizer.
 """

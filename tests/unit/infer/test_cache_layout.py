@@ -87,3 +87,28 @@ def test_force_reconvert_replaces_a_finished_folder(tmp_path):
     gguf.install_dir(tmp, target)
     assert (target / "config.json").read_text() == "new"
     assert sorted(p.name for p in Path(tmp_path).iterdir()) == ["m"]
+
+
+def test_a_reinstalled_file_reuses_its_conversion_and_other_content_does_not(tmp_path,
+                                                                            monkeypatch):
+    """The conversion folder is named by content, not by modification time: the same GGUF
+    installed again (a fresh virtual environment: same bytes, new mtime) finds the folder its
+    earlier install converted into; a file of the same name and size with other bytes does not."""
+    import os
+
+    monkeypatch.setenv("QUAIL_CACHE_DIR", str(tmp_path / "cache"))
+    size = 3 * gguf.SAMPLE_BYTES + 5
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    first, again = tmp_path / "a" / "m.gguf", tmp_path / "b" / "m.gguf"
+    for path in (first, again):
+        path.parent.mkdir()
+        path.write_bytes(data)
+    os.utime(again, ns=(1, 1))
+    assert gguf.cache_dir_for(first) == gguf.cache_dir_for(again)
+    tail = tmp_path / "c" / "m.gguf"  # the last MiB differs
+    tail.parent.mkdir()
+    tail.write_bytes(data[:-1] + b"\x01")
+    head = tmp_path / "d" / "m.gguf"  # the header differs
+    head.parent.mkdir()
+    head.write_bytes(b"\x01" + data[1:])
+    assert len({gguf.cache_dir_for(p) for p in (first, tail, head)}) == 3
