@@ -131,7 +131,9 @@ def query_row(args, workload: str, precision: str, paths: dict, clock: Clock,
                gpu_pass_s=round(sum(o.get("gpu_pass_s", 0.0) for o in rep["operators"]), 3),
                est_seconds=round(sum(o.get("est_seconds") or 0.0 for o in rep["operators"]),
                                  3),
-               kv_hit_tokens=rep.get("kv_hit_tokens"))
+               kv_hit_tokens=rep.get("kv_hit_tokens"),
+               # when each phase ran (the model loads lazily inside one of them)
+               timeline_phases=(rep.get("timeline") or {}).get("phases"))
     return _rates(row, rep["fresh_tokens"], rep["requested_tokens"],
                   rep["wall_s"] - rep["load_s"], rep["sol_seconds"])
 
