@@ -20,7 +20,7 @@ from sqlglot import exp
 from quail_engine.sql.build import AGGREGATE_OPS
 from quail_engine.sql.ir import AiOp, JoinInfo, OpKind
 from quail_engine.sql.placeholder import op_id_of
-from quail_engine.sql.scan import Pending, scan_relation
+from quail_engine.sql.scan import Pending, is_literal, scan_relation
 from quail_engine.sql.sources import is_inner, sources_of
 
 log = logging.getLogger(__name__)
@@ -111,7 +111,8 @@ def _scannable(select: exp.Select) -> dict[str, exp.Expr]:
 
 
 def _reads_only(op: AiOp, sources) -> bool:
-    return bool(op.bindings) and all(b.alias in sources for b in op.bindings)
+    read = [b for b in op.bindings if not is_literal(b)]
+    return bool(read) and all(b.alias in sources for b in read)
 
 
 def _predicates(p: Pending, absorbed: set[int]) -> None:
@@ -183,8 +184,8 @@ def _is_true(c: exp.Expr) -> exp.Expr:
 
 
 def _aliases_in_order(op: AiOp, sources) -> tuple[str, ...] | None:
-    used = {b.alias for b in op.bindings}
-    if not op.bindings or None in used or not used <= set(sources):
+    used = {b.alias for b in op.bindings if not is_literal(b)}
+    if not used or None in used or not used <= set(sources):
         log.info("%s is not planned: its bindings do not name the core's relations", op.op)
         return None
     return tuple(a for a in sources if a in used)

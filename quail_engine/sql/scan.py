@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import sqlglot
 from sqlglot import exp
 
-from quail_engine.sql.ir import AiOp, binding_column, key_column
+from quail_engine.sql.ir import AiOp, Binding, binding_column, key_column
 from quail_engine.sql.sources import alias_of, is_inner, join_of
 
 
@@ -26,13 +27,26 @@ class Pending:
     semi: dict[str, exp.Expr] = field(default_factory=dict)
 
 
+def is_literal(b: Binding) -> bool:
+    """A constant argument (`PROMPT('... {1}?', review, 'delivery')`): it reads no relation, so
+    the scan of the op's first relation carries it, one value a row."""
+    if b.alias is not None or b.column is not None:
+        return False
+    try:
+        node = sqlglot.parse_one(b.sql, read="duckdb")
+    except sqlglot.errors.SqlglotError:  # parse and tokenize errors: not a literal we know
+        return False
+    return isinstance(node, exp.Literal | exp.Boolean)
+
+
 def scan_relation(p: Pending, alias: str):
     from quail_engine.sql.cores import Relation
 
     columns: list[tuple[str, str]] = []
     for op_id in dict.fromkeys([*p.filters, *p.joins, *p.projections, *p.aggregates]):
-        for b in p.ops[op_id].bindings:
-            if b.alias == alias:
+        op = p.ops[op_id]
+        for b in op.bindings:
+            if b.alias == alias or (is_literal(b) and op.aliases[:1] == (alias,)):
                 columns.append((binding_column(op_id, b.index), b.sql))
     for n, left, right in p.keys:
         for side_alias, side in (left, right):

@@ -59,3 +59,24 @@ def test_planned_equals_unplanned(con, dialect, sql):
                          share_kv=False)
     expected = plain.execute(sql, dialect).to_pylist()
     assert planned.execute(sql, dialect).to_pylist() == expected
+
+
+LITERAL_ARGUMENT = [  # the argument a dbt macro writes as a string ('delivery')
+    ("snowflake", "SELECT id FROM reviews WHERE AI_FILTER(PROMPT('Is {0} about {1}?', review, "
+                  "'PRICE')) ORDER BY id"),
+    ("snowflake", "SELECT r.id, p.name FROM reviews r JOIN products p ON AI_FILTER(PROMPT("
+                  "'Is {0} about {1} ({2})?', r.review, p.name, 'BATTERY')) ORDER BY 1, 2"),
+    ("snowflake", "SELECT id, AI_COMPLETE('m', PROMPT('Say {1}: {0}', review, 'WIDGET')) AS s "
+                  "FROM reviews ORDER BY id"),
+]
+
+
+@pytest.mark.parametrize("dialect,sql", LITERAL_ARGUMENT)
+def test_a_literal_argument_is_planned(con, dialect, sql):
+    dev = DeviceSpec("toy", 1e11, 1e10)
+    planned = QuailSession(con, FakeEngine, use_cache=False, device_spec=dev, sample_size=2)
+    plain = QuailSession(con, FakeEngine, use_cache=False, device_spec=dev, plan=False,
+                         share_kv=False)
+    expected = plain.execute(sql, dialect).to_pylist()
+    assert planned.execute(sql, dialect).to_pylist() == expected and expected
+    assert [o.unplanned for o in planned.report.ops.values()] == [0]

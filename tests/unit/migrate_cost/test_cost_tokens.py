@@ -71,6 +71,18 @@ def test_filter_reads_every_non_null_row_whole(text, database):
     assert c.cpu_seconds == pytest.approx(c.input_tokens / rate("cpu", "prefill").tokens_per_s)
 
 
+def test_a_filter_with_a_literal_argument_is_counted(text, database):
+    # as the Snowflake project's macro writes it: the topic is the prompt's second argument
+    sql = ("SELECT id FROM \"compile\".\"main\".\"reviews\" WHERE "
+           "AI_FILTER(PROMPT('Review: {0}\\nIs this review about {1}?', review, 'delivery'))")
+    [cost] = estimate([node("delivery", sql)], [call("delivery", "AI_FILTER", "ai_filter")],
+                      database=database, text=text)
+    [c] = cost.calls
+    kept = [(r, "delivery") for r in REVIEWS if r is not None]
+    assert (c.note, c.prompts, c.is_extrapolated) == ("", 4, False)
+    assert c.input_tokens == sum(prompt_tokens(text, sql, kept))
+
+
 def test_a_larger_table_is_sampled_and_extrapolated(text, database):
     # named as dbt compiled it against another DuckDB file (quail migrate's scratch one)
     sql = ('SELECT id FROM "compile"."main"."big" '

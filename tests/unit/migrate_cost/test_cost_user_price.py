@@ -41,7 +41,9 @@ def test_the_warehouse_column_is_priced_from_the_users_figures(tmp_path, capsys,
     assert topics[5:7] == [f"${dollars:.4f}", "(given)"]
     replies = rows["model.shop.review_replies"]  # 2 prompts, input and output at 0.19
     assert replies[1] == "AI_COMPLETE" and replies[6] == "(given)"
-    assert rows["model.shop.delivery_complaints"][5] == "n/p"  # nothing given, none published
+    delivery = rows["model.shop.delivery_complaints"]  # the macro's AI_FILTER, topic as {1}
+    assert delivery[1:3] == ["AI_FILTER", "6"] and int(delivery[3].replace(",", "")) > 0
+    assert delivery[5] == "n/p"  # nothing given, none published
     legend = next(ln for ln in lines if ln.startswith("warehouse:"))
     assert "(given): from a figure you gave (--price AI_COMPLETE:llama3.1-8b=0.19/0.19credits" \
         "; --price AI_CLASSIFY=1.2credits; --credit-price $3.00 per credit or DBU)" in legend
