@@ -10,7 +10,9 @@
 # --prepare), installed once per machine into /tmp/site. Ray: its cp312 wheel (from
 # `bench/ray_scaling.py --prepare-ray`) cut into parts named ray-*.whl.part0, .part1, ... under
 # .carry/ray*/, carried in separate calls while the machine is held (each call copies what it
-# carries to /tmp/ray-parts; the `ray` step joins them and installs).
+# carries to /tmp/ray-parts; the `ray` step joins them and installs them with every other wheel
+# carried there: msgpack, and jsonschema, jsonschema-specifications, referencing and rpds-py,
+# which Ray imports and the GPU image lacks).
 # Steps share one random-weight Qwen3-4B directory, /tmp/quail-e2e/model-qwen3-4b.
 set -u
 REPO=$(pwd)
