@@ -24,6 +24,9 @@ cp312-manylinux2014_x86_64.whl && python3 -m pip install -q --no-index --no-deps
 /tmp/site .carry/e2e/whl/*.whl .carry/ray/part1/*.whl /tmp/ray-*.whl && PYTHONPATH=/tmp/site \
     python3 bench/ray_scaling.py --device cuda --precision fp8 --workers 1,2 \
         --filter-docs 5000 --join-anchors 20 --join-partners 1100 --repeat 1
+Ray also imports jsonschema, which the GPU image lacks: install jsonschema,
+jsonschema-specifications, referencing and rpds-py from .carry/e2e/whl with it (the 2026-12-02
+run did so through bench/gpu/device_session.sh's `ray` step).
 The CPU run writes bench/results/cpu-ray-scaling-<date>.json/.md with `uptime`'s load average;
 the GPU run writes ray_scaling.json under $OUT (bench/results_io.Results).
 """
