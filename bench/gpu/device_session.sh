@@ -50,7 +50,8 @@ command_of() {  # the command line of a step
       --join-anchors ${JOIN_ANCHORS:-500} --query-timeout 300 --keep-logs --budget-s $(( $2 - 15 ))" ;;
     e2e-dbt) echo "python3 bench/e2e_gpu.py --precisions fp8 --workloads filter --paths query,dbt \
       --filter-docs 20000 --query-timeout 200 --keep-logs --budget-s $(( $2 - 15 ))" ;;
-    pscheck) echo "python3 tests/device/prefix_sharing_check.py --shape qwen3-4b" ;;
+    pscheck) echo "python3 tests/device/prefix_sharing_check.py --shape qwen3-4b \
+      --reference ${PS_REFERENCE:-64}" ;;
     psbench) echo "python3 -m bench prefix-sharing --device cuda --precision fp8 \
       --quailb-rows ${PS_ROWS:-300} --hf --timeout $(( $2 * 2 / 5 )) $(have_model)" ;;
     fp8block) echo "python3 tests/device/fp8_block_check.py --prompts 400" ;;

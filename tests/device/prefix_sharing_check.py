@@ -9,6 +9,8 @@ precision: other pass shapes round differently).
         [--trajectories 40 --snapshots 10]
 On the CPU (tiny shape, Triton interpreted): TRITON_INTERPRET=1 PYTHONPATH=. python \\
     tests/device/prefix_sharing_check.py --shape tiny --trajectories 2 --snapshots 3 --turn 20
+`--reference N` adds both paths' agreement with the float32 plain-torch engine on N prompts
+(rounding leaves on and off about equally far from it; a defect in the shared path would not).
 """
 
 from __future__ import annotations
@@ -57,10 +59,10 @@ def snapshot_prompts(vocab: int, trajectories: int, snapshots: int, turn: int,
     return out
 
 
-def run(engine: GpuEngine, prompts) -> tuple[torch.Tensor, dict]:
+def run(engine, prompts) -> tuple[torch.Tensor, dict]:
     fresh0, t0 = engine.stats.fresh_tokens, time.perf_counter()
     answers = engine.run([Request(p, READOUT) for p in prompts])
-    if engine.model.device.type == "cuda":
+    if torch.cuda.is_available():
         torch.cuda.synchronize()
     stats = {"seconds": round(time.perf_counter() - t0, 3),
              "fresh_tokens": engine.stats.fresh_tokens - fresh0,
@@ -68,8 +70,33 @@ def run(engine: GpuEngine, prompts) -> tuple[torch.Tensor, dict]:
     return torch.tensor([a.margin for a in answers]), stats
 
 
+def float32_margins(config, sd, prompts, device: str) -> torch.Tensor:
+    """The same requests through the plain-torch engine in float32 (no sharing): the reference
+    that tells rounding (both GPU paths equally far from it) from a defect (one much farther)."""
+    from quail_engine.infer.engine import LocalEngine
+    from quail_engine.infer.models import build_model
+
+    with torch.device(device):
+        model = build_model(config)
+    model.load_state_dict({k: v.float() for k, v in sd.items()}, strict=False)
+    engine = LocalEngine(model.eval(), IdTokenizer(), config, device=device, token_budget=8192,
+                         prefix_sharing=False)
+    margins, _ = run(engine, prompts)
+    del engine, model
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return margins
+
+
+def _vs(ref: torch.Tensor, got: torch.Tensor) -> dict:
+    agree = (ref > 0) == (got > 0)
+    return {"decision_agreement": float(agree.float().mean()), "flips": int((~agree).sum()),
+            "margin_max_abs_err": float((ref - got).abs().max()),
+            "margin_mean_abs_err": float((ref - got).abs().mean())}
+
+
 def check(shape: str, trajectories: int, snapshots: int, turn: int, fp8: bool,
-          device: str) -> dict:
+          device: str, reference: int = 0) -> dict:
     config = ModelConfig(**TINY) if shape == "tiny" else shape_config(shape)
     dtype = torch.float32 if device == "cpu" else torch.bfloat16  # the model's on a GPU
     sd = random_state_dict(config, seed=0, device=device)
@@ -97,7 +124,12 @@ def check(shape: str, trajectories: int, snapshots: int, turn: int, fp8: bool,
     agree = (ref > 0) == (got > 0)
     floor = (ref > 0) == (again > 0)
     on.prefix_cache.index.clear()
-    return {"shape": shape, "fp8": fp8, "prompts": len(prompts),
+    vs_float32 = {}
+    if reference:  # the first `reference` prompts, float32 plain torch
+        n = min(reference, len(prompts))
+        want = float32_margins(config, sd, prompts[:n], device)
+        vs_float32 = {"prompts": n, "off": _vs(want, ref[:n]), "on": _vs(want, got[:n])}
+    return {"shape": shape, "fp8": fp8, "prompts": len(prompts), "vs_float32": vs_float32,
             "total_tokens": sum(map(len, prompts)),
             "decision_agreement": float(agree.float().mean()), "flips": int((~agree).sum()),
             "margin_max_abs_err": float((ref - got).abs().max()),
@@ -115,8 +147,12 @@ def main(argv=None) -> int:
     p.add_argument("--snapshots", type=int, default=10)
     p.add_argument("--turn", type=int, default=300, help="tokens a snapshot adds (at most)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--reference", type=int, default=0, metavar="N",
+                   help="also compare the first N prompts, sharing on and off, with the "
+                        "float32 plain-torch engine")
     args = p.parse_args(argv)
-    results = [check(args.shape, args.trajectories, args.snapshots, args.turn, fp8, args.device)
+    results = [check(args.shape, args.trajectories, args.snapshots, args.turn, fp8, args.device,
+                     args.reference)
                for fp8 in ((False, True) if args.device == "cuda" else (False,))]
     print(json.dumps(results, indent=1))
     return 0 if all(r["passed"] for r in results) else 1
