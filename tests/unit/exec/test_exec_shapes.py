@@ -51,12 +51,18 @@ def con():
     return c
 
 
-@pytest.mark.parametrize("dialect,sql", SHAPES)
-def test_planned_equals_unplanned(con, dialect, sql):
+def _planned_and_plain(con):
+    """The planner's session and the row-by-row one (no plan, no shared KV) on a toy device."""
     dev = DeviceSpec("toy", 1e11, 1e10)
     planned = QuailSession(con, FakeEngine, use_cache=False, device_spec=dev, sample_size=2)
     plain = QuailSession(con, FakeEngine, use_cache=False, device_spec=dev, plan=False,
                          share_kv=False)
+    return planned, plain
+
+
+@pytest.mark.parametrize("dialect,sql", SHAPES)
+def test_planned_equals_unplanned(con, dialect, sql):
+    planned, plain = _planned_and_plain(con)
     expected = plain.execute(sql, dialect).to_pylist()
     assert planned.execute(sql, dialect).to_pylist() == expected
 
@@ -73,10 +79,7 @@ LITERAL_ARGUMENT = [  # the argument a dbt macro writes as a string ('delivery')
 
 @pytest.mark.parametrize("dialect,sql", LITERAL_ARGUMENT)
 def test_a_literal_argument_is_planned(con, dialect, sql):
-    dev = DeviceSpec("toy", 1e11, 1e10)
-    planned = QuailSession(con, FakeEngine, use_cache=False, device_spec=dev, sample_size=2)
-    plain = QuailSession(con, FakeEngine, use_cache=False, device_spec=dev, plan=False,
-                         share_kv=False)
+    planned, plain = _planned_and_plain(con)
     expected = plain.execute(sql, dialect).to_pylist()
     assert planned.execute(sql, dialect).to_pylist() == expected and expected
     assert [o.unplanned for o in planned.report.ops.values()] == [0]
