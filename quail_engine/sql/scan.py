@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
@@ -30,10 +31,14 @@ class Pending:
 def is_literal(b: Binding) -> bool:
     """A constant argument (`PROMPT('... {1}?', review, 'delivery')`): it reads no relation, so
     the scan of the op's first relation carries it, one value a row."""
-    if b.alias is not None or b.column is not None:
-        return False
+    return b.alias is None and b.column is None and _is_literal_sql(b.sql)
+
+
+@lru_cache(maxsize=1024)
+def _is_literal_sql(sql: str) -> bool:
+    """Parsed once per text: planning asks for each binding several times."""
     try:
-        node = sqlglot.parse_one(b.sql, read="duckdb")
+        node = sqlglot.parse_one(sql, read="duckdb")
     except sqlglot.errors.SqlglotError:  # parse and tokenize errors: not a literal we know
         return False
     return isinstance(node, exp.Literal | exp.Boolean)
