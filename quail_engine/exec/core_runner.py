@@ -78,7 +78,8 @@ class CoreRunner:
             if kinds <= {"inner", "cross"}:
                 with phase("projections"):
                     self._run_projections(plan, scans, final)
-        self._key_answers(ops, scans)
+        with phase("answer_keys"):
+            self._key_answers(ops, scans)
         self.runner.report.plans.append(plan.logical.text() + "\n" + plan.text())
         self.runner.report.remarks.extend(plan.remarks)
         return plan

@@ -1,8 +1,11 @@
 """Planner inputs measured on the data: prompt token lengths and selectivities.
 
-A selectivity hint (Options.selectivity) wins; otherwise the predicate runs on a small evenly
-spaced sample first (its answers are stored, so they are not computed again) and the planner
-uses the observed rate (plan/selectivity.py).
+A selectivity hint (Options.selectivity) wins; otherwise, when the core has a choice that
+selectivities decide (two or more AI predicates: the filters' order, the joins' order, what a
+join sees of a filtered side), the predicate runs on a small evenly spaced sample first (its
+answers are stored, so they are not computed again) and the planner uses the observed rate
+(plan/selectivity.py). A core with one AI predicate is planned the same at any selectivity, so
+it is not sampled: on the GPU the sample's first small pass costs seconds.
 """
 
 from __future__ import annotations
@@ -122,13 +125,14 @@ def _sample_join(op_id: int, op, scans, runner: OpRunner, store: AnswerStore,
 def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], runner: OpRunner,
              store: AnswerStore, num_samples: int) -> dict[int, OpInfo]:
     out: dict[int, OpInfo] = {}
+    choices = sum(1 for o in ops if ai_ops[o].op in PREDICATE_KINDS) > 1
     for op_id in ops:
         op = ai_ops[op_id]
         shared: dict[str, float] = {}
         tokens, question = _token_lengths(op_id, op, scans, runner, shared)
         aliases = tuple(tokens)
         hits, n = 0, 0
-        if op.options.selectivity is None and op.op in PREDICATE_KINDS:
+        if choices and op.options.selectivity is None and op.op in PREDICATE_KINDS:
             k = sample_size(num_samples, min(len(scans[a].rows) for a in aliases))
             if k and runner.progress is not None:
                 runner.progress.stage(f"sampling {k} rows to estimate the selectivity of "

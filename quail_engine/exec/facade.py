@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from functools import cache
 from typing import Any
 
 from quail_engine.errors import ExecutionError, ModelError, QuailError, SqlError
@@ -43,19 +42,16 @@ def model_text(config: SessionConfig) -> tuple[Any, Callable[[], Any]]:
     query whose answers are all cached never loads the model."""
     from quail_engine.exec.prompt_text import PromptText
 
-    if not config.convert_in_child:
-        return PromptText.of_model(config.model, tokens_dir=config.tokens_dir,
-                                   variant=config.limits_variant)
-    from quail_engine.infer.model_ref import ModelRef
+    resolve = None
+    if config.convert_in_child:
+        from quail_engine.infer.model_ref import ModelRef
 
-    @cache
-    def ref() -> Any:  # resolved when first needed; a GGUF converted in a child process
-        ensure_converted(config.model)
-        return ModelRef.resolve(config.model)
+        def resolve() -> Any:  # a GGUF converted in a child process first
+            ensure_converted(config.model)
+            return ModelRef.resolve(config.model)
 
-    text = PromptText(lambda: ref().codec(), lambda: ref().identity + config.limits_variant,
-                      config.tokens_dir, config.model)
-    return text, lambda: ref().config()
+    return PromptText.of_model(config.model, tokens_dir=config.tokens_dir,
+                               variant=config.limits_variant, resolve=resolve)
 
 
 def load_engine(config: SessionConfig, text: Any = None) -> Any:

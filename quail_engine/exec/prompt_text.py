@@ -50,19 +50,34 @@ class PromptText:
                    lambda: engine_getter().model_id, time_load=False)
 
     @classmethod
-    def of_model(cls, spec: str, tokens_dir: str | Path | None = None, variant: str = ""
+    def of_model(cls, spec: str, tokens_dir: str | Path | None = None, variant: str = "",
+                 resolve: Callable[[], object] | None = None
                  ) -> tuple[PromptText, Callable[[], object]]:
         """Text side of the model `spec` names (its tokenizer alone, loaded when first needed;
         the model resolved — a GGUF converted — when first needed), and a callable giving the
         model's config (for the cost model) without reading weights. `variant`: settings that
-        change answers beyond the model's files (appended to its identity)."""
-        from functools import cache
+        change answers beyond the model's files (appended to its identity); `resolve`: gives
+        the infer.model_ref.ModelRef (default: ModelRef.resolve(spec))."""
+        if resolve is None:
+            from quail_engine.infer.model_ref import ModelRef
 
-        from quail_engine.infer.model_ref import ModelRef
+            def resolve():
+                return ModelRef.resolve(spec)
 
-        ref = cache(lambda: ModelRef.resolve(spec))
-        return (cls(lambda: ref().codec(), lambda: ref().identity + variant, tokens_dir, spec),
-                lambda: ref().config())
+        resolved: list = []
+
+        def ref():
+            # resolving imports the inference runtime (torch: seconds) and may convert a GGUF:
+            # model load, counted in load_s wherever it first happens (the model's identity,
+            # its config for the cost model, or its tokenizer)
+            if not resolved:
+                start = time.perf_counter()
+                resolved.append(resolve())
+                text.load_s += time.perf_counter() - start
+            return resolved[0]
+
+        text = cls(lambda: ref().codec(), lambda: ref().identity + variant, tokens_dir, spec)
+        return text, lambda: ref().config()
 
     @property
     def model_name(self) -> str:
@@ -79,10 +94,10 @@ class PromptText:
     @property
     def codec(self):
         if self._codec is None:
-            start = time.perf_counter()
+            start, before = time.perf_counter(), self.load_s
             self._codec = self._codec_factory()
-            if self._time_load:
-                self.load_s += time.perf_counter() - start
+            if self._time_load:  # the factory's own timed parts (the model's resolution) included
+                self.load_s = before + time.perf_counter() - start
         return self._codec
 
     def _store(self, i: int) -> TokenStore:

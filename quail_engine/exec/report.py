@@ -65,8 +65,9 @@ class Report:
     remarks: list[str] = field(default_factory=list)
     rows: int = 0
     load_s: float = 0.0  # model loading, included in wall_s
-    # wall seconds by phase (parse, check, scan, estimate, plan, filters, joins, projections,
-    # statement); the model load shows inside the phase that first needed it
+    # wall seconds by phase (parse, check, device_wait, device_start, scan, estimate, plan,
+    # filters, joins, projections, answer_keys, statement); the model load shows inside the
+    # phase that first needed it
     phases: dict[str, float] = field(default_factory=dict)
     timeline: Timeline = field(default_factory=Timeline)  # starts when the report is made
 

@@ -159,9 +159,10 @@ class QuailSession:
                 lock.release()
             keyed = {op: m for op, m in store.keyed.items() if m is not None}
             if keyed:
-                names += register_keyed_udfs(self.con, parsed.ai_ops, store, keyed,
-                                             self.report, suffix)
-                statement = emit(prepare(tree, suffix, frozenset(keyed)))
+                with self.report.phase("answer_keys"):
+                    names += register_keyed_udfs(self.con, parsed.ai_ops, store, keyed,
+                                                 self.report, suffix)
+                    statement = emit(prepare(tree, suffix, frozenset(keyed)))
             with self.report.phase("statement"):
                 table = query_arrow(self.con, statement)
         except QuailError:

@@ -155,13 +155,20 @@ def filters_query(ops, where=(0, 1), project=(2,), table="reviews"):
     return Parsed("duckdb", sql, tuple(ops), sql, (core,))
 
 
-def join_query(op):
+def join_query(op, review_filter=None):
+    """`op` joining reviews r and products p; `review_filter`: an AI filter on r.review as
+    operator 1 (in WHERE)."""
+    where = " WHERE quail_ai_1(r.review)" if review_filter is not None else ""
     sql = ("SELECT r.id, p.name FROM reviews AS r JOIN products AS p ON "
-           "r.product_id = p.product_id AND quail_ai_0(r.review, p.name) ORDER BY r.id, p.name")
-    core = Core((Relation("r", "SELECT r.review AS b_0_0, r.product_id AS k_0 FROM reviews r"),
+           "r.product_id = p.product_id AND quail_ai_0(r.review, p.name)" + where +
+           " ORDER BY r.id, p.name")
+    filtered = ", r.review AS b_1_0" if review_filter is not None else ""
+    core = Core((Relation("r", f"SELECT r.review AS b_0_0{filtered}, r.product_id AS k_0 "
+                               "FROM reviews r"),
                  Relation("p", "SELECT p.name AS b_0_1, p.product_id AS k_0 FROM products p")),
-                (), (0,), ())
-    return Parsed("duckdb", sql, (op,), sql, (core,))
+                (1,) if review_filter is not None else (), (0,), ())
+    ops = (op,) if review_filter is None else (op, review_filter)
+    return Parsed("duckdb", sql, ops, sql, (core,))
 
 
 def review_db(reviews, products):
@@ -185,5 +192,6 @@ def patch_fake_model(monkeypatch):
     engine = FakeEngine()
     monkeypatch.setattr(engine_mod.LocalEngine, "load", classmethod(lambda cls, *a, **k: engine))
     monkeypatch.setattr(PromptText, "of_model", classmethod(  # ids differ per fake
-        lambda cls, spec, tokens_dir=None, variant="": (cls(lambda: engine, "fake"), None)))
+        lambda cls, spec, tokens_dir=None, variant="", resolve=None: (
+            cls(lambda: engine, "fake"), None)))
     return engine
