@@ -190,15 +190,34 @@ class PrefixCounter:
     reads p + 1 keys). A sequence's known beginning is the longer of its common prefix with the
     previous sequence in sorted order and the whole `grain`-token chunks seen before (a hash
     per chunk chain, so memory grows by one int per `grain` distinct tokens): exact within a
-    sorted batch, at most `grain` - 1 tokens over per sequence across batches."""
+    sorted batch, at most `grain` - 1 tokens over per sequence across batches. `offset`: the
+    sequences all follow that many tokens counted elsewhere (their positions start there)."""
 
-    def __init__(self, grain: int = 16):
+    def __init__(self, grain: int = 16, offset: int = 0):
         self.grain = grain
+        self.offset = offset
         self.tokens = 0
         self.attention_pairs = 0
         self._last: Sequence[int] = ()
         self._last_hashes: list[int] = []  # chain hash after each whole chunk of `_last`
         self._chunks: set[int] = set()
+        self._after: dict[tuple[int, int], PrefixCounter] = {}  # add_after's, by head
+
+    def add_after(self, head: Sequence[int], tails: Sequence[Sequence[int]]) -> tuple[int, int]:
+        """Count sequences `head + tail` for each of `tails` without building them: `head` (a
+        join anchor's thousands of tokens, shared by every pair of a batch) is counted once
+        like any sequence, each tail among the tails seen after the same head. Exact as `add`
+        is, except that a head + tail is not matched against sequences added without a head."""
+        key = (len(head), hash(tuple(head)))
+        after = self._after.get(key)
+        new = pairs = 0
+        if after is None:
+            new, pairs = self.add([head])
+            after = self._after[key] = PrefixCounter(self.grain, self.offset + len(head))
+        n, q = after.add(tails)
+        self.tokens += n
+        self.attention_pairs += q
+        return new + n, pairs + q
 
     def add(self, token_lists: Sequence[Sequence[int]]) -> tuple[int, int]:
         """Count a batch; returns its new distinct tokens and their attention pairs."""
@@ -218,7 +237,8 @@ class PrefixCounter:
                     self._chunks.add(h)
             known = max(seen, common)
             new += n - known
-            pairs += (n * (n + 1) - known * (known + 1)) // 2
+            end, start = self.offset + n, self.offset + known
+            pairs += (end * (end + 1) - start * (start + 1)) // 2
             self._last, self._last_hashes = seq, hashes
         self.tokens += new
         self.attention_pairs += pairs

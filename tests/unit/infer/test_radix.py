@@ -1,6 +1,8 @@
 """The radix index over token ids (torch-free): longest cached chain, shared pages, pinning
 and LRU eviction, and the shared beginnings a batch computes first."""
 
+import random
+
 import pytest
 
 from quail_engine.infer.radix import (
@@ -125,3 +127,17 @@ def test_minimum_tokens_remember_whole_chunks_of_earlier_batches():
     counter.add([list(range(10))])
     assert counter.add([[5] * 6]) == (6, 21)
     assert counter.add([list(range(9)) + [99]]) == (2, 9 + 10)  # 8 known from the chunks
+
+
+def test_rows_after_a_head_count_as_their_concatenations_without_building_them():
+    """A join's pairs over a resident anchor: the anchor once, each partner's tokens after it;
+    the counts equal those of the concatenated sequences, across batches too."""
+    rng = random.Random(3)
+    heads = [[rng.randrange(9) for _ in range(40)] for _ in range(2)]
+    tails = [[rng.randrange(3) for _ in range(rng.randint(1, 9))] for _ in range(30)]
+    whole, parts = PrefixCounter(grain=4), PrefixCounter(grain=4)
+    for batch in (tails[:12], tails[12:]):
+        for head in heads:
+            assert parts.add_after(head, batch) == whole.add([head + t for t in batch])
+    assert (parts.tokens, parts.attention_pairs) == (whole.tokens, whole.attention_pairs)
+    assert parts.tokens < sum(len(h) + len(t) for h in heads for t in tails)
