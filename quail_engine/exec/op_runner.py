@@ -178,7 +178,13 @@ class OpRunner:
             self._share_stem(kv, [texts[i][1] for i in todo])
         if self._tokens_per_s is None and rep.est_seconds and rep.est_tokens:
             self._tokens_per_s = rep.est_tokens / rep.est_seconds  # the plan's, until measured
-        stats = self.engine.stats
+        loading = time.perf_counter()
+        stats = self.engine.stats  # the first miss loads the model: the report's load, not ours
+        load_s = time.perf_counter() - loading
+        if load_s > 0.05:
+            self.report.timeline.phase("model_load", loading, loading + load_s)
+        else:
+            load_s = 0.0
         fresh0, req0 = stats.fresh_tokens, stats.requested_tokens
         hits0 = getattr(stats, "kv_hit_tokens", 0)
         gpu0 = getattr(stats, "gpu_pass_s", 0.0)
@@ -200,9 +206,9 @@ class OpRunner:
             if self.progress is not None:
                 self.progress.op_done()
             self.text.flush()
-            rep.seconds += time.perf_counter() - start
+            rep.seconds += time.perf_counter() - start - load_s
             self.report.timeline.operator(op_id, layout.op.op, start, len(texts), len(cached),
-                                          self.engine)
+                                          self.engine)  # its span holds the load's, if any
         return out
 
     def _pipeline(self, layout: OpPrompt, readout, texts: list[tuple[str, str]],

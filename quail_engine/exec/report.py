@@ -28,7 +28,7 @@ class OpReport:
     minimum_attention_pairs: int = 0  # their causal query-key pairs
     est_tokens: float | None = None
     est_seconds: float | None = None
-    seconds: float = 0.0
+    seconds: float = 0.0        # its calls' wall time, less a model load one of them waited for
     prompts: int = 0
     cache_hits: int = 0
     unplanned: int = 0
@@ -67,7 +67,8 @@ class Report:
     load_s: float = 0.0  # model loading, included in wall_s
     # wall seconds by phase (parse, check, device_wait, device_start, scan, estimate, plan,
     # filters, joins, projections, answer_keys, statement); the model load shows inside the
-    # phase that first needed it
+    # phase that first needed it (and as a `model_load` span in the timeline when an operator's
+    # first miss loaded it)
     phases: dict[str, float] = field(default_factory=dict)
     timeline: Timeline = field(default_factory=Timeline)  # starts when the report is made
 

@@ -408,3 +408,29 @@ def test_join_question_start_is_encoded_once_per_anchor(con, monkeypatch):
     assert rows == rows_plain and rows
     assert fresh < fresh_plain
     assert "Question:" in first_prefix and "Question:" not in first_prefix_plain
+
+
+def test_an_operators_seconds_leave_out_the_model_load_it_waited_for(con):
+    """The first miss loads the model inside the operator's call: that time is the report's
+    load (a `model_load` span in the timeline), not the operator's seconds."""
+    import time
+
+    from quail_engine.exec.prompt_text import PromptText
+
+    engine = FakeEngine()
+
+    def load():
+        time.sleep(0.5)
+        return engine
+
+    ops = (bfilter("Mentions PRICE?"),)
+    parsed = filters_query(ops, where=(0,), project=())
+    s = QuailSession(con, load, use_cache=False, device_spec=TOY,
+                     text=PromptText(lambda: engine, "fake"), model_config=lambda: None)
+    s.parse = lambda sql, dialect: parsed
+    s.execute(parsed.duckdb_sql)
+    rep = s.report.to_json()
+    spans = [p for p in rep["timeline"]["phases"] if p["name"] == "model_load"]
+    assert len(spans) == 1 and spans[0]["end"] - spans[0]["start"] >= 0.5
+    assert rep["load_s"] >= 0.5
+    assert rep["operators"][0]["seconds"] < 0.5 <= rep["phases"]["filters"]
