@@ -214,8 +214,8 @@ class OpRunner:
     def _pipeline(self, layout: OpPrompt, readout, texts: list[tuple[str, str]],
                   kv: DocKV | None, rep, done, release_done: bool = False) -> None:
         """Batches through the engine with the host one batch ahead: while the engine (a worker
-        thread) runs batch N, this thread tokenizes batch N+1 and then stores batch N-1's
-        answers, so the device does not wait for the host between batches. With
+        thread) runs batch N, this thread tokenizes batch N+1 and then counts and stores batch
+        N-1's answers, so the device does not wait for the host between batches. With
         `release_done`, a document whose rows are all answered is released by the worker before
         its next batch (the worker alone touches the engine)."""
         remaining = Counter(p for p, _ in texts) if release_done else None
@@ -237,8 +237,9 @@ class OpRunner:
                 if pending is not None:
                     p_lo, p_hi, future = pending
                     t0 = time.perf_counter()
-                    answers = future.result()
+                    answers, requests = future.result()
                     waited += time.perf_counter() - t0
+                    self._count_minimum(rep, texts[p_lo:p_hi], requests, kv)
                     done(p_lo, p_hi, answers)
                     if remaining is not None:
                         for p, _ in texts[p_lo:p_hi]:
@@ -354,32 +355,31 @@ class OpRunner:
                 requests.append(Request(tuple(tokens), readout))
                 prefix_lens.append(0)
         rep.work = rep.work + batch_work(prefix_lens, [len(r.tokens) for r in requests])
-        new, pairs = self._count_minimum(texts, requests, kv)
-        rep.minimum_tokens, rep.minimum_attention_pairs = (rep.minimum_tokens + new,
-                                                           rep.minimum_attention_pairs + pairs)
         answers = self.engine.run(requests)
         self.report.timeline.engine_batch(rep.op, mark, self.engine)
         rep.kv_hit_tokens += kv_hits
         seconds = time.perf_counter() - t0
         self._engine_s += seconds
         self._observe(self.engine.stats.fresh_tokens - fresh0, seconds)
-        return answers
+        return answers, requests
 
-    def _count_minimum(self, texts: list[tuple[str, str]], requests: list[Request],
-                       kv: DocKV | None) -> tuple[int, int]:
-        """The batch's new minimum tokens and attention pairs (infer/radix.PrefixCounter): a
-        row over a resident document is counted as the document's tokens (once) and its own
-        after them, never concatenated (a 500 x 1,100 join's pairs would copy and compare
-        4,000-token anchors 550,000 times: 86 s of the H200's join with the GPU idle)."""
-        new, pairs = self._minimum.add([list(r.tokens) for r in requests if r.prefix is None])
-        after: dict[str, list[list[int]]] = {}
+    def _count_minimum(self, rep, texts: list[tuple[str, str]], requests: list[Request],
+                       kv: DocKV | None) -> None:
+        """Add a batch's new minimum tokens and attention pairs (infer/radix.PrefixCounter) to
+        `rep`, on the host thread while the engine runs the next batch: a row over a resident
+        document counts as the document's tokens (once) and its own after them, never
+        concatenated (a 500 x 1,100 join's pairs would copy and compare 4,000-token anchors
+        550,000 times: 86 s of the H200's join with the GPU idle)."""
+        new, pairs = self._minimum.add([r.tokens for r in requests if r.prefix is None])
+        after: dict[str, list[tuple[int, ...]]] = {}
         for (p, _), r in zip(texts, requests):
             if r.prefix is not None:
-                after.setdefault(p, []).append(list(r.tokens))
+                after.setdefault(p, []).append(r.tokens)
         for p, tails in after.items():
             n, q = self._minimum.add_after(kv.heads[p] + kv.stem, tails)
             new, pairs = new + n, pairs + q
-        return new, pairs
+        rep.minimum_tokens += new
+        rep.minimum_attention_pairs += pairs
 
     def _fit(self, tokens: list[int], limit: int, rep) -> list[int]:
         if len(tokens) <= limit:
