@@ -208,7 +208,8 @@ class PrefixCounter:
         join anchor's thousands of tokens, shared by every pair of a batch) is counted once
         like any sequence, each tail among the tails seen after the same head. Exact as `add`
         is, except that a head + tail is not matched against sequences added without a head."""
-        key = (len(head), hash(tuple(head)))
+        head = tuple(head)  # rows come as tuples: slices of one type compare in C
+        key = (len(head), hash(head))
         after = self._after.get(key)
         new = pairs = 0
         if after is None:
