@@ -38,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import pass_summary  # noqa: E402
 from bench.gpu.common import setup_logging  # noqa: E402
 from bench.gpu.e2e_data import (  # noqa: E402
     prepare_tokenizer,
@@ -133,7 +134,8 @@ def query_row(args, workload: str, precision: str, paths: dict, clock: Clock,
                                  3),
                kv_hit_tokens=rep.get("kv_hit_tokens"),
                # when each phase ran (the model loads lazily inside one of them)
-               timeline_phases=(rep.get("timeline") or {}).get("phases"))
+               timeline_phases=(rep.get("timeline") or {}).get("phases"),
+               passes=pass_summary.summarize(rep, *_model_and_device(args, precision)))
     return _rates(row, rep["fresh_tokens"], rep["requested_tokens"],
                   rep["wall_s"] - rep["load_s"], rep["sol_seconds"])
 
@@ -227,6 +229,16 @@ def engine_rows(args, precision: str, tokenizer, paths: dict) -> list[dict]:
     if cuda:
         torch.cuda.empty_cache()
     return rows
+
+
+def _model_and_device(args, precision: str):
+    """(plan.cost ModelSpec of the bench's model, the device's datasheet peaks for `precision`)
+    for the pass summary's speed of light."""
+    from quail_engine.plan.cost import ModelSpec
+    from quail_engine.plan.device import device_spec
+
+    config = json.loads((args.model_dir / "config.json").read_text())
+    return ModelSpec.from_config(config), device_spec(args.device, precision, datasheet=True)
 
 
 def _filter_work(docs):
@@ -393,6 +405,11 @@ def main(argv=None) -> int:
         if "dbt" in args.paths and "filter" in args.workloads:
             add(f"dbt_{precision}", dbt_row, args, precision, paths, clock)
     md = table(rows)
+    for r in rows:  # where each query's GPU time went, pass by pass
+        passes = pass_summary.markdown(r.get("passes") or {})
+        if passes:
+            md += (f"\n\nGPU passes of the {r['workload']} query ({r['precision']}"
+                   f"{_sharing(r)}):\n\n" + "\n".join(passes))
     (out_dir() / "e2e_gpu.md").write_text(md + "\n")
     print(md)
     return 0

@@ -32,6 +32,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bench import pass_summary
 from bench.quailb.data import _VOCAB, AGENT_TURN_INTERVAL, SEED, _text, tables
 from bench.quailb.queries import QUERIES
 from bench.results_io import out_dir, write_result
@@ -105,16 +106,18 @@ def run_query(args, path: Path, sharing: bool) -> dict:
                device=rep["device"], model=rep["model"])
     sol = sol_minimum(args, op)
     row.update(sol_minimum_s=round(sol, 4) if sol else None,
-               x_sol_minimum=round(run_s / sol, 2) if sol else None)
+               x_sol_minimum=round(run_s / sol, 2) if sol else None,
+               passes=pass_summary.summarize(rep, *model_and_device(args)))
     row["answers"] = sorted(pq.read_table(args.workdir / f"rows-{name}.parquet")
                             .column(0).to_pylist())
     return row
 
 
-def sol_minimum(args, op: dict) -> float | None:
-    """Speed of light of the minimum work: each distinct beginning's tokens once."""
+def model_and_device(args):
+    """(plan.cost ModelSpec of the model, the device's datasheet peaks), or (None, None) for a
+    model without a config.json to read its shape from."""
     from quail_engine.infer.loader import resolve_model_dir
-    from quail_engine.plan.cost import ModelSpec, Work, num_passes, seconds
+    from quail_engine.plan.cost import ModelSpec
     from quail_engine.plan.device import device_spec
 
     try:
@@ -122,10 +125,19 @@ def sol_minimum(args, op: dict) -> float | None:
                             .read_text())
     except Exception as exc:  # a GGUF-only model: no config.json to read the shape from
         log.warning("no model config for the speed of light: %s", exc)
-        return None
-    spec = ModelSpec.from_config(config, str(args.model))
+        return None, None
     device = device_spec(args.device, args.precision or "bf16", datasheet=True) \
         if args.device == "cuda" else device_spec("cpu")
+    return ModelSpec.from_config(config, str(args.model)), device
+
+
+def sol_minimum(args, op: dict) -> float | None:
+    """Speed of light of the minimum work: each distinct beginning's tokens once."""
+    from quail_engine.plan.cost import Work, num_passes, seconds
+
+    spec, device = model_and_device(args)
+    if spec is None:
+        return None
     work = Work(fresh_tokens=op["minimum_tokens"],
                 attention_pairs=op["minimum_attention_pairs"])
     return seconds(spec, device, work, num_passes(work.fresh_tokens))
@@ -169,6 +181,11 @@ def markdown(result: dict) -> str:
         lines.append(f"| {'on' if r['sharing'] else 'off'} | {r['rows']} | {r['run_s']} | "
                      f"{r['fresh_tokens']:,} | {r['kv_hit_tokens']:,} | {r['minimum_tokens']:,} |"
                      f" {r['kv_regret']} | {r['sol_minimum_s']} | {r['x_sol_minimum']} |")
+    for r in result["runs"]:
+        table = pass_summary.markdown(r.get("passes") or {})
+        if table:
+            lines += ["", f"GPU passes, sharing {'on' if r['sharing'] else 'off'} (the report's "
+                      "pass log; SoL on the datasheet peaks):", "", *table]
     lines += ["", f"answers equal with and without sharing: {result['answers_equal']}"]
     hf = result.get("hf")
     if hf and "seconds" in hf:

@@ -7,7 +7,8 @@ is atomic), so it stays off the hot path. Engine work is seen per `engine.run` c
 or more forward passes, synchronised when the answers come back); the pass count, fresh and
 requested tokens and GPU pass seconds are the engine's counters' change over it. The KV arena
 is read after each batch and after each operator call that ran the engine (its private
-documents released).
+documents released). On the GPU path a batch also lists its forward passes (`pass_log`:
+tokens, sequences, prefix tokens, causal attention pairs, GPU seconds).
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ class Timeline:
                  "requested_tokens": s.requested_tokens - mark.requested_tokens,
                  "gpu_pass_s": round(getattr(s, "gpu_pass_s", 0.0) - mark.gpu_pass_s, 6)}
         event.update(kv_occupancy(engine))
+        take = getattr(engine, "take_pass_log", None)
+        if callable(take):  # the GPU engine: each pass's shape and GPU seconds
+            event["pass_log"] = take()
         self._add(self.batches, event)
 
     def to_json(self) -> dict:

@@ -89,3 +89,28 @@ def test_gpu_engine_scores_multi_token_labels_like_local_engine(device):
     for got, want in zip(answers["gpu"], answers["cpu"]):
         assert got.value == want.value
         assert abs(got.score - want.score) < max(1e-3, fp32_tol())
+
+
+def test_gpu_engine_logs_each_pass_shape_and_time(device):
+    """Each forward pass's tokens, sequences, prefix tokens and causal attention pairs (and
+    its GPU seconds on CUDA) are kept until taken: what the report's timeline lists per batch."""
+    config, _, fast = _models("qwen3", device)
+    tok = CharTokenizer()
+    gpu = GpuEngine(fast, tok, config, token_budget=64)
+    readout = BooleanReadout(true_words=("y",), false_words=("n",))
+    anchor = tok.encode("the anchor document, shared.")
+    handle = gpu.add_prefix(anchor)
+    tails = [tok.encode(t) for t in (" one?", " two, longer?")]
+    with torch.inference_mode():
+        gpu.run([Request(tuple(t), readout, prefix=handle) for t in tails])
+    passes = gpu.take_pass_log()
+    assert gpu.take_pass_log() == []  # taken once
+    store, asked = passes[0], passes[-1]
+    n = len(anchor)
+    assert store == {**store, "tokens": n, "seqs": 1, "prefix_tokens": 0,
+                     "attention_pairs": n * (n + 1) // 2}
+    own = [len(t) for t in tails]
+    assert asked["tokens"] == sum(own) and asked["prefix_tokens"] == n * len(tails)
+    assert asked["attention_pairs"] == sum(k * n + k * (k + 1) // 2 for k in own)
+    assert all(("gpu_s" in p) == (torch.device(device).type == "cuda") for p in passes)
+    gpu.release(handle)

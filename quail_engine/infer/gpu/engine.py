@@ -68,6 +68,10 @@ class GpuEngine(LocalEngine):
         arena.reclaim = lambda need: cache.index.evict(max(need, arena.num_pages // 16))
         return cache
 
+    def take_pass_log(self) -> list[dict]:
+        """The forward passes' shapes and GPU seconds since the last call (gpu/runner.py)."""
+        return self.runner.take_pass_log()
+
     def _stored_kv_tokens(self) -> int:
         """A quarter of the pages a batch can get (free, or cached and evictable): a batch's
         rows hold their KV in the arena until its run ends (an fp8 filter's 5 s batch is

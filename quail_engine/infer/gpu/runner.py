@@ -5,6 +5,10 @@ memory; jobs are ordered so that sequences sharing a resident prefix pack togeth
 prefix-attention segment each); answer logits are copied to pinned host memory asynchronously
 and a pass's answers are handed out while the next pass runs (the host waits on that pass's
 event, never on the whole device); a call that reads nothing (anchor stores) does not wait.
+
+Each pass's shape (tokens, sequences, prefix tokens read, causal attention pairs) and, on a GPU,
+its time between CUDA events is kept until `take_pass_log()` (the report's timeline puts it
+under the engine batch it ran in), so a run shows which passes take the GPU's time.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from quail_engine.infer.scheduler import Scheduler, SeqWork
 log = logging.getLogger(__name__)
 
 MIN_BUDGET, MAX_BUDGET = 2048, 65536
+PASS_LOG = 4096  # passes kept until taken (the oldest dropped beyond)
 
 
 def activation_bytes_per_token(config) -> int:
@@ -52,7 +57,9 @@ class GpuRunner:
             raise ValueError("token_budget is required off the GPU")
         budget = token_budget or token_budget_for(model.config, self.device)
         self.scheduler = Scheduler(budget, max_seqs or max(256, budget // 4))
-        self._timing: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []  # passes in flight
+        # passes in flight: their events and shapes (a shape gets `gpu_s` when its pass ends)
+        self._timing: list[tuple[torch.cuda.Event, torch.cuda.Event, dict]] = []
+        self._pass_log: list[dict] = []
         log.info("GPU runner: %d tokens per pass", budget)
 
     def run(self, jobs: Sequence[SeqJob], count_as_decode: bool = False) -> None:
@@ -76,18 +83,33 @@ class GpuRunner:
         """Add the GPU time of every timed pass that has completed (one stream: passes run one
         after another, so the query's time outside their sum is time the GPU waited)."""
         pending = []
-        for a, b in self._timing:
+        for a, b, shape in self._timing:
             if b.query():
-                self.stats.gpu_pass_s += a.elapsed_time(b) / 1000.0
+                seconds = a.elapsed_time(b) / 1000.0
+                self.stats.gpu_pass_s += seconds
+                shape["gpu_s"] = round(seconds, 6)
             else:
-                pending.append((a, b))
+                pending.append((a, b, shape))
         self._timing = pending
+
+    def take_pass_log(self) -> list[dict]:
+        """The passes run since the last call (on a GPU, those whose time is known): tokens,
+        seqs, prefix_tokens, attention_pairs (each token's keys: its prefix and its causal
+        own part) and gpu_s."""
+        done, waiting = [], []
+        for shape in self._pass_log:
+            (done if "gpu_s" in shape or self.device.type != "cuda" else waiting).append(shape)
+        self._pass_log = waiting
+        return done[-PASS_LOG:]
 
     @torch.inference_mode()
     def _run_pass(self, jobs: list[SeqJob], count_as_decode: bool):
         ids, positions, cu, reads, spans = [], [], [0], [], []
+        prefix_tokens = pairs = 0
         for job in jobs:
             n, start = len(job.tokens), job.num_prefix_tokens
+            prefix_tokens += start
+            pairs += n * start + n * (n + 1) // 2
             ids.extend(job.tokens)
             positions.extend(range(start, start + n))
             spans.append((len(reads), len(job.read)))
@@ -99,8 +121,14 @@ class GpuRunner:
             cu.append(cu[-1] + n)
         dev = self.device
         timing = None
+        shape = {"tokens": cu[-1], "seqs": len(jobs), "prefix_tokens": prefix_tokens,
+                 "attention_pairs": pairs}
+        self._pass_log.append(shape)
+        if len(self._pass_log) > 2 * PASS_LOG:  # nobody takes them (the engine alone)
+            del self._pass_log[:-PASS_LOG]
         if dev.type == "cuda":
-            timing = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            timing = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True),
+                      shape)
             timing[0].record()
         # host tensors: the model stages them to the GPU without waiting for queued passes
         long = torch.long

@@ -76,6 +76,19 @@ def test_kv_occupancy_reads_the_arena_and_the_paged_capacity():
     assert t.batches[0]["kv_bytes"] == 3 * 2**20
     assert t.batches[0]["kv_capacity_bytes"] == 10 * 2**20
     assert t.batches[0]["kv_prefixes"] == 2
+    assert "pass_log" not in t.batches[0]  # an engine without a pass log (the CPU's)
+
+
+def test_a_batch_lists_the_passes_the_gpu_engine_logged():
+    engine = FakeEngine()
+    logged = [[{"tokens": 7, "seqs": 1, "prefix_tokens": 0, "attention_pairs": 28,
+                "gpu_s": 0.5}], []]
+    engine.take_pass_log = lambda: logged.pop(0)
+    t = Timeline()
+    t.engine_batch(0, t.engine_mark(engine), engine)
+    t.engine_batch(0, t.engine_mark(engine), engine)
+    assert [b["pass_log"] for b in t.batches] == [[{"tokens": 7, "seqs": 1, "prefix_tokens": 0,
+                                                   "attention_pairs": 28, "gpu_s": 0.5}], []]
 
 
 def test_a_long_lived_timeline_stops_growing_and_counts_what_it_dropped():
