@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 QUESTION_RESERVE = 256  # tokens kept free for the question when a document is cut
 BATCH_SECONDS = 5.0     # engine time one batch aims at (answers reach the cache this often)
 FIRST_BATCH = 32        # prompts in the first batch, before the engine's speed is known
+# engine time the first batch aims at while the speed is the plan's estimate (on a CPU it can
+# be several times too fast: a 5 s batch by it held all 236 rows of a dbt model, 34 s)
+FIRST_BATCH_SECONDS = 1.0
 RATE_MIN_TOKENS = 16384  # a smaller batch (a sample) understates the engine's speed
 CALIBRATED = (*PREDICATE_KINDS, OpKind.AI_SCORE, OpKind.AI_CLASSIFY)
 
@@ -68,6 +71,7 @@ class OpRunner:
         self._pair_layout: bool | None = None
         self._calibration: dict[tuple, list[int]] = {}
         self._tokens_per_s: float | None = None
+        self._measured = False  # a batch of this runner has set _tokens_per_s
         self._releasable: list[str] = []  # documents the engine's worker releases next
         self._engine_s = 0.0  # engine seconds of the current pipeline
         self._minimums: dict[int, PrefixCounter] = {}  # per operator, across its calls
@@ -277,15 +281,16 @@ class OpRunner:
 
     def _batch_prompts(self, sample: list[tuple[str, str]], resident_prefix: bool) -> int:
         """Prompts in the next batch: about BATCH_SECONDS of engine time at the fresh tokens/s
-        seen so far, within [FIRST_BATCH, batch_size]. A prompt's fresh tokens are guessed as
+        seen so far (FIRST_BATCH_SECONDS at the plan's estimate, before any batch was timed),
+        within [FIRST_BATCH, batch_size]. A prompt's fresh tokens are guessed as
         characters / 4: its question alone when its document is resident (a join partner, a
         second predicate), else the whole prompt."""
         if self._tokens_per_s is None or not sample:
             return min(FIRST_BATCH, self.batch_size)
         chars = sum(len(s) if resident_prefix else len(p) + len(s) for p, s in sample)
         tokens = max(1.0, chars / (4.0 * len(sample)))
-        return int(min(self.batch_size, max(FIRST_BATCH, BATCH_SECONDS * self._tokens_per_s
-                                            / tokens)))
+        seconds = BATCH_SECONDS if self._measured else FIRST_BATCH_SECONDS
+        return int(min(self.batch_size, max(FIRST_BATCH, seconds * self._tokens_per_s / tokens)))
 
     def _observe(self, tokens: int, seconds: float) -> None:
         """Learn the engine's speed from a finished batch. A small batch (a sample, the first
@@ -294,6 +299,7 @@ class OpRunner:
         if tokens <= 0 or seconds <= 0:
             return
         rate, current = tokens / seconds, self._tokens_per_s
+        self._measured = True
         if current is None:
             self._tokens_per_s = rate
         elif tokens >= RATE_MIN_TOKENS:
