@@ -1,10 +1,11 @@
 """Host overhead of `quail query` with the forward pass taken out: the real CLI path (planner,
-scans, token store, batch pipeline, LocalEngine request handling, GpuRunner packing and
-read-back) over a stub model whose forward returns at once. What this measures is the time a
+scans, token store, batch pipeline, the GPU engine's request handling, prefix cache, packing,
+paged KV arena and read-back) over a tiny random GpuCausalLM on the CPU whose forward only packs
+the batch (gpu/batch.pack, as on a GPU) and returns zeros. What this measures is the time a
 query spends outside the model, per prompt: the part of the end-to-end gap to the engine bench
-that the host owns.
+that the host owns (on the H200 the GPU waits through the engine thread's share of it).
 
-    python bench/probes/host_overhead.py --workload join --anchors 50 --partners 1100 --profile
+    python bench/probes/host_overhead.py --workload join --anchors 40 --partners 1100 [--profile]
 """
 
 from __future__ import annotations
@@ -26,31 +27,26 @@ from bench.e2e_gpu import FILTER_SQL, JOIN_SQL  # noqa: E402
 from bench.gpu.e2e_data import write_corpora, write_model_dir  # noqa: E402
 
 
-class StubKV:
-    def __init__(self, n: int):
-        self.num_tokens, self.nbytes = n, 0
+def packing_engine(spec: str, pages: int, tokenizer=None):
+    """GpuEngine on a tiny GpuCausalLM (CPU) whose forward packs the batch and returns zeros."""
+    from quail_engine.infer.gpu.batch import pack
+    from quail_engine.infer.gpu.engine import GpuEngine
+    from quail_engine.infer.gpu.load import load_checkpoint
+    from quail_engine.infer.gpu.model import GpuCausalLM
+    from quail_engine.infer.gpu.paged_kv import PagedKVArena
 
-    def concat(self, other):
-        return StubKV(self.num_tokens + other.num_tokens)
+    state, tok, config = load_checkpoint(spec, "cpu", None, tokenizer)
+    model = GpuCausalLM(config, state, device="cpu", dtype=torch.float32)
+    model.arena = PagedKVArena(config.num_layers, config.num_kv_heads, config.head_dim, pages,
+                               64, torch.float32, model.device)
 
-    def release(self):
-        pass
+    def forward(ids, positions, cu, prefixes, reads, store_kv=None):
+        b = pack(ids, positions, cu, prefixes, reads, store_kv, model.arena, model.device,
+                 model.lib_prefix)
+        return torch.zeros(len(reads), config.hidden_size), b.stored
 
-
-class StubModel:
-    """GpuCausalLM's contract for GpuRunner, no arithmetic."""
-
-    device = torch.device("cpu")
-
-    def __init__(self, config):
-        self.config = config
-
-    def forward(self, ids, positions, cu, prefixes, reads, store_kv):
-        kvs = [StubKV(int(cu[i + 1] - cu[i])) if s else None for i, s in enumerate(store_kv)]
-        return torch.zeros(len(reads), 1), kvs
-
-    def logits(self, hidden, token_ids):
-        return torch.zeros(hidden.shape[0], 262144 if token_ids is None else len(token_ids))
+    model.forward = forward
+    return GpuEngine(model, tok, config, model_id=spec, token_budget=65536)
 
 
 def main(argv=None) -> int:
@@ -61,14 +57,12 @@ def main(argv=None) -> int:
     p.add_argument("--partners", type=int, default=1100)
     p.add_argument("--workdir", type=Path, default=Path("/tmp/quail-host"))
     p.add_argument("--carry", type=Path, default=ROOT / ".carry" / "e2e")
+    p.add_argument("--pages", type=int, default=4096, help="KV arena pages of 64 tokens")
     p.add_argument("--profile", action="store_true")
     args = p.parse_args(argv)
 
     from quail_engine.cli import main as cli_main
     from quail_engine.infer import factory
-    from quail_engine.infer.api import EngineStats
-    from quail_engine.infer.engine import LocalEngine
-    from quail_engine.infer.gpu.runner import GpuRunner
     from quail_engine.infer.tokenizer import load_tokenizer
 
     model_dir = args.workdir / "model-tiny"
@@ -77,16 +71,8 @@ def main(argv=None) -> int:
     paths = write_corpora(args.workdir / "data", tokenizer, args.docs, args.anchors,
                           args.partners, 0)
 
-    def load_engine(spec, device="cpu", precision="bf16", tokenizer=None, **_):
-        from quail_engine.infer.loader import load_model
-
-        _, tok, config = load_model(spec, "cpu", None, tokenizer)
-        engine = LocalEngine(StubModel(config), tok, config, model_id=spec)
-        engine.runner = GpuRunner(engine.model, engine.stats, token_budget=65536)
-        engine.stats = engine.runner.stats = EngineStats()
-        return engine
-
-    factory.load_engine = load_engine
+    factory.load_engine = lambda spec, device="cpu", precision="bf16", tokenizer=None, **_: \
+        packing_engine(spec, args.pages, tokenizer)
     report = args.workdir / f"{args.workload}.report.json"
     tables = ["docs"] if args.workload == "filter" else ["reports", "terms"]
     cmd = ["query", "-e", FILTER_SQL if args.workload == "filter" else JOIN_SQL, "--dialect",
