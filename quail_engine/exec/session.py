@@ -21,6 +21,7 @@ from quail_engine.exec.answer_cache import AnswerCache
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.core_runner import CoreRunner
 from quail_engine.exec.device_lock import StatementLock, device_lock
+from quail_engine.exec.gc_tuning import relaxed_gc
 from quail_engine.exec.limit_pushdown import push_limit
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.progress_sink import NullProgress
@@ -125,6 +126,10 @@ class QuailSession:
         return parse(sql, dialect)
 
     def execute(self, sql: str, dialect: str = "duckdb") -> pa.Table:
+        with relaxed_gc():  # millions of small acyclic objects: exec/gc_tuning.py
+            return self._execute(sql, dialect)
+
+    def _execute(self, sql: str, dialect: str) -> pa.Table:
         start = time.perf_counter()
         self._text_load0 = getattr(self.text, "load_s", 0.0)  # the text may be shared
         self._decoder_text_load0 = getattr(self.decoder_text, "load_s", 0.0)
