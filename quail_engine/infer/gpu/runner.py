@@ -93,12 +93,16 @@ class GpuRunner:
         self._timing = pending
 
     def take_pass_log(self) -> list[dict]:
-        """The passes run since the last call (on a GPU, those whose time is known): tokens,
-        seqs, prefix_tokens, attention_pairs (each token's keys: its prefix and its causal
-        own part) and gpu_s."""
+        """The prefill passes run since the last call (on a GPU, those whose time is known):
+        tokens, seqs, prefix_tokens, attention_pairs (each token's keys: its prefix and its
+        causal own part) and gpu_s. A pass that failed never gets its time and is dropped."""
         done, waiting = [], []
+        in_flight = {id(t[2]) for t in self._timing}
         for shape in self._pass_log:
-            (done if "gpu_s" in shape or self.device.type != "cuda" else waiting).append(shape)
+            if "gpu_s" in shape or self.device.type != "cuda":
+                done.append(shape)
+            elif id(shape) in in_flight:
+                waiting.append(shape)
         self._pass_log = waiting
         return done[-PASS_LOG:]
 
@@ -123,9 +127,10 @@ class GpuRunner:
         timing = None
         shape = {"tokens": cu[-1], "seqs": len(jobs), "prefix_tokens": prefix_tokens,
                  "attention_pairs": pairs}
-        self._pass_log.append(shape)
-        if len(self._pass_log) > 2 * PASS_LOG:  # nobody takes them (the engine alone)
-            del self._pass_log[:-PASS_LOG]
+        if not count_as_decode:  # prefill passes (decode steps are many and tiny)
+            self._pass_log.append(shape)
+            if len(self._pass_log) > 2 * PASS_LOG:  # nobody takes them (the engine alone)
+                del self._pass_log[:-PASS_LOG]
         if dev.type == "cuda":
             timing = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True),
                       shape)
