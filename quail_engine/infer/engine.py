@@ -34,6 +34,7 @@ from quail_engine.infer.kv import KVArena
 from quail_engine.infer.kv_pages import CpuPageStore, pages_for_bytes
 from quail_engine.infer.labels import label_answers, score_labels
 from quail_engine.infer.prefix_cache import PrefixCache
+from quail_engine.infer.radix import common_prefix_length
 from quail_engine.infer.readout import (
     BooleanTokens,
     boolean_tokens,
@@ -50,6 +51,24 @@ log = logging.getLogger(__name__)
 SPAN_READS = 256       # span positions per runner call: their full-vocabulary logits are held
 SPAN_MAX_TOKENS = 128  # a longer span is scored on its first tokens
 SHARED_KV_BYTES = 1 << 30  # CPU: content-shared prefix pages kept beyond the planner's
+
+
+def distinct_runs(token_lists: Sequence[Sequence[int]], budget: int) -> list[list[int]]:
+    """Positions of `token_lists` (in order) cut into consecutive runs whose distinct tokens
+    (each sequence's length less its common beginning with the one before it) stay within
+    `budget`; a sequence longer than `budget` alone is a run of its own."""
+    runs: list[list[int]] = []
+    used = 0
+    previous: Sequence[int] = ()
+    for i, tokens in enumerate(token_lists):
+        new = len(tokens) - common_prefix_length(tokens, previous)
+        if not runs or used + new > budget:
+            runs.append([])
+            used, new = 0, len(tokens)
+        runs[-1].append(i)
+        used += new
+        previous = tokens
+    return runs
 
 
 class LocalEngine:
@@ -230,20 +249,39 @@ class LocalEngine:
         only the last row's, the one the next batch's first rows may begin with. Keeping every
         row's KV of a large batch costs arena pages, evictions and smaller passes on tables
         whose rows share nothing (an fp8 filter of 20,000 reviews on the H200: 53.4 s without
-        sharing, 61.6 s keeping every row in runs cut to fit the arena)."""
+        sharing, 61.6 s keeping every row in runs cut to fit the arena).
+
+        A batch whose distinct tokens (each row's, less what it shares with the row before it)
+        exceed twice that bound runs as several runs that each stay within it: a run's shared
+        beginnings and the chains its rows read are held in the arena until the run ends, so
+        agent traces with long common beginnings, batched by engine time, could otherwise
+        need more pages than a small GPU's arena has. Later runs read what earlier ones cached."""
+        limit = self._stored_kv_tokens()
+        runs = [list(range(len(fresh)))] if limit is None else distinct_runs(
+            [jobs[k].tokens for k in fresh], 2 * limit)
+        fresh_set = set(fresh)
+        others = [jobs[i] for i in range(len(jobs)) if i not in fresh_set]
+        for n, positions in enumerate(runs):  # the other jobs ride with the first run
+            self._shared_run(jobs, [fresh[i] for i in positions], others if n == 0 else [],
+                             limit)
+
+    def _shared_run(self, jobs: list[SeqJob], run: list[int], others: list[SeqJob],
+                    limit: int | None) -> None:
+        """One run of `_run_shared`: the rows `jobs[k]` for k in `run` (replaced in `jobs` by
+        their jobs over cached chains) and `others` (jobs over the plan's prefixes), in one
+        runner call."""
         cache = self.prefix_cache
         try:
-            tokens = [jobs[k].tokens for k in fresh]
+            tokens = [jobs[k].tokens for k in run]
             shared = self._shared_jobs(tokens, cache)
-            limit = self._stored_kv_tokens()
             keep = range(len(shared)) if limit is None or sum(map(len, tokens)) <= limit \
                 else [len(shared) - 1]
             for j in keep:
                 shared[j].store_kv = True
-            for k, job in zip(fresh, shared):
+            for k, job in zip(run, shared):
                 job.vocab = jobs[k].vocab
                 jobs[k] = job
-            self.runner.run(jobs)
+            self.runner.run([*shared, *others])
             for j in keep:
                 cache.insert(tokens[j], shared[j].kv)
                 cache.store.done(shared[j].kv)

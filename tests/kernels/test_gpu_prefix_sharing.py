@@ -65,9 +65,35 @@ def test_a_batch_holding_more_kv_than_the_arena_runs_with_sharing(device):
     for g, w in zip(got, want):
         assert g.value == w.value
         assert abs(g.margin - w.margin) < max(1e-3, fp32_tol())
-    # the rows share nothing: only the last row's KV stays cached, for the next batch
-    last = requests[-1].tokens
-    assert gpu.prefix_cache.index.num_pages == len(last) // fast.arena.page_size
-    assert len(gpu.prefix_cache.index.match(last)) == len(last) // fast.arena.page_size
+    # the rows share nothing: the batch runs as runs that fit the arena, each keeping only its
+    # last row's KV (the row the next run's or batch's first rows may begin with)
+    last, page = requests[-1].tokens, fast.arena.page_size
+    assert len(gpu.prefix_cache.index.match(last)) == len(last) // page
+    assert gpu.prefix_cache.index.num_pages < sum(len(r.tokens) // page for r in requests) / 2
+    gpu.prefix_cache.index.clear()
+    assert fast.arena.num_free_pages == fast.arena.num_pages
+
+
+def test_shared_beginnings_larger_than_the_arena_run_in_runs_that_fit(device):
+    """Six pairs of rows, each pair sharing a 48-token beginning: the beginnings alone (18 pages
+    of 16 tokens) exceed the arena (16 pages), so warming them all at once failed with 'KV
+    arena full'; the batch now runs as runs whose distinct tokens fit, still sharing each
+    pair's beginning, and answers like the plain engine."""
+    config, ref, fast = _models("qwen3", device)
+    tok = CharTokenizer()
+    gpu = GpuEngine(fast, tok, config, token_budget=64, prefix_sharing=True)
+    cpu = LocalEngine(ref, tok, config, token_budget=64, prefix_sharing=False)
+    beginnings = [f"[{g}] " + "".join(chr(97 + (g * 7 + i * 3) % 26) for i in range(44))
+                  for g in range(6)]
+    requests = [Request(tuple(tok.encode(b + end)), READOUT)
+                for b in beginnings for end in (" ok?", " no?")]
+    assert 6 * (48 // 16) > fast.arena.num_pages
+    with torch.inference_mode():
+        got, want = gpu.run(requests), cpu.run(requests)
+    for g, w in zip(got, want):
+        assert g.value == w.value
+        assert abs(g.margin - w.margin) < max(1e-3, fp32_tol())
+    assert gpu.stats.kv_hit_tokens >= 6 * 48  # each pair's second row read the beginning
+    assert gpu.stats.fresh_tokens < cpu.stats.fresh_tokens
     gpu.prefix_cache.index.clear()
     assert fast.arena.num_free_pages == fast.arena.num_pages
