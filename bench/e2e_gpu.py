@@ -135,7 +135,8 @@ def query_row(args, workload: str, precision: str, paths: dict, clock: Clock,
                kv_hit_tokens=rep.get("kv_hit_tokens"),
                # when each phase ran (the model loads lazily inside one of them)
                timeline_phases=(rep.get("timeline") or {}).get("phases"),
-               passes=pass_summary.summarize(rep, *_model_and_device(args, precision)))
+               passes=pass_summary.summarize(rep, *pass_summary.model_and_device(
+                   args.model_dir, args.device, precision)))
     return _rates(row, rep["fresh_tokens"], rep["requested_tokens"],
                   rep["wall_s"] - rep["load_s"], rep["sol_seconds"])
 
@@ -229,16 +230,6 @@ def engine_rows(args, precision: str, tokenizer, paths: dict) -> list[dict]:
     if cuda:
         torch.cuda.empty_cache()
     return rows
-
-
-def _model_and_device(args, precision: str):
-    """(plan.cost ModelSpec of the bench's model, the device's datasheet peaks for `precision`)
-    for the pass summary's speed of light."""
-    from quail_engine.plan.cost import ModelSpec
-    from quail_engine.plan.device import device_spec
-
-    config = json.loads((args.model_dir / "config.json").read_text())
-    return ModelSpec.from_config(config), device_spec(args.device, precision, datasheet=True)
 
 
 def _filter_work(docs):

@@ -9,9 +9,30 @@ partners over their anchor, rows over a shared beginning).
 
 from __future__ import annotations
 
+import json
+import logging
+from pathlib import Path
+
 from quail_engine.plan.cost import ModelSpec, Work, seconds
 
+log = logging.getLogger(__name__)
 KINDS = ("plain", "over prefix")
+
+
+def model_and_device(model_dir: Path, device: str, precision: str):
+    """(ModelSpec of the model in `model_dir`, the device's peaks: the datasheet's for
+    `precision` on a GPU, the measured CPU's otherwise), or (None, None) for a model without a
+    config.json to read its shape from (a GGUF-only one)."""
+    from quail_engine.plan.device import device_spec
+
+    try:
+        config = json.loads((Path(model_dir) / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        log.warning("no model config for the speed of light: %s", exc)
+        return None, None
+    spec = device_spec(device, precision, datasheet=True) if device == "cuda" \
+        else device_spec("cpu")
+    return ModelSpec.from_config(config, str(model_dir)), spec
 
 
 def passes(report: dict) -> list[dict]:

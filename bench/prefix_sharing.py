@@ -104,10 +104,11 @@ def run_query(args, path: Path, sharing: bool) -> dict:
                minimum_attention_pairs=op["minimum_attention_pairs"],
                kv_regret=None if op["kv_regret"] is None else round(op["kv_regret"], 4),
                device=rep["device"], model=rep["model"])
-    sol = sol_minimum(args, op)
+    spec, device = model_and_device(args)
+    sol = sol_minimum(spec, device, op)
     row.update(sol_minimum_s=round(sol, 4) if sol else None,
                x_sol_minimum=round(run_s / sol, 2) if sol else None,
-               passes=pass_summary.summarize(rep, *model_and_device(args)))
+               passes=pass_summary.summarize(rep, spec, device))
     row["answers"] = sorted(pq.read_table(args.workdir / f"rows-{name}.parquet")
                             .column(0).to_pylist())
     return row
@@ -117,25 +118,15 @@ def model_and_device(args):
     """(plan.cost ModelSpec of the model, the device's datasheet peaks), or (None, None) for a
     model without a config.json to read its shape from."""
     from quail_engine.infer.loader import resolve_model_dir
-    from quail_engine.plan.cost import ModelSpec
-    from quail_engine.plan.device import device_spec
 
-    try:
-        config = json.loads((Path(resolve_model_dir(str(args.model))) / "config.json")
-                            .read_text())
-    except Exception as exc:  # a GGUF-only model: no config.json to read the shape from
-        log.warning("no model config for the speed of light: %s", exc)
-        return None, None
-    device = device_spec(args.device, args.precision or "bf16", datasheet=True) \
-        if args.device == "cuda" else device_spec("cpu")
-    return ModelSpec.from_config(config, str(args.model)), device
+    return pass_summary.model_and_device(resolve_model_dir(str(args.model)), args.device,
+                                         args.precision or "bf16")
 
 
-def sol_minimum(args, op: dict) -> float | None:
+def sol_minimum(spec, device, op: dict) -> float | None:
     """Speed of light of the minimum work: each distinct beginning's tokens once."""
     from quail_engine.plan.cost import Work, num_passes, seconds
 
-    spec, device = model_and_device(args)
     if spec is None:
         return None
     work = Work(fresh_tokens=op["minimum_tokens"],

@@ -34,7 +34,7 @@ from quail_engine.infer.kv import KVArena
 from quail_engine.infer.kv_pages import CpuPageStore, pages_for_bytes
 from quail_engine.infer.labels import label_answers, score_labels
 from quail_engine.infer.prefix_cache import PrefixCache
-from quail_engine.infer.radix import common_prefix_length
+from quail_engine.infer.radix import shared_runs
 from quail_engine.infer.readout import (
     BooleanTokens,
     boolean_tokens,
@@ -51,27 +51,6 @@ log = logging.getLogger(__name__)
 SPAN_READS = 256       # span positions per runner call: their full-vocabulary logits are held
 SPAN_MAX_TOKENS = 128  # a longer span is scored on its first tokens
 SHARED_KV_BYTES = 1 << 30  # CPU: content-shared prefix pages kept beyond the planner's
-
-
-def shared_runs(token_lists: Sequence[Sequence[int]], budget: int) -> list[list[int]]:
-    """Positions of `token_lists` (sorted, as the executor sends rows) cut into consecutive runs
-    whose held tokens stay within `budget`: the beginnings two or more of a run's sequences
-    share (in sorted order: each sequence's common beginning with the one before it, less what
-    the one before shared with its own predecessor) plus the run's last sequence (its KV is
-    kept). Sequences that share nothing stay one run."""
-    runs: list[list[int]] = []
-    held = last_lcp = 0
-    previous: Sequence[int] = ()
-    for i, tokens in enumerate(token_lists):
-        lcp = common_prefix_length(tokens, previous) if runs else 0
-        grow = max(0, lcp - last_lcp)
-        if not runs or held + grow + len(tokens) > budget:
-            runs.append([])
-            held = grow = lcp = 0
-        runs[-1].append(i)
-        held += grow
-        last_lcp, previous = lcp, tokens
-    return runs
 
 
 class LocalEngine:

@@ -244,3 +244,24 @@ class PrefixCounter:
         self.tokens += new
         self.attention_pairs += pairs
         return new, pairs
+
+
+def shared_runs(token_lists: Sequence[Sequence[int]], budget: int) -> list[list[int]]:
+    """Positions of `token_lists` (sorted, as the executor sends rows) cut into consecutive runs
+    whose held tokens stay within `budget`: the beginnings two or more of a run's sequences
+    share (in sorted order: each sequence's common beginning with the one before it, less what
+    the one before shared with its own predecessor) plus the run's last sequence (its KV is
+    kept). Sequences that share nothing stay one run."""
+    runs: list[list[int]] = []
+    held = last_lcp = 0
+    previous: Sequence[int] = ()
+    for i, tokens in enumerate(token_lists):
+        lcp = common_prefix_length(tokens, previous) if runs else 0
+        grow = max(0, lcp - last_lcp)
+        if not runs or held + grow + len(tokens) > budget:
+            runs.append([])
+            held = grow = lcp = 0
+        runs[-1].append(i)
+        held += grow
+        last_lcp, previous = lcp, tokens
+    return runs

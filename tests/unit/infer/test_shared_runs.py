@@ -1,7 +1,7 @@
-"""How a prefix-sharing batch is cut into runs whose held KV fits the arena (engine.shared_runs):
+"""How a prefix-sharing batch is cut into runs whose held KV fits the arena (radix.shared_runs):
 rows that share nothing stay one run; shared beginnings count once each, plus the kept last row."""
 
-from quail_engine.infer.engine import shared_runs
+from quail_engine.infer.radix import shared_runs
 
 
 def test_rows_that_share_nothing_stay_one_run():
