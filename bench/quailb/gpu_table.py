@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import pass_summary
 from bench.quailb import baseline
 from bench.quailb.run import ROOT, _cases, geomean, open_suite, twin_check
 from bench.results_io import out_dir
@@ -53,6 +54,21 @@ def _speed_of_light(row: dict, minimum, specs) -> None:
                sol_sustained_s=seconds(model, sustained, minimum.work, passes))
     if row.get("run_s") and row["sol_s"] > 0:
         row["x_sol"] = round(row["run_s"] / row["sol_s"], 3)
+
+
+def _where_time_went(row: dict, report: dict | None, specs, reports: Path) -> None:
+    """The query's phases, operators and GPU passes (grouped against their own speed of light)
+    into its row; the whole execution report beside the table, reports/ID-DIALECT.json."""
+    if not report:
+        return
+    model, sheet, _ = specs
+    row["phases"] = report.get("phases")
+    row["ops"] = [{k: o.get(k) for k in ("op", "kind", "rows_in", "rows_out", "fresh_tokens",
+                                         "requested_tokens", "kv_hit_tokens", "est_seconds",
+                                         "seconds", "gpu_pass_s")} for o in report["operators"]]
+    row["passes"] = pass_summary.summarize(report, model, sheet)
+    reports.mkdir(parents=True, exist_ok=True)
+    (reports / f"{row['id']}-{row['dialect']}.json").write_text(json.dumps(report, default=str))
 
 
 def totals(rows: list[dict]) -> dict:
@@ -85,19 +101,20 @@ def markdown(result: dict) -> str:
              f"minimum tokens on the {DATASHEET}; model load {result.get('load_s')} s "
              "(excluded)", "",
              "| query | dialect | ok | rows | run s | fresh tok | requested tok | min tok | "
-             "SoL s | SoL sust. s | x SoL | transformers s | note |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "SoL s | SoL sust. s | x SoL | GPU pass s | transformers s | note |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in result["queries"]:
         hf = fmt(r.get("hf_s"), "{:.3g}") + (" (extrapolated)" if r.get("hf_extrapolated")
                                               else "")
         note = r.get("error", "") or r.get("hf_note", "")
+        gpu = sum(g.get("gpu_s", 0.0) for g in (r.get("passes") or {}).values())
         lines.append(
             f"| {r['id']} | {r['dialect']} | {'yes' if r.get('ok') else 'NO'} | "
             f"{fmt(r.get('rows'))} | {fmt(r.get('run_s'), '{:.3f}')} | "
             f"{fmt(r.get('fresh_tokens'))} | {fmt(r.get('requested_tokens'))} | "
             f"{fmt(r.get('min_tokens'))} | {fmt(r.get('sol_s'), '{:.3g}')} | "
             f"{fmt(r.get('sol_sustained_s'), '{:.3g}')} | {fmt(r.get('x_sol'), '{:.2f}')} | "
-            f"{hf} | {note} |")
+            f"{fmt(gpu if r.get('passes') else None, '{:.3g}')} | {hf} | {note} |")
     t = result["totals"]
     lines += ["", f"Suite ({t['queries']} queries, {t['ok']} ok): run {t['run_s']} s, speed of "
               f"light {t['sol_s']} s, x_sol {t['x_sol']} (geometric mean {t['x_sol_geomean']}); "
@@ -159,9 +176,11 @@ def run_table(args, ids: list[str]) -> int:
                   "error": "did not finish (the device call ended while it ran)"}
         result["queries"].append(marker)
         _save(result, out)
+        suite.last_report = None
         row = suite.run(case)
         if "run_s" in row:
             _speed_of_light(row, engine.minimum(), specs)
+            _where_time_went(row, suite.last_report, specs, out.parent / "reports")
             prompts, total = engine.sample()
             row.update(baseline.measure(hf, baseline.cap(prompts[:args.baseline_sample]), total))
         result["queries"][-1] = row

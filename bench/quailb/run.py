@@ -53,6 +53,7 @@ class Suite:
     work: Path
     engine: list  # the engine once loaded (the override's stats live on it)
     load: Any = None  # loads the engine now, returns it
+    last_report: dict | None = None  # the execution report of the last query run, as JSON
 
     def run(self, query: Any) -> dict:
         """`query`: a queries.Query (Snowflake) or a twins.Twin (its dialect and Snowflake id)."""
@@ -77,6 +78,7 @@ class Suite:
                        wall_s=round(time.perf_counter() - t0, 3))
             return row
         report = self.session.report
+        self.last_report = report.to_json()
         unplanned = {f"#{o.op} {o.kind}": o.unplanned for o in report.ops.values()
                      if o.unplanned}
         row.update(
