@@ -6,6 +6,9 @@ query spends outside the model, per prompt: the part of the end-to-end gap to th
 that the host owns (on the H200 the GPU waits through the engine thread's share of it).
 
     python bench/probes/host_overhead.py --workload join --anchors 40 --partners 1100 [--profile]
+    python bench/probes/host_overhead.py --quailb IMDB-2 --scale 0.1 [--profile]
+
+`--quailb ID`: that QUAIL-B query (bench/quailb) over its generated tables at `--scale` instead.
 """
 
 from __future__ import annotations
@@ -59,6 +62,8 @@ def main(argv=None) -> int:
     p.add_argument("--carry", type=Path, default=ROOT / ".carry" / "e2e")
     p.add_argument("--pages", type=int, default=4096, help="KV arena pages of 64 tokens")
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--quailb", default="", help="a QUAIL-B query id (bench/quailb/queries.py)")
+    p.add_argument("--scale", default="0.1", help="QUAIL-B scale of --quailb's tables")
     args = p.parse_args(argv)
 
     from quail_engine.cli import main as cli_main
@@ -68,14 +73,23 @@ def main(argv=None) -> int:
     model_dir = args.workdir / "model-tiny"
     write_model_dir(model_dir, args.carry / "tok", True, "cpu", 0)
     tokenizer = load_tokenizer(model_dir)
-    paths = write_corpora(args.workdir / "data", tokenizer, args.docs, args.anchors,
-                          args.partners, 0)
+    if args.quailb:
+        from bench.quailb import data
+        from bench.quailb.queries import QUERIES
+
+        query = QUERIES[args.quailb]
+        paths = data.generate(args.workdir / f"quailb-{args.scale}", args.scale)
+        sql, tables = query.sql, list(query.tables)
+    else:
+        paths = write_corpora(args.workdir / "data", tokenizer, args.docs, args.anchors,
+                              args.partners, 0)
+        sql = FILTER_SQL if args.workload == "filter" else JOIN_SQL
+        tables = ["docs"] if args.workload == "filter" else ["reports", "terms"]
 
     factory.load_engine = lambda spec, device="cpu", precision="bf16", tokenizer=None, **_: \
         packing_engine(spec, args.pages, tokenizer)
     report = args.workdir / f"{args.workload}.report.json"
-    tables = ["docs"] if args.workload == "filter" else ["reports", "terms"]
-    cmd = ["query", "-e", FILTER_SQL if args.workload == "filter" else JOIN_SQL, "--dialect",
+    cmd = ["query", "-e", sql, "--dialect",
            "snowflake", "--model", str(model_dir), "--no-cache", "--report", str(report), "-q",
            "--output", str(args.workdir / "out.parquet")]
     for t in tables:
@@ -90,7 +104,7 @@ def main(argv=None) -> int:
     wall = time.perf_counter() - t0
     rep = json.loads(report.read_text())
     prompts = sum(o.get("prompts", 0) for o in rep["operators"])
-    print(json.dumps({"workload": args.workload, "exit": code, "wall_s": round(wall, 2),
+    print(json.dumps({"workload": args.quailb or args.workload, "exit": code, "wall_s": round(wall, 2),
                       "load_s": rep["load_s"], "prompts": prompts,
                       "host_us_per_prompt": round(1e6 * (wall - rep["load_s"]) / max(1, prompts)),
                       "requested_tokens": rep["requested_tokens"]}))

@@ -28,6 +28,7 @@ from bench import pass_summary
 from bench.quailb import baseline
 from bench.quailb.run import ROOT, _cases, geomean, open_suite, twin_check
 from bench.results_io import out_dir
+from quail_engine.infer.gpu import compile_log
 
 log = logging.getLogger("bench.quailb")
 DATASHEET = "H200 datasheet (989 bf16 / 1,979 fp8 dense TFLOP/s, 4.8 TB/s)"
@@ -177,7 +178,11 @@ def run_table(args, ids: list[str]) -> int:
         result["queries"].append(marker)
         _save(result, out)
         suite.last_report = None
+        compiled = compile_log.totals()
         row = suite.run(case)
+        # Triton variants the engine's warm-up missed, compiled inside this query (in run_s)
+        count, seconds = (a - b for a, b in zip(compile_log.totals(), compiled))
+        row.update(compiles=count, compile_s=round(seconds, 3))
         if "run_s" in row:
             _speed_of_light(row, engine.minimum(), specs)
             _where_time_went(row, suite.last_report, specs, out.parent / "reports")

@@ -13,6 +13,18 @@ from quail_engine.errors import ExecutionError
 from quail_engine.infer.api import PrefixHandle
 from quail_engine.plan.cost import Work, request_work
 
+# the share of the KV arena the documents filters leave resident for a later join may hold; the
+# join encodes the rest again (its own chunks, and the prompts' own tokens, need the other half)
+CARRY_SHARE = 0.5
+
+
+def kv_capacity_tokens(engine) -> int | None:
+    """Tokens the engine's KV arena holds (the GPU's paged arena), None where unbounded (the CPU
+    engine) or unknown (a remote engine)."""
+    arena = getattr(getattr(engine, "model", None), "arena", None)
+    pages, size = getattr(arena, "num_pages", None), getattr(arena, "page_size", None)
+    return pages * size if isinstance(pages, int) and isinstance(size, int) else None
+
 
 class DocKV:
     """`engine`: the engine, or a callable returning it (so that opening a DocKV loads no
@@ -121,6 +133,9 @@ class DocKV:
             handle = self.handles.pop(text, None)
             if handle is not None:
                 self.engine.release(handle)
+
+    def resident_tokens(self) -> int:
+        return sum(h.num_tokens for h in self.handles.values())
 
     def __len__(self) -> int:
         return len(self.handles)

@@ -110,6 +110,44 @@ def test_selectivity_override_draws_at_the_published_rate_after_the_model_ran():
     assert engine.run([other])[0].value is True  # not a QUAIL-B predicate: as computed
 
 
+def test_override_answers_a_pair_over_its_anchor_as_the_whole_prompt_and_times_itself():
+    """A join's request reads its anchor as a resident prefix (decoded once per anchor): the
+    draw is the whole prompt's. The wrappers' own seconds are counted, so the timed table
+    subtracts them from the query's time (run.bench_seconds)."""
+    from bench.quailb import prompts as P
+    from bench.quailb.ledger import TokenLedger
+    from bench.quailb.override import SelectivityOverride
+    from bench.quailb.run import bench_seconds
+    from quail_engine.infer.api import Answer, BooleanReadout, PrefixHandle, Request
+
+    class Fake:
+        handles = 0
+
+        def add_prefix(self, tokens):
+            Fake.handles += 1
+            return PrefixHandle(Fake.handles, len(tokens))
+
+        def run(self, requests):
+            return [Answer(True, 1.0) for _ in requests]
+
+    decode = lambda ids: "".join(map(chr, ids))  # noqa: E731
+    template = next(iter(P.JOIN_SELECTIVITY))
+    prompts = [template.format(f"review {i} " * 5, f"aspect {j}") for i in range(40)
+               for j in range(5)]
+    split = [p.index("aspect") for p in prompts]
+    whole = SelectivityOverride(Fake(), seed=3, decode=decode)
+    expected = [a.value for a in whole.run([Request(tuple(map(ord, p)), BooleanReadout())
+                                            for p in prompts])]
+    engine = TokenLedger(SelectivityOverride(Fake(), seed=3, decode=decode))
+    asks = []
+    for p, k in zip(prompts, split):
+        anchor = engine.add_prefix(list(map(ord, p[:k])))
+        asks.append(Request(tuple(map(ord, p[k:])), BooleanReadout(), anchor))
+    assert [a.value for a in engine.run(asks)] == expected
+    assert 0 < sum(expected) < len(expected)
+    assert bench_seconds(engine) > 0 and bench_seconds(Fake()) == 0
+
+
 def test_minimum_tokens_count_every_distinct_prompt_prefix_once():
     """The timed table's minimum (bench/quailb/ledger.py): a token trie over the prompts."""
     from bench.quailb.ledger import TokenLedger

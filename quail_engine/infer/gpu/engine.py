@@ -11,6 +11,7 @@ import torch
 
 from quail_engine.infer.api import PrefixHandle
 from quail_engine.infer.engine import LocalEngine
+from quail_engine.infer.gpu import compile_log
 from quail_engine.infer.gpu.load import load_checkpoint
 from quail_engine.infer.gpu.model import GpuCausalLM
 from quail_engine.infer.gpu.paged_kv import PagedKVArena, PagedPageStore
@@ -103,7 +104,9 @@ class GpuEngine(LocalEngine):
         """One pass of each kind a query runs (plain prompts, a prefix store, prompts over a
         resident prefix), so kernel compilation and library plan selection happen while the
         model loads (reported as load time) rather than inside the first operator."""
+        compile_log.install()
         start = time.perf_counter()
+        compiled = compile_log.totals()
         stats = self.stats.__dict__.copy()
         vocab = (0, 1)
         # sizes both odd and multiples of 16: Triton compiles a variant for each
@@ -117,7 +120,9 @@ class GpuEngine(LocalEngine):
         if self.model.device.type == "cuda":
             torch.cuda.synchronize(self.model.device)
         self.stats.__dict__.update(stats)  # warm-up tokens are nobody's work
-        log.info("warmed up the GPU kernels in %.2f s", time.perf_counter() - start)
+        count, seconds = (a - b for a, b in zip(compile_log.totals(), compiled))
+        log.info("warmed up the GPU kernels in %.2f s (%d Triton kernels compiled or loaded in "
+                 "%.2f s)", time.perf_counter() - start, count, seconds)
 
     def release(self, handle: PrefixHandle) -> None:
         entry = self.arena.get(handle.id)

@@ -1,0 +1,96 @@
+"""Documents a filter leaves resident for a later join (the plan's `carry`) hold at most
+CARRY_SHARE of a bounded KV arena; the join encodes the others again. QUAIL-B's IMDB-3 at sf0.1
+(a filter over 5,000 reviews, then a join on the same reviews) filled the H200's arena with the
+carried reviews and failed with `KV arena full`."""
+
+import pytest
+from exec_fakes import FakeEngine, review_db
+
+from quail_engine.errors import ExecutionError
+from quail_engine.exec.doc_kv import CARRY_SHARE, kv_capacity_tokens
+from quail_engine.exec.session import QuailSession
+from quail_engine.plan.cost import DeviceSpec
+
+FILLER = " ".join(f"w{j}" for j in range(20))  # reviews long next to product names: anchors
+REVIEWS = [(i, f"price price item{i} {FILLER}" if i % 3 else f"plain item{i} {FILLER}", 1)
+           for i in range(1200)]
+PRODUCTS = [(1, "widget"), (1, "gadget"), (1, "price")]
+SQL = ("SELECT r.id, p.name FROM reviews AS r JOIN products AS p "
+       "ON AI_FILTER(PROMPT('Does the review {0} mention {1}?', r.review, p.name)) "
+       "WHERE AI_FILTER(PROMPT('Does this review mention PRICE? {0}', r.review)) "
+       "ORDER BY r.id, p.name")
+
+
+class _Arena:
+    def __init__(self, num_pages, page_size):
+        self.num_pages, self.page_size = num_pages, page_size
+
+
+class _Model:
+    def __init__(self, arena):
+        self.arena = arena
+
+
+def bounded_engine(capacity_tokens: int | None):
+    """FakeEngine whose resident prefixes may hold at most `capacity_tokens` (None: any)."""
+
+    class Bounded(FakeEngine):
+        def __init__(self):
+            super().__init__()
+            self.peak = 0
+            if capacity_tokens is not None:
+                self.model = _Model(_Arena(capacity_tokens // 4, 4))
+
+        def _held(self):
+            return sum(len(self.prefixes[p]) for p, n in self.refs.items() if n > 0)
+
+        def add_prefix(self, tokens):
+            handle = super().add_prefix(tokens)
+            self.peak = max(self.peak, self._held())
+            if capacity_tokens is not None and self._held() > capacity_tokens:
+                raise ExecutionError(f"KV arena full: {self._held()} > {capacity_tokens}")
+            return handle
+
+    return Bounded
+
+
+def _run(capacity_tokens):
+    engines = []
+
+    def factory():
+        engines.append(bounded_engine(capacity_tokens)())
+        return engines[-1]
+
+    session = QuailSession(review_db(REVIEWS, PRODUCTS), factory, use_cache=False,
+                           device_spec=DeviceSpec("toy", 1e11, 2e10))
+    rows = session.execute(SQL, "snowflake").to_pylist()
+    return rows, session.report.to_json(), engines[0]
+
+
+def test_unbounded_engine_keeps_every_filtered_document_for_the_join():
+    rows, report, engine = _run(None)
+    assert kv_capacity_tokens(engine) is None
+    assert rows and not any("encoded again" in r for r in report["remarks"])
+    assert any("anchor=r reuse r:r.review" in p for p in report["plans"]), report["plans"]
+
+
+def test_carried_documents_stay_within_their_share_of_a_bounded_arena():
+    reference, _, unbounded = _run(None)
+    capacity = 16384
+    assert unbounded.peak > capacity  # every carried review at once would not fit
+    rows, report, engine = _run(capacity)
+    assert kv_capacity_tokens(engine) == capacity
+    assert rows == reference
+    assert engine.peak <= capacity
+    remark = next(r for r in report["remarks"] if "encoded again" in r)
+    assert f"{CARRY_SHARE:.0%} of the KV arena" in remark
+    assert all(o["unplanned"] == 0 for o in report["operators"])
+
+
+@pytest.mark.parametrize("arena, expected", [(_Arena(10, 64), 640), (_Arena(None, 64), None),
+                                             (object(), None)])
+def test_kv_capacity_tokens_reads_a_paged_arena(arena, expected):
+    class Engine:
+        model = _Model(arena)
+
+    assert kv_capacity_tokens(Engine()) == expected
