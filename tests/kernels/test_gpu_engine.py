@@ -7,7 +7,7 @@ from test_gpu_model import _models
 
 from quail_engine.infer.api import BooleanReadout, Request
 from quail_engine.infer.engine import LocalEngine
-from quail_engine.infer.gpu.engine import GpuEngine
+from quail_engine.infer.gpu.engine import WARM_UP_LENGTHS, GpuEngine
 
 
 class CharTokenizer:
@@ -114,3 +114,17 @@ def test_gpu_engine_logs_each_pass_shape_and_time(device):
     assert asked["attention_pairs"] == sum(k * n + k * (k + 1) // 2 for k in own)
     assert all(("gpu_s" in p) == (torch.device(device).type == "cuda") for p in passes)
     gpu.release(handle)
+
+
+def test_warm_up_leaves_no_kv_held_and_counts_no_work(device):
+    """The warm-up's passes (every tile shape, output kind and prefix-segment count a query can
+    launch) are nobody's work and hold no page afterwards."""
+    config, _, fast = _models("qwen3", device)
+    gpu = GpuEngine(fast, CharTokenizer(), config, token_budget=40)
+    free = len(fast.arena._free)
+    before = dict(gpu.stats.__dict__)
+    with torch.inference_mode():
+        gpu.warm_up()
+    assert len(fast.arena._free) == free
+    assert gpu.stats.__dict__ == before
+    assert len(gpu.take_pass_log()) >= 2 * (1 + 3 * len(WARM_UP_LENGTHS) + 2)

@@ -20,6 +20,8 @@ from quail_engine.infer.prefix_cache import PrefixCache
 from quail_engine.infer.runner import SeqJob
 
 log = logging.getLogger(__name__)
+# one sequence length per attention tile shape the kernels pick (<= 32, 33-1023, >= 1024 tokens)
+WARM_UP_LENGTHS = (16, 288, 1024)
 
 
 def build_gpu_model(config: Any, state_dict: dict, fp8: bool = False, device: str = "cuda",
@@ -109,14 +111,29 @@ class GpuEngine(LocalEngine):
         compiled = compile_log.totals()
         stats = self.stats.__dict__.copy()
         vocab = (0, 1)
-        # sizes both odd and multiples of 16: Triton compiles a variant for each
-        for plain_lens, prefix_len, own_lens in (((37, 300), 700, (9, 30)),
-                                                 ((32, 304), 704, (16, 32))):
-            plain = [SeqJob([1] * n, vocab=vocab) for n in plain_lens]
-            store = SeqJob([1] * prefix_len, read=(), store_kv=True)
-            self.runner.run(plain + [store])
-            self.runner.run([SeqJob([1] * n, prefix=store.kv, vocab=vocab) for n in own_lens])
-            store.kv.release()
+        # Triton compiles a variant per attention tile shape (chosen by a pass's longest own
+        # sequence: quail_kernels.attention_tile.default_blocks), per output kind (plain passes
+        # write fp8, passes over a prefix their partials and log-sum-exps), per number of prefix
+        # segments, and per integer specialization (1, multiples of 16, other): one pass of
+        # each. The first QUAIL-B run on the H200 compiled 5 variants the warm-up had missed
+        # inside its first query (call 3 of session 9: 6.2 s there).
+        # (lengths cut to what a small arena and pass hold: a test's engine)
+        budget = self.runner.scheduler.token_budget
+        arena = self.model.arena
+        store_len = min(704, arena.num_pages * arena.page_size // 4 - 1, budget // 2 - 1)
+        for extra in (1, 0):  # token counts odd, then multiples of 16
+            stores = [SeqJob([1] * (store_len + extra), read=(), store_kv=True)
+                      for _ in range(2)]
+            self.runner.run(stores)
+            for longest in WARM_UP_LENGTHS:
+                n = min(longest, budget // 2 - 4) + extra
+                self.runner.run([SeqJob([1] * n, vocab=vocab), SeqJob([1] * 3, vocab=vocab)])
+                self.runner.run([SeqJob([1] * n, prefix=stores[0].kv, vocab=vocab)])
+                self.runner.run([SeqJob([1] * n, prefix=s.kv, vocab=vocab) for s in stores])
+            self.runner.run([SeqJob([1], vocab=vocab)])  # a pass of one token
+            self.runner.run([SeqJob([1], prefix=stores[0].kv, vocab=vocab)])
+            for s in stores:
+                s.kv.release()
         if self.model.device.type == "cuda":
             torch.cuda.synchronize(self.model.device)
         self.stats.__dict__.update(stats)  # warm-up tokens are nobody's work
