@@ -44,5 +44,9 @@ class AnswerStore:
             for v, a in zip(need, answer(need)):
                 self.put(op, v, a)
 
+    def answers(self, op: int):
+        """(binding-value key, answer) of every stored answer of `op`."""
+        return self._answers.get(op, {}).items()
+
     def count(self, op: int) -> int:
         return len(self._answers.get(op, {}))

@@ -13,10 +13,12 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.doc_kv import CARRY_SHARE, kv_capacity_tokens
 from quail_engine.exec.estimates import op_infos
-from quail_engine.exec.join_runner import combo_values, run_joins
+from quail_engine.exec.join_runner import Joined, bound_aliases, combo_values, run_joins
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.prompts import OpPrompt
 from quail_engine.exec.scans import ScanData, load_scan, op_values
@@ -68,11 +70,13 @@ class CoreRunner:
             if limit is not None and not limit.is_ordered:
                 (alias, alive), = survivors.items()
                 with phase("projections"):
-                    self._run_projections(plan, scans, [{alias: i} for i in alive[:limit.rows]])
+                    self._run_projections(plan, scans, Joined(
+                        {alias: np.array(alive[:limit.rows], dtype=np.int64)}))
             if has_joins:
                 with phase("joins"):
                     final = run_joins(plan, scans, survivors, self.ai_ops, self.runner,
-                                      self.store, self.carry)
+                                      self.store, self.carry, rows_needed=any(
+                                          s.kind == "project" for s in plan.steps))
         finally:
             self.carry.release()
         if self.carry_dropped:
@@ -215,14 +219,19 @@ class CoreRunner:
         its KV: OpRunner.answer)."""
         return step.encode and step.doc in step.release
 
-    def _run_projections(self, plan: PhysicalPlan, scans, final: list[dict[str, int]]) -> None:
+    def _run_projections(self, plan: PhysicalPlan, scans, final: Joined) -> None:
         for step in (s for s in plan.steps if s.kind == "project"):
             op = self.ai_ops[step.op]
             if step.alias:
-                rows = sorted({r[step.alias] for r in final if step.alias in r})
+                rows = (np.unique(final.cols[step.alias]).tolist() if step.alias in final.cols
+                        else [])
                 values = [op_values(scans[step.alias], step.op, op, i) for i in rows]
             else:  # reads several relations (QUAIL-B IMDB-15: a label per joined pair)
-                values = list(dict.fromkeys(combo_values(step.op, op, scans, r) for r in final))
+                bound = bound_aliases(step.op, op, scans, final.aliases)
+                distinct, _ = final.distinct(bound)
+                values = list(dict.fromkeys(
+                    combo_values(step.op, op, scans, dict(zip(bound, d)))
+                    for d in distinct.tolist()))
             self._ask(step.op, self.runner.layout(op), values, None)
             rep = self.runner.report.op(step.op, op.op)
             rep.rows_in += len(values)

@@ -1,15 +1,19 @@
 """Run a core's AI joins in the planned order, re-planning the rest after each join.
 
-Candidate pairs are the surviving rows of the joined set times the new relation's survivors,
-restricted by the equality keys (shared k_<n> scan columns) before any prompt runs. Pairs are
-grouped by anchor document; a chunk of anchors is encoded once (KV resident) while all their
-partners run, then released.
+The joined set is held by column (Joined). Joining a relation asks its AI predicate once per
+distinct pair of (the joined aliases the prompt reads, a survivor of the new relation),
+restricted by the equality keys (shared k_<n> scan columns) before any prompt runs; the joined
+rows then grow by index arithmetic. Pairs are grouped by anchor document; a chunk of anchors is
+encoded once (KV resident) while all their partners run, then released.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from functools import partial
+
+import numpy as np
 
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.doc_kv import DocKV
@@ -21,6 +25,7 @@ from quail_engine.sql.ir import binding_column
 
 log = logging.getLogger(__name__)
 ANCHORS_PER_CHUNK = 128
+ROW = np.int32  # a scan row index in Joined (a chain's joined rows can number 10^8)
 
 
 def combo_values(op_id: int, op, scans: dict[str, ScanData], row: dict[str, int]) -> tuple:
@@ -32,32 +37,57 @@ def combo_values(op_id: int, op, scans: dict[str, ScanData], row: dict[str, int]
     return tuple(out)
 
 
-def _candidates(cur: list[dict[str, int]], alias: str, scans: dict[str, ScanData],
-                survivors: list[int]) -> list[dict[str, int]]:
-    new = scans[alias]
-    joined = list(cur[0]) if cur else []
-    keys_by = {a: sorted(scans[a].key_columns & new.key_columns) for a in joined}
-    keys_by = {a: k for a, k in keys_by.items() if k}
-    if not keys_by:
-        return [{**r, alias: j} for r in cur for j in survivors]
-    index: dict[tuple, list[int]] = {}
-    for j in survivors:
-        k = tuple(new.key(j, keys) for _, keys in sorted(keys_by.items()))
-        if all(None not in part for part in k):
-            index.setdefault(k, []).append(j)
-    out = []
-    for r in cur:
-        k = tuple(scans[a].key(r[a], keys) for a, keys in sorted(keys_by.items()))
-        out += [{**r, alias: j} for j in index.get(k, ())]
+@dataclass
+class Joined:
+    """The joined rows so far, by column: alias -> scan row indices (equal-length ROW
+    arrays). Never built row by row: a chain of joins can hold tens of millions of rows
+    (QUAIL-B's IMDB-9 at sf0.1, reviews-aspects-reviews-aspects: ~50 M), which DuckDB's final
+    statement joins again from the answers; what the prompts need is their distinct bindings."""
+    cols: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(next(iter(self.cols.values()))) if self.cols else 0
+
+    @property
+    def aliases(self) -> list[str]:
+        return list(self.cols)
+
+    def distinct(self, aliases: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(the distinct tuples of `aliases`' row indices [k, len(aliases)], each row's tuple)."""
+        if not aliases:
+            return np.zeros((1 if len(self) else 0, 0), np.int64), np.zeros(len(self), np.int64)
+        if len(aliases) == 1:
+            uniq, inv = np.unique(self.cols[aliases[0]], return_inverse=True)
+            return uniq[:, None], inv.reshape(-1)
+        uniq, inv = np.unique(np.stack([self.cols[a] for a in aliases], axis=1), axis=0,
+                              return_inverse=True)
+        return uniq, inv.reshape(-1)
+
+    def take(self, index: np.ndarray) -> Joined:
+        return Joined({a: c[index] for a, c in self.cols.items()})
+
+    def rows(self) -> list[dict[str, int]]:
+        """Row by row (tests, small results)."""
+        cols = {a: c.tolist() for a, c in self.cols.items()}
+        return [{a: cols[a][i] for a in cols} for i in range(len(self))]
+
+
+def bound_aliases(op_id: int, op, scans: dict[str, ScanData], aliases) -> list[str]:
+    """The aliases among `aliases` whose columns `op`'s prompt reads, in binding order."""
+    out: list[str] = []
+    for i in range(len(op.bindings)):
+        col = binding_column(op_id, i)
+        alias = next((a for a in aliases if col in scans[a].columns), None)
+        if alias is not None and alias not in out:
+            out.append(alias)
     return out
 
 
-def _run_ai_step(step: JoinStep, pairs: list[dict[str, int]], scans, ai_ops, runner: OpRunner,
-                 store: AnswerStore, carry: DocKV | None = None) -> list[dict[str, int]]:
-    op = ai_ops[step.op]
+def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: AnswerStore,
+         carry: DocKV | None) -> list[bool]:
+    """Answer `values` (distinct binding tuples) of the AI join `step`, anchors grouped so that
+    a chunk of them is encoded once while all its partners run; -> whether each passes."""
     layout = runner.layout(op, anchor=step.anchor)
-    rep = runner.report.op(step.op, op.op)
-    values = [combo_values(step.op, op, scans, p) for p in pairs]
     need = store.missing(step.op, values)
     by_anchor: dict[tuple, list[tuple]] = {}  # anchor's binding values -> its pairs
     slots = layout.doc_slots
@@ -79,20 +109,94 @@ def _run_ai_step(step: JoinStep, pairs: list[dict[str, int]], scans, ai_ops, run
         finally:
             kv.release()
     store.complete.add(step.op)  # every candidate pair was asked
-    kept = [p for p, v in zip(pairs, values) if op.passes(store.get(step.op, v))]
-    rep.rows_in += len(pairs)
-    rep.rows_out += len(kept)
-    return kept
+    return [op.passes(store.get(step.op, v)) for v in values]
+
+
+def _tuple_values(op_id: int, op, scans, aliases: list[str], tuples: np.ndarray) -> list[tuple]:
+    return [combo_values(op_id, op, scans, dict(zip(aliases, r))) for r in tuples.tolist()]
+
+
+def _expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
+            survivors: list[int], ai_ops, runner: OpRunner, store: AnswerStore,
+            carry: DocKV | None, materialize: bool = True) -> Joined:
+    """`cur` joined with `alias`'s survivors: pairs restricted by the equality keys (shared
+    k_<n> scan columns), then by `step`'s AI predicate, asked once per distinct binding pair.
+    Without `materialize` (the last join, when nothing reads the joined rows) the rows are
+    counted, not built: an empty Joined."""
+    new = scans[alias]
+    keys_by = {a: sorted(scans[a].key_columns & new.key_columns) for a in cur.aliases}
+    keys_by = {a: k for a, k in sorted(keys_by.items()) if k}
+    op = ai_ops[step.op] if step.op is not None else None
+    bound = bound_aliases(step.op, op, scans, cur.aliases) if op else []
+    proj = list(dict.fromkeys(bound + list(keys_by)))
+    distinct, inv = cur.distinct(proj)
+    if keys_by:
+        index: dict[tuple, list[int]] = {}
+        for j in survivors:
+            k = tuple(new.key(j, keys) for keys in keys_by.values())
+            if all(None not in part for part in k):
+                index.setdefault(k, []).append(j)
+        col = {a: proj.index(a) for a in keys_by}
+        cands = [index.get(tuple(scans[a].key(int(d[col[a]]), keys)
+                                 for a, keys in keys_by.items()), []) for d in distinct]
+    else:
+        cands = [list(survivors)] * len(distinct)
+    if op is None:
+        passing = cands
+    else:  # every distinct (bound tuple, partner) once
+        flat = [(d, j) for d, js in enumerate(cands) for j in js]
+        values = [combo_values(step.op, op, scans, {**dict(zip(proj, distinct[d].tolist())),
+                                                    alias: j}) for d, j in flat]
+        ok = _ask(step, op, values, runner, store, carry)
+        passing = [[] for _ in cands]
+        for (d, j), good in zip(flat, ok):
+            if good:
+                passing[d].append(j)
+    counts_per = np.array([len(p) for p in passing], dtype=np.int64)
+    if op is not None:
+        rep = runner.report.op(step.op, op.op)
+        per_row = np.bincount(inv, minlength=len(distinct)) if len(cur) else counts_per * 0
+        rep.rows_in += int((per_row * np.array([len(c) for c in cands], np.int64)).sum())
+        rep.rows_out += int((per_row * counts_per).sum())
+    if not materialize:
+        return Joined()
+    counts = counts_per[inv] if len(cur) else np.zeros(0, np.int64)
+    total = int(counts.sum())
+    partners = np.array([j for p in passing for j in p], dtype=ROW)
+    offsets = np.concatenate(([0], np.cumsum(counts_per)[:-1])) if len(passing) else counts_per
+    row = np.repeat(np.arange(len(cur)), counts)
+    within = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    out = cur.take(row)
+    out.cols[alias] = partners[np.repeat(offsets[inv], counts) + within] if total else \
+        np.zeros(0, ROW)
+    return out
+
+
+def _filter(step: JoinStep, cur: Joined, scans, ai_ops, runner: OpRunner, store: AnswerStore,
+            carry: DocKV | None) -> Joined:
+    """The rows of `cur` that pass `step`'s AI predicate (over aliases already joined), asked
+    once per distinct binding tuple."""
+    op = ai_ops[step.op]
+    bound = bound_aliases(step.op, op, scans, cur.aliases)
+    distinct, inv = cur.distinct(bound)
+    ok = np.array(_ask(step, op, _tuple_values(step.op, op, scans, bound, distinct), runner,
+                       store, carry), dtype=bool)
+    keep = ok[inv] if len(cur) else np.zeros(0, bool)
+    rep = runner.report.op(step.op, op.op)
+    rep.rows_in += len(cur)
+    rep.rows_out += int(keep.sum())
+    return cur.take(np.flatnonzero(keep))
 
 
 def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[str, list[int]],
-              ai_ops, runner: OpRunner, store: AnswerStore, carry: DocKV | None = None
-              ) -> list[dict[str, int]]:
-    """Joined rows (alias -> scan row index) that satisfy every planned AI join. `carry`: the
+              ai_ops, runner: OpRunner, store: AnswerStore, carry: DocKV | None = None,
+              rows_needed: bool = True) -> Joined:
+    """The joined rows (Joined) that satisfy every planned AI join (empty when not
+    `rows_needed`: DuckDB's final statement joins them again from the answers). `carry`: the
     documents the filters left resident for the join the plan's `carry` names."""
     carry_alias = plan.carry.alias if plan.carry is not None else None
     if not plan.candidates:
-        return []
+        return Joined()
     best = plan.candidates[0]
     aliases = plan.relations
     rows = {a: float(len(survivors.get(a, []))) for a in aliases}
@@ -102,7 +206,7 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
                                      f"{observed.text()} instead of {best.text()}")
         best = observed
     first = best.start[0]
-    cur = [{first: i} for i in survivors.get(first, [])]
+    cur = Joined({first: np.array(survivors.get(first, []), dtype=ROW)})
     joined = {first}
     steps = list(best.steps)
     while len(joined) < len(aliases):
@@ -110,15 +214,17 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
         group = [step]
         while steps and steps[0].alias == step.alias:
             group.append(steps.pop(0))
-        pairs = _candidates(cur, step.alias, scans, survivors.get(step.alias, []))
-        for s in group:
+        for n, s in enumerate(group):
             reuse = carry if s.anchor is not None and s.anchor == carry_alias else None
-            pairs = pairs if s.op is None else _run_ai_step(s, pairs, scans, ai_ops, runner,
-                                                            store, reuse)
+            if n == 0:
+                last = len(joined) + 1 == len(aliases) and len(group) == 1
+                cur = _expand(s, cur, step.alias, scans, survivors.get(step.alias, []), ai_ops,
+                              runner, store, reuse, materialize=rows_needed or not last)
+            elif s.op is not None:
+                cur = _filter(s, cur, scans, ai_ops, runner, store, reuse)
             if reuse is not None:
                 reuse.release()
                 carry_alias = None
-        cur = pairs
         joined.add(step.alias)
         if len(joined) < len(aliases):
             replanned = plan.replan_joins(rows, start=(frozenset(joined), float(len(cur))))

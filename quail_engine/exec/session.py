@@ -24,6 +24,7 @@ from quail_engine.exec.device_lock import StatementLock, device_lock
 from quail_engine.exec.gc_tuning import relaxed_gc
 from quail_engine.exec.limit_pushdown import push_limit
 from quail_engine.exec.op_runner import OpRunner
+from quail_engine.exec.pass_tables import register_pass_tables, unregister_pass_tables
 from quail_engine.exec.progress_sink import NullProgress
 from quail_engine.exec.prompts import DECODED
 from quail_engine.exec.report import Report
@@ -150,6 +151,7 @@ class QuailSession:
         lock = device_lock(self.device)
         udf_lock = StatementLock(lock)
         names = register_udfs(self.con, parsed.ai_ops, store, runner, udf_lock, suffix)
+        tables: list[str] = []
         try:
             with self.report.phase("check"):
                 self._check(statement)
@@ -167,7 +169,10 @@ class QuailSession:
                 with self.report.phase("answer_keys"):
                     names += register_keyed_udfs(self.con, parsed.ai_ops, store, keyed,
                                                  self.report, suffix)
-                    statement = emit(prepare(tree, suffix, frozenset(keyed)))
+                    passes = register_pass_tables(self.con, parsed.ai_ops, store, keyed,
+                                                  suffix)
+                    tables += passes.values()
+                    statement = emit(prepare(tree, suffix, frozenset(keyed), passes))
             with self.report.phase("statement"):
                 table = query_arrow(self.con, statement)
         except QuailError:
@@ -179,6 +184,7 @@ class QuailSession:
         finally:
             progress.close()
             unregister_udfs(self.con, names)
+            unregister_pass_tables(self.con, tables)
             self.text.flush()
         self._finish(start, table.num_rows)
         return table

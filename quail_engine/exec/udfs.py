@@ -48,11 +48,17 @@ def read_statement(parsed) -> exp.Expression:
 
 
 def prepare(tree: exp.Expression, suffix: str = "",
-            keyed: frozenset[int] = frozenset()) -> exp.Expression:
+            keyed: frozenset[int] = frozenset(),
+            passes: dict[int, str] | None = None) -> exp.Expression:
     """A copy of `tree` with every quail_ai_<id>(...) call renamed to quail_ai_<id><suffix>.
     DuckDB functions live in the database's catalog, shared by every cursor: a per-execution
     suffix keeps concurrent statements from clashing. Operators in `keyed`
-    (exec/keyed_answers.py) call quail_ai_<id>_k<suffix> on their arguments' hashes."""
+    (exec/keyed_answers.py) call quail_ai_<id>_k<suffix> on their arguments' hashes; those in
+    `passes` (op id -> its table, exec/pass_tables.py) become a membership test of the hashes
+    in their passing pairs where the call is a plain conjunct of a JOIN ON or WHERE."""
+    from quail_engine.exec.pass_tables import is_plain_conjunct, membership
+
+    passes = passes or {}
     with deep_stack():
         tree = tree.copy()
         for call in list(tree.find_all(exp.Anonymous)):
@@ -60,9 +66,12 @@ def prepare(tree: exp.Expression, suffix: str = "",
             if op_id is None:
                 continue
             if op_id in keyed:
+                hashed = [exp.Anonymous(this="hash", expressions=[a]) for a in call.expressions]
+                if op_id in passes and is_plain_conjunct(call):
+                    call.replace(membership(hashed, passes[op_id]))
+                    continue
                 call.set("this", f"{call.name.lower()}_k{suffix}")
-                call.set("expressions", [exp.Anonymous(this="hash", expressions=[a])
-                                         for a in call.expressions])
+                call.set("expressions", hashed)
             else:
                 call.set("this", f"{call.name.lower()}{suffix}")
         return tree

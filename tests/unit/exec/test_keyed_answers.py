@@ -25,7 +25,11 @@ def run(parsed, monkeypatch, keyed: bool):
     return rows, s
 
 
-def test_join_rows_are_the_same_by_hash_and_by_text(monkeypatch):
+def test_join_rows_are_the_same_by_pass_table_by_hash_and_by_text(monkeypatch):
+    """A complete join's ON condition becomes a membership test in its passing pairs' hashes
+    (exec/pass_tables.py); where it cannot (here: forced off), the hash UDF answers it."""
+    from quail_engine.exec import pass_tables
+
     parsed = join_query(ajoin())
     calls = []
     real = keyed_answers.keyed_answer
@@ -39,10 +43,14 @@ def test_join_rows_are_the_same_by_hash_and_by_text(monkeypatch):
         return wrapped
 
     monkeypatch.setattr(keyed_answers, "keyed_answer", spy)
+    by_pass, session = run(parsed, monkeypatch, keyed=True)
+    assert not calls  # joined through the table: no Python call per candidate pair
+    monkeypatch.setattr(keyed_answers, "keyed_answer", spy)
+    monkeypatch.setattr(pass_tables, "eligible", lambda op: False)
     by_hash, _ = run(parsed, monkeypatch, keyed=True)
     assert calls  # the statement looked the join up by hash
     by_text, _ = run(parsed, monkeypatch, keyed=False)
-    assert by_hash == by_text and by_hash
+    assert by_pass == by_hash == by_text and by_pass
 
 
 def test_filter_rows_and_nulls_are_the_same_by_hash_and_by_text(monkeypatch):

@@ -1,0 +1,85 @@
+"""AI join chains run on the joined rows' distinct bindings, held by column (exec/join_runner
+Joined): a chain reviews-aspects-reviews-aspects (QUAIL-B's IMDB-9) whose joined rows grow to
+the product of its fan-outs asks each distinct (review, aspect) pair once per join and returns
+the same rows as DuckDB answering the predicates row by row."""
+
+import numpy as np
+from exec_fakes import FakeEngine
+
+from quail_engine.exec.join_runner import Joined
+from quail_engine.exec.session import QuailSession
+from quail_engine.plan.cost import DeviceSpec
+
+ASPECTS = ["plot", "acting", "music", "sound"]
+# review i discusses aspect k when the aspect's name appears in it (FakeEngine: a word of 4+
+# letters twice in the prompt)
+REVIEWS = [(i, " ".join(a for k, a in enumerate(ASPECTS) if (i + k) % 3) + f" film{i}", 1)
+           for i in range(30)]
+DISCUSS = "AI_FILTER(PROMPT('Does the review {0} discuss the aspect {1}?', R.review, A.name))"
+SQL = ("SELECT r1.id AS r1, a1.name AS a1, r2.id AS r2, a2.name AS a2 FROM reviews AS r1 "
+       f"JOIN products AS a1 ON {DISCUSS.replace('R.', 'r1.').replace('A.', 'a1.')} "
+       f"JOIN reviews AS r2 ON {DISCUSS.replace('R.', 'r2.').replace('A.', 'a1.')} "
+       f"JOIN products AS a2 ON {DISCUSS.replace('R.', 'r2.').replace('A.', 'a2.')} "
+       "ORDER BY r1, a1, r2, a2")
+
+
+def _db():
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE reviews (id INTEGER, review VARCHAR, product_id INTEGER)")
+    con.executemany("INSERT INTO reviews VALUES (?, ?, ?)", REVIEWS)
+    con.execute("CREATE TABLE products (product_id INTEGER, name VARCHAR)")
+    con.executemany("INSERT INTO products VALUES (?, ?)", [(1, a) for a in ASPECTS])
+    return con
+
+
+def test_chain_of_three_ai_joins_asks_distinct_pairs_and_returns_every_joined_row():
+    engines = []
+
+    class Counting(FakeEngine):
+        asked = 0
+
+        def run(self, requests):
+            self.asked += len(requests)
+            return super().run(requests)
+
+    def factory():
+        engines.append(Counting())
+        return engines[-1]
+
+    session = QuailSession(_db(), factory, use_cache=False,
+                           device_spec=DeviceSpec("toy", 1e11, 2e10))
+    rows = session.execute(SQL, "snowflake").to_pylist()
+    report = session.report.to_json()
+    discusses = {(i, a) for i, text, _ in REVIEWS for a in ASPECTS if a in text.split()}
+    expected = sorted({(r1, a1, r2, a2) for (r1, a1) in discusses for (r2, a2) in discusses
+                       if (r2, a1) in discusses})
+    assert [tuple(r.values()) for r in rows] == expected
+    assert len(rows) > len(REVIEWS) * len(ASPECTS) * 4  # the joined rows outgrow the pairs
+    ops = report["operators"]
+    assert all(o["unplanned"] == 0 for o in ops), ops
+    # each of the three joins asks each distinct (review, aspect) pair at most once
+    assert 0 < engines[0].asked <= 3 * len(REVIEWS) * len(ASPECTS)
+
+
+def test_joined_rows_grow_and_shrink_by_column():
+    cur = Joined({"r": np.array([0, 0, 1, 2]), "a": np.array([5, 6, 5, 7])})
+    distinct, inv = cur.distinct(["a"])
+    assert distinct[:, 0].tolist() == [5, 6, 7] and distinct[inv, 0].tolist() == [5, 6, 5, 7]
+    both, inv2 = cur.distinct(["r", "a"])
+    assert len(both) == 4 and (both[inv2] == np.stack([cur.cols["r"], cur.cols["a"]], 1)).all()
+    kept = cur.take(np.flatnonzero(cur.cols["a"] == 5))
+    assert kept.rows() == [{"r": 0, "a": 5}, {"r": 1, "a": 5}]
+    assert len(Joined()) == 0 and Joined().distinct([])[0].shape == (0, 0)
+
+
+def test_only_a_plain_conjunct_joins_through_the_pass_table():
+    from quail_engine.exec.udfs import prepare, statement_tree
+
+    sql = ("SELECT * FROM r JOIN p ON quail_ai_0(r.x, p.y) AND r.k = p.k "
+           "JOIN q ON (quail_ai_0(r.x, q.y) OR q.z) WHERE NOT quail_ai_0(r.x, q.y)")
+    out = prepare(statement_tree(sql), "_s", frozenset({0}), {0: "quail_pass_0_s"}).sql(
+        dialect="duckdb").lower()
+    assert out.count("in (select (h0, h1) from quail_pass_0_s)") == 1
+    assert out.count("quail_ai_0_k_s(hash(") == 2  # under OR, under NOT: the hash UDF
