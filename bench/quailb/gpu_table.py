@@ -150,8 +150,10 @@ def run_table(args, ids: list[str]) -> int:
                               + " ".join(sys.argv[1:]), "queries": []}
     if args.resume and Path(args.resume).exists():
         result["queries"] = json.loads(Path(args.resume).read_text())["queries"]
+    selected = {(c.id, getattr(c, "dialect", "snowflake")) for c in _cases(ids, bool(args.twins))}
     retry = {(r["id"], r["dialect"]): r.get("attempts", 1) for r in result["queries"]
-             if r.get("unfinished") and r.get("attempts", 1) < 2}
+             if r.get("unfinished") and r.get("attempts", 1) < 2
+             and (r["id"], r["dialect"]) in selected}
     result["queries"] = [r for r in result["queries"] if (r["id"], r["dialect"]) not in retry]
     done = {(r["id"], r["dialect"]) for r in result["queries"]}
     cases = [c for c in _cases(ids, bool(args.twins))
