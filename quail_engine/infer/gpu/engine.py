@@ -121,18 +121,25 @@ class GpuEngine(LocalEngine):
         budget = self.runner.scheduler.token_budget
         arena = self.model.arena
         store_len = min(704, arena.num_pages * arena.page_size // 4 - 1, budget // 2 - 1)
+        page = arena.page_size
         for extra in (1, 0):  # token counts odd, then multiples of 16
             stores = [SeqJob([1] * (store_len + extra), read=(), store_kv=True)
                       for _ in range(2)]
-            self.runner.run(stores)
+            # prefixes whose block-table rows are one page wide and 16 pages wide (the width
+            # is an integer argument of the prefix kernel: 1 and multiples of 16 specialize)
+            widths = [SeqJob([1] * min(n, store_len + extra), read=(), store_kv=True)
+                      for n in (page // 2 + extra, 15 * page + 8 + extra)]
+            self.runner.run(stores + widths)
             for longest in WARM_UP_LENGTHS:
                 n = min(longest, budget // 2 - 4) + extra
                 self.runner.run([SeqJob([1] * n, vocab=vocab), SeqJob([1] * 3, vocab=vocab)])
                 self.runner.run([SeqJob([1] * n, prefix=stores[0].kv, vocab=vocab)])
                 self.runner.run([SeqJob([1] * n, prefix=s.kv, vocab=vocab) for s in stores])
+            for w in widths:
+                self.runner.run([SeqJob([1] * (9 + extra), prefix=w.kv, vocab=vocab)])
             self.runner.run([SeqJob([1], vocab=vocab)])  # a pass of one token
             self.runner.run([SeqJob([1], prefix=stores[0].kv, vocab=vocab)])
-            for s in stores:
+            for s in stores + widths:
                 s.kv.release()
         if self.model.device.type == "cuda":
             torch.cuda.synchronize(self.model.device)
