@@ -18,7 +18,14 @@ import numpy as np
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.doc_kv import CARRY_SHARE, kv_capacity_tokens
 from quail_engine.exec.estimates import op_infos
-from quail_engine.exec.join_runner import Joined, bound_aliases, combo_values, run_joins
+from quail_engine.exec.join_runner import (
+    ROW,
+    Joined,
+    bound_aliases,
+    combo_values,
+    expand,
+    run_joins,
+)
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.prompts import OpPrompt
 from quail_engine.exec.scans import ScanData, load_scan, op_values
@@ -61,7 +68,8 @@ class CoreRunner:
         self._record_estimates(plan, infos)
         has_joins = plan.has_joins
         self.carry = self.runner.doc_kv()
-        self.carry_dropped = 0
+        self.carry_dropped = self.carry_flushes = 0
+        self.carry_rows: list[int] = []  # the scan rows whose documents the carry holds
         try:
             limit = limit if not has_joins and len(scans) == 1 else None
             with phase("filters"):
@@ -79,6 +87,11 @@ class CoreRunner:
                                           s.kind == "project" for s in plan.steps))
         finally:
             self.carry.release()
+        if self.carry_flushes:
+            self.runner.report.remarks.append(
+                f"the join was asked {self.carry_flushes} times during the filters, for the "
+                f"documents they had kept resident (more than {CARRY_SHARE:.0%} of the KV "
+                "arena at once)")
         if self.carry_dropped:
             self.runner.report.remarks.append(
                 f"{self.carry_dropped} documents the filters computed were encoded again by the "
@@ -161,9 +174,17 @@ class CoreRunner:
                         kv = kvs.pop(carry.doc, None)
                         if kv is not None:
                             last = self.ai_ops[steps[-1].op]
-                            self.carry.take(kv, self._carry_fits(kv, {
-                                self.runner.layout(last).texts(
-                                    op_values(scan, steps[-1].op, last, i))[0] for i in alive}))
+                            layout = self.runner.layout(last)
+                            text_of = {i: layout.texts(op_values(scan, steps[-1].op, last, i))[0]
+                                       for i in alive}
+                            keep = self._carry_fits(kv, set(text_of.values()))
+                            if len(keep) < len(set(text_of.values())) and self._flush_carry(
+                                    plan, scans, survivors):
+                                keep = self._carry_fits(kv, set(text_of.values()))
+                            self.carry_dropped += len(set(text_of.values())) - len(keep)
+                            self.carry.take(kv, keep)
+                            kept = set(keep)
+                            self.carry_rows += [i for i in alive if text_of[i] in kept]
                             kv.release()  # documents of rows the filters eliminated
                 finally:
                     for kv in kvs.values():
@@ -187,12 +208,44 @@ class CoreRunner:
         for text in texts:
             handle = kv.handles.get(text)
             tokens = handle.num_tokens if handle is not None else 0
-            if tokens > room:
-                self.carry_dropped += 1
-                continue
-            room -= tokens
-            keep.append(text)
+            if tokens <= room:
+                room -= tokens
+                keep.append(text)
         return keep
+
+    def _flush_carry(self, plan: PhysicalPlan, scans: dict[str, ScanData],
+                     survivors: dict[str, list[int]]) -> bool:
+        """When the carried documents fill their share of the arena: ask the core's one AI join
+        for the pairs of the rows carried so far while their KV is resident, then let it go
+        (the answers wait in the store; the join later asks only the other pairs). Only a core
+        of two relations joined by one AI join, once its partner's survivors are known (no
+        filter on it, or its filters done): there every surviving pair is asked whatever the
+        join's final order. Returns whether it flushed."""
+        cand = plan.candidates[0] if plan.candidates else None
+        carry = plan.carry
+        if (cand is None or carry is None or len(plan.relations) != 2 or len(cand.steps) != 1
+                or cand.steps[0].op is None or not self.carry_rows):
+            return False
+        (partner,) = [a for a in plan.relations if a != carry.alias]
+        if partner in survivors:
+            partner_rows = survivors[partner]
+        elif any(s.alias == partner and s.kind == "filter" for s in plan.steps):
+            return False  # its filters run later: its survivors are not known yet
+        else:
+            partner_rows = list(range(len(scans[partner].rows)))
+        step = cand.steps[0]
+        rows = np.array(self.carry_rows, dtype=ROW)
+        if cand.start[0] == carry.alias:
+            cur, new, new_rows = Joined({carry.alias: rows}), partner, partner_rows
+        else:
+            cur = Joined({partner: np.array(partner_rows, dtype=ROW)})
+            new, new_rows = carry.alias, self.carry_rows
+        expand(step, cur, new, scans, new_rows, self.ai_ops, self.runner, self.store,
+               self.carry, materialize=False, count=False)
+        self.carry.release()
+        self.carry_rows = []
+        self.carry_flushes += 1
+        return True
 
     def _run_step(self, step, scan: ScanData, alive: list[int], kvs: dict) -> list[int]:
         op = self.ai_ops[step.op]

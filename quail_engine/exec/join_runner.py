@@ -116,13 +116,14 @@ def _tuple_values(op_id: int, op, scans, aliases: list[str], tuples: np.ndarray)
     return [combo_values(op_id, op, scans, dict(zip(aliases, r))) for r in tuples.tolist()]
 
 
-def _expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
+def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
             survivors: list[int], ai_ops, runner: OpRunner, store: AnswerStore,
-            carry: DocKV | None, materialize: bool = True) -> Joined:
+            carry: DocKV | None, materialize: bool = True, count: bool = True) -> Joined:
     """`cur` joined with `alias`'s survivors: pairs restricted by the equality keys (shared
     k_<n> scan columns), then by `step`'s AI predicate, asked once per distinct binding pair.
     Without `materialize` (the last join, when nothing reads the joined rows) the rows are
-    counted, not built: an empty Joined."""
+    counted, not built: an empty Joined. Without `count`, the report is left alone (a join
+    asked ahead for some rows; run_joins counts every row later)."""
     new = scans[alias]
     keys_by = {a: sorted(scans[a].key_columns & new.key_columns) for a in cur.aliases}
     keys_by = {a: k for a, k in sorted(keys_by.items()) if k}
@@ -153,7 +154,7 @@ def _expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
             if good:
                 passing[d].append(j)
     counts_per = np.array([len(p) for p in passing], dtype=np.int64)
-    if op is not None:
+    if op is not None and count:
         rep = runner.report.op(step.op, op.op)
         per_row = np.bincount(inv, minlength=len(distinct)) if len(cur) else counts_per * 0
         rep.rows_in += int((per_row * np.array([len(c) for c in cands], np.int64)).sum())
@@ -218,7 +219,7 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
             reuse = carry if s.anchor is not None and s.anchor == carry_alias else None
             if n == 0:
                 last = len(joined) + 1 == len(aliases) and len(group) == 1
-                cur = _expand(s, cur, step.alias, scans, survivors.get(step.alias, []), ai_ops,
+                cur = expand(s, cur, step.alias, scans, survivors.get(step.alias, []), ai_ops,
                               runner, store, reuse, materialize=rows_needed or not last)
             elif s.op is not None:
                 cur = _filter(s, cur, scans, ai_ops, runner, store, reuse)

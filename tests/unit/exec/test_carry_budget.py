@@ -54,7 +54,7 @@ def bounded_engine(capacity_tokens: int | None):
     return Bounded
 
 
-def _run(capacity_tokens):
+def _run(capacity_tokens, sql=SQL):
     engines = []
 
     def factory():
@@ -63,7 +63,7 @@ def _run(capacity_tokens):
 
     session = QuailSession(review_db(REVIEWS, PRODUCTS), factory, use_cache=False,
                            device_spec=DeviceSpec("toy", 1e11, 2e10))
-    rows = session.execute(SQL, "snowflake").to_pylist()
+    rows = session.execute(sql, "snowflake").to_pylist()
     return rows, session.report.to_json(), engines[0]
 
 
@@ -74,17 +74,38 @@ def test_unbounded_engine_keeps_every_filtered_document_for_the_join():
     assert any("anchor=r reuse r:r.review" in p for p in report["plans"]), report["plans"]
 
 
-def test_carried_documents_stay_within_their_share_of_a_bounded_arena():
-    reference, _, unbounded = _run(None)
+def test_carried_documents_are_joined_early_when_they_fill_their_share_of_the_arena():
+    """The join is asked for the carried documents' pairs while their KV is resident, so no
+    document is encoded twice: the same fresh tokens as with an unbounded arena."""
+    reference, unbounded_report, unbounded = _run(None)
     capacity = 16384
     assert unbounded.peak > capacity  # every carried review at once would not fit
     rows, report, engine = _run(capacity)
     assert kv_capacity_tokens(engine) == capacity
     assert rows == reference
     assert engine.peak <= capacity
+    assert engine.stats.fresh_tokens == unbounded.stats.fresh_tokens
+    assert any("the join was asked" in r and "during the filters" in r
+               for r in report["remarks"]), report["remarks"]
+    assert not any("encoded again" in r for r in report["remarks"])
+    ops = {o["op"]: o for o in report["operators"]}
+    ref_ops = {o["op"]: o for o in unbounded_report["operators"]}
+    assert all(o["unplanned"] == 0 for o in ops.values())
+    assert {k: (o["rows_in"], o["rows_out"]) for k, o in ops.items()} == \
+        {k: (o["rows_in"], o["rows_out"]) for k, o in ref_ops.items()}
+
+
+def test_carried_documents_beyond_their_share_are_encoded_again_when_the_join_cannot_run():
+    """A partner relation filtered later (its survivors unknown while the anchors' filter
+    runs): the documents past the share are released (the join encodes them again if it
+    still anchors on them; here it re-plans onto the one product that passed)."""
+    sql = SQL.replace("ORDER BY", "AND AI_FILTER(PROMPT('Does {0} name a PRICE?', p.name)) "
+                                  "ORDER BY")
+    reference, _, unbounded = _run(None, sql)
+    rows, report, engine = _run(16384, sql)
+    assert rows == reference and engine.peak <= 16384 < unbounded.peak
     remark = next(r for r in report["remarks"] if "encoded again" in r)
     assert f"{CARRY_SHARE:.0%} of the KV arena" in remark
-    assert all(o["unplanned"] == 0 for o in report["operators"])
 
 
 @pytest.mark.parametrize("arena, expected", [(_Arena(10, 64), 640), (_Arena(None, 64), None),
