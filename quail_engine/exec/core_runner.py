@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from quail_engine.exec.answer_store import AnswerStore
-from quail_engine.exec.doc_kv import CARRY_SHARE, kv_capacity_tokens
+from quail_engine.exec.doc_kv import CARRY_SHARE, CHUNK_SHARE, kv_capacity_tokens
 from quail_engine.exec.estimates import op_infos
 from quail_engine.exec.join_runner import (
     ROW,
@@ -36,6 +36,7 @@ from quail_engine.sql.ir import binding_column
 
 log = logging.getLogger(__name__)
 CHUNK_ROWS = 256
+FIRST_CHUNK_ROWS = 16  # rows of a resident chunk before the engine (its KV arena) is loaded
 LIMIT_MIN_CHUNK = 8  # rows a LIMIT query asks at least per round of its filters
 
 
@@ -58,6 +59,7 @@ class CoreRunner:
                if _precomputable(o, self.ai_ops[o], scans)]
         with phase("estimate"):
             infos = op_infos(ops, self.ai_ops, scans, self.runner, self.store, self.sample_size)
+        self.infos = infos
         with phase("plan"):
             rows = {a: float(len(s.rows)) for a, s in scans.items()}
             ctx = PlanContext(infos, rows, self.model, self.device,
@@ -151,10 +153,11 @@ class CoreRunner:
             alive_all: list[int] = []
             # documents resident across steps bound the chunk (their KV lives for it); rows
             # whose steps each read their document once run in one pipelined call per step
-            chunk = (CHUNK_ROWS if any(not self._read_once(st, scan) for st in steps)
-                     else max(1, len(scan.rows)))
+            resident = any(not self._read_once(st, scan) for st in steps)
             c = 0
             while c < len(scan.rows):
+                chunk = (self._resident_chunk(alias, steps) if resident
+                         else max(1, len(scan.rows)))
                 if limit is not None and not limit.is_ordered:
                     if len(alive_all) >= limit.rows:
                         break  # enough rows pass: the LIMIT keeps no other
@@ -194,6 +197,21 @@ class CoreRunner:
             # every row that can reach these filters was asked: a miss later is a dead row
             self.store.complete |= {s.op for s in steps if s.kind == "filter"}
         return survivors
+
+    def _resident_chunk(self, alias: str, steps) -> int:
+        """Rows per chunk when the steps keep their documents resident for the chunk: CHUNK_ROWS,
+        fewer where that many documents (at their mean length) would take more than
+        CHUNK_SHARE of a bounded KV arena (QUAIL-B BIO-4: 256 reports of ~4,000 tokens against
+        the H200's 380k-token arena)."""
+        engine = self.runner.loaded_engine()
+        if engine is None:  # not loaded yet (nor needed, if every answer is cached): a small
+            return FIRST_CHUNK_ROWS  # first chunk, sized again once the engine is known
+        capacity = kv_capacity_tokens(engine)
+        mean = max((self.infos[s.op].tokens.get(alias, 0.0) for s in steps
+                    if s.op in self.infos), default=0.0)
+        if capacity is None or mean <= 0:
+            return CHUNK_ROWS
+        return max(1, min(CHUNK_ROWS, int(capacity * CHUNK_SHARE / mean)))
 
     def _carry_fits(self, kv, texts) -> list[str]:
         """The documents of `texts` (resident in `kv`) the join may find still resident: while

@@ -16,6 +16,8 @@ from quail_engine.plan.cost import Work, request_work
 # the share of the KV arena the documents filters leave resident for a later join may hold; the
 # join encodes the rest again (its own chunks, and the prompts' own tokens, need the other half)
 CARRY_SHARE = 0.5
+# the share a chunk of documents held at once (a filter chunk's, a join's anchors) may hold
+CHUNK_SHARE = 0.25
 
 
 def kv_capacity_tokens(engine) -> int | None:

@@ -16,7 +16,7 @@ from functools import partial
 import numpy as np
 
 from quail_engine.exec.answer_store import AnswerStore
-from quail_engine.exec.doc_kv import DocKV
+from quail_engine.exec.doc_kv import CHUNK_SHARE, DocKV, kv_capacity_tokens
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.scans import ScanData
 from quail_engine.plan.join_order import JoinStep
@@ -96,13 +96,11 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
             store.put(step.op, v, None)
             continue
         by_anchor.setdefault(tuple(v[i] for i in slots), []).append(v)
-    anchors = list(by_anchor)
-    for c in range(0, len(anchors), ANCHORS_PER_CHUNK):
-        chunk = [v for a in anchors[c:c + ANCHORS_PER_CHUNK] for v in by_anchor[a]]
+    for group in _anchor_chunks(list(by_anchor), by_anchor, layout, runner):
+        chunk = [v for a in group for v in by_anchor[a]]
         kv = runner.doc_kv(private=carry is None)
         if carry is not None:  # the anchors' documents, as the filters left them resident
-            kv.take(carry, [layout.texts(by_anchor[a][0])[0]
-                            for a in anchors[c:c + ANCHORS_PER_CHUNK]])
+            kv.take(carry, [layout.texts(by_anchor[a][0])[0] for a in group])
         try:
             store.fill(step.op, chunk, partial(runner.answer, step.op, layout, kv=kv,
                                                release_done=True))
@@ -110,6 +108,29 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
             kv.release()
     store.complete.add(step.op)  # every candidate pair was asked
     return [op.passes(store.get(step.op, v)) for v in values]
+
+
+def _anchor_chunks(anchors: list[tuple], by_anchor: dict, layout, runner: OpRunner
+                   ) -> list[list[tuple]]:
+    """Anchors in chunks encoded together: at most ANCHORS_PER_CHUNK, and, on a bounded KV
+    arena, at most CHUNK_SHARE of it in tokens (QUAIL-B BIO-4: 128 reports of ~4,000 tokens
+    would not fit the H200's 380k-token arena)."""
+    capacity = kv_capacity_tokens(runner.engine) if anchors else None
+    if capacity is None:
+        return [anchors[c:c + ANCHORS_PER_CHUNK]
+                for c in range(0, len(anchors), ANCHORS_PER_CHUNK)]
+    sizer = runner.doc_kv()
+    texts = [layout.texts(by_anchor[a][0])[0] for a in anchors]
+    sizer.tokenize(texts)
+    budget, out, cur, used = capacity * CHUNK_SHARE, [], [], 0
+    for anchor, text in zip(anchors, texts):
+        n = len(sizer.heads[text])
+        if cur and (len(cur) >= ANCHORS_PER_CHUNK or used + n > budget):
+            out.append(cur)
+            cur, used = [], 0
+        cur.append(anchor)
+        used += n
+    return out + [cur] if cur else out
 
 
 def _tuple_values(op_id: int, op, scans, aliases: list[str], tuples: np.ndarray) -> list[tuple]:

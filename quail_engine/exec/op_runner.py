@@ -88,6 +88,10 @@ class OpRunner:
             self._text = PromptText.of_engine(lambda: self.engine)
         return self._text
 
+    def loaded_engine(self):
+        """The engine if it is loaded, else None (loads nothing)."""
+        return self.engine
+
     def doc_kv(self, private: bool = False) -> DocKV:
         """A DocKV over this runner's engine; `private`: read by one operator alone (DocKV)."""
         return DocKV(lambda: self.engine, QUESTION_RESERVE, self.on_long, self.text, private)

@@ -329,3 +329,7 @@ class _SessionRunner(OpRunner):
     @engine.setter
     def engine(self, value) -> None:
         pass
+
+    def loaded_engine(self):
+        lazy = self._session._decoder if self._writes else self._session._engine
+        return lazy.loaded if lazy is not None else None

@@ -41,6 +41,20 @@ class SeqJob:
         return 0 if self.prefix is None else self.prefix.num_tokens
 
 
+def head_log_probs(model: Any, hidden: torch.Tensor, columns: Sequence[int],
+                   rows_per_chunk: int = 1024) -> torch.Tensor:
+    """`columns` of the model's log-probabilities over the whole vocabulary for every row of
+    `hidden`, [rows, len(columns)] float32: the LM head runs a chunk of rows at a time, so no
+    more than `rows_per_chunk` rows of full-vocabulary logits exist at once (a pass scoring
+    labels reads every label token: QUAIL-B BIO-5's 26 organ classes asked for 56.9 GB of
+    float32 logits in one piece, 262,144 columns a row)."""
+    out = [log_prob_columns(model.logits(hidden[lo:lo + rows_per_chunk], None), columns,
+                            rows_per_chunk)
+           for lo in range(0, hidden.shape[0], rows_per_chunk)]
+    return torch.cat(out) if out else torch.zeros((0, len(columns)), dtype=torch.float32,
+                                                  device=hidden.device)
+
+
 def log_prob_columns(logits: torch.Tensor, columns: Sequence[int],
                      rows_per_chunk: int = 1024) -> torch.Tensor:
     """`logits`' `columns` as log-probabilities over the whole vocabulary, [rows, len(columns)]
@@ -112,8 +126,7 @@ class Runner:
         if normed:
             rows = torch.isin(owner, torch.tensor(normed)).nonzero().flatten()
             union = sorted({t for k in normed for t in (jobs[k].vocab or ())})
-            logits = log_prob_columns(self.model.logits(hidden[rows.to(hidden.device)], None),
-                                      union)
+            logits = head_log_probs(self.model, hidden[rows.to(hidden.device)], union)
             self._assign(jobs, owner[rows], logits, {t: c for c, t in enumerate(union)})
         if full:
             rows = torch.isin(owner, torch.tensor(full)).nonzero().flatten()

@@ -20,7 +20,7 @@ import torch
 
 from quail_engine.infer.api import EngineStats
 from quail_engine.infer.gpu.staging import to_device
-from quail_engine.infer.runner import SeqJob, log_prob_columns
+from quail_engine.infer.runner import SeqJob, head_log_probs
 from quail_engine.infer.scheduler import Scheduler, SeqWork
 
 log = logging.getLogger(__name__)
@@ -160,7 +160,7 @@ class GpuRunner:
         normed = [j.log_probs for j in jobs if j.read]
         if all(normed):  # only the asked columns cross to the host, already normalized
             union = sorted({t for j in jobs if j.read for t in (j.vocab or ())})
-            logits = log_prob_columns(self.model.logits(hidden, None), union)
+            logits = head_log_probs(self.model, hidden, union)
             return self._to_host(logits, {t: c for c, t in enumerate(union)}, jobs, spans,
                                  timing)
         if any(normed):
