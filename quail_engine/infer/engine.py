@@ -204,7 +204,7 @@ class LocalEngine:
         if forced:
             seqs = [(prefixes[i], list(requests[i].tokens)) for i in forced]
             by_labels = [self._labels(requests[i].readout) for i in forced]
-            scores = score_labels(self.runner, seqs, by_labels)
+            scores = score_labels(self.runner, seqs, by_labels, self._label_kv_tokens())
             for k, i in enumerate(forced):
                 ro = requests[i].readout
                 answers[i] = label_answers(ro.labels, scores[k], self._reference(ro))
@@ -304,6 +304,15 @@ class LocalEngine:
             self._token_sets[key] = boolean_tokens(self.codec.encode, ro.true_words,
                                                    ro.false_words)
         return self._token_sets[key]
+
+    def _label_kv_tokens(self) -> int | None:
+        """Prompt tokens whose KV label scoring may keep at once: a quarter of a paged arena
+        (the GPU's), None where the arena is unbounded."""
+        arena = getattr(self.model, "arena", None)
+        pages, size = getattr(arena, "num_pages", None), getattr(arena, "page_size", None)
+        if isinstance(pages, int) and isinstance(size, int):
+            return max(size, pages * size // 4)
+        return None
 
     def _labels(self, ro: LabelReadout):
         key = ("labels", ro.labels)

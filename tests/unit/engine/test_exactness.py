@@ -88,3 +88,24 @@ def test_log_prob_reads_are_the_asked_columns_of_the_full_log_softmax(tiny_llama
         ref = torch.log_softmax(hf(torch.tensor([prompt + cont])).logits[0, -5:].float(), -1)
     assert job.logits.shape == (5, 3)
     assert torch.allclose(job.logits, ref[:, list(vocab)], atol=1e-4)
+
+
+def test_label_scores_in_groups_that_fit_the_arena_equal_one_group(tiny_llama, engine):
+    """Label scoring keeps each prompt's KV for its spellings: with `kv_tokens` the prompts run
+    in groups holding at most that many tokens at once, with the same scores."""
+    from quail_engine.infer.labels import score_labels
+    from quail_engine.infer.readout import LabelTokens
+
+    labels = LabelTokens(("ab", "ac"), ((7,), (7,)), (((7, 8, 9), (7, 8)), ((7, 10), (7, 11))))
+    seqs = [(None, p) for p in prompts([9, 14, 3, 20, 6], seed=8)]
+    whole = score_labels(engine.runner, seqs, [labels] * len(seqs))
+    stored, real_run = [], engine.runner.run
+
+    def run(jobs, *a, **k):
+        stored.append(sum(len(j.tokens) for j in jobs if j.store_kv))
+        return real_run(jobs, *a, **k)
+
+    engine.runner.run = run
+    grouped = score_labels(engine.runner, seqs, [labels] * len(seqs), kv_tokens=24)
+    assert max(stored) <= 24 and len([n for n in stored if n]) == 3
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(whole, grouped))
