@@ -84,9 +84,10 @@ def bound_aliases(op_id: int, op, scans: dict[str, ScanData], aliases) -> list[s
 
 
 def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: AnswerStore,
-         carry: DocKV | None) -> list[bool]:
+         carry: DocKV | None, every_pair: bool = True) -> list[bool]:
     """Answer `values` (distinct binding tuples) of the AI join `step`, anchors grouped so that
-    a chunk of them is encoded once while all its partners run; -> whether each passes."""
+    a chunk of them is encoded once while all its partners run; -> whether each passes.
+    `every_pair`: these are all the pairs the join will ask (the operator is then complete)."""
     layout = runner.layout(op, anchor=step.anchor)
     need = store.missing(step.op, values)
     by_anchor: dict[tuple, list[tuple]] = {}  # anchor's binding values -> its pairs
@@ -106,7 +107,8 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
                                                release_done=True))
         finally:
             kv.release()
-    store.complete.add(step.op)  # every candidate pair was asked
+    if every_pair:
+        store.complete.add(step.op)  # every candidate pair was asked
     return [op.passes(store.get(step.op, v)) for v in values]
 
 
@@ -143,8 +145,9 @@ def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
     """`cur` joined with `alias`'s survivors: pairs restricted by the equality keys (shared
     k_<n> scan columns), then by `step`'s AI predicate, asked once per distinct binding pair.
     Without `materialize` (the last join, when nothing reads the joined rows) the rows are
-    counted, not built: an empty Joined. Without `count`, the report is left alone (a join
-    asked ahead for some rows; run_joins counts every row later)."""
+    counted, not built: an empty Joined. Without `count`, the report is left alone and the
+    operator not marked complete (a join asked ahead for some rows; run_joins asks the rest and
+    counts every row later)."""
     new = scans[alias]
     keys_by = {a: sorted(scans[a].key_columns & new.key_columns) for a in cur.aliases}
     keys_by = {a: k for a, k in sorted(keys_by.items()) if k}
@@ -169,7 +172,7 @@ def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
         flat = [(d, j) for d, js in enumerate(cands) for j in js]
         values = [combo_values(step.op, op, scans, {**dict(zip(proj, distinct[d].tolist())),
                                                     alias: j}) for d, j in flat]
-        ok = _ask(step, op, values, runner, store, carry)
+        ok = _ask(step, op, values, runner, store, carry, every_pair=count)
         passing = [[] for _ in cands]
         for (d, j), good in zip(flat, ok):
             if good:
