@@ -38,15 +38,26 @@ def marker(template: str) -> tuple[str, ...]:
     return tuple(q for q in (_squash(p) for p in re.split(r"\{\d\}", template)) if len(q) > 1)
 
 
-def _find(markers: Any, text: str) -> tuple[str, ...] | None:
-    """The marker all of whose pieces are in `text`, the longest when several are; else the one
-    marker whose first piece is (the default model's pair layout keeps a question's text only
-    up to the partner's slot); None when none or several (SUPPORT and REFUTE then read alike)."""
-    found = [m for m in markers if all(piece in text for piece in m)]
+def _find(markers: Any, text: str | Callable[[str], bool]) -> tuple[str, ...] | None:
+    """The marker all of whose pieces are in `text` (or for which `text(piece)` holds), the
+    longest when several are; else the one marker whose first piece is (the default model's
+    pair layout keeps a question's text only up to the partner's slot); None when none or
+    several (SUPPORT and REFUTE then read alike)."""
+    has = text.__contains__ if isinstance(text, str) else text
+    found = [m for m in markers if all(has(piece) for piece in m)]
     if found:
         return max(found, key=lambda m: sum(map(len, m)))
-    first = [m for m in markers if m and m[0] in text]
+    first = [m for m in markers if m and has(m[0])]
     return first[0] if len(first) == 1 else None
+
+
+@dataclass
+class _Prompt:
+    """A request's squashed text: its prefix's part (`pid`, decoded once per prefix) and its
+    own tokens' part."""
+    pid: int | None
+    head: str
+    own: str
 
 
 @dataclass
@@ -66,12 +77,15 @@ class SelectivityOverride:
         self._decode = decode
         self._prefix_tokens: dict[int, tuple[int, ...]] = {}
         self._prefix_text: dict[int, str] = {}  # handle id -> its decoded text, once
+        self._head_pieces: dict[int, set[str]] = {}  # handle id -> marker pieces in its text
+        self._head_hash: dict[int, dict] = {}  # handle id -> (marker, salt) -> hash state
         self.bench_s = 0.0  # time spent drawing (not the product's: the bench subtracts it)
         self.override_stats = OverrideStats()
         self._booleans = {marker(t): p for t, p in {**P.FILTER_SELECTIVITY,
                                                      **P.JOIN_SELECTIVITY}.items()}
         self._labels = {marker(t): (accepted, p)
                         for (t, accepted), p in P.IN_LIST_SELECTIVITY.items()}
+        self._pieces = {p for m in (*self._booleans, *self._labels) for p in m}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._engine, name)
@@ -79,15 +93,21 @@ class SelectivityOverride:
     def add_prefix(self, tokens: Sequence[int]):
         handle = self._engine.add_prefix(tokens)
         self._prefix_tokens[handle.id] = tuple(tokens)
-        self._prefix_text.pop(handle.id, None)
+        self._forget(handle.id)
         return handle
 
     def add_prefixes(self, token_lists: Sequence[Sequence[int]]):
         handles = self._engine.add_prefixes(token_lists)
         for handle, tokens in zip(handles, token_lists, strict=True):
             self._prefix_tokens[handle.id] = tuple(tokens)
-            self._prefix_text.pop(handle.id, None)
+            self._forget(handle.id)
         return handles
+
+    def _forget(self, pid: int) -> None:
+        """A handle id registered anew: nothing cached of an earlier prefix under it."""
+        self._prefix_text.pop(pid, None)
+        self._head_pieces.pop(pid, None)
+        self._head_hash.pop(pid, None)
 
     def run(self, requests: Sequence[Any]) -> list[Any]:
         answers = self._engine.run(requests)  # the model's work, logits included
@@ -99,28 +119,46 @@ class SelectivityOverride:
 
     # -- the draw
 
-    def _text(self, request: Any) -> str:
+    def _text(self, request: Any) -> _Prompt:
         decode = self._decode or self._engine.codec.tokenizer.decode
-        head = ""
+        pid, head = None, ""
         if request.prefix:  # a join's anchor is read by many requests: decoded once
             pid = request.prefix.id
             if pid not in self._prefix_text:
                 self._prefix_text[pid] = _squash(decode(list(self._prefix_tokens.get(pid, ()))))
             head = self._prefix_text[pid]
-        return head + _squash(decode(list(request.tokens)))
+        return _Prompt(pid, head, _squash(decode(list(request.tokens))))
 
-    def _uniform(self, key: tuple[str, ...], text: str, salt: str = "") -> float:
-        seed = "\0".join((str(self._seed), *key, salt, text))
-        digest = hashlib.blake2b(seed.encode(), digest_size=8)
+    def _contains(self, prompt: _Prompt) -> Callable[[str], bool]:
+        """Whether a marker piece is in the prompt's text, scanning a long prefix once: a piece
+        is in head + own iff it is in head, or in the last len(piece) - 1 characters of head
+        followed by own."""
+        if prompt.pid is None:
+            return prompt.own.__contains__
+        found = self._head_pieces.get(prompt.pid)
+        if found is None:
+            found = self._head_pieces[prompt.pid] = {p for p in self._pieces if p in prompt.head}
+        return lambda piece: piece in found or piece in prompt.head[1 - len(piece):] + prompt.own
+
+    def _uniform(self, key: tuple[str, ...], prompt: _Prompt, salt: str = "") -> float:
+        """A uniform draw from the seed, the predicate, `salt` and the prompt's whole text (the
+        hash of a prefix's part is computed once and continued with each request's own)."""
+        states = self._head_hash.setdefault(prompt.pid, {}) if prompt.pid is not None else {}
+        state = states.get((key, salt))
+        if state is None:
+            start = "\0".join((str(self._seed), *key, salt, prompt.head))
+            state = states[(key, salt)] = hashlib.blake2b(start.encode(), digest_size=8)
+        digest = state.copy()
+        digest.update(prompt.own.encode())
         return int.from_bytes(digest.digest(), "big") / 2.0 ** 64
 
     def _override(self, request: Any, answer: Any) -> Any:
         value = answer.value
         if isinstance(value, bool):
             text = self._text(request)
-            key = _find(self._booleans, text)
+            key = _find(self._booleans, self._contains(text))
             if key is None:
-                log.debug("no QUAIL-B predicate in %r", text)
+                log.debug("no QUAIL-B predicate in %r", text.head + text.own)
                 self.override_stats.unmatched_boolean += 1
                 return answer
             self._count(key)
@@ -128,7 +166,7 @@ class SelectivityOverride:
         labels = getattr(request.readout, "labels", None)
         if isinstance(value, str) and labels:
             text = self._text(request)
-            key = _find(self._labels, text)
+            key = _find(self._labels, self._contains(text))
             if key is None:
                 return answer
             accepted, p = self._labels[key]
