@@ -180,11 +180,12 @@ class CoreRunner:
                             layout = self.runner.layout(last)
                             text_of = {i: layout.texts(op_values(scan, steps[-1].op, last, i))[0]
                                        for i in alive}
-                            keep = self._carry_fits(kv, set(text_of.values()))
-                            if len(keep) < len(set(text_of.values())) and self._flush_carry(
-                                    plan, scans, survivors):
-                                keep = self._carry_fits(kv, set(text_of.values()))
-                            self.carry_dropped += len(set(text_of.values())) - len(keep)
+                            texts = list(dict.fromkeys(text_of.values()))  # in row order
+                            keep = self._carry_fits(kv, texts)
+                            if len(keep) < len(texts) and self._flush_carry(plan, scans,
+                                                                            survivors):
+                                keep = self._carry_fits(kv, texts)
+                            self.carry_dropped += len(texts) - len(keep)
                             self.carry.take(kv, keep)
                             kept = set(keep)
                             self.carry_rows += [i for i in alive if text_of[i] in kept]
@@ -215,9 +216,10 @@ class CoreRunner:
 
     def _carry_fits(self, kv, texts) -> list[str]:
         """The documents of `texts` (resident in `kv`) the join may find still resident: while
-        the carried documents hold at most CARRY_SHARE of the KV arena. The others are released
-        with the filters' chunk and encoded again by the join (IMDB-3 at QUAIL-B's sf0.1: 3,971
-        reviews of ~300 tokens kept for the join filled the H200's 380k-token arena)."""
+        the carried documents hold at most CARRY_SHARE of the KV arena, in the order given. The
+        others are released with the filters' chunk (after `_flush_carry` made room, when it
+        can) and encoded again by the join (IMDB-3 at QUAIL-B's sf0.1: 3,971 reviews of ~300
+        tokens kept for the join filled the H200's 380k-token arena)."""
         capacity = kv_capacity_tokens(self.runner.engine)
         if capacity is None:
             return list(texts)
