@@ -22,9 +22,9 @@ from quail_engine.exec.join_runner import (
     ROW,
     Joined,
     bound_aliases,
-    combo_values,
     expand,
     run_joins,
+    tuple_values,
 )
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.prompts import OpPrompt
@@ -301,10 +301,8 @@ class CoreRunner:
                 values = [op_values(scans[step.alias], step.op, op, i) for i in rows]
             else:  # reads several relations (QUAIL-B IMDB-15: a label per joined pair)
                 bound = bound_aliases(step.op, op, scans, final.aliases)
-                distinct, _ = final.distinct(bound)
-                values = list(dict.fromkeys(
-                    combo_values(step.op, op, scans, dict(zip(bound, d)))
-                    for d in distinct.tolist()))
+                values = list(dict.fromkeys(tuple_values(step.op, op, scans, bound,
+                                                         final.distinct(bound)[0])))
             self._ask(step.op, self.runner.layout(op), values, None)
             rep = self.runner.report.op(step.op, op.op)
             rep.rows_in += len(values)

@@ -135,7 +135,8 @@ def _anchor_chunks(anchors: list[tuple], by_anchor: dict, layout, runner: OpRunn
     return out + [cur] if cur else out
 
 
-def _tuple_values(op_id: int, op, scans, aliases: list[str], tuples: np.ndarray) -> list[tuple]:
+def tuple_values(op_id: int, op, scans, aliases: list[str], tuples: np.ndarray) -> list[tuple]:
+    """`op`'s binding values for each row of `tuples` (row indices of `aliases`)."""
     return [combo_values(op_id, op, scans, dict(zip(aliases, r))) for r in tuples.tolist()]
 
 
@@ -170,8 +171,9 @@ def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
         passing = cands
     else:  # every distinct (bound tuple, partner) once
         flat = [(d, j) for d, js in enumerate(cands) for j in js]
-        values = [combo_values(step.op, op, scans, {**dict(zip(proj, distinct[d].tolist())),
-                                                    alias: j}) for d, j in flat]
+        bound_rows = [dict(zip(proj, r)) for r in distinct.tolist()]
+        values = [combo_values(step.op, op, scans, {**bound_rows[d], alias: j})
+                  for d, j in flat]
         ok = _ask(step, op, values, runner, store, carry, every_pair=count)
         passing = [[] for _ in cands]
         for (d, j), good in zip(flat, ok):
@@ -204,7 +206,7 @@ def _filter(step: JoinStep, cur: Joined, scans, ai_ops, runner: OpRunner, store:
     op = ai_ops[step.op]
     bound = bound_aliases(step.op, op, scans, cur.aliases)
     distinct, inv = cur.distinct(bound)
-    ok = np.array(_ask(step, op, _tuple_values(step.op, op, scans, bound, distinct), runner,
+    ok = np.array(_ask(step, op, tuple_values(step.op, op, scans, bound, distinct), runner,
                        store, carry), dtype=bool)
     keep = ok[inv] if len(cur) else np.zeros(0, bool)
     rep = runner.report.op(step.op, op.op)

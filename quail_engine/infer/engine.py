@@ -276,6 +276,11 @@ class LocalEngine:
         CPU's KV is the jobs' own memory, and the cache keeps copies up to its own budget)."""
         return None
 
+    def _label_kv_tokens(self) -> int | None:
+        """Prompt tokens whose KV label scoring may keep at once; None: no bound (the CPU's KV
+        is the jobs' own memory)."""
+        return None
+
     def _kind(self, ro: Any) -> str:
         if isinstance(ro, GenerateReadout):
             return "gen"
@@ -304,15 +309,6 @@ class LocalEngine:
             self._token_sets[key] = boolean_tokens(self.codec.encode, ro.true_words,
                                                    ro.false_words)
         return self._token_sets[key]
-
-    def _label_kv_tokens(self) -> int | None:
-        """Prompt tokens whose KV label scoring may keep at once: a quarter of a paged arena
-        (the GPU's), None where the arena is unbounded."""
-        arena = getattr(self.model, "arena", None)
-        pages, size = getattr(arena, "num_pages", None), getattr(arena, "page_size", None)
-        if isinstance(pages, int) and isinstance(size, int):
-            return max(size, pages * size // 4)
-        return None
 
     def _labels(self, ro: LabelReadout):
         key = ("labels", ro.labels)

@@ -82,6 +82,12 @@ class GpuEngine(LocalEngine):
         arena = self.model.arena
         return (arena.num_free_pages + self.prefix_cache.index.num_pages) * arena.page_size // 4
 
+    def _label_kv_tokens(self) -> int:
+        """A quarter of the paged arena: label scoring keeps each prompt's KV for its label
+        spellings (QUAIL-B IMDB-14's 2,900 reviews at once filled the H200's arena)."""
+        arena = self.model.arena
+        return max(arena.page_size, arena.num_pages * arena.page_size // 4)
+
     @classmethod
     def load(cls, spec: str = "default", device: str = "cuda", dtype: Any = None,
              fp8: bool = False, fp8_proj: tuple[str, ...] | None = None,
