@@ -56,7 +56,7 @@ def prepare(tree: exp.Expression, suffix: str = "",
     (exec/keyed_answers.py) call quail_ai_<id>_k<suffix> on their arguments' hashes; those in
     `passes` (op id -> its table, exec/pass_tables.py) become a membership test of the hashes
     in their passing pairs where the call is a plain conjunct of a JOIN ON or WHERE."""
-    from quail_engine.exec.pass_tables import is_plain_conjunct, membership
+    from quail_engine.exec.pass_tables import hashed, is_plain_conjunct, membership
 
     passes = passes or {}
     with deep_stack():
@@ -66,12 +66,13 @@ def prepare(tree: exp.Expression, suffix: str = "",
             if op_id is None:
                 continue
             if op_id in keyed:
-                hashed = [exp.Anonymous(this="hash", expressions=[a]) for a in call.expressions]
                 if op_id in passes and is_plain_conjunct(call):
-                    call.replace(membership(hashed, passes[op_id]))
+                    call.replace(membership([hashed(a) for a in call.expressions],
+                                            passes[op_id]))
                     continue
                 call.set("this", f"{call.name.lower()}_k{suffix}")
-                call.set("expressions", hashed)
+                call.set("expressions", [exp.Anonymous(this="hash", expressions=[a])
+                                         for a in call.expressions])
             else:
                 call.set("this", f"{call.name.lower()}{suffix}")
         return tree

@@ -83,3 +83,28 @@ def test_only_a_plain_conjunct_joins_through_the_pass_table():
         dialect="duckdb").lower()
     assert out.count("in (select (h0, h1) from quail_pass_0_s)") == 1
     assert out.count("quail_ai_0_k_s(hash(") == 2  # under OR, under NOT: the hash UDF
+
+
+def test_pass_table_hashes_are_computed_per_relation_row_and_hidden_from_stars():
+    """The membership reads each side's hash from a column its relation computes once per row
+    (not per candidate row of the cross product), and `*` / `alias.*` do not show it."""
+    session = QuailSession(_db(), FakeEngine, use_cache=False,
+                           device_spec=DeviceSpec("toy", 1e11, 2e10))
+    star = SQL.replace("SELECT r1.id AS r1, a1.name AS a1, r2.id AS r2, a2.name AS a2",
+                       "SELECT *, r2.*").replace("ORDER BY r1, a1, r2, a2", "")
+    table = session.execute(star, "snowflake")
+    plain = _db().sql("SELECT *, r2.* FROM reviews AS r1 JOIN products AS a1 ON TRUE "
+                      "JOIN reviews AS r2 ON TRUE JOIN products AS a2 ON TRUE LIMIT 0")
+    assert table.column_names == plain.columns and len(plain.columns) == 13
+    assert session.report.to_json()["operators"][0]["unplanned"] == 0
+    named = QuailSession(_db(), FakeEngine, use_cache=False,
+                         device_spec=DeviceSpec("toy", 1e11, 2e10)).execute(SQL, "snowflake")
+    assert table.num_rows == named.num_rows > 0
+
+    from quail_engine.exec.udfs import prepare, statement_tree
+
+    out = prepare(statement_tree("SELECT * FROM r JOIN p ON quail_ai_0(r.x, p.y)"), "_s",
+                  frozenset({0}), {0: "quail_pass_0_s"}).sql(dialect="duckdb")
+    assert 'FROM (SELECT *, HASH(CAST(x AS TEXT)) AS "quail_h_r_0" FROM r) AS r' in out
+    assert '(r."quail_h_r_0", p."quail_h_p_0") IN (SELECT (h0, h1) FROM quail_pass_0_s)' in out
+    assert out.startswith('SELECT * EXCLUDE ("quail_h_r_0", "quail_h_p_0")')
