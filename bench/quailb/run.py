@@ -49,7 +49,8 @@ def _digest(table: Any) -> str:
         return hashlib.blake2b(b"", digest_size=8).hexdigest()
     table = table.rename_columns([f"c{i}" for i in range(table.num_columns)])
     values = ", ".join(f"c{i}::VARCHAR" for i in range(table.num_columns))
-    con = duckdb.connect(config={"enable_progress_bar": False})
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     con.register("result", table)
     (total,) = con.execute(f"SELECT sum(hash({values})::HUGEINT) % 18446744073709551616 "
                            "FROM result").fetchone()
