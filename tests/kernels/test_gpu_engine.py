@@ -123,8 +123,12 @@ def test_warm_up_leaves_no_kv_held_and_counts_no_work(device):
     gpu = GpuEngine(fast, CharTokenizer(), config, token_budget=40)
     free = len(fast.arena._free)
     before = dict(gpu.stats.__dict__)
+    passes = []
+    run_pass = gpu.runner._run_pass
+    gpu.runner._run_pass = lambda jobs, *a: passes.append(len(jobs)) or run_pass(jobs, *a)
     with torch.inference_mode():
         gpu.warm_up()
     assert len(fast.arena._free) == free
     assert gpu.stats.__dict__ == before
-    assert len(gpu.take_pass_log()) >= 2 * (1 + 3 * len(WARM_UP_LENGTHS) + 2 + 2)
+    assert len(passes) >= 2 * (1 + 3 * len(WARM_UP_LENGTHS) + 2 + 2)
+    assert gpu.take_pass_log() == []  # not in the first query's timeline

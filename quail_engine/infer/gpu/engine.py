@@ -149,6 +149,8 @@ class GpuEngine(LocalEngine):
                 s.kv.release()
         if self.model.device.type == "cuda":
             torch.cuda.synchronize(self.model.device)
+        self.runner.take_pass_log()  # nor are its passes: they would show in the first query's
+        # timeline (QUAIL-B: a call's first query had ~20 s more pass time than wall time)
         self.stats.__dict__.update(stats)  # warm-up tokens are nobody's work
         count, seconds = (a - b for a, b in zip(compile_log.totals(), compiled))
         log.info("warmed up the GPU kernels in %.2f s (%d Triton kernels compiled or loaded in "
