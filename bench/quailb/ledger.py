@@ -94,6 +94,12 @@ class TokenLedger:
             self._prefixes[handle.id] = _key(tokens)
         return handles
 
+    def extend_prefixes(self, handles: Sequence[Any], tokens: Sequence[int]):
+        extended = self._engine.extend_prefixes(handles, tokens)
+        for old, handle in zip(handles, extended, strict=True):  # (keys concatenate)
+            self._prefixes[handle.id] = self._prefixes.get(old.id, b"") + _key(tokens)
+        return extended
+
     def run(self, requests: Sequence[Any]) -> list[Any]:
         t0 = time.perf_counter()
         self._record(requests)

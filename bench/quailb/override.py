@@ -103,6 +103,13 @@ class SelectivityOverride:
             self._forget(handle.id)
         return handles
 
+    def extend_prefixes(self, handles: Sequence[Any], tokens: Sequence[int]):
+        extended = self._engine.extend_prefixes(handles, tokens)
+        for old, handle in zip(handles, extended, strict=True):
+            self._prefix_tokens[handle.id] = self._prefix_tokens.get(old.id, ()) + tuple(tokens)
+            self._forget(handle.id)
+        return extended
+
     def _forget(self, pid: int) -> None:
         """A handle id registered anew: nothing cached of an earlier prefix under it."""
         self._prefix_text.pop(pid, None)

@@ -18,6 +18,8 @@ from quail_engine.plan.cost import Work, request_work
 CARRY_SHARE = 0.5
 # the share a chunk of documents held at once (a filter chunk's, a join's anchors) may hold
 CHUNK_SHARE = 0.25
+# resident documents extended by a question stem per engine call (DocKV._extend)
+EXTEND_BATCH = 256
 
 
 def kv_capacity_tokens(engine) -> int | None:
@@ -52,12 +54,39 @@ class DocKV:
     def set_stem(self, stem: list[int]) -> bool:
         """Append `stem` to every document this DocKV encodes from now: the token ids every
         question of the operator starts with, computed once per document instead of once per
-        row. Only a private DocKV with nothing tokenized yet takes one; returns whether it
-        did."""
-        if not self.private or self.heads or self.handles:
+        row. Only a private DocKV takes one, once, with nothing tokenized yet or every
+        document tokenized resident: documents taken from another DocKV (a join's anchors as
+        the filters left them) are extended by the stem where the engine can
+        (`extend_prefixes`). Returns whether it did."""
+        if not self.private or self.stem or not stem:
+            return False
+        if self.handles:
+            if set(self.heads) != set(self.handles) or not getattr(self.engine,
+                                                                    "extends_prefixes", False):
+                return False
+            limit = self.max_tokens
+            if limit is not None and max(map(len, self.heads.values())) + len(stem) > limit:
+                return False  # a document cut to the context without room for it
+            self._extend(list(stem))
+        elif self.heads:
             return False
         self.stem = list(stem)
         return True
+
+    def _extend(self, stem: list[int]) -> None:
+        """Each resident document's KV followed by `stem`'s, replacing it; EXTEND_BATCH at a
+        time, each original released once its extension exists (the arena holds both for
+        those only)."""
+        texts = list(self.handles)
+        for lo in range(0, len(texts), EXTEND_BATCH):
+            batch = texts[lo:lo + EXTEND_BATCH]
+            new = self.engine.extend_prefixes([self.handles[t] for t in batch], stem)
+            for text, handle in zip(batch, new):
+                self.engine.release(self.handles[text])
+                self.handles[text] = handle
+            for handle in new:  # the stem's tokens over the document's, their KV kept
+                self.work = (self.work + request_work(handle.num_tokens - len(stem), len(stem),
+                                                      False) + Work(kv_writes=len(stem)))
 
     @property
     def engine(self):

@@ -99,7 +99,7 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
         by_anchor.setdefault(tuple(v[i] for i in slots), []).append(v)
     for group in _anchor_chunks(list(by_anchor), by_anchor, layout, runner):
         chunk = [v for a in group for v in by_anchor[a]]
-        kv = runner.doc_kv(private=carry is None)
+        kv = runner.doc_kv(private=True)  # this chunk's alone (its question stem extends it)
         if carry is not None:  # the anchors' documents, as the filters left them resident
             kv.take(carry, [layout.texts(by_anchor[a][0])[0] for a in group])
         try:

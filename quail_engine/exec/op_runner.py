@@ -181,9 +181,6 @@ class OpRunner:
                   and len(set(prefixes)) < len(prefixes))  # some document is asked twice
         if own_kv:
             kv = self.doc_kv(private=True)
-        if self._uses_kv(layout, kv) and kv.private and not layout.partner_slots:
-            # (a pair layout's span readout locates its cue in the request's own tokens)
-            self._share_stem(kv, [texts[i][1] for i in todo])
         if self._tokens_per_s is None and rep.est_seconds and rep.est_tokens:
             self._tokens_per_s = rep.est_tokens / rep.est_seconds  # the plan's, until measured
         loading = time.perf_counter()
@@ -200,6 +197,11 @@ class OpRunner:
             self.progress.op_start(f"{layout.op.op} #{op_id}", len(todo),
                                    sum(len(p) + len(q) for p, q in (texts[i] for i in todo)) // 4)
         try:
+            if self._uses_kv(layout, kv) and kv.private and not layout.partner_slots:
+                # (a pair layout's span readout locates its cue in the request's own tokens;
+                # documents already resident, a join's carried anchors, are extended by the
+                # stem here: the operator's fresh tokens)
+                self._share_stem(kv, [texts[i][1] for i in todo])
             self._pipeline(layout, readout, [texts[i] for i in todo], kv, rep,
                            lambda lo, hi, answers: self._store(layout, todo[lo:hi], keys, out,
                                                                answers),

@@ -131,6 +131,23 @@ class LocalEngine:
         self.stats.prefixes_resident = self.arena.num_entries
         return handles
 
+    extends_prefixes = True  # a wrapper forwards this, so it tells what the engine under it can
+
+    def extend_prefixes(self, handles: Sequence[PrefixHandle], tokens: Sequence[int]
+                        ) -> list[PrefixHandle]:
+        """For each resident prefix, a new one holding its tokens followed by `tokens` (the
+        same for all: a question's common start after each of a join's carried documents),
+        computed in as few passes as the token budget allows; the originals stay held."""
+        if not tokens:
+            raise ExecutionError("a prefix extension needs at least one token")
+        jobs = [SeqJob(tokens=list(tokens), prefix=self.arena.get(h.id), read=(),
+                       store_kv=True) for h in handles]
+        self.runner.run(jobs)
+        out = [PrefixHandle(self.arena.add(job.kv, job.kv.num_tokens, int(job.kv.nbytes)),
+                            job.kv.num_tokens) for job in jobs]
+        self.stats.prefixes_resident = self.arena.num_entries
+        return out
+
     def _shared_jobs(self, token_lists: list[list[int]], cache: PrefixCache | None,
                      base: Any = None, **job: Any) -> list[SeqJob]:
         """Jobs for sequences that start from scratch (or after `base`); with the prefix cache,

@@ -51,6 +51,32 @@ def test_gpu_engine_answers_like_local_engine(device):
     assert (gpu.stats.gpu_pass_s > 0) == (torch.device(device).type == "cuda")
 
 
+def test_gpu_engine_extended_prefixes_answer_like_flat_prompts(device):
+    """extend_prefixes on the paged arena (a document's pages, then the stem's: copied when the
+    document ends mid-page, shared when it ends on a page boundary) answers as the whole prompt
+    does, and releasing both returns every page."""
+    config, _, fast = _models("qwen3", device)
+    tok = CharTokenizer()
+    gpu = GpuEngine(fast, tok, config, token_budget=64)
+    readout = BooleanReadout(true_words=("y",), false_words=("n",))
+    page = fast.arena.page_size
+    docs = [tok.encode("a carried review, mid-page."), [7] * page]  # the second fills pages
+    stem, question = tok.encode(" Question: does it"), tok.encode(" say so?")
+    with torch.inference_mode():
+        handles = [gpu.add_prefix(d) for d in docs]
+        extended = gpu.extend_prefixes(handles, stem)
+        for h in handles:
+            gpu.release(h)
+        got = gpu.run([Request(tuple(question), readout, prefix=h) for h in extended])
+        want = gpu.run([Request(tuple(d + stem + question), readout) for d in docs])
+    for g, w in zip(got, want):
+        assert g.value == w.value and abs(g.margin - w.margin) < max(1e-3, fp32_tol())
+    for h in extended:
+        gpu.release(h)
+    gpu.prefix_cache.index.clear()
+    assert fast.arena.num_free_pages == fast.arena.num_pages
+
+
 def test_gpu_engine_greedy_decode_matches_local_engine(device):
     """Generate readouts grow a paged prefix token by token (concat into fresh pages); the
     text equals the plain path's, and every page comes back once the jobs are dropped."""

@@ -74,6 +74,10 @@ class CancellableEngine:
         check(self._cancelled)
         return self._engine.add_prefixes(token_lists)
 
+    def extend_prefixes(self, handles: Sequence[Any], tokens: Sequence[int]) -> list[Any]:
+        check(self._cancelled)
+        return self._engine.extend_prefixes(handles, tokens)
+
 
 def quiet_interrupt_traceback() -> None:
     """Keep dbt's traceback of a KeyboardInterrupt off the console (it stays in dbt.log).

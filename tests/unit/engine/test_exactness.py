@@ -66,6 +66,24 @@ def test_nested_prefix_equals_flat_prompt(tiny_llama, engine):
     assert rel_err(job.logits[0], hf_last_logits(hf, head + doc + question)) <= RTOL
 
 
+def test_extended_prefixes_equal_flat_prompts_and_leave_the_originals(tiny_llama, engine):
+    """extend_prefixes: each resident document followed by a common stem (a join's carried
+    anchors and its question's first tokens) reads as the flat prompt would."""
+    hf, _, _ = tiny_llama
+    docs = [prompts([n], seed=10 + n)[0] for n in (7, 19, 12)]
+    stem, question = prompts([4, 5], seed=9)
+    handles = [engine.add_prefix(d) for d in docs]
+    extended = engine.extend_prefixes(handles, stem)
+    assert [h.num_tokens for h in extended] == [len(d) + len(stem) for d in docs]
+    for doc, handle, longer in zip(docs, handles, extended):
+        for h, full in ((longer, doc + stem + question), (handle, doc + question)):
+            job = SeqJob(question, engine.arena.get(h.id), vocab=tuple(range(256)))
+            engine.runner.run([job])
+            assert rel_err(job.logits[0], hf_last_logits(hf, full)) <= RTOL
+        engine.release(handle)
+        engine.release(longer)
+
+
 def test_teacher_forced_label_positions_equal_transformers(tiny_llama, engine):
     hf, _, _ = tiny_llama
     prompt, cont = prompts([12, 4], seed=5)

@@ -115,3 +115,47 @@ def test_kv_capacity_tokens_reads_a_paged_arena(arena, expected):
         model = _Model(arena)
 
     assert kv_capacity_tokens(Engine()) == expected
+
+
+def _run_recording(extends: bool):
+    """`_run(None)` on an engine that can extend prefixes (or not): rows, report, engine and
+    every full prompt it ran (prefix + own tokens) with how often."""
+    prompts = {}
+
+    class Recording(bounded_engine(None)):
+        extends_prefixes = extends
+
+        def extend_prefixes(self, handles, tokens):  # (only the new tokens are computed)
+            out = [self.add_prefix(self.prefixes[h.id] + tuple(tokens)) for h in handles]
+            self.stats.fresh_tokens -= sum(h.num_tokens for h in handles)
+            return out
+
+        def run(self, requests):
+            for r in requests:
+                full = " ".join(self.words[i] for i in (
+                    *(self.prefixes[r.prefix.id] if r.prefix else ()), *r.tokens))
+                prompts[full] = prompts.get(full, 0) + 1
+            return super().run(requests)
+
+    engines = []
+    session = QuailSession(review_db(REVIEWS, PRODUCTS),
+                           lambda: engines.append(Recording()) or engines[-1], use_cache=False,
+                           device_spec=DeviceSpec("toy", 1e11, 2e10))
+    rows = session.execute(SQL, "snowflake").to_pylist()
+    return rows, session.report.to_json(), engines[0], prompts
+
+
+def test_carried_documents_are_extended_by_the_joins_question_stem():
+    """The join's question starts alike for every pair ("Question: Does the review (above)
+    mention"): its tokens are computed once per carried document (the engine's
+    `extend_prefixes`), as for documents the join encodes itself, not once per pair. Same
+    rows, the same prompts, fewer fresh tokens."""
+    reference, _, plain, plain_prompts = _run_recording(False)
+    rows, report, engine, prompts = _run_recording(True)
+    assert rows == reference and prompts == plain_prompts
+    join = next(o for o in report["operators"] if o["kind"] == "ai_join")
+    pairs, stem = join["prompts"], len("Does the review (see above) mention".split())
+    assert pairs > 1000
+    # each pair's own tokens shrank by the stem, each carried review grew by it once
+    saved = plain.stats.fresh_tokens - engine.stats.fresh_tokens
+    assert saved >= stem * (pairs - pairs // len(PRODUCTS)), (saved, pairs)
