@@ -48,9 +48,14 @@ def head_log_probs(model: Any, hidden: torch.Tensor, columns: Sequence[int],
     more than `rows_per_chunk` rows of full-vocabulary logits exist at once (a pass scoring
     labels reads every label token: QUAIL-B BIO-5's 26 organ classes asked for 56.9 GB of
     float32 logits in one piece, 262,144 columns a row)."""
-    out = [log_prob_columns(model.logits(hidden[lo:lo + rows_per_chunk], None), columns,
-                            rows_per_chunk)
-           for lo in range(0, hidden.shape[0], rows_per_chunk)]
+    vocab = getattr(model, "vocab_logits", None)
+    if vocab is not None:  # the columns in float32, the normalizer on the tensor cores
+        ids = torch.tensor(list(columns), dtype=torch.long, device=hidden.device)
+        out = [model.logits(h, ids) - torch.logsumexp(vocab(h), dim=-1, keepdim=True)
+               for h in hidden.split(rows_per_chunk)]
+    else:
+        out = [log_prob_columns(model.logits(h, None), columns, rows_per_chunk)
+               for h in hidden.split(rows_per_chunk)]
     return torch.cat(out) if out else torch.zeros((0, len(columns)), dtype=torch.float32,
                                                   device=hidden.device)
 

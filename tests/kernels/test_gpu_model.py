@@ -176,3 +176,23 @@ def test_real_embedded_weights_run_on_the_gpu_path_like_plain_torch(device, spec
                                  args[3].to(device))
         got = fast.logits(h_fast).cpu()
     assert rel_err(got, ref.logits(h_ref)) < fp32_tol()
+
+
+@pytest.mark.parametrize("family", ["qwen3", "gemma3"])
+def test_label_log_probs_take_the_normalizer_from_the_tensor_core_head(device, family):
+    """Label scoring (infer/runner.head_log_probs) on a bf16 model: the asked columns in
+    float32, the log-sum-exp over the whole vocabulary from `vocab_logits` (the dtype's GEMM);
+    within the dtype's rounding of the float32 head, and exactly it on a float32 model."""
+    from quail_engine.infer.runner import head_log_probs
+
+    config = ModelConfig(**TINY[family])
+    sd = random_state_dict(config, seed=1, std=0.2)
+    hidden = torch.randn(37, config.hidden_size, generator=torch.Generator().manual_seed(3))
+    columns = [5, 1, 17, 2]
+    want = torch.log_softmax(GpuCausalLM(config, sd, device=device, dtype=torch.float32)
+                             .logits(hidden.to(device)), dim=-1)[:, columns]
+    for dtype, tol in ((torch.float32, 1e-5), (torch.bfloat16, 0.05)):
+        model = GpuCausalLM(config, sd, device=device, dtype=dtype)
+        got = head_log_probs(model, hidden.to(device), columns, rows_per_chunk=16)
+        assert got.dtype == torch.float32 and got.shape == (37, 4)
+        assert (got - want).abs().max().item() <= tol, dtype
