@@ -91,6 +91,20 @@ def totals(rows: list[dict]) -> dict:
     return out
 
 
+def gap(row: dict) -> dict | None:
+    """A query's x SoL as the product of three factors: `host` = run s / the operators' GPU
+    pass seconds (time the GPU waited: host work, the final statement), `kernel` = those
+    seconds / the speed of light of the passes' own tokens (how fast the passes run), `work`
+    = that speed of light / the minimum tokens' (work done beyond the minimum: KV recomputed,
+    label tokens). None without operators or passes."""
+    gpu = sum(o.get("gpu_pass_s") or 0.0 for o in row.get("ops") or [])
+    passes = sum(p.get("sol_s", 0.0) for p in (row.get("passes") or {}).values())
+    if not gpu or not passes or not row.get("sol_s") or "run_s" not in row:
+        return None
+    return {"host": round(row["run_s"] / gpu, 2), "kernel": round(gpu / passes, 2),
+            "work": round(passes / row["sol_s"], 2), "gpu_s": round(gpu, 3)}
+
+
 def _round(v: float | None) -> float | None:
     return None if v is None else round(v, 2)
 
@@ -108,14 +122,21 @@ def markdown(result: dict) -> str:
         hf = fmt(r.get("hf_s"), "{:.3g}") + (" (extrapolated)" if r.get("hf_extrapolated")
                                               else "")
         note = r.get("error", "") or r.get("hf_note", "")
-        gpu = sum(g.get("gpu_s", 0.0) for g in (r.get("passes") or {}).values())
+        gpu = sum(o.get("gpu_pass_s") or 0.0 for o in r.get("ops") or [])
         lines.append(
             f"| {r['id']} | {r['dialect']} | {'yes' if r.get('ok') else 'NO'} | "
             f"{fmt(r.get('rows'))} | {fmt(r.get('run_s'), '{:.3f}')} | "
             f"{fmt(r.get('fresh_tokens'))} | {fmt(r.get('requested_tokens'))} | "
             f"{fmt(r.get('min_tokens'))} | {fmt(r.get('sol_s'), '{:.3g}')} | "
             f"{fmt(r.get('sol_sustained_s'), '{:.3g}')} | {fmt(r.get('x_sol'), '{:.2f}')} | "
-            f"{fmt(gpu if r.get('passes') else None, '{:.3g}')} | {hf} | {note} |")
+            f"{fmt(gpu if r.get('ops') else None, '{:.3g}')} | {hf} | {note} |")
+    factors = [(r, gap(r)) for r in result["queries"]]
+    lines += ["", "x SoL = host x kernel x work (`gap`): host = run s / the operators' GPU pass "
+              "s, kernel = GPU pass s / the speed of light of the passes' own tokens, work = "
+              "that / the speed of light of the minimum tokens", "",
+              "| query | x SoL | host | kernel | work |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {r['id']} | {r['x_sol']:.2f} | {g['host']:.2f} | {g['kernel']:.2f} | "
+              f"{g['work']:.2f} |" for r, g in factors if g]
     t = result["totals"]
     lines += ["", f"Suite ({t['queries']} queries, {t['ok']} ok): run {t['run_s']} s, speed of "
               f"light {t['sol_s']} s, x_sol {t['x_sol']} (geometric mean {t['x_sol_geomean']}); "
