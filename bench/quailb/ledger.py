@@ -6,7 +6,10 @@ cache over the whole query would compute it (issue 15's "minimum tokens").
 The minimum counts a token trie over the query's prompts: plain prompts and prefixes sorted
 together (each adds its tokens past the longest prefix it shares with its sorted neighbour),
 then, under each distinct prefix, its requests' own tokens the same way. Its `Work` gives the
-speed of light of the minimum (plan/cost.request_work per trie segment). Label tokens a
+speed of light of the minimum (plan/cost.request_work per trie segment), with a prefix's KV read
+once for all the requests over it: they can run together (the prefix-attention kernel reads a
+prefix's KV once for a tile of rows), so reading it once per request is not a lower bound (it
+was counted so until 2026-12-02, which put BIO-2's speed of light at 2x its bound). Label tokens a
 classification scores by teacher forcing are not prompts and are not in it (the minimum is the
 prompts' alone). It also keeps a seeded sample of whole prompts for the transformers baseline
 (bench/quailb/baseline.py)."""
@@ -42,15 +45,18 @@ def _lcp(a: bytes, b: bytes) -> int:
 
 def trie(keys: Sequence[bytes], base: int = 0) -> tuple[int, Work]:
     """(tokens, work) of a trie over `keys` (distinct token sequences as `_key` bytes), each
-    sequence attending to `base` tokens before it."""
-    tokens, work, previous = 0, Work(), b""
+    sequence attending to `base` tokens before it, whose KV the work reads once for all."""
+    tokens, work, previous, segments = 0, Work(), b"", 0
     for key in sorted(set(keys)):
         shared = _lcp(previous, key)
         new = len(key) // 4 - shared
         if new > 0:
             tokens += new
             work = work + request_work(base + shared, new, False)
+            segments += 1
         previous = key
+    if segments > 1 and base:  # request_work read the base's KV once per segment
+        work = work + Work(kv_reads=-(segments - 1) * base)
     return tokens, work
 
 

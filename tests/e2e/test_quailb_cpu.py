@@ -168,5 +168,8 @@ def test_minimum_tokens_count_every_distinct_prompt_prefix_once():
     m = ledger.minimum()
     assert (m.prompts, m.requested_tokens, m.tokens) == (5, 4 + 4 + 4 + 4 + 5, 5 + 3)
     assert m.work.fresh_tokens == m.tokens
+    # the anchor's 3 tokens of KV are read once for its two distinct requests (3), not once per
+    # request; each plain prompt reads the 3 tokens it shares with the anchor (3 + 3)
+    assert m.work.kv_reads == 3 + 3 + 3
     ledger.start()
     assert ledger.minimum().tokens == 0

@@ -1,0 +1,116 @@
+"""Re-derive the speed of light of measured QUAIL-B rows without the GPU: replay each query on
+the CPU through the same bench path (override and token ledger over the GPU engine's host side,
+bench/probes/host_overhead.packing_engine: a tiny model whose forward only packs the batch), take
+the ledger's minimum work, and price it on the H200 for the Qwen3-4B shape as the device run
+would (gpu_table._speed_of_light). Used when the minimum's pricing changes after rows were
+measured (2026-12-02: a prefix's KV read once for all its requests, ledger.py). A row is updated
+only when the replay asked the same minimum tokens as the device did (or within --tolerance,
+noted in the row: prompts changed since a row was measured); the others are listed.
+
+    python -m bench.quailb.resol --result bench/results/quailb_gpu.json [--only BIO-2,...] --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from bench.quailb.gpu_table import _speed_of_light, markdown, totals  # noqa: E402
+from bench.quailb.queries import QUERIES  # noqa: E402
+from bench.quailb.run import open_suite  # noqa: E402
+
+QWEN3_4B_CONTEXT = 40960  # the device run's model; the tiny replay model gets the same context
+
+
+def specs(precision: str):
+    """(model, datasheet, sustained) of the device run: the Qwen3-4B shape on the H200."""
+    from bench.gpu.e2e_data import VOCAB, qwen3_4b_config
+    from quail_engine.infer.models import config_from_hf
+    from quail_engine.plan.cost import ModelSpec
+    from quail_engine.plan.device import gpu_spec
+
+    config = config_from_hf(qwen3_4b_config(VOCAB))
+    model = ModelSpec.from_attrs(config, name="qwen3-4b",
+                                 weight_bytes=1.0 if precision.startswith("fp8") else 2.0)
+    return model, gpu_spec("NVIDIA H200", precision, datasheet=True), gpu_spec("NVIDIA H200",
+                                                                               precision)
+
+
+def replay_model(workdir: Path, carry: Path) -> Path:
+    """A tiny random model directory with the device run's tokenizer and context length."""
+    from bench.gpu.e2e_data import write_model_dir
+
+    path = workdir / "model-tiny"
+    write_model_dir(path, carry / "tok", True, "cpu", 0)
+    config = json.loads((path / "config.json").read_text())
+    config["max_position_embeddings"] = QWEN3_4B_CONTEXT
+    (path / "config.json").write_text(json.dumps(config, indent=1))
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--result", type=Path, default=ROOT / "bench/results/quailb_gpu.json")
+    ap.add_argument("--only", default="", help="comma-separated ids (default: every row run)")
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/quail-resol"))
+    ap.add_argument("--carry", type=Path, default=ROOT / ".carry" / "e2e")
+    ap.add_argument("--pages", type=int, default=5947, help="KV arena pages (the device run's)")
+    ap.add_argument("--tolerance", type=float, default=0.0,
+                    help="re-price a row whose replay's minimum tokens differ by at most this "
+                         "fraction (noted in the row); default: only equal ones")
+    ap.add_argument("--write", action="store_true", help="update --result and its markdown")
+    args = ap.parse_args(argv)
+
+    from bench.probes.host_overhead import packing_engine
+    from quail_engine.infer import factory
+
+    result = json.loads(args.result.read_text())
+    wanted = set(filter(None, args.only.split(",")))
+    rows = [r for r in result["queries"] if "run_s" in r and r["dialect"] == "snowflake"
+            and (not wanted or r["id"] in wanted)]
+    factory.load_engine = lambda spec, device="cpu", precision="bf16", tokenizer=None, **_: \
+        packing_engine(spec, args.pages, tokenizer)
+    suite = open_suite(args.workdir, result["scale"], model=str(replay_model(args.workdir,
+                                                                             args.carry)),
+                       override=bool(result["override"]), ledger=True)
+    engine, model_specs, differ = suite.load(), specs(result["precision"]), []
+    for row in rows:
+        t0 = time.perf_counter()
+        replay = suite.run(QUERIES[row["id"]])
+        minimum = engine.minimum()
+        # (rows compared by count: the digest's method changed in session 10)
+        drift = abs(minimum.tokens - row["min_tokens"]) / max(1, row["min_tokens"])
+        same = drift <= args.tolerance and replay.get("rows") == row.get("rows")
+        priced, before = dict(row), row["sol_s"]
+        _speed_of_light(priced, minimum, model_specs)
+        if same:
+            note = "re-priced by bench/quailb/resol.py (a prefix's KV read once for all its " \
+                   "requests)"
+            if minimum.tokens != row["min_tokens"]:  # the device's prompts were a little other
+                note += (f" on the replay's minimum of {minimum.tokens:,} tokens (the device "
+                         f"run's prompts gave {row['min_tokens']:,})")
+                priced.update(min_tokens=row["min_tokens"], prompts=row.get("prompts"))
+            row.update(priced, sol_note=note)
+        else:
+            differ.append(row["id"])
+        print(f"{row['id']}: min tokens {minimum.tokens:,} (device {row['min_tokens']:,}), "
+              f"rows {replay.get('rows'):,} (device {row.get('rows'):,}); sol {before:.4g}"
+              f" -> {priced['sol_s']:.4g} s, x_sol {priced.get('x_sol')}"
+              f"{'' if same else ' (not written: the replay differs)'}; "
+              f"{time.perf_counter() - t0:.0f} s", flush=True)
+    result["totals"] = totals(result["queries"])
+    print("suite:", json.dumps(result["totals"]), "| not re-priced:", differ or "none")
+    if args.write:
+        args.result.write_text(json.dumps(result, indent=1))
+        args.result.with_suffix(".md").write_text(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
