@@ -1,8 +1,30 @@
 """Fixtures shared by every test folder."""
 
 import os
+from pathlib import Path
 
 import pytest
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (README's test command runs two workers) each worker gets its own
+    cache root, so the workers' AI statements do not queue on one device lock (a lock file under
+    the cache root, exec/device_lock.py) and their answer caches stay apart; the converted models
+    stay shared through a link (conversion is safe across processes:
+    tests/unit/infer/test_cache_layout.py). Child processes (dbt, the CLI) inherit it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    from quail_engine.settings import cache_root
+
+    shared = cache_root()
+    root = shared / "xdist" / worker
+    root.mkdir(parents=True, exist_ok=True)
+    (shared / "models").mkdir(parents=True, exist_ok=True)
+    models = root / "models"
+    if not models.exists() and not models.is_symlink():
+        models.symlink_to(Path(shared / "models").resolve(), target_is_directory=True)
+    os.environ["QUAIL_CACHE_DIR"] = str(root)
 
 
 @pytest.fixture(scope="session")
