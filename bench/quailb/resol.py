@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             differ.append(row["id"])
         print(f"{row['id']}: min tokens {minimum.tokens:,} (device {row['min_tokens']:,}), "
-              f"rows {replay.get('rows'):,} (device {row.get('rows'):,}); sol {before:.4g}"
+              f"rows {replay.get('rows', replay.get('error'))} (device {row.get('rows')}); "
+              f"sol {before:.4g}"
               f" -> {priced['sol_s']:.4g} s, x_sol {priced.get('x_sol')}"
               f"{'' if same else ' (not written: the replay differs)'}; "
               f"{time.perf_counter() - t0:.0f} s", flush=True)
