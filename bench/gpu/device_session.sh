@@ -65,7 +65,7 @@ command_of() {  # the command line of a step
       --filter-docs 5000 --join-anchors 20 --join-partners 1100 --repeat 1 $(have_model)" ;;
     quailb) echo "python3 -m bench quailb --device cuda --scale sf0.1 --random-model qwen3-4b \
       --precision fp8 --override --workdir /tmp/quail-e2e --budget-s $(( $2 - ${QUAILB_TAIL:-60} )) \
-      ${QUAILB_ONLY:+--only $QUAILB_ONLY} \
+      ${QUAILB_ONLY:+--only $QUAILB_ONLY} ${QUAILB_REDO:+--redo $QUAILB_REDO} \
       --resume $(quailb_resume) --out \$OUT/quailb_gpu.json" ;;
     *) echo "unknown step $1" >&2; return 1 ;;
   esac

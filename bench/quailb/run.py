@@ -218,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--override", action="store_true",
                     help="answers drawn at the benchmark's selectivities (random weights)")
     ap.add_argument("--resume", default="", help="a previous result file: skip its queries")
+    ap.add_argument("--redo", default="", help="comma-separated ids --resume's file has that "
+                    "run again (a re-time after a fix)")
     ap.add_argument("--budget-s", type=float, default=None,
                     help="start no query after this many seconds")
     ap.add_argument("--baseline-sample", type=int, default=64,
