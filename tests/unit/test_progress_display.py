@@ -14,6 +14,14 @@ from quail_engine.cli.progress import Progress
 from quail_engine.cli.stages import StderrAboveBar, show_stage
 from quail_engine.exec.stage_routing import route_stages
 
+
+@pytest.fixture(autouse=True)
+def wide_terminal(monkeypatch):
+    """The live line is cut to the terminal's width (shutil.get_terminal_size: $COLUMNS first):
+    these tests read whole lines, so they fix a wide one instead of inheriting the runner's (a
+    pytest-xdist worker's is 80 columns)."""
+    monkeypatch.setenv("COLUMNS", "200")
+
 CLEAR = "\r\x1b[K"
 
 
