@@ -1,7 +1,6 @@
 """Fixtures shared by every test folder."""
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -23,7 +22,7 @@ def pytest_configure(config):
     (shared / "models").mkdir(parents=True, exist_ok=True)
     models = root / "models"
     if not models.exists() and not models.is_symlink():
-        models.symlink_to(Path(shared / "models").resolve(), target_is_directory=True)
+        models.symlink_to((shared / "models").resolve(), target_is_directory=True)
     os.environ["QUAIL_CACHE_DIR"] = str(root)
 
 

@@ -170,7 +170,7 @@ def run_table(args, ids: list[str]) -> int:
                               "override": args.override, "command": "python -m bench quailb "
                               + " ".join(sys.argv[1:]), "queries": []}
     if args.resume and Path(args.resume).exists():
-        redo = set(filter(None, getattr(args, "redo", "").split(",")))
+        redo = set(filter(None, args.redo.split(",")))
         result["queries"] = [r for r in json.loads(Path(args.resume).read_text())["queries"]
                              if r["id"] not in redo]
     selected = {(c.id, getattr(c, "dialect", "snowflake")) for c in _cases(ids, bool(args.twins))}

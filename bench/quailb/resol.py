@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.quailb.gpu_table import _speed_of_light, markdown, totals  # noqa: E402
+from bench.quailb.gpu_table import _specs, _speed_of_light, markdown, totals  # noqa: E402
 from bench.quailb.queries import QUERIES  # noqa: E402
 from bench.quailb.run import open_suite  # noqa: E402
 
@@ -29,17 +29,15 @@ QWEN3_4B_CONTEXT = 40960  # the device run's model; the tiny replay model gets t
 
 
 def specs(precision: str):
-    """(model, datasheet, sustained) of the device run: the Qwen3-4B shape on the H200."""
+    """(model, datasheet, sustained) of the device run: the Qwen3-4B shape on the H200, priced
+    as gpu_table prices the device's engine."""
+    from types import SimpleNamespace
+
     from bench.gpu.e2e_data import VOCAB, qwen3_4b_config
     from quail_engine.infer.models import config_from_hf
-    from quail_engine.plan.cost import ModelSpec
-    from quail_engine.plan.device import gpu_spec
 
-    config = config_from_hf(qwen3_4b_config(VOCAB))
-    model = ModelSpec.from_attrs(config, name="qwen3-4b",
-                                 weight_bytes=1.0 if precision.startswith("fp8") else 2.0)
-    return model, gpu_spec("NVIDIA H200", precision, datasheet=True), gpu_spec("NVIDIA H200",
-                                                                               precision)
+    engine = SimpleNamespace(config=config_from_hf(qwen3_4b_config(VOCAB)), model_id="qwen3-4b")
+    return _specs(engine, precision)
 
 
 def replay_model(workdir: Path, carry: Path) -> Path:
