@@ -21,7 +21,9 @@ from quail_engine.exec.estimates import op_infos
 from quail_engine.exec.join_runner import (
     ROW,
     Joined,
+    anchor_chunks,
     bound_aliases,
+    combo_values,
     expand,
     run_joins,
     tuple_values,
@@ -84,6 +86,7 @@ class CoreRunner:
                         {alias: np.array(alive[:limit.rows], dtype=np.int64)}))
             if has_joins:
                 with phase("joins"):
+                    self._ask_star_in_chunks(plan, scans, survivors)
                     final = run_joins(plan, scans, survivors, self.ai_ops, self.runner,
                                       self.store, self.carry, rows_needed=any(
                                           s.kind == "project" for s in plan.steps))
@@ -147,7 +150,10 @@ class CoreRunner:
     def _run_filters(self, plan: PhysicalPlan, scans: dict[str, ScanData],
                      projections_too: bool, limit=None) -> dict[str, list[int]]:
         survivors: dict[str, list[int]] = {}
-        for alias, scan in scans.items():
+        # the relation whose documents a join carries filters last: its partners' survivors
+        # are then known, so the join can be asked early for the documents kept resident
+        carry_alias = plan.carry.alias if plan.carry is not None else None
+        for alias, scan in sorted(scans.items(), key=lambda item: item[0] == carry_alias):
             steps = [s for s in plan.steps if s.alias == alias and (
                 s.kind == "filter" or (projections_too and s.kind == "project"))]
             alive_all: list[int] = []
@@ -194,6 +200,8 @@ class CoreRunner:
                     for kv in kvs.values():
                         kv.release()
                 alive_all += alive
+            if alias == carry_alias and self._star(plan):  # no later join reads the carry
+                self._flush_carry(plan, scans, survivors)  # whole: ask them all now
             survivors[alias] = alive_all
             # every row that can reach these filters was asked: a miss later is a dead row
             self.store.complete |= {s.op for s in steps if s.kind == "filter"}
@@ -235,37 +243,94 @@ class CoreRunner:
 
     def _flush_carry(self, plan: PhysicalPlan, scans: dict[str, ScanData],
                      survivors: dict[str, list[int]]) -> bool:
-        """When the carried documents fill their share of the arena: ask the core's one AI join
+        """When the carried documents fill their share of the arena: ask the core's AI joins
         for the pairs of the rows carried so far while their KV is resident, then let it go
-        (the answers wait in the store; the join later asks only the other pairs). Only a core
-        of two relations joined by one AI join, once its partner's survivors are known (no
-        filter on it, or its filters done): there every surviving pair is asked whatever the
-        join's final order. Returns whether it flushed."""
+        (the answers wait in the store; the joins later ask only the other pairs). Once its
+        partners' survivors are known (no filter on them, or their filters done), either a core
+        of two relations joined by one AI join (every surviving pair is asked whatever the
+        join's final order), or a star (`_star`: each join's anchor is the carried relation;
+        its joins run in the plan's order over the carried rows, each reading their documents
+        in turn). Returns whether it flushed."""
         cand = plan.candidates[0] if plan.candidates else None
         carry = plan.carry
-        if (cand is None or carry is None or len(plan.relations) != 2 or len(cand.steps) != 1
-                or cand.steps[0].op is None or not self.carry_rows):
+        if cand is None or carry is None or not self.carry_rows:
             return False
-        (partner,) = [a for a in plan.relations if a != carry.alias]
-        if partner in survivors:
-            partner_rows = survivors[partner]
-        elif any(s.alias == partner and s.kind == "filter" for s in plan.steps):
-            return False  # its filters run later: its survivors are not known yet
-        else:
-            partner_rows = list(range(len(scans[partner].rows)))
-        step = cand.steps[0]
+        star = self._star(plan)
+        if not star and (len(plan.relations) != 2 or len(cand.steps) != 1
+                         or cand.steps[0].op is None):
+            return False
+        partners = [a for a in plan.relations if a != carry.alias]
+        rows_of: dict[str, list[int]] = {}
+        for partner in partners:
+            if partner in survivors:
+                rows_of[partner] = survivors[partner]
+            elif any(s.alias == partner and s.kind == "filter" for s in plan.steps):
+                return False  # its filters run later: its survivors are not known yet
+            else:
+                rows_of[partner] = list(range(len(scans[partner].rows)))
         rows = np.array(self.carry_rows, dtype=ROW)
-        if cand.start[0] == carry.alias:
-            cur, new, new_rows = Joined({carry.alias: rows}), partner, partner_rows
+        if star:
+            cur = Joined({carry.alias: rows})
+            for n, step in enumerate(cand.steps):
+                cur = expand(step, cur, step.alias, scans, rows_of[step.alias], self.ai_ops,
+                             self.runner, self.store, self.carry,
+                             materialize=n + 1 < len(cand.steps), count=False, share=True)
         else:
-            cur = Joined({partner: np.array(partner_rows, dtype=ROW)})
-            new, new_rows = carry.alias, self.carry_rows
-        expand(step, cur, new, scans, new_rows, self.ai_ops, self.runner, self.store,
-               self.carry, materialize=False, count=False)
+            (partner,) = partners
+            step = cand.steps[0]
+            if cand.start[0] == carry.alias:
+                cur, new, new_rows = Joined({carry.alias: rows}), partner, rows_of[partner]
+            else:
+                cur = Joined({partner: np.array(rows_of[partner], dtype=ROW)})
+                new, new_rows = carry.alias, self.carry_rows
+            expand(step, cur, new, scans, new_rows, self.ai_ops, self.runner, self.store,
+                   self.carry, materialize=False, count=False)
         self.carry.release()
         self.carry_rows = []
         self.carry_flushes += 1
         return True
+
+    @staticmethod
+    def _star(plan: PhysicalPlan) -> bool:
+        """A star of AI joins (`star_anchor`) on the carried relation (QUAIL-B BIO-4: reports
+        a filter keeps, joined to two filtered term sets)."""
+        return plan.carry is not None and star_anchor(plan) == plan.carry.alias
+
+    def _ask_star_in_chunks(self, plan: PhysicalPlan, scans: dict[str, ScanData],
+                            survivors: dict[str, list[int]]) -> None:
+        """A star of AI joins (`star_anchor`) whose documents no filter left resident (QUAIL-B
+        IMDB-8: every review joined to the aspects twice): the anchor relation's rows in
+        chunks, each chunk's documents encoded once (the first join's work) and asked every
+        join in turn while resident, the answers left in the store (run_joins then asks
+        nothing again), instead of each join encoding them all."""
+        anchor = star_anchor(plan)
+        if anchor is None or self._star(plan):  # (a carried star was asked by the filters)
+            return
+        steps = plan.candidates[0].steps
+        rows_of = {a: survivors.get(a, list(range(len(scans[a].rows))))
+                   for a in (anchor, *(s.alias for s in steps))}
+        if not all(rows_of.values()):
+            return
+        first = steps[0]
+        op = self.ai_ops[first.op]
+        layout = self.runner.layout(op, anchor=anchor)
+        if not layout.is_shared:
+            return
+        partner = rows_of[first.alias][0]
+        by_anchor = {i: [combo_values(first.op, op, scans, {anchor: i, first.alias: partner})]
+                     for i in rows_of[anchor]}
+        for group in anchor_chunks(list(by_anchor), by_anchor, layout, self.runner):
+            kv = self.runner.doc_kv()
+            try:
+                self.runner.encode(first.op, layout, kv,
+                                   [layout.texts(by_anchor[i][0])[0] for i in group])
+                cur = Joined({anchor: np.array(group, dtype=ROW)})
+                for n, step in enumerate(steps):
+                    cur = expand(step, cur, step.alias, scans, rows_of[step.alias],
+                                 self.ai_ops, self.runner, self.store, kv,
+                                 materialize=n + 1 < len(steps), count=False, share=True)
+            finally:
+                kv.release()
 
     def _run_step(self, step, scan: ScanData, alive: list[int], kvs: dict) -> list[int]:
         op = self.ai_ops[step.op]
@@ -307,6 +372,21 @@ class CoreRunner:
             rep = self.runner.report.op(step.op, op.op)
             rep.rows_in += len(values)
             rep.rows_out += len(values)
+
+
+def star_anchor(plan: PhysicalPlan) -> str | None:
+    """The relation a star of AI joins anchors on: the plan's join order starts with it alone
+    and each join brings in another relation through an AI join anchored on it, so the joins
+    of a set of its rows depend on those rows alone. None for any other plan."""
+    cand = plan.candidates[0] if plan.candidates else None
+    if cand is None or len(cand.steps) < 2 or len(cand.start) != 1:
+        return None
+    (anchor,) = cand.start
+    aliases = [s.alias for s in cand.steps]
+    if len(set(aliases)) != len(aliases) or anchor in aliases or not all(
+            s.op is not None and s.anchor == anchor for s in cand.steps):
+        return None
+    return anchor
 
 
 def _precomputable(op_id: int, op, scans: dict[str, ScanData]) -> bool:

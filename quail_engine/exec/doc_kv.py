@@ -158,6 +158,18 @@ class DocKV:
                 self.handles[text] = handle
                 self.heads[text] = other.heads.get(text) or self.head(text)
 
+    def share(self, other: DocKV, prefix_texts) -> None:
+        """Hold the resident documents `prefix_texts` of `other` too (one more reference each,
+        no copy): both release them on their own (a star's joins reading one carried anchor
+        document each in turn)."""
+        for text in prefix_texts:
+            handle = other.handles.get(text)
+            if handle is None or text in self.handles:
+                continue
+            self.engine.retain(handle)
+            self.handles[text] = handle
+            self.heads[text] = other.heads.get(text) or self.head(text)
+
     def release(self, prefix_texts: Sequence[str] | None = None) -> None:
         texts = list(self.handles) if prefix_texts is None else list(prefix_texts)
         for text in texts:

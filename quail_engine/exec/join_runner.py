@@ -84,10 +84,11 @@ def bound_aliases(op_id: int, op, scans: dict[str, ScanData], aliases) -> list[s
 
 
 def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: AnswerStore,
-         carry: DocKV | None, every_pair: bool = True) -> list[bool]:
+         carry: DocKV | None, every_pair: bool = True, share: bool = False) -> list[bool]:
     """Answer `values` (distinct binding tuples) of the AI join `step`, anchors grouped so that
     a chunk of them is encoded once while all its partners run; -> whether each passes.
-    `every_pair`: these are all the pairs the join will ask (the operator is then complete)."""
+    `every_pair`: these are all the pairs the join will ask (the operator is then complete).
+    `share`: the anchors' documents stay in `carry` for a later join (else they move out)."""
     layout = runner.layout(op, anchor=step.anchor)
     need = store.missing(step.op, values)
     by_anchor: dict[tuple, list[tuple]] = {}  # anchor's binding values -> its pairs
@@ -97,11 +98,12 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
             store.put(step.op, v, None)
             continue
         by_anchor.setdefault(tuple(v[i] for i in slots), []).append(v)
-    for group in _anchor_chunks(list(by_anchor), by_anchor, layout, runner):
+    for group in anchor_chunks(list(by_anchor), by_anchor, layout, runner):
         chunk = [v for a in group for v in by_anchor[a]]
         kv = runner.doc_kv(private=True)  # this chunk's alone (its question stem extends it)
         if carry is not None:  # the anchors' documents, as the filters left them resident
-            kv.take(carry, [layout.texts(by_anchor[a][0])[0] for a in group])
+            (kv.share if share else kv.take)(
+                carry, [layout.texts(by_anchor[a][0])[0] for a in group])
         try:
             store.fill(step.op, chunk, partial(runner.answer, step.op, layout, kv=kv,
                                                release_done=True))
@@ -112,7 +114,7 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
     return [op.passes(store.get(step.op, v)) for v in values]
 
 
-def _anchor_chunks(anchors: list[tuple], by_anchor: dict, layout, runner: OpRunner
+def anchor_chunks(anchors: list[tuple], by_anchor: dict, layout, runner: OpRunner
                    ) -> list[list[tuple]]:
     """Anchors in chunks encoded together: at most ANCHORS_PER_CHUNK, and, on a bounded KV
     arena, at most CHUNK_SHARE of it in tokens (QUAIL-B BIO-4: 128 reports of ~4,000 tokens
@@ -142,13 +144,14 @@ def tuple_values(op_id: int, op, scans, aliases: list[str], tuples: np.ndarray) 
 
 def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
             survivors: list[int], ai_ops, runner: OpRunner, store: AnswerStore,
-            carry: DocKV | None, materialize: bool = True, count: bool = True) -> Joined:
+            carry: DocKV | None, materialize: bool = True, count: bool = True,
+            share: bool = False) -> Joined:
     """`cur` joined with `alias`'s survivors: pairs restricted by the equality keys (shared
     k_<n> scan columns), then by `step`'s AI predicate, asked once per distinct binding pair.
     Without `materialize` (the last join, when nothing reads the joined rows) the rows are
     counted, not built: an empty Joined. Without `count`, the report is left alone and the
     operator not marked complete (a join asked ahead for some rows; run_joins asks the rest and
-    counts every row later)."""
+    counts every row later). `share`: `carry`'s documents stay there for a later join."""
     new = scans[alias]
     keys_by = {a: sorted(scans[a].key_columns & new.key_columns) for a in cur.aliases}
     keys_by = {a: k for a, k in sorted(keys_by.items()) if k}
@@ -174,7 +177,7 @@ def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
         bound_rows = [dict(zip(proj, r)) for r in distinct.tolist()]
         values = [combo_values(step.op, op, scans, {**bound_rows[d], alias: j})
                   for d, j in flat]
-        ok = _ask(step, op, values, runner, store, carry, every_pair=count)
+        ok = _ask(step, op, values, runner, store, carry, every_pair=count, share=share)
         passing = [[] for _ in cands]
         for (d, j), good in zip(flat, ok):
             if good:
