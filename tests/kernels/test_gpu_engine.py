@@ -52,19 +52,26 @@ def test_gpu_engine_answers_like_local_engine(device):
 
 
 def test_gpu_engine_extended_prefixes_answer_like_flat_prompts(device):
-    """extend_prefixes on the paged arena (a document's pages, then the stem's: copied when the
-    document ends mid-page, shared when it ends on a page boundary) answers as the whole prompt
-    does, and releasing both returns every page."""
+    """extend_prefixes on the paged arena (a document's whole pages shared, the tokens of its
+    partial last page and the stem's copied into new pages, all documents in one copy) answers
+    as the whole prompt does, and releasing both returns every page."""
     config, _, fast = _models("qwen3", device)
     tok = CharTokenizer()
     gpu = GpuEngine(fast, tok, config, token_budget=64)
     readout = BooleanReadout(true_words=("y",), false_words=("n",))
     page = fast.arena.page_size
-    docs = [tok.encode("a carried review, mid-page."), [7] * page]  # the second fills pages
+    # within its first page; filling whole pages; whole pages and a partial one
+    docs = [tok.encode("a carried review, mid-page."), [7] * page,
+            [5] * page + tok.encode("and a partial page")]
     stem, question = tok.encode(" Question: does it"), tok.encode(" say so?")
     with torch.inference_mode():
         handles = [gpu.add_prefix(d) for d in docs]
         extended = gpu.extend_prefixes(handles, stem)
+        doc, ext = (gpu.arena.get(h.id) for h in (handles[2], extended[2]))
+        # the third shares its document's whole pages; its partial page and the stem are copied
+        whole = len(docs[2]) // page
+        assert whole >= 1 and ext.pages[:whole] == doc.pages[:whole]
+        assert ext.pages[whole] != doc.pages[whole]
         for h in handles:
             gpu.release(h)
         got = gpu.run([Request(tuple(question), readout, prefix=h) for h in extended])
