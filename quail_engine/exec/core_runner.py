@@ -246,18 +246,26 @@ class CoreRunner:
         """When the carried documents fill their share of the arena: ask the core's AI joins
         for the pairs of the rows carried so far while their KV is resident, then let it go
         (the answers wait in the store; the joins later ask only the other pairs). Once its
-        partners' survivors are known (no filter on them, or their filters done), either a core
-        of two relations joined by one AI join (every surviving pair is asked whatever the
-        join's final order), or a star (`_star`: each join's anchor is the carried relation;
-        its joins run in the plan's order over the carried rows, each reading their documents
-        in turn). Returns whether it flushed."""
+        partners' survivors are known (no filter on them, or their filters done): a core of two
+        relations joined by one AI join (every surviving pair is asked whatever the join's
+        final order); a star (`_star`: each join's anchor is the carried relation; its joins
+        run in the plan's order over the carried rows, each reading their documents in turn);
+        or a longer plan's first join, when it starts from the carried relation and anchors on
+        it. Returns whether it flushed."""
         cand = plan.candidates[0] if plan.candidates else None
         carry = plan.carry
         if cand is None or carry is None or not self.carry_rows:
             return False
         star = self._star(plan)
-        if not star and (len(plan.relations) != 2 or len(cand.steps) != 1
-                         or cand.steps[0].op is None):
+        first = cand.steps[0] if cand.steps else None
+        # a longer plan that starts from the carried relation with an AI join anchored on it
+        # (QUAIL-B IMDB-10: filtered reviews, then a chain of joins): that first join asks
+        # every carried row's pairs whatever follows it
+        leading = (not star and len(plan.relations) > 2 and first is not None
+                   and first.op is not None and tuple(cand.start) == (carry.alias,)
+                   and first.anchor == carry.alias)
+        if not star and not leading and (len(plan.relations) != 2 or len(cand.steps) != 1
+                                         or cand.steps[0].op is None):
             return False
         partners = [a for a in plan.relations if a != carry.alias]
         rows_of: dict[str, list[int]] = {}
@@ -269,7 +277,11 @@ class CoreRunner:
             else:
                 rows_of[partner] = list(range(len(scans[partner].rows)))
         rows = np.array(self.carry_rows, dtype=ROW)
-        if star:
+        if leading:
+            expand(first, Joined({carry.alias: rows}), first.alias, scans, rows_of[first.alias],
+                   self.ai_ops, self.runner, self.store, self.carry, materialize=False,
+                   count=False)
+        elif star:
             cur = Joined({carry.alias: rows})
             for n, step in enumerate(cand.steps):
                 cur = expand(step, cur, step.alias, scans, rows_of[step.alias], self.ai_ops,

@@ -118,16 +118,20 @@ def test_a_filtered_partner_runs_first_so_the_join_is_still_asked_early():
     assert engine.stats.fresh_tokens <= unbounded.stats.fresh_tokens
 
 
-def test_carried_documents_beyond_their_share_are_encoded_again_when_the_join_cannot_run():
-    """A core whose join cannot be asked early (three relations, one through an equality, not
-    a star of AI joins on the carried documents): the documents past the share are released
-    and the join encodes them again."""
-    sql = SQL.replace("WHERE", "JOIN products AS q ON q.name = p.name WHERE")
-    reference, _, unbounded = _run(None, sql)
-    rows, report, engine = _run(16384, sql)
+def test_carried_documents_beyond_their_share_are_encoded_again_when_the_join_cannot_run(
+        monkeypatch):
+    """Where the join cannot be asked early (`_flush_carry` finds no early ask for the plan:
+    here forced, every plan of these fakes has one), the documents past the share are released
+    and the join encodes them again: the same rows, the arena's bound kept, and a remark."""
+    from quail_engine.exec.core_runner import CoreRunner
+
+    reference, _, unbounded = _run(None)
+    monkeypatch.setattr(CoreRunner, "_flush_carry", lambda self, *args: False)
+    rows, report, engine = _run(16384)
     assert rows == reference and engine.peak <= 16384 < unbounded.peak
     remark = next(r for r in report["remarks"] if "encoded again" in r)
     assert f"{CARRY_SHARE:.0%} of the KV arena" in remark
+    assert engine.stats.fresh_tokens > unbounded.stats.fresh_tokens
 
 
 @pytest.mark.parametrize("arena, expected", [(_Arena(10, 64), 640), (_Arena(None, 64), None),
@@ -236,3 +240,23 @@ def test_a_star_of_joins_with_no_filtered_documents_shares_each_chunk(monkeypatc
     assert all(o["unplanned"] == 0 for o in report["operators"])
     assert {o["op"]: (o["rows_in"], o["rows_out"]) for o in report["operators"]} == \
         {o["op"]: (o["rows_in"], o["rows_out"]) for o in before_report["operators"]}
+
+
+def test_a_chain_asks_its_first_join_early_for_the_carried_documents(monkeypatch):
+    """A longer plan that starts from the filtered reviews with an AI join on them, then joins
+    on (QUAIL-B IMDB-10: filtered reviews, aspects, reviews again): its first join is asked for
+    the carried reviews while resident, none encoded again; the same rows as the fallback that
+    encodes them again, with fewer fresh tokens."""
+    from quail_engine.exec.core_runner import CoreRunner
+
+    sql = SQL.replace("WHERE", "JOIN products AS q ON AI_FILTER(PROMPT('Is {0} like {1}?', "
+                      "p.name, q.name)) WHERE")
+    rows, report, engine = _run(16384, sql)
+    assert report["plans"][0].count("ai_join") >= 2
+    assert any("the join was asked" in r for r in report["remarks"]), report["remarks"]
+    assert not any("encoded again" in r for r in report["remarks"])
+    monkeypatch.setattr(CoreRunner, "_flush_carry", lambda self, *args: False)
+    reference, _, fallback = _run(16384, sql)
+    assert rows == reference and len(rows) > 100
+    assert engine.peak <= 16384
+    assert engine.stats.fresh_tokens < fallback.stats.fresh_tokens
