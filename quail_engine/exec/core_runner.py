@@ -312,9 +312,10 @@ class CoreRunner:
                             survivors: dict[str, list[int]]) -> None:
         """A star of AI joins (`star_anchor`) whose documents no filter left resident (QUAIL-B
         IMDB-8: every review joined to the aspects twice): the anchor relation's rows in
-        chunks, each chunk's documents encoded once (the first join's work) and asked every
-        join in turn while resident, the answers left in the store (run_joins then asks
-        nothing again), instead of each join encoding them all."""
+        chunks, each chunk asked every join in turn, its documents encoded once, by the first
+        join that misses an answer, and held for the next (DocKV.source), the answers left in
+        the store (run_joins then asks nothing again), instead of each join encoding them
+        all."""
         anchor = star_anchor(plan)
         if anchor is None or self._star(plan):  # (a carried star was asked by the filters)
             return
@@ -334,8 +335,6 @@ class CoreRunner:
         for group in anchor_chunks(list(by_anchor), by_anchor, layout, self.runner):
             kv = self.runner.doc_kv()
             try:
-                self.runner.encode(first.op, layout, kv,
-                                   [layout.texts(by_anchor[i][0])[0] for i in group])
                 cur = Joined({anchor: np.array(group, dtype=ROW)})
                 for n, step in enumerate(steps):
                     cur = expand(step, cur, step.alias, scans, rows_of[step.alias],

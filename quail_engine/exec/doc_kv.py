@@ -50,6 +50,9 @@ class DocKV:
         # past the document into the question's first tokens (`stem`, the same for every row)
         self.private = private
         self.stem: list[int] = []
+        # documents not resident are encoded into `source` (which keeps them for a later reader:
+        # a star's next join) and held from there, instead of here alone
+        self.source: DocKV | None = None
 
     def set_stem(self, stem: list[int]) -> bool:
         """Append `stem` to every document this DocKV encodes from now: the token ids every
@@ -73,11 +76,11 @@ class DocKV:
         self.stem = list(stem)
         return True
 
-    def _extend(self, stem: list[int]) -> None:
-        """Each resident document's KV followed by `stem`'s, replacing it; EXTEND_BATCH at a
-        time, each original released once its extension exists (the arena holds both for
-        those only)."""
-        texts = list(self.handles)
+    def _extend(self, stem: list[int], texts: Sequence[str] | None = None) -> None:
+        """Each resident document's KV (of `texts`, default all) followed by `stem`'s,
+        replacing it; EXTEND_BATCH at a time, each original released once its extension exists
+        (the arena holds both for those only)."""
+        texts = list(self.handles) if texts is None else list(texts)
         for lo in range(0, len(texts), EXTEND_BATCH):
             batch = texts[lo:lo + EXTEND_BATCH]
             new = self.engine.extend_prefixes([self.handles[t] for t in batch], stem)
@@ -122,6 +125,13 @@ class DocKV:
         todo = [t for t in dict.fromkeys(prefix_texts) if t not in self.handles]
         if not todo:
             return
+        if self.source is not None:
+            self.source.ensure(todo)
+            self.work = self.work + self.source.take_work()
+            self.share(self.source, todo)
+            if self.stem:
+                self._extend(self.stem, todo)
+            return
         self.tokenize(todo)
         token_lists = [self.heads[t] + self.stem for t in todo]
         if hasattr(self.engine, "add_prefixes"):
@@ -161,7 +171,8 @@ class DocKV:
     def share(self, other: DocKV, prefix_texts) -> None:
         """Hold the resident documents `prefix_texts` of `other` too (one more reference each,
         no copy): both release them on their own (a star's joins reading one carried anchor
-        document each in turn)."""
+        document each in turn). The others are encoded into `other` when first needed."""
+        self.source = other
         for text in prefix_texts:
             handle = other.handles.get(text)
             if handle is None or text in self.handles:

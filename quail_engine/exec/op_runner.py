@@ -226,25 +226,6 @@ class OpRunner:
         self.report.timeline.phase("model_load", loading, loading + load_s)
         return stats, load_s
 
-    def encode(self, op_id: int, layout: OpPrompt, kv: DocKV, prefix_texts: Sequence[str]
-               ) -> None:
-        """Encode documents into `kv` before the operator asks its questions over them (a
-        star's anchor chunk, which several joins read in turn): the engine's work is this
-        operator's (fresh tokens, GPU seconds, a batch of its timeline)."""
-        rep = self.report.op(op_id, layout.op.op)
-        start = time.perf_counter()
-        stats, load_s = self._loaded_stats()
-        fresh0, req0 = stats.fresh_tokens, stats.requested_tokens
-        gpu0 = getattr(stats, "gpu_pass_s", 0.0)
-        mark = self.report.timeline.engine_mark(self.engine)
-        kv.ensure(list(prefix_texts))
-        self.report.timeline.engine_batch(op_id, mark, self.engine)
-        rep.work = rep.work + kv.take_work()
-        rep.fresh_tokens += stats.fresh_tokens - fresh0
-        rep.requested_tokens += stats.requested_tokens - req0
-        rep.gpu_pass_s += getattr(stats, "gpu_pass_s", 0.0) - gpu0
-        rep.seconds += time.perf_counter() - start - load_s
-
     def _pipeline(self, layout: OpPrompt, readout, texts: list[tuple[str, str]],
                   kv: DocKV | None, rep, done, release_done: bool = False) -> None:
         """Batches through the engine with the host one batch ahead: while the engine (a worker

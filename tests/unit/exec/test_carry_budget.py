@@ -260,3 +260,20 @@ def test_a_chain_asks_its_first_join_early_for_the_carried_documents(monkeypatch
     assert rows == reference and len(rows) > 100
     assert engine.peak <= 16384
     assert engine.stats.fresh_tokens < fallback.stats.fresh_tokens
+
+
+def test_a_star_answered_from_the_cache_encodes_nothing(tmp_path):
+    """Run again over a warm answer cache (a dbt re-run), the star's chunks ask nothing of the
+    engine: no document is encoded for answers the cache already holds."""
+    sql = STAR.replace("WHERE AI_FILTER(PROMPT('Does this review mention PRICE? {0}', "
+                       "r.review)) AND", "WHERE")
+    runs = []
+    for _ in range(2):
+        engine = bounded_engine(16384, True)()
+        session = QuailSession(review_db(REVIEWS, PRODUCTS), lambda e=engine: e,
+                               cache_dir=tmp_path, device_spec=DeviceSpec("toy", 1e11, 2e10))
+        runs.append((session.execute(sql, "snowflake").to_pylist(), engine))
+    (first, cold), (second, warm) = runs
+    assert first == second and len(first) > 100
+    assert cold.stats.fresh_tokens > 0 and cold.prefixes
+    assert warm.stats.fresh_tokens == 0 and not warm.prefixes
