@@ -58,10 +58,6 @@ class PagedPrefix:
         offsets = torch.arange(size).repeat(len(self.pages))
         return (pages * size + offsets)[: self.num_tokens]
 
-    def concat(self, other: PagedPrefix) -> PagedPrefix:
-        """A new prefix holding this one's tokens followed by `other`'s (`PagedKVArena.join`)."""
-        return self.arena.join([(self, other)])[0]
-
 
 class PagedKVArena:
     def __init__(self, num_layers: int, num_kv_heads: int, head_dim: int, num_pages: int,

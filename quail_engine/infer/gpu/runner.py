@@ -147,14 +147,15 @@ class GpuRunner:
             self.stats.decode_tokens += len(ids)
         else:
             self.stats.fresh_tokens += len(ids)
-        stored = [(job, kv) for job, kv in zip(jobs, kvs) if job.store_kv]
-        for job, kv in stored:
-            if job.prefix is None:
+        extended = []  # (one copy for all: a chunk of anchor documents extended by a stem)
+        for job, kv in zip(jobs, kvs):
+            if job.store_kv:
                 job.kv = kv
-        extended = [(job, kv) for job, kv in stored if job.prefix is not None]
-        if extended:  # (one copy for all: a chunk of anchor documents extended by a stem)
-            joined = extended[0][0].prefix.arena.join([(job.prefix, kv) for job, kv in extended])
-            for (job, _), kv in zip(extended, joined):
+                if job.prefix is not None:
+                    extended.append(job)
+        if extended:
+            joined = extended[0].prefix.arena.join([(job.prefix, job.kv) for job in extended])
+            for job, kv in zip(extended, joined):
                 job.kv = kv
         vocabs = [j.vocab for j in jobs if j.read]
         if not vocabs:
