@@ -1,0 +1,216 @@
+"""Where a QUAIL-B query's GPU passes spend their time, kernel group by kernel group.
+
+The query runs through the product's session as the timed table runs it (bench/quailb/gpu_table:
+random-weight model, the override, the generated corpus); torch.profiler records forward passes
+[first, first + count) of GpuCausalLM, then the query is stopped. Per query: the profiled
+passes' shapes (tokens, sequences, prefix tokens, attention pairs) and wall, each kernel
+group's milliseconds (profile_pass.GROUPS) and the top kernels by name.
+
+`--routes`: the attention routes at the long-document shapes the profile points to (one
+sequence of n queries over a P-key prefix; one long causal sequence), our Triton kernels
+against cuDNN's fused attention, TFLOP/s of the useful work.
+
+    python -m bench.probes.profile_query --ids BIO-2,AGENT-1,BIO-4@24 --first 8 --count 6 \
+        --random-model qwen3-4b --workdir /tmp/quail-e2e          # writes $OUT/profile_query.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+
+from bench.gpu.common import bench_ms, setup_logging
+from bench.probes.profile_pass import _group
+from bench.results_io import Results
+
+
+class _StopQuery(Exception):
+    """Raised from the forward hook once the profiled passes ran."""
+
+
+def _shape(input_ids, cu_seqlens, prefixes) -> dict:
+    lens = (cu_seqlens[1:] - cu_seqlens[:-1]).tolist()
+    pre = [p.num_tokens if p is not None else 0 for p in prefixes]
+    pairs = sum(n * (n + 1) // 2 + n * p for n, p in zip(lens, pre))
+    return {"tokens": int(input_ids.numel()), "seqs": len(lens), "prefix_tokens": sum(pre),
+            "max_len": max(lens or [0]), "attention_pairs": pairs}
+
+
+def profile_query(suite, case, first: int, count: int) -> dict:
+    """Runs `case` until pass first + count, profiling passes [first, first + count)."""
+    from quail_engine.infer.gpu.model import GpuCausalLM
+
+    forward = GpuCausalLM.forward
+    state = {"n": 0, "shapes": [], "prof": None, "t0": 0.0, "wall": 0.0}
+
+    def hooked(self, input_ids, positions, cu_seqlens, prefixes, read_index, store_kv=None):
+        n = state["n"]
+        state["n"] += 1
+        if n == first:
+            torch.cuda.synchronize()
+            state["prof"] = torch.profiler.profile(
+                activities=[torch.profiler.ProfilerActivity.CUDA])
+            state["prof"].start()
+            state["t0"] = time.perf_counter()
+        if first <= n < first + count:
+            state["shapes"].append(_shape(input_ids, cu_seqlens, prefixes))
+        if n == first + count:
+            torch.cuda.synchronize()
+            state["wall"] = time.perf_counter() - state["t0"]
+            state["prof"].stop()
+            raise _StopQuery
+        return forward(self, input_ids, positions, cu_seqlens, prefixes, read_index, store_kv)
+
+    GpuCausalLM.forward = hooked
+    try:
+        row = suite.run(case)
+    finally:
+        GpuCausalLM.forward = forward
+    prof = state["prof"]
+    if prof is None or not state["wall"]:
+        return {"error": row.get("error") or f"the query ran {state['n']} passes, fewer than "
+                f"{first + count + 1}", "passes_seen": state["n"]}
+    groups: dict[str, float] = defaultdict(float)
+    kernels: dict[str, float] = defaultdict(float)
+    for evt in prof.key_averages():
+        us = getattr(evt, "device_time_total", None) or getattr(evt, "cuda_time_total", 0)
+        if us and evt.key:
+            groups[_group(evt.key)] += us / 1000.0
+            kernels[evt.key[:120]] += us / 1000.0
+    total = sum(groups.values())
+    shapes = state["shapes"]
+    return {"passes": len(shapes), "wall_ms": round(state["wall"] * 1000, 1),
+            "kernel_ms": round(total, 1),
+            "tokens": sum(s["tokens"] for s in shapes),
+            "seqs": sum(s["seqs"] for s in shapes),
+            "prefix_tokens": sum(s["prefix_tokens"] for s in shapes),
+            "attention_pairs": sum(s["attention_pairs"] for s in shapes),
+            "groups": {k: {"ms": round(v, 1), "share": round(v / total, 3)}
+                       for k, v in sorted(groups.items(), key=lambda kv: -kv[1])},
+            "top_kernels": {k: round(v, 1) for k, v in
+                            sorted(kernels.items(), key=lambda kv: -kv[1])[:15]},
+            "shapes": shapes}
+
+
+def run_queries(args) -> dict:
+    from bench.gpu.e2e_data import write_model_dir
+    from bench.quailb.run import ROOT, _cases, open_suite
+
+    work = Path(args.workdir)
+    model_dir = work / f"model-{args.random_model}"
+    write_model_dir(model_dir, ROOT / ".carry" / "e2e" / "tok", False, "cuda")
+    suite = open_suite(work, args.scale, model=str(model_dir), device="cuda", override=True,
+                       precision=args.precision, ledger=False)
+    suite.load()
+    out = {}
+    try:
+        for spec in args.ids.split(","):  # ID or ID@FIRST
+            qid, _, first = spec.partition("@")
+            case = _cases([qid], False)[0]
+            out[case.id] = profile_query(suite, case, int(first or args.first), args.count)
+            print(case.id, json.dumps({k: v for k, v in out[case.id].items() if k != "shapes"}))
+    finally:  # a stopped query's answers must not reach the timed table's runs
+        shutil.rmtree(work / "answers", ignore_errors=True)
+    return out
+
+
+# --- attention routes ------------------------------------------------------------------------
+
+HQ, HKV, D = 32, 8, 128
+
+
+def _tflops(pairs: float, ms: float) -> float:
+    return round(4 * pairs * HQ * D / ms / 1e9, 1)
+
+
+def _prefix_route(n: int, p: int) -> dict:
+    """One sequence of n queries over a p-key prefix in arena pages: Triton over the pages vs
+    cuDNN over the prefix's whole 256-key grains (contiguous)."""
+    from quail_engine.infer.gpu.attention import cudnn_attend
+    from quail_kernels.prefix_attention import prefix_attention
+
+    scale, page = D ** -0.5, 16
+    q = torch.randn(n, HQ, D, device="cuda", dtype=torch.bfloat16)
+    pages = -(-p // page)
+    kc = torch.randn(pages, page, HKV, D, device="cuda", dtype=torch.bfloat16)
+    vc = torch.randn_like(kc)
+    cu = torch.tensor([0, n], dtype=torch.int32, device="cuda")
+    table = torch.arange(pages, dtype=torch.int32, device="cuda")[None]
+    lens = torch.tensor([p], dtype=torch.int32, device="cuda")
+    tri = bench_ms(lambda: prefix_attention(q, kc, vc, cu, table, lens, n, scale))
+    grain = p // 256 * 256
+    kk, vv = kc.flatten(0, 1)[:grain], vc.flatten(0, 1)[:grain]
+    lib = bench_ms(lambda: cudnn_attend(q, kk, vv, scale))
+    return {"route": "prefix", "queries": n, "keys": p, "triton_ms": round(tri, 3),
+            "triton_tflops": _tflops(n * p, tri), "cudnn_keys": grain,
+            "cudnn_ms": round(lib, 3), "cudnn_tflops": _tflops(n * grain, lib)}
+
+
+def _causal_route(n: int) -> dict:
+    """One causal sequence of n tokens: our varlen kernel vs cuDNN's causal attention."""
+    from quail_kernels.varlen_attention import varlen_attention
+
+    scale = D ** -0.5
+    q = torch.randn(n, HQ, D, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(n, HKV, D, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    cu = torch.tensor([0, n], dtype=torch.int32, device="cuda")
+    tri = bench_ms(lambda: varlen_attention(q, k, v, cu, n, scale))
+
+    def causal():
+        return torch.ops.aten._scaled_dot_product_cudnn_attention(
+            q.transpose(0, 1)[None], k.transpose(0, 1)[None], v.transpose(0, 1)[None], None,
+            True, 0.0, True, False, scale=scale)
+    try:
+        lib = bench_ms(causal)
+        o_lib = causal()[0][0].transpose(0, 1).float()
+        o_tri = varlen_attention(q, k, v, cu, n, scale)[0].float()
+        err = float((o_lib - o_tri).norm() / o_tri.norm())
+    except RuntimeError as exc:
+        lib, err = None, str(exc).splitlines()[0][:200]
+    pairs = n * (n + 1) / 2
+    return {"route": "causal", "len": n, "triton_ms": round(tri, 3),
+            "triton_tflops": _tflops(pairs, tri), "cudnn_ms": round(lib, 3) if lib else None,
+            "cudnn_tflops": _tflops(pairs, lib) if lib else None, "cudnn_vs_triton": err}
+
+
+def routes() -> list[dict]:
+    rows = []
+    for n, p in [(640, 9000), (1370, 9000), (2560, 9000), (640, 20000), (1370, 20000),
+                 (19 * 216, 3840)]:
+        rows.append(_prefix_route(n, p))
+        print(rows[-1])
+    for n in (1024, 2048, 4096, 8192, 13056, 24064):
+        rows.append(_causal_route(n))
+        print(rows[-1])
+    return rows
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--ids", default="")
+    p.add_argument("--first", type=int, default=8)
+    p.add_argument("--count", type=int, default=6)
+    p.add_argument("--scale", default="sf0.1")
+    p.add_argument("--random-model", default="qwen3-4b")
+    p.add_argument("--precision", default="fp8")
+    p.add_argument("--workdir", default="/tmp/quail-e2e")
+    p.add_argument("--routes", action="store_true")
+    args = p.parse_args(argv)
+    setup_logging()
+    res = Results("profile_query.json")
+    if args.routes:
+        res.section("routes", routes)
+    if args.ids:
+        res.section("queries", run_queries, args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
