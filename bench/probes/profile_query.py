@@ -197,7 +197,7 @@ def main(argv=None) -> int:
     p.add_argument("--ids", default="")
     p.add_argument("--first", type=int, default=8)
     p.add_argument("--count", type=int, default=6)
-    p.add_argument("--scale", default="sf0.1")
+    p.add_argument("--scale", default="0.1")
     p.add_argument("--random-model", default="qwen3-4b")
     p.add_argument("--precision", default="fp8")
     p.add_argument("--workdir", default="/tmp/quail-e2e")
