@@ -148,7 +148,7 @@ def _prefix_route(n: int, p: int) -> dict:
     from quail_engine.infer.gpu.attention import cudnn_attend
     from quail_kernels.prefix_attention import prefix_attention
 
-    scale, page = D ** -0.5, 16
+    scale, page = D ** -0.5, 64  # the GPU engine's arena pages
     q = torch.randn(n, HQ, D, device="cuda", dtype=torch.bfloat16)
     pages = -(-p // page)
     kc = torch.randn(pages, page, HKV, D, device="cuda", dtype=torch.bfloat16)
