@@ -54,6 +54,29 @@ def _kernels_between_marks(prof) -> list:
     return [e for e in cuda if marks[0] < e.time_range.start < marks[1] and MARK not in e.name]
 
 
+def _idle(events) -> dict:
+    """The GPU's idle time between the profiled kernels: in all, and summed by the pair of
+    kernel groups around each gap of more than 5 us (which launch the device waited for)."""
+    spans = sorted((e.time_range.start, e.time_range.end, _group(e.name)) for e in events)
+    by_pair: dict[str, list] = defaultdict(lambda: [0.0, 0])
+    idle = 0.0
+    end, last = spans[0][1], spans[0][2]
+    for s, e, g in spans[1:]:
+        gap = s - end
+        if gap > 5:
+            idle += gap
+            pair = by_pair[f"{last} -> {g}"]
+            pair[0] += gap / 1000.0
+            pair[1] += 1
+        if e > end:
+            end, last = e, g
+    busy = (end - spans[0][0]) - idle
+    return {"span_ms": round((end - spans[0][0]) / 1000.0, 1), "busy_ms": round(busy / 1000, 1),
+            "idle_ms": round(idle / 1000.0, 1),
+            "idle_by_pair": {k: {"ms": round(v[0], 1), "gaps": v[1]} for k, v in
+                             sorted(by_pair.items(), key=lambda kv: -kv[1][0])[:12]}}
+
+
 def profile_query(suite, case, first: int, count: int) -> dict:
     """Runs `case` until pass first + count, profiling passes [first, first + count). The
     engine runs passes on its own thread (op_runner's pool, one per operator), so the profiler
@@ -67,15 +90,17 @@ def profile_query(suite, case, first: int, count: int) -> dict:
     def hooked(self, input_ids, positions, cu_seqlens, prefixes, read_index, store_kv=None):
         n = state["n"]
         state["n"] += 1
-        if n in (first, first + count):
+        if n == first:
             torch.cuda.synchronize()
             torch.cuda._sleep(1000)
-            if n == first:
-                state["t0"] = time.perf_counter()
-            else:
+            state["t0"] = time.perf_counter()
+        if n >= first + count:  # every later pass too (the operator's pool may already hold one)
+            if n == first + count:
+                torch.cuda.synchronize()
+                torch.cuda._sleep(1000)
                 torch.cuda.synchronize()
                 state["wall"] = time.perf_counter() - state["t0"]
-                raise _StopQuery
+            raise _StopQuery
         if n >= first:
             state["shapes"].append(_shape(input_ids, cu_seqlens, prefixes))
         return forward(self, input_ids, positions, cu_seqlens, prefixes, read_index, store_kv)
@@ -92,6 +117,7 @@ def profile_query(suite, case, first: int, count: int) -> dict:
                 f"{first + count + 1}", "passes_seen": state["n"], "kernel_events": len(events)}
     groups: dict[str, float] = defaultdict(float)
     kernels: dict[str, float] = defaultdict(float)
+    idle = _idle(events)
     for evt in events:
         ms = evt.time_range.elapsed_us() / 1000.0
         groups[_group(evt.name)] += ms
@@ -99,7 +125,7 @@ def profile_query(suite, case, first: int, count: int) -> dict:
     total = sum(groups.values())
     shapes = state["shapes"]
     return {"passes": len(shapes), "wall_ms": round(state["wall"] * 1000, 1),
-            "kernel_ms": round(total, 1), "kernels": len(events),
+            "kernel_ms": round(total, 1), "kernels": len(events), **idle,
             "tokens": sum(s["tokens"] for s in shapes),
             "seqs": sum(s["seqs"] for s in shapes),
             "prefix_tokens": sum(s["prefix_tokens"] for s in shapes),
