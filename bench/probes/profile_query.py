@@ -42,16 +42,39 @@ def _shape(input_ids, cu_seqlens, prefixes) -> dict:
             "max_len": max(lens or [0]), "attention_pairs": pairs}
 
 
-MARK = "spin_kernel"  # torch.cuda._sleep's kernel: marks where the profiled passes begin and end
+MARK = "spin_kernel"  # torch.cuda._sleep's kernel: launched as each profiled pass begins
 
 
-def _kernels_between_marks(prof) -> list:
-    """The CUDA kernel events between the first two marker kernels."""
+def _passes_between_marks(prof) -> list[list]:
+    """The CUDA kernel events of each profiled pass: those between consecutive marker kernels
+    (a marker is launched as a pass enters forward, so it runs once the GPU is done with what
+    was queued before)."""
     cuda = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     marks = sorted(e.time_range.start for e in cuda if MARK in e.name)
-    if len(marks) < 2:
-        return []
-    return [e for e in cuda if marks[0] < e.time_range.start < marks[1] and MARK not in e.name]
+    kernels = sorted((e for e in cuda if MARK not in e.name), key=lambda e: e.time_range.start)
+    return [[e for e in kernels if a < e.time_range.start < b]
+            for a, b in zip(marks, marks[1:])]
+
+
+def _pass_times(passes: list[list]) -> dict:
+    """Per profiled pass: its span on the GPU (first kernel start to last kernel end), the
+    idle time inside it (the GPU waiting on the host's launches) and the gap before the next
+    pass's first kernel (the host between passes)."""
+    rows = []
+    for i, evts in enumerate(passes):
+        if not evts:
+            continue
+        first = min(e.time_range.start for e in evts)
+        last = max(e.time_range.end for e in evts)
+        nxt = passes[i + 1] if i + 1 < len(passes) else []
+        gap = (min(e.time_range.start for e in nxt) - last) if nxt else None
+        rows.append({"span_ms": round((last - first) / 1000.0, 2),
+                     "idle_ms": _idle(evts)["idle_ms"],
+                     "gap_after_ms": round(gap / 1000.0, 2) if gap is not None else None})
+    return {"span_ms": round(sum(r["span_ms"] for r in rows), 1),
+            "idle_in_passes_ms": round(sum(r["idle_ms"] for r in rows), 1),
+            "gaps_between_ms": round(sum(r["gap_after_ms"] or 0 for r in rows), 1),
+            "per_pass": rows}
 
 
 def _idle(events) -> dict:
@@ -92,12 +115,11 @@ def profile_query(suite, case, first: int, count: int) -> dict:
         state["n"] += 1
         if n == first:
             torch.cuda.synchronize()
-            torch.cuda._sleep(1000)
             state["t0"] = time.perf_counter()
+        if first <= n <= first + count:
+            torch.cuda._sleep(100)
         if n >= first + count:  # every later pass too (the operator's pool may already hold one)
             if n == first + count:
-                torch.cuda.synchronize()
-                torch.cuda._sleep(1000)
                 torch.cuda.synchronize()
                 state["wall"] = time.perf_counter() - state["t0"]
             raise _StopQuery
@@ -111,7 +133,8 @@ def profile_query(suite, case, first: int, count: int) -> dict:
             row = suite.run(case)
     finally:
         GpuCausalLM.forward = forward
-    events = _kernels_between_marks(prof)
+    passes = _passes_between_marks(prof)
+    events = [e for p in passes for e in p]
     if not state["wall"] or not events:
         return {"error": row.get("error") or f"the query ran {state['n']} passes, fewer than "
                 f"{first + count + 1}", "passes_seen": state["n"], "kernel_events": len(events)}
@@ -126,6 +149,7 @@ def profile_query(suite, case, first: int, count: int) -> dict:
     shapes = state["shapes"]
     return {"passes": len(shapes), "wall_ms": round(state["wall"] * 1000, 1),
             "kernel_ms": round(total, 1), "kernels": len(events), **idle,
+            "by_pass": _pass_times(passes),
             "tokens": sum(s["tokens"] for s in shapes),
             "seqs": sum(s["seqs"] for s in shapes),
             "prefix_tokens": sum(s["prefix_tokens"] for s in shapes),
