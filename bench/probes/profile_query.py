@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -265,9 +266,15 @@ def main(argv=None) -> int:
     p.add_argument("--precision", default="fp8")
     p.add_argument("--workdir", default="/tmp/quail-e2e")
     p.add_argument("--routes", action="store_true")
+    p.add_argument("--out", default="profile_query.json", help="file name under $OUT")
+    p.add_argument("--switch-interval", type=float, default=None,
+                   help="sys.setswitchinterval for the run (how long a thread waiting on the "
+                        "GIL waits at most; Python's default 0.005 s)")
     args = p.parse_args(argv)
     setup_logging()
-    res = Results("profile_query.json")
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
+    res = Results(args.out)
     if args.routes:
         res.section("routes", routes)
     if args.ids:
