@@ -101,6 +101,19 @@ def _idle(events) -> dict:
                              sorted(by_pair.items(), key=lambda kv: -kv[1][0])[:12]}}
 
 
+ALLOC_KEYS = ("num_alloc_retries", "num_device_alloc", "num_device_free", "num_sync_all_streams",
+              "num_ooms")
+
+
+def _allocator_delta(before: dict, after: dict) -> dict:
+    """What the caching allocator did over the profiled passes: cudaMalloc/cudaFree calls and
+    retries (a retry frees every cached block, waiting on the device), and its peak."""
+    out = {k: after.get(k, 0) - before.get(k, 0) for k in ALLOC_KEYS}
+    out["reserved_gib"] = round(after.get("reserved_bytes.all.current", 0) / 2**30, 2)
+    out["peak_allocated_gib"] = round(after.get("allocated_bytes.all.peak", 0) / 2**30, 2)
+    return out
+
+
 def profile_query(suite, case, first: int, count: int) -> dict:
     """Runs `case` until pass first + count, profiling passes [first, first + count). The
     engine runs passes on its own thread (op_runner's pool, one per operator), so the profiler
@@ -117,12 +130,14 @@ def profile_query(suite, case, first: int, count: int) -> dict:
         if n == first:
             torch.cuda.synchronize()
             state["t0"] = time.perf_counter()
+            state["mem0"] = torch.cuda.memory_stats()
         if first <= n <= first + count:
             torch.cuda._sleep(100)
         if n >= first + count:  # every later pass too (the operator's pool may already hold one)
             if n == first + count:
                 torch.cuda.synchronize()
                 state["wall"] = time.perf_counter() - state["t0"]
+                state["mem"] = _allocator_delta(state["mem0"], torch.cuda.memory_stats())
             raise _StopQuery
         if n >= first:
             state["shapes"].append(_shape(input_ids, cu_seqlens, prefixes))
@@ -150,7 +165,7 @@ def profile_query(suite, case, first: int, count: int) -> dict:
     shapes = state["shapes"]
     return {"passes": len(shapes), "wall_ms": round(state["wall"] * 1000, 1),
             "kernel_ms": round(total, 1), "kernels": len(events), **idle,
-            "by_pass": _pass_times(passes),
+            "by_pass": _pass_times(passes), "allocator": state.get("mem"),
             "tokens": sum(s["tokens"] for s in shapes),
             "seqs": sum(s["seqs"] for s in shapes),
             "prefix_tokens": sum(s["prefix_tokens"] for s in shapes),
