@@ -81,24 +81,27 @@ def _pass_times(passes: list[list]) -> dict:
 def _idle(events) -> dict:
     """The GPU's idle time between the profiled kernels: in all, and summed by the pair of
     kernel groups around each gap of more than 5 us (which launch the device waited for)."""
-    spans = sorted((e.time_range.start, e.time_range.end, _group(e.name)) for e in events)
+    spans = sorted((e.time_range.start, e.time_range.end, _group(e.name), e.name[:60])
+                   for e in events)
     by_pair: dict[str, list] = defaultdict(lambda: [0.0, 0])
+    by_kernels: dict[str, list] = defaultdict(lambda: [0.0, 0])
     idle = 0.0
-    end, last = spans[0][1], spans[0][2]
-    for s, e, g in spans[1:]:
+    end, last, last_name = spans[0][1], spans[0][2], spans[0][3]
+    for s, e, g, name in spans[1:]:
         gap = s - end
         if gap > 5:
             idle += gap
-            pair = by_pair[f"{last} -> {g}"]
-            pair[0] += gap / 1000.0
-            pair[1] += 1
+            for table, key in ((by_pair, f"{last} -> {g}"), (by_kernels, f"{last_name} -> {name}")):
+                table[key][0] += gap / 1000.0
+                table[key][1] += 1
         if e > end:
-            end, last = e, g
+            end, last, last_name = e, g, name
     busy = (end - spans[0][0]) - idle
     return {"span_ms": round((end - spans[0][0]) / 1000.0, 1), "busy_ms": round(busy / 1000, 1),
             "idle_ms": round(idle / 1000.0, 1),
-            "idle_by_pair": {k: {"ms": round(v[0], 1), "gaps": v[1]} for k, v in
-                             sorted(by_pair.items(), key=lambda kv: -kv[1][0])[:12]}}
+            **{name: {k: {"ms": round(v[0], 1), "gaps": v[1]} for k, v in
+                      sorted(table.items(), key=lambda kv: -kv[1][0])[:12]}
+               for name, table in (("idle_by_pair", by_pair), ("idle_by_kernels", by_kernels))}}
 
 
 ALLOC_KEYS = ("num_alloc_retries", "num_device_alloc", "num_device_free", "num_sync_all_streams",
