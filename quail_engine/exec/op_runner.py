@@ -18,9 +18,10 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait
 
 from quail_engine.errors import ExecutionError
+from quail_engine.exec import engine_thread
 from quail_engine.exec.answer_cache import AnswerCache, answer_key, text_digest
 from quail_engine.exec.doc_kv import DocKV
 from quail_engine.exec.prompt_text import PromptText
@@ -228,25 +229,28 @@ class OpRunner:
 
     def _pipeline(self, layout: OpPrompt, readout, texts: list[tuple[str, str]],
                   kv: DocKV | None, rep, done, release_done: bool = False) -> None:
-        """Batches through the engine with the host one batch ahead: while the engine (a worker
-        thread) runs batch N, this thread tokenizes batch N+1 and then counts and stores batch
-        N-1's answers, so the device does not wait for the host between batches. With
+        """Batches through the engine with the host one batch ahead: while the engine (its one
+        worker thread, engine_thread.py) runs batch N, this thread tokenizes batch N+1 and then
+        counts and stores batch N-1's answers, so the device does not wait for the host between
+        batches. With
         `release_done`, a document whose rows are all answered is released by the worker before
         its next batch (the worker alone touches the engine)."""
         remaining = Counter(p for p, _ in texts) if release_done else None
         self._releasable, self._engine_s = [], 0.0
         self._minimum = self._minimums.setdefault(rep.op, PrefixCounter())
         waited, batches = 0.0, 0
-        with ThreadPoolExecutor(1, thread_name_prefix="quail-engine") as pool:
-            pending = None
+        pending = None
+        in_flight: list = []
+        try:
             lo = 0
             while lo < len(texts) or pending is not None:
                 submitted = None
                 if lo < len(texts):
                     hi = lo + self._batch_prompts(texts[lo:lo + 64], self._uses_kv(layout, kv))
                     prepared = self._prepare(layout, texts[lo:hi], kv)
-                    submitted = (lo, min(hi, len(texts)), pool.submit(
+                    submitted = (lo, min(hi, len(texts)), engine_thread.submit(
                         self._execute, layout, readout, texts[lo:hi], prepared, kv, rep))
+                    in_flight.append(submitted[2])
                     lo = hi
                     batches += 1
                 if pending is not None:
@@ -262,6 +266,8 @@ class OpRunner:
                             if not remaining[p]:
                                 self._releasable.append(p)
                 pending = submitted
+        finally:  # nothing of this call may still run on the engine once it returns or raises
+            wait(in_flight)
         rep.engine_s += self._engine_s
         rep.host_wait_s += waited
         log.info("%s: %d prompts in %d batches, engine %.2f s, host waited %.2f s for it",

@@ -1,0 +1,62 @@
+"""The one thread that runs every engine call of the process.
+
+Device libraries keep state per thread: PyTorch caches the execution graphs it builds for
+cuDNN's fused attention per thread (aten/src/ATen/native/cudnn/MHA.cpp: "caches are now thread
+local"), 25-60 ms of host time per new (query rows, keys) shape while the GPU waits. A worker
+made per operator call rebuilt every graph in every call: QUAIL-B's BIO-4 on the H200 (a star
+join asked chunk by chunk, one call per chunk and join) spent 3.9 s of an 18 s stretch of 20
+passes with the GPU waiting on 135 such builds (bench/probes/profile_query.py). One long-lived
+worker builds each shape once.
+
+A call made from the worker itself runs inline (an engine call that nests another must not wait
+on the thread that runs it). Statements on several threads (dbt's) share the worker, each
+waiting on its own calls; they share the device anyway. A forked child starts a worker of its
+own.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_ident: int | None = None  # the worker's thread
+
+
+def submit(fn: Callable[..., Any], *args: Any) -> Future:
+    """Runs fn(*args) on the engine thread -> its Future."""
+    if threading.get_ident() == _ident:
+        done: Future = Future()
+        try:
+            done.set_result(fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the Future
+            done.set_exception(exc)
+        return done
+    return _worker().submit(fn, *args)
+
+
+def _worker() -> ThreadPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(1, thread_name_prefix="quail-engine",
+                                       initializer=_started)
+        return _pool
+
+
+def _started() -> None:
+    global _ident
+    _ident = threading.get_ident()
+
+
+def _forget() -> None:  # in a forked child: the parent's worker does not exist there
+    global _pool, _ident, _lock
+    _pool, _ident, _lock = None, None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget)

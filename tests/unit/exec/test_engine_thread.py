@@ -1,0 +1,61 @@
+"""Every engine call of the process runs on one long-lived thread (engine_thread.py): device
+libraries cache per thread (PyTorch's cuDNN attention graphs), so a thread per operator call
+rebuilt them in every call."""
+
+import threading
+
+import pytest
+from exec_fakes import FakeEngine, bfilter, classify, filters_query, review_db
+
+from quail_engine.exec import engine_thread
+from quail_engine.exec.session import QuailSession
+from quail_engine.plan.cost import DeviceSpec
+
+REVIEWS = [(i, f"review {i} mentions the price" if i % 2 else f"review {i} is short", 1)
+           for i in range(1, 9)]
+
+
+class ThreadRecordingEngine(FakeEngine):
+    def __init__(self):
+        super().__init__()
+        self.threads: set[threading.Thread] = set()  # objects: a thread's ident can be reused
+
+    def run(self, requests):
+        self.threads.add(threading.current_thread())
+        return super().run(requests)
+
+
+def _session(engine):
+    s = QuailSession(review_db(REVIEWS, [(1, "widget")]), lambda: engine,
+                     device_spec=DeviceSpec("toy", 1e11, 2e10), use_cache=False)
+    return s
+
+
+def test_operators_and_statements_share_one_engine_thread():
+    engine = ThreadRecordingEngine()
+    for ops in [(bfilter("Mentions PRICE?"), bfilter("Is it SHORT?"), classify()),
+                (bfilter("Mentions REVIEW?"), classify())]:
+        parsed = filters_query(ops, where=tuple(range(len(ops) - 1)), project=(len(ops) - 1,))
+        s = _session(engine)
+        s.parse = lambda sql, dialect, parsed=parsed: parsed
+        s.execute(parsed.duckdb_sql)
+    assert engine.calls >= 3
+    assert len(engine.threads) == 1 and threading.current_thread() not in engine.threads
+
+
+def test_a_call_from_the_engine_thread_runs_inline():
+    def outer():
+        inner = engine_thread.submit(threading.get_ident)  # would wait on itself if queued
+        return threading.get_ident(), inner.result(timeout=5)
+
+    mine, nested = engine_thread.submit(outer).result(timeout=5)
+    assert mine == nested != threading.get_ident()
+
+
+def test_an_exception_reaches_the_caller():
+    def fail():
+        raise ValueError("bad batch")
+
+    with pytest.raises(ValueError, match="bad batch"):
+        engine_thread.submit(fail).result(timeout=5)
+    assert engine_thread.submit(lambda: 7).result(timeout=5) == 7  # the thread goes on
