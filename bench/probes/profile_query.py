@@ -262,8 +262,39 @@ def _causal_route(n: int) -> dict:
             "cudnn_tflops": _tflops(pairs, lib) if lib else None, "cudnn_vs_triton": err}
 
 
+def _prefix_blocks(n: int, p: int) -> list[dict]:
+    """Our prefix kernel's launch shapes at one long segment (n queries over p keys)."""
+    from quail_kernels.prefix_attention import prefix_attention
+
+    scale, page = D ** -0.5, 64
+    q = torch.randn(n, HQ, D, device="cuda", dtype=torch.bfloat16)
+    pages = -(-p // page)
+    kc = torch.randn(pages, page, HKV, D, device="cuda", dtype=torch.bfloat16)
+    vc = torch.randn_like(kc)
+    cu = torch.tensor([0, n], dtype=torch.int32, device="cuda")
+    table = torch.arange(pages, dtype=torch.int32, device="cuda")[None]
+    lens = torch.tensor([p], dtype=torch.int32, device="cuda")
+    ref = prefix_attention(q, kc, vc, cu, table, lens, n, scale)[0].float()
+    rows = []
+    for blocks in [(64, 64, 4, 3), (128, 64, 8, 3), (128, 64, 4, 3), (128, 64, 8, 4),
+                   (64, 64, 4, 4), (128, 32, 4, 3)]:
+        try:
+            ms = bench_ms(lambda b=blocks: prefix_attention(q, kc, vc, cu, table, lens, n,
+                                                            scale, b))
+            out = prefix_attention(q, kc, vc, cu, table, lens, n, scale, blocks)[0].float()
+            rows.append({"queries": n, "keys": p, "blocks": blocks, "ms": round(ms, 3),
+                         "tflops": _tflops(n * p, ms),
+                         "vs_default": float((out - ref).norm() / ref.norm())})
+        except Exception as exc:  # noqa: BLE001 - a shape that does not compile is a result too
+            rows.append({"queries": n, "keys": p, "blocks": blocks, "error": str(exc)[:200]})
+        print(rows[-1])
+    return rows
+
+
 def routes() -> list[dict]:
     rows = []
+    for n, p in [(1370, 9000), (640, 9000), (4104, 3840)]:
+        rows += _prefix_blocks(n, p)
     for n, p in [(640, 9000), (1370, 9000), (2560, 9000), (640, 20000), (1370, 20000),
                  (19 * 216, 3840)]:
         rows.append(_prefix_route(n, p))
