@@ -63,9 +63,11 @@ class DocKV:
         (`extend_prefixes`). Returns whether it did."""
         if not self.private or self.stem or not stem:
             return False
+        extends = getattr(self.engine, "extends_prefixes", False)
+        if self.source is not None and not extends:
+            return False  # documents arriving from the source could not take it
         if self.handles:
-            if set(self.heads) != set(self.handles) or not getattr(self.engine,
-                                                                    "extends_prefixes", False):
+            if set(self.heads) != set(self.handles) or not extends:
                 return False
             limit = self.max_tokens
             if limit is not None and max(map(len, self.heads.values())) + len(stem) > limit:

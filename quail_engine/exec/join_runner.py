@@ -218,6 +218,50 @@ def _filter(step: JoinStep, cur: Joined, scans, ai_ops, runner: OpRunner, store:
     return cur.take(np.flatnonzero(keep))
 
 
+def ask_anchor_pair_ahead(step: JoinStep, nxt: JoinStep, cur: Joined,
+                          scans: dict[str, ScanData], survivors: dict[str, list[int]], ai_ops,
+                          runner: OpRunner, store: AnswerStore) -> None:
+    """Two joins in a row anchored on the relation the first brings in (QUAIL-B IMDB-9/10:
+    reviews r2 joined to the aspects a1 the chain holds, then to the aspects a2): asked ahead
+    in chunks of that relation's rows, each chunk's documents encoded once, by the first join
+    that misses an answer, and held for the second (DocKV.source), instead of each join
+    encoding them all. The answers wait in the store; run_joins then asks nothing again. Only
+    when the second join reads just those two relations and no equality key ties them to the
+    chain (then every pair it can ask depends on the chunk alone)."""
+    anchor = step.alias
+    if step.op is None or nxt.op is None or step.anchor != anchor or nxt.anchor != anchor \
+            or nxt.alias in cur.aliases or not len(cur):
+        return
+    op, nop = ai_ops[step.op], ai_ops[nxt.op]
+    layout = runner.layout(op, anchor=anchor)
+    if not layout.is_shared or not runner.layout(nop, anchor=anchor).is_shared:
+        return
+    every = [*cur.aliases, anchor, nxt.alias]
+    if set(bound_aliases(nxt.op, nop, scans, every)) != {anchor, nxt.alias} or any(
+            scans[a].key_columns & scans[b].key_columns
+            for a in (anchor, nxt.alias) for b in every if b != a):
+        return
+    rows, partners = survivors.get(anchor, []), survivors.get(nxt.alias, [])
+    if not rows or not partners:
+        return
+    bound = bound_aliases(step.op, op, scans, cur.aliases)
+    distinct, _ = cur.distinct(bound)
+    held = Joined({a: distinct[:, k].astype(ROW) for k, a in enumerate(bound)})
+    sample = dict(zip(bound, distinct[0].tolist()))
+    by_anchor = {i: [combo_values(step.op, op, scans, {**sample, anchor: i})] for i in rows}
+    for group in anchor_chunks(rows, by_anchor, layout, runner):
+        kv = runner.doc_kv()
+        try:
+            first = expand(step, held, anchor, scans, group, ai_ops, runner, store, kv,
+                           count=False, share=True)
+            kept = np.unique(first.cols[anchor]) if len(first) else np.zeros(0, ROW)
+            if len(kept):
+                expand(nxt, Joined({anchor: kept.astype(ROW)}), nxt.alias, scans, partners,
+                       ai_ops, runner, store, kv, materialize=False, count=False, share=True)
+        finally:
+            kv.release()
+
+
 def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[str, list[int]],
               ai_ops, runner: OpRunner, store: AnswerStore, carry: DocKV | None = None,
               rows_needed: bool = True) -> Joined:
@@ -246,6 +290,9 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
             group.append(steps.pop(0))
         for n, s in enumerate(group):
             reuse = carry if s.anchor is not None and s.anchor == carry_alias else None
+            if n == 0 and len(group) == 1 and steps and reuse is None:
+                ask_anchor_pair_ahead(s, steps[0], cur, scans, survivors, ai_ops, runner,
+                                      store)
             if n == 0:
                 last = len(joined) + 1 == len(aliases) and len(group) == 1
                 cur = expand(s, cur, step.alias, scans, survivors.get(step.alias, []), ai_ops,

@@ -108,3 +108,54 @@ def test_pass_table_hashes_are_computed_per_relation_row_and_hidden_from_stars()
     assert 'FROM (SELECT *, HASH(CAST(x AS TEXT)) AS "quail_h_r_0" FROM r) AS r' in out
     assert '(r."quail_h_r_0", p."quail_h_p_0") IN (SELECT (h0, h1) FROM quail_pass_0_s)' in out
     assert out.startswith('SELECT * EXCLUDE ("quail_h_r_0", "quail_h_p_0")')
+
+
+def test_two_joins_anchored_on_the_relation_the_chain_brings_in_encode_it_once():
+    """reviews r1 - aspects a1 - reviews r2 - aspects a2, the last two joins anchored on r2 and
+    asking different questions (QUAIL-B IMDB-10's shape): r2's documents are encoded once, by
+    the first of the two joins that misses an answer, and held for the second
+    (join_runner.ask_anchor_pair_ahead), with the same rows as the plain run."""
+    positive = ("AI_FILTER(PROMPT('Is the review {0} POSITIVE about the aspect {1}?', "
+                "r2.review, a2.name))")
+    sql = SQL.replace(DISCUSS.replace('R.', 'r2.').replace('A.', 'a2.'), positive)
+
+    class Encodings(FakeEngine):
+        def __init__(self):
+            super().__init__()
+            self.encoded: list[tuple[int, ...]] = []
+
+        def add_prefix(self, tokens):
+            self.encoded.append(tuple(tokens))
+            return super().add_prefix(tokens)
+
+    def run(ahead: bool):
+        engine = Encodings()
+        import quail_engine.exec.join_runner as jr
+
+        saved = jr.ask_anchor_pair_ahead
+        if not ahead:
+            jr.ask_anchor_pair_ahead = lambda *a, **k: None
+        try:
+            session = QuailSession(_db(), lambda: engine, use_cache=False,
+                                   device_spec=DeviceSpec("toy", 1e11, 2e10))
+            rows = session.execute(sql, "snowflake").to_pylist()
+        finally:
+            jr.ask_anchor_pair_ahead = saved
+        plan = session.report.plans[0]
+        return rows, engine, plan
+
+    rows, engine, plan = run(ahead=True)
+    plain_rows, plain, _ = run(ahead=False)
+    assert rows == plain_rows and rows
+    assert "join #1 r2 anchor=r2" in plan and "join #2 a2 anchor=r2" in plan, plan
+
+    def times_encoded(e: Encodings, text: str) -> int:
+        ids = tuple(e.vocab.get(w, -1) for w in text.split())
+        return sum(1 for enc in e.encoded
+                   if any(enc[i:i + len(ids)] == ids for i in range(len(enc))))
+
+    texts = [t for _, t, _ in REVIEWS]
+    ahead = [times_encoded(engine, t) for t in texts]
+    before = [times_encoded(plain, t) for t in texts]
+    assert sum(ahead) < sum(before), (ahead, before)
+    assert max(ahead) <= 2, ahead  # once as r1 (join #0), once as r2 (joins #1 and #2)
