@@ -125,6 +125,8 @@ def anchor_chunks(anchors: list[tuple], by_anchor: dict, layout, runner: OpRunne
                 for c in range(0, len(anchors), ANCHORS_PER_CHUNK)]
     sizer = runner.doc_kv()
     texts = [layout.texts(by_anchor[a][0])[0] for a in anchors]
+    anchors = runner.cached_first(anchors, texts)  # documents still cached by content first
+    texts = [layout.texts(by_anchor[a][0])[0] for a in anchors]
     sizer.tokenize(texts)
     budget, out, cur, used = capacity * CHUNK_SHARE, [], [], 0
     for anchor, text in zip(anchors, texts):

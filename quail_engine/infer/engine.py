@@ -133,6 +133,15 @@ class LocalEngine:
 
     extends_prefixes = True  # a wrapper forwards this, so it tells what the engine under it can
 
+    def cached_tokens(self, token_lists: Sequence[Sequence[int]]) -> list[int]:
+        """How many leading tokens of each list the prefix cache holds (0 without prefix
+        sharing), those pages marked used: the executor runs such rows first, before new
+        sequences evict them."""
+        index = self.prefix_cache.index if self.prefix_cache is not None else None
+        if index is None:
+            return [0] * len(token_lists)
+        return [chain[-1].num_tokens if (chain := index.match(t)) else 0 for t in token_lists]
+
     def extend_prefixes(self, handles: Sequence[PrefixHandle], tokens: Sequence[int]
                         ) -> list[PrefixHandle]:
         """For each resident prefix, a new one holding its tokens followed by `tokens` (the

@@ -59,3 +59,24 @@ def test_an_exception_reaches_the_caller():
     with pytest.raises(ValueError, match="bad batch"):
         engine_thread.submit(fail).result(timeout=5)
     assert engine_thread.submit(lambda: 7).result(timeout=5) == 7  # the thread goes on
+
+
+def test_rows_whose_documents_are_still_cached_run_first():
+    """OpRunner.cached_first: the engine's prefix cache (asked on the engine thread) still
+    holds some documents; their rows move ahead, every other order kept."""
+    from quail_engine.exec.answer_cache import AnswerCache
+    from quail_engine.exec.op_runner import OpRunner
+    from quail_engine.exec.report import Report
+
+    class Cached(FakeEngine):
+        held = {"beta", "delta"}
+
+        def cached_tokens(self, token_lists):
+            assert threading.current_thread().name.startswith("quail-engine")
+            return [16 if self.words[t[-1]] in self.held else 0 for t in token_lists]
+
+    runner = OpRunner(Cached(), AnswerCache.in_dir(None), Report())
+    docs = ["alpha", "beta", "gamma", "beta", "delta", "alpha"]
+    assert runner.cached_first(list(range(6)), docs) == [1, 3, 4, 0, 2, 5]
+    runner.engine.held = set()
+    assert runner.cached_first(list(range(6)), docs) == list(range(6))
