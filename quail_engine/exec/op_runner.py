@@ -220,9 +220,9 @@ class OpRunner:
     def cached_first(self, items: list, documents: list[str]) -> list:
         """`items` (one per document text, in the same order) with those whose document the
         engine's prefix cache still holds first, order otherwise kept: pages an earlier
-        operator of the statement left by content (QUAIL-B IMDB-14: a CTE classified every
-        review, the outer query asks the kept ones again) are read before new documents evict
-        them, least recently used first."""
+        operator of the statement left by content (QUAIL-B IMDB-9/10: the reviews a join
+        encoded as r1, asked again as r2 by the chain's later joins) are read before new
+        documents evict them. Documents only ever read inside a full prompt are not cached."""
         lookup = getattr(self.engine, "cached_tokens", None)
         if lookup is None or not items:
             return items
