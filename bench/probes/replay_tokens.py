@@ -1,0 +1,50 @@
+"""The tokens a QUAIL-B query would compute on the H200, from a CPU replay: the same bench path
+as the device run (override, token ledger, the GPU engine's host side over a tiny model whose
+forward only packs the batch: host_overhead.packing_engine, the device's tokenizer and arena
+size), so a change to the planner or executor shows its fresh tokens, minimum and rows without a
+GPU. Per query: rows, fresh tokens, the minimum, and per operator its fresh tokens.
+
+    python -m bench.probes.replay_tokens IMDB-10,IMDB-9 [--pages 5947]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from bench.quailb.queries import QUERIES
+from bench.quailb.resol import ROOT, replay_model
+from bench.quailb.run import open_suite
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("ids", help="comma-separated query ids")
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/quail-probe"))
+    ap.add_argument("--carry", type=Path, default=ROOT / ".carry" / "e2e")
+    ap.add_argument("--pages", type=int, default=5947, help="KV arena pages (the device run's)")
+    args = ap.parse_args(argv)
+
+    from bench.probes.host_overhead import packing_engine
+    from quail_engine.infer import factory
+
+    factory.load_engine = lambda spec, device="cpu", precision="bf16", tokenizer=None, **_: \
+        packing_engine(spec, args.pages, tokenizer)
+    suite = open_suite(args.workdir, "0.1", model=str(replay_model(args.workdir, args.carry)),
+                       override=True, ledger=True)
+    engine = suite.load()
+    for qid in args.ids.split(","):
+        t0 = time.perf_counter()
+        row = suite.run(QUERIES[qid])
+        print(f"{qid} rows {row.get('rows')} fresh {row.get('fresh_tokens')} minimum "
+              f"{engine.minimum().tokens} ({time.perf_counter() - t0:.0f} s)"
+              + (f" error {row['error']}" if row.get("error") else ""), flush=True)
+        for op in (suite.last_report or {}).get("operators") or []:
+            print(f"    #{op['op']} {op['kind']}: rows {op['rows_in']} -> {op['rows_out']}, "
+                  f"fresh {op['fresh_tokens']}, minimum {op.get('minimum_tokens')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
