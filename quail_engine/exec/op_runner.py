@@ -224,8 +224,9 @@ class OpRunner:
         encoded as r1, asked again as r2 by the chain's later joins) are read before new
         documents evict them. Documents only ever read inside a full prompt are not cached."""
         lookup = getattr(self.engine, "cached_tokens", None)
-        if lookup is None or not items:
-            return items
+        cache = getattr(self.engine, "prefix_cache", None)
+        if lookup is None or not items or (cache is not None and not cache.index.num_pages):
+            return items  # (nothing cached: the documents are not tokenized ahead of the batches)
         distinct = list(dict.fromkeys(documents))
         heads = self.text.heads(distinct)  # (the index is the engine thread's to touch)
         held = dict(zip(distinct, engine_thread.submit(lookup, heads).result()))
