@@ -2,12 +2,15 @@
 
 q [T, Hq, D], k/v [T, Hkv, D] (any token/head strides, unit last stride); cu_seqlens [B+1]
 int32 offsets. Returns out [T, Hq, D] (q's dtype) and lse [T, Hq] float32 (natural log of the
-sum of exp(scaled score) over the keys each query saw). `window` (Gemma's sliding layers): a
+sum of exp(scaled score) over the keys each query saw). `seqs` (int32 sequence indices): only
+those sequences are computed, the other rows of out/lse are left unwritten (another kernel
+takes them: the GPU path's long sequences go to cuDNN). `window` (Gemma's sliding layers): a
 query at i sees keys j with 0 <= i - j < window. `varlen_attention_fp8` writes out in e4m3 with
 one scale per token instead (the O projection's fp8 input, no separate quantize pass).
 
 Kernel: grid (cdiv(max_seqlen * G, BLOCK_M), B, Hkv); rows packed as in attention_tile.gqa_rows;
-keys 0..last query token of the tile, causal mask per row.
+keys 0..last query token of the tile, causal mask per row. Tiles run last first (a causal tile's
+work grows with its position: the longest ones start first and the short ones fill the end).
 """
 
 from __future__ import annotations
@@ -21,14 +24,19 @@ from quail_kernels.checks import check_power_of_two, check_tensor
 
 
 @triton.jit
-def _varlen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, qk_scale, window,
-                             s_qt, s_qh, s_kt, s_kh, s_vt, s_vh, s_ot, s_oh, s_lt,
+def _varlen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, seqs_ptr, qk_scale,
+                             window, s_qt, s_qh, s_kt, s_kh, s_vt, s_vh, s_ot, s_oh, s_lt,
                              amax_ptr, scale_ptr,
                              G: tl.constexpr, D: tl.constexpr,
                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                             HAS_WINDOW: tl.constexpr, OUT_FP8: tl.constexpr):
+                             HAS_WINDOW: tl.constexpr, OUT_FP8: tl.constexpr,
+                             HAS_SEQS: tl.constexpr, LAST_FIRST: tl.constexpr):
     tile = tl.program_id(0)
+    if LAST_FIRST:
+        tile = tl.num_programs(0) - 1 - tile
     seq = tl.program_id(1)
+    if HAS_SEQS:
+        seq = tl.load(seqs_ptr + seq)
     kv_head = tl.program_id(2)
     start = tl.load(cu_ptr + seq)
     seqlen = tl.load(cu_ptr + seq + 1) - start
@@ -127,8 +135,12 @@ def _check_qkv(q, k, v):
 def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                      cu_seqlens: torch.Tensor, max_seqlen: int, scale: float,
                      blocks: tuple[int, int, int, int] | None = None,
-                     window: int | None = None):
-    return _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8=False)[:2]
+                     window: int | None = None, seqs: torch.Tensor | None = None,
+                     last_first: bool = True):
+    """`seqs`: compute only these sequences (`max_seqlen`: the longest of them).
+    `last_first=False`: tiles in launch order (the probe's comparison)."""
+    return _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8=False,
+                   seqs=seqs, last_first=last_first)[:2]
 
 
 def varlen_attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -143,7 +155,8 @@ def varlen_attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8=True)
 
 
-def _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8: bool):
+def _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8: bool,
+            seqs: torch.Tensor | None = None, last_first: bool = True):
     _check_qkv(q, k, v)
     if window is not None and window < 1:
         raise ValueError(f"sliding window must be >= 1, got {window}")
@@ -157,6 +170,11 @@ def _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8: bool):
     # without fp8 the kernel never touches amax/scales: lse stands in for both pointers
     scales = torch.empty((num_tokens, 1), device=q.device, dtype=torch.float32) if fp8 else lse
     num_seqs = cu_seqlens.shape[0] - 1
+    if seqs is not None:
+        check_tensor("seqs", seqs, 1, dtypes=(torch.int32,))
+        if fp8:
+            raise ValueError("the fp8 output takes every sequence (its scales are per sequence)")
+        num_seqs = seqs.shape[0]
     if num_tokens == 0 or num_seqs == 0:
         return out, lse, scales
     amax = seq_amax(v, cu_seqlens, max_seqlen) if fp8 else lse
@@ -166,11 +184,13 @@ def _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8: bool):
         raise ValueError(f"BLOCK_M {block_m} smaller than the GQA group {group}")
     grid = (triton.cdiv(max_seqlen, block_m // group), num_seqs, k.shape[1])
     _varlen_attention_kernel[grid](
-        q, k, v, out, lse, cu_seqlens, scale * LOG2E, window or 0,
+        q, k, v, out, lse, cu_seqlens, seqs if seqs is not None else cu_seqlens,
+        scale * LOG2E, window or 0,
         q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0), v.stride(1),
         out.stride(0), out.stride(1), lse.stride(0), amax, scales,
         G=group, D=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, HAS_WINDOW=window is not None,
-        OUT_FP8=fp8, num_warps=warps, num_stages=stages)
+        OUT_FP8=fp8, HAS_SEQS=seqs is not None, LAST_FIRST=last_first, num_warps=warps,
+        num_stages=stages)
     return out, lse, scales
 
 

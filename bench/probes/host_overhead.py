@@ -45,7 +45,7 @@ def packing_engine(spec: str, pages: int, tokenizer=None):
 
     def forward(ids, positions, cu, prefixes, reads, store_kv=None):
         b = pack(ids, positions, cu, prefixes, reads, store_kv, model.arena, model.device,
-                 model.lib_prefix)
+                 model.lib_attention)
         return torch.zeros(len(reads), config.hidden_size), b.stored
 
     model.forward = forward

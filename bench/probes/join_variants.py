@@ -17,7 +17,7 @@ from bench.gpu.quail_runs import _join_waves, run_join
 from bench.gpu.workloads import JoinWork, join_requested_tokens, join_work
 from bench.results_io import Results
 from quail_engine.infer.api import EngineStats
-from quail_engine.infer.gpu.attention import LibPrefix, cudnn_attend
+from quail_engine.infer.gpu.attention import LibAttention, cudnn_attend
 from quail_engine.infer.gpu.runner import GpuRunner
 
 
@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     work = join_work(args.anchors, 1100, config.vocab_size)
     res.section("busy_default", busy, model, JoinWork(work.anchors[:8], work.partners))
     for chunk, grain in ((4096, 256), (4096, 64), (4096, 128), (8192, 64)):
-        model.lib_prefix = LibPrefix(cudnn_attend, chunk_rows=chunk, min_rows=chunk * 5 // 8,
+        model.lib_attention = LibAttention(cudnn_attend, chunk_rows=chunk, min_rows=chunk * 5 // 8,
                                      key_grain=grain)
 
         def one():

@@ -244,6 +244,7 @@ def _causal_route(n: int) -> dict:
     v = torch.randn_like(k)
     cu = torch.tensor([0, n], dtype=torch.int32, device="cuda")
     tri = bench_ms(lambda: varlen_attention(q, k, v, cu, n, scale))
+    launch_order = bench_ms(lambda: varlen_attention(q, k, v, cu, n, scale, last_first=False))
 
     def causal():
         return torch.ops.aten._scaled_dot_product_cudnn_attention(
@@ -258,8 +259,39 @@ def _causal_route(n: int) -> dict:
         lib, err = None, str(exc).splitlines()[0][:200]
     pairs = n * (n + 1) / 2
     return {"route": "causal", "len": n, "triton_ms": round(tri, 3),
-            "triton_tflops": _tflops(pairs, tri), "cudnn_ms": round(lib, 3) if lib else None,
+            "triton_tflops": _tflops(pairs, tri),
+            "triton_launch_order_tflops": _tflops(pairs, launch_order),
+            "cudnn_ms": round(lib, 3) if lib else None,
             "cudnn_tflops": _tflops(pairs, lib) if lib else None, "cudnn_vs_triton": err}
+
+
+def _own_route(lengths: list[int]) -> dict:
+    """The product's own attention (attention.own_attention) over one packed pass of these
+    sequences: the library's causal calls for the long ones vs all on Triton."""
+    from types import SimpleNamespace
+
+    from quail_engine.infer.gpu.attention import own_attention, plan_causal, probe_cudnn
+    from quail_kernels.varlen_attention import varlen_attention
+
+    lib = probe_cudnn(torch.device("cuda"), HQ, HKV, D)
+    scale, total = D ** -0.5, sum(lengths)
+    qkv = torch.randn(total, HQ + 2 * HKV, D, device="cuda", dtype=torch.bfloat16)
+    q, k, v = qkv[:, :HQ], qkv[:, HQ:HQ + HKV], qkv[:, HQ + HKV:]  # strided, as in the model
+    cu = torch.tensor([0] + [sum(lengths[:i + 1]) for i in range(len(lengths))],
+                      dtype=torch.int32, device="cuda")
+    batch = SimpleNamespace(cu_seqlens=cu, max_seqlen=max(lengths),
+                            causal_plan=plan_causal(lengths, torch.device("cuda"), lib))
+    o_tri, l_tri = varlen_attention(q, k, v, cu, max(lengths), scale)
+    o_lib, l_lib = own_attention(q, k, v, batch, scale, lib)
+    tri = bench_ms(lambda: varlen_attention(q, k, v, cu, max(lengths), scale))
+    ours = bench_ms(lambda: own_attention(q, k, v, batch, scale, lib))
+    pairs = sum(n * (n + 1) / 2 for n in lengths)
+    return {"route": "own", "lengths": lengths,
+            "library_seqs": len(batch.causal_plan.lib) if batch.causal_plan else 0,
+            "triton_ms": round(tri, 3), "triton_tflops": _tflops(pairs, tri),
+            "routed_ms": round(ours, 3), "routed_tflops": _tflops(pairs, ours),
+            "o_rel_err": float((o_lib.float() - o_tri.float()).norm() / o_tri.float().norm()),
+            "lse_max_abs_diff": float((l_lib - l_tri).abs().max())}
 
 
 def _prefix_blocks(n: int, p: int) -> list[dict]:
@@ -301,6 +333,10 @@ def routes() -> list[dict]:
         print(rows[-1])
     for n in (1024, 2048, 4096, 8192, 13056, 24064):
         rows.append(_causal_route(n))
+        print(rows[-1])
+    for lengths in ([24064, 300, 900, 13056, 5000, 120, 2100], [18000, 113, 113, 9000],
+                    [3000, 2500, 700, 2049, 400]):
+        rows.append(_own_route(lengths))
         print(rows[-1])
     return rows
 

@@ -104,10 +104,10 @@ def prefix_check(model, vocab_size: int, vocab, seed: int,
     owner = [i % num_anchors for i in range(len(suffixes))]
     shared = [SeqJob(s, prefix=stores[o].kv, vocab=vocab) for s, o in zip(suffixes, owner)]
     runner.run(shared)
-    lib, model.lib_prefix = model.lib_prefix, None
+    lib, model.lib_attention = model.lib_attention, None
     triton_only = [SeqJob(s, prefix=stores[o].kv, vocab=vocab) for s, o in zip(suffixes, owner)]
     runner.run(triton_only)
-    model.lib_prefix = lib
+    model.lib_attention = lib
     full = [SeqJob(anchors[o] + s, vocab=vocab) for s, o in zip(suffixes, owner)]
     runner.run(full)
     for s in stores:

@@ -52,6 +52,20 @@ def test_varlen_attention_reads_strided_views(device):
     assert rel_err(out, ref) < fp32_tol()
 
 
+def test_varlen_attention_computes_only_the_given_sequences(device):
+    """`seqs`: the chosen sequences match the reference in either tile order (the other
+    sequences' rows are the library's to write)."""
+    lengths = [9, 30, 4, 17]
+    q, k, v, cu = _packed(lengths, 4, 2, 32, device, 11)
+    ref, ref_lse = varlen_attention_ref(q, k, v, cu, max(lengths), 0.3)
+    seqs = torch.tensor([0, 2, 3], dtype=torch.int32, device=device)
+    for last_first in (True, False):
+        out, lse = varlen_attention(q, k, v, cu, 17, 0.3, seqs=seqs, last_first=last_first)
+        rows = torch.cat([torch.arange(0, 9), torch.arange(39, 60)]).to(device)
+        assert rel_err(out[rows], ref[rows]) < fp32_tol()
+        assert torch.allclose(lse[rows], ref_lse[rows], atol=fp32_tol())
+
+
 @pytest.mark.parametrize("lengths,hq,hkv,head_dim", SEQ_CASES)
 def test_varlen_attention_fp8_out_matches_reference(device, lengths, hq, hkv, head_dim):
     """fp8 epilogue: one scale per token from its sequence's max |v| (the bound on any output

@@ -1,13 +1,14 @@
-"""Prefix attention split between a library kernel (cuDNN on the GPU; here a plain-torch
-stand-in with cuDNN's output layout) and the Triton kernel: the plan covers every row once,
-keeps few shapes, and the merged answers equal the all-Triton path and unshared prompts."""
+"""Attention split between a library kernel (cuDNN on the GPU; here a plain-torch stand-in
+with cuDNN's output layout) and the Triton kernels: the prefix plan covers every row once and
+keeps few shapes, long sequences' own causal attention goes to the library in padded windows,
+and the answers equal the all-Triton path and unshared prompts."""
 
 import pytest
 import torch
 from kernel_checks import fp32_tol, rel_err
 from test_gpu_model import _models, _pack
 
-from quail_engine.infer.gpu.attention import LibPrefix, plan_prefix
+from quail_engine.infer.gpu.attention import LibAttention, plan_causal, plan_prefix
 from quail_engine.infer.gpu.paged_kv import PagedKVArena
 
 
@@ -22,10 +23,24 @@ def _torch_attend(calls):
     return attend
 
 
+def _torch_causal(calls):
+    def causal(q, k, v, scale):
+        calls.append(q.shape[0])
+        assert q.shape[0] == k.shape[0] == v.shape[0]
+        group = q.shape[1] // k.shape[1]
+        kk, vv = (x.repeat_interleave(group, 1).float() for x in (k, v))
+        s = torch.einsum("nhd,lhd->hnl", q.float(), kk) * scale
+        n = q.shape[0]
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1).to(s.device), float("-inf"))
+        o = torch.einsum("hnl,lhd->hnd", torch.softmax(s, -1), vv)
+        return o.to(q.dtype).transpose(0, 1), torch.logsumexp(s, -1).t()
+    return causal
+
+
 def test_plan_covers_each_row_once_with_fixed_window_and_whole_key_grains():
     arena = PagedKVArena(1, 1, 8, 64, 16, torch.float32, "cpu")
     long, short = arena.allocate(70), arena.allocate(20)
-    lib = LibPrefix(_torch_attend([]), chunk_rows=8, min_rows=6, key_grain=32)
+    lib = LibAttention(_torch_attend([]), chunk_rows=8, min_rows=6, key_grain=32)
     segs = [(None, 0, 3), (long, 3, 22), (short, 22, 30), (long, 30, 34)]
     plan = plan_prefix(segs, 34, 16, torch.device("cpu"), lib)
     covered = [r for r0, r1, _ in plan.runs for r in range(r0, r1)]
@@ -43,13 +58,13 @@ def test_plan_covers_each_row_once_with_fixed_window_and_whole_key_grains():
 def test_plan_without_library_or_room_keeps_everything_on_triton_and_grains_are_whole_pages():
     arena = PagedKVArena(1, 1, 8, 64, 16, torch.float32, "cpu")
     p = arena.allocate(70)
-    lib = LibPrefix(_torch_attend([]), chunk_rows=64, min_rows=6, key_grain=32)
+    lib = LibAttention(_torch_attend([]), chunk_rows=64, min_rows=6, key_grain=32)
     for chosen in (None, lib):  # no library; a window larger than the whole pass
         plan = plan_prefix([(p, 0, 40)], 40, 16, torch.device("cpu"), chosen)
         assert plan.lib_keys == {} and plan.lens.tolist() == [70]
     # a grain that is not a whole number of pages is rounded up to one (lcm(24, 16) = 48)
     plan = plan_prefix([(p, 0, 40)], 40, 16, torch.device("cpu"),
-                       LibPrefix(lib.attend, chunk_rows=8, min_rows=6, key_grain=24))
+                       LibAttention(lib.attend, chunk_rows=8, min_rows=6, key_grain=24))
     assert plan.lib_keys == {0: 48} and plan.lens.tolist() == [22]
 
 
@@ -66,13 +81,13 @@ def test_library_prefix_split_answers_like_triton_and_unshared(device, family):
         args = _pack(anchors, [0, 0], device)
         _, stored = fast.forward(*args[:3], [None, None], args[3], [True, True])
         for name, lib in (("triton", None),
-                          ("split", LibPrefix(_torch_attend(calls), chunk_rows=8, min_rows=6,
+                          ("split", LibAttention(_torch_attend(calls), chunk_rows=8, min_rows=6,
                                               key_grain=16))):
-            fast.lib_prefix = lib
+            fast.lib_attention = lib
             args = _pack(suffixes, [len(anchors[o]) for o in owner], device)
             h, _ = fast.forward(*args[:3], [stored[o] for o in owner], args[3])
             logits[name] = fast.logits(h)
-        fast.lib_prefix = None
+        fast.lib_attention = None
         full = [anchors[o] + s for o, s in zip(owner, suffixes)]
         args = _pack(full, [0] * len(full), device)
         h_full, _ = fast.forward(*args[:3], [None] * len(full), args[3])
@@ -84,3 +99,50 @@ def test_library_prefix_split_answers_like_triton_and_unshared(device, family):
     assert rel_err(logits["split"], fast.logits(h_full)) < fp32_tol()
     for entry in stored:
         entry.release()
+
+
+def test_causal_plan_sends_long_sequences_in_few_padded_shapes():
+    lib = LibAttention(_torch_attend([]), causal=_torch_causal([]), causal_min=2048)
+    assert plan_causal([100, 2047], torch.device("cpu"), lib) is None
+    assert plan_causal([5000], torch.device("cpu"), LibAttention(lib.attend)) is None
+    plan = plan_causal([100, 5000, 30, 24000], torch.device("cpu"), lib)
+    assert plan.lib == [(100, 5000), (5130, 24000)]
+    assert plan.seqs.tolist() == [0, 2] and plan.max_seqlen == 100
+    # rows rounded up to a 32nd of the power of two, never below the grain: <= 16 shapes per
+    # doubling of length, and less than 1/16 extra rows
+    assert [lib.causal_rows(n) for n in (2048, 2049, 5000, 8192, 8193, 24000)] == \
+        [2048, 2176, 5120, 8192, 8704, 24576]
+    lengths = range(2049, 32769)
+    assert len({lib.causal_rows(n) for n in lengths}) <= 4 * 16
+    assert max(lib.causal_rows(n) / n for n in lengths) < 1 + 1 / 16
+
+
+@pytest.mark.parametrize("family", ["qwen3", "llama"])
+def test_long_sequences_through_library_causal_answer_like_triton(device, family):
+    """Own attention of sequences >= causal_min in the library (one padded window each, the
+    last one past the pass's end: zero rows), alone and next to a shared prefix's suffixes."""
+    config, _, fast = _models(family, device)
+    g = torch.Generator().manual_seed(7)
+    seqs = [torch.randint(0, 97, (n,), generator=g).tolist() for n in (9, 40, 3, 29)]
+    calls = []
+    lib = LibAttention(_torch_attend([]), chunk_rows=1 << 20, causal=_torch_causal(calls),
+                       causal_min=20, causal_grain=16)
+    anchor = torch.randint(0, 97, (21,), generator=g).tolist()
+    with torch.inference_mode():
+        args = _pack([anchor], [0], device)
+        _, stored = fast.forward(*args[:3], [None], args[3], [True])
+        logits = {}
+        for name, chosen in (("triton", None), ("library", lib)):
+            fast.lib_attention = chosen
+            args = _pack(seqs, [0] * len(seqs), device)
+            h, _ = fast.forward(*args[:3], [None] * len(seqs), args[3])
+            prefixed = [stored[0], None, None, stored[0]]
+            args = _pack(seqs, [21 if p else 0 for p in prefixed], device)
+            hp, _ = fast.forward(*args[:3], prefixed, args[3])
+            logits[name] = (fast.logits(h), fast.logits(hp))
+        fast.lib_attention = None
+    # 40 and 29 tokens -> windows of 48 and 32 rows (grain 16), per layer, in both passes
+    assert sorted(set(calls)) == [32, 48] and len(calls) == 2 * 2 * config.num_layers
+    for ours, theirs in zip(logits["library"], logits["triton"]):
+        assert rel_err(ours, theirs) < fp32_tol()
+    stored[0].release()

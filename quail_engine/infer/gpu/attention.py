@@ -14,6 +14,12 @@ outputs are discarded) and key counts in whole multiples of `key_grain` (the rem
 keys, fewer than `key_grain` rounded up to whole pages, go to the Triton kernel through a
 block-table row shifted past them). Segments shorter than `min_rows` stay on Triton (a window of `chunk_rows` rows pays off
 only from about 2,600 real rows at the two kernels' rates).
+
+(a) for long sequences (>= `causal_min` tokens, the agent traces' 8-24k-token snapshots) also
+goes to cuDNN's causal attention (590 vs 492 TFLOP/s at 24k tokens, 523 vs 392 at 4k:
+bench/results/gpu-h200-profile-quailb-2026-12-03.json), one call per sequence over its rows
+rounded up to `causal_rows` (16 shapes per doubling of length; the extra rows are the
+next sequences' or zeros, and a causal row never sees a later one, so the real rows are exact).
 """
 
 from __future__ import annotations
@@ -37,29 +43,46 @@ DenseAttend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float],
                        tuple[torch.Tensor, torch.Tensor]]
 
 
-def cudnn_attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float):
+def cudnn_attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
+                 causal: bool = False):
     """Every query row of q [n, Hq, D] over all keys k/v [L, Hkv, D] (GQA) with cuDNN ->
-    (o [n, Hq, D], lse [n, Hq] natural-log, both views of cuDNN's outputs)."""
+    (o [n, Hq, D], lse [n, Hq] natural-log, both views of cuDNN's outputs). `causal`: row i
+    sees keys 0..i (n == L)."""
     res = torch.ops.aten._scaled_dot_product_cudnn_attention(
         q.transpose(0, 1).unsqueeze(0), k.transpose(0, 1).unsqueeze(0),
-        v.transpose(0, 1).unsqueeze(0), None, True, 0.0, False, False, scale=scale)
+        v.transpose(0, 1).unsqueeze(0), None, True, 0.0, causal, False, scale=scale)
     n, hq = q.shape[0], q.shape[1]
     return res[0][0].transpose(0, 1), res[1].reshape(hq, n).t()
 
 
+def cudnn_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float):
+    return cudnn_attend(q, k, v, scale, causal=True)
+
+
 @dataclass(frozen=True)
-class LibPrefix:
-    """A library kernel for the bulk of long prefix segments, and how it is fed."""
+class LibAttention:
+    """A library's attention for the bulk of long prefix segments (`attend`) and for long
+    sequences' own causal part (`causal`, optional), and how they are fed."""
     attend: DenseAttend
     chunk_rows: int = 4096
     min_rows: int = 2560
     key_grain: int = 256
+    causal: DenseAttend | None = None
+    causal_min: int = 2048
+    causal_grain: int = 128
+
+    def causal_rows(self, n: int) -> int:
+        """The rows of the library's call for an n-token sequence: n rounded up to a 32nd of
+        its power of two (at least `causal_grain`): 16 shapes per doubling of length, under 1/16
+        extra rows (2.2% on average over 2-32k tokens, 4.4% extra causal work)."""
+        grain = max(self.causal_grain, (1 << max(n - 1, 1).bit_length()) // 32)
+        return -(-n // grain) * grain
 
 
 def probe_cudnn(device: torch.device, num_heads: int, num_kv_heads: int, head_dim: int,
-                dtype: torch.dtype = torch.bfloat16) -> LibPrefix | None:
-    """LibPrefix on cuDNN if its fused attention runs here at these heads and dtype (bf16 or
-    fp16; float32 models stay on Triton), else None (logged)."""
+                dtype: torch.dtype = torch.bfloat16) -> LibAttention | None:
+    """LibAttention on cuDNN if its fused attention runs here at these heads and dtype (bf16 or
+    fp16; float32 models stay on Triton), else None (logged); its causal part likewise."""
     if device.type != "cuda" or not torch.backends.cudnn.is_available() or \
             dtype not in (torch.bfloat16, torch.float16):
         return None
@@ -73,7 +96,17 @@ def probe_cudnn(device: torch.device, num_heads: int, num_kv_heads: int, head_di
         log.warning("cuDNN fused attention unavailable (%s); prefix attention stays on Triton",
                     str(exc).splitlines()[0][:200])
         return None
-    return LibPrefix(cudnn_attend)
+    try:
+        qc, kc, vc = (torch.randn(256, h, head_dim, device=device, dtype=dtype)
+                      for h in (num_heads, num_kv_heads, num_kv_heads))
+        o, lse = cudnn_causal(qc, kc, vc, head_dim ** -0.5)
+        if not (torch.isfinite(o).all() and torch.isfinite(lse).all()):
+            raise RuntimeError("non-finite output on random inputs")
+    except RuntimeError as exc:
+        log.warning("cuDNN causal attention unavailable (%s); own attention stays on Triton",
+                    str(exc).splitlines()[0][:200])
+        return LibAttention(cudnn_attend)
+    return LibAttention(cudnn_attend, causal=cudnn_causal)
 
 
 @dataclass(frozen=True)
@@ -95,8 +128,59 @@ class PrefixPlan:
     runs: list[tuple[int, int, LibChunk | None]] = field(default_factory=list)
 
 
+@dataclass
+class CausalPlan:
+    """Which sequences' own causal attention the library takes (by rows), and the rest."""
+    lib: list[tuple[int, int]]   # (first row, tokens) per sequence for the library
+    seqs: torch.Tensor           # [S'] int32 the sequences left to the Triton kernel
+    max_seqlen: int              # the longest of those (0: none)
+
+
+def plan_causal(lengths: Sequence[int], device: torch.device,
+                lib: LibAttention | None) -> CausalPlan | None:
+    """lengths: the packed sequences' tokens in row order. None: all stay on Triton."""
+    if lib is None or lib.causal is None or max(lengths, default=0) < lib.causal_min:
+        return None
+    starts = [0]
+    for n in lengths:
+        starts.append(starts[-1] + n)
+    rest = [i for i, n in enumerate(lengths) if n < lib.causal_min]
+    return CausalPlan([(starts[i], n) for i, n in enumerate(lengths) if n >= lib.causal_min],
+                      to_device(rest, device, torch.int32),
+                      max((lengths[i] for i in rest), default=0))
+
+
+def _padded_rows(t: torch.Tensor, start: int, n: int, rows: int) -> torch.Tensor:
+    """t[start:start + rows], or those n real rows then zeros where t ends first."""
+    if start + rows <= t.shape[0]:
+        return t[start:start + rows]
+    out = t.new_zeros((rows, *t.shape[1:]))
+    out[:n] = t[start:start + n]
+    return out
+
+
+def own_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch, scale: float,
+                  lib: LibAttention | None, window: int | None = None):
+    """Each sequence's causal attention over its own tokens -> (o [T, Hq, D], lse [T, Hq])."""
+    plan: CausalPlan | None = batch.causal_plan
+    if plan is None:
+        return varlen_attention(q, k, v, batch.cu_seqlens, batch.max_seqlen, scale,
+                                window=window)
+    if window is not None:
+        raise ValueError("a sliding-window layer cannot send its sequences to the library's "
+                         "causal attention (models with sliding layers stay on Triton)")
+    o, lse = varlen_attention(q, k, v, batch.cu_seqlens, plan.max_seqlen, scale,
+                              seqs=plan.seqs)
+    for start, n in plan.lib:
+        rows = lib.causal_rows(n)
+        lo, ll = lib.causal(*(_padded_rows(t, start, n, rows) for t in (q, k, v)), scale)
+        o[start:start + n] = lo[:n]
+        lse[start:start + n] = ll[:n]
+    return o, lse
+
+
 def plan_prefix(segments: Sequence[tuple[PagedPrefix | None, int, int]], total_rows: int,
-                page_size: int, device: torch.device, lib: LibPrefix | None) -> PrefixPlan:
+                page_size: int, device: torch.device, lib: LibAttention | None) -> PrefixPlan:
     """segments: (prefix or None, first row, end row) covering [0, total_rows) in order."""
     # the library's keys end on a page boundary so the Triton tail starts at a whole page
     grain = math.lcm(lib.key_grain, page_size) if lib is not None else 0
@@ -132,18 +216,17 @@ def plan_prefix(segments: Sequence[tuple[PagedPrefix | None, int, int]], total_r
 
 def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
                     arena_k: torch.Tensor | None, arena_v: torch.Tensor | None, scale: float,
-                    fp8: bool, lib: LibPrefix | None, window: int | None = None):
+                    fp8: bool, lib: LibAttention | None, window: int | None = None):
     """-> (o [T, Hq * D] in q's dtype or fp8, per-token scale [T, 1] when fp8). `window`: a
     sliding-window layer (then the batch's plan must not use the library kernel)."""
     num_tokens = q.shape[0]
-    if not batch.has_prefix and fp8:  # quantized in the attention's epilogue
+    if not batch.has_prefix and fp8 and batch.causal_plan is None:  # quantized in the attention's epilogue
         o, _, scales = varlen_attention_fp8(q, k, v, batch.cu_seqlens, batch.max_seqlen, scale,
                                             window=window)
         return o.view(num_tokens, -1), scales
-    o, lse = varlen_attention(q, k, v, batch.cu_seqlens, batch.max_seqlen, scale,
-                              window=window)
+    o, lse = own_attention(q, k, v, batch, scale, lib, window)
     if not batch.has_prefix:
-        return o.view(num_tokens, -1), None
+        return lse_merge(o, lse, fp8=True) if fp8 else (o.view(num_tokens, -1), None)
     plan: PrefixPlan = batch.prefix_plan
     if window is not None and plan.lib_keys:
         raise ValueError("a sliding-window layer cannot read a prefix split for the library "

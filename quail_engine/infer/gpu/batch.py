@@ -13,7 +13,13 @@ from dataclasses import dataclass
 
 import torch
 
-from quail_engine.infer.gpu.attention import LibPrefix, PrefixPlan, plan_prefix
+from quail_engine.infer.gpu.attention import (
+    CausalPlan,
+    LibAttention,
+    PrefixPlan,
+    plan_causal,
+    plan_prefix,
+)
 from quail_engine.infer.gpu.paged_kv import PagedKVArena, PagedPrefix
 from quail_engine.infer.gpu.staging import to_device
 
@@ -32,6 +38,7 @@ class PackedBatch:
     store_rows: torch.Tensor | None   # [N] long rows whose K/V go to the arena
     store_slots: torch.Tensor | None  # [N] long flat arena slots
     stored: list[PagedPrefix | None]  # per sequence in the caller's order
+    causal_plan: CausalPlan | None = None  # long sequences' own attention in the library
 
 
 def _order(prefixes: Sequence[PagedPrefix | None]) -> list[int]:
@@ -45,9 +52,10 @@ def _order(prefixes: Sequence[PagedPrefix | None]) -> list[int]:
 def pack(input_ids: torch.Tensor, positions: torch.Tensor, cu_seqlens: torch.Tensor,
          prefixes: Sequence[PagedPrefix | None], read_index: torch.Tensor,
          store_kv: Sequence[bool] | None, arena: PagedKVArena | None,
-         device: torch.device | None = None, lib: LibPrefix | None = None) -> PackedBatch:
+         device: torch.device | None = None, lib: LibAttention | None = None) -> PackedBatch:
     """Inputs may live on the host (no GPU sync) or on `device`; outputs live on `device`.
-    `lib`: the library kernel for long prefix segments, if the model has one."""
+    `lib`: the library's attention for long prefix segments and long sequences, if the model
+    has one."""
     device = device or input_ids.device
     bounds = [int(x) for x in cu_seqlens.tolist()]
     num_seqs = len(bounds) - 1
@@ -114,4 +122,5 @@ def pack(input_ids: torch.Tensor, positions: torch.Tensor, cu_seqlens: torch.Ten
         max_seqlen=max(lengths, default=0), read_index=reads, has_prefix=has_prefix,
         seg_cu=seg_cu, prefix_plan=plan, max_seg_len=max_seg,
         store_rows=to_device(torch.cat(rows), device) if rows else None,
-        store_slots=to_device(torch.cat(slots), device) if slots else None, stored=stored)
+        store_slots=to_device(torch.cat(slots), device) if slots else None, stored=stored,
+        causal_plan=plan_causal([lengths[b] for b in order], device, lib))

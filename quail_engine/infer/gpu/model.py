@@ -123,13 +123,13 @@ class GpuCausalLM:
                 config.max_position, config.head_dim, config.rope_local_theta or config.rope_theta,
                 self.device)
         self.arena = arena
-        self.lib_prefix = None
-        # cuDNN's windows and key grains assume every prefix key is visible: sliding-window
-        # models keep their prefix attention on Triton
+        self.lib_attention = None
+        # cuDNN's windows and key grains assume every key is visible: sliding-window models
+        # keep their attention on Triton
         if prefix_backend != "triton" and "sliding_attention" not in config.layer_types:
-            self.lib_prefix = probe_cudnn(self.device, config.num_heads, config.num_kv_heads,
-                                          config.head_dim, dtype)
-            if self.lib_prefix is None and prefix_backend == "cudnn":
+            self.lib_attention = probe_cudnn(self.device, config.num_heads,
+                                             config.num_kv_heads, config.head_dim, dtype)
+            if self.lib_attention is None and prefix_backend == "cudnn":
                 raise ValueError("prefix_backend='cudnn' but cuDNN fused attention does not run "
                                  f"on {self.device}")
 
@@ -143,7 +143,7 @@ class GpuCausalLM:
             raise ValueError(f"position {int(positions.max())} beyond max_position "
                              f"{self.config.max_position}")
         b = pack(input_ids, positions, cu_seqlens, prefixes, read_index, store_kv, self.arena,
-                 self.device, self.lib_prefix)
+                 self.device, self.lib_attention)
         cfg = self.config
         q8 = {name: name in self.fp8_proj for name in FP8_PROJ}
         x = self.embed[b.input_ids]
@@ -169,7 +169,8 @@ class GpuCausalLM:
             arena_v = self.arena.v[li] if b.has_prefix else None
             # block scheme: the attention writes bf16, quantized below in 1 x 128 groups
             a, s = layer_attention(q, k, v, b, arena_k, arena_v, cfg.attention_scale,
-                                   q8["o"] and not self.fp8_block, self.lib_prefix, layer.window)
+                                   q8["o"] and not self.fp8_block, self.lib_attention,
+                                   layer.window)
             if li == last:  # only the rows that are read go on
                 a, res, s = _rows(a, b.read_index), res[b.read_index], \
                     (s[b.read_index] if s is not None else None)
