@@ -68,7 +68,7 @@ command_of() {  # the command line of a step
       ${QUAILB_ONLY:+--only $QUAILB_ONLY} ${QUAILB_REDO:+--redo $QUAILB_REDO} \
       --resume $(quailb_resume) --out \$OUT/quailb_gpu.json" ;;
     profile) echo "python3 -m bench.probes.profile_query ${PROFILE_ROUTES:+--routes} \
-      --ids "${PROFILE_IDS-BIO-2,AGENT-1}" --first ${PROFILE_FIRST:-8} --count ${PROFILE_COUNT:-6} \
+      --ids \"${PROFILE_IDS-BIO-2,AGENT-1}\" --first ${PROFILE_FIRST:-8} --count ${PROFILE_COUNT:-6} \
       --workdir /tmp/quail-e2e" ;;
     *) echo "unknown step $1" >&2; return 1 ;;
   esac
