@@ -54,6 +54,7 @@ def run_ab(args) -> dict:
             runs = []
             for setting in args.order.split(","):
                 model.lib_attention = routed if setting == "on" else plain
+                shutil.rmtree(work / "answers", ignore_errors=True)  # no cached answers
                 row = suite.run(case)
                 runs.append({"causal_route": setting, "run_s": row.get("run_s"),
                              "gpu_pass_s": round(sum(o.get("gpu_pass_s") or 0.0 for o in
