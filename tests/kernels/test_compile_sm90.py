@@ -39,17 +39,22 @@ def _compile(fn, pointers: dict, scalars: dict, constexprs: dict, warps: int, st
 
 
 ATTN = {"q_ptr": BF16, "k_ptr": BF16, "v_ptr": BF16, "o_ptr": BF16, "lse_ptr": F32,
-        "cu_ptr": I32, "bt_ptr": I32, "plen_ptr": I32, "pos_ptr": "*i64"}
+        "cu_ptr": I32, "seqs_ptr": I32, "bt_ptr": I32, "plen_ptr": I32, "pos_ptr": "*i64"}
 BLOCKS = {128: [(64, 64, 4, 3), (64, 32, 4, 3), (128, 128, 8, 3), (64, 16, 4, 3)], 256: [(64, 32, 4, 2)]}
 
 
 def attention_kernels(head_dim: int, window: bool) -> None:
     for bm, bn, warps, stages in BLOCKS[head_dim]:
         common = {"G": 4, "D": head_dim, "BLOCK_M": bm, "BLOCK_N": bn, "HAS_WINDOW": window}
-        for fp8 in (False, True):
+        # fp8 output; bf16 over every sequence; bf16 over a subset in launch order (the
+        # probe's comparison)
+        for fp8, seqs, last_first in ((True, False, True), (False, False, True),
+                                      (False, True, False)):
             _compile(_varlen_attention_kernel,
                      {**ATTN, "o_ptr": FP8 if fp8 else BF16, "amax_ptr": F32, "scale_ptr": F32},
-                     {"qk_scale": "fp32"}, {**common, "OUT_FP8": fp8}, warps, stages)
+                     {"qk_scale": "fp32"},
+                     {**common, "OUT_FP8": fp8, "HAS_SEQS": seqs, "LAST_FIRST": last_first},
+                     warps, stages)
         _compile(_seq_amax_kernel, {"x_ptr": BF16, "cu_ptr": I32, "out_ptr": F32}, {},
                  {"N": 8 * head_dim, "BLOCK": 8 * head_dim, "ROWS": 16}, 4)
         _compile(_prefix_attention_kernel, ATTN, {"qk_scale": "fp32"}, {**common, "PAGE": 64},
