@@ -148,9 +148,10 @@ class Runner:
     def _assign(jobs: list[SeqJob], owners: torch.Tensor, logits: torch.Tensor,
                 column: dict[int, int] | None) -> None:
         logits = logits.float().cpu()
+        union = tuple(column) if column is not None else None
         for k in owners.unique().tolist():
             rows = (owners == k).nonzero().flatten()
             part = logits[rows]
-            if column is not None:
+            if column is not None and tuple(jobs[k].vocab) != union:
                 part = part[:, [column[t] for t in jobs[k].vocab]]
             jobs[k].logits = part

@@ -208,10 +208,13 @@ def _read_back(jobs: list[SeqJob], spans, host, columns, done) -> None:
         return
     if done is not None:
         done.synchronize()
+    union = tuple(columns) if isinstance(columns, dict) else None  # the columns' tokens
     for job, (first, count) in zip(jobs, spans):
         if count:
             part = host[first:first + count]
-            if job.vocab is not None and columns is not True:
+            if job.vocab is not None and columns is not True and not (
+                    union is not None and len(job.vocab) == len(union)
+                    and tuple(job.vocab) == union):  # asked for every column, in order
                 cols = list(job.vocab) if columns is None else [columns[t] for t in job.vocab]
                 part = part[:, cols]
             job.logits = part
