@@ -4,7 +4,11 @@ forward only packs the batch: host_overhead.packing_engine, the device's tokeniz
 size), so a change to the planner or executor shows its fresh tokens, minimum and rows without a
 GPU. Per query: rows, fresh tokens, the minimum, and per operator its fresh tokens.
 
-    python -m bench.probes.replay_tokens IMDB-10,IMDB-9 [--pages 5947]
+    python -m bench.probes.replay_tokens IMDB-10,IMDB-9 [--pages 5947] [--skip-head]
+
+`--skip-head`: the LM head's log-probabilities are zeros instead of the tiny model's (on the CPU
+its full-vocabulary normalizer dominates a label-scoring query; on the GPU it is a small GEMM),
+so the printed seconds are the host side's.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+
+import torch
 
 from bench.quailb.queries import QUERIES
 from bench.quailb.resol import ROOT, replay_model
@@ -24,7 +30,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/quail-probe"))
     ap.add_argument("--carry", type=Path, default=ROOT / ".carry" / "e2e")
     ap.add_argument("--pages", type=int, default=5947, help="KV arena pages (the device run's)")
+    ap.add_argument("--skip-head", action="store_true",
+                    help="zero log-probabilities instead of the tiny model's LM head")
     args = ap.parse_args(argv)
+    if args.skip_head:
+        from quail_engine.infer import runner as cpu_runner
+        from quail_engine.infer.gpu import runner as gpu_runner
+
+        def zeros(model, hidden, columns, rows_per_chunk=1024):
+            return torch.zeros((hidden.shape[0], len(columns)), dtype=torch.float32)
+        cpu_runner.head_log_probs = gpu_runner.head_log_probs = zeros
 
     from bench.probes.host_overhead import packing_engine
     from quail_engine.infer import factory
@@ -38,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         row = suite.run(QUERIES[qid])
         print(f"{qid} rows {row.get('rows')} fresh {row.get('fresh_tokens')} minimum "
-              f"{engine.minimum().tokens} ({time.perf_counter() - t0:.0f} s)"
+              f"{engine.minimum().tokens} ({time.perf_counter() - t0:.1f} s)"
               + (f" error {row['error']}" if row.get("error") else ""), flush=True)
         for op in (suite.last_report or {}).get("operators") or []:
             print(f"    #{op['op']} {op['kind']}: rows {op['rows_in']} -> {op['rows_out']}, "
