@@ -51,12 +51,15 @@ class PagedPrefix:
             return True
         return False
 
-    def slots(self) -> torch.Tensor:
-        """[num_tokens] flat slot index (page * page_size + offset) of every token."""
+    def slots(self, start: int = 0) -> torch.Tensor:
+        """[num_tokens - start] flat slot index (page * page_size + offset) of every token
+        from `start` on (a join copies only the last partial page: no index of the pages
+        before it is built)."""
         size = self.arena.page_size
-        pages = torch.tensor(self.pages, dtype=torch.long).repeat_interleave(size)
-        offsets = torch.arange(size).repeat(len(self.pages))
-        return (pages * size + offsets)[: self.num_tokens]
+        first = start // size
+        pages = torch.tensor(self.pages[first:], dtype=torch.long)
+        rows = torch.arange(start - first * size, self.num_tokens - first * size)
+        return pages[rows // size] * size + rows % size
 
 
 class PagedKVArena:
@@ -126,7 +129,7 @@ class PagedKVArena:
                 out.append(self.chain(prefix.pages + other.pages, total))
                 continue
             fresh = self.allocate(total - whole * size)
-            src += [prefix.slots()[whole * size:], other.slots()]
+            src += [prefix.slots(whole * size), other.slots()]
             dst.append(fresh.slots())
             out.append(self.chain(prefix.pages[:whole] + fresh.pages, total))
             fresh.release()  # (its pages stay, held by the new prefix)
