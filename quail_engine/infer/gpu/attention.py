@@ -15,11 +15,12 @@ keys, fewer than `key_grain` rounded up to whole pages, go to the Triton kernel 
 block-table row shifted past them). Segments shorter than `min_rows` stay on Triton (a window of `chunk_rows` rows pays off
 only from about 2,600 real rows at the two kernels' rates).
 
-(a) for long sequences (>= `causal_min` tokens, the agent traces' 8-24k-token snapshots) also
-goes to cuDNN's causal attention (590 vs 492 TFLOP/s at 24k tokens, 523 vs 392 at 4k:
-bench/results/gpu-h200-profile-quailb-2026-12-03.json), one call per sequence over its rows
-rounded up to `causal_rows` (16 shapes per doubling of length; the extra rows are the
-next sequences' or zeros, and a causal row never sees a later one, so the real rows are exact).
+Part (a) of a long sequence (>= `causal_min` tokens: agent-trace snapshots of 8-24k tokens,
+long reports) goes to cuDNN's causal attention too (597 vs 499 TFLOP/s for our kernel at 24k
+tokens, 534 vs 435 at 4k: bench/results/gpu-h200-attention-routes-2026-12-03.json), one call
+per sequence over its rows rounded up to `causal_rows` (16 shapes per doubling of length; the
+extra rows are the next sequences' or zeros, and a causal row never sees a later one, so the
+real rows are exact); the other sequences stay on the Triton kernel.
 """
 
 from __future__ import annotations
@@ -220,7 +221,8 @@ def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
     """-> (o [T, Hq * D] in q's dtype or fp8, per-token scale [T, 1] when fp8). `window`: a
     sliding-window layer (then the batch's plan must not use the library kernel)."""
     num_tokens = q.shape[0]
-    if not batch.has_prefix and fp8 and batch.causal_plan is None:  # quantized in the attention's epilogue
+    if not batch.has_prefix and fp8 and batch.causal_plan is None:
+        # quantized in the attention's epilogue
         o, _, scales = varlen_attention_fp8(q, k, v, batch.cu_seqlens, batch.max_seqlen, scale,
                                             window=window)
         return o.view(num_tokens, -1), scales
