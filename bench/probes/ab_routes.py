@@ -34,15 +34,12 @@ def gpu_model(engine: Any):
 
 
 def run_ab(args) -> dict:
-    from bench.gpu.e2e_data import write_model_dir
-    from bench.quailb.run import ROOT, _cases, open_suite
+    from bench.probes.profile_query import device_suite
+    from bench.quailb.run import _cases
 
     work = Path(args.workdir)
-    model_dir = work / f"model-{args.random_model}"
-    write_model_dir(model_dir, ROOT / ".carry" / "e2e" / "tok", False, "cuda")
-    suite = open_suite(work, args.scale, model=str(model_dir), device="cuda", override=True,
-                       precision=args.precision, ledger=False)
-    model = gpu_model(suite.load())
+    suite = device_suite(args)
+    model = gpu_model(suite.engine[0])
     routed = model.lib_attention
     if routed is None or routed.causal is None:
         raise RuntimeError("this machine's model has no library causal route to compare")

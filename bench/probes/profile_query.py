@@ -180,9 +180,11 @@ def profile_query(suite, case, first: int, count: int) -> dict:
             "shapes": shapes}
 
 
-def run_queries(args) -> dict:
+def device_suite(args):
+    """The timed table's suite on the GPU (random-weight model written under `--workdir`,
+    the override, no ledger), its engine loaded."""
     from bench.gpu.e2e_data import write_model_dir
-    from bench.quailb.run import ROOT, _cases, open_suite
+    from bench.quailb.run import ROOT, open_suite
 
     work = Path(args.workdir)
     model_dir = work / f"model-{args.random_model}"
@@ -190,6 +192,14 @@ def run_queries(args) -> dict:
     suite = open_suite(work, args.scale, model=str(model_dir), device="cuda", override=True,
                        precision=args.precision, ledger=False)
     suite.load()
+    return suite
+
+
+def run_queries(args) -> dict:
+    from bench.quailb.run import _cases
+
+    work = Path(args.workdir)
+    suite = device_suite(args)
     out = {}
     try:
         for spec in args.ids.split(","):  # ID or ID@FIRST
