@@ -155,8 +155,30 @@ def varlen_attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8=True)
 
 
+def varlen_attention_grouped(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                             cu_seqlens: torch.Tensor, max_seqlen: int,
+                             groups: list[tuple[torch.Tensor, int]], scale: float,
+                             fp8: bool = False, window: int | None = None):
+    """One launch per group (int32 sequence indices, the longest of them), each with the blocks
+    of its own longest sequence, into shared outputs: a pass of 300-token documents with a few
+    of 1,500 tokens does not run every document with the long sequences' tiles. -> (out, lse,
+    scale [T, 1] or None); rows of sequences in no group are left unwritten (fp8: the groups
+    must cover every sequence, as its scales come from the sequence's max |v|)."""
+    _check_qkv(q, k, v)
+    out = torch.empty(q.shape, device=q.device, dtype=torch.float8_e4m3fn if fp8 else q.dtype)
+    lse = torch.empty(q.shape[:2], device=q.device, dtype=torch.float32)
+    scales = torch.empty((q.shape[0], 1), device=q.device, dtype=torch.float32) if fp8 else None
+    amax = seq_amax(v, cu_seqlens, max_seqlen) if fp8 and q.shape[0] else None
+    for seqs, longest in groups:
+        _launch(q, k, v, cu_seqlens, longest, scale, None, window, fp8=fp8, seqs=seqs,
+                into=(out, lse, scales if fp8 else lse, amax if fp8 else lse))
+    return out, lse, scales
+
+
 def _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8: bool,
-            seqs: torch.Tensor | None = None, last_first: bool = True):
+            seqs: torch.Tensor | None = None, last_first: bool = True, into=None):
+    """`into`: (out, lse, scales, amax) to write into instead of new tensors (the grouped
+    launches; without fp8, lse stands in for scales and amax)."""
     _check_qkv(q, k, v)
     if window is not None and window < 1:
         raise ValueError(f"sliding window must be >= 1, got {window}")
@@ -165,19 +187,27 @@ def _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8: bool,
     check_tensor("cu_seqlens", cu_seqlens, 1, dtypes=(torch.int32,))
     num_tokens, num_heads, head_dim = q.shape
     group = num_heads // k.shape[1]
-    out = torch.empty(q.shape, device=q.device, dtype=torch.float8_e4m3fn if fp8 else q.dtype)
-    lse = torch.empty((num_tokens, num_heads), device=q.device, dtype=torch.float32)
-    # without fp8 the kernel never touches amax/scales: lse stands in for both pointers
-    scales = torch.empty((num_tokens, 1), device=q.device, dtype=torch.float32) if fp8 else lse
+    if into is not None:
+        out, lse, scales, amax = into
+    else:
+        out = torch.empty(q.shape, device=q.device,
+                          dtype=torch.float8_e4m3fn if fp8 else q.dtype)
+        lse = torch.empty((num_tokens, num_heads), device=q.device, dtype=torch.float32)
+        # without fp8 the kernel never touches amax/scales: lse stands in for both pointers
+        scales = torch.empty((num_tokens, 1), device=q.device, dtype=torch.float32) \
+            if fp8 else lse
+        amax = None
     num_seqs = cu_seqlens.shape[0] - 1
     if seqs is not None:
         check_tensor("seqs", seqs, 1, dtypes=(torch.int32,))
-        if fp8:
-            raise ValueError("the fp8 output takes every sequence (its scales are per sequence)")
+        if fp8 and into is None:
+            raise ValueError("the fp8 output of a subset of sequences needs every sequence's "
+                             "max |v| (varlen_attention_grouped)")
         num_seqs = seqs.shape[0]
     if num_tokens == 0 or num_seqs == 0:
         return out, lse, scales
-    amax = seq_amax(v, cu_seqlens, max_seqlen) if fp8 else lse
+    if amax is None:
+        amax = seq_amax(v, cu_seqlens, max_seqlen) if fp8 else lse
     block_m, block_n, warps, stages = blocks or default_blocks(q.device.type, head_dim,
                                                                  max_seqlen)
     if block_m < group:

@@ -70,6 +70,8 @@ command_of() {  # the command line of a step
     profile) echo "python3 -m bench.probes.profile_query ${PROFILE_ROUTES:+--routes} \
       --ids \"${PROFILE_IDS-BIO-2,AGENT-1}\" --first ${PROFILE_FIRST:-8} --count ${PROFILE_COUNT:-6} \
       --workdir /tmp/quail-e2e" ;;
+    passes) echo "python3 -m bench.probes.attention_passes --ids ${PASSES_IDS:-IMDB-1@2,LEP-2@2,AGENT-1@8} \
+      --count ${PASSES_COUNT:-3} --workdir /tmp/quail-e2e" ;;
     ab) echo "python3 -m bench.probes.ab_routes --ids ${AB_IDS:-BIO-1} --order ${AB_ORDER:-on,off,on} \
       --workdir /tmp/quail-e2e" ;;
     *) echo "unknown step $1" >&2; return 1 ;;

@@ -12,6 +12,7 @@ from quail_kernels.varlen_attention import (
     varlen_attention,
     varlen_attention_fp8,
     varlen_attention_fp8_ref,
+    varlen_attention_grouped,
     varlen_attention_ref,
 )
 
@@ -64,6 +65,30 @@ def test_varlen_attention_computes_only_the_given_sequences(device):
         rows = torch.cat([torch.arange(0, 9), torch.arange(39, 60)]).to(device)
         assert rel_err(out[rows], ref[rows]) < fp32_tol()
         assert torch.allclose(lse[rows], ref_lse[rows], atol=fp32_tol())
+
+
+def test_grouped_launches_write_every_sequence_like_one_launch(device):
+    """Sequences split into launches by length (each with its own longest's tiles) into shared
+    outputs: bf16/fp32 like the reference, fp8 with each sequence's own scale; a sequence in
+    no group keeps its rows unwritten (the library's)."""
+    lengths = [9, 30, 4, 17, 2]
+    q, k, v, cu = _packed(lengths, 4, 2, 32, device, 13)
+    v[9:39] *= 30.0
+    ref, ref_lse = varlen_attention_ref(q, k, v, cu, 30, 0.3)
+    groups = [(torch.tensor(ix, dtype=torch.int32, device=device), max(lengths[i] for i in ix))
+              for ix in ([1, 3], [0, 2, 4])]
+    out, lse, scales = varlen_attention_grouped(q, k, v, cu, 30, groups, 0.3)
+    assert scales is None
+    assert rel_err(out, ref) < fp32_tol()
+    assert torch.allclose(lse, ref_lse, atol=fp32_tol())
+    out8, lse8, scales8 = varlen_attention_grouped(q, k, v, cu, 30, groups, 0.3, fp8=True)
+    ref8, _, ref_scale = varlen_attention_fp8_ref(q, k, v, cu, 30, 0.3)
+    check_fp8(out8.view(62, -1), scales8, ref8.view(62, -1), ref_scale, tol=4e-2)
+    assert torch.allclose(lse8, ref_lse, atol=fp32_tol())
+    assert float(scales8[10]) > 10 * float(scales8[0])
+    partial, _, _ = varlen_attention_grouped(q, k, v, cu, 30, groups[:1], 0.3)
+    rows = torch.cat([torch.arange(9, 39), torch.arange(43, 60)]).to(device)
+    assert rel_err(partial[rows], ref[rows]) < fp32_tol()
 
 
 @pytest.mark.parametrize("lengths,hq,hkv,head_dim", SEQ_CASES)

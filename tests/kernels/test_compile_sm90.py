@@ -46,9 +46,11 @@ BLOCKS = {128: [(64, 64, 4, 3), (64, 32, 4, 3), (128, 128, 8, 3), (64, 16, 4, 3)
 def attention_kernels(head_dim: int, window: bool) -> None:
     for bm, bn, warps, stages in BLOCKS[head_dim]:
         common = {"G": 4, "D": head_dim, "BLOCK_M": bm, "BLOCK_N": bn, "HAS_WINDOW": window}
-        # fp8 output; bf16 over every sequence; bf16 over a subset in launch order (the
+        # fp8 output; bf16 over every sequence; over a subset (a launch of a pass split by
+        # length or beside the library), fp8 and bf16; bf16 over a subset in launch order (the
         # probe's comparison)
         for fp8, seqs, last_first in ((True, False, True), (False, False, True),
+                                      (True, True, True), (False, True, True),
                                       (False, True, False)):
             _compile(_varlen_attention_kernel,
                      {**ATTN, "o_ptr": FP8 if fp8 else BF16, "amax_ptr": F32, "scale_ptr": F32},

@@ -103,11 +103,12 @@ def test_library_prefix_split_answers_like_triton_and_unshared(device, family):
 
 def test_causal_plan_sends_long_sequences_in_few_padded_shapes():
     lib = LibAttention(_torch_attend([]), causal=_torch_causal([]), causal_min=2048)
-    assert plan_causal([100, 2047], torch.device("cpu"), lib) is None
+    assert plan_causal([100, 900], torch.device("cpu"), lib) is None
     assert plan_causal([5000], torch.device("cpu"), LibAttention(lib.attend)) is None
+    assert plan_causal([100, 2047], torch.device("cpu"), lib).lib == []
     plan = plan_causal([100, 5000, 30, 24000], torch.device("cpu"), lib)
     assert plan.lib == [(100, 5000), (5130, 24000)]
-    assert plan.seqs.tolist() == [0, 2] and plan.max_seqlen == 100
+    assert [(s.tolist(), n) for s, n in plan.groups] == [([0, 2], 100)]
     # rows rounded up to a 32nd of the power of two, never below the grain: <= 16 shapes per
     # doubling of length, and less than 1/16 extra rows
     assert [lib.causal_rows(n) for n in (2048, 2049, 5000, 8192, 8193, 24000)] == \
@@ -115,6 +116,23 @@ def test_causal_plan_sends_long_sequences_in_few_padded_shapes():
     lengths = range(2049, 32769)
     assert len({lib.causal_rows(n) for n in lengths}) <= 4 * 16
     assert max(lib.causal_rows(n) / n for n in lengths) < 1 + 1 / 16
+
+
+def test_causal_plan_groups_short_and_long_sequences_for_triton():
+    """Sequences below the split and those at or above it get separate Triton launches (each
+    with its own longest's tiles); one length class alone needs no plan; the library's
+    sequences are in no group."""
+    cpu = torch.device("cpu")
+    assert plan_causal([300, 280, 900], cpu, None) is None
+    assert plan_causal([1100, 1500], cpu, None) is None
+    plan = plan_causal([300, 1200, 0, 280, 1023, 1024], cpu, None)
+    assert plan.lib == []
+    assert [(s.tolist(), n) for s, n in plan.groups] == [([1, 5], 1200), ([0, 3, 4], 1023)]
+    assert plan_causal([300, 1200], cpu, None, split_at=0) is None
+    lib = LibAttention(_torch_attend([]), causal=_torch_causal([]), causal_min=2048)
+    plan = plan_causal([300, 1200, 3000], cpu, lib)
+    assert plan.lib == [(1500, 3000)]
+    assert [(s.tolist(), n) for s, n in plan.groups] == [([1], 1200), ([0], 300)]
 
 
 @pytest.mark.parametrize("family", ["qwen3", "llama"])
@@ -144,5 +162,33 @@ def test_long_sequences_through_library_causal_answer_like_triton(device, family
     # 40 and 29 tokens -> windows of 48 and 32 rows (grain 16), per layer, in both passes
     assert sorted(set(calls)) == [32, 48] and len(calls) == 2 * 2 * config.num_layers
     for ours, theirs in zip(logits["library"], logits["triton"]):
+        assert rel_err(ours, theirs) < fp32_tol()
+    stored[0].release()
+
+
+def test_length_groups_answer_like_one_launch(device, monkeypatch):
+    """A pass whose sequences straddle the length split runs two Triton launches (plain and
+    over a shared prefix) and answers as one launch over all."""
+    from quail_engine.infer.gpu import attention
+
+    config, _, fast = _models("qwen3", device)
+    g = torch.Generator().manual_seed(5)
+    seqs = [torch.randint(0, 97, (n,), generator=g).tolist() for n in (9, 40, 3, 29)]
+    anchor = torch.randint(0, 97, (17,), generator=g).tolist()
+    logits = {}
+    with torch.inference_mode():
+        args = _pack([anchor], [0], device)
+        _, stored = fast.forward(*args[:3], [None], args[3], [True])
+        for split in (0, 10):
+            monkeypatch.setattr(attention, "SHORT_SPLIT", split)
+            args = _pack(seqs, [0] * len(seqs), device)
+            h, _ = fast.forward(*args[:3], [None] * len(seqs), args[3])
+            prefixed = [stored[0], None, stored[0], None]
+            args = _pack(seqs, [17 if p else 0 for p in prefixed], device)
+            hp, _ = fast.forward(*args[:3], prefixed, args[3])
+            logits[split] = (fast.logits(h), fast.logits(hp))
+    lengths = [len(s) for s in seqs]
+    assert attention.plan_causal(lengths, torch.device("cpu"), None) is not None
+    for ours, theirs in zip(logits[10], logits[0]):
         assert rel_err(ours, theirs) < fp32_tol()
     stored[0].release()

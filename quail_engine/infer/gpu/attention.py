@@ -36,7 +36,11 @@ from quail_engine.infer.gpu.paged_kv import PagedPrefix
 from quail_engine.infer.gpu.staging import to_device
 from quail_kernels.lse_merge import lse_merge
 from quail_kernels.prefix_attention import prefix_attention
-from quail_kernels.varlen_attention import varlen_attention, varlen_attention_fp8
+from quail_kernels.varlen_attention import (
+    varlen_attention,
+    varlen_attention_fp8,
+    varlen_attention_grouped,
+)
 
 log = logging.getLogger(__name__)
 
@@ -131,24 +135,39 @@ class PrefixPlan:
 
 @dataclass
 class CausalPlan:
-    """Which sequences' own causal attention the library takes (by rows), and the rest."""
-    lib: list[tuple[int, int]]   # (first row, tokens) per sequence for the library
-    seqs: torch.Tensor           # [S'] int32 the sequences left to the Triton kernel
-    max_seqlen: int              # the longest of those (0: none)
+    """Each sequence's own causal attention: which sequences the library takes (by rows), and
+    the Triton launches of the rest, grouped by length."""
+    lib: list[tuple[int, int]]              # (first row, tokens) per sequence for the library
+    groups: list[tuple[torch.Tensor, int]]  # per Triton launch: int32 sequences, the longest
 
 
-def plan_causal(lengths: Sequence[int], device: torch.device,
-                lib: LibAttention | None) -> CausalPlan | None:
-    """lengths: the packed sequences' tokens in row order. None: all stay on Triton."""
-    if lib is None or lib.causal is None or max(lengths, default=0) < lib.causal_min:
+# A pass's sequences shorter than this and those at least as long go to separate Triton
+# launches, each with the tiles of its own longest sequence (attention_tile.default_blocks):
+# a filter's pass of ~300-token reviews with one of 1,200 tokens would otherwise run every
+# review with the long sequences' 128 x 128 tiles.
+SHORT_SPLIT = 1024
+
+
+def plan_causal(lengths: Sequence[int], device: torch.device, lib: LibAttention | None,
+                split_at: int | None = None) -> CausalPlan | None:
+    """lengths: the packed sequences' tokens in row order. None: one Triton launch over all.
+    `split_at`: SHORT_SPLIT unless given (0: no split by length)."""
+    split_at = SHORT_SPLIT if split_at is None else split_at
+    to_lib = lib is not None and lib.causal is not None and \
+        max(lengths, default=0) >= lib.causal_min
+    lib_rows, short, long = [], [], []
+    start = 0
+    for i, n in enumerate(lengths):
+        if to_lib and n >= lib.causal_min:
+            lib_rows.append((start, n))
+        elif n:
+            (short if n < split_at else long).append(i)
+        start += n
+    if not lib_rows and not (short and long):
         return None
-    starts = [0]
-    for n in lengths:
-        starts.append(starts[-1] + n)
-    rest = [i for i, n in enumerate(lengths) if n < lib.causal_min]
-    return CausalPlan([(starts[i], n) for i, n in enumerate(lengths) if n >= lib.causal_min],
-                      to_device(rest, device, torch.int32),
-                      max((lengths[i] for i in rest), default=0))
+    groups = [(to_device(seqs, device, torch.int32), max(lengths[i] for i in seqs))
+              for seqs in (long, short) if seqs]
+    return CausalPlan(lib_rows, groups)
 
 
 def _padded_rows(t: torch.Tensor, start: int, n: int, rows: int) -> torch.Tensor:
@@ -167,11 +186,11 @@ def own_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch, scal
     if plan is None:
         return varlen_attention(q, k, v, batch.cu_seqlens, batch.max_seqlen, scale,
                                 window=window)
-    if window is not None:
+    if window is not None and plan.lib:
         raise ValueError("a sliding-window layer cannot send its sequences to the library's "
                          "causal attention (models with sliding layers stay on Triton)")
-    o, lse = varlen_attention(q, k, v, batch.cu_seqlens, plan.max_seqlen, scale,
-                              seqs=plan.seqs)
+    o, lse, _ = varlen_attention_grouped(q, k, v, batch.cu_seqlens, batch.max_seqlen,
+                                         plan.groups, scale, window=window)
     for start, n in plan.lib:
         rows = lib.causal_rows(n)
         lo, ll = lib.causal(*(_padded_rows(t, start, n, rows) for t in (q, k, v)), scale)
@@ -221,10 +240,16 @@ def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
     """-> (o [T, Hq * D] in q's dtype or fp8, per-token scale [T, 1] when fp8). `window`: a
     sliding-window layer (then the batch's plan must not use the library kernel)."""
     num_tokens = q.shape[0]
-    if not batch.has_prefix and fp8 and batch.causal_plan is None:
+    plan_c: CausalPlan | None = batch.causal_plan
+    if not batch.has_prefix and fp8 and (plan_c is None or not plan_c.lib):
         # quantized in the attention's epilogue
-        o, _, scales = varlen_attention_fp8(q, k, v, batch.cu_seqlens, batch.max_seqlen, scale,
-                                            window=window)
+        if plan_c is None:
+            o, _, scales = varlen_attention_fp8(q, k, v, batch.cu_seqlens, batch.max_seqlen,
+                                                scale, window=window)
+        else:
+            o, _, scales = varlen_attention_grouped(q, k, v, batch.cu_seqlens,
+                                                    batch.max_seqlen, plan_c.groups, scale,
+                                                    fp8=True, window=window)
         return o.view(num_tokens, -1), scales
     o, lse = own_attention(q, k, v, batch, scale, lib, window)
     if not batch.has_prefix:

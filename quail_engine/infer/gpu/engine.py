@@ -11,7 +11,7 @@ import torch
 
 from quail_engine.infer.api import PrefixHandle
 from quail_engine.infer.engine import LocalEngine
-from quail_engine.infer.gpu import compile_log
+from quail_engine.infer.gpu import attention, compile_log
 from quail_engine.infer.gpu.load import load_checkpoint
 from quail_engine.infer.gpu.model import GpuCausalLM
 from quail_engine.infer.gpu.paged_kv import PagedKVArena, PagedPageStore
@@ -20,7 +20,8 @@ from quail_engine.infer.prefix_cache import PrefixCache
 from quail_engine.infer.runner import SeqJob
 
 log = logging.getLogger(__name__)
-# one sequence length per attention tile shape the kernels pick (<= 32, 33-1023, >= 1024 tokens)
+# one sequence length per attention tile shape the kernels pick (<= 32, 33-1023, >= 1024 tokens);
+# the longest with each shorter one too (a pass split into launches by length)
 WARM_UP_LENGTHS = (16, 288, 1024)
 
 
@@ -141,6 +142,12 @@ class GpuEngine(LocalEngine):
                 self.runner.run([SeqJob([1] * n, vocab=vocab), SeqJob([1] * 3, vocab=vocab)])
                 self.runner.run([SeqJob([1] * n, prefix=stores[0].kv, vocab=vocab)])
                 self.runner.run([SeqJob([1] * n, prefix=s.kv, vocab=vocab) for s in stores])
+            longest = min(WARM_UP_LENGTHS[-1], budget // 2 - 4) + extra
+            if longest >= attention.SHORT_SPLIT:  # passes split into Triton launches by length
+                for n in WARM_UP_LENGTHS[:-1]:
+                    for prefix in (None, stores[0].kv):
+                        self.runner.run([SeqJob([1] * m, prefix=prefix, vocab=vocab)
+                                         for m in (longest, n + extra)])
             for w in widths:
                 self.runner.run([SeqJob([1] * (9 + extra), prefix=w.kv, vocab=vocab)])
             self.runner.run([SeqJob([1], vocab=vocab)])  # a pass of one token
