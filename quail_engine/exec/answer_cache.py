@@ -67,6 +67,11 @@ class AnswerCache:
                 if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                     con.execute("PRAGMA journal_mode=WAL")
                 con.execute("PRAGMA synchronous=NORMAL")  # in WAL: durable across crashes
+                # a batch's answers land on random pages of the key index: a 64 MiB page cache
+                # and a checkpoint every 10,000 WAL pages (not 1,000) rewrite each page less
+                # often (1,500-answer commits: 53 -> 30 us an answer on a 2-core machine)
+                con.execute("PRAGMA cache_size=-65536")
+                con.execute("PRAGMA wal_autocheckpoint=10000")
                 con.execute("CREATE TABLE IF NOT EXISTS answers "
                             "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
                 return con
