@@ -116,3 +116,32 @@ def test_threads_opening_a_new_answer_cache_at_once_all_cache(tmp_path, caplog):
             f"k{i}": i for i in range(8)}
         for c in caches:
             c.close()
+
+
+def test_keys_lead_with_the_document_and_old_files_still_answer(tmp_path):
+    """A key starts with its document's digest (a batch's answers share index pages); a file
+    written before that keeps answering under its bare keys, a new file never looks there."""
+    import sqlite3
+
+    from quail_engine.exec.answer_cache import DOC_BYTES, answer_key, text_digest
+
+    doc = text_digest("a review")
+    key = answer_key("model", "yes/no", doc, "Question: positive?")
+    assert key.startswith(doc[:DOC_BYTES].hex()) and len(key) == 2 * DOC_BYTES + 64
+    assert answer_key("model", "yes/no", doc, "Question: negative?")[:16] == key[:16]
+    old = tmp_path / "old" / "answers.sqlite"
+    old.parent.mkdir()
+    con = sqlite3.connect(str(old))
+    con.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    con.execute("INSERT INTO answers VALUES (?, 'true')", (key[2 * DOC_BYTES:],))
+    con.commit()
+    con.close()
+    cache = AnswerCache(old)
+    other = answer_key("model", "yes/no", doc, "Question: other?")
+    cache.put_many({other: False})
+    assert cache.get_many([key, other, "k"]) == {key: True, other: False}
+    cache.close()
+    assert AnswerCache(old).get_many([key]) == {key: True}  # still, once the file has meta
+    new = AnswerCache(tmp_path / "new" / "answers.sqlite")
+    new.put_many({key[2 * DOC_BYTES:]: True})  # a bare key in a new file is just a key
+    assert new.get_many([key]) == {} and not new._legacy
