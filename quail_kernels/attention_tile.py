@@ -53,12 +53,16 @@ def default_blocks(device_type: str, head_dim: int, max_seqlen: int = 0,
     (docs/kernels-notes.md): documents (64, 32, 4, 3) (210.8 TFLOP/s vs 170.8 for (64, 64, 4, 3)
     on 200 documents of 220-420 tokens strided in a QKV buffer); one long causal sequence (an
     anchor of >= 1,024 tokens) (128, 128, 8, 3); join suffixes of <= 32 tokens (64, 16, 4, 3);
-    `prefix` (suffix rows over a resident prefix: long key runs) (64, 64, 4, 3), 390 TFLOP/s."""
+    `prefix` (suffix rows over a resident prefix; `max_seqlen` its longest, 0: unknown): long
+    key runs (64, 64, 4, 3), 374-379 TFLOP/s on AGENT-1's passes over ~8k-key snapshots, 12-14%
+    faster there than (64, 32, 4, 3); prefixes under 1,024 keys (a shared question stem, a
+    library segment's key tail) (64, 32, 4, 3), 9-12% faster on LEP-2's and BIO-2's passes
+    (bench/results/gpu-h200-attention-passes-2026-12-03.json)."""
     if device_type == "cuda":
         if head_dim > 128:
             return 64, 32, 4, 2
         if prefix:
-            return 64, 64, 4, 3
+            return (64, 32, 4, 3) if 0 < max_seqlen < 1024 else (64, 64, 4, 3)
         if max_seqlen >= 1024:
             return 128, 128, 8, 3
         return (64, 16, 4, 3) if 0 < max_seqlen <= 32 else (64, 32, 4, 3)

@@ -101,9 +101,12 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
                      cu_seqlens_q: torch.Tensor, block_table: torch.Tensor,
                      prefix_lens: torch.Tensor, max_seqlen_q: int, scale: float,
                      blocks: tuple[int, int, int, int] | None = None,
-                     window: int | None = None, positions: torch.Tensor | None = None):
+                     window: int | None = None, positions: torch.Tensor | None = None,
+                     max_prefix_len: int = 0):
     """`window` with `positions` [T] (each query's absolute position; prefix keys sit at 0..):
-    a query at p sees prefix key j only when p - j < window (Gemma's sliding layers)."""
+    a query at p sees prefix key j only when p - j < window (Gemma's sliding layers).
+    `max_prefix_len`: the longest of prefix_lens if the caller knows it (the tile shape;
+    0: the long-prefix tiles)."""
     _check_arena(q, k_cache, v_cache, cu_seqlens_q, block_table, prefix_lens)
     if window is not None and (window < 1 or positions is None
                                or positions.shape != (q.shape[0],)):
@@ -116,7 +119,8 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     num_segs = cu_seqlens_q.shape[0] - 1
     if num_tokens == 0 or num_segs == 0:
         return out, lse
-    block_m, block_n, warps, stages = blocks or default_blocks(q.device.type, head_dim, prefix=True)
+    block_m, block_n, warps, stages = blocks or default_blocks(q.device.type, head_dim,
+                                                                 max_prefix_len, prefix=True)
     block_n = min(block_n, page)
     if page % block_n:
         raise ValueError(f"page size {page} is not a multiple of BLOCK_N {block_n}")

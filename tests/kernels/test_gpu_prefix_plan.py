@@ -105,7 +105,7 @@ def test_causal_plan_sends_long_sequences_in_few_padded_shapes():
     lib = LibAttention(_torch_attend([]), causal=_torch_causal([]), causal_min=2048)
     assert plan_causal([100, 900], torch.device("cpu"), lib) is None
     assert plan_causal([5000], torch.device("cpu"), LibAttention(lib.attend)) is None
-    assert plan_causal([100, 2047], torch.device("cpu"), lib).lib == []
+    assert plan_causal([100, 2047], torch.device("cpu"), lib) is None  # one Triton launch
     plan = plan_causal([100, 5000, 30, 24000], torch.device("cpu"), lib)
     assert plan.lib == [(100, 5000), (5130, 24000)]
     assert [(s.tolist(), n) for s, n in plan.groups] == [([0, 2], 100)]
@@ -120,19 +120,26 @@ def test_causal_plan_sends_long_sequences_in_few_padded_shapes():
 
 def test_causal_plan_groups_short_and_long_sequences_for_triton():
     """Sequences below the split and those at or above it get separate Triton launches (each
-    with its own longest's tiles); one length class alone needs no plan; the library's
-    sequences are in no group."""
+    with its own longest's tiles) when the short ones hold most tokens (a filter's reviews with
+    one long one), one launch otherwise (a few long next to a few short: two launches would
+    each fill the GPU less); one length class alone needs no plan; the library's sequences are
+    in no group."""
     cpu = torch.device("cpu")
     assert plan_causal([300, 280, 900], cpu, None) is None
     assert plan_causal([1100, 1500], cpu, None) is None
-    plan = plan_causal([300, 1200, 0, 280, 1023, 1024], cpu, None)
+    plan = plan_causal([300] * 10 + [1200, 0] + [280] * 10, cpu, None)
     assert plan.lib == []
-    assert [(s.tolist(), n) for s, n in plan.groups] == [([1, 5], 1200), ([0, 3, 4], 1023)]
-    assert plan_causal([300, 1200], cpu, None, split_at=0) is None
+    assert [(s.tolist(), n) for s, n in plan.groups] == [
+        ([10], 1200), ([*range(10), *range(12, 22)], 300)]
+    assert plan_causal([400] * 5 + [1200] * 2, cpu, None) is None  # 45% short: one launch
+    assert plan_causal([300] * 10 + [1200], cpu, None, split_at=0) is None
     lib = LibAttention(_torch_attend([]), causal=_torch_causal([]), causal_min=2048)
     plan = plan_causal([300, 1200, 3000], cpu, lib)
     assert plan.lib == [(1500, 3000)]
-    assert [(s.tolist(), n) for s, n in plan.groups] == [([1], 1200), ([0], 300)]
+    assert [(s.tolist(), n) for s, n in plan.groups] == [([0, 1], 1200)]
+    plan = plan_causal([300] * 20 + [1200, 3000], cpu, lib)
+    assert plan.lib == [(7200, 3000)]
+    assert [(s.tolist(), n) for s, n in plan.groups] == [([20], 1200), ([*range(20)], 300)]
 
 
 @pytest.mark.parametrize("family", ["qwen3", "llama"])
@@ -181,6 +188,7 @@ def test_length_groups_answer_like_one_launch(device, monkeypatch):
         _, stored = fast.forward(*args[:3], [None], args[3], [True])
         for split in (0, 10):
             monkeypatch.setattr(attention, "SHORT_SPLIT", split)
+            monkeypatch.setattr(attention, "SHORT_SHARE", 0.0)
             args = _pack(seqs, [0] * len(seqs), device)
             h, _ = fast.forward(*args[:3], [None] * len(seqs), args[3])
             prefixed = [stored[0], None, stored[0], None]

@@ -131,6 +131,7 @@ class PrefixPlan:
     lib_keys: dict[int, int] = field(default_factory=dict)          # seg -> keys for the lib
     lib_pages: dict[int, torch.Tensor] = field(default_factory=dict)  # seg -> their page ids
     runs: list[tuple[int, int, LibChunk | None]] = field(default_factory=list)
+    max_len: int = 0                 # the longest Triton prefix (its tile shape)
 
 
 @dataclass
@@ -141,11 +142,15 @@ class CausalPlan:
     groups: list[tuple[torch.Tensor, int]]  # per Triton launch: int32 sequences, the longest
 
 
-# A pass's sequences shorter than this and those at least as long go to separate Triton
-# launches, each with the tiles of its own longest sequence (attention_tile.default_blocks):
-# a filter's pass of ~300-token reviews with one of 1,200 tokens would otherwise run every
-# review with the long sequences' 128 x 128 tiles.
+# A pass's sequences shorter than SHORT_SPLIT and those at least as long go to separate Triton
+# launches, each with the tiles of its own longest sequence (attention_tile.default_blocks),
+# when the short ones hold at least SHORT_SHARE of the Triton tokens. Measured on real QUAIL-B
+# passes (bench/results/gpu-h200-attention-passes-2026-12-03.json): IMDB-1's ~300-token reviews
+# with one of 1,100-1,500 tokens ran every review with the long tiles, 1.44x slower than split;
+# an AGENT-1 pass of 27 short deltas and 4 of 1,000-2,000 tokens (~half the tokens each) ran
+# 1.42x slower split (two launches, each filling the GPU less).
 SHORT_SPLIT = 1024
+SHORT_SHARE = 0.8
 
 
 def plan_causal(lengths: Sequence[int], device: torch.device, lib: LibAttention | None,
@@ -163,9 +168,12 @@ def plan_causal(lengths: Sequence[int], device: torch.device, lib: LibAttention 
         elif n:
             (short if n < split_at else long).append(i)
         start += n
+    short_tokens = sum(lengths[i] for i in short)
+    if short_tokens < SHORT_SHARE * (short_tokens + sum(lengths[i] for i in long)):
+        short, long = [], long + short  # one launch
     if not lib_rows and not (short and long):
         return None
-    groups = [(to_device(seqs, device, torch.int32), max(lengths[i] for i in seqs))
+    groups = [(to_device(sorted(seqs), device, torch.int32), max(lengths[i] for i in seqs))
               for seqs in (long, short) if seqs]
     return CausalPlan(lib_rows, groups)
 
@@ -231,7 +239,7 @@ def plan_prefix(segments: Sequence[tuple[PagedPrefix | None, int, int]], total_r
     lib_pages = {i: to_device(segments[i][0].pages[: keys // page_size], device)
                  for i, keys in lib_keys.items()}
     return PrefixPlan(to_device(table, device), to_device(lens, device, torch.int32),
-                      lib_keys, lib_pages, runs)
+                      lib_keys, lib_pages, runs, max(lens, default=0))
 
 
 def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
@@ -260,7 +268,8 @@ def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
                          "kernel (models with sliding layers keep the prefix on Triton)")
     op, lp = prefix_attention(q, arena_k, arena_v, batch.seg_cu, plan.table, plan.lens,
                               batch.max_seg_len, scale, window=window,
-                              positions=batch.positions if window is not None else None)
+                              positions=batch.positions if window is not None else None,
+                              max_prefix_len=plan.max_len)
     if not plan.lib_keys:
         return lse_merge(o, lse, op, lp, fp8=fp8)
     rows = torch.empty(num_tokens, o.shape[1] * o.shape[2], device=q.device,

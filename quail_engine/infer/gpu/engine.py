@@ -4,6 +4,7 @@ GpuRunner and prefixes in the paged arena, so callers use one API whatever the d
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 
@@ -144,10 +145,22 @@ class GpuEngine(LocalEngine):
                 self.runner.run([SeqJob([1] * n, prefix=s.kv, vocab=vocab) for s in stores])
             longest = min(WARM_UP_LENGTHS[-1], budget // 2 - 4) + extra
             if longest >= attention.SHORT_SPLIT:  # passes split into Triton launches by length
+                share = attention.SHORT_SHARE / (1 - attention.SHORT_SHARE)
                 for n in WARM_UP_LENGTHS[:-1]:
+                    count = math.ceil(share * longest / (n + extra))  # short ones: most tokens
+                    if longest + count * (n + extra) > budget:
+                        continue
                     for prefix in (None, stores[0].kv):
                         self.runner.run([SeqJob([1] * m, prefix=prefix, vocab=vocab)
-                                         for m in (longest, n + extra)])
+                                         for m in [longest] + [n + extra] * count])
+            # prefixes of >= 1,024 keys take the long-prefix tiles (default_blocks); block
+            # tables 17 and 32 pages wide
+            room = min(budget // 2, arena.num_pages * page // 4)
+            long_widths = [SeqJob([1] * n, read=(), store_kv=True)
+                           for n in (17 * page + extra, 32 * page - 8 + extra) if n < room]
+            if long_widths:
+                self.runner.run(long_widths)
+            widths += long_widths
             for w in widths:
                 self.runner.run([SeqJob([1] * (9 + extra), prefix=w.kv, vocab=vocab)])
             self.runner.run([SeqJob([1], vocab=vocab)])  # a pass of one token
