@@ -23,13 +23,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import shutil
-from pathlib import Path
 
 import torch
 
 from bench.gpu.common import bench_ms, setup_logging
-from bench.probes.profile_query import device_suite
+from bench.probes.profile_query import stopped_queries
 from bench.results_io import Results
 from quail_engine.infer.gpu.attention import SHORT_SPLIT
 
@@ -159,30 +157,22 @@ def time_pass(args: tuple, kwargs: dict, short_blocks, prefix_blocks) -> dict:
 
 
 def run(args) -> dict:
-    from bench.quailb.run import _cases
-
-    suite = device_suite(args)
     out = {}
-    try:
-        for spec in args.ids.split(","):  # ID or ID@FIRST
-            qid, _, first = spec.partition("@")
-            case = _cases([qid], False)[0]
-            kept = capture(suite, case, int(first or args.first), args.count)
-            rows = []
-            for a, kw in kept:
-                rows.append(time_pass(a, kw, SHORT_BLOCKS if args.sweep else [],
-                                      PREFIX_BLOCKS if args.sweep else []))
-                print(qid, json.dumps(rows[-1]), flush=True)
-            total = {key: round(sum(r[key] for r in rows), 3) for key in
-                     ("own_split_ms", "own_one_ms", "layer_split_ms", "layer_one_ms")}
-            total["x36_layers_s_saved"] = round(
-                (total["layer_one_ms"] - total["layer_split_ms"]) * LAYERS / 1000, 3)
-            out[case.id] = {"passes": rows, "total": total}
-            print(qid, "total", json.dumps(total), flush=True)
-            del kept
-            torch.cuda.empty_cache()
-    finally:  # a stopped query's answers must not reach the timed table's runs
-        shutil.rmtree(Path(args.workdir) / "answers", ignore_errors=True)
+    for suite, case, first in stopped_queries(args):
+        kept = capture(suite, case, first, args.count)
+        rows = []
+        for a, kw in kept:
+            rows.append(time_pass(a, kw, SHORT_BLOCKS if args.sweep else [],
+                                  PREFIX_BLOCKS if args.sweep else []))
+            print(case.id, json.dumps(rows[-1]), flush=True)
+        total = {key: round(sum(r[key] for r in rows), 3) for key in
+                 ("own_split_ms", "own_one_ms", "layer_split_ms", "layer_one_ms")}
+        total["x36_layers_s_saved"] = round(
+            (total["layer_one_ms"] - total["layer_split_ms"]) * LAYERS / 1000, 3)
+        out[case.id] = {"passes": rows, "total": total}
+        print(case.id, "total", json.dumps(total), flush=True)
+        del kept
+        torch.cuda.empty_cache()
     return out
 
 

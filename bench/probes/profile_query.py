@@ -195,20 +195,26 @@ def device_suite(args):
     return suite
 
 
-def run_queries(args) -> dict:
+def stopped_queries(args):
+    """(suite, case, first pass) for each of `--ids` (ID or ID@FIRST) on the device suite; the
+    probes stop each query early, so their answers are removed at the end (they must not reach
+    the timed table's runs)."""
     from bench.quailb.run import _cases
 
-    work = Path(args.workdir)
     suite = device_suite(args)
-    out = {}
     try:
-        for spec in args.ids.split(","):  # ID or ID@FIRST
+        for spec in args.ids.split(","):
             qid, _, first = spec.partition("@")
-            case = _cases([qid], False)[0]
-            out[case.id] = profile_query(suite, case, int(first or args.first), args.count)
-            print(case.id, json.dumps({k: v for k, v in out[case.id].items() if k != "shapes"}))
-    finally:  # a stopped query's answers must not reach the timed table's runs
-        shutil.rmtree(work / "answers", ignore_errors=True)
+            yield suite, _cases([qid], False)[0], int(first or args.first)
+    finally:
+        shutil.rmtree(Path(args.workdir) / "answers", ignore_errors=True)
+
+
+def run_queries(args) -> dict:
+    out = {}
+    for suite, case, first in stopped_queries(args):
+        out[case.id] = profile_query(suite, case, first, args.count)
+        print(case.id, json.dumps({k: v for k, v in out[case.id].items() if k != "shapes"}))
     return out
 
 
