@@ -14,12 +14,14 @@ so the printed seconds are the host side's.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import time
 from pathlib import Path
 
 import torch
 
+from bench.probes.engine_gaps import engine_gaps
 from bench.quailb.queries import QUERIES
 from bench.quailb.resol import ROOT, replay_model
 from bench.quailb.run import open_suite
@@ -59,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{qid} rows {row.get('rows')} fresh {row.get('fresh_tokens')} minimum "
               f"{engine.minimum().tokens} ({time.perf_counter() - t0:.1f} s)"
               + (f" error {row['error']}" if row.get("error") else ""), flush=True)
+        if suite.last_report:  # the engine's waits for the host (the fake forward's batches)
+            print("    gaps", json.dumps(engine_gaps(suite.last_report)), flush=True)
         for op in (suite.last_report or {}).get("operators") or []:
             print(f"    #{op['op']} {op['kind']}: rows {op['rows_in']} -> {op['rows_out']}, "
                   f"fresh {op['fresh_tokens']}, minimum {op.get('minimum_tokens')}")

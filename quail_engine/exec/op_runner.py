@@ -51,6 +51,20 @@ RATE_MIN_TOKENS = 16384  # a smaller batch (a sample) understates the engine's s
 CALIBRATED = (*PREDICATE_KINDS, OpKind.AI_SCORE, OpKind.AI_CLASSIFY)
 
 
+@dataclasses.dataclass
+class CallPrep:
+    """One call's host work before the engine (OpRunner.prepare): each non-NULL row's prompt
+    (document part, question part) and answer-cache key, the answers the cache held, the rows
+    left to compute in run order, the NULL rows' count and the seconds it took."""
+    rows: Sequence[Sequence[object]]
+    texts: dict[int, tuple[str, str]]
+    keys: dict[int, str]
+    cached: dict[str, object]
+    todo: list[int]
+    nulls: int
+    seconds: float
+
+
 class OpRunner:
     """`text`: the PromptText prompts are tokenized through (default: the engine's tokenizer).
     `precision`: part of the answers' identity (fp8 answers are not bf16 answers). `decoder`:
@@ -126,28 +140,17 @@ class OpRunner:
             self._calibration[cal] = head + tail
         return layout.readout(self._calibration[cal])
 
-    def answer(self, op_id: int, layout: OpPrompt, rows: Sequence[Sequence[object]],
-               kv: DocKV | None = None, unplanned: bool = False,
-               release_done: bool = False) -> list[object]:
-        """SQL values for `rows` (aligned); NULL in any binding gives NULL. `release_done`: the
-        caller's `kv` holds documents only these rows read (a join's anchors): each is released
-        as soon as its last row is answered, so the anchors of a chunk need not fit the KV
-        arena at once."""
-        if self.decoder is not None and is_decoded(layout.op):
-            # written by the generation model: its engine, tokenizer and answers' identity (a
-            # document KV of this runner's engine means nothing to it)
-            return self.decoder.answer(op_id, layout, rows, unplanned=unplanned)
-        rep = self.report.op(op_id, layout.op.op)
-        check_supported(layout.op)
-        if layout.op.op == OpKind.AI_COUNT_TOKENS:
-            return self._count_tokens(layout, rows)
+    def prepare(self, layout: OpPrompt, rows: Sequence[Sequence[object]]) -> CallPrep:
+        """The host's part of a call before the engine (CallPrep): prompts rendered, keys, the
+        cached answers, the rows left in run order. Touches neither the engine nor the report,
+        so a join prepares its next chunk of anchors on another thread while this one runs."""
         start = time.perf_counter()
-        out: list[object] = [None] * len(rows)
         texts: dict[int, tuple[str, str]] = {}
         render = _TextMemo(layout)
+        nulls = 0
         for i, values in enumerate(rows):
             if any(v is None for v in values):
-                rep.nulls += 1
+                nulls += 1
             else:
                 texts[i] = render(values)
         cache_readout = self.cache_readout(layout)
@@ -160,18 +163,44 @@ class OpRunner:
                 digest = digests[p] = text_digest(p)
             keys[i] = answer_key(identity, cache_readout, digest, s)
         cached = self.cache.get_many(keys.values())
-        rep.cache_hits += len(cached)
-        todo: list[int] = []
+        todo = [i for i, key in keys.items() if key not in cached]
+        todo.sort(key=texts.__getitem__)  # rows that begin alike run together (shared KV)
+        return CallPrep(rows, texts, keys, cached, todo, nulls, time.perf_counter() - start)
+
+    def answer(self, op_id: int, layout: OpPrompt, rows: Sequence[Sequence[object]],
+               kv: DocKV | None = None, unplanned: bool = False,
+               release_done: bool = False, prep: CallPrep | None = None,
+               ahead=None) -> list[object]:
+        """SQL values for `rows` (aligned); NULL in any binding gives NULL. `release_done`: the
+        caller's `kv` holds documents only these rows read (a join's anchors): each is released
+        as soon as its last row is answered, so the anchors of a chunk need not fit the KV
+        arena at once. `prep`: `prepare(layout, rows)` done ahead (else done here); `ahead`: a
+        callable run once the engine has this call's first batch (the caller's preparation of
+        its next call, off the engine's idle path)."""
+        if self.decoder is not None and is_decoded(layout.op):
+            # written by the generation model: its engine, tokenizer and answers' identity (a
+            # document KV of this runner's engine means nothing to it)
+            return self.decoder.answer(op_id, layout, rows, unplanned=unplanned)
+        rep = self.report.op(op_id, layout.op.op)
+        check_supported(layout.op)
+        if layout.op.op == OpKind.AI_COUNT_TOKENS:
+            return self._count_tokens(layout, rows)
+        start = time.perf_counter()
+        if prep is None or list(prep.rows) != list(rows):
+            prep = self.prepare(layout, rows)
+        texts, keys, cached, todo = prep.texts, prep.keys, prep.cached, prep.todo
+        out: list[object] = [None] * len(rows)
         for i, key in keys.items():
             if key in cached:
                 out[i] = cached[key]
-            else:
-                todo.append(i)
-        todo.sort(key=texts.__getitem__)  # rows that begin alike run together (shared KV)
+        rep.nulls += prep.nulls
+        rep.cache_hits += len(cached)
         if unplanned:
             rep.unplanned += len(todo)
         rep.prompts += len(texts)
         if not todo:
+            if ahead is not None:
+                ahead()
             rep.seconds += time.perf_counter() - start
             self.report.timeline.operator(op_id, layout.op.op, start, len(texts), len(cached))
             return out
@@ -201,7 +230,7 @@ class OpRunner:
             self._pipeline(layout, readout, [texts[i] for i in todo], kv, rep,
                            lambda lo, hi, answers: self._store(layout, todo[lo:hi], keys, out,
                                                                answers),
-                           release_done and self._uses_kv(layout, kv))
+                           release_done and self._uses_kv(layout, kv), ahead)
         finally:
             rep.fresh_tokens += stats.fresh_tokens - fresh0
             rep.requested_tokens += stats.requested_tokens - req0
@@ -247,13 +276,15 @@ class OpRunner:
         return stats, load_s
 
     def _pipeline(self, layout: OpPrompt, readout, texts: list[tuple[str, str]],
-                  kv: DocKV | None, rep, done, release_done: bool = False) -> None:
+                  kv: DocKV | None, rep, done, release_done: bool = False,
+                  ahead=None) -> None:
         """Batches through the engine with the host one batch ahead: while the engine (its one
         worker thread, engine_thread.py) runs batch N, this thread tokenizes batch N+1 and then
         counts and stores batch N-1's answers, so the device does not wait for the host between
         batches. With
         `release_done`, a document whose rows are all answered is released by the worker before
-        its next batch (the worker alone touches the engine)."""
+        its next batch (the worker alone touches the engine). `ahead` runs once, after the first
+        batch is handed to the engine."""
         remaining = Counter(p for p, _ in texts) if release_done else None
         self._releasable, self._engine_s = [], 0.0
         self._minimum = self._minimums.setdefault(rep.op, PrefixCounter())
@@ -272,6 +303,9 @@ class OpRunner:
                     in_flight.append(submitted[2])
                     lo = hi
                     batches += 1
+                    if ahead is not None:
+                        ahead()
+                        ahead = None
                 if pending is not None:
                     p_lo, p_hi, future = pending
                     t0 = time.perf_counter()

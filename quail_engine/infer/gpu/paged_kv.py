@@ -18,6 +18,7 @@ import weakref
 import torch
 
 from quail_engine.errors import ExecutionError
+from quail_engine.infer.gpu.staging import to_device
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +135,9 @@ class PagedKVArena:
             out.append(self.chain(prefix.pages[:whole] + fresh.pages, total))
             fresh.release()  # (its pages stay, held by the new prefix)
         if dst:
-            src_slots = torch.cat(src).to(self.device)
-            dst_slots = torch.cat(dst).to(self.device)
+            # staged without making the host wait for the passes queued before this copy
+            src_slots = to_device(torch.cat(src), self.device)
+            dst_slots = to_device(torch.cat(dst), self.device)
             for cache in (self.k, self.v):
                 flat = cache.flatten(1, 2)
                 flat[:, dst_slots] = flat[:, src_slots]
