@@ -72,6 +72,7 @@ command_of() {  # the command line of a step
       --workdir /tmp/quail-e2e" ;;
     passes) echo "python3 -m bench.probes.attention_passes --ids ${PASSES_IDS:-IMDB-1@2,LEP-2@2,AGENT-1@8} \
       --count ${PASSES_COUNT:-3} --workdir /tmp/quail-e2e" ;;
+    setup) echo "python3 -m bench.probes.call_setup --ids ${SETUP_IDS:-IMDB-8} --workdir /tmp/quail-e2e" ;;
     ab) echo "python3 -m bench.probes.ab_routes --ids ${AB_IDS:-BIO-1} --order ${AB_ORDER:-on,off,on} \
       --workdir /tmp/quail-e2e" ;;
     *) echo "unknown step $1" >&2; return 1 ;;
