@@ -26,7 +26,11 @@ from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.sql.ir import binding_column
 
 log = logging.getLogger(__name__)
-ANCHORS_PER_CHUNK = 128
+ANCHORS_PER_CHUNK = 128  # anchors encoded together where the KV store is unbounded (the CPU)
+# ... and at most this many on a bounded arena, where CHUNK_SHARE of it in tokens is the limit:
+# each chunk is one operator call per join, with a fixed cost the device waits for (QUAIL-B
+# IMDB-8 on the H200: ~0.19 s per chunk of 128 reviews over two joins, 7.9 s of a 31.7 s run)
+MAX_ANCHORS_PER_CHUNK = 1024
 ROW = np.int32  # a scan row index in Joined (a chain's joined rows can number 10^8)
 
 
@@ -144,9 +148,9 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
 
 def anchor_chunks(anchors: list[tuple], by_anchor: dict, layout, runner: OpRunner
                    ) -> list[list[tuple]]:
-    """Anchors in chunks encoded together: at most ANCHORS_PER_CHUNK, and, on a bounded KV
-    arena, at most CHUNK_SHARE of it in tokens (QUAIL-B BIO-4: 128 reports of ~4,000 tokens
-    would not fit the H200's 380k-token arena)."""
+    """Anchors in chunks encoded together: ANCHORS_PER_CHUNK where the KV store is unbounded;
+    on a bounded KV arena, at most CHUNK_SHARE of it in tokens (QUAIL-B BIO-4: 128 reports of
+    ~4,000 tokens would not fit the H200's 380k-token arena) and MAX_ANCHORS_PER_CHUNK."""
     capacity = kv_capacity_tokens(runner.engine) if anchors else None
     if capacity is None:
         return [anchors[c:c + ANCHORS_PER_CHUNK]
@@ -159,7 +163,7 @@ def anchor_chunks(anchors: list[tuple], by_anchor: dict, layout, runner: OpRunne
     budget, out, cur, used = capacity * CHUNK_SHARE, [], [], 0
     for anchor, text in zip(anchors, texts):
         n = len(sizer.heads[text])
-        if cur and (len(cur) >= ANCHORS_PER_CHUNK or used + n > budget):
+        if cur and (len(cur) >= MAX_ANCHORS_PER_CHUNK or used + n > budget):
             out.append(cur)
             cur, used = [], 0
         cur.append(anchor)
