@@ -161,8 +161,11 @@ def anchor_chunks(anchors: list[tuple], by_anchor: dict, layout, runner: OpRunne
     texts = [layout.texts(by_anchor[a][0])[0] for a in anchors]
     sizer.tokenize(texts)
     budget, out, cur, used = capacity * CHUNK_SHARE, [], [], 0
+    # each document may also hold a copy of its last page with the question stem after it
+    # (DocKV.set_stem on resident documents: PagedKVArena.join)
+    page = getattr(getattr(getattr(runner.engine, "model", None), "arena", None), "page_size", 0)
     for anchor, text in zip(anchors, texts):
-        n = len(sizer.heads[text])
+        n = len(sizer.heads[text]) + page
         if cur and (len(cur) >= MAX_ANCHORS_PER_CHUNK or used + n > budget):
             out.append(cur)
             cur, used = [], 0
