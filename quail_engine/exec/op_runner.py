@@ -19,10 +19,11 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import wait
+from operator import itemgetter
 
 from quail_engine.errors import ExecutionError
 from quail_engine.exec import engine_thread
-from quail_engine.exec.answer_cache import AnswerCache, answer_key, text_digest
+from quail_engine.exec.answer_cache import AnswerCache, AnswerKeys, text_digest
 from quail_engine.exec.doc_kv import DocKV
 from quail_engine.exec.prompt_text import PromptText
 from quail_engine.exec.prompts import (
@@ -149,19 +150,18 @@ class OpRunner:
         render = _TextMemo(layout)
         nulls = 0
         for i, values in enumerate(rows):
-            if any(v is None for v in values):
+            if None in values:
                 nulls += 1
             else:
                 texts[i] = render(values)
-        cache_readout = self.cache_readout(layout)
-        identity = self.text.identity
+        keyer = AnswerKeys(self.text.identity, self.cache_readout(layout))
         digests: dict[str, bytes] = {}
         keys = {}
         for i, (p, s) in texts.items():
             digest = digests.get(p)
             if digest is None:
                 digest = digests[p] = text_digest(p)
-            keys[i] = answer_key(identity, cache_readout, digest, s)
+            keys[i] = keyer.key(digest, s)
         cached = self.cache.get_many(keys.values())
         todo = [i for i, key in keys.items() if key not in cached]
         todo.sort(key=texts.__getitem__)  # rows that begin alike run together (shared KV)
@@ -468,6 +468,16 @@ class OpRunner:
         return tokens[:max(0, limit - keep_tail)] + tokens[len(tokens) - keep_tail:]
 
 
+def _picker(index: list[int]):
+    """values -> the tuple of values[i] for i in `index` (an itemgetter: C speed)."""
+    if len(index) > 1:
+        return itemgetter(*index)
+    if index:
+        i = index[0]
+        return lambda values: (values[i],)
+    return lambda values: ()
+
+
 class _TextMemo:
     """`layout.texts(values)` with each distinct document and each distinct question rendered
     once: a shared layout's prefix depends only on its document slots' values and its suffix
@@ -478,6 +488,11 @@ class _TextMemo:
         self.slots = set(layout.doc_slots)
         self.prefixes: dict[tuple, str] = {}
         self.suffixes: dict[tuple, str] = {}
+        self._parts = None  # (arity, its document slots' picker, the others')
+
+    def _split(self, n: int):
+        return (n, _picker([i for i in range(n) if i in self.slots]),
+                _picker([i for i in range(n) if i not in self.slots]))
 
     def __call__(self, values: Sequence[object]) -> tuple[str, str]:
         if not self.slots:
@@ -486,8 +501,9 @@ class _TextMemo:
             if text is None:
                 text = self.prefixes[key] = self.layout.texts(values)[0]
             return text, ""
-        doc = tuple(v for i, v in enumerate(values) if i in self.slots)
-        rest = tuple(v for i, v in enumerate(values) if i not in self.slots)
+        if self._parts is None or self._parts[0] != len(values):
+            self._parts = self._split(len(values))
+        doc, rest = self._parts[1](values), self._parts[2](values)
         prefix, suffix = self.prefixes.get(doc), self.suffixes.get(rest)
         if prefix is None or suffix is None:
             # the document's first string object kept: rows of one anchor then share it, and

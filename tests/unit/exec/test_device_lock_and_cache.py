@@ -145,3 +145,24 @@ def test_keys_lead_with_the_document_and_old_files_still_answer(tmp_path):
     new = AnswerCache(tmp_path / "new" / "answers.sqlite")
     new.put_many({key[2 * DOC_BYTES:]: True})  # a bare key in a new file is just a key
     assert new.get_many([key]) == {} and not new._legacy
+
+
+def test_many_keys_of_one_document_are_read_as_its_key_range(tmp_path):
+    """From RANGE_MIN keys of one document, get_many reads that document's range of the index
+    once (a join chunk's pairs) instead of one probe per key: the same answers, only those
+    asked (another question's answer on the same document, another document's, stay out)."""
+    from quail_engine.exec.answer_cache import RANGE_MIN, AnswerKeys, answer_key, text_digest
+
+    cache = AnswerCache(tmp_path / "answers.sqlite")
+    keys = AnswerKeys("model", "yes/no")
+    doc, other_doc = text_digest("an anchor"), text_digest("another anchor")
+    asked = [keys.key(doc, f"Question: partner {i}?") for i in range(RANGE_MIN + 6)]
+    assert asked[3] == answer_key("model", "yes/no", doc, "Question: partner 3?")
+    stored = {k: i % 2 == 0 for i, k in enumerate(asked) if i % 3}  # a third never computed
+    not_asked = {keys.key(doc, "Question: not asked?"): True,
+                 keys.key(other_doc, "Question: partner 1?"): False}
+    cache.put_many({**stored, **not_asked})
+    few = keys.key(other_doc, "Question: partner 2?")
+    cache.put_many({few: True})
+    assert cache.get_many(asked + [few]) == {**stored, few: True}
+    cache.close()
