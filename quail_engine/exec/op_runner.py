@@ -46,7 +46,8 @@ QUESTION_RESERVE = 256  # tokens kept free for the question when a document is c
 BATCH_SECONDS = 5.0     # engine time one batch aims at (answers reach the cache this often)
 FIRST_BATCH = 32        # prompts in the first batch, before the engine's speed is known
 # engine time the first batch aims at while the speed is the plan's estimate (on a CPU it can
-# be several times too fast: a 5 s batch by it held all 236 rows of a dbt model, 34 s)
+# be many times too fast: a 5 s batch by it held all 236 rows of a dbt model, 34 s; there it is
+# not used, see OpRunner.plan_rate_first)
 FIRST_BATCH_SECONDS = 1.0
 RATE_MIN_TOKENS = 16384  # a smaller batch (a sample) understates the engine's speed
 CALIBRATED = (*PREDICATE_KINDS, OpKind.AI_SCORE, OpKind.AI_CLASSIFY)
@@ -81,6 +82,11 @@ class OpRunner:
         self.progress, self.on_long, self.calibrate = progress, on_long, calibrate
         self.batch_size = batch_size
         self.share_kv = True
+        # the first batch sized by the plan's speed (the device's speed of light): on a GPU
+        # near it; a CPU runs the embedded model ~20x below its probed GEMM peak, so there the
+        # first batch is FIRST_BATCH prompts (a "1 s" first batch by the plan held all of a dbt
+        # model's 960 rows, 18 s on a 2-core machine, and Ctrl-C could only stop after it)
+        self.plan_rate_first = True
         self.precision = precision
         self.decoder: OpRunner | None = None
         self._text = text
@@ -211,7 +217,8 @@ class OpRunner:
                   and len(set(prefixes)) < len(prefixes))  # some document is asked twice
         if own_kv:
             kv = self.doc_kv(private=True)
-        if self._tokens_per_s is None and rep.est_seconds and rep.est_tokens:
+        if (self._tokens_per_s is None and self.plan_rate_first and rep.est_seconds
+                and rep.est_tokens):
             self._tokens_per_s = rep.est_tokens / rep.est_seconds  # the plan's, until measured
         stats, load_s = self._loaded_stats()
         todo = self.cached_first(todo, [texts[i][0] for i in todo])

@@ -319,6 +319,7 @@ class _SessionRunner(OpRunner):
                          text=session.decoder_text if writes else session.text,
                          precision=session.precision)
         self.share_kv = session.share_kv
+        self.plan_rate_first = session._device_name() == "cuda"
         if not writes and session.decoder_text is not None:
             self.decoder = _SessionRunner(session, progress, writes=True)
 

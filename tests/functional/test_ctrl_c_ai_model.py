@@ -14,7 +14,10 @@ from dbt_subprocess import dbt_command, dbt_env, run, write_project
 
 pytestmark = [pytest.mark.dbt, pytest.mark.model]
 
-_ROWS = 240
+# enough rows that work is left after the second batch wherever the engine's speed lands: the
+# batch after the first is sized from the plan's estimate, and on a slow 2-core machine it held
+# all of 240 rows (17 s), so the run ended before Ctrl-C could stop it
+_ROWS = 960
 _TOPICS = ("kettle", "lamp", "chair", "blender", "backpack", "tent", "radio", "heater")
 _VERDICTS = ("It broke within a week and support never answered my emails.",
              "It works well, feels solid and the price was fair.")
