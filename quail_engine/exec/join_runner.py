@@ -131,8 +131,8 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
                 (kv.share if share else kv.take)(
                     carry, [layout.texts(by_anchor[a][0])[0] for a in group])
             # the next chunk's prompts, keys and cached answers are prepared on a helper thread
-            # once the engine has this chunk's first batch (QUAIL-B BIO-2: ~0.2 s per chunk of
-            # ~28,000 pairs the GPU waited for)
+            # while the engine runs this chunk's later batches (QUAIL-B BIO-2: ~0.2 s per chunk
+            # of ~28,000 pairs the GPU waited for)
             start_next = None if c + 1 == len(chunks) else partial(prepare_next, chunks[c + 1])
             try:
                 answers = runner.answer(step.op, layout, chunk, kv=kv, release_done=True,

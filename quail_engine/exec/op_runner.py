@@ -181,8 +181,8 @@ class OpRunner:
         caller's `kv` holds documents only these rows read (a join's anchors): each is released
         as soon as its last row is answered, so the anchors of a chunk need not fit the KV
         arena at once. `prep`: `prepare(layout, rows)` done ahead (else done here); `ahead`: a
-        callable run once the engine has this call's first batch (the caller's preparation of
-        its next call, off the engine's idle path)."""
+        callable run once, when this call's first batch is answered (the caller's preparation of
+        its next call, off the engine's idle path; _pipeline)."""
         if self.decoder is not None and is_decoded(layout.op):
             # written by the generation model: its engine, tokenizer and answers' identity (a
             # document KV of this runner's engine means nothing to it)
@@ -290,8 +290,10 @@ class OpRunner:
         counts and stores batch N-1's answers, so the device does not wait for the host between
         batches. With
         `release_done`, a document whose rows are all answered is released by the worker before
-        its next batch (the worker alone touches the engine). `ahead` runs once, after the first
-        batch is handed to the engine."""
+        its next batch (the worker alone touches the engine). `ahead` runs once, when the first
+        batch's answers are back (the second, if any, is then running): not beside the first,
+        whose encoding of the call's documents is the launch-heavy part (QUAIL-B BIO-2 on the
+        H200: a helper thread preparing the next chunk then slowed those passes by 30%)."""
         remaining = Counter(p for p, _ in texts) if release_done else None
         self._releasable, self._engine_s = [], 0.0
         self._minimum = self._minimums.setdefault(rep.op, PrefixCounter())
@@ -310,14 +312,14 @@ class OpRunner:
                     in_flight.append(submitted[2])
                     lo = hi
                     batches += 1
-                    if ahead is not None:
-                        ahead()
-                        ahead = None
                 if pending is not None:
                     p_lo, p_hi, future = pending
                     t0 = time.perf_counter()
                     answers, requests = future.result()
                     waited += time.perf_counter() - t0
+                    if ahead is not None:
+                        ahead()
+                        ahead = None
                     self._count_minimum(rep, texts[p_lo:p_hi], requests, kv)
                     done(p_lo, p_hi, answers)
                     if remaining is not None:
