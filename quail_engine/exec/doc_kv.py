@@ -18,8 +18,13 @@ from quail_engine.plan.cost import Work, request_work
 CARRY_SHARE = 0.5
 # the share a chunk of documents held at once (a filter chunk's, a join's anchors) may hold
 CHUNK_SHARE = 0.25
-# resident documents extended by a question stem per engine call (DocKV._extend)
+# resident documents extended by a question stem per engine call (DocKV._extend) where the KV
+# store copies a document to extend it (the CPU's); a paged arena shares the document's whole
+# pages and copies only its last partial one, so there a whole chunk of anchors goes in one
+# pass (QUAIL-B IMDB-8 on the H200: each extension pass cost ~60 ms of host time the GPU waited
+# for, two per 290-review chunk at 256)
 EXTEND_BATCH = 256
+EXTEND_BATCH_PAGED = 1024
 
 
 def kv_capacity_tokens(engine) -> int | None:
@@ -80,11 +85,12 @@ class DocKV:
 
     def _extend(self, stem: list[int], texts: Sequence[str] | None = None) -> None:
         """Each resident document's KV (of `texts`, default all) followed by `stem`'s,
-        replacing it; EXTEND_BATCH at a time, each original released once its extension exists
-        (the arena holds both for those only)."""
+        replacing it; EXTEND_BATCH (a paged arena: EXTEND_BATCH_PAGED) at a time, each original
+        released once its extension exists (the arena holds both for those only)."""
         texts = list(self.handles) if texts is None else list(texts)
-        for lo in range(0, len(texts), EXTEND_BATCH):
-            batch = texts[lo:lo + EXTEND_BATCH]
+        step = EXTEND_BATCH if kv_capacity_tokens(self.engine) is None else EXTEND_BATCH_PAGED
+        for lo in range(0, len(texts), step):
+            batch = texts[lo:lo + step]
             new = self.engine.extend_prefixes([self.handles[t] for t in batch], stem)
             for text, handle in zip(batch, new):
                 self.engine.release(self.handles[text])
