@@ -159,7 +159,7 @@ class AnswerCache:
                     # one probe per key (a join chunk's 28,000 keys over ~25 anchors)
                     rows = self._con.execute(
                         "SELECT key, value FROM answers WHERE key >= ? AND key < ?",
-                        (doc, doc + "g")).fetchall()  # (keys are lowercase hex: 'f' < 'g')
+                        (doc, doc + "\U0010ffff")).fetchall()  # (above any character's bytes)
                     out.update((k, json.loads(v)) for k, v in rows if k in wanted)
                 for i in range(0, len(few), 500):
                     chunk = few[i:i + 500]

@@ -165,4 +165,8 @@ def test_many_keys_of_one_document_are_read_as_its_key_range(tmp_path):
     few = keys.key(other_doc, "Question: partner 2?")
     cache.put_many({few: True})
     assert cache.get_many(asked + [few]) == {**stored, few: True}
+    # keys of any text: the range ends above every character, not at the hex digits' end
+    odd = {f"{'x' * 16}{c}{i}": i for i in range(RANGE_MIN) for c in "az\u00e9"}
+    cache.put_many(odd)
+    assert cache.get_many(odd) == odd
     cache.close()
