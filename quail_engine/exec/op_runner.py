@@ -291,9 +291,10 @@ class OpRunner:
         batches. With
         `release_done`, a document whose rows are all answered is released by the worker before
         its next batch (the worker alone touches the engine). `ahead` runs once, when the first
-        batch's answers are back (the second, if any, is then running): not beside the first,
-        whose encoding of the call's documents is the launch-heavy part (QUAIL-B BIO-2 on the
-        H200: a helper thread preparing the next chunk then slowed those passes by 30%)."""
+        batch's answers are back (the second is then running): not beside the first, whose
+        encoding of the call's documents is the launch-heavy part (QUAIL-B BIO-2 on the H200: a
+        helper thread preparing the next chunk then slowed those passes by 30%); in a call of
+        one batch, as it is handed over (the alternative is the engine waiting for it all)."""
         remaining = Counter(p for p, _ in texts) if release_done else None
         self._releasable, self._engine_s = [], 0.0
         self._minimum = self._minimums.setdefault(rep.op, PrefixCounter())
@@ -312,6 +313,9 @@ class OpRunner:
                     in_flight.append(submitted[2])
                     lo = hi
                     batches += 1
+                    if ahead is not None and lo >= len(texts):  # this call's only batch
+                        ahead()
+                        ahead = None
                 if pending is not None:
                     p_lo, p_hi, future = pending
                     t0 = time.perf_counter()
