@@ -57,14 +57,13 @@ CALIBRATED = (*PREDICATE_KINDS, OpKind.AI_SCORE, OpKind.AI_CLASSIFY)
 class CallPrep:
     """One call's host work before the engine (OpRunner.prepare): each non-NULL row's prompt
     (document part, question part) and answer-cache key, the answers the cache held, the rows
-    left to compute in run order, the NULL rows' count and the seconds it took."""
+    left to compute in run order and the NULL rows' count."""
     rows: Sequence[Sequence[object]]
     texts: dict[int, tuple[str, str]]
     keys: dict[int, str]
     cached: dict[str, object]
     todo: list[int]
     nulls: int
-    seconds: float
 
 
 class OpRunner:
@@ -151,7 +150,6 @@ class OpRunner:
         """The host's part of a call before the engine (CallPrep): prompts rendered, keys, the
         cached answers, the rows left in run order. Touches neither the engine nor the report,
         so a join prepares its next chunk of anchors on another thread while this one runs."""
-        start = time.perf_counter()
         texts: dict[int, tuple[str, str]] = {}
         render = _TextMemo(layout)
         nulls = 0
@@ -171,7 +169,7 @@ class OpRunner:
         cached = self.cache.get_many(keys.values())
         todo = [i for i, key in keys.items() if key not in cached]
         todo.sort(key=texts.__getitem__)  # rows that begin alike run together (shared KV)
-        return CallPrep(rows, texts, keys, cached, todo, nulls, time.perf_counter() - start)
+        return CallPrep(rows, texts, keys, cached, todo, nulls)
 
     def answer(self, op_id: int, layout: OpPrompt, rows: Sequence[Sequence[object]],
                kv: DocKV | None = None, unplanned: bool = False,
@@ -181,8 +179,8 @@ class OpRunner:
         caller's `kv` holds documents only these rows read (a join's anchors): each is released
         as soon as its last row is answered, so the anchors of a chunk need not fit the KV
         arena at once. `prep`: `prepare(layout, rows)` done ahead (else done here); `ahead`: a
-        callable run once, when this call's first batch is answered (the caller's preparation of
-        its next call, off the engine's idle path; _pipeline)."""
+        callable run once while the engine works on this call (the caller's preparation of its
+        next call, off the engine's idle path; when: _pipeline)."""
         if self.decoder is not None and is_decoded(layout.op):
             # written by the generation model: its engine, tokenizer and answers' identity (a
             # document KV of this runner's engine means nothing to it)
