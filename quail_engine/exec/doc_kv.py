@@ -27,12 +27,25 @@ EXTEND_BATCH = 256
 EXTEND_BATCH_PAGED = 1024
 
 
+def _paged_arena(engine) -> tuple[int, int] | None:
+    """(pages, tokens a page) of the engine's paged KV arena (the GPU's), None where there is
+    none (the CPU engine's store is unbounded; a remote engine's is unknown)."""
+    arena = getattr(getattr(engine, "model", None), "arena", None)
+    pages, size = getattr(arena, "num_pages", None), getattr(arena, "page_size", None)
+    return (pages, size) if isinstance(pages, int) and isinstance(size, int) else None
+
+
 def kv_capacity_tokens(engine) -> int | None:
     """Tokens the engine's KV arena holds (the GPU's paged arena), None where unbounded (the CPU
     engine) or unknown (a remote engine)."""
-    arena = getattr(getattr(engine, "model", None), "arena", None)
-    pages, size = getattr(arena, "num_pages", None), getattr(arena, "page_size", None)
-    return pages * size if isinstance(pages, int) and isinstance(size, int) else None
+    paged = _paged_arena(engine)
+    return paged[0] * paged[1] if paged else None
+
+
+def kv_page_tokens(engine) -> int:
+    """Tokens of one page of the engine's paged KV arena, 0 without one."""
+    paged = _paged_arena(engine)
+    return paged[1] if paged else 0
 
 
 class DocKV:

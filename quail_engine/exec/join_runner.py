@@ -20,7 +20,7 @@ import numpy as np
 
 from quail_engine.errors import ExecutionError
 from quail_engine.exec.answer_store import AnswerStore
-from quail_engine.exec.doc_kv import CHUNK_SHARE, DocKV, kv_capacity_tokens
+from quail_engine.exec.doc_kv import CHUNK_SHARE, DocKV, kv_capacity_tokens, kv_page_tokens
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.scans import ScanData
 from quail_engine.plan.join_order import JoinStep
@@ -165,7 +165,7 @@ def anchor_chunks(anchors: list[tuple], by_anchor: dict, layout, runner: OpRunne
     budget, out, cur, used = capacity * CHUNK_SHARE, [], [], 0
     # each document may also hold a copy of its last page with the question stem after it
     # (DocKV.set_stem on resident documents: PagedKVArena.join)
-    page = getattr(getattr(getattr(runner.engine, "model", None), "arena", None), "page_size", 0)
+    page = kv_page_tokens(runner.engine)
     for anchor, text in zip(anchors, texts):
         n = len(sizer.heads[text]) + page
         if cur and (len(cur) >= MAX_ANCHORS_PER_CHUNK or used + n > budget):

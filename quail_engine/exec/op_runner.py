@@ -190,7 +190,7 @@ class OpRunner:
         if layout.op.op == OpKind.AI_COUNT_TOKENS:
             return self._count_tokens(layout, rows)
         start = time.perf_counter()
-        if prep is None or list(prep.rows) != list(rows):
+        if prep is None or prep.rows is not rows:  # (prepared for other rows: done again)
             prep = self.prepare(layout, rows)
         texts, keys, cached, todo = prep.texts, prep.keys, prep.cached, prep.todo
         out: list[object] = [None] * len(rows)
