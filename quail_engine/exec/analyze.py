@@ -59,14 +59,15 @@ def estimate_plans(con, parsed, spec, device) -> list:
     plans = []
     for core in parsed.cores:
         scans = {rel.alias: load_scan(con, rel) for rel in core.relations}
+        ai_ops = core.ops_of(parsed.ai_ops)
         ops = [o for o in (*core.filters, *core.joins, *core.projections)
                if all(any(binding_column(o, i) in s.columns for s in scans.values())
-                      for i in range(len(parsed.ai_ops[o].bindings)))]
-        infos = op_infos(ops, parsed.ai_ops, scans, _GuessRunner(), AnswerStore(), 0)
+                      for i in range(len(ai_ops[o].bindings)))]
+        infos = op_infos(ops, ai_ops, scans, _GuessRunner(), AnswerStore(), 0)
         ctx = PlanContext(infos, {a: float(len(s.rows)) for a, s in scans.items()}, spec,
                           device, pair_fraction=pair_fractions(scans),
                           columns={a: s.columns for a, s in scans.items()})
-        plans.append(plan_core(planned_core(core, set(ops)), parsed.ai_ops, ctx))
+        plans.append(plan_core(planned_core(core, set(ops)), ai_ops, ctx))
     return plans
 
 

@@ -351,11 +351,14 @@ class CoreRunner:
         kv = None
         if layout.is_shared and not self._read_once(step, scan):
             kv = kvs.setdefault(step.doc, self.runner.doc_kv())
+        if step.kind == "project":  # counted as _run_projections counts
+            asked = len(self.store.missing(step.op, values))
+            self._ask(step.op, layout, values, kv)
+            rep.rows_in += asked
+            rep.rows_out += asked
+            return alive
         self._ask(step.op, layout, values, kv)
         rep.rows_in += len(alive)
-        if step.kind == "project":
-            rep.rows_out += len(alive)
-            return alive
         kept = [i for i, v in zip(alive, values) if op.passes(self.store.get(step.op, v))]
         rep.rows_out += len(kept)
         return kept
@@ -379,10 +382,13 @@ class CoreRunner:
                 bound = bound_aliases(step.op, op, scans, final.aliases)
                 values = list(dict.fromkeys(tuple_values(step.op, op, scans, bound,
                                                          final.distinct(bound)[0])))
+            # values another core of the statement answered are not counted again (a CTE's
+            # classification that the outer core asked as its label filter)
+            asked = len(self.store.missing(step.op, values))
             self._ask(step.op, self.runner.layout(op), values, None)
             rep = self.runner.report.op(step.op, op.op)
-            rep.rows_in += len(values)
-            rep.rows_out += len(values)
+            rep.rows_in += asked
+            rep.rows_out += asked
 
 
 def star_anchor(plan: PhysicalPlan) -> str | None:

@@ -192,7 +192,8 @@ class QuailSession:
     def _run_cores(self, parsed, runner, store: AnswerStore, suffix: str, limit) -> None:
         spec, dev = self._specs()
         for core in dependency_order(parsed.cores):
-            CoreRunner(self.con, parsed.ai_ops, runner, store, spec, dev, self.sample_size,
+            CoreRunner(self.con, core.ops_of(parsed.ai_ops), runner, store, spec, dev,
+                       self.sample_size,
                        lambda sql: prepare_sql(sql, suffix)).run(
                            core, limit if len(parsed.cores) == 1 else None)
 

@@ -7,6 +7,11 @@ planned like the predicate itself, with the op marked `negated`: the same prompt
 answers and document KV), rows answering FALSE pass. AI predicates under OR, under a NOT of
 anything else, or in an outer join's ON stay out of `filters`/`joins`: DuckDB still evaluates
 them through `quail_ai_<id>(...)` in `duckdb_sql`, they are just not planned.
+
+A conjunct comparing a single-label classification to string literals (`= 'x'`, `<>`, `IN`,
+`NOT IN`) is planned as a filter of it, its passing labels in `AiOp.pass_labels`; a CTE's
+classification that the outer query filters on is planned inside the outer core
+(sql/label_ctes.py), its ops re-bound in `Core.ops`.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from sqlglot import exp
 
 from quail_engine.sql.build import AGGREGATE_OPS
 from quail_engine.sql.ir import AiOp, JoinInfo, OpKind
+from quail_engine.sql.label_ctes import see_through
 from quail_engine.sql.placeholder import op_id_of
 from quail_engine.sql.scan import Pending, is_literal, scan_relation
 from quail_engine.sql.sources import is_inner, sources_of
@@ -56,12 +62,23 @@ class Core:
     projections: tuple[int, ...]
     aggregates: tuple[int, ...] = ()
     keys: tuple[EquiKey, ...] = ()
+    # ops this core plans differently from the statement's (a CTE's classification seen
+    # through: re-bound to the outer alias, with its pass labels): (op id, op)
+    ops: tuple[tuple[int, AiOp], ...] = ()
+
+    def ops_of(self, ai_ops) -> list[AiOp]:
+        """The statement's ops as this core plans them."""
+        out = list(ai_ops)
+        for op_id, op in self.ops:
+            out[op_id] = op
+        return out
 
     def to_text(self) -> str:
         rels = ", ".join(f"{r.alias}[{', '.join(r.columns)}]" for r in self.relations)
         return (f"core(relations=[{rels}]; filters={list(self.filters)}; joins="
                 f"{list(self.joins)}; projections={list(self.projections)}"
-                + (f"; aggregates={list(self.aggregates)}" if self.aggregates else "") + ")")
+                + (f"; aggregates={list(self.aggregates)}" if self.aggregates else "")
+                + (f"; seen_through={[i for i, _ in self.ops]}" if self.ops else "") + ")")
 
 
 def conjuncts(node: exp.Expr | None) -> list[exp.Expr]:
@@ -85,22 +102,53 @@ def extract_cores(tree: exp.Expr, ops: list[AiOp]) -> tuple[list[Core], list[AiO
     for select in tree.find_all(exp.Select):
         if id(select) in absorbed:
             continue
-        pending = Pending(select=select, sources=_scannable(select), ops=ops)
-        if not pending.sources:
-            continue
-        _predicates(pending, absorbed)
-        for node in select.expressions:
-            for call in node.find_all(exp.Anonymous):
-                op_id = op_id_of(call)
-                if op_id is None or call.find_ancestor(exp.Select) is not select:
-                    continue
-                target = pending.aggregates if ops[op_id].op in AGGREGATE_OPS else pending.projections
-                if _reads_only(ops[op_id], pending.sources) and op_id not in target:
-                    target.append(op_id)
-        if pending.filters or pending.joins or pending.projections or pending.aggregates:
-            cores.append(_core(pending))
+        seen = see_through(select, ops, conjuncts)
+        if seen is None:
+            core = _extract(select, ops, absorbed)
+        else:
+            core = _seen_through(*seen, ops, absorbed)
+        if core is not None:
+            cores.append(core)
     _mark_unplanned_joins(tree, ops)
     return cores, ops
+
+
+def _extract(select: exp.Select, ops: list[AiOp], absorbed: set[int]) -> Core | None:
+    pending = Pending(select=select, sources=_scannable(select), ops=ops)
+    if not pending.sources:
+        return None
+    _predicates(pending, absorbed)
+    for node in select.expressions:
+        for call in node.find_all(exp.Anonymous):
+            op_id = op_id_of(call)
+            if op_id is None or call.find_ancestor(exp.Select) is not select:
+                continue
+            target = pending.aggregates if ops[op_id].op in AGGREGATE_OPS else pending.projections
+            if _reads_only(ops[op_id], pending.sources) and op_id not in target \
+                    and op_id not in pending.filters:
+                target.append(op_id)
+    if pending.filters or pending.joins or pending.projections or pending.aggregates:
+        return _core(pending)
+    return None
+
+
+def _seen_through(view: exp.Select, rebound: dict[int, AiOp], ops: list[AiOp],
+                  absorbed: set[int]) -> Core | None:
+    """The core of a planning view (label_ctes.see_through): extracted over the ops with the
+    CTE's re-bound; what extraction sets on the outer ops (join kinds, NOT) reaches the
+    statement's ops, the CTE's ops stay the core's own."""
+    local = list(ops)
+    for op_id, op in rebound.items():
+        local[op_id] = op
+    core = _extract(view, local, absorbed)
+    if core is None:
+        return None
+    for op_id in range(len(ops)):
+        if op_id not in rebound:
+            ops[op_id] = local[op_id]
+    used = {*core.filters, *core.joins, *core.projections, *core.aggregates}
+    return dataclasses.replace(core, ops=tuple((i, local[i]) for i in sorted(rebound)
+                                               if i in used))
 
 
 def _scannable(select: exp.Select) -> dict[str, exp.Expr]:
@@ -133,6 +181,8 @@ def _predicates(p: Pending, absorbed: set[int]) -> None:
 def _conjunct(p: Pending, c: exp.Expr, join: exp.Join | None, inner_alias: str | None = None,
               kind: str = "inner") -> None:
     c = _is_true(c)
+    if inner_alias is None and is_inner(join) and _label_filter(p, c):
+        return
     default = inner_alias or (next(iter(p.sources)) if len(p.sources) == 1 else None)
     negated = _negated_id(c) is not None
     op_id = _negated_id(c) if negated else _predicate_id(c)
@@ -157,6 +207,42 @@ def _conjunct(p: Pending, c: exp.Expr, join: exp.Join | None, inner_alias: str |
         return
     if op_id is None and not any(op_id_of(n) is not None for n in c.find_all(exp.Anonymous)):
         p.relational.append((c, join, default))
+
+
+def _label_filter(p: Pending, c: exp.Expr) -> bool:
+    """Plans `<classification> = 'x'` (`<>`, `IN (...)`, `NOT IN`) as a filter: its passing
+    labels, over the op's label names, in `pass_labels` (two conjuncts on one op intersect)."""
+    negated = isinstance(c, exp.Not)
+    node = c.this.unnest() if negated else c
+    if isinstance(node, exp.In) and not any(node.args.get(k) for k in ("query", "unnest",
+                                                                        "field")):
+        call, lits = node.this, node.expressions
+    elif isinstance(node, exp.EQ | exp.NEQ):
+        call, lits = node.this, [node.expression]
+        if isinstance(call, exp.Literal):
+            call, lits = node.expression, [node.this]
+        negated ^= isinstance(node, exp.NEQ)
+    else:
+        return False
+    op_id = _predicate_id(call)
+    if op_id is None or not lits or not all(isinstance(x, exp.Literal) and x.is_string
+                                            for x in lits):
+        return False
+    op = p.ops[op_id]
+    if op.op != OpKind.AI_CLASSIFY or op.multi or op.output_type != "VARCHAR" or not op.labels:
+        return False
+    aliases = _aliases_in_order(op, p.sources)
+    if aliases is None or len(aliases) != 1:
+        return False
+    named = {x.this for x in lits}
+    names = [lb.name for lb in op.labels]
+    passing = [n for n in names if (n in named) != negated]
+    if op.pass_labels is not None:
+        passing = [n for n in passing if n in op.pass_labels]
+    p.ops[op_id] = dataclasses.replace(op, pass_labels=tuple(passing))
+    if op_id not in p.filters:
+        p.filters.append(op_id)
+    return True
 
 
 def _predicate_id(c: exp.Expr) -> int | None:

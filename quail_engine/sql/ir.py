@@ -153,6 +153,9 @@ class AiOp:
     join: JoinInfo | None = None
     context: str = "select"             # where, join_on, select, having, order_by, aggregate
     negated: bool = False               # a WHERE / ON conjunct as `NOT <predicate>`
+    # a classification planned as a filter: its conjunct `label IN (...)` / `= '...'` (NOT IN /
+    # <> with `negated`); rows whose label is one of these pass
+    pass_labels: tuple[str, ...] | None = None
     origin: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -165,7 +168,11 @@ class AiOp:
 
     def passes(self, answer: object) -> bool:
         """Whether a row (a pair for a join) with this predicate answer meets its conjunct:
-        TRUE, or FALSE when `negated` (`NOT NULL` is NULL: a NULL answer never passes)."""
+        TRUE, or FALSE when `negated` (`NOT NULL` is NULL: a NULL answer never passes); for a
+        classification with `pass_labels`, a label among them (not among them when `negated`;
+        a NULL label passes neither `IN` nor `NOT IN`)."""
+        if self.pass_labels is not None:
+            return answer is not None and (answer in self.pass_labels) != self.negated
         return answer is (not self.negated)
 
     @property
@@ -200,6 +207,9 @@ class AiOp:
             parts.append("multi=true")
         if self.negated:
             parts.append("negated=true")
+        if self.pass_labels is not None:
+            parts.append("pass_labels=[" + ", ".join(json.dumps(x, ensure_ascii=False)
+                                                     for x in self.pass_labels) + "]")
         if self.examples:
             parts.append(f"examples={len(self.examples)}")
         if self.join is not None:

@@ -111,6 +111,10 @@ class Core:
     filters: tuple = ()
     joins: tuple = ()
     projections: tuple = ()
+    ops: tuple = ()
+
+    def ops_of(self, ai_ops) -> list:
+        return list(ai_ops)
 
 
 @dataclass(frozen=True)

@@ -120,8 +120,14 @@ def test_opposite_answer_is_the_planned_negated_filter(name, form):
 @pytest.mark.parametrize("name,form,kind", NOT_BOOLEAN, ids=[f[0] for f in NOT_BOOLEAN])
 def test_lookalikes_keep_their_own_meaning(name, form, kind):
     parsed = parse(where_sql(form), "databricks")
-    assert parsed.ai_ops[0].op == kind
-    assert parsed.cores == ()
+    op = parsed.ai_ops[0]
+    assert op.op == kind
+    if kind == OpKind.AI_CLASSIFY:  # a planned filter on its label, SQL's `=` kept exactly
+        assert [c.filters for c in parsed.cores] == [(0,)]
+        assert op.pass_labels == (() if name == "classify_wrong_case" else ("yes",))
+        assert not op.passes("TRUE") and op.passes("yes") == (name != "classify_wrong_case")
+    else:
+        assert parsed.cores == ()
 
 
 @pytest.mark.parametrize("sql", [where_sql(FORMS[0][1]), join_sql(FORMS[4][1]),
