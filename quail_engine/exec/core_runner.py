@@ -16,7 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from quail_engine.exec.answer_store import AnswerStore
-from quail_engine.exec.doc_kv import CARRY_SHARE, CHUNK_SHARE, kv_capacity_tokens
+from quail_engine.exec.doc_kv import (
+    CARRY_SHARE,
+    CHUNK_SHARE,
+    kv_capacity_tokens,
+    kv_page_tokens,
+)
 from quail_engine.exec.estimates import op_infos
 from quail_engine.exec.join_runner import (
     ROW,
@@ -34,6 +39,7 @@ from quail_engine.exec.scans import ScanData, load_scan, op_values
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.planner import plan_core
+from quail_engine.settings import prefix_sharing_enabled
 from quail_engine.sql.ir import binding_column
 
 log = logging.getLogger(__name__)
@@ -46,6 +52,7 @@ class CoreRunner:
     def __init__(self, con, ai_ops: Sequence, runner: OpRunner, store: AnswerStore, model,
                  device, sample_size: int = 8, prepare=None):
         self.con, self.ai_ops, self.runner, self.store = con, list(ai_ops), runner, store
+        self._row_tokens: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
         self.prepare = prepare  # scans that call AI functions: to this statement's names
         self.model, self.device, self.sample_size = model, device, sample_size
 
@@ -162,7 +169,7 @@ class CoreRunner:
             resident = any(not self._read_once(st, scan) for st in steps)
             c = 0
             while c < len(scan.rows):
-                chunk = (self._resident_chunk(alias, steps) if resident
+                chunk = (self._resident_chunk(alias, steps, scan, c) if resident
                          else max(1, len(scan.rows)))
                 if limit is not None and not limit.is_ordered:
                     if len(alive_all) >= limit.rows:
@@ -207,20 +214,36 @@ class CoreRunner:
             self.store.complete |= {s.op for s in steps if s.kind == "filter"}
         return survivors
 
-    def _resident_chunk(self, alias: str, steps) -> int:
-        """Rows per chunk when the steps keep their documents resident for the chunk: CHUNK_ROWS,
-        fewer where that many documents (at their mean length) would take more than
-        CHUNK_SHARE of a bounded KV arena (QUAIL-B BIO-4: 256 reports of ~4,000 tokens against
-        the H200's 380k-token arena)."""
+    def _resident_chunk(self, alias: str, steps, scan: ScanData, start: int) -> int:
+        """Rows per chunk from row `start` when the steps keep their documents resident for the
+        chunk: CHUNK_ROWS, fewer where that many documents would take more than CHUNK_SHARE of
+        a bounded KV arena (QUAIL-B BIO-4: 256 reports of ~4,000 tokens against the H200's
+        380k-token arena). With prefix sharing, a document that begins like the row before it
+        holds only its own pages past that beginning (the radix index shares the rest), so
+        the chunk counts those (QUAIL-B AGENT-3/4: cumulative snapshots of ~10k tokens each, 9
+        to a chunk counted whole: three small passes per chunk for a classification)."""
         engine = self.runner.loaded_engine()
         if engine is None:  # not loaded yet (nor needed, if every answer is cached): a small
             return FIRST_CHUNK_ROWS  # first chunk, sized again once the engine is known
         capacity = kv_capacity_tokens(engine)
-        mean = max((self.infos[s.op].tokens.get(alias, 0.0) for s in steps
-                    if s.op in self.infos), default=0.0)
+        step = max((s for s in steps if s.op in self.infos),
+                   key=lambda s: self.infos[s.op].tokens.get(alias, 0.0), default=None)
+        mean = self.infos[step.op].tokens.get(alias, 0.0) if step is not None else 0.0
         if capacity is None or mean <= 0:
             return CHUNK_ROWS
-        return max(1, min(CHUNK_ROWS, int(capacity * CHUNK_SHARE / mean)))
+        budget = capacity * CHUNK_SHARE
+        if not prefix_sharing_enabled():
+            return max(1, min(CHUNK_ROWS, int(budget / mean)))
+        key = (alias, step.op)
+        if key not in self._row_tokens:
+            self._row_tokens[key] = own_tokens(doc_texts(scan, step.op, self.ai_ops[step.op],
+                                                         alias), mean,
+                                               kv_page_tokens(engine))
+        full, own = self._row_tokens[key]
+        need = np.cumsum(own[start:start + CHUNK_ROWS])
+        if len(need):
+            need += full[start] - own[start]  # the chunk's first document counted whole
+        return max(1, int(np.searchsorted(need, budget, side="right")))
 
     def _carry_fits(self, kv, texts) -> list[str]:
         """The documents of `texts` (resident in `kv`) the join may find still resident: while
@@ -389,6 +412,40 @@ class CoreRunner:
             rep = self.runner.report.op(step.op, op.op)
             rep.rows_in += asked
             rep.rows_out += asked
+
+
+def doc_texts(scan: ScanData, op_id: int, op, alias: str) -> list[str]:
+    """Per scan row, the text of `op`'s document over `alias` (its bindings there, joined)."""
+    cols = [binding_column(op_id, i) for i, b in enumerate(op.bindings) if b.alias == alias]
+    return ["\n\n".join(str(row.get(c) or "") for c in cols) for row in scan.rows]
+
+
+def own_tokens(texts: Sequence[str], mean_tokens: float, page: int = 0
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens of each text, tokens past its common beginning with the text before it, plus
+    the `page` of the shared part's last partial page it copies), estimated from characters
+    at the texts' mean tokens a character."""
+    lengths = np.array([len(t) for t in texts], dtype=np.float64)
+    per_char = mean_tokens / max(1.0, float(lengths.mean())) if len(texts) else 0.0
+    common = np.zeros(len(texts))
+    for i in range(1, len(texts)):
+        common[i] = common_prefix_len(texts[i - 1], texts[i])
+    full = lengths * per_char
+    own = np.where(common > 0, np.minimum(full, (lengths - common) * per_char + page), full)
+    return full, own
+
+
+def common_prefix_len(a: str, b: str) -> int:
+    """Length of the common beginning of `a` and `b` (binary search over slice equality: C
+    comparisons, not a Python loop over 20k-character documents)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def star_anchor(plan: PhysicalPlan) -> str | None:
