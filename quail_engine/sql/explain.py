@@ -31,7 +31,8 @@ def explain_json(q: ParsedQuery) -> dict[str, Any]:
     cores = [{"relations": [dataclasses.asdict(r) for r in c.relations],
               "filters": list(c.filters), "joins": list(c.joins),
               "projections": list(c.projections), "aggregates": list(c.aggregates),
-              "keys": [dataclasses.asdict(k) for k in c.keys]} for c in q.cores]
+              "keys": [dataclasses.asdict(k) for k in c.keys],
+              "seen_through": [_seen(i, op) for i, op in c.ops]} for c in q.cores]
     return {"dialect": q.dialect, "ai_operators": operators, "cores": cores,
             "table_functions": list(q.table_functions), "duckdb_sql": q.duckdb_sql}
 
@@ -51,6 +52,11 @@ def explain_text(q: ParsedQuery) -> str:
                      f"projections={list(core.projections)} aggregates={list(core.aggregates)}")
         for rel in core.relations:
             lines.append(f"    {rel.alias}: {rel.scan_sql}")
+        for i, op in core.ops:  # a CTE's operators this core plans (sql/label_ctes.py)
+            seen = _seen(i, op)
+            lines.append(f"    #{i} seen through its CTE: reads {', '.join(seen['bindings'])}"
+                         + (f"; rows pass with labels {seen['pass_labels']}"
+                            if seen["pass_labels"] is not None else ""))
     if not q.cores:
         lines.append("  (none)")
     lines += ["duckdb sql:", f"  {q.duckdb_sql}"]
@@ -60,6 +66,11 @@ def explain_text(q: ParsedQuery) -> str:
 def explain(sql: str, dialect: str, fmt: str = "text") -> str | dict[str, Any]:
     q = parse(sql, dialect)
     return explain_json(q) if fmt == "json" else explain_text(q)
+
+
+def _seen(op_id: int, op) -> dict[str, Any]:
+    return {"id": op_id, "bindings": [b.sql for b in op.bindings],
+            "pass_labels": None if op.pass_labels is None else list(op.pass_labels)}
 
 
 def _plain(options) -> dict[str, Any]:

@@ -108,3 +108,15 @@ def test_pass_labels_decide_like_sql():
               pass_labels=("a", "c"))
     assert [op.passes(x) for x in ("a", "b", "c", None)] == [True, False, True, False]
     assert "pass_labels=[\"a\", \"c\"]" in op.to_text()
+
+
+def test_explain_says_what_the_core_saw_through():
+    from quail_engine.sql.explain import explain
+
+    text = explain(cte(), "snowflake")
+    assert "#1 seen through its CTE: reads c.review; rows pass with labels " \
+           "['negative', 'mixed']" in text
+    cores = explain(cte(), "snowflake", "json")["cores"]
+    assert cores[0]["seen_through"] == [{"id": 1, "bindings": ["c.review"],
+                                         "pass_labels": ["negative", "mixed"]}]
+    assert cores[1]["seen_through"] == []
