@@ -83,12 +83,14 @@ def test_each_comparison_becomes_its_passing_labels(where, passing):
     cte(select="DISTINCT r.id, r.review"),
     cte(select="r.id, UPPER(r.review) AS review"),  # the outer question reads a computed column
     cte(outer_where="c.sentiment = c.review"),  # not a literal
+    cte(" WHERE AI_FILTER(PROMPT('Is {0} long?', r.review))"),  # an AI filter in the CTE
+    cte(outer_where="c.sentiment = 'mixed' AND AI_FILTER(PROMPT('Is {0} long?', c.review))"),
     cte() + " AND c.id IN (SELECT id FROM c)",  # the CTE read twice
     ("WITH c AS (SELECT r.id, r.review, " + SENTIMENT + " AS sentiment FROM reviews AS r) "
      "SELECT p.name, " + TOPIC + " FROM products AS p LEFT JOIN c ON c.id = p.product_id "
      "WHERE c.sentiment = 'mixed'"),  # an outer join's side
-], ids=["group_by", "limit", "distinct", "computed_column", "column_not_literal", "read_twice",
-        "left_join"])
+], ids=["group_by", "limit", "distinct", "computed_column", "column_not_literal", "ai_filter_in_cte",
+        "outer_ai_filter", "read_twice", "left_join"])
 def test_shapes_that_are_not_seen_through_keep_their_cores(sql):
     parsed = parse(sql, "snowflake")
     assert not any(c.ops for c in parsed.cores)
