@@ -375,7 +375,7 @@ class CoreRunner:
         if layout.is_shared and not self._read_once(step, scan):
             kv = kvs.setdefault(step.doc, self.runner.doc_kv())
         if step.kind == "project":  # counted as _run_projections counts
-            asked = len(self.store.missing(step.op, values))
+            asked = sum(1 for v in values if not self.store.has(step.op, v))
             self._ask(step.op, layout, values, kv)
             rep.rows_in += asked
             rep.rows_out += asked
@@ -407,7 +407,7 @@ class CoreRunner:
                                                          final.distinct(bound)[0])))
             # values another core of the statement answered are not counted again (a CTE's
             # classification that the outer core asked as its label filter)
-            asked = len(self.store.missing(step.op, values))
+            asked = sum(1 for v in values if not self.store.has(step.op, v))
             self._ask(step.op, self.runner.layout(op), values, None)
             rep = self.runner.report.op(step.op, op.op)
             rep.rows_in += asked
