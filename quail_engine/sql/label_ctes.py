@@ -62,7 +62,7 @@ def see_through(select: exp.Select, ops: list[AiOp],
         if not labels or not any(_label_column(c, alias, single) in labels for c in found):
             continue
         if where is not None and any(
-                (op_id := op_id_of(call)) is not None and ops[op_id].aliases == (alias,)
+                (op_id := op_id_of(call)) is not None and set(ops[op_id].aliases) <= {alias}
                 for call in where.find_all(exp.Anonymous)):
             continue  # an outer AI filter of the CTE's rows (module docstring)
         inner = alias_of(body.args["from_"].this)

@@ -85,12 +85,15 @@ def test_each_comparison_becomes_its_passing_labels(where, passing):
     cte(outer_where="c.sentiment = c.review"),  # not a literal
     cte(" WHERE AI_FILTER(PROMPT('Is {0} long?', r.review))"),  # an AI filter in the CTE
     cte(outer_where="c.sentiment = 'mixed' AND AI_FILTER(PROMPT('Is {0} long?', c.review))"),
+    ("WITH c AS (SELECT r.id, r.review, " + SENTIMENT + " AS sentiment FROM reviews AS r) "
+     "SELECT id, " + TOPIC.replace("c.review", "review") + " FROM c "
+     "WHERE sentiment = 'mixed' AND AI_FILTER(PROMPT('Is {0} long?', review))"),
     cte() + " AND c.id IN (SELECT id FROM c)",  # the CTE read twice
     ("WITH c AS (SELECT r.id, r.review, " + SENTIMENT + " AS sentiment FROM reviews AS r) "
      "SELECT p.name, " + TOPIC + " FROM products AS p LEFT JOIN c ON c.id = p.product_id "
      "WHERE c.sentiment = 'mixed'"),  # an outer join's side
 ], ids=["group_by", "limit", "distinct", "computed_column", "column_not_literal", "ai_filter_in_cte",
-        "outer_ai_filter", "read_twice", "left_join"])
+        "outer_ai_filter", "outer_ai_filter_unqualified", "read_twice", "left_join"])
 def test_shapes_that_are_not_seen_through_keep_their_cores(sql):
     parsed = parse(sql, "snowflake")
     assert not any(c.ops for c in parsed.cores)
