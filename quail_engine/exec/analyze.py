@@ -57,12 +57,16 @@ def estimate_plans(con, parsed, spec, device) -> list:
     """The physical plan of every core, from DuckDB scans and guessed token counts, costed for
     the model `spec` (plan.cost.ModelSpec) on `device` (plan.cost.DeviceSpec)."""
     plans = []
-    for core in parsed.cores:
+    # a CTE's operators a core saw through are answered there (it runs first): the CTE's own
+    # core asks them again only for rows that core left out, so they are not counted twice
+    seen = {op_id: n for n, core in enumerate(parsed.cores) for op_id, _ in core.ops}
+    for n, core in enumerate(parsed.cores):
         scans = {rel.alias: load_scan(con, rel) for rel in core.relations}
         ai_ops = core.ops_of(parsed.ai_ops)
         ops = [o for o in (*core.filters, *core.joins, *core.projections)
-               if all(any(binding_column(o, i) in s.columns for s in scans.values())
-                      for i in range(len(ai_ops[o].bindings)))]
+               if seen.get(o, n) == n
+               and all(any(binding_column(o, i) in s.columns for s in scans.values())
+                       for i in range(len(ai_ops[o].bindings)))]
         infos = op_infos(ops, ai_ops, scans, _GuessRunner(), AnswerStore(), 0)
         ctx = PlanContext(infos, {a: float(len(s.rows)) for a, s in scans.items()}, spec,
                           device, pair_fraction=pair_fractions(scans),

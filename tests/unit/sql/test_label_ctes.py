@@ -125,3 +125,15 @@ def test_explain_says_what_the_core_saw_through():
     assert cores[0]["seen_through"] == [{"id": 1, "bindings": ["c.review"],
                                          "pass_labels": ["negative", "mixed"]}]
     assert cores[1]["seen_through"] == []
+
+
+def test_explain_estimates_count_a_seen_through_operator_once(con):
+    from quail_engine.exec.analyze import estimate_plans
+    from quail_engine.plan.cost import DeviceSpec, ModelSpec
+
+    spec = ModelSpec(name="t", num_layers=30, hidden_size=576, num_heads=9, num_kv_heads=3,
+                     head_dim=64, intermediate_size=1536, vocab_size=49152)
+    outer, inner = estimate_plans(con, parse(cte(), "snowflake"), spec,
+                                  DeviceSpec("toy", 1e11, 2e10))
+    assert [s.op for s in outer.steps if s.op is not None] == [1, 0]
+    assert [s.op for s in inner.steps if s.op is not None] == []  # answered by the outer core
