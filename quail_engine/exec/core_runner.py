@@ -236,9 +236,8 @@ class CoreRunner:
             return max(1, min(CHUNK_ROWS, int(budget / mean)))
         key = (alias, step.op)
         if key not in self._row_tokens:
-            self._row_tokens[key] = own_tokens(doc_texts(scan, step.op, self.ai_ops[step.op],
-                                                         alias), mean,
-                                               kv_page_tokens(engine))
+            self._row_tokens[key] = own_tokens(doc_texts(scan, step.op, self.ai_ops[step.op]),
+                                               mean, kv_page_tokens(engine))
         full, own = self._row_tokens[key]
         need = np.cumsum(own[start:start + CHUNK_ROWS])
         if len(need):
@@ -414,9 +413,11 @@ class CoreRunner:
             rep.rows_out += asked
 
 
-def doc_texts(scan: ScanData, op_id: int, op, alias: str) -> list[str]:
-    """Per scan row, the text of `op`'s document over `alias` (its bindings there, joined)."""
-    cols = [binding_column(op_id, i) for i, b in enumerate(op.bindings) if b.alias == alias]
+def doc_texts(scan: ScanData, op_id: int, op) -> list[str]:
+    """Per row of `scan`, the text of `op`'s document there (its bindings the scan holds,
+    joined; a binding's relation is the scan holding its column, as in exec/estimates.py)."""
+    cols = [binding_column(op_id, i) for i in range(len(op.bindings))
+            if binding_column(op_id, i) in scan.columns]
     return ["\n\n".join(str(row.get(c) or "") for c in cols) for row in scan.rows]
 
 
@@ -426,7 +427,10 @@ def own_tokens(texts: Sequence[str], mean_tokens: float, page: int = 0
     the `page` of the shared part's last partial page it copies), estimated from characters
     at the texts' mean tokens a character."""
     lengths = np.array([len(t) for t in texts], dtype=np.float64)
-    per_char = mean_tokens / max(1.0, float(lengths.mean())) if len(texts) else 0.0
+    if not lengths.any():  # no text to measure: every row at the mean
+        full = np.full(len(texts), float(mean_tokens))
+        return full, full.copy()
+    per_char = mean_tokens / float(lengths.mean())
     common = np.zeros(len(texts))
     for i in range(1, len(texts)):
         common[i] = common_prefix_len(texts[i - 1], texts[i])

@@ -35,10 +35,13 @@ def test_own_tokens_count_what_follows_the_shared_beginning():
                                             min(full[2], own[2] + 2), full[3]])
 
 
-def _runner(rows: list[str], mean: float, sharing: bool, monkeypatch) -> tuple:
+QUALIFIED = Binding(0, "t.trace", "t", "trace")
+
+
+def _runner(rows: list[str], mean: float, sharing: bool, monkeypatch,
+            binding: Binding = QUALIFIED) -> tuple:
     monkeypatch.setenv("QUAIL_PREFIX_SHARING", "1" if sharing else "0")
-    op = AiOp("ai_filter", "Is it done? {0}", (Binding(0, "t.trace", "t", "trace"),),
-              output_type="BOOLEAN")
+    op = AiOp("ai_filter", "Is it done? {0}", (binding,), output_type="BOOLEAN")
     arena = SimpleNamespace(num_pages=ARENA_PAGES, page_size=PAGE)
     engine = SimpleNamespace(model=SimpleNamespace(arena=arena))
     runner = CoreRunner(None, [op], SimpleNamespace(loaded_engine=lambda: engine), None, None,
@@ -75,3 +78,13 @@ def test_documents_that_share_nothing_are_counted_whole(monkeypatch):
     rows = [f"{i:03d} " + "y" * 6 for i in range(600)]  # short: the row cap binds
     runner, scan, steps = _runner(rows, 10.0, True, monkeypatch)
     assert runner._resident_chunk("t", steps, scan, 0) == CHUNK_ROWS
+
+
+def test_an_unqualified_binding_reads_its_scan_column(monkeypatch):
+    # `FROM traces WHERE AI_FILTER(trace)`: the binding names no alias; its column is the scan's
+    rows = ["".join(f"step {i:04d} " + "x" * 89 for i in range(n)) for n in range(1, 41)]
+    mean = sum(map(len, rows)) / len(rows)
+    runner, scan, steps = _runner(rows, mean, True, monkeypatch, Binding(0, "trace"))
+    assert runner._resident_chunk("t", steps, scan, 0) == 39
+    full, own = own_tokens(["", ""], mean_tokens=50.0)  # nothing to measure: the mean
+    assert full.tolist() == own.tolist() == [50.0, 50.0]
