@@ -39,6 +39,7 @@ from quail_engine.exec.scans import ScanData, load_scan, op_values
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.planner import plan_core
+from quail_engine.plan.sharing import common_prefix_len
 from quail_engine.settings import prefix_sharing_enabled
 from quail_engine.sql.ir import binding_column
 
@@ -437,19 +438,6 @@ def own_tokens(texts: Sequence[str], mean_tokens: float, page: int = 0
     full = lengths * per_char
     own = np.where(common > 0, np.minimum(full, (lengths - common) * per_char + page), full)
     return full, own
-
-
-def common_prefix_len(a: str, b: str) -> int:
-    """Length of the common beginning of `a` and `b` (binary search over slice equality: C
-    comparisons, not a Python loop over 20k-character documents)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def star_anchor(plan: PhysicalPlan) -> str | None:

@@ -14,14 +14,13 @@ import math
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from operator import itemgetter
 
 import numpy as np
 
 from quail_engine.errors import ExecutionError
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.doc_kv import CHUNK_SHARE, DocKV, kv_capacity_tokens, kv_page_tokens
-from quail_engine.exec.op_runner import OpRunner
+from quail_engine.exec.op_runner import OpRunner, picker
 from quail_engine.exec.scans import ScanData
 from quail_engine.plan.join_order import JoinStep
 from quail_engine.plan.physical import PhysicalPlan
@@ -202,7 +201,7 @@ def pair_values(op_id: int, op, scans: dict[str, ScanData], proj: list[str],
     order = [i if part == 0 else len(mine) + i for part, i in sources]
     if order == list(range(len(order))):  # bound bindings first: one tuple concatenation
         return [left[d] + right[j] for d, j in pairs]
-    pick = itemgetter(*order) if len(order) > 1 else (lambda t: (t[order[0]],))
+    pick = picker(order)
     return [pick(left[d] + right[j]) for d, j in pairs]
 
 

@@ -479,7 +479,7 @@ class OpRunner:
         return tokens[:max(0, limit - keep_tail)] + tokens[len(tokens) - keep_tail:]
 
 
-def _picker(index: list[int]):
+def picker(index: list[int]):
     """values -> the tuple of values[i] for i in `index` (an itemgetter: C speed)."""
     if len(index) > 1:
         return itemgetter(*index)
@@ -502,8 +502,8 @@ class _TextMemo:
         self._parts = None  # (arity, its document slots' picker, the others')
 
     def _split(self, n: int):
-        return (n, _picker([i for i in range(n) if i in self.slots]),
-                _picker([i for i in range(n) if i not in self.slots]))
+        return (n, picker([i for i in range(n) if i in self.slots]),
+                picker([i for i in range(n) if i not in self.slots]))
 
     def __call__(self, values: Sequence[object]) -> tuple[str, str]:
         if not self.slots:

@@ -29,13 +29,14 @@ def shared_prefix_fraction(texts: Sequence[str], sample: Sequence[int] | None = 
         j = previous[i]
         if j is None:
             continue
-        n = _common_prefix(text, texts[j])
+        n = common_prefix_len(text, texts[j])
         if n >= min_chars:
             shared += n
     return shared / total if total else 0.0
 
 
-def _common_prefix(a: str, b: str) -> int:
+def common_prefix_len(a: str, b: str) -> int:
+    """Characters `a` and `b` begin with alike."""
     n = min(len(a), len(b))
     lo, hi = 0, n  # the longest k with a[:k] == b[:k], by bisection on slices (C speed)
     while lo < hi:

@@ -2,6 +2,7 @@
 
 import csv
 
+import duckdb
 import pytest
 
 REVIEWS = [
@@ -36,3 +37,13 @@ def data_dir(tmp_path_factory):
         w.writerow(["product_id", "name"])
         w.writerows(PRODUCTS)
     return d
+
+
+@pytest.fixture(scope="module")
+def con(data_dir):
+    """DuckDB with the data set as tables `reviews` (an empty review as NULL) and `products`."""
+    c = duckdb.connect()
+    c.execute(f"CREATE TABLE reviews AS SELECT id, NULLIF(review, '') AS review, product_id "
+              f"FROM read_csv_auto('{data_dir / 'reviews.csv'}')")
+    c.execute(f"CREATE TABLE products AS SELECT * FROM read_csv_auto('{data_dir / 'products.csv'}')")
+    return c

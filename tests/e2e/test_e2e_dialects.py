@@ -4,7 +4,6 @@ questions asked one prompt at a time with no planning, no KV sharing and no cach
 import inspect
 import itertools
 
-import duckdb
 import pyarrow as pa
 import pytest
 
@@ -73,15 +72,6 @@ QUERIES = {
 }
 CASES = [(d, k) for d in QUERIES for k in QUERIES[d]]
 _COUNTER = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def con(data_dir):
-    c = duckdb.connect()
-    c.execute(f"CREATE TABLE reviews AS SELECT id, NULLIF(review, '') AS review, product_id "
-              f"FROM read_csv_auto('{data_dir / 'reviews.csv'}')")
-    c.execute(f"CREATE TABLE products AS SELECT * FROM read_csv_auto('{data_dir / 'products.csv'}')")
-    return c
 
 
 class Reference:

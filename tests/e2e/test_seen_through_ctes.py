@@ -3,7 +3,6 @@ the real default model (CPU, float32): the same rows as the statement run unplan
 answered where DuckDB evaluates it), no operator answered row by row, and each review classified
 once (the CTE's own core finds the outer core's answers)."""
 
-import duckdb
 import pytest
 
 from quail_engine.exec.session import QuailSession
@@ -22,15 +21,6 @@ QUERIES = {
         "'Is the review {0} about a {1}?', c.review, p.name)) WHERE c.sentiment <> 'negative' "
         "ORDER BY c.id, p.name"),
 }
-
-
-@pytest.fixture(scope="module")
-def con(data_dir):
-    c = duckdb.connect()
-    c.execute(f"CREATE TABLE reviews AS SELECT id, NULLIF(review, '') AS review, product_id "
-              f"FROM read_csv_auto('{data_dir / 'reviews.csv'}')")
-    c.execute(f"CREATE TABLE products AS SELECT * FROM read_csv_auto('{data_dir / 'products.csv'}')")
-    return c
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))

@@ -6,10 +6,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from quail_engine.exec.core_runner import CHUNK_ROWS, CoreRunner, common_prefix_len, own_tokens
+from quail_engine.exec.core_runner import CHUNK_ROWS, CoreRunner, own_tokens
 from quail_engine.exec.doc_kv import CHUNK_SHARE
 from quail_engine.exec.scans import ScanData
 from quail_engine.plan.context import OpInfo
+from quail_engine.plan.sharing import common_prefix_len
 from quail_engine.sql.ir import AiOp, Binding, binding_column
 
 PAGE = 64
