@@ -30,6 +30,7 @@ from quail_engine.exec.join_runner import (
     bound_aliases,
     combo_values,
     expand,
+    ride_alongs,
     run_joins,
     tuple_values,
 )
@@ -300,10 +301,12 @@ class CoreRunner:
             else:
                 rows_of[partner] = list(range(len(scans[partner].rows)))
         rows = np.array(self.carry_rows, dtype=ROW)
-        if leading:
-            expand(first, Joined({carry.alias: rows}), first.alias, scans, rows_of[first.alias],
-                   self.ai_ops, self.runner, self.store, self.carry, materialize=False,
-                   count=False)
+        if leading:  # (the later joins that read these documents as another alias ride along)
+            cur = Joined({carry.alias: rows})
+            expand(first, cur, first.alias, scans, rows_of[first.alias], self.ai_ops,
+                   self.runner, self.store, self.carry, materialize=False, count=False,
+                   rides=ride_alongs(first, list(cand.steps[1:]), cur, scans, survivors,
+                                     self.ai_ops, self.runner))
         elif star:
             cur = Joined({carry.alias: rows})
             for n, step in enumerate(cand.steps):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -103,11 +103,13 @@ def bound_aliases(op_id: int, op, scans: dict[str, ScanData], aliases) -> list[s
 
 
 def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: AnswerStore,
-         carry: DocKV | None, every_pair: bool = True, share: bool = False) -> list[bool]:
+         carry: DocKV | None, every_pair: bool = True, share: bool = False,
+         rides: list[Ride] = ()) -> list[bool]:
     """Answer `values` (distinct binding tuples) of the AI join `step`, anchors grouped so that
     a chunk of them is encoded once while all its partners run; -> whether each passes.
     `every_pair`: these are all the pairs the join will ask (the operator is then complete).
-    `share`: the anchors' documents stay in `carry` for a later join (else they move out)."""
+    `share`: the anchors' documents stay in `carry` for a later join (else they move out).
+    `rides`: later joins asked over each chunk's documents while they are resident (Ride)."""
     layout = runner.layout(op, anchor=step.anchor)
     need = store.missing(step.op, values)
     by_anchor: dict[tuple, list[tuple]] = {}  # anchor's binding values -> its pairs
@@ -125,12 +127,35 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
         def prepare_next(rows: list[tuple]) -> None:
             ahead.append(helper.submit(runner.prepare, layout, rows))
 
+        # the rows this join keeps so far (an earlier call's too: the filters' flushes)
+        asked = store.count(step.op) if rides else 0
+        passed = sum(1 for _, a in store.answers(step.op) if op.passes(a)) if asked else 0
         for c, (group, chunk) in enumerate(zip(groups, chunks)):
             prep = ahead.pop().result() if ahead else None
+            texts = [layout.texts(by_anchor[a][0])[0] for a in group]
+            # once some of its pairs are answered, the later joins worth it ride along, judged
+            # by the rows this join kept so far (the planner's sampled estimate can be far
+            # off: QUAIL-B FEV-7's first join keeps 0.2% of its pairs, sampled at 5.6%), their
+            # pairs prepared on the helper while the engine runs this join's (in the replay of
+            # QUAIL-B IMDB-9, ~0.1 s a call otherwise)
+            kept = asked and passed / asked * step.rows_in
+            riding = [(r, helper.submit(_prepare_ride, r, texts, runner, store))
+                      for r in rides if asked and r.worth(kept)]
+            for r, _ in riding:
+                note = (f"join #{r.op_id} was asked over join #{step.op}'s anchor documents "
+                        "while they were resident")
+                if note not in runner.report.remarks:
+                    runner.report.remarks.append(note)
+            hold = None  # the chunk's plain document KV, for this join and those riding along
+            if riding:
+                hold = runner.doc_kv()
+                if carry is not None:
+                    (hold.share if share else hold.take)(carry, texts)
             kv = runner.doc_kv(private=True)  # this chunk's alone (its question stem extends it)
-            if carry is not None:  # the anchors' documents, as the filters left them resident
-                (kv.share if share else kv.take)(
-                    carry, [layout.texts(by_anchor[a][0])[0] for a in group])
+            if hold is not None:
+                kv.share(hold, texts)
+            elif carry is not None:  # the anchors' documents, as the filters left them resident
+                (kv.share if share else kv.take)(carry, texts)
             # the next chunk's prompts, keys and cached answers are prepared on a helper thread
             # while the engine runs this chunk's later batches (QUAIL-B BIO-2: ~0.2 s per chunk
             # of ~28,000 pairs the GPU waited for)
@@ -140,11 +165,147 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
                                         prep=prep, ahead=start_next)
                 for v, a in zip(chunk, answers):
                     store.put(step.op, v, a)
+                asked += len(chunk)
+                passed += sum(1 for a in answers if op.passes(a))
+                kv.release()
+                for ride, ready in riding:
+                    _ask_riding(ride, *ready.result(), hold, texts, runner, store)
             finally:
                 kv.release()
+                if hold is not None:
+                    hold.release()
     if every_pair:
         store.complete.add(step.op)  # every candidate pair was asked
     return [op.passes(store.get(step.op, v)) for v in values]
+
+
+@dataclass
+class Ride:
+    """A later join of the chain whose anchor documents are this join's (another alias of the
+    same table: QUAIL-B IMDB-9/10's reviews r2, which the chain's first join reads as r1), asked
+    over each chunk of this join's anchors while their KV is resident, ahead of its turn, for
+    the rows it may read then: its anchor relation's rows with those documents x its partner's
+    candidates. Its answers wait in the store; its own turn then asks nothing again."""
+
+    op_id: int
+    op: object
+    layout: object
+    anchor: str          # the later join's anchor alias (its rows have the documents)
+    partner: str
+    partners: list[int]  # the partner's candidate rows
+    rows_of: dict[str, list[int]]  # anchor document text -> the anchor alias's rows with it
+    scans: dict
+    steps: list[JoinStep]  # this join, the joins between, the riding join
+    joined: frozenset      # the aliases joined before this join
+    candidates: dict[str, int]  # the two aliases' candidate rows now
+    documents: int  # characters of the documents (each once)
+    questions: int  # characters of the questions, one per anchor row
+
+    def values(self, texts: list[str]) -> list[tuple]:
+        rows = [i for t in dict.fromkeys(texts) for i in self.rows_of.get(t, ())]
+        pairs = [(d, j) for d in range(len(rows)) for j in self.partners]
+        return pair_values(self.op_id, self.op, self.scans, [self.anchor], [[i] for i in rows],
+                           self.partner, pairs)
+
+    def worth(self, rows_out: float) -> bool:
+        """Whether riding is worth it when this join keeps `rows_out` rows: the documents the
+        riding join would encode again at its turn outweigh the questions it asks for rows
+        the joins between eliminate, reach x documents > (1 - reach) x questions x partners
+        (ride_reach)."""
+        steps = [replace(self.steps[0], rows_out=rows_out), *self.steps[1:]]
+        reach = ride_reach((self.anchor, self.partner), steps, self.joined, self.candidates)
+        return reach * self.documents > (1.0 - reach) * self.questions * len(self.partners)
+
+
+def _prepare_ride(ride: Ride, texts: list[str], runner: OpRunner, store: AnswerStore):
+    """(`ride`'s pairs over the documents `texts` with no answer yet, their call prepared)."""
+    need = store.missing(ride.op_id, ride.values(texts))
+    return need, runner.prepare(ride.layout, need) if need else None
+
+
+def _ask_riding(ride: Ride, values: list[tuple], prep, hold: DocKV, texts: list[str],
+                runner: OpRunner, store: AnswerStore) -> None:
+    """`ride`'s `values` over the documents `hold` keeps for this chunk (each question's own
+    stem extends them in a private DocKV, as the chunk's own join's does)."""
+    if not values:
+        return
+    prep = runner.refreshed(prep)  # (a ride asking this chunk's join's question: answered)
+    kv = runner.doc_kv(private=True)
+    kv.share(hold, texts)
+    try:
+        for v, a in zip(values, runner.answer(ride.op_id, ride.layout, values, kv=kv,
+                                              release_done=True, prep=prep)):
+            store.put(ride.op_id, v, a)
+    finally:
+        kv.release()
+
+
+def ride_alongs(step: JoinStep, later: list[JoinStep], cur: Joined, scans: dict[str, ScanData],
+                survivors: dict[str, list[int]], ai_ops, runner: OpRunner) -> list[Ride]:
+    """The later joins (`later`: the plan's remaining steps) that may ride along `step`'s
+    anchor chunks (Ride): a join anchored on an alias not joined yet whose prompt reads just
+    that alias and one partner, neither tied to another relation by an equality key (then
+    the pairs it can ask are known now: the anchor's survivors x the partner's candidates).
+    Whether one rides is decided chunk by chunk from the rows `step` keeps (Ride.worth)."""
+    if step.op is None or step.anchor is None:
+        return []
+    if not runner.layout(ai_ops[step.op], anchor=step.anchor).is_shared:
+        return []
+    every = list(dict.fromkeys([*cur.aliases, step.alias, *(s.alias for s in later)]))
+    ahead = [step, *later]
+    out: list[Ride] = []
+    for k, late in enumerate(later):
+        anchor = late.anchor
+        if late.op is None or late.op == step.op or anchor is None or anchor in cur.aliases \
+                or anchor in (step.anchor, step.alias):
+            continue
+        op = ai_ops[late.op]
+        layout = runner.layout(op, anchor=anchor)
+        bound = bound_aliases(late.op, op, scans, every)
+        if not layout.is_shared or anchor not in bound or len(bound) != 2:
+            continue
+        partner = next(a for a in bound if a != anchor)
+        if any(scans[a].key_columns & scans[b].key_columns
+               for a in (anchor, partner) for b in every if b != a):
+            continue
+        candidates = {a: (np.unique(cur.cols[a]).tolist() if a in cur.aliases
+                          else list(survivors.get(a, []))) for a in (anchor, partner)}
+        rows, partners = candidates[anchor], candidates[partner]
+        if not rows or not partners:
+            continue
+        sample = pair_values(late.op, op, scans, [anchor], [[i] for i in rows], partner,
+                             [(d, partners[d % len(partners)]) for d in range(len(rows))])
+        rows_of: dict[str, list[int]] = {}
+        questions = 0
+        for i, v in zip(rows, sample):
+            prefix, suffix = layout.texts(v)
+            rows_of.setdefault(prefix, []).append(i)
+            questions += len(suffix)
+        out.append(Ride(late.op, op, layout, anchor, partner, partners, rows_of, scans,
+                        ahead[:k + 2], frozenset(cur.aliases),
+                        {a: len(c) for a, c in candidates.items()},
+                        sum(map(len, rows_of)), questions))
+    return out
+
+
+def ride_reach(aliases, steps: list[JoinStep], joined, candidates: dict[str, int]) -> float:
+    """The share of a riding join's pairs (its `aliases`' candidate rows x each other) the
+    planner expects it to ask at its turn, `steps[-1]`, when the aliases `joined` are joined
+    and `steps[0]` comes next. A relation's rows are spread over the joined rows: each join
+    after it is in keeps 1 - exp(-rows out / its rows then) of them (so does the join that
+    brings it in, of its candidates); the riding join itself asks all it has."""
+    reach = 1.0
+    for alias in aliases:
+        rows = float(candidates.get(alias, 0))
+        present = alias in joined
+        for t in steps[:-1]:
+            present = present or t.alias == alias
+            if present:
+                kept = 1.0 - math.exp(-t.rows_out / max(1.0, rows))
+                reach, rows = reach * kept, rows * kept
+        if not present and steps[-1].alias != alias:
+            return 0.0
+    return reach
 
 
 def anchor_chunks(anchors: list[tuple], by_anchor: dict, layout, runner: OpRunner
@@ -213,13 +374,14 @@ def tuple_values(op_id: int, op, scans, aliases: list[str], tuples: np.ndarray) 
 def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
             survivors: list[int], ai_ops, runner: OpRunner, store: AnswerStore,
             carry: DocKV | None, materialize: bool = True, count: bool = True,
-            share: bool = False) -> Joined:
+            share: bool = False, rides: list[Ride] = ()) -> Joined:
     """`cur` joined with `alias`'s survivors: pairs restricted by the equality keys (shared
     k_<n> scan columns), then by `step`'s AI predicate, asked once per distinct binding pair.
     Without `materialize` (the last join, when nothing reads the joined rows) the rows are
     counted, not built: an empty Joined. Without `count`, the report is left alone and the
     operator not marked complete (a join asked ahead for some rows; run_joins asks the rest and
-    counts every row later). `share`: `carry`'s documents stay there for a later join."""
+    counts every row later). `share`: `carry`'s documents stay there for a later join.
+    `rides`: later joins asked over the anchors' chunks (Ride)."""
     new = scans[alias]
     keys_by = {a: sorted(scans[a].key_columns & new.key_columns) for a in cur.aliases}
     keys_by = {a: k for a, k in sorted(keys_by.items()) if k}
@@ -243,7 +405,8 @@ def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
     else:  # every distinct (bound tuple, partner) once
         flat = [(d, j) for d, js in enumerate(cands) for j in js]
         values = pair_values(step.op, op, scans, proj, distinct.tolist(), alias, flat)
-        ok = _ask(step, op, values, runner, store, carry, every_pair=count, share=share)
+        ok = _ask(step, op, values, runner, store, carry, every_pair=count, share=share,
+                  rides=rides)
         passing = [[] for _ in cands]
         for (d, j), good in zip(flat, ok):
             if good:
@@ -361,8 +524,10 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
                                       store)
             if n == 0:
                 last = len(joined) + 1 == len(aliases) and len(group) == 1
+                rides = ride_alongs(s, group[1:] + steps, cur, scans, survivors, ai_ops, runner)
                 cur = expand(s, cur, step.alias, scans, survivors.get(step.alias, []), ai_ops,
-                              runner, store, reuse, materialize=rows_needed or not last)
+                              runner, store, reuse, materialize=rows_needed or not last,
+                              rides=rides)
             elif s.op is not None:
                 cur = _filter(s, cur, scans, ai_ops, runner, store, reuse)
             if reuse is not None:

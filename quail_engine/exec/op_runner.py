@@ -171,6 +171,17 @@ class OpRunner:
         todo.sort(key=texts.__getitem__)  # rows that begin alike run together (shared KV)
         return CallPrep(rows, texts, keys, cached, todo, nulls)
 
+    def refreshed(self, prep: CallPrep) -> CallPrep:
+        """`prep` with the answers the cache has gained since it was prepared (another call's
+        in between: a join riding along another asks pairs the other may have just answered)
+        among the cached."""
+        gained = self.cache.get_many(prep.keys[i] for i in prep.todo) if prep.todo else {}
+        if not gained:
+            return prep
+        todo = [i for i in prep.todo if prep.keys[i] not in gained]
+        return CallPrep(prep.rows, prep.texts, prep.keys, {**prep.cached, **gained}, todo,
+                        prep.nulls)
+
     def answer(self, op_id: int, layout: OpPrompt, rows: Sequence[Sequence[object]],
                kv: DocKV | None = None, unplanned: bool = False,
                release_done: bool = False, prep: CallPrep | None = None,

@@ -123,7 +123,10 @@ def test_two_joins_anchored_on_the_relation_the_chain_brings_in_encode_it_once()
     """reviews r1 - aspects a1 - reviews r2 - aspects a2, the last two joins anchored on r2 and
     asking different questions (QUAIL-B IMDB-10's shape): r2's documents are encoded once, by
     the first of the two joins that misses an answer, and held for the second
-    (join_runner.ask_anchor_pair_ahead), with the same rows as the plain run."""
+    (join_runner.ask_anchor_pair_ahead); and since r2's documents are r1's, the first join's
+    chunks after its first ask both later joins while they hold them (join_runner.ride_alongs,
+    judged worth it by the rows the first chunk kept): those reviews are encoded once in all.
+    The rows are the plain run's every way."""
     positive = ("AI_FILTER(PROMPT('Is the review {0} POSITIVE about the aspect {1}?', "
                 "r2.review, a2.name))")
     sql = SQL.replace(DISCUSS.replace('R.', 'r2.').replace('A.', 'a2.'), positive)
@@ -137,26 +140,33 @@ def test_two_joins_anchored_on_the_relation_the_chain_brings_in_encode_it_once()
             self.encoded.append(tuple(tokens))
             return super().add_prefix(tokens)
 
-    def run(ahead: bool):
+    def run(ahead: bool, rides: bool):
         engine = Encodings()
         import quail_engine.exec.join_runner as jr
 
-        saved = jr.ask_anchor_pair_ahead
+        saved = jr.ask_anchor_pair_ahead, jr.ride_alongs, jr.ANCHORS_PER_CHUNK
+        jr.ANCHORS_PER_CHUNK = 5  # six chunks of the 30 reviews
         if not ahead:
             jr.ask_anchor_pair_ahead = lambda *a, **k: None
+        if not rides:
+            jr.ride_alongs = lambda *a, **k: []
         try:
             session = QuailSession(_db(), lambda: engine, use_cache=False,
                                    device_spec=DeviceSpec("toy", 1e11, 2e10))
             rows = session.execute(sql, "snowflake").to_pylist()
         finally:
-            jr.ask_anchor_pair_ahead = saved
-        plan = session.report.plans[0]
-        return rows, engine, plan
+            jr.ask_anchor_pair_ahead, jr.ride_alongs, jr.ANCHORS_PER_CHUNK = saved
+        return rows, engine, session.report
 
-    rows, engine, plan = run(ahead=True)
-    plain_rows, plain, _ = run(ahead=False)
-    assert rows == plain_rows and rows
+    rows, engine, report = run(ahead=True, rides=True)
+    ahead_rows, ahead_only, _ = run(ahead=True, rides=False)
+    plain_rows, plain, _ = run(ahead=False, rides=False)
+    assert rows == ahead_rows == plain_rows and rows
+    plan = report.plans[0]
     assert "join #1 r2 anchor=r2" in plan and "join #2 a2 anchor=r2" in plan, plan
+    assert {"join #1 was asked over join #0's anchor documents while they were resident",
+            "join #2 was asked over join #0's anchor documents while they were resident"
+            } <= set(report.remarks), report.remarks
 
     def times_encoded(e: Encodings, text: str) -> int:
         ids = tuple(e.vocab.get(w, -1) for w in text.split())
@@ -164,7 +174,40 @@ def test_two_joins_anchored_on_the_relation_the_chain_brings_in_encode_it_once()
                    if any(enc[i:i + len(ids)] == ids for i in range(len(enc))))
 
     texts = [t for _, t, _ in REVIEWS]
-    ahead = [times_encoded(engine, t) for t in texts]
+    riding = [times_encoded(engine, t) for t in texts]
+    ahead = [times_encoded(ahead_only, t) for t in texts]
     before = [times_encoded(plain, t) for t in texts]
     assert sum(ahead) < sum(before), (ahead, before)
     assert max(ahead) <= 2, ahead  # once as r1 (join #0), once as r2 (joins #1 and #2)
+    assert riding[5:] == [1] * (len(texts) - 5) and max(riding) <= 2, riding
+    assert sum(riding) < sum(ahead), (riding, ahead)
+
+
+def test_the_reach_of_a_riding_join_follows_the_joins_before_its_turn():
+    """join_runner.ride_reach: a relation brought in or already joined keeps
+    1 - exp(-rows out / its rows) of its rows through each join before the riding join's turn;
+    the riding join asks all it has; a relation nothing brings in gives no reach."""
+    from quail_engine.exec.join_runner import ride_reach
+    from quail_engine.plan.join_order import JoinStep
+
+    cur = {"r1"}
+    rows = {"r2": 5000, "a2": 12, "a1": 12}
+    first = JoinStep("a1", op=0, anchor="r1", rows_out=17559.0)
+
+    def chain(r2_rows_out: float):
+        return [first, JoinStep("r2", op=1, anchor="r2", rows_out=r2_rows_out),
+                JoinStep("a2", op=2, anchor="r2", rows_out=1e6)]
+
+    # QUAIL-B IMDB-9: ~25 M rows out of the join that brings r2 in; every review survives it
+    assert ride_reach(("r2", "a2"), chain(2.5e7), cur, rows) > 0.99
+    # a selective join in between: 500 rows over 5,000 reviews keep ~9.5% of them
+    assert abs(ride_reach(("r2", "a2"), chain(500.0), cur, rows) - (1 - np.exp(-0.1))) < 1e-9
+    # the join that brings r2 in, riding: all of r2's candidates; a1 kept by the first join
+    assert ride_reach(("r2", "a1"), chain(500.0)[:2], cur, rows) > 0.99
+    # a relation already joined (FEV-7's claims): the first join keeps 1 - exp(-321 / 500)
+    claims = {"c"}
+    steps = [JoinStep("e", op=0, anchor="e", rows_out=321.0),
+             JoinStep("e2", op=1, anchor="e2", rows_out=300.0)]
+    reach = ride_reach(("e2", "c"), steps, claims, {"e2": 287, "c": 500})
+    assert abs(reach - (1 - np.exp(-321 / 500))) < 1e-9
+    assert ride_reach(("r3", "a2"), chain(500.0), cur, rows) == 0.0
