@@ -58,11 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     for qid in args.ids.split(","):
         t0 = time.perf_counter()
         row = suite.run(QUERIES[qid])
-        print(f"{qid} rows {row.get('rows')} fresh {row.get('fresh_tokens')} minimum "
+        print(f"{qid} rows {row.get('rows')} digest {row.get('digest')} fresh {row.get('fresh_tokens')} minimum "
               f"{engine.minimum().tokens} ({time.perf_counter() - t0:.1f} s)"
               + (f" error {row['error']}" if row.get("error") else ""), flush=True)
         if suite.last_report:  # the engine's waits for the host (the fake forward's batches)
             print("    gaps", json.dumps(engine_gaps(suite.last_report)), flush=True)
+            print("    phases s", json.dumps({k: v for k, v in suite.last_report["phases"].items()
+                                               if v >= 0.05}), flush=True)
         for op in (suite.last_report or {}).get("operators") or []:
             print(f"    #{op['op']} {op['kind']}: rows {op['rows_in']} -> {op['rows_out']}, "
                   f"fresh {op['fresh_tokens']}, minimum {op.get('minimum_tokens')}")

@@ -54,9 +54,15 @@ def prepare(tree: exp.Expression, suffix: str = "",
     DuckDB functions live in the database's catalog, shared by every cursor: a per-execution
     suffix keeps concurrent statements from clashing. Operators in `keyed`
     (exec/keyed_answers.py) call quail_ai_<id>_k<suffix> on their arguments' hashes; those in
-    `passes` (op id -> its table, exec/pass_tables.py) become a membership test of the hashes
-    in their passing pairs where the call is a plain conjunct of a JOIN ON or WHERE."""
-    from quail_engine.exec.pass_tables import hashed, is_plain_conjunct, membership
+    `passes` (op id -> its table, exec/pass_tables.py) join through their passing pairs' hashes
+    where the call is a plain conjunct of an inner JOIN ON or WHERE (`pass_through`), and
+    are a membership test of them where it is one of an outer join's ON."""
+    from quail_engine.exec.pass_tables import (
+        hashed,
+        is_plain_conjunct,
+        membership,
+        pass_through,
+    )
 
     passes = passes or {}
     with deep_stack():
@@ -67,8 +73,9 @@ def prepare(tree: exp.Expression, suffix: str = "",
                 continue
             if op_id in keyed:
                 if op_id in passes and is_plain_conjunct(call):
-                    call.replace(membership([hashed(a) for a in call.expressions],
-                                            passes[op_id]))
+                    args = [hashed(a) for a in call.expressions]
+                    if not pass_through(call, args, passes[op_id]):
+                        call.replace(membership(args, passes[op_id]))
                     continue
                 call.set("this", f"{call.name.lower()}_k{suffix}")
                 call.set("expressions", [exp.Anonymous(this="hash", expressions=[a])

@@ -84,14 +84,31 @@ def test_joined_rows_grow_and_shrink_by_column():
 
 
 def test_only_a_plain_conjunct_joins_through_the_pass_table():
+    """A complete AI join that is a plain conjunct of an inner JOIN's ON (or of the WHERE) is
+    an inner join with its passing pairs on the arguments' hashes (pass_tables.pass_through:
+    DuckDB then forms only the rows out, not every candidate row); one of an outer join's ON
+    is a membership test; under OR or NOT, the hash UDF answers it."""
     from quail_engine.exec.udfs import prepare, statement_tree
 
     sql = ("SELECT * FROM r JOIN p ON quail_ai_0(r.x, p.y) AND r.k = p.k "
            "JOIN q ON (quail_ai_0(r.x, q.y) OR q.z) WHERE NOT quail_ai_0(r.x, q.y)")
     out = prepare(statement_tree(sql), "_s", frozenset({0}), {0: "quail_pass_0_s"}).sql(
         dialect="duckdb").lower()
-    assert out.count("in (select (h0, h1) from quail_pass_0_s)") == 1
+    assert out.count("join (select distinct h0 as \"quail_p_0_h0\", h1 as \"quail_p_0_h1\" "
+                     "from quail_pass_0_s) as \"quail_p_0\" on \"quail_p_0\".\"quail_p_0_h0\" = "
+                     "r.\"quail_h_r_0\" and \"quail_p_0\".\"quail_p_0_h1\" = p.\"quail_h_p_0\" "
+                     "join q") == 1, out
+    assert "on true and r.k = p.k" in out and " in (select" not in out
     assert out.count("quail_ai_0_k_s(hash(") == 2  # under OR, under NOT: the hash UDF
+    assert '"quail_p_0_h0", "quail_p_0_h1")' in out  # hidden from the star
+
+    outer = ("SELECT r.*, p.y FROM r LEFT JOIN p ON quail_ai_0(r.x, p.y) JOIN q ON q.k = r.k "
+             "WHERE quail_ai_0(r.x, q.y) AND q.z > 1")
+    out = prepare(statement_tree(outer), "_s", frozenset({0}), {0: "quail_pass_0_s"}).sql(
+        dialect="duckdb").lower()
+    assert out.count("in (select (h0, h1) from quail_pass_0_s)") == 1  # the LEFT JOIN's ON
+    assert out.endswith('on "quail_p_0"."quail_p_0_h0" = r."quail_h_r_0" and '
+                        '"quail_p_0"."quail_p_0_h1" = q."quail_h_q_0" where true and q.z > 1')
 
 
 def test_pass_table_hashes_are_computed_per_relation_row_and_hidden_from_stars():
@@ -115,8 +132,10 @@ def test_pass_table_hashes_are_computed_per_relation_row_and_hidden_from_stars()
     out = prepare(statement_tree("SELECT * FROM r JOIN p ON quail_ai_0(r.x, p.y)"), "_s",
                   frozenset({0}), {0: "quail_pass_0_s"}).sql(dialect="duckdb")
     assert 'FROM (SELECT *, HASH(CAST(x AS TEXT)) AS "quail_h_r_0" FROM r) AS r' in out
-    assert '(r."quail_h_r_0", p."quail_h_p_0") IN (SELECT (h0, h1) FROM quail_pass_0_s)' in out
-    assert out.startswith('SELECT * EXCLUDE ("quail_h_r_0", "quail_h_p_0")')
+    assert ('"quail_p_0" ON "quail_p_0"."quail_p_0_h0" = r."quail_h_r_0" AND '
+            '"quail_p_0"."quail_p_0_h1" = p."quail_h_p_0"') in out
+    assert out.startswith('SELECT * EXCLUDE ("quail_h_r_0", "quail_h_p_0", "quail_p_0_h0", '
+                          '"quail_p_0_h1")')
 
 
 def test_two_joins_anchored_on_the_relation_the_chain_brings_in_encode_it_once():
