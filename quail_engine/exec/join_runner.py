@@ -63,22 +63,19 @@ class Joined:
         """(the distinct tuples of `aliases`' row indices [k, len(aliases)], each row's tuple)."""
         if not aliases:
             return np.zeros((1 if len(self) else 0, 0), np.int64), np.zeros(len(self), np.int64)
-        if len(aliases) == 1:
-            uniq, inv = np.unique(self.cols[aliases[0]], return_inverse=True)
-            return uniq[:, None], inv.reshape(-1)
         cols = [self.cols[a] for a in aliases]
         radix = [int(c.max()) + 1 if len(c) else 1 for c in cols]
         if len(self) and min(int(c.min()) for c in cols) >= 0 and math.prod(radix) < 1 << 62:
-            # one int64 per tuple (mixed radix keeps the tuples' order): a 1-D unique sorts
+            # one int64 per tuple (mixed radix keeps the tuples' order): a 1-D unique of
             # integers, 16x faster than np.unique(axis=0) over 5M pairs
-            key = np.zeros(len(self), np.int64)
-            for c, r in zip(cols, radix):
+            key = cols[0].astype(np.int64)
+            for c, r in zip(cols[1:], radix[1:]):
                 key = key * r + c
-            ukey, inv = np.unique(key, return_inverse=True)
+            ukey, inv = _unique_ints(key, math.prod(radix))
             uniq = np.empty((len(ukey), len(cols)), np.int64)
             for j in range(len(cols) - 1, -1, -1):
                 ukey, uniq[:, j] = np.divmod(ukey, radix[j])
-            return uniq, inv.reshape(-1)
+            return uniq, inv
         uniq, inv = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
         return uniq, inv.reshape(-1)
 
@@ -89,6 +86,25 @@ class Joined:
         """Row by row (tests, small results)."""
         cols = {a: c.tolist() for a, c in self.cols.items()}
         return [{a: cols[a][i] for a in cols} for i in range(len(self))]
+
+
+# distinct keys below this many values are found by a table of them, not by sorting
+DENSE_KEYS = 1 << 25
+
+
+def _unique_ints(key: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(key, return_inverse=True) of non-negative int64 keys below `size`. Where the
+    keys are few (a table of `size` fits DENSE_KEYS and the keys' count), by marking each in
+    that table instead of sorting: QUAIL-B IMDB-9's third join reads the distinct reviews of
+    25.7 M joined rows (~2.9 s sorted on this 2-core machine, GPU idle)."""
+    if size > DENSE_KEYS or size > 8 * len(key) + 1024:
+        uniq, inv = np.unique(key, return_inverse=True)
+        return uniq, inv.reshape(-1)
+    present = np.zeros(size, bool)
+    present[key] = True
+    uniq = np.flatnonzero(present)
+    rank = np.cumsum(present, dtype=np.int64) - 1
+    return uniq, rank[key]
 
 
 def bound_aliases(op_id: int, op, scans: dict[str, ScanData], aliases) -> list[str]:

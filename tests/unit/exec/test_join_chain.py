@@ -71,13 +71,18 @@ def test_joined_rows_grow_and_shrink_by_column():
     assert len(both) == 4 and (both[inv2] == np.stack([cur.cols["r"], cur.cols["a"]], 1)).all()
     # the tuples in order, one int64 each (mixed radix) or, past 2**62, by np.unique(axis=0)
     rng = np.random.default_rng(3)
-    for high in (9, 1 << 40):
+    for high in (9, 1 << 12, 1 << 40):  # a table of the keys, a sort of them, np.unique rows
         cols = {k: rng.integers(0, high, 500) % (high if k != "z" else 4) for k in "xyz"}
         wide = Joined(cols)
         got, ginv = wide.distinct(["x", "y", "z"])
         want, winv = np.unique(np.stack([cols[k] for k in "xyz"], 1), axis=0,
                                return_inverse=True)
         assert (got == want).all() and (ginv == winv.reshape(-1)).all()
+    for high in (7, 1 << 30):  # one alias: marked in a table, sorted
+        col = rng.integers(0, high, 300)
+        got, ginv = Joined({"x": col}).distinct(["x"])
+        want, winv = np.unique(col, return_inverse=True)
+        assert (got[:, 0] == want).all() and (ginv == winv).all()
     kept = cur.take(np.flatnonzero(cur.cols["a"] == 5))
     assert kept.rows() == [{"r": 0, "a": 5}, {"r": 1, "a": 5}]
     assert len(Joined()) == 0 and Joined().distinct([])[0].shape == (0, 0)
