@@ -30,6 +30,7 @@ from quail_engine.exec.join_runner import (
     bound_aliases,
     combo_values,
     expand,
+    last_join_projections,
     ride_alongs,
     run_joins,
     tuple_values,
@@ -322,7 +323,8 @@ class CoreRunner:
                 cur = Joined({partner: np.array(rows_of[partner], dtype=ROW)})
                 new, new_rows = carry.alias, self.carry_rows
             expand(step, cur, new, scans, new_rows, self.ai_ops, self.runner, self.store,
-                   self.carry, materialize=False, count=False)
+                   self.carry, materialize=False, count=False,
+                   project=last_join_projections(plan, self.ai_ops))
         self.carry.release()
         self.carry_rows = []
         self.carry_flushes += 1

@@ -120,12 +120,13 @@ def bound_aliases(op_id: int, op, scans: dict[str, ScanData], aliases) -> list[s
 
 def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: AnswerStore,
          carry: DocKV | None, every_pair: bool = True, share: bool = False,
-         rides: list[Ride] = ()) -> list[bool]:
+         rides: list[Ride] = (), projections: list[PairProjection] = ()) -> list[bool]:
     """Answer `values` (distinct binding tuples) of the AI join `step`, anchors grouped so that
     a chunk of them is encoded once while all its partners run; -> whether each passes.
     `every_pair`: these are all the pairs the join will ask (the operator is then complete).
     `share`: the anchors' documents stay in `carry` for a later join (else they move out).
-    `rides`: later joins asked over each chunk's documents while they are resident (Ride)."""
+    `rides`: later joins asked over each chunk's documents while they are resident (Ride);
+    `projections`: projections asked for each chunk's passing pairs then (PairProjection)."""
     layout = runner.layout(op, anchor=step.anchor)
     need = store.missing(step.op, values)
     by_anchor: dict[tuple, list[tuple]] = {}  # anchor's binding values -> its pairs
@@ -163,7 +164,7 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
                 if note not in runner.report.remarks:
                     runner.report.remarks.append(note)
             hold = None  # the chunk's plain document KV, for this join and those riding along
-            if riding:
+            if riding or projections:
                 hold = runner.doc_kv()
                 if carry is not None:
                     (hold.share if share else hold.take)(carry, texts)
@@ -186,6 +187,8 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
                 kv.release()
                 for ride, ready in riding:
                     _ask_riding(ride, *ready.result(), hold, texts, runner, store)
+                for pr in projections:
+                    _ask_projection(pr, pr.values(chunk, answers, op), runner, store)
             finally:
                 kv.release()
                 if hold is not None:
@@ -254,6 +257,64 @@ def _ask_riding(ride: Ride, values: list[tuple], prep, hold: DocKV, texts: list[
             store.put(ride.op_id, v, a)
     finally:
         kv.release()
+
+
+@dataclass
+class PairProjection:
+    """An AI projection over the pairs the core's last join keeps (QUAIL-B IMDB-15: the
+    sentiment toward the aspect each critical review was joined with), asked for each chunk's
+    passing pairs while the chunk's anchor documents are resident: its prompts begin with the
+    document, so they read its pages through the prefix cache instead of encoding it again
+    after the join released it. `of`: the join's binding values of a pair -> the
+    projection's."""
+
+    op_id: int
+    op: object
+    layout: object
+    of: dict[tuple, tuple]
+
+    def values(self, chunk: list[tuple], answers: list[object], join_op) -> list[tuple]:
+        return list(dict.fromkeys(self.of[v] for v, a in zip(chunk, answers)
+                                  if join_op.passes(a) and v in self.of))
+
+
+def last_join_projections(plan: PhysicalPlan, ai_ops) -> list[int]:
+    """The AI projections over several relations that read the rows the core's joins keep,
+    when the joins are all inner (core_runner asks projections after them only then)."""
+    kinds = {ai_ops[s.op].join.kind for s in plan.steps
+             if s.kind == "join" and s.op is not None and ai_ops[s.op].join}
+    if not kinds <= {"inner", "cross"}:
+        return []
+    return [s.op for s in plan.steps if s.kind == "project" and not s.alias]
+
+
+def _project_pairs(ops: list[int], ai_ops, scans: dict[str, ScanData], proj: list[str],
+                   bound: list[list[int]], alias: str, flat: list[tuple[int, int]],
+                   values: list[tuple], runner: OpRunner) -> list[PairProjection]:
+    """PairProjection of each op of `ops` that reads only the join's aliases (`proj` and
+    `alias`), over the pairs `flat` whose join values are `values`."""
+    out = []
+    held = [*proj, alias]
+    for op_id in ops:
+        op = ai_ops[op_id]
+        if any(all(binding_column(op_id, i) not in scans[a].columns for a in held)
+               for i in range(len(op.bindings))):
+            continue  # it reads a relation this join does not hold
+        mine = pair_values(op_id, op, scans, proj, bound, alias, flat)
+        out.append(PairProjection(op_id, op, runner.layout(op), dict(zip(values, mine))))
+    return out
+
+
+def _ask_projection(pr: PairProjection, values: list[tuple], runner: OpRunner,
+                    store: AnswerStore) -> None:
+    need = store.missing(pr.op_id, values)
+    if not need:
+        return
+    for v, a in zip(need, runner.answer(pr.op_id, pr.layout, need)):
+        store.put(pr.op_id, v, a)
+    rep = runner.report.op(pr.op_id, pr.op.op)  # (core_runner counts only what it asks)
+    rep.rows_in += len(need)
+    rep.rows_out += len(need)
 
 
 def ride_alongs(step: JoinStep, later: list[JoinStep], cur: Joined, scans: dict[str, ScanData],
@@ -390,14 +451,15 @@ def tuple_values(op_id: int, op, scans, aliases: list[str], tuples: np.ndarray) 
 def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
             survivors: list[int], ai_ops, runner: OpRunner, store: AnswerStore,
             carry: DocKV | None, materialize: bool = True, count: bool = True,
-            share: bool = False, rides: list[Ride] = ()) -> Joined:
+            share: bool = False, rides: list[Ride] = (), project: list[int] = ()) -> Joined:
     """`cur` joined with `alias`'s survivors: pairs restricted by the equality keys (shared
     k_<n> scan columns), then by `step`'s AI predicate, asked once per distinct binding pair.
     Without `materialize` (the last join, when nothing reads the joined rows) the rows are
     counted, not built: an empty Joined. Without `count`, the report is left alone and the
     operator not marked complete (a join asked ahead for some rows; run_joins asks the rest and
     counts every row later). `share`: `carry`'s documents stay there for a later join.
-    `rides`: later joins asked over the anchors' chunks (Ride)."""
+    `rides`: later joins asked over the anchors' chunks (Ride); `project`: AI projections
+    over the pairs this join keeps, the core's last (PairProjection)."""
     new = scans[alias]
     keys_by = {a: sorted(scans[a].key_columns & new.key_columns) for a in cur.aliases}
     keys_by = {a: k for a, k in sorted(keys_by.items()) if k}
@@ -420,9 +482,12 @@ def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
         passing = cands
     else:  # every distinct (bound tuple, partner) once
         flat = [(d, j) for d, js in enumerate(cands) for j in js]
-        values = pair_values(step.op, op, scans, proj, distinct.tolist(), alias, flat)
+        bound_rows = distinct.tolist()
+        values = pair_values(step.op, op, scans, proj, bound_rows, alias, flat)
+        projections = _project_pairs(list(project), ai_ops, scans, proj, bound_rows, alias,
+                                     flat, values, runner) if project else []
         ok = _ask(step, op, values, runner, store, carry, every_pair=count, share=share,
-                  rides=rides)
+                  rides=rides, projections=projections)
         passing = [[] for _ in cands]
         for (d, j), good in zip(flat, ok):
             if good:
@@ -543,7 +608,8 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
                 rides = ride_alongs(s, group[1:] + steps, cur, scans, survivors, ai_ops, runner)
                 cur = expand(s, cur, step.alias, scans, survivors.get(step.alias, []), ai_ops,
                               runner, store, reuse, materialize=rows_needed or not last,
-                              rides=rides)
+                              rides=rides,
+                              project=last_join_projections(plan, ai_ops) if last else ())
             elif s.op is not None:
                 cur = _filter(s, cur, scans, ai_ops, runner, store, reuse)
             if reuse is not None:

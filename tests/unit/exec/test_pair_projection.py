@@ -28,3 +28,40 @@ def test_a_projection_over_joined_pairs_runs_planned():
     assert all(o["unplanned"] == 0 for o in ops), ops
     classify = next(o for o in ops if o["kind"] == "ai_classify")
     assert classify["rows_in"] == len(rows)
+
+
+def test_the_projection_is_asked_for_each_chunk_of_pairs_while_its_documents_are_resident(
+        monkeypatch):
+    """The core's last join asks the projection over its pairs chunk by chunk, for the pairs
+    the chunk kept, while the chunk's anchor documents are held (join_runner.PairProjection:
+    on the GPU the projection's prompts then read the documents' pages through the prefix
+    cache instead of encoding them again); the projection asks nothing after the joins, and
+    the rows and counts are those of asking it after them."""
+    import quail_engine.exec.join_runner as jr
+
+    def run(ride: bool):
+        asked: list[list[tuple]] = []
+        real = jr._ask_projection
+
+        def spy(pr, values, runner, store):
+            asked.append(list(values))
+            return real(pr, values, runner, store)
+
+        monkeypatch.setattr(jr, "_ask_projection", spy)
+        monkeypatch.setattr(jr, "ANCHORS_PER_CHUNK", 3)  # three chunks of the 8 reviews
+        if not ride:
+            monkeypatch.setattr(jr, "last_join_projections", lambda plan, ai_ops: [])
+        s = QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine, use_cache=False,
+                         device_spec=DeviceSpec("toy", 1e11, 2e10))
+        rows = s.execute(SQL, "snowflake").to_pylist()
+        monkeypatch.undo()
+        return rows, asked, s.report.to_json()["operators"]
+
+    rows, asked, ops = run(ride=True)
+    plain_rows, plain_asked, plain_ops = run(ride=False)
+    assert rows == plain_rows and rows and not plain_asked
+    assert len([a for a in asked if a]) > 1  # more than one chunk asked it
+    assert sum(map(len, asked)) == len(rows)  # each kept pair once, nothing after the joins
+    count = {o["kind"]: (o["rows_in"], o["rows_out"], o["unplanned"]) for o in ops}
+    assert count == {o["kind"]: (o["rows_in"], o["rows_out"], o["unplanned"])
+                     for o in plain_ops}
