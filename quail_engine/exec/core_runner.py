@@ -23,20 +23,11 @@ from quail_engine.exec.doc_kv import (
     kv_page_tokens,
 )
 from quail_engine.exec.estimates import op_infos
-from quail_engine.exec.join_runner import (
-    ROW,
-    Joined,
-    anchor_chunks,
-    bound_aliases,
-    combo_values,
-    expand,
-    last_join_projections,
-    ride_alongs,
-    run_joins,
-    tuple_values,
-)
+from quail_engine.exec.join_runner import ROW, Joined, anchor_chunks, expand, run_joins
+from quail_engine.exec.join_values import bound_aliases, combo_values, tuple_values
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.prompts import OpPrompt
+from quail_engine.exec.rides import last_join_projections, ride_alongs
 from quail_engine.exec.scans import ScanData, load_scan, op_values
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.physical import PhysicalPlan

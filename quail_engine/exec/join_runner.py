@@ -12,19 +12,28 @@ from __future__ import annotations
 import logging
 import math
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
 
-from quail_engine.errors import ExecutionError
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.doc_kv import CHUNK_SHARE, DocKV, kv_capacity_tokens, kv_page_tokens
-from quail_engine.exec.op_runner import OpRunner, picker
+from quail_engine.exec.join_values import bound_aliases, combo_values, pair_values, tuple_values
+from quail_engine.exec.op_runner import OpRunner
+from quail_engine.exec.rides import (
+    PairProjection,
+    Ride,
+    ask_projection,
+    ask_riding,
+    last_join_projections,
+    prepare_ride,
+    project_pairs,
+    ride_alongs,
+)
 from quail_engine.exec.scans import ScanData
 from quail_engine.plan.join_order import JoinStep
 from quail_engine.plan.physical import PhysicalPlan
-from quail_engine.sql.ir import binding_column
 
 log = logging.getLogger(__name__)
 ANCHORS_PER_CHUNK = 128  # anchors encoded together where the KV store is unbounded (the CPU)
@@ -33,15 +42,6 @@ ANCHORS_PER_CHUNK = 128  # anchors encoded together where the KV store is unboun
 # IMDB-8 on the H200: ~0.19 s per chunk of 128 reviews over two joins, 7.9 s of a 31.7 s run)
 MAX_ANCHORS_PER_CHUNK = 1024
 ROW = np.int32  # a scan row index in Joined (a chain's joined rows can number 10^8)
-
-
-def combo_values(op_id: int, op, scans: dict[str, ScanData], row: dict[str, int]) -> tuple:
-    out = []
-    for i in range(len(op.bindings)):
-        col = binding_column(op_id, i)
-        alias = next(a for a in row if col in scans[a].columns)
-        out.append(scans[alias].rows[row[alias]][col])
-    return tuple(out)
 
 
 @dataclass
@@ -107,17 +107,6 @@ def _unique_ints(key: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     return uniq, rank[key]
 
 
-def bound_aliases(op_id: int, op, scans: dict[str, ScanData], aliases) -> list[str]:
-    """The aliases among `aliases` whose columns `op`'s prompt reads, in binding order."""
-    out: list[str] = []
-    for i in range(len(op.bindings)):
-        col = binding_column(op_id, i)
-        alias = next((a for a in aliases if col in scans[a].columns), None)
-        if alias is not None and alias not in out:
-            out.append(alias)
-    return out
-
-
 def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: AnswerStore,
          carry: DocKV | None, every_pair: bool = True, share: bool = False,
          rides: list[Ride] = (), projections: list[PairProjection] = ()) -> list[bool]:
@@ -156,7 +145,7 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
             # pairs prepared on the helper while the engine runs this join's (in the replay of
             # QUAIL-B IMDB-9, ~0.1 s a call otherwise)
             kept = asked and passed / asked * step.rows_in
-            riding = [(r, helper.submit(_prepare_ride, r, texts, runner, store))
+            riding = [(r, helper.submit(prepare_ride, r, texts, runner, store))
                       for r in rides if asked and r.worth(kept)]
             for r, _ in riding:
                 note = (f"join #{r.op_id} was asked over join #{step.op}'s anchor documents "
@@ -186,9 +175,9 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
                 passed += sum(1 for a in answers if op.passes(a))
                 kv.release()
                 for ride, ready in riding:
-                    _ask_riding(ride, *ready.result(), hold, texts, runner, store)
+                    ask_riding(ride, *ready.result(), hold, texts, runner, store)
                 for pr in projections:
-                    _ask_projection(pr, pr.values(chunk, answers, op), runner, store)
+                    ask_projection(pr, pr.values(chunk, answers, op), runner, store)
             finally:
                 kv.release()
                 if hold is not None:
@@ -196,193 +185,6 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
     if every_pair:
         store.complete.add(step.op)  # every candidate pair was asked
     return [op.passes(store.get(step.op, v)) for v in values]
-
-
-@dataclass
-class Ride:
-    """A later join of the chain whose anchor documents are this join's (another alias of the
-    same table: QUAIL-B IMDB-9/10's reviews r2, which the chain's first join reads as r1), asked
-    over each chunk of this join's anchors while their KV is resident, ahead of its turn, for
-    the rows it may read then: its anchor relation's rows with those documents x its partner's
-    candidates. Its answers wait in the store; its own turn then asks nothing again."""
-
-    op_id: int
-    op: object
-    layout: object
-    anchor: str          # the later join's anchor alias (its rows have the documents)
-    partner: str
-    partners: list[int]  # the partner's candidate rows
-    rows_of: dict[str, list[int]]  # anchor document text -> the anchor alias's rows with it
-    scans: dict
-    steps: list[JoinStep]  # this join, the joins between, the riding join
-    joined: frozenset      # the aliases joined before this join
-    candidates: dict[str, int]  # the two aliases' candidate rows now
-    documents: int  # characters of the documents (each once)
-    questions: int  # characters of the questions, one per anchor row
-
-    def values(self, texts: list[str]) -> list[tuple]:
-        rows = [i for t in dict.fromkeys(texts) for i in self.rows_of.get(t, ())]
-        pairs = [(d, j) for d in range(len(rows)) for j in self.partners]
-        return pair_values(self.op_id, self.op, self.scans, [self.anchor], [[i] for i in rows],
-                           self.partner, pairs)
-
-    def worth(self, rows_out: float) -> bool:
-        """Whether riding is worth it when this join keeps `rows_out` rows: the documents the
-        riding join would encode again at its turn outweigh the questions it asks for rows
-        the joins between eliminate, reach x documents > (1 - reach) x questions x partners
-        (ride_reach)."""
-        steps = [replace(self.steps[0], rows_out=rows_out), *self.steps[1:]]
-        reach = ride_reach((self.anchor, self.partner), steps, self.joined, self.candidates)
-        return reach * self.documents > (1.0 - reach) * self.questions * len(self.partners)
-
-
-def _prepare_ride(ride: Ride, texts: list[str], runner: OpRunner, store: AnswerStore):
-    """(`ride`'s pairs over the documents `texts` with no answer yet, their call prepared)."""
-    need = store.missing(ride.op_id, ride.values(texts))
-    return need, runner.prepare(ride.layout, need) if need else None
-
-
-def _ask_riding(ride: Ride, values: list[tuple], prep, hold: DocKV, texts: list[str],
-                runner: OpRunner, store: AnswerStore) -> None:
-    """`ride`'s `values` over the documents `hold` keeps for this chunk (each question's own
-    stem extends them in a private DocKV, as the chunk's own join's does)."""
-    if not values:
-        return
-    prep = runner.refreshed(prep)  # (a ride asking this chunk's join's question: answered)
-    kv = runner.doc_kv(private=True)
-    kv.share(hold, texts)
-    try:
-        for v, a in zip(values, runner.answer(ride.op_id, ride.layout, values, kv=kv,
-                                              release_done=True, prep=prep)):
-            store.put(ride.op_id, v, a)
-    finally:
-        kv.release()
-
-
-@dataclass
-class PairProjection:
-    """An AI projection over the pairs the core's last join keeps (QUAIL-B IMDB-15: the
-    sentiment toward the aspect each critical review was joined with), asked for each chunk's
-    passing pairs while the chunk's anchor documents are resident: its prompts begin with the
-    document, so they read its pages through the prefix cache instead of encoding it again
-    after the join released it. `of`: the join's binding values of a pair -> the
-    projection's."""
-
-    op_id: int
-    op: object
-    layout: object
-    of: dict[tuple, tuple]
-
-    def values(self, chunk: list[tuple], answers: list[object], join_op) -> list[tuple]:
-        return list(dict.fromkeys(self.of[v] for v, a in zip(chunk, answers)
-                                  if join_op.passes(a) and v in self.of))
-
-
-def last_join_projections(plan: PhysicalPlan, ai_ops) -> list[int]:
-    """The AI projections over several relations that read the rows the core's joins keep,
-    when the joins are all inner (core_runner asks projections after them only then)."""
-    kinds = {ai_ops[s.op].join.kind for s in plan.steps
-             if s.kind == "join" and s.op is not None and ai_ops[s.op].join}
-    if not kinds <= {"inner", "cross"}:
-        return []
-    return [s.op for s in plan.steps if s.kind == "project" and not s.alias]
-
-
-def _project_pairs(ops: list[int], ai_ops, scans: dict[str, ScanData], proj: list[str],
-                   bound: list[list[int]], alias: str, flat: list[tuple[int, int]],
-                   values: list[tuple], runner: OpRunner) -> list[PairProjection]:
-    """PairProjection of each op of `ops` that reads only the join's aliases (`proj` and
-    `alias`), over the pairs `flat` whose join values are `values`."""
-    out = []
-    held = [*proj, alias]
-    for op_id in ops:
-        op = ai_ops[op_id]
-        if any(all(binding_column(op_id, i) not in scans[a].columns for a in held)
-               for i in range(len(op.bindings))):
-            continue  # it reads a relation this join does not hold
-        mine = pair_values(op_id, op, scans, proj, bound, alias, flat)
-        out.append(PairProjection(op_id, op, runner.layout(op), dict(zip(values, mine))))
-    return out
-
-
-def _ask_projection(pr: PairProjection, values: list[tuple], runner: OpRunner,
-                    store: AnswerStore) -> None:
-    need = store.missing(pr.op_id, values)
-    if not need:
-        return
-    for v, a in zip(need, runner.answer(pr.op_id, pr.layout, need)):
-        store.put(pr.op_id, v, a)
-    rep = runner.report.op(pr.op_id, pr.op.op)  # (core_runner counts only what it asks)
-    rep.rows_in += len(need)
-    rep.rows_out += len(need)
-
-
-def ride_alongs(step: JoinStep, later: list[JoinStep], cur: Joined, scans: dict[str, ScanData],
-                survivors: dict[str, list[int]], ai_ops, runner: OpRunner) -> list[Ride]:
-    """The later joins (`later`: the plan's remaining steps) that may ride along `step`'s
-    anchor chunks (Ride): a join anchored on an alias not joined yet whose prompt reads just
-    that alias and one partner, neither tied to another relation by an equality key (then
-    the pairs it can ask are known now: the anchor's survivors x the partner's candidates).
-    Whether one rides is decided chunk by chunk from the rows `step` keeps (Ride.worth)."""
-    if step.op is None or step.anchor is None:
-        return []
-    if not runner.layout(ai_ops[step.op], anchor=step.anchor).is_shared:
-        return []
-    every = list(dict.fromkeys([*cur.aliases, step.alias, *(s.alias for s in later)]))
-    ahead = [step, *later]
-    out: list[Ride] = []
-    for k, late in enumerate(later):
-        anchor = late.anchor
-        if late.op is None or late.op == step.op or anchor is None or anchor in cur.aliases \
-                or anchor in (step.anchor, step.alias):
-            continue
-        op = ai_ops[late.op]
-        layout = runner.layout(op, anchor=anchor)
-        bound = bound_aliases(late.op, op, scans, every)
-        if not layout.is_shared or anchor not in bound or len(bound) != 2:
-            continue
-        partner = next(a for a in bound if a != anchor)
-        if any(scans[a].key_columns & scans[b].key_columns
-               for a in (anchor, partner) for b in every if b != a):
-            continue
-        candidates = {a: (np.unique(cur.cols[a]).tolist() if a in cur.aliases
-                          else list(survivors.get(a, []))) for a in (anchor, partner)}
-        rows, partners = candidates[anchor], candidates[partner]
-        if not rows or not partners:
-            continue
-        sample = pair_values(late.op, op, scans, [anchor], [[i] for i in rows], partner,
-                             [(d, partners[d % len(partners)]) for d in range(len(rows))])
-        rows_of: dict[str, list[int]] = {}
-        questions = 0
-        for i, v in zip(rows, sample):
-            prefix, suffix = layout.texts(v)
-            rows_of.setdefault(prefix, []).append(i)
-            questions += len(suffix)
-        out.append(Ride(late.op, op, layout, anchor, partner, partners, rows_of, scans,
-                        ahead[:k + 2], frozenset(cur.aliases),
-                        {a: len(c) for a, c in candidates.items()},
-                        sum(map(len, rows_of)), questions))
-    return out
-
-
-def ride_reach(aliases, steps: list[JoinStep], joined, candidates: dict[str, int]) -> float:
-    """The share of a riding join's pairs (its `aliases`' candidate rows x each other) the
-    planner expects it to ask at its turn, `steps[-1]`, when the aliases `joined` are joined
-    and `steps[0]` comes next. A relation's rows are spread over the joined rows: each join
-    after it is in keeps 1 - exp(-rows out / its rows then) of them (so does the join that
-    brings it in, of its candidates); the riding join itself asks all it has."""
-    reach = 1.0
-    for alias in aliases:
-        rows = float(candidates.get(alias, 0))
-        present = alias in joined
-        for t in steps[:-1]:
-            present = present or t.alias == alias
-            if present:
-                kept = 1.0 - math.exp(-t.rows_out / max(1.0, rows))
-                reach, rows = reach * kept, rows * kept
-        if not present and steps[-1].alias != alias:
-            return 0.0
-    return reach
 
 
 def anchor_chunks(anchors: list[tuple], by_anchor: dict, layout, runner: OpRunner
@@ -411,41 +213,6 @@ def anchor_chunks(anchors: list[tuple], by_anchor: dict, layout, runner: OpRunne
         cur.append(anchor)
         used += n
     return out + [cur] if cur else out
-
-
-def pair_values(op_id: int, op, scans: dict[str, ScanData], proj: list[str],
-                bound: list[list[int]], alias: str, pairs: list[tuple[int, int]]) -> list[tuple]:
-    """`op`'s binding values (combo_values') for each (d, j) of `pairs`: row `bound[d]` of the
-    aliases `proj` joined with row j of `alias`. Each bound row's and each partner's part is
-    read once, a pair's values are the two parts put together (QUAIL-B BIO-2: 563,500 pairs,
-    built while the GPU waits for the join's first batch)."""
-    sources = []  # per binding: (the part it comes from, its place there), first alias first
-    mine: list[tuple[int, str]] = []
-    theirs: list[str] = []
-    for i in range(len(op.bindings)):
-        col = binding_column(op_id, i)
-        k = next((k for k, a in enumerate(proj) if col in scans[a].columns), None)
-        if k is not None:
-            sources.append((0, len(mine)))
-            mine.append((k, col))
-        elif col in scans[alias].columns:
-            sources.append((1, len(theirs)))
-            theirs.append(col)
-        else:
-            raise ExecutionError(f"no relation of the join holds binding column {col}")
-    left = [tuple(scans[proj[k]].rows[r[k]][col] for k, col in mine) for r in bound]
-    rows = scans[alias].rows
-    right = {j: tuple(rows[j][col] for col in theirs) for j in {j for _, j in pairs}}
-    order = [i if part == 0 else len(mine) + i for part, i in sources]
-    if order == list(range(len(order))):  # bound bindings first: one tuple concatenation
-        return [left[d] + right[j] for d, j in pairs]
-    pick = picker(order)
-    return [pick(left[d] + right[j]) for d, j in pairs]
-
-
-def tuple_values(op_id: int, op, scans, aliases: list[str], tuples: np.ndarray) -> list[tuple]:
-    """`op`'s binding values for each row of `tuples` (row indices of `aliases`)."""
-    return [combo_values(op_id, op, scans, dict(zip(aliases, r))) for r in tuples.tolist()]
 
 
 def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
@@ -484,7 +251,7 @@ def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
         flat = [(d, j) for d, js in enumerate(cands) for j in js]
         bound_rows = distinct.tolist()
         values = pair_values(step.op, op, scans, proj, bound_rows, alias, flat)
-        projections = _project_pairs(list(project), ai_ops, scans, proj, bound_rows, alias,
+        projections = project_pairs(list(project), ai_ops, scans, proj, bound_rows, alias,
                                      flat, values, runner) if project else []
         ok = _ask(step, op, values, runner, store, carry, every_pair=count, share=share,
                   rides=rides, projections=projections)

@@ -148,7 +148,7 @@ def test_two_joins_anchored_on_the_relation_the_chain_brings_in_encode_it_once()
     asking different questions (QUAIL-B IMDB-10's shape): r2's documents are encoded once, by
     the first of the two joins that misses an answer, and held for the second
     (join_runner.ask_anchor_pair_ahead); and since r2's documents are r1's, the first join's
-    chunks after its first ask both later joins while they hold them (join_runner.ride_alongs,
+    chunks after its first ask both later joins while they hold them (rides.ride_alongs,
     judged worth it by the rows the first chunk kept): those reviews are encoded once in all.
     The rows are the plain run's every way."""
     positive = ("AI_FILTER(PROMPT('Is the review {0} POSITIVE about the aspect {1}?', "
@@ -208,10 +208,10 @@ def test_two_joins_anchored_on_the_relation_the_chain_brings_in_encode_it_once()
 
 
 def test_the_reach_of_a_riding_join_follows_the_joins_before_its_turn():
-    """join_runner.ride_reach: a relation brought in or already joined keeps
+    """rides.ride_reach: a relation brought in or already joined keeps
     1 - exp(-rows out / its rows) of its rows through each join before the riding join's turn;
     the riding join asks all it has; a relation nothing brings in gives no reach."""
-    from quail_engine.exec.join_runner import ride_reach
+    from quail_engine.exec.rides import ride_reach
     from quail_engine.plan.join_order import JoinStep
 
     cur = {"r1"}

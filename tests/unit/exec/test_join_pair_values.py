@@ -1,5 +1,5 @@
 """A join's binding values per (bound row, partner) pair, built from each side's part once
-(join_runner.pair_values), equal combo_values' row-by-row reading for any placement of the
+(join_values.pair_values), equal combo_values' row-by-row reading for any placement of the
 bindings among the bound aliases and the new one."""
 
 import random
@@ -7,7 +7,7 @@ import random
 import pytest
 
 from quail_engine.errors import ExecutionError
-from quail_engine.exec.join_runner import combo_values, pair_values
+from quail_engine.exec.join_values import combo_values, pair_values
 from quail_engine.exec.scans import ScanData
 from quail_engine.sql.ir import binding_column
 

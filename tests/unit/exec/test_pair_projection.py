@@ -33,7 +33,7 @@ def test_a_projection_over_joined_pairs_runs_planned():
 def test_the_projection_is_asked_for_each_chunk_of_pairs_while_its_documents_are_resident(
         monkeypatch):
     """The core's last join asks the projection over its pairs chunk by chunk, for the pairs
-    the chunk kept, while the chunk's anchor documents are held (join_runner.PairProjection:
+    the chunk kept, while the chunk's anchor documents are held (rides.PairProjection:
     on the GPU the projection's prompts then read the documents' pages through the prefix
     cache instead of encoding them again); the projection asks nothing after the joins, and
     the rows and counts are those of asking it after them."""
@@ -41,13 +41,13 @@ def test_the_projection_is_asked_for_each_chunk_of_pairs_while_its_documents_are
 
     def run(ride: bool):
         asked: list[list[tuple]] = []
-        real = jr._ask_projection
+        real = jr.ask_projection
 
         def spy(pr, values, runner, store):
             asked.append(list(values))
             return real(pr, values, runner, store)
 
-        monkeypatch.setattr(jr, "_ask_projection", spy)
+        monkeypatch.setattr(jr, "ask_projection", spy)
         monkeypatch.setattr(jr, "ANCHORS_PER_CHUNK", 3)  # three chunks of the 8 reviews
         if not ride:
             monkeypatch.setattr(jr, "last_join_projections", lambda plan, ai_ops: [])
