@@ -65,3 +65,23 @@ def test_the_projection_is_asked_for_each_chunk_of_pairs_while_its_documents_are
     count = {o["kind"]: (o["rows_in"], o["rows_out"], o["unplanned"]) for o in ops}
     assert count == {o["kind"]: (o["rows_in"], o["rows_out"], o["unplanned"])
                      for o in plain_ops}
+
+
+def test_a_comma_join_filtered_by_an_ai_join_in_the_where_returns_the_join_on_rows():
+    """`FROM a, b WHERE AI_FILTER(a, b)`: the final statement joins the passing pairs after the
+    comma join (pass_tables.pass_through), and DuckDB returns the JOIN ... ON form's rows."""
+    on = ("SELECT r.id, p.name FROM reviews AS r JOIN products AS p "
+          "ON AI_FILTER(PROMPT('Does {0} mention {1}?', r.review, p.name)) ORDER BY r.id, p.name")
+    comma = ("SELECT r.id, p.name FROM reviews AS r, products AS p "
+             "WHERE AI_FILTER(PROMPT('Does {0} mention {1}?', r.review, p.name)) AND r.id > 0 "
+             "ORDER BY r.id, p.name")
+
+    def rows(sql):
+        s = QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine, use_cache=False,
+                         device_spec=DeviceSpec("toy", 1e11, 2e10))
+        out = s.execute(sql, "snowflake").to_pylist()
+        assert all(o["unplanned"] == 0 for o in s.report.to_json()["operators"])
+        return out
+
+    joined = rows(on)
+    assert joined and rows(comma) == joined
