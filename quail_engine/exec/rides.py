@@ -122,8 +122,7 @@ def project_pairs(ops: list[int], ai_ops, scans: dict[str, ScanData], proj: list
     held = [*proj, alias]
     for op_id in ops:
         op = ai_ops[op_id]
-        if any(all(binding_column(op_id, i) not in scans[a].columns for a in held)
-               for i in range(len(op.bindings))):
+        if not _holds(op_id, op, scans, held):
             continue  # it reads a relation this join does not hold
         mine = pair_values(op_id, op, scans, proj, bound, alias, flat)
         out.append(PairProjection(op_id, op, runner.layout(op), dict(zip(values, mine))))
@@ -140,6 +139,12 @@ def ask_projection(pr: PairProjection, values: list[tuple], runner: OpRunner,
     rep = runner.report.op(pr.op_id, pr.op.op)  # (core_runner counts only what it asks)
     rep.rows_in += len(need)
     rep.rows_out += len(need)
+
+
+def _holds(op_id: int, op, scans: dict[str, ScanData], aliases) -> bool:
+    """Whether every binding of `op` is a column of one of `aliases`' scans."""
+    return all(any(binding_column(op_id, i) in scans[a].columns for a in aliases)
+               for i in range(len(op.bindings)))
 
 
 def ride_alongs(step: JoinStep, later: list[JoinStep], cur: Joined, scans: dict[str, ScanData],
@@ -167,8 +172,9 @@ def ride_alongs(step: JoinStep, later: list[JoinStep], cur: Joined, scans: dict[
         if not layout.is_shared or anchor not in bound or len(bound) != 2:
             continue
         partner = next(a for a in bound if a != anchor)
-        if any(scans[a].key_columns & scans[b].key_columns
-               for a in (anchor, partner) for b in every if b != a):
+        if not _holds(late.op, op, scans, (anchor, partner)) or any(
+                scans[a].key_columns & scans[b].key_columns
+                for a in (anchor, partner) for b in every if b != a):
             continue
         candidates = {a: (np.unique(cur.cols[a]).tolist() if a in cur.aliases
                           else list(survivors.get(a, []))) for a in (anchor, partner)}
