@@ -68,7 +68,7 @@ def prepare_ride(ride: Ride, texts: list[str], runner: OpRunner, store: AnswerSt
 
 
 def ask_riding(ride: Ride, values: list[tuple], prep, hold: DocKV, texts: list[str],
-                runner: OpRunner, store: AnswerStore) -> None:
+               runner: OpRunner, store: AnswerStore) -> None:
     """`ride`'s `values` over the documents `hold` keeps for this chunk (each question's own
     stem extends them in a private DocKV, as the chunk's own join's does)."""
     if not values:
@@ -114,8 +114,8 @@ def last_join_projections(plan: PhysicalPlan, ai_ops) -> list[int]:
 
 
 def project_pairs(ops: list[int], ai_ops, scans: dict[str, ScanData], proj: list[str],
-                   bound: list[list[int]], alias: str, flat: list[tuple[int, int]],
-                   values: list[tuple], runner: OpRunner) -> list[PairProjection]:
+                  bound: list[list[int]], alias: str, flat: list[tuple[int, int]],
+                  values: list[tuple], runner: OpRunner) -> list[PairProjection]:
     """PairProjection of each op of `ops` that reads only the join's aliases (`proj` and
     `alias`), over the pairs `flat` whose join values are `values`."""
     out = []
@@ -130,7 +130,7 @@ def project_pairs(ops: list[int], ai_ops, scans: dict[str, ScanData], proj: list
 
 
 def ask_projection(pr: PairProjection, values: list[tuple], runner: OpRunner,
-                    store: AnswerStore) -> None:
+                   store: AnswerStore) -> None:
     need = store.missing(pr.op_id, values)
     if not need:
         return
