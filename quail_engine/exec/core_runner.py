@@ -22,7 +22,7 @@ from quail_engine.exec.doc_kv import (
     kv_capacity_tokens,
     kv_page_tokens,
 )
-from quail_engine.exec.estimates import op_infos
+from quail_engine.exec.estimates import doc_texts, op_infos
 from quail_engine.exec.join_runner import ROW, Joined, anchor_chunks, expand, run_joins
 from quail_engine.exec.join_values import bound_aliases, combo_values, tuple_values
 from quail_engine.exec.op_runner import OpRunner
@@ -408,14 +408,6 @@ class CoreRunner:
             rep = self.runner.report.op(step.op, op.op)
             rep.rows_in += asked
             rep.rows_out += asked
-
-
-def doc_texts(scan: ScanData, op_id: int, op) -> list[str]:
-    """Per row of `scan`, the text of `op`'s document there (its bindings the scan holds,
-    joined; a binding's relation is the scan holding its column, as in exec/estimates.py)."""
-    cols = [binding_column(op_id, i) for i in range(len(op.bindings))
-            if binding_column(op_id, i) in scan.columns]
-    return ["\n\n".join(str(row.get(c) or "") for c in cols) for row in scan.rows]
 
 
 def own_tokens(texts: Sequence[str], mean_tokens: float, page: int = 0

@@ -32,6 +32,15 @@ def binding_alias(op_id: int, index: int, scans: dict[str, ScanData]) -> str:
     raise KeyError(binding_column(op_id, index))
 
 
+def doc_texts(scan: ScanData, op_id: int, op, rows: Sequence[int] | None = None) -> list[str]:
+    """Per row of `scan` (or of `rows`), the text of `op`'s document there: its bindings the
+    scan holds, joined (a binding's relation is the scan holding its column)."""
+    cols = [binding_column(op_id, i) for i in range(len(op.bindings))
+            if binding_column(op_id, i) in scan.columns]
+    picked = scan.rows if rows is None else [scan.rows[r] for r in rows]
+    return ["\n\n".join(str(row.get(c) or "") for c in cols) for row in picked]
+
+
 def spread(n: int, k: int) -> list[int]:
     """Up to k evenly spaced indexes of range(n)."""
     if n <= k:
@@ -43,20 +52,15 @@ def _token_lengths(op_id: int, op, scans, runner: OpRunner,
                    shared: dict[str, float] | None = None) -> tuple[dict[str, float], float]:
     """Mean tokens per alias and of the question; `shared` gets each alias's share of tokens
     that begin like another row's (when prefix sharing is on)."""
-    by_alias: dict[str, list[int]] = {}
-    for i in range(len(op.bindings)):
-        by_alias.setdefault(binding_alias(op_id, i, scans), []).append(i)
     tokens: dict[str, float] = {}
-    for alias, slots in by_alias.items():
+    for alias in dict.fromkeys(binding_alias(op_id, i, scans) for i in range(len(op.bindings))):
         scan = scans[alias]
-        texts = ["\n\n".join(str(scan.rows[r][binding_column(op_id, i)] or "") for i in slots)
-                 for r in spread(len(scan.rows), TOKEN_SAMPLE)]
+        texts = doc_texts(scan, op_id, op, spread(len(scan.rows), TOKEN_SAMPLE))
         lengths = [len(t) for t in runner.text.tokenize(texts)] if texts else [0]
         tokens[alias] = sum(lengths) / max(1, len(lengths))
         if shared is not None and prefix_sharing_enabled():
-            shared[alias] = shared_prefix_fraction(
-                ["\n\n".join(str(row[binding_column(op_id, i)] or "") for i in slots)
-                 for row in scan.rows], spread(len(scan.rows), 4 * TOKEN_SAMPLE))
+            shared[alias] = shared_prefix_fraction(doc_texts(scan, op_id, op),
+                                                   spread(len(scan.rows), 4 * TOKEN_SAMPLE))
     layout = runner.layout(op)
     head, tail = runner.text.split(*layout.texts(layout.calibration_values()))
     question = float(len(tail) + len(head) - 1)  # chat framing + template, "N/A" ~ 1 token
