@@ -370,11 +370,8 @@ class CoreRunner:
         kv = None
         if layout.is_shared and not self._read_once(step, scan):
             kv = kvs.setdefault(step.doc, self.runner.doc_kv())
-        if step.kind == "project":  # counted as _run_projections counts
-            asked = sum(1 for v in values if not self.store.has(step.op, v))
-            self._ask(step.op, layout, values, kv)
-            rep.rows_in += asked
-            rep.rows_out += asked
+        if step.kind == "project":
+            self.runner.project(step.op, layout, values, self.store, kv)
             return alive
         self._ask(step.op, layout, values, kv)
         rep.rows_in += len(alive)
@@ -401,13 +398,7 @@ class CoreRunner:
                 bound = bound_aliases(step.op, op, scans, final.aliases)
                 values = list(dict.fromkeys(tuple_values(step.op, op, scans, bound,
                                                          final.distinct(bound)[0])))
-            # values another core of the statement answered are not counted again (a CTE's
-            # classification that the outer core asked as its label filter)
-            asked = sum(1 for v in values if not self.store.has(step.op, v))
-            self._ask(step.op, self.runner.layout(op), values, None)
-            rep = self.runner.report.op(step.op, op.op)
-            rep.rows_in += asked
-            rep.rows_out += asked
+            self.runner.project(step.op, self.runner.layout(op), values, self.store)
 
 
 def own_tokens(texts: Sequence[str], mean_tokens: float, page: int = 0

@@ -171,6 +171,18 @@ class OpRunner:
         todo.sort(key=texts.__getitem__)  # rows that begin alike run together (shared KV)
         return CallPrep(rows, texts, keys, cached, todo, nulls)
 
+    def project(self, op_id: int, layout: OpPrompt, values: Sequence[Sequence[object]],
+                store, kv: DocKV | None = None) -> None:
+        """An AI projection's `values`: those `store` has no answer for are answered in one
+        call and stored, and counted as the operator's rows in and out (values another call
+        answered, a CTE's classification the outer core asked as its label filter or a pair
+        asked while the join held its document, are not counted again)."""
+        asked = sum(1 for v in values if not store.has(op_id, v))
+        store.fill(op_id, values, lambda need: self.answer(op_id, layout, need, kv=kv))
+        rep = self.report.op(op_id, layout.op.op)
+        rep.rows_in += asked
+        rep.rows_out += asked
+
     def refreshed(self, prep: CallPrep) -> CallPrep:
         """`prep` with the answers the cache has gained since it was prepared (another call's
         in between: a join riding along another asks pairs the other may have just answered)

@@ -131,14 +131,9 @@ def project_pairs(ops: list[int], ai_ops, scans: dict[str, ScanData], proj: list
 
 def ask_projection(pr: PairProjection, values: list[tuple], runner: OpRunner,
                    store: AnswerStore) -> None:
-    need = store.missing(pr.op_id, values)
-    if not need:
-        return
-    for v, a in zip(need, runner.answer(pr.op_id, pr.layout, need)):
-        store.put(pr.op_id, v, a)
-    rep = runner.report.op(pr.op_id, pr.op.op)  # (core_runner counts only what it asks)
-    rep.rows_in += len(need)
-    rep.rows_out += len(need)
+    """`pr`'s `values` (a chunk's kept pairs) asked now, counted as its rows
+    (OpRunner.project)."""
+    runner.project(pr.op_id, pr.layout, values, store)
 
 
 def _holds(op_id: int, op, scans: dict[str, ScanData], aliases) -> bool:
