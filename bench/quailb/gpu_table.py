@@ -169,10 +169,15 @@ def run_table(args, ids: list[str]) -> int:
                               "model": args.random_model or args.model, "precision": precision,
                               "override": args.override, "command": "python -m bench quailb "
                               + " ".join(sys.argv[1:]), "queries": []}
-    if args.resume and Path(args.resume).exists():
+    earlier = json.loads(Path(args.resume).read_text()) if args.resume and \
+        Path(args.resume).exists() else None
+    if earlier is not None and earlier.get("precision", precision) != precision:
+        log.info("not resuming from %s: its rows ran in %s, this run in %s", args.resume,
+                 earlier.get("precision"), precision)
+        earlier = None
+    if earlier is not None:
         redo = set(filter(None, args.redo.split(",")))
-        result["queries"] = [r for r in json.loads(Path(args.resume).read_text())["queries"]
-                             if r["id"] not in redo]
+        result["queries"] = [r for r in earlier["queries"] if r["id"] not in redo]
     selected = {(c.id, getattr(c, "dialect", "snowflake")) for c in _cases(ids, bool(args.twins))}
     retry = {(r["id"], r["dialect"]): r.get("attempts", 1) for r in result["queries"]
              if r.get("unfinished") and r.get("attempts", 1) < 2
