@@ -29,7 +29,7 @@ DEFAULT_DIALECT = "duckdb"
 # bf16); bf16 everywhere; on a cuda device, fp8 / fp8-mlp (e4m3 GEMMs on every projection / on the
 # MLP's, per-channel weight and per-token activation scales) or fp8-block (every projection,
 # 128 x 128 weight blocks and 1 x 128 activation groups)
-Precision = Literal["auto", "bf16", "fp8", "fp8-mlp", "fp8-block", "fp8-attn"]
+Precision = Literal["auto", "bf16", "fp8", "fp8-mlp", "fp8-block"]
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 DEFAULT_PRECISION: Precision = "auto"
 

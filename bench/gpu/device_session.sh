@@ -7,8 +7,8 @@
 #   DRY=1 bash bench/gpu/device_session.sh e2e-fp8 psbench    (print the commands only)
 #
 # Wheels: .carry/core/whl or .carry/e2e/whl (duckdb, sqlglot, ...: see bench/e2e_gpu.py
-# --prepare), and .carry/cudnn/whl (nvidia-cudnn-frontend's cp312 wheel, for --precision
-# fp8-attn: `pip download --no-deps --only-binary=:all: --python-version 3.12 --platform
+# --prepare), and .carry/cudnn/whl (nvidia-cudnn-frontend's cp312 wheel, for the fp8probe
+# step: `pip download --no-deps --only-binary=:all: --python-version 3.12 --platform
 # manylinux_2_28_x86_64 -d .carry/cudnn/whl nvidia-cudnn-frontend`), installed once per
 # machine into /tmp/site. Ray: its cp312 wheel (from
 # `bench/ray_scaling.py --prepare-ray`) cut into parts named ray-*.whl.part0, .part1, ... under
@@ -70,13 +70,7 @@ command_of() {  # the command line of a step
       --precision fp8 --override --workdir /tmp/quail-e2e --budget-s $(( $2 - ${QUAILB_TAIL:-60} )) \
       ${QUAILB_ONLY:+--only $QUAILB_ONLY} ${QUAILB_REDO:+--redo $QUAILB_REDO} \
       --resume $(quailb_resume) --out \$OUT/quailb_gpu.json" ;;
-    quailb-attn) echo "python3 -m bench quailb --device cuda --scale sf0.1 --random-model qwen3-4b \
-      --precision fp8-attn --override --workdir /tmp/quail-e2e --budget-s $(( $2 - ${QUAILB_TAIL:-60} )) \
-      --baseline-sample 0 ${QUAILB_ONLY:+--only $QUAILB_ONLY} ${QUAILB_REDO:+--redo $QUAILB_REDO} \
-      --resume $RES/quailb-attn/quailb_gpu.json --out \$OUT/quailb_gpu.json" ;;
     fp8probe) echo "python3 -m bench.probes.fp8_attention" ;;
-    fp8check) echo "python3 tests/device/fp8_attention_check.py --long ${FP8_LONG:-48} \
-      --anchors ${FP8_ANCHORS:-12}" ;;
     profile) echo "python3 -m bench.probes.profile_query ${PROFILE_ROUTES:+--routes} \
       --ids \"${PROFILE_IDS-BIO-2,AGENT-1}\" --first ${PROFILE_FIRST:-8} --count ${PROFILE_COUNT:-6} \
       --workdir /tmp/quail-e2e" ;;

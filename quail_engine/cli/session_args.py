@@ -39,9 +39,7 @@ def add_session_args(p: argparse.ArgumentParser) -> None:
                    help="GEMM precision; auto: the checkpoint's own (fp8-block for a published "
                         "FP8 checkpoint on a GPU, else bf16); fp8, fp8-mlp and fp8-block run "
                         "only on the GPU path and cost "
-                        "accuracy on small models (docs/kernels-notes.md); fp8-attn: fp8 and "
-                        "cuDNN's fp8 attention over long documents (needs "
-                        "nvidia-cudnn-frontend; costs more accuracy)")
+                        "accuracy on small models (docs/kernels-notes.md)")
     p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                    help="run N model replicas on Ray workers (one per GPU; on the CPU, the "
                         "cores shared out); with --ray-address, on that cluster "

@@ -7,10 +7,8 @@ cuda device, bf16 otherwise; on the CPU an FP8 checkpoint runs dequantized), bf1
 only: fp8 / fp8-mlp (e4m3 GEMMs with per-channel weight and per-token activation scales on every
 layer projection, or on the MLP's alone: faster than bf16 by ~1.7x / less, and they cost accuracy
 on small models: docs/kernels-notes.md), fp8-block (every projection, 128 x 128 weight blocks and
-1 x 128 activation groups, the published FP8 checkpoints' scheme), fp8-attn (fp8, and cuDNN's
-fp8 attention for long prefixes and sequences: needs nvidia-cudnn-frontend; costs accuracy:
-gpu/fp8_attention.py). An fp8 request that cannot run on the GPU path is an error, never a
-silent bf16 run."""
+1 x 128 activation groups, the published FP8 checkpoints' scheme). An fp8 request that cannot run
+on the GPU path is an error, never a silent bf16 run."""
 
 from __future__ import annotations
 
@@ -25,8 +23,7 @@ log = logging.getLogger(__name__)
 # GpuEngine.load's kwargs for each of settings.PRECISIONS but auto
 PRECISIONS: dict[Precision, dict[str, Any]] = {
     "bf16": {}, "fp8": {"fp8": True}, "fp8-mlp": {"fp8": True, "fp8_proj": ("gate_up", "down")},
-    "fp8-block": {"fp8": True, "fp8_block": True},
-    "fp8-attn": {"fp8": True, "attention_fp8": True}}
+    "fp8-block": {"fp8": True, "fp8_block": True}}
 
 
 def resolve_precision(spec: str, device: str, precision: Precision) -> Precision:

@@ -85,12 +85,9 @@ class LibAttention:
 
 
 def probe_cudnn(device: torch.device, num_heads: int, num_kv_heads: int, head_dim: int,
-                dtype: torch.dtype = torch.bfloat16, fp8: bool = False) -> LibAttention | None:
+                dtype: torch.dtype = torch.bfloat16) -> LibAttention | None:
     """LibAttention on cuDNN if its fused attention runs here at these heads and dtype (bf16 or
-    fp16; float32 models stay on Triton), else None (logged); its causal part likewise. `fp8`:
-    cuDNN's fp8 attention (gpu/fp8_attention.py) for both, or Fp8AttentionUnavailable."""
-    if fp8:
-        return probe_fp8(device, num_heads, num_kv_heads, head_dim, dtype)
+    fp16; float32 models stay on Triton), else None (logged); its causal part likewise."""
     if device.type != "cuda" or not torch.backends.cudnn.is_available() or \
             dtype not in (torch.bfloat16, torch.float16):
         return None
@@ -115,36 +112,6 @@ def probe_cudnn(device: torch.device, num_heads: int, num_kv_heads: int, head_di
                     str(exc).splitlines()[0][:200])
         return LibAttention(cudnn_attend)
     return LibAttention(cudnn_attend, causal=cudnn_causal)
-
-
-# fp8 against bf16 attention on random inputs: 5.9% output error at the join's shape (the
-# probe of 2026-11-29); a larger one means a broken call, not rounding
-FP8_MAX_ERROR = 0.2
-
-
-def probe_fp8(device: torch.device, num_heads: int, num_kv_heads: int, head_dim: int,
-              dtype: torch.dtype) -> LibAttention:
-    """LibAttention on cuDNN's fp8 attention, checked against the bf16 op on random inputs."""
-    from quail_engine.infer.gpu.fp8_attention import Fp8Attention, Fp8AttentionUnavailable
-    if device.type != "cuda" or dtype != torch.bfloat16:
-        raise Fp8AttentionUnavailable(f"fp8 attention runs on a cuda device for a bf16 model; "
-                                      f"got {device.type}, {dtype}")
-    fp8 = Fp8Attention(device, num_heads, num_kv_heads, head_dim)
-    q = torch.randn(256, num_heads, head_dim, device=device, dtype=dtype)
-    k, v = (torch.randn(512, num_kv_heads, head_dim, device=device, dtype=dtype)
-            for _ in range(2))
-    for causal, keys in ((False, 512), (True, 256)):
-        ref, ref_lse = cudnn_attend(q, k[:keys], v[:keys], head_dim ** -0.5, causal=causal)
-        o, lse = fp8(q, k[:keys], v[:keys], head_dim ** -0.5, causal=causal)
-        err = float((o.float() - ref.float()).norm() / ref.float().norm())
-        lse_err = float((lse - ref_lse).abs().max())
-        if not err <= FP8_MAX_ERROR or not lse_err <= 1.0:
-            raise Fp8AttentionUnavailable(
-                f"cuDNN fp8 attention disagrees with bf16 on random inputs (causal={causal}: "
-                f"output error {err:.3f}, log-sum-exp {lse_err:.3f})")
-    log.info("cuDNN fp8 attention for long prefixes and sequences (%s output)",
-             "bf16" if fp8.out_bf16 else "e4m3")
-    return LibAttention(fp8, causal=fp8.causal)
 
 
 @dataclass(frozen=True)

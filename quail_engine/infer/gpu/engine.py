@@ -46,13 +46,13 @@ def attach_arena(model: GpuCausalLM, kv_fraction: float = 0.4, page_size: int = 
 
 
 def precision_model_id(spec: str, fp8: bool, fp8_proj: tuple[str, ...] | None,
-                       fp8_block: bool = False, attention_fp8: bool = False) -> str:
+                       fp8_block: bool = False) -> str:
     """The engine's model id: fp8 answers differ from bf16 ones beyond rounding, so they are a
     different model to the answer cache and the reports ("spec@fp8", "spec@fp8[gate_up,down]",
-    "spec@fp8-block", "spec@fp8-attn")."""
+    "spec@fp8-block")."""
     if not fp8:
         return spec
-    name = "fp8-block" if fp8_block else "fp8-attn" if attention_fp8 else "fp8"
+    name = "fp8-block" if fp8_block else "fp8"
     return f"{spec}@{name}" if fp8_proj is None else f"{spec}@{name}[{','.join(fp8_proj)}]"
 
 
@@ -93,23 +93,20 @@ class GpuEngine(LocalEngine):
     @classmethod
     def load(cls, spec: str = "default", device: str = "cuda", dtype: Any = None,
              fp8: bool = False, fp8_proj: tuple[str, ...] | None = None,
-             tokenizer: Any = None, fp8_block: bool = False, attention_fp8: bool = False,
-             **kwargs: Any) -> GpuEngine:
+             tokenizer: Any = None, fp8_block: bool = False, **kwargs: Any) -> GpuEngine:
         """`fp8_proj`: which projections run in fp8 when `fp8` (default: all of them);
         `fp8_block`: block-scaled rather than per-channel fp8 (gpu/linear.py). The weights go
         from the files to the GPU directly (gpu/load.py); fp8 quantizes there (an FP8
-        checkpoint's blocks are used as they are). `attention_fp8`: cuDNN's fp8 attention for
-        long prefixes and sequences (gpu/fp8_attention.py). `tokenizer`: the model's tokenizer
-        when the caller has it loaded already."""
+        checkpoint's blocks are used as they are). `tokenizer`: the model's tokenizer when the
+        caller has it loaded already."""
         state, tokenizer, config = load_checkpoint(spec, device, dtype, tokenizer)
         options = {"fp8_proj": fp8_proj} if fp8_proj is not None else {}
         model = GpuCausalLM(config, state, fp8=fp8, device=device, fp8_block=fp8_block,
-                            attention_fp8=attention_fp8, **options)
+                            **options)
         del state  # the bf16 originals of fp8 weights, and the GEMMs' concatenated inputs
         torch.cuda.empty_cache()
         engine = cls(attach_arena(model), tokenizer, config,
-                     model_id=precision_model_id(spec, fp8, fp8_proj, fp8_block,
-                                                 attention_fp8), **kwargs)
+                     model_id=precision_model_id(spec, fp8, fp8_proj, fp8_block), **kwargs)
         engine.warm_up()
         return engine
 

@@ -85,7 +85,7 @@ class GpuCausalLM:
                  arena: PagedKVArena | None = None, dtype: torch.dtype = torch.bfloat16,
                  fp8_proj: tuple[str, ...] = FP8_PROJ, fp32_residual: bool | None = None,
                  prefix_backend: str = "auto", fp8_block: bool = False,
-                 block_backend: str = "auto", attention_fp8: bool = False):
+                 block_backend: str = "auto"):
         if config.family not in GPU_FAMILIES or config.attention_bias:
             raise ValueError(f"the GPU path supports {GPU_FAMILIES} without attention bias; "
                              f"got family {config.family!r}")
@@ -126,14 +126,9 @@ class GpuCausalLM:
         self.lib_attention = None
         # cuDNN's windows and key grains assume every key is visible: sliding-window models
         # keep their attention on Triton
-        if attention_fp8 and (prefix_backend == "triton" or
-                              "sliding_attention" in config.layer_types):
-            raise ValueError("fp8 attention runs on cuDNN: not with prefix_backend='triton' "
-                             "nor for models with sliding-window layers")
         if prefix_backend != "triton" and "sliding_attention" not in config.layer_types:
             self.lib_attention = probe_cudnn(self.device, config.num_heads,
-                                             config.num_kv_heads, config.head_dim, dtype,
-                                             fp8=attention_fp8)
+                                             config.num_kv_heads, config.head_dim, dtype)
             if self.lib_attention is None and prefix_backend == "cudnn":
                 raise ValueError("prefix_backend='cudnn' but cuDNN fused attention does not run "
                                  f"on {self.device}")

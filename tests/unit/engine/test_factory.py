@@ -4,7 +4,6 @@ torch (with a warning) for what the GPU path does not implement."""
 import logging
 
 import pytest
-import torch
 
 from quail_engine.infer import factory
 from quail_engine.infer.engine import LocalEngine
@@ -49,7 +48,7 @@ def test_fp8_off_the_gpu_is_refused_not_run_in_bf16(device):
 def test_an_unknown_precision_is_named():
     from quail_engine.errors import QuailError
 
-    with pytest.raises(QuailError, match="auto, bf16, fp8, fp8-mlp, fp8-block, fp8-attn; got 'int4'"):
+    with pytest.raises(QuailError, match="auto, bf16, fp8, fp8-mlp, fp8-block; got 'int4'"):
         factory.load_engine("default", "cpu", precision="int4")
 
 
@@ -78,37 +77,3 @@ def test_fp8_engines_are_a_different_model_to_the_answer_cache():
     assert gpu.precision_model_id("m", False, None) == "m"
     assert gpu.precision_model_id("m", True, None) == "m@fp8"
     assert gpu.precision_model_id("m", True, ("gate_up", "down")) == "m@fp8[gate_up,down]"
-
-
-def test_fp8_attention_runs_only_on_the_gpu_path():
-    from quail_engine.errors import QuailError
-
-    with pytest.raises(QuailError, match="'fp8-attn' runs only on the GPU path"):
-        factory.load_engine("default", "cpu", precision="fp8-attn")
-
-
-def test_fp8_attention_without_the_frontend_names_the_package(monkeypatch):
-    import builtins
-
-    fp8_attention = pytest.importorskip("quail_engine.infer.gpu.fp8_attention")
-    real_import = builtins.__import__
-
-    def no_cudnn(name, *args, **kwargs):
-        if name == "cudnn":
-            raise ImportError("No module named 'cudnn'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_cudnn)
-    with pytest.raises(fp8_attention.Fp8AttentionUnavailable, match="nvidia-cudnn-frontend"):
-        fp8_attention.Fp8Attention(torch.device("cpu"), 4, 2, 16)
-
-
-def test_fp8_attention_inputs_keep_their_values_within_e4m3s_rounding():
-    fp8_attention = pytest.importorskip("quail_engine.infer.gpu.fp8_attention")
-    t = torch.randn(64, 4, 16, dtype=torch.bfloat16) * 7
-    t8, descale = fp8_attention._quantize(t)
-    assert t8.dtype == torch.float8_e4m3fn and descale.shape == (1, 1, 1, 1)
-    back = t8.float() * descale.reshape(())
-    assert torch.isfinite(back).all() and t8.float().abs().max() <= 448
-    # e4m3 keeps 3 mantissa bits: each value within 1/16 of itself (plus subnormals' step)
-    assert ((back - t.float()).abs() <= t.float().abs() / 16 + descale.reshape(()) * 2 ** -9).all()
