@@ -51,9 +51,23 @@ class Joined:
     (QUAIL-B's IMDB-9 at sf0.1, reviews-aspects-reviews-aspects: ~50 M), which DuckDB's final
     statement joins again from the answers; what the prompts need is their distinct bindings."""
     cols: dict[str, np.ndarray] = field(default_factory=dict)
+    # how many joined rows each row stands for (None: one each): a chain's second-to-last join
+    # keeps only the distinct tuples the last join reads, each counted (`expand`'s `keep`)
+    weight: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(next(iter(self.cols.values()))) if self.cols else 0
+
+    @property
+    def size(self) -> int:
+        """The joined rows this holds (its rows' weights summed)."""
+        return int(self.weight.sum()) if self.weight is not None else len(self)
+
+    def multiplicity(self, inv: np.ndarray, k: int) -> np.ndarray:
+        """Joined rows per distinct tuple, given each row's tuple `inv` (from `distinct`)."""
+        if self.weight is None:
+            return np.bincount(inv, minlength=k)
+        return np.bincount(inv, weights=self.weight, minlength=k).astype(np.int64)
 
     @property
     def aliases(self) -> list[str]:
@@ -80,10 +94,11 @@ class Joined:
         return uniq, inv.reshape(-1)
 
     def take(self, index: np.ndarray) -> Joined:
-        return Joined({a: c[index] for a, c in self.cols.items()})
+        return Joined({a: c[index] for a, c in self.cols.items()},
+                      self.weight[index] if self.weight is not None else None)
 
     def rows(self) -> list[dict[str, int]]:
-        """Row by row (tests, small results)."""
+        """Row by row (tests, small results; a weighted row once)."""
         cols = {a: c.tolist() for a, c in self.cols.items()}
         return [{a: cols[a][i] for a in cols} for i in range(len(self))]
 
@@ -218,7 +233,8 @@ def anchor_chunks(anchors: list[tuple], by_anchor: dict, layout, runner: OpRunne
 def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
             survivors: list[int], ai_ops, runner: OpRunner, store: AnswerStore,
             carry: DocKV | None, materialize: bool = True, count: bool = True,
-            share: bool = False, rides: list[Ride] = (), project: list[int] = ()) -> Joined:
+            share: bool = False, rides: list[Ride] = (), project: list[int] = (),
+            keep: list[str] | None = None) -> Joined:
     """`cur` joined with `alias`'s survivors: pairs restricted by the equality keys (shared
     k_<n> scan columns), then by `step`'s AI predicate, asked once per distinct binding pair.
     Without `materialize` (the last join, when nothing reads the joined rows) the rows are
@@ -226,7 +242,11 @@ def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
     operator not marked complete (a join asked ahead for some rows; run_joins asks the rest and
     counts every row later). `share`: `carry`'s documents stay there for a later join.
     `rides`: later joins asked over the anchors' chunks (Ride); `project`: AI projections
-    over the pairs this join keeps, the core's last (PairProjection)."""
+    over the pairs this join keeps, the core's last (PairProjection). `keep`: the aliases the
+    only join left reads (its prompt's and equality keys'), when nothing else reads the joined
+    rows: if the pairs asked here hold them all, the result is those pairs, each weighted by
+    the joined rows it stands for, instead of every joined row (QUAIL-B IMDB-9: 17.6 k weighted
+    pairs instead of 25.7 M rows for the chain's last join to read)."""
     new = scans[alias]
     keys_by = {a: sorted(scans[a].key_columns & new.key_columns) for a in cur.aliases}
     keys_by = {a: k for a, k in sorted(keys_by.items()) if k}
@@ -260,13 +280,19 @@ def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
             if good:
                 passing[d].append(j)
     counts_per = np.array([len(p) for p in passing], dtype=np.int64)
+    per_row = cur.multiplicity(inv, len(distinct)) if len(cur) else counts_per * 0
     if op is not None and count:
         rep = runner.report.op(step.op, op.op)
-        per_row = np.bincount(inv, minlength=len(distinct)) if len(cur) else counts_per * 0
         rep.rows_in += int((per_row * np.array([len(c) for c in cands], np.int64)).sum())
         rep.rows_out += int((per_row * counts_per).sum())
     if not materialize:
         return Joined()
+    if keep is not None and set(keep) <= {*proj, alias}:
+        d = np.repeat(np.arange(len(distinct)), counts_per)
+        out = Joined({a: distinct[d, k].astype(ROW) for k, a in enumerate(proj)},
+                     per_row[d])
+        out.cols[alias] = np.array([j for p in passing for j in p], dtype=ROW)
+        return out
     counts = counts_per[inv] if len(cur) else np.zeros(0, np.int64)
     total = int(counts.sum())
     partners = np.array([j for p in passing for j in p], dtype=ROW)
@@ -290,8 +316,8 @@ def _filter(step: JoinStep, cur: Joined, scans, ai_ops, runner: OpRunner, store:
                        store, carry), dtype=bool)
     keep = ok[inv] if len(cur) else np.zeros(0, bool)
     rep = runner.report.op(step.op, op.op)
-    rep.rows_in += len(cur)
-    rep.rows_out += int(keep.sum())
+    rep.rows_in += cur.size
+    rep.rows_out += int(cur.weight[keep].sum()) if cur.weight is not None else int(keep.sum())
     return cur.take(np.flatnonzero(keep))
 
 
@@ -339,6 +365,16 @@ def ask_anchor_pair_ahead(step: JoinStep, nxt: JoinStep, cur: Joined,
             kv.release()
 
 
+def _reads(step: JoinStep, ai_ops, scans: dict[str, ScanData], aliases: list[str]) -> list[str]:
+    """The aliases among `aliases` that joining `step.alias` reads: its prompt's bindings and
+    the equality keys it shares with them."""
+    new = scans[step.alias]
+    keys = [a for a in aliases if scans[a].key_columns & new.key_columns]
+    bound = bound_aliases(step.op, ai_ops[step.op], scans, aliases) if step.op is not None \
+        else []
+    return list(dict.fromkeys(bound + keys))
+
+
 def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[str, list[int]],
               ai_ops, runner: OpRunner, store: AnswerStore, carry: DocKV | None = None,
               rows_needed: bool = True) -> Joined:
@@ -372,11 +408,16 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
                                       store)
             if n == 0:
                 last = len(joined) + 1 == len(aliases) and len(group) == 1
+                keep = None
+                if (not rows_needed and len(group) == 1 and len(steps) == 1
+                        and len(joined) + 2 == len(aliases)):
+                    keep = _reads(steps[0], ai_ops, scans, [*joined, step.alias])
                 rides = ride_alongs(s, group[1:] + steps, cur, scans, survivors, ai_ops, runner)
                 cur = expand(s, cur, step.alias, scans, survivors.get(step.alias, []), ai_ops,
                               runner, store, reuse, materialize=rows_needed or not last,
                               rides=rides,
-                              project=last_join_projections(plan, ai_ops) if last else ())
+                              project=last_join_projections(plan, ai_ops) if last else (),
+                              keep=keep)
             elif s.op is not None:
                 cur = _filter(s, cur, scans, ai_ops, runner, store, reuse)
             if reuse is not None:
@@ -384,12 +425,12 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
                 carry_alias = None
         joined.add(step.alias)
         if len(joined) < len(aliases):
-            replanned = plan.replan_joins(rows, start=(frozenset(joined), float(len(cur))))
+            replanned = plan.replan_joins(rows, start=(frozenset(joined), float(cur.size)))
             if replanned is not None and replanned.steps:
                 new_steps = list(replanned.steps)
                 if [s.alias for s in new_steps] != [s.alias for s in steps]:
                     runner.report.remarks.append(
                         f"re-planned after joining {','.join(sorted(joined))} "
-                        f"({len(cur)} rows): {replanned.text()}")
+                        f"({cur.size} rows): {replanned.text()}")
                 steps = new_steps
     return cur

@@ -34,8 +34,19 @@ def _db():
     return con
 
 
-def test_chain_of_three_ai_joins_asks_distinct_pairs_and_returns_every_joined_row():
+def test_chain_of_three_ai_joins_asks_distinct_pairs_and_returns_every_joined_row(monkeypatch):
+    from quail_engine.exec import join_runner
+
     engines = []
+    built = []  # what each join handed to the next: (rows held, joined rows they stand for)
+    expand = join_runner.expand
+
+    def spying(*args, **kwargs):
+        out = expand(*args, **kwargs)
+        built.append((len(out), out.size))
+        return out
+
+    monkeypatch.setattr(join_runner, "expand", spying)
 
     class Counting(FakeEngine):
         asked = 0
@@ -59,6 +70,10 @@ def test_chain_of_three_ai_joins_asks_distinct_pairs_and_returns_every_joined_ro
     assert len(rows) > len(REVIEWS) * len(ASPECTS) * 4  # the joined rows outgrow the pairs
     ops = report["operators"]
     assert all(o["unplanned"] == 0 for o in ops), ops
+    # the second join hands the last one its distinct (aspect, review) pairs, each weighted by
+    # the joined rows it stands for, not every joined row; the last join's counts are the same
+    assert any(n < size == ops[1]["rows_out"] for n, size in built), (built, ops)
+    assert ops[2]["rows_out"] == len(rows)
     # each of the three joins asks each distinct (review, aspect) pair at most once
     assert 0 < engines[0].asked <= 3 * len(REVIEWS) * len(ASPECTS)
 
