@@ -245,8 +245,8 @@ def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
     over the pairs this join keeps, the core's last (PairProjection). `keep`: the aliases the
     only join left reads (its prompt's and equality keys'), when nothing else reads the joined
     rows: if the pairs asked here hold them all, the result is those pairs, each weighted by
-    the joined rows it stands for, instead of every joined row (QUAIL-B IMDB-9: 17.6 k weighted
-    pairs instead of 25.7 M rows for the chain's last join to read)."""
+    the joined rows it stands for, instead of every joined row (QUAIL-B IMDB-9: at most 12 aspects
+    x 5,000 reviews weighted pairs instead of 25.7 M rows for the chain's last join to read)."""
     new = scans[alias]
     keys_by = {a: sorted(scans[a].key_columns & new.key_columns) for a in cur.aliases}
     keys_by = {a: k for a, k in sorted(keys_by.items()) if k}
