@@ -251,8 +251,7 @@ def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
     keys_by = {a: sorted(scans[a].key_columns & new.key_columns) for a in cur.aliases}
     keys_by = {a: k for a, k in sorted(keys_by.items()) if k}
     op = ai_ops[step.op] if step.op is not None else None
-    bound = bound_aliases(step.op, op, scans, cur.aliases) if op else []
-    proj = list(dict.fromkeys(bound + list(keys_by)))
+    proj = _reads(step, ai_ops, scans, cur.aliases)
     distinct, inv = cur.distinct(proj)
     if keys_by:
         index: dict[tuple, list[int]] = {}
@@ -366,10 +365,10 @@ def ask_anchor_pair_ahead(step: JoinStep, nxt: JoinStep, cur: Joined,
 
 
 def _reads(step: JoinStep, ai_ops, scans: dict[str, ScanData], aliases: list[str]) -> list[str]:
-    """The aliases among `aliases` that joining `step.alias` reads: its prompt's bindings and
-    the equality keys it shares with them."""
+    """The aliases among `aliases` that joining `step.alias` reads: its prompt's bindings, then
+    those it shares equality keys with (by name)."""
     new = scans[step.alias]
-    keys = [a for a in aliases if scans[a].key_columns & new.key_columns]
+    keys = sorted(a for a in aliases if scans[a].key_columns & new.key_columns)
     bound = bound_aliases(step.op, ai_ops[step.op], scans, aliases) if step.op is not None \
         else []
     return list(dict.fromkeys(bound + keys))
