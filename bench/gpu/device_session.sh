@@ -70,6 +70,10 @@ command_of() {  # the command line of a step
       --precision fp8 --override --workdir /tmp/quail-e2e --budget-s $(( $2 - ${QUAILB_TAIL:-60} )) \
       ${QUAILB_ONLY:+--only $QUAILB_ONLY} ${QUAILB_REDO:+--redo $QUAILB_REDO} \
       --resume $(quailb_resume) --out \$OUT/quailb_gpu.json" ;;
+    quailb-sf1) echo "python3 -m bench quailb --device cuda --scale sf1.0 --only BIO-4 \
+      --sample reports=${SF1_REPORTS:-200} --random-model qwen3-4b --precision fp8 --override \
+      --workdir /tmp/quail-e2e --baseline-sample ${SF1_BASELINE:-32} \
+      --out \$OUT/quailb_gpu_bio4_sf1.json" ;;
     fp8probe) echo "python3 -m bench.probes.fp8_attention" ;;
     profile) echo "python3 -m bench.probes.profile_query ${PROFILE_ROUTES:+--routes} \
       --ids \"${PROFILE_IDS-BIO-2,AGENT-1}\" --first ${PROFILE_FIRST:-8} --count ${PROFILE_COUNT:-6} \

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import pass_summary
-from bench.quailb import baseline
+from bench.quailb import baseline, data
+from bench.quailb.queries import QUERIES
 from bench.quailb.run import ROOT, _cases, geomean, open_suite, twin_check
 from bench.results_io import out_dir
 from quail_engine.infer.gpu import compile_log
@@ -114,7 +115,9 @@ def markdown(result: dict) -> str:
     lines = [f"QUAIL-B on {result['device']} at scale {result['scale']}: {result['model']} "
              f"({result['precision']}), override {result['override']}; speed of light of the "
              f"minimum tokens on the {DATASHEET}; model load {result.get('load_s')} s "
-             "(excluded)", "",
+             "(excluded)"
+             + "".join(f"; sampled: {t} {n:,} of {total:,} rows (the first, a uniform sample)"
+                       for t, (n, total) in result.get("sample", {}).items()), "",
              "| query | dialect | ok | rows | run s | fresh tok | requested tok | min tok | "
              "SoL s | SoL sust. s | x SoL | GPU pass s | transformers s | note |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -167,14 +170,16 @@ def run_table(args, ids: list[str]) -> int:
     out = Path(args.out) if args.out else out_dir() / "quailb_gpu.json"
     result: dict[str, Any] = {"device": args.device, "scale": args.scale,
                               "model": args.random_model or args.model, "precision": precision,
-                              "override": args.override, "command": "python -m bench quailb "
+                              "override": args.override, **_sampled(args.sample, args.scale),
+                              "command": "python -m bench quailb "
                               + " ".join(sys.argv[1:]), "queries": []}
     earlier = json.loads(Path(args.resume).read_text()) if args.resume and \
         Path(args.resume).exists() else None
-    if earlier is not None and earlier.get("precision", precision) != precision:
-        log.info("not resuming from %s: its rows ran in %s, this run in %s", args.resume,
-                 earlier.get("precision"), precision)
-        earlier = None
+    for key in ("precision", "scale", "sample"):  # rows of another setting are not this run's
+        if earlier is not None and earlier.get(key, result.get(key)) != result.get(key):
+            log.info("not resuming from %s: its rows ran with %s %s, this run %s", args.resume,
+                     key, earlier.get(key), result.get(key))
+            earlier = None
     if earlier is not None:
         redo = set(filter(None, args.redo.split(",")))
         result["queries"] = [r for r in earlier["queries"] if r["id"] not in redo]
@@ -191,7 +196,8 @@ def run_table(args, ids: list[str]) -> int:
         return _finish(result, out)
     suite = open_suite(work, args.scale, model=model, device=args.device,
                        override=args.override, precision=precision if cuda else None,
-                       ledger=True)
+                       ledger=True, tables={t for c in cases for t in QUERIES[c.id].tables},
+                       sample=args.sample)
     start = time.perf_counter()
     engine = suite.load()
     result["load_s"] = round(time.perf_counter() - start, 2)
@@ -223,6 +229,12 @@ def run_table(args, ids: list[str]) -> int:
         log.info("%s %s: %s s, x_sol %s", row["id"], row["dialect"], row.get("run_s"),
                  row.get("x_sol"))
     return _finish(result, out)
+
+
+def _sampled(sample: dict[str, int], scale: str) -> dict:
+    """The result's record of a sampled run: {table: [rows kept, rows at the scale]}."""
+    return {"sample": {t: [n, data.ROWS[scale][t]] for t, n in sample.items()}} if sample \
+        else {}
 
 
 def _save(result: dict, out: Path) -> None:

@@ -24,6 +24,7 @@ import math
 import os
 import tempfile
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,14 +130,18 @@ def bench_seconds(engine: Any) -> float:
 
 def open_suite(work_dir: str | Path, scale: str = "tiny", *, model: str = "default",
                device: str = "cpu", override: bool = False, seed: int = 0,
-               precision: str | None = None, ledger: bool = False) -> Suite:
+               precision: str | None = None, ledger: bool = False,
+               tables: Iterable[str] | None = None,
+               sample: Mapping[str, int] | None = None) -> Suite:
     """Generate the corpora under work_dir and register them; sessions on them keep their
     answer caches under work_dir (the override's answers must not reach a user's cache).
-    `ledger`: wrap the engine in ledger.TokenLedger (minimum tokens, baseline sample)."""
+    `ledger`: wrap the engine in ledger.TokenLedger (minimum tokens, baseline sample);
+    `tables`, `sample`: only those tables, the first rows of some (data.tables)."""
     from quail_engine.exec import SessionConfig, connect, load_engine, model_text
 
     work = Path(work_dir)
-    paths = data.generate(work / f"data-{scale}", scale)
+    sampled = "".join(f"-{t}{n}" for t, n in sorted((sample or {}).items()))
+    paths = data.generate(work / f"data-{scale}{sampled}", scale, tables, sample)
     con = connect((name, str(path)) for name, path in paths.items())
     extra = {"precision": precision} if precision else {}
     config = SessionConfig(model=model, device=device, cache_dir=work / "answers", **extra)
@@ -162,6 +167,23 @@ def open_suite(work_dir: str | Path, scale: str = "tiny", *, model: str = "defau
         return open_session(con, cfg, text=text, engine_factory=engine)
 
     return Suite(session, work, loaded, engine)
+
+
+def parse_sample(text: str, scale: str) -> dict[str, int]:
+    """"reports=200,terms=500" -> {"reports": 200, "terms": 500}, checked against `scale`."""
+    sample: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, eq, n = part.partition("=")
+        if not eq or not n.strip().isdigit():
+            raise ValueError(f"{part!r} is not TABLE=N")
+        sample[name.strip()] = int(n)
+    for name, n in sample.items():
+        if name not in data.TABLES:
+            raise ValueError(f"unknown table {name!r}; expected one of {', '.join(data.TABLES)}")
+        if not 0 < n <= data.ROWS[scale][name]:
+            raise ValueError(f"{name} has {data.ROWS[scale][name]:,} rows at scale {scale}, "
+                             f"not {n}")
+    return sample
 
 
 def twin_check(rows: list[dict]) -> None:
@@ -224,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="start no query after this many seconds")
     ap.add_argument("--baseline-sample", type=int, default=64,
                     help="prompts per query run through transformers (0: no baseline)")
+    ap.add_argument("--sample", default="", help="TABLE=N[,TABLE=N]: a table's first N rows, "
+                    "a uniform sample (the timed table; e.g. BIO-4 at sf1.0 on 200 reports)")
     ap.add_argument("--workdir", default="", help="corpora, model dir and caches (default tmp)")
     ap.add_argument("--out", default="", help="write the JSON result here")
     args = ap.parse_args(argv)
@@ -232,6 +256,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--scale must be one of {sorted(data.ROWS)}")
     if not args.cpu and not args.device:
         ap.error("give --cpu (the CI check) or --device cpu|cuda (the timed table)")
+    try:
+        args.sample = parse_sample(args.sample, args.scale)
+    except ValueError as exc:
+        ap.error(f"--sample {args.sample!r}: {exc}")
+    if args.sample and not args.device:
+        ap.error("--sample is for the timed table (--device)")
     ids = [q.strip() for q in args.only.split(",") if q.strip()] or list(ORDER)
     if args.device:
         from bench.quailb.gpu_table import run_table
