@@ -24,7 +24,7 @@ import torch
 from bench.probes.engine_gaps import engine_gaps
 from bench.quailb.queries import QUERIES
 from bench.quailb.resol import ROOT, replay_model
-from bench.quailb.run import open_suite
+from bench.quailb.run import open_suite, parse_sample
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/quail-probe"))
     ap.add_argument("--carry", type=Path, default=ROOT / ".carry" / "e2e")
     ap.add_argument("--pages", type=int, default=5947, help="KV arena pages (the device run's)")
+    ap.add_argument("--scale", default="0.1", help="0.1 | 0.5 | 1.0 (the device run's)")
+    ap.add_argument("--sample", default="", help="TABLE=N[,TABLE=N] (the device run's)")
     ap.add_argument("--skip-head", action="store_true",
                     help="zero log-probabilities instead of the tiny model's LM head")
     args = ap.parse_args(argv)
@@ -52,8 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     # each query's answer cache fresh, as in the timed table (gpu_table.run_table): a file
     # grown over earlier replays made its stores slower (~200 MB for BIO-2)
     shutil.rmtree(args.workdir / "answers", ignore_errors=True)
-    suite = open_suite(args.workdir, "0.1", model=str(replay_model(args.workdir, args.carry)),
-                       override=True, ledger=True)
+    scale = args.scale.removeprefix("sf")
+    suite = open_suite(args.workdir, scale, model=str(replay_model(args.workdir, args.carry)),
+                       override=True, ledger=True, sample=parse_sample(args.sample, scale),
+                       tables={t for q in args.ids.split(",") for t in QUERIES[q].tables})
     engine = suite.load()
     for qid in args.ids.split(","):
         t0 = time.perf_counter()

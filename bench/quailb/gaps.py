@@ -10,6 +10,8 @@ small passes (short rows over long shared beginnings, attention-heavy) ran at 3.
 of light and its large ones at 2.9x; packed into large passes (session 20) they ran no faster.
 
     python -m bench.quailb.gaps [--out bench/results/quailb-gaps-DATE.md]
+    python -m bench.quailb.gaps --result bench/results/quailb_gpu_bio4_sf1.json \
+        --reports bench/results/quailb_reports_sf1
 """
 
 from __future__ import annotations
@@ -93,10 +95,12 @@ def markdown(result: dict, rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--result", type=Path, default=RESULTS / "quailb_gpu.json")
+    ap.add_argument("--reports", type=Path, default=None,
+                    help="the rows' execution reports (default: quailb_reports/ beside --result)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     result = json.loads(args.result.read_text())
-    text = markdown(result, gaps(result, args.result.parent / "quailb_reports"))
+    text = markdown(result, gaps(result, args.reports or args.result.parent / "quailb_reports"))
     if args.out:
         args.out.write_text(text)
     print(text)
