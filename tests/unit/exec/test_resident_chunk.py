@@ -89,3 +89,44 @@ def test_an_unqualified_binding_reads_its_scan_column(monkeypatch):
     assert runner._resident_chunk("t", steps, scan, 0) == 39
     full, own = own_tokens(["", ""], mean_tokens=50.0)  # nothing to measure: the mean
     assert full.tolist() == own.tolist() == [50.0, 50.0]
+
+
+def test_the_next_chunks_documents_are_tokenized_while_the_engine_runs_this_one(monkeypatch):
+    """The first step's call on a chunk runs `ahead` while the engine works; it tokenizes the
+    next chunk's documents, so the engine does not wait for them between chunks."""
+    from quail_engine.exec.answer_store import AnswerStore
+    from quail_engine.exec.prompts import OpPrompt
+
+    monkeypatch.setenv("QUAIL_PREFIX_SHARING", "0")
+    rows = [f"review {i:03d} " + "z" * 90 for i in range(150)]  # 100 tokens: 64 a chunk
+    op = AiOp("ai_filter", "Is it done? {0}", (QUALIFIED,), output_type="BOOLEAN")
+    layout = OpPrompt.for_op(op)
+    tokenized: list[str] = []
+    calls: list[tuple[list[str], set[str]]] = []  # (the call's documents, tokenized before it)
+
+    def answer(op_id, lay, need, kv=None, ahead=None):
+        calls.append(([lay.texts(v)[0] for v in need], set(tokenized)))
+        if ahead is not None:
+            ahead()
+        return [True] * len(need)
+
+    arena = SimpleNamespace(num_pages=ARENA_PAGES, page_size=PAGE)
+    engine = SimpleNamespace(model=SimpleNamespace(arena=arena))
+    runner = SimpleNamespace(
+        loaded_engine=lambda: engine, layout=lambda o, anchor=None: layout, answer=answer,
+        doc_kv=lambda private=False: SimpleNamespace(release=lambda: None),
+        report=SimpleNamespace(op=lambda i, kind: SimpleNamespace(rows_in=0, rows_out=0)),
+        text=SimpleNamespace(heads=tokenized.extend))
+    core = CoreRunner(None, [op], runner, AnswerStore(), None, None)
+    core.infos = {0: OpInfo(0, op.op, ("t",), tokens={"t": 100.0})}
+    scan = ScanData("t", (binding_column(0, 0),), [{binding_column(0, 0): r} for r in rows])
+    step = SimpleNamespace(op=0, alias="t", kind="filter", doc="t.trace", release=(),
+                           encode=True)
+    plan = SimpleNamespace(carry=None, steps=[step], candidates=[])
+    survivors = core._run_filters(plan, {"t": scan}, projections_too=False)
+    assert survivors["t"] == list(range(150))
+    assert [len(docs) for docs, _ in calls] == [64, 64, 22]
+    assert not calls[0][1]  # nothing before the first chunk
+    for (_, before), (docs, _) in zip(calls[1:], calls[1:]):
+        assert set(docs) <= before  # each later chunk's documents, tokenized ahead
+    assert len(tokenized) == 150 - 64  # each once, the first chunk's by its own call
