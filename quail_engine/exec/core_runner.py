@@ -145,10 +145,8 @@ class CoreRunner:
             rep.selectivity_est = info.selectivity if step.kind != "project" else None
             rep.selectivity_source = info.selectivity_source if step.kind != "project" else None
 
-    def _ask(self, op: int, layout: OpPrompt, values: list[tuple], kv, ahead=None) -> None:
-        """`ahead`: run while the engine works on this call (OpRunner.answer)."""
-        self.store.fill(op, values, lambda need: self.runner.answer(op, layout, need, kv=kv,
-                                                                    ahead=ahead))
+    def _ask(self, op: int, layout: OpPrompt, values: list[tuple], kv) -> None:
+        self.store.fill(op, values, lambda need: self.runner.answer(op, layout, need, kv=kv))
 
     def _run_filters(self, plan: PhysicalPlan, scans: dict[str, ScanData],
                      projections_too: bool, limit=None) -> dict[str, list[int]]:
@@ -173,13 +171,10 @@ class CoreRunner:
                     chunk = min(chunk, max(LIMIT_MIN_CHUNK, 2 * (limit.rows - len(alive_all))))
                 alive = list(range(c, min(c + chunk, len(scan.rows))))
                 c += chunk
-                ahead = (self._tokenize_ahead(alias, steps, scan, c)
-                         if resident and limit is None and c < len(scan.rows) else None)
                 kvs: dict[str, object] = {}
                 try:
-                    for n, step in enumerate(steps):
-                        alive = self._run_step(step, scan, alive, kvs,
-                                               ahead if n == 0 else None)
+                    for step in steps:
+                        alive = self._run_step(step, scan, alive, kvs)
                         for key in step.release:
                             kv = kvs.pop(key, None)
                             if kv is not None:
@@ -242,30 +237,6 @@ class CoreRunner:
         if len(need):
             need += full[start] - own[start]  # the chunk's first document counted whole
         return max(1, int(np.searchsorted(need, budget, side="right")))
-
-    def _tokenize_ahead(self, alias: str, steps, scan: ScanData, start: int):
-        """A callable that tokenizes the documents of the resident chunk from row `start`, for
-        the first step's call on the chunk before it to run while the engine works: a chunk's
-        call is often one batch, whose documents were tokenized on the host while the engine
-        waited (QUAIL-B's CPU replay: AGENT-3's classification chunks of agent traces 13.9 s
-        of setup between calls -> 0.5 s, IMDB-15's filter 1.14 -> 0.12 s, BIO-4's 2.05 ->
-        0.19 s; answers and tokens unchanged)."""
-        if not steps:
-            return None
-        step = steps[0]
-        op = self.ai_ops[step.op]
-        layout = self.runner.layout(op)
-        if not layout.is_shared:
-            return None
-
-        def tokenize() -> None:
-            rows = range(start, min(start + self._resident_chunk(alias, steps, scan, start),
-                                    len(scan.rows)))
-            values = [op_values(scan, step.op, op, i) for i in rows]
-            texts = [layout.texts(v)[0] for v in values if not any(x is None for x in v)]
-            if texts:
-                self.runner.text.heads(list(dict.fromkeys(texts)))
-        return tokenize
 
     def _carry_fits(self, kv, texts) -> list[str]:
         """The documents of `texts` (resident in `kv`) the join may find still resident: while
@@ -391,8 +362,7 @@ class CoreRunner:
             finally:
                 kv.release()
 
-    def _run_step(self, step, scan: ScanData, alive: list[int], kvs: dict,
-                  ahead=None) -> list[int]:
+    def _run_step(self, step, scan: ScanData, alive: list[int], kvs: dict) -> list[int]:
         op = self.ai_ops[step.op]
         layout = self.runner.layout(op)
         rep = self.runner.report.op(step.op, op.op)
@@ -403,7 +373,7 @@ class CoreRunner:
         if step.kind == "project":
             self.runner.project(step.op, layout, values, self.store, kv)
             return alive
-        self._ask(step.op, layout, values, kv, ahead)
+        self._ask(step.op, layout, values, kv)
         rep.rows_in += len(alive)
         kept = [i for i, v in zip(alive, values) if op.passes(self.store.get(step.op, v))]
         rep.rows_out += len(kept)
