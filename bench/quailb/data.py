@@ -164,16 +164,25 @@ def tables(scale: str = "tiny", names: Iterable[str] | None = None,
     if scale not in ROWS:
         raise ValueError(f"unknown scale {scale!r}; expected one of {', '.join(ROWS)}")
     wanted = TABLES if names is None else tuple(names)
-    for name in (*wanted, *(sample or {})):
-        if name not in TABLES:
-            raise ValueError(f"unknown table {name!r}; expected one of {', '.join(TABLES)}")
-    for name, n in (sample or {}).items():
-        if not 0 < n <= ROWS[scale][name]:
-            raise ValueError(f"sample of {n} rows from {name!r}: it has "
-                             f"{ROWS[scale][name]:,} at scale {scale}")
+    check_tables(wanted)
+    check_sample(sample or {}, scale)
     drawn = _draw(scale, "agent_traces" in wanted)
     return {name: drawn[name].slice(0, (sample or {}).get(name, drawn[name].num_rows))
             for name in TABLES if name in wanted}
+
+
+def check_tables(names: Iterable[str]) -> None:
+    for name in names:
+        if name not in TABLES:
+            raise ValueError(f"unknown table {name!r}; expected one of {', '.join(TABLES)}")
+
+
+def check_sample(sample: Mapping[str, int], scale: str) -> None:
+    """A ValueError naming the table and its rows unless each n is within its table."""
+    check_tables(sample)
+    for name, n in sample.items():
+        if not 0 < n <= ROWS[scale][name]:
+            raise ValueError(f"{name} has {ROWS[scale][name]:,} rows at scale {scale}, not {n}")
 
 
 def _draw(scale: str, agent: bool) -> dict[str, pa.Table]:

@@ -177,12 +177,7 @@ def parse_sample(text: str, scale: str) -> dict[str, int]:
         if not eq or not n.strip().isdigit():
             raise ValueError(f"{part!r} is not TABLE=N")
         sample[name.strip()] = int(n)
-    for name, n in sample.items():
-        if name not in data.TABLES:
-            raise ValueError(f"unknown table {name!r}; expected one of {', '.join(data.TABLES)}")
-        if not 0 < n <= data.ROWS[scale][name]:
-            raise ValueError(f"{name} has {data.ROWS[scale][name]:,} rows at scale {scale}, "
-                             f"not {n}")
+    data.check_sample(sample, scale)
     return sample
 
 
