@@ -28,7 +28,8 @@ logging.getLogger(compile_log.__name__).setLevel(logging.INFO)
 compile_log.install()
 before = compile_log.totals()
 src = triton.compiler.ASTSource(fn=fill_iota, signature={
-    "x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, constexprs={"BLOCK": 64})
+    "x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, constexprs={"BLOCK": 64},
+    attrs={(0,): [["tt.divisibility", 16]]})
 triton.compile(src, target=GPUTarget("cuda", 90, 32))
 after = compile_log.totals()
 print(json.dumps({"count": after[0] - before[0], "seconds": after[1] - before[1],
@@ -36,7 +37,7 @@ print(json.dumps({"count": after[0] - before[0], "seconds": after[1] - before[1]
 """
 
 
-def test_a_compilation_is_counted_and_logged_with_its_kernel_and_constants(tmp_path):
+def test_a_compilation_is_counted_and_logged_with_its_kernel_constants_and_divisibility(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.update(TRITON_CACHE_DIR=str(tmp_path), PYTHONPATH=os.pathsep.join(
         [str(ROOT), str(Path(__file__).parent), env.get("PYTHONPATH", "")]))
@@ -47,3 +48,4 @@ def test_a_compilation_is_counted_and_logged_with_its_kernel_and_constants(tmp_p
     assert result["count"] == 1 and result["seconds"] > 0
     (message,) = result["messages"]
     assert "compiled fill_iota" in message and "'BLOCK': 64" in message, message
+    assert message.endswith("; divisible by 16: x_ptr"), message

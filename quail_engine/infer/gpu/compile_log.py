@@ -44,8 +44,20 @@ def _listener(*, src, metadata=None, metadata_group=None, times=None, cache_hit=
         if isinstance(key, tuple) and len(key) == 1 and key[0] < len(names):
             key = names[key[0]]
         constants[key] = value
-    log.info("Triton %s %s in %.2f s: %s", "loaded" if cache_hit else "compiled", name,
-             seconds, str(constants)[:160])
+    log.info("Triton %s %s in %.2f s: %s%s", "loaded" if cache_hit else "compiled", name,
+             seconds, str(constants)[:400], _specialized(src, names))
+
+
+def _specialized(src, names: list[str]) -> str:
+    """The arguments the variant assumes divisible by 16 (Triton's specialization of pointers
+    and integers, besides the == 1 ones among the constants): two variants with the same
+    constants differ here."""
+    div16 = []
+    for key, values in (getattr(src, "attrs", None) or {}).items():
+        index = key[0] if isinstance(key, tuple) and len(key) == 1 else None
+        if any(list(v)[:1] == ["tt.divisibility"] and list(v)[1:] == [16] for v in values):
+            div16.append(names[index] if index is not None and index < len(names) else str(key))
+    return f"; divisible by 16: {', '.join(div16)}" if div16 else ""
 
 
 def totals() -> tuple[int, float]:
