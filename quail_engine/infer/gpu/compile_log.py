@@ -53,10 +53,14 @@ def _specialized(src, names: list[str]) -> str:
     and integers, besides the == 1 ones among the constants): two variants with the same
     constants differ here."""
     div16 = []
-    for key, values in (getattr(src, "attrs", None) or {}).items():
-        index = key[0] if isinstance(key, tuple) and len(key) == 1 else None
-        if any(list(v)[:1] == ["tt.divisibility"] and list(v)[1:] == [16] for v in values):
-            div16.append(names[index] if index is not None and index < len(names) else str(key))
+    try:  # (a log line: another Triton's form of `attrs` must not fail the compilation)
+        for key, values in (getattr(src, "attrs", None) or {}).items():
+            index = key[0] if isinstance(key, tuple) and len(key) == 1 else None
+            if any(list(v)[:1] == ["tt.divisibility"] and list(v)[1:] == [16] for v in values):
+                div16.append(names[index] if index is not None and index < len(names)
+                             else str(key))
+    except (AttributeError, TypeError):
+        return ""
     return f"; divisible by 16: {', '.join(div16)}" if div16 else ""
 
 
