@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from bench.probes.engine_gaps import engine_gaps
-from bench.quailb.queries import QUERIES
+from bench.quailb.queries import QUERIES, tables_read
 from bench.quailb.resol import ROOT, replay_model
 from bench.quailb.run import open_suite, parse_sample
 
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     scale = args.scale.removeprefix("sf")
     suite = open_suite(args.workdir, scale, model=str(replay_model(args.workdir, args.carry)),
                        override=True, ledger=True, sample=parse_sample(args.sample, scale),
-                       tables={t for q in args.ids.split(",") for t in QUERIES[q].tables})
+                       tables=tables_read(args.ids.split(",")))
     engine = suite.load()
     for qid in args.ids.split(","):
         t0 = time.perf_counter()

@@ -164,10 +164,11 @@ def tables(scale: str = "tiny", names: Iterable[str] | None = None,
     if scale not in ROWS:
         raise ValueError(f"unknown scale {scale!r}; expected one of {', '.join(ROWS)}")
     wanted = TABLES if names is None else tuple(names)
+    sample = sample or {}
     check_tables(wanted)
-    check_sample(sample or {}, scale)
+    check_sample(sample, scale)
     drawn = _draw(scale, "agent_traces" in wanted)
-    return {name: drawn[name].slice(0, (sample or {}).get(name, drawn[name].num_rows))
+    return {name: drawn[name].slice(0, sample.get(name, drawn[name].num_rows))
             for name in TABLES if name in wanted}
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from bench import pass_summary
 from bench.quailb import baseline, data
-from bench.quailb.queries import QUERIES
+from bench.quailb.queries import tables_read
 from bench.quailb.run import ROOT, _cases, geomean, open_suite, twin_check
 from bench.results_io import out_dir
 from quail_engine.infer.gpu import compile_log
@@ -196,7 +196,7 @@ def run_table(args, ids: list[str]) -> int:
         return _finish(result, out)
     suite = open_suite(work, args.scale, model=model, device=args.device,
                        override=args.override, precision=precision if cuda else None,
-                       ledger=True, tables={t for c in cases for t in QUERIES[c.id].tables},
+                       ledger=True, tables=tables_read(c.id for c in cases),
                        sample=args.sample)
     start = time.perf_counter()
     engine = suite.load()

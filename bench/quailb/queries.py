@@ -52,6 +52,11 @@ class Query:
 QUERIES: dict[str, Query] = {}
 
 
+def tables_read(ids) -> set[str]:
+    """The tables the queries `ids` read (the corpora a run of them needs generated)."""
+    return {t for qid in ids for t in QUERIES[qid].tables}
+
+
 def _q(qid: str, description: str, columns: tuple[str, ...], tables: tuple[str, ...],
        sql: str) -> None:
     QUERIES[qid] = Query(qid, description, sql.strip() + "\n", columns, tables)
