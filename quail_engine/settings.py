@@ -26,10 +26,12 @@ log = logging.getLogger(__name__)
 DIALECTS = ("snowflake", "bigquery", "databricks", "duckdb")
 DEFAULT_DIALECT = "duckdb"
 # auto: the checkpoint's own (fp8-block for a published FP8 checkpoint on a cuda device, else
-# bf16); bf16 everywhere; on a cuda device, fp8 / fp8-mlp (e4m3 GEMMs on every projection / on the
-# MLP's, per-channel weight and per-token activation scales) or fp8-block (every projection,
-# 128 x 128 weight blocks and 1 x 128 activation groups)
-Precision = Literal["auto", "bf16", "fp8", "fp8-mlp", "fp8-block"]
+# bf16); bf16 everywhere (on a CPU without bf16 dot products: float32); on a cuda device, fp8 /
+# fp8-mlp (e4m3 GEMMs on every projection / on the MLP's, per-channel weight and per-token
+# activation scales) or fp8-block (every projection, 128 x 128 weight blocks and 1 x 128
+# activation groups); on the CPU, fp32 (float32 everywhere: a row's answer stays the same
+# whatever rows share its batch; bf16 rounding makes near ties depend on them)
+Precision = Literal["auto", "bf16", "fp8", "fp8-mlp", "fp8-block", "fp32"]
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 DEFAULT_PRECISION: Precision = "auto"
 

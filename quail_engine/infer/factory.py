@@ -7,8 +7,11 @@ cuda device, bf16 otherwise; on the CPU an FP8 checkpoint runs dequantized), bf1
 only: fp8 / fp8-mlp (e4m3 GEMMs with per-channel weight and per-token activation scales on every
 layer projection, or on the MLP's alone: faster than bf16 by ~1.7x / less, and they cost accuracy
 on small models: docs/kernels-notes.md), fp8-block (every projection, 128 x 128 weight blocks and
-1 x 128 activation groups, the published FP8 checkpoints' scheme). An fp8 request that cannot run
-on the GPU path is an error, never a silent bf16 run."""
+1 x 128 activation groups, the published FP8 checkpoints' scheme), or, CPU only: fp32 (float32
+everywhere, also where the CPU multiplies bf16 natively: answers that do not depend on which rows
+share a batch, at ~2x bf16's time: bench/results/cpu-batch-sensitivity-2026-12-04.md). An fp8
+request that cannot run on the GPU path is an error, never a silent bf16 run; so is fp32 on a
+cuda device."""
 
 from __future__ import annotations
 
@@ -20,19 +23,20 @@ from quail_engine.settings import Precision
 log = logging.getLogger(__name__)
 
 
-# GpuEngine.load's kwargs for each of settings.PRECISIONS but auto
+# GpuEngine.load's kwargs for each of settings.PRECISIONS but auto and fp32 (the CPU's)
 PRECISIONS: dict[Precision, dict[str, Any]] = {
     "bf16": {}, "fp8": {"fp8": True}, "fp8-mlp": {"fp8": True, "fp8_proj": ("gate_up", "down")},
     "fp8-block": {"fp8": True, "fp8_block": True}}
+CPU_ONLY: dict[Precision, str] = {"fp32": "float32"}  # precision -> the CPU engine's dtype
 
 
 def resolve_precision(spec: str, device: str, precision: Precision) -> Precision:
     """`precision` with auto replaced by the checkpoint's own on a cuda device (bf16 elsewhere)."""
     from quail_engine.errors import QuailError
 
-    if precision != "auto" and precision not in PRECISIONS:
-        raise QuailError(f"precision must be one of auto, {', '.join(PRECISIONS)}; got "
-                         f"{precision!r}")
+    if precision != "auto" and precision not in PRECISIONS and precision not in CPU_ONLY:
+        raise QuailError(f"precision must be one of auto, {', '.join([*PRECISIONS, *CPU_ONLY])}; "
+                         f"got {precision!r}")
     if precision != "auto":
         return precision
     if not str(device).startswith("cuda"):
@@ -54,9 +58,14 @@ def load_engine(spec: str = "default", device: str = "cpu", precision: Precision
     requested = precision
     precision = resolve_precision(spec, device, precision)
     on_gpu = str(device).startswith("cuda")
+    if precision in CPU_ONLY:
+        if on_gpu:
+            raise QuailError(f"precision {precision!r} runs only on the CPU (--device cpu); "
+                             f"this run is on {device!r}: use bf16 or an fp8 precision")
+        return LocalEngine.load(spec, device=device, dtype=CPU_ONLY[precision], **kwargs)
     if precision != "bf16" and not on_gpu:
         raise QuailError(f"precision {precision!r} runs only on the GPU path (a cuda device); "
-                         f"this run is on {device!r}: use bf16")
+                         f"this run is on {device!r}: use bf16 or fp32")
     if not on_gpu:
         return LocalEngine.load(spec, device=device, **kwargs)
     try:

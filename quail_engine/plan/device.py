@@ -204,10 +204,10 @@ def device_spec(name: str, precision: str = "bf16", datasheet: bool = False) -> 
     """`cpu`, `cuda` / `cuda:N` (the GPU torch sees, by its model name: see `gpu_spec`), `auto`
     (settings.resolve_device), or a name from DEVICES. On a GPU, `precision` picks the peak of
     the GEMMs that run (fp8 for fp8 and fp8-mlp), and `datasheet` the vendor's figures instead
-    of the sustained ones."""
+    of the sustained ones; on the CPU, fp32 its float32 peak (else its compute dtype's)."""
     name = resolve_device(name)
     if name == "cpu":
-        return cpu_spec()
+        return cpu_spec(dtype="float32" if precision == "fp32" else None)
     if name == "cuda" or name.startswith("cuda:"):
         return gpu_spec(gpu_name(name), precision, datasheet)
     try:

@@ -49,22 +49,21 @@ class Quail:
             (cache_root() / kind).mkdir(parents=True, exist_ok=True)
             (self.root / kind).symlink_to(cache_root() / kind, target_is_directory=True)
         self.data = data
-        # float32: in bfloat16 a row's margin moves with the rows batched beside it (the CPU
-        # GEMM kernels round differently by batch size: up to 0.08 logits on these prompts,
-        # whose closest margin is 0.005), so a retry that batches the rows no killed attempt
-        # answered differently could flip a near tie; in float32 they move by 2e-5
-        self.env = {**os.environ, "DO_NOT_TRACK": "1", "QUAIL_CACHE_DIR": str(self.root),
-                    "ONEDNN_MAX_CPU_ISA": "AVX512_CORE_VNNI"}
+        self.env = {**os.environ, "DO_NOT_TRACK": "1", "QUAIL_CACHE_DIR": str(self.root)}
 
     @property
     def answers(self) -> Path:
         return self.root / "answers" / "answers.sqlite"
 
     def start(self, out: Path, report: Path, stderr: Path, sql: str = SQL) -> subprocess.Popen:
+        """`quail query` in float32: in bfloat16 a row's margin moves with the rows batched
+        beside it (up to 0.1 logits; these prompts' closest margin is 0.005), so a retry that
+        batches the rows no killed attempt answered differently could flip a near tie
+        (bench/results/cpu-batch-sensitivity-2026-12-04.md)."""
         with stderr.open("w") as err:
             return subprocess.Popen(
                 [sys.executable, "-m", "quail_engine", "query", "-e", sql, "--table",
-                 f"reviews={self.data}", "--device", "cpu", "--cache-dir",
+                 f"reviews={self.data}", "--device", "cpu", "--precision", "fp32", "--cache-dir",
                  str(self.root / "answers"), "--output", str(out), "--report", str(report)],
                 env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
 
@@ -143,7 +142,7 @@ def test_killed_query_keeps_output_and_caches_whole_and_its_retry_resumes(
     ref_rows = pq.read_table(tmp_path / "ref.parquet")
     ref_report = json.loads((tmp_path / "ref.json").read_text())
     ref_ops = ref_report["operators"]
-    assert ref_report["device"] == "cpu-float32"  # see Quail.env
+    assert ref_report["device"] == "cpu-float32"  # see Quail.start
     ref_cache, ref_tokens = ref.cache(), ref.tokens()
     asked = len(ref_cache)
     assert 0 < ref_rows.num_rows < ROWS and sum(o["prompts"] for o in ref_ops) == asked > ROWS

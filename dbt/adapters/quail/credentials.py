@@ -24,8 +24,9 @@ class QuailCredentials(DuckDBCredentials):
     cache, <cache root>/answers, the root being $QUAIL_CACHE_DIR or ~/.cache/quail); `off`
     disables it. The `max_*` fields bound the engine's batches and outputs.
     `precision`: auto (the checkpoint's own: fp8-block for a published FP8 checkpoint on a cuda
-    device, else bf16), bf16, or fp8 / fp8-mlp / fp8-block on a cuda device (faster GEMMs, less
-    accurate).
+    device, else bf16), bf16, fp8 / fp8-mlp / fp8-block on a cuda device (faster GEMMs, less
+    accurate), or fp32 on the CPU (answers that do not depend on which rows share a batch;
+    slower).
     `generation_model`: the model that writes generated text (auto: the embedded instruct
     model when `model` is the embedded default, else `model`). `workers`, `ray_address`: run
     the model as that many replicas on Ray workers (a local Ray on this host, or the cluster at

@@ -45,10 +45,22 @@ def test_fp8_off_the_gpu_is_refused_not_run_in_bf16(device):
         factory.load_engine("default", device, precision="fp8")
 
 
+def test_fp32_runs_the_cpu_engine_in_float32_and_is_refused_on_cuda(monkeypatch):
+    from quail_engine.errors import QuailError
+
+    monkeypatch.setattr(LocalEngine, "load", classmethod(
+        lambda cls, spec, device, **kw: (spec, device, kw)))
+    assert factory.load_engine("default", "cpu", precision="fp32") == (
+        "default", "cpu", {"dtype": "float32"})
+    assert factory.load_engine("default", "cpu", precision="bf16") == ("default", "cpu", {})
+    with pytest.raises(QuailError, match="'fp32' runs only on the CPU.*'cuda:0'"):
+        factory.load_engine("default", "cuda:0", precision="fp32")
+
+
 def test_an_unknown_precision_is_named():
     from quail_engine.errors import QuailError
 
-    with pytest.raises(QuailError, match="auto, bf16, fp8, fp8-mlp, fp8-block; got 'int4'"):
+    with pytest.raises(QuailError, match="auto, bf16, fp8, fp8-mlp, fp8-block, fp32; got 'int4'"):
         factory.load_engine("default", "cpu", precision="int4")
 
 
