@@ -24,6 +24,8 @@ SUITES = {
     "fp8-emulation": ("bench.fp8_emulation", "CPU",
                       "fp8 GEMM decisions on trained weights, emulated"),
     "fp8-margins": ("bench.fp8_margins", "CPU", "fp8 per decision: float32 margins and shifts"),
+    "batch-sensitivity": ("bench.batch_sensitivity", "CPU",
+                          "yes/no decisions that flip when the same prompts batch differently"),
     "prefix-sharing": ("bench.prefix_sharing", "CPU/H200",
                        "agent-trace snapshots through `quail query`, prefix sharing on vs off"),
     "ray-scaling": ("bench.ray_scaling", "CPU",

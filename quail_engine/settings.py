@@ -29,8 +29,8 @@ DEFAULT_DIALECT = "duckdb"
 # bf16); bf16 everywhere (on a CPU without bf16 dot products: float32); on a cuda device, fp8 /
 # fp8-mlp (e4m3 GEMMs on every projection / on the MLP's, per-channel weight and per-token
 # activation scales) or fp8-block (every projection, 128 x 128 weight blocks and 1 x 128
-# activation groups); on the CPU, fp32 (float32 everywhere: a row's answer stays the same
-# whatever rows share its batch; bf16 rounding makes near ties depend on them)
+# activation groups); on the CPU, fp32 (float32 everywhere: a margin moves by ~2e-5 logits with
+# the rows that share its batch, against up to 0.1 in bf16, where near ties flip)
 Precision = Literal["auto", "bf16", "fp8", "fp8-mlp", "fp8-block", "fp32"]
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 DEFAULT_PRECISION: Precision = "auto"

@@ -40,8 +40,8 @@ def add_session_args(p: argparse.ArgumentParser) -> None:
                         "FP8 checkpoint on a GPU, else bf16); fp8, fp8-mlp and fp8-block run "
                         "only on the GPU path and cost "
                         "accuracy on small models (docs/kernels-notes.md); fp32 runs only on "
-                        "the CPU: float32 throughout, answers that do not depend on which rows "
-                        "share a batch (bf16 near ties do), at about twice bf16's time")
+                        "the CPU: float32 throughout, answers stable whatever rows share a batch "
+                        "(in bf16 near ties flip), 2-3x bf16's engine time")
     p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                    help="run N model replicas on Ray workers (one per GPU; on the CPU, the "
                         "cores shared out); with --ray-address, on that cluster "

@@ -25,8 +25,8 @@ class QuailCredentials(DuckDBCredentials):
     disables it. The `max_*` fields bound the engine's batches and outputs.
     `precision`: auto (the checkpoint's own: fp8-block for a published FP8 checkpoint on a cuda
     device, else bf16), bf16, fp8 / fp8-mlp / fp8-block on a cuda device (faster GEMMs, less
-    accurate), or fp32 on the CPU (answers that do not depend on which rows share a batch;
-    slower).
+    accurate), or fp32 on the CPU (answers stable whatever rows share a batch, where bf16's
+    near ties flip; 2-3x bf16's engine time).
     `generation_model`: the model that writes generated text (auto: the embedded instruct
     model when `model` is the embedded default, else `model`). `workers`, `ray_address`: run
     the model as that many replicas on Ray workers (a local Ray on this host, or the cluster at
