@@ -62,5 +62,11 @@ def test_auto_is_the_device_the_session_resolves(resolved, expected, monkeypatch
     # before: `auto` was always costed as the CPU, even on a GPU machine
     monkeypatch.setattr(device, "resolve_device", lambda name: resolved if name == "auto" else name)
     monkeypatch.setattr(device, "gpu_name", lambda name: "NVIDIA H200")
-    monkeypatch.setattr(device, "cpu_spec", lambda: CPU)
+    monkeypatch.setattr(device, "cpu_spec", lambda dtype=None: CPU if dtype is None else dtype)
     assert device_spec("auto") is expected
+
+
+def test_fp32_on_the_cpu_is_costed_at_its_float32_peak(monkeypatch):
+    monkeypatch.setattr(device, "cpu_spec", lambda dtype=None: dtype)
+    assert device_spec("cpu", "fp32") == "float32"
+    assert device_spec("cpu", "bf16") is None  # the CPU's compute dtype
