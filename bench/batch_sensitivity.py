@@ -67,10 +67,15 @@ def rebatched(engine, reqs: list, seed: int) -> list[float]:
     return margins
 
 
-def measure(dtype: str, sharing: bool, rebatchings: int) -> dict:
+def cpu_engine(dtype: str, sharing: bool):
+    """The embedded default model on the CPU engine in `dtype`, prefix sharing on or off."""
     from quail_engine.infer.engine import LocalEngine
 
-    engine = LocalEngine.load("default", dtype=dtype, prefix_sharing=sharing)
+    return LocalEngine.load("default", dtype=dtype, prefix_sharing=sharing)
+
+
+def measure(engine, setting: dict, rebatchings: int) -> dict:
+    """`setting` (dtype, prefix sharing) with the one-call and re-batched answers of `engine`."""
     reqs = requests(engine)
     t0 = time.perf_counter()
     reference = [a.margin for a in engine.run(reqs)]
@@ -82,7 +87,7 @@ def measure(dtype: str, sharing: bool, rebatchings: int) -> dict:
         runs.append({"seed": seed,
                      "flips": sum((a > 0) != (b > 0) for a, b in zip(reference, margins)),
                      "median_moved": statistics.median(moved), "max_moved": max(moved)})
-    return {"dtype": dtype, "prefix_sharing": sharing, "prompts": len(reqs),
+    return {**setting, "prompts": len(reqs),
             "near_ties": sum(abs(m) < NEAR for m in reference),
             "one_call_s": round(one_call_s, 2), "rebatchings": runs}
 
@@ -127,7 +132,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out")
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
-    rows = [measure(dtype, sharing, args.rebatchings)
+    rows = [measure(cpu_engine(dtype, sharing), {"dtype": dtype, "prefix_sharing": sharing},
+                    args.rebatchings)
             for dtype in args.dtypes.split(",") for sharing in (True, False)]
     result = {"date": time.strftime("%Y-%m-%d"), "rows": rows,
               "command": " ".join(["python -m bench.batch_sensitivity", *argv]),
