@@ -21,7 +21,8 @@ def default_cache_dir() -> Path:
 @dataclass(frozen=True)
 class SessionConfig:
     """`model`: default | an embedded name | a .gguf file | a model directory. `device`: auto,
-    cpu, cuda or cuda:N. `precision`: settings.Precision (fp8 ones on a cuda device, fp32 on the CPU).
+    cpu, cuda or cuda:N. `precision`: settings.Precision (the fp8 ones on a cuda device, fp32
+    on the CPU).
     `cache_dir`: the answer cache (None: `default_cache_dir()`); `use_cache=False` neither
     reads nor writes cached answers or token ids. `on_long`: a document longer than the
     model's context is cut ("truncate") or refused ("error"). `progress`: show the progress
