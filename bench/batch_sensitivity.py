@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import platform
 import random
 import statistics
@@ -96,16 +95,6 @@ def _joined(runs: list[dict], key: str, spec: str) -> str:
     return ", ".join(format(r[key], spec) for r in runs)
 
 
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
-
-
 def markdown(result: dict) -> str:
     lines = [f"# Batch sensitivity of yes/no answers, CPU engine ({result['date']})", "",
              f"`{result['command']}` on {result['machine']}; embedded default model; "
@@ -130,6 +119,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dtypes", default="bfloat16,float32")
     parser.add_argument("--rebatchings", type=int, default=2)
     parser.add_argument("--out")
+    from quail_engine.settings import affinity_cpus, cpuinfo_fields
+
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
     rows = [measure(cpu_engine(dtype, sharing), {"dtype": dtype, "prefix_sharing": sharing},
@@ -137,7 +128,8 @@ def main(argv: list[str] | None = None) -> None:
             for dtype in args.dtypes.split(",") for sharing in (True, False)]
     result = {"date": time.strftime("%Y-%m-%d"), "rows": rows,
               "command": " ".join(["python -m bench.batch_sensitivity", *argv]),
-              "machine": f"{_cpu()}, {os.cpu_count()} CPUs visible"}
+              "machine": f"{cpuinfo_fields().get('model name') or platform.machine()}, "
+                         f"{affinity_cpus()} CPUs visible"}
     write_result(result, "cpu-batch-sensitivity", markdown, args.out)
 
 
