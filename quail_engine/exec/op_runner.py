@@ -44,12 +44,19 @@ from quail_engine.sql.ir import PREDICATE_KINDS, OpKind
 log = logging.getLogger(__name__)
 QUESTION_RESERVE = 256  # tokens kept free for the question when a document is cut
 BATCH_SECONDS = 5.0     # engine time one batch aims at (answers reach the cache this often)
-FIRST_BATCH = 32        # prompts in the first batch, before the engine's speed is known
-# engine time the first batch aims at while the speed is the plan's estimate (on a CPU it can
-# be many times too fast: a 5 s batch by it held all 236 rows of a dbt model, 34 s; there it is
-# not used, see OpRunner.plan_rate_first)
+# engine time an operator's first batch aims at: it is timed before the batches grow, so
+# progress, answer-cache commits and cancellation points come early whatever the speed guess
 FIRST_BATCH_SECONDS = 1.0
+# a batch holds at most this many times the fresh tokens of its operator's batch before: a
+# speed measured on small batches can overstate larger ones (fixed costs, kernels chosen by
+# shape), and growing step by step bounds how long any batch can run before it is measured
+GROWTH = 4.0
+# fresh tokens per second the first batch is sized at where nothing better is known (a CPU:
+# the plan's speed of light there is many times too fast): a slow CPU in float32 under load
+# reaches this much with the embedded models, so the first batch ends within about a second
+FIRST_RATE = 400.0
 RATE_MIN_TOKENS = 16384  # a smaller batch (a sample) understates the engine's speed
+CALIBRATED = (*PREDICATE_KINDS, OpKind.AI_SCORE, OpKind.AI_CLASSIFY)
 CALIBRATED = (*PREDICATE_KINDS, OpKind.AI_SCORE, OpKind.AI_CLASSIFY)
 
 
@@ -82,17 +89,18 @@ class OpRunner:
         self.batch_size = batch_size
         self.share_kv = True
         # the first batch sized by the plan's speed (the device's speed of light): on a GPU
-        # near it; a CPU runs the embedded model ~20x below its probed GEMM peak, so there the
-        # first batch is FIRST_BATCH prompts (a "1 s" first batch by the plan held all of a dbt
-        # model's 960 rows, 18 s on a 2-core machine, and Ctrl-C could only stop after it)
+        # near it; a CPU runs the embedded models far below its probed GEMM peak, so there it
+        # is sized at FIRST_RATE
         self.plan_rate_first = True
         self.precision = precision
         self.decoder: OpRunner | None = None
         self._text = text
         self._pair_layout: bool | None = None
         self._calibration: dict[tuple, list[int]] = {}
-        self._tokens_per_s: float | None = None
-        self._measured = False  # a batch of this runner has set _tokens_per_s
+        self._tokens_per_s: float | None = None  # measured on this runner's batches
+        self._rate_tokens = 0  # fresh tokens of the batch that set _tokens_per_s
+        self._plan_rate: float | None = None  # the plan's guess for the current call
+        self._finished: dict[int, float] = {}  # per operator, its largest finished batch's
         self._releasable: list[str] = []  # documents the engine's worker releases next
         self._engine_s = 0.0  # engine seconds of the current pipeline
         self._minimums: dict[int, PrefixCounter] = {}  # per operator, across its calls
@@ -238,9 +246,9 @@ class OpRunner:
                   and len(set(prefixes)) < len(prefixes))  # some document is asked twice
         if own_kv:
             kv = self.doc_kv(private=True)
-        if (self._tokens_per_s is None and self.plan_rate_first and rep.est_seconds
-                and rep.est_tokens):
-            self._tokens_per_s = rep.est_tokens / rep.est_seconds  # the plan's, until measured
+        self._plan_rate = (rep.est_tokens / rep.est_seconds
+                           if self.plan_rate_first and rep.est_seconds and rep.est_tokens
+                           else None)
         stats, load_s = self._loaded_stats()
         todo = self.cached_first(todo, [texts[i][0] for i in todo])
         fresh0, req0 = stats.fresh_tokens, stats.requested_tokens
@@ -327,21 +335,24 @@ class OpRunner:
             while lo < len(texts) or pending is not None:
                 submitted = None
                 if lo < len(texts):
-                    hi = lo + self._batch_prompts(texts[lo:lo + 64], self._uses_kv(layout, kv))
+                    tokens = self._prompt_tokens(texts[lo:lo + 64], self._uses_kv(layout, kv))
+                    hi = lo + self._batch_prompts(tokens, rep.op)
+                    guess = (min(hi, len(texts)) - lo) * tokens
                     prepared = self._prepare(layout, texts[lo:hi], kv)
-                    submitted = (lo, min(hi, len(texts)), engine_thread.submit(
+                    submitted = (lo, min(hi, len(texts)), guess, engine_thread.submit(
                         self._execute, layout, readout, texts[lo:hi], prepared, kv, rep))
-                    in_flight.append(submitted[2])
+                    in_flight.append(submitted[3])
                     lo = hi
                     batches += 1
                     if ahead is not None and lo >= len(texts):  # this call's only batch
                         ahead()
                         ahead = None
                 if pending is not None:
-                    p_lo, p_hi, future = pending
+                    p_lo, p_hi, p_guess, future = pending
                     t0 = time.perf_counter()
                     answers, requests = future.result()
                     waited += time.perf_counter() - t0
+                    self._batch_finished(rep.op, p_guess)
                     if ahead is not None:
                         ahead()
                         ahead = None
@@ -383,18 +394,32 @@ class OpRunner:
         if self.progress is not None:
             self.progress.advance(len(batch), self.engine.stats.fresh_tokens)
 
-    def _batch_prompts(self, sample: list[tuple[str, str]], resident_prefix: bool) -> int:
-        """Prompts in the next batch: about BATCH_SECONDS of engine time at the fresh tokens/s
-        seen so far (FIRST_BATCH_SECONDS at the plan's estimate, before any batch was timed),
-        within [FIRST_BATCH, batch_size]. A prompt's fresh tokens are guessed as
-        characters / 4: its question alone when its document is resident (a join partner, a
-        second predicate), else the whole prompt less, where the engine shares prefixes across
-        rows, the beginning it shares with the row before (rows come sorted by prompt: agent
-        traces' cumulative snapshots each add a few turns; counted whole, QUAIL-B AGENT-1 ran in
-        batches of 32 snapshots, ~1.2 s each, their passes over the snapshots' shared
-        beginnings a quarter of its GPU time at 1.4x the seconds of its large passes)."""
-        if self._tokens_per_s is None or not sample:
-            return min(FIRST_BATCH, self.batch_size)
+    def _batch_prompts(self, tokens: float, op: int = 0) -> int:
+        """Prompts of `tokens` fresh tokens each (_prompt_tokens) in the next batch of operator
+        `op`, within [1, batch_size]: until one of its batches has finished, about
+        FIRST_BATCH_SECONDS of engine time, then BATCH_SECONDS, at the fresh tokens/s measured so far (before any batch was timed: the plan's speed where
+        plan_rate_first, else FIRST_RATE), and at most GROWTH times the operator's largest
+        finished batch. So no batch runs long before the speed it is sized by was measured on
+        one of comparable size, and answers reach the cache, progress moves and Ctrl-C is
+        honoured every few seconds whatever the guess said."""
+        rate = self._tokens_per_s or self._plan_rate or FIRST_RATE
+        done = self._finished.get(op)
+        if done is None:
+            budget = FIRST_BATCH_SECONDS * rate
+        else:
+            seconds = BATCH_SECONDS if self._tokens_per_s is not None else FIRST_BATCH_SECONDS
+            budget = min(seconds * rate, GROWTH * done)
+        return int(min(self.batch_size, max(1.0, budget / tokens)))
+
+    def _prompt_tokens(self, sample: list[tuple[str, str]], resident_prefix: bool) -> float:
+        """Fresh tokens a prompt like those of `sample` costs, guessed as characters / 4: its
+        question alone when its document is resident (a join partner, a second predicate),
+        else the whole prompt less, where the engine shares prefixes across rows, the beginning
+        it shares with the row before (rows come sorted by prompt: agent traces' cumulative
+        snapshots each add a few turns, and counted whole they would make batches of a small
+        fraction of the target)."""
+        if not sample:
+            return 1.0
         if resident_prefix:
             chars = sum(len(s) for _, s in sample)
         else:
@@ -402,24 +427,30 @@ class OpRunner:
             chars = sum(map(len, whole))
             if getattr(self.engine, "prefix_cache", None) is not None:
                 chars -= sum(common_prefix_length(a, b) for a, b in zip(whole, whole[1:]))
-        tokens = max(1.0, chars / (4.0 * len(sample)))
-        seconds = BATCH_SECONDS if self._measured else FIRST_BATCH_SECONDS
-        return int(min(self.batch_size, max(FIRST_BATCH, seconds * self._tokens_per_s / tokens)))
+        return max(1.0, chars / (4.0 * len(sample)))
+
+    def _batch_finished(self, op: int, tokens: float) -> None:
+        """Operator `op` finished a batch of `tokens` guessed fresh tokens: later batches may
+        grow to GROWTH times the largest such."""
+        self._finished[op] = max(tokens, self._finished.get(op, 0.0))
 
     def _observe(self, tokens: int, seconds: float) -> None:
-        """Learn the engine's speed from a finished batch. A small batch (a sample, the first
-        batch) understates it (fixed costs, first-shape setup), so it can raise the rate
-        but never lower it; a big one sets it (at most halving it at once)."""
+        """Learn the engine's speed from a finished batch. A batch that ran FIRST_BATCH_SECONDS
+        or longer sets it: whatever a guess or a smaller batch said, the next batches are sized
+        by what the last long one took. A shorter one can only raise it, and only when it is at
+        least as large as the batch that set it: a short batch misleads both ways (fixed costs
+        and first-shape setup understate the speed; kernels chosen by shape or caches that
+        still fit overstate what a larger batch will do). A large short one (RATE_MIN_TOKENS)
+        may also lower it, at most by half (noise)."""
         if tokens <= 0 or seconds <= 0:
             return
         rate, current = tokens / seconds, self._tokens_per_s
-        self._measured = True
-        if current is None:
-            self._tokens_per_s = rate
-        elif tokens >= RATE_MIN_TOKENS:
-            self._tokens_per_s = max(rate, 0.5 * current)
-        else:
-            self._tokens_per_s = max(rate, current)
+        if current is None or seconds >= FIRST_BATCH_SECONDS:
+            self._tokens_per_s, self._rate_tokens = rate, tokens
+        elif tokens >= self._rate_tokens:
+            if rate > current or tokens >= RATE_MIN_TOKENS:
+                self._tokens_per_s = max(rate, 0.5 * current)
+                self._rate_tokens = tokens
 
     def _count_tokens(self, layout: OpPrompt, rows: Sequence[Sequence[object]]) -> list[object]:
         texts = [None if any(v is None for v in r) else layout.texts(r)[0] for r in rows]

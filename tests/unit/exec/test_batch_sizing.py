@@ -1,47 +1,108 @@
-"""Batches grow to BATCH_SECONDS of engine time even when the first one was slow (a sample
-that paid first-shape setup): the regression of 625 batches of 32 prompts on the H200."""
+"""Batch sizes: every operator's first batch is short whatever the speed guess says, batches
+grow to BATCH_SECONDS of measured engine time, and no batch runs long before a batch of
+comparable size was timed (answers reach the cache, progress moves and Ctrl-C is honoured every
+few seconds)."""
+
+from types import SimpleNamespace
 
 from quail_engine.exec.answer_cache import AnswerCache
-from quail_engine.exec.op_runner import BATCH_SECONDS, FIRST_BATCH, FIRST_BATCH_SECONDS, OpRunner
+from quail_engine.exec.op_runner import (
+    BATCH_SECONDS,
+    FIRST_BATCH_SECONDS,
+    FIRST_RATE,
+    GROWTH,
+    OpRunner,
+)
 from quail_engine.exec.report import Report
+
+DOC = ("word " * 264, "Is it good?")  # ~330 tokens at 4 characters a token
+
+
+def _runner(engine=None) -> OpRunner:
+    return OpRunner(engine, AnswerCache.in_dir(None), Report())
+
+
+def _run(runner: OpRunner, seconds_of, prompts: int, per_prompt: float) -> list[float]:
+    """The engine seconds of each batch of one operator over `prompts` prompts, in the
+    executor's order: batch N+1 is sized while batch N runs, so before N's time is known."""
+    times, pending, left = [], None, prompts
+    while left or pending is not None:
+        submitted = None
+        if left:
+            n = min(left, runner._batch_prompts(per_prompt, op=0))
+            left -= n
+            submitted = n * per_prompt
+        if pending is not None:
+            seconds = seconds_of(pending)
+            runner._observe(int(pending), seconds)
+            runner._batch_finished(0, pending)
+            times.append(seconds)
+        pending = submitted
+    return times
 
 
 def test_batches_grow_after_a_slow_small_first_batch():
-    runner = OpRunner(None, AnswerCache.in_dir(None), Report())
-    doc = ("word " * 264, "Is it good?")  # ~330 tokens at 4 characters a token
+    """A sample slowed by first-shape setup: the batches still reach BATCH_SECONDS (the
+    regression of 625 batches of 32 prompts on the H200)."""
+    runner = _runner()
+    tokens = runner._prompt_tokens([DOC] * 64, resident_prefix=False)
     engine_tokens_per_s = 140_000.0
-    runner._observe(8 * 330, 1.78)  # the sample: 8 prompts, slowed by setup
-    sizes = []
-    for _ in range(6):
-        n = runner._batch_prompts([doc] * 64, resident_prefix=False)
-        sizes.append(n)
-        runner._observe(n * 330, n * 330 / engine_tokens_per_s)
-    assert sizes[-1] * 330 / engine_tokens_per_s >= 0.8 * BATCH_SECONDS, sizes
-
+    runner._observe(int(8 * tokens), 1.78)  # the sample: 8 prompts, slowed by setup
+    runner._batch_finished(0, 8 * tokens)
+    times = _run(runner, lambda t: t / engine_tokens_per_s, 20_000, tokens)
+    assert max(times[-4:-1]) >= 0.8 * BATCH_SECONDS, times
+    assert len(times) < 30, times
 
 
 def test_the_first_batch_at_the_plans_estimate_is_short():
-    """Before a batch is timed the speed is the plan's estimate (several times too fast on a
-    CPU), so the first batches aim at FIRST_BATCH_SECONDS of it: answers reach the cache, and
-    the speed is measured, early; then batches aim at BATCH_SECONDS of the measured speed."""
-    runner = OpRunner(None, AnswerCache.in_dir(None), Report())
-    doc = ("word " * 264, "Is it good?")
-    tokens = (len(doc[0]) + len(doc[1])) / 4  # the runner's guess: 4 characters a token
-    runner._tokens_per_s = 33_000.0  # the plan's estimate
-    first = runner._batch_prompts([doc] * 64, resident_prefix=False)
-    assert first == int(FIRST_BATCH_SECONDS * 33_000 / tokens) < int(BATCH_SECONDS * 33_000 /
-                                                                      tokens)
+    """Before a batch is timed the speed is the plan's estimate (where the runner trusts it),
+    so the first batches aim at FIRST_BATCH_SECONDS of it; a batch that ran long sets the speed
+    the next ones are sized by."""
+    runner = _runner()
+    tokens = runner._prompt_tokens([DOC] * 64, resident_prefix=False)
+    runner._plan_rate = 33_000.0
+    first = runner._batch_prompts(tokens)
+    assert first == int(FIRST_BATCH_SECONDS * 33_000 / tokens)
     runner._observe(int(first * tokens), 7.0)  # it took 7 s: the estimate was ~7x too fast
-    assert runner._batch_prompts([doc] * 64, resident_prefix=False) == \
-        int(BATCH_SECONDS * runner._tokens_per_s / tokens)
+    runner._batch_finished(0, first * tokens)
+    assert runner._batch_prompts(tokens) == int(BATCH_SECONDS * runner._tokens_per_s / tokens)
+
+
+def test_without_a_trusted_estimate_the_first_batch_is_sized_at_first_rate():
+    """On a CPU the plan's speed of light is many times too fast: the first batch holds about
+    FIRST_BATCH_SECONDS at FIRST_RATE, not a fixed number of prompts (32 prompts of long
+    documents would run for minutes on a slow CPU)."""
+    runner = _runner()
+    runner.plan_rate_first = False
+    long_doc = ("word " * 4000, "Is it good?")
+    tokens = runner._prompt_tokens([long_doc] * 8, resident_prefix=False)
+    assert runner._batch_prompts(tokens) == 1
+    short = runner._prompt_tokens([("Great kettle.", "Positive?")] * 8, resident_prefix=False)
+    assert runner._batch_prompts(short) == int(FIRST_BATCH_SECONDS * FIRST_RATE / short)
+
+
+def test_no_batch_runs_long_when_small_batches_overstate_the_speed():
+    """The engine is fast on small batches and 17x slower per token on large ones (kernels
+    chosen by shape, a cache that spills): the speed the small batches showed never sizes a
+    batch far past the largest one timed, so no batch runs much past BATCH_SECONDS."""
+    runner = _runner()
+    runner.plan_rate_first = False
+
+    def seconds_of(tokens: float) -> float:
+        return tokens / (5_000.0 if tokens < 3_000 else 300.0)
+
+    times = _run(runner, seconds_of, 5_000, 70.0)
+    assert times[0] <= 2 * FIRST_BATCH_SECONDS, times
+    # a batch is at most GROWTH times one that ran fast (under 3,000 tokens) ...
+    assert max(times) <= GROWTH * 3_000 / 300.0, times
+    # ... and once the slow size was timed, only the batch already in flight runs long again
+    assert sum(t > 2 * BATCH_SECONDS for t in times) <= 2, times
 
 
 def test_rows_that_extend_the_row_before_count_what_they_add_where_the_engine_shares_prefixes():
     """Cumulative agent-trace snapshots (each the one before plus a turn): with prefix sharing
     a row computes only its new turn and question, so a batch holds BATCH_SECONDS of those; an
     engine that shares nothing computes every row whole."""
-    from types import SimpleNamespace
-
     turn = "turn " * 80  # ~100 tokens
     snapshots = [("system " * 400 + turn * (k + 1), " Did the agent finish?") for k in range(64)]
     added = (len(turn) + len(snapshots[0][1])) / 4  # tokens a row adds over the one before
@@ -49,10 +110,11 @@ def test_rows_that_extend_the_row_before_count_what_they_add_where_the_engine_sh
     sizes = {}
     for name, engine in (("shared", SimpleNamespace(prefix_cache=object())),
                          ("whole", SimpleNamespace(prefix_cache=None))):
-        runner = OpRunner(engine, AnswerCache.in_dir(None), Report())
+        runner = _runner(engine)
         runner._observe(int(rate * BATCH_SECONDS), BATCH_SECONDS)
-        sizes[name] = runner._batch_prompts(snapshots, resident_prefix=False)
+        runner._batch_finished(0, 1e12)  # batches this large have run
+        sizes[name] = runner._batch_prompts(runner._prompt_tokens(snapshots, False))
     # every row but the first adds one turn: the batch is within 10% of BATCH_SECONDS of them
     assert abs(sizes["shared"] * added / rate - BATCH_SECONDS) < 0.1 * BATCH_SECONDS, sizes
     whole = sum(len(p) + len(s) for p, s in snapshots) / 4 / len(snapshots)
-    assert sizes["whole"] == max(FIRST_BATCH, int(BATCH_SECONDS * rate / whole)), sizes
+    assert sizes["whole"] == int(BATCH_SECONDS * rate / whole), sizes
