@@ -17,13 +17,14 @@ own.
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 _lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
+_queue: queue.SimpleQueue | None = None
 _ident: int | None = None  # the worker's thread
 
 
@@ -36,26 +37,46 @@ def submit(fn: Callable[..., Any], *args: Any) -> Future:
         except BaseException as exc:  # noqa: BLE001 - handed to the caller through the Future
             done.set_exception(exc)
         return done
-    return _worker().submit(fn, *args)
+    future: Future = Future()
+    _worker().put((future, fn, args))
+    return future
 
 
-def _worker() -> ThreadPoolExecutor:
-    global _pool
+def _worker() -> queue.SimpleQueue:
+    """The worker's queue, starting the worker on first use. A daemon thread of our own, not a
+    ThreadPoolExecutor's: Ctrl-C can arrive while a pool starts its thread, after the thread
+    runs and before the pool registers it, and the process then never exits (the unregistered
+    worker is joined at exit and never told to stop). The executor waits for every engine call
+    it makes before returning, so at exit the worker is idle."""
+    global _queue
     with _lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(1, thread_name_prefix="quail-engine",
-                                       initializer=_started)
-        return _pool
+        if _queue is None:
+            work: queue.SimpleQueue = queue.SimpleQueue()
+            threading.Thread(target=_serve, args=(work,), name="quail-engine",
+                             daemon=True).start()
+            _queue = work
+        return _queue
 
 
-def _started() -> None:
+def _serve(work: queue.SimpleQueue) -> None:
     global _ident
     _ident = threading.get_ident()
+    while True:
+        future, fn, args = work.get()
+        if not future.set_running_or_notify_cancel():
+            continue
+        try:
+            result = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the Future
+            future.set_exception(exc)
+        else:
+            future.set_result(result)
+        del future, fn, args
 
 
 def _forget() -> None:  # in a forked child: the parent's worker does not exist there
-    global _pool, _ident, _lock
-    _pool, _ident, _lock = None, None, threading.Lock()
+    global _queue, _ident, _lock
+    _queue, _ident, _lock = None, None, threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):

@@ -364,12 +364,31 @@ class OpRunner:
                             if not remaining[p]:
                                 self._releasable.append(p)
                 pending = submitted
+        except KeyboardInterrupt:
+            self._stop_engine(in_flight)
+            raise
         finally:  # nothing of this call may still run on the engine once it returns or raises
             wait(in_flight)
         rep.engine_s += self._engine_s
         rep.host_wait_s += waited
         log.info("%s: %d prompts in %d batches, engine %.2f s, host waited %.2f s for it",
                  layout.op.op, len(texts), batches, self._engine_s, waited)
+
+    def _stop_engine(self, in_flight: list) -> None:
+        """Ctrl-C: batches not started are dropped and the running one stops at the engine's
+        next forward pass or layer (infer/interrupt.py), so control comes back within about a
+        second instead of after the batches in flight."""
+        for future in in_flight:
+            future.cancel()
+        engine = self.loaded_engine()
+        interrupt = getattr(engine, "interrupt", None)
+        if interrupt is None:
+            return
+        interrupt()
+        try:
+            wait(in_flight)
+        finally:
+            engine.resume()
 
     def _share_stem(self, kv: DocKV, suffixes: list[str]) -> None:
         """Move the token ids every question here starts with (e.g. "Question: Does the report

@@ -186,6 +186,15 @@ class LocalEngine:
             self.prefix_cache.index.release(self._pinned.pop(handle.id))
         self.stats.prefixes_resident = self.arena.num_entries
 
+    # -- interrupting -------------------------------------------------------------------------
+    def interrupt(self) -> None:
+        """Stop the running call at its next forward pass or layer (it raises Interrupted),
+        and every call after it until `resume`."""
+        self.runner.stop.set()
+
+    def resume(self) -> None:
+        self.runner.stop.clear()
+
     # -- requests -----------------------------------------------------------------------------
     def run(self, requests: Sequence[Request]) -> list[Answer]:
         """Answers of `requests`. Tokens the engine runs beyond the requests' own (calibration

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from quail_engine.infer.api import EngineStats
+from quail_engine.infer.interrupt import StopFlag
 from quail_engine.infer.scheduler import Scheduler, SeqWork
 
 
@@ -82,10 +83,14 @@ class Runner:
         self.scheduler = scheduler
         self.stats = stats
         self.device = torch.device(device)
+        self.stop = StopFlag()
+        if hasattr(model, "stop"):
+            model.stop = self.stop
 
     def run(self, jobs: Sequence[SeqJob], count_as_decode: bool = False) -> None:
         work = [SeqWork(len(j.tokens), j.num_prefix_tokens) for j in jobs]
         for batch in self.scheduler.pack(work):
+            self.stop.check()
             self._run_pass([jobs[i] for i in batch], count_as_decode)
 
     @torch.inference_mode()

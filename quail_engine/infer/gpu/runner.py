@@ -20,6 +20,7 @@ import torch
 
 from quail_engine.infer.api import EngineStats
 from quail_engine.infer.gpu.staging import to_device
+from quail_engine.infer.interrupt import StopFlag
 from quail_engine.infer.runner import SeqJob, head_log_probs
 from quail_engine.infer.scheduler import Scheduler, SeqWork
 
@@ -60,6 +61,7 @@ class GpuRunner:
         # passes in flight: their events and shapes (a shape gets `gpu_s` when its pass ends)
         self._timing: list[tuple[torch.cuda.Event, torch.cuda.Event, dict]] = []
         self._pass_log: list[dict] = []
+        self.stop = StopFlag()  # checked before each pass (infer/interrupt.py)
         log.info("GPU runner: %d tokens per pass", budget)
 
     def run(self, jobs: Sequence[SeqJob], count_as_decode: bool = False) -> None:
@@ -70,6 +72,7 @@ class GpuRunner:
         work = [SeqWork(len(jobs[i].tokens), jobs[i].num_prefix_tokens) for i in order]
         previous = None
         for batch in self.scheduler.pack(work):
+            self.stop.check()
             launched = self._run_pass([jobs[order[i]] for i in batch], count_as_decode)
             if previous is not None:
                 _read_back(*previous)

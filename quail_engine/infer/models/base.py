@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from quail_engine.infer.config import ModelConfig
+from quail_engine.infer.interrupt import StopFlag
 from quail_engine.infer.models.decoder import BatchMeta, DecoderLayer
 from quail_engine.infer.models.layers import RMSNorm, RotaryEmbedding
 from quail_engine.infer.models.prefix_kv import PrefixKV
@@ -41,6 +42,7 @@ class CausalLM(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
+        self.stop: StopFlag | None = None  # checked between layers (infer/interrupt.py)
         self.model = DecoderStack(config, self.layer_class)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.tie_weights()
@@ -78,6 +80,8 @@ class CausalLM(nn.Module):
         kept: list[tuple[list[Tensor], list[Tensor]] | None] = [([], []) if s else None for s in store]
         h = self.embed(input_ids)
         for layer in self.model.layers:
+            if self.stop is not None:
+                self.stop.check()
             h, k, v = layer(h, meta)
             for b, slot in enumerate(kept):
                 if slot is not None:

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from quail_engine.infer.api import BooleanReadout, LabelReadout, Request
-from quail_engine.infer.radix import common_prefix_length
+from quail_engine.infer.radix import PrefixCounter, common_prefix_length
 
 pytestmark = pytest.mark.model
 SQL = ("SELECT id FROM traces WHERE ai_filter(PROMPT('Did the agent run the tests? {0}', "
@@ -119,7 +119,12 @@ def test_sharing_keeps_rows_and_reports_hits_fresh_and_minimum(engines):
     (rows_on, on), (rows_off, off) = out["shared"], out["plain"]
     assert rows_on == rows_off
     op_on, op_off = on["operators"][0], off["operators"][0]
-    assert op_on["minimum_tokens"] == op_off["minimum_tokens"] > 0
+    # the minimum is exact within a batch and at most grain - 1 tokens over per row across
+    # batches (infer/radix.PrefixCounter); the two engines batch differently (rows that
+    # extend the row before cost only their new tokens where the engine shares prefixes)
+    grain = PrefixCounter().grain
+    assert op_off["minimum_tokens"] > 0
+    assert abs(op_on["minimum_tokens"] - op_off["minimum_tokens"]) <= (grain - 1) * op_off["rows_in"]
     assert op_on["kv_hit_tokens"] > 0 and op_off["kv_hit_tokens"] == 0
     assert op_on["fresh_tokens"] < op_off["fresh_tokens"]
     assert op_off["minimum_tokens"] < op_off["fresh_tokens"]  # rows share their beginnings

@@ -1,0 +1,60 @@
+"""Ctrl-C while an operator's batches run: the batch queued behind the running one never
+reaches the engine, the running one is interrupted (infer/interrupt.py), the engine's flag is
+cleared afterwards and the KeyboardInterrupt reaches the caller."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import pytest
+from exec_fakes import FakeEngine, bfilter
+
+from quail_engine.exec.answer_cache import AnswerCache
+from quail_engine.exec.op_runner import OpRunner
+from quail_engine.exec.report import Report
+from quail_engine.infer.interrupt import Interrupted
+
+
+class StuckEngine(FakeEngine):
+    """Its first batch runs until interrupted (a long CPU pass); later batches are counted."""
+
+    def __init__(self):
+        super().__init__()
+        self.started = threading.Event()
+        self.stopped = threading.Event()
+        self.resumed = False
+
+    def run(self, requests):
+        self.calls += 1
+        self.started.set()
+        if not self.stopped.wait(timeout=600):
+            raise AssertionError("the running batch was never interrupted")
+        raise Interrupted("stopped")
+
+    def interrupt(self):
+        self.stopped.set()
+
+    def resume(self):
+        self.resumed = True
+
+
+def test_ctrl_c_drops_queued_batches_and_interrupts_the_running_one(tmp_path):
+    engine = StuckEngine()
+    runner = OpRunner(engine, AnswerCache.in_dir(tmp_path), Report(), calibrate=False)
+    runner._batch_prompts = lambda tokens, op=0: 2  # three batches of two rows
+    op = bfilter("Is the PRICE right?")
+    rows = [(f"review {i} about the price",) for i in range(6)]
+
+    main = threading.main_thread().ident
+
+    def press_ctrl_c():  # a real SIGINT to the main thread, which waits on the running batch
+        engine.started.wait(timeout=600)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    threading.Thread(target=press_ctrl_c, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        runner.answer(0, runner.layout(op), rows)
+    assert engine.stopped.is_set() and engine.resumed
+    assert engine.calls == 1  # the second batch, queued behind the first, never ran
+    assert runner.cache.get_many(runner.prepare(runner.layout(op), rows).keys.values()) == {}
