@@ -87,8 +87,9 @@ def table_specs(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
 
 
 def connect_args(args: argparse.Namespace):
-    """A DuckDB connection with the --table and --database inputs registered."""
-    return connect(table_specs(args), args.database)
+    """A DuckDB connection with the --table and --database inputs registered, sealed: the
+    user's SQL reads those files and nothing else (exec/tables.seal)."""
+    return connect(table_specs(args), args.database, sealed=True)
 
 
 def open_args_session(args: argparse.Namespace, con=None):
@@ -96,7 +97,7 @@ def open_args_session(args: argparse.Namespace, con=None):
     con = con if con is not None else connect_args(args)
     from quail_engine.cli.progress import Progress
 
-    return con, open_session(con, session_config(args), display=Progress)
+    return con, open_session(con, session_config(args), display=Progress, queries_only=True)
 
 
 def check_paths(args: argparse.Namespace) -> None:

@@ -79,18 +79,25 @@ def load_engine(config: SessionConfig, text: Any = None) -> Any:
     return engine
 
 
-def connect(tables: Iterable[tuple[str, str]] = (), database: str | None = None) -> Any:
+def connect(tables: Iterable[tuple[str, str]] = (), database: str | None = None,
+            sealed: bool = False) -> Any:
     """A new DuckDB connection with every table of `database` (a .duckdb file) visible and each
-    (name, path) of `tables` registered (exec/tables.py reads the file kinds)."""
+    (name, path) of `tables` registered (exec/tables.py reads the file kinds). `sealed`: SQL on
+    it then reads those files alone (exec/tables.seal)."""
     import duckdb
 
-    from quail_engine.exec.tables import attach_database, register_table
+    from quail_engine.exec.tables import attach_database, input_files, register_table, seal
 
     con = duckdb.connect()
+    files = []
     if database:
         attach_database(con, database)
+        files.append(database)
     for name, path in tables:
         register_table(con, name, path)
+        files += input_files(path)
+    if sealed:
+        seal(con, files)
     return con
 
 
@@ -99,13 +106,14 @@ _AUTO: Any = object()
 
 def open_session(con: Any, config: SessionConfig, *, text: Any = None,
                  engine_factory: Callable[[], Any] | None = None, decoder: Any = _AUTO,
-                 display: Callable[[], Any] | None = None) -> Any:
+                 display: Callable[[], Any] | None = None, queries_only: bool = False) -> Any:
     """A QuailSession on the DuckDB connection `con`. `text`: a `model_text(config)` result
     to share (default: a new one); `engine_factory`: loads the engine on first use (default:
     `load_engine(config, text)`); `display`: makes a progress display per execution, shown when
     `config.progress` (the caller's: exec draws nothing); `decoder`: (PromptText, engine
     factory) of the model that writes generated text, None for the session's own (default:
-    `decoder_of(config)`, or None when `engine_factory` is given)."""
+    `decoder_of(config)`, or None when `engine_factory` is given); `queries_only`: statements
+    other than queries are refused."""
     from quail_engine.exec.session import QuailSession
 
     prompt_text, model_config = text if text is not None else model_text(config)
@@ -115,7 +123,8 @@ def open_session(con: Any, config: SessionConfig, *, text: Any = None,
                         on_long=config.on_long, text=prompt_text, model_config=model_config,
                         precision=answer_precision(config), display=display,
                         decoder=(decoder if decoder is not _AUTO else
-                                 None if engine_factory is not None else decoder_of(config)))
+                                 None if engine_factory is not None else decoder_of(config)),
+                        queries_only=queries_only)
 
 
 def answer_precision(config: SessionConfig) -> str:

@@ -90,7 +90,8 @@ class QuailSession:
                  plan: bool = True, share_kv: bool = True, device_spec=None,
                  batch_size: int = 65536, text=None, model_config: Callable[[], object] | None
                  = None, precision: str = "", display: Callable[[], object] | None = None,
-                 decoder: tuple[object, Callable[[], object]] | None = None):
+                 decoder: tuple[object, Callable[[], object]] | None = None,
+                 queries_only: bool = False):
         from quail_engine.exec.prompt_text import PromptText
 
         self.con = con
@@ -108,6 +109,7 @@ class QuailSession:
         self.sample_size, self.on_long, self.calibrate = sample_size, on_long, calibrate
         self.plan, self.share_kv, self.device_spec = plan, share_kv, device_spec
         self.batch_size = batch_size
+        self.queries_only = queries_only  # other statements are refused (ParsedQuery.check_query)
         self.report = Report()
         self.parsed = None
         self._text_load0 = self._decoder_text_load0 = 0.0
@@ -137,6 +139,8 @@ class QuailSession:
         self.report = Report(device=self.device)
         with self.report.phase("parse"):
             parsed = self.parse(sql, dialect)
+            if self.queries_only:
+                parsed.check_query()
         self.parsed = parsed
         store = AnswerStore()
         progress = (self.display() if self.show_progress and self.display is not None

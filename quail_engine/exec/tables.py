@@ -61,15 +61,20 @@ def _register_glob(con, name: str, pattern: str) -> None:
     if suffix not in _READERS:
         raise ExecutionError(f"table {name!r}: glob {pattern!r} must end in a file type DuckDB "
                              "reads in bulk (.parquet, .csv, .tsv, .json, .jsonl)")
-    if not glob.glob(pattern, recursive=True):
+    matches = sorted(glob.glob(pattern, recursive=True))
+    if not matches:
         raise ExecutionError(f"table {name!r}: no file matches glob {pattern!r}")
-    _create_view(con, name, _READERS[suffix], pattern, pattern)
+    # the files matched now, each literally: a sealed connection (seal) may read these
+    # alone, and DuckDB's own matching of the pattern would list their folder
+    _create_view(con, name, _READERS[suffix], [_escape_glob(m) for m in matches], pattern)
 
 
-def _create_view(con, name: str, reader: str, source: str, shown: str) -> None:
+def _create_view(con, name: str, reader: str, source: str | list[str], shown: str) -> None:
+    files = (_literal(source) if isinstance(source, str)
+             else f"[{', '.join(map(_literal, source))}]")
     try:
         con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote(name)} AS SELECT * FROM "
-                    f"{reader}({_literal(source)})")
+                    f"{reader}({files})")
     except Exception as exc:  # noqa: BLE001 - DuckDB's reader errors: encoding, format, ...
         problem = file_problem(str(exc))
         reason = problem[1] if problem else str(exc).strip().splitlines()[0]
@@ -118,3 +123,46 @@ def attach_database(con, path: str | Path, only: str | None = None) -> list[str]
     if only is not None and not names:
         raise ExecutionError(f"database {str(path)!r} has no table {only!r}")
     return names
+
+
+def input_files(path: str | Path) -> list[str]:
+    """The files `path` of `register_table` reads (a pattern's matches now)."""
+    text = str(path)
+    if text.startswith(GLOB_PREFIX):
+        return sorted(glob.glob(text[len(GLOB_PREFIX):], recursive=True))
+    return [text]
+
+
+def seal(con, files: list[str]) -> None:
+    """From now on SQL on `con` reads only `files` (absolute or relative to the working
+    folder): no other file is read or written (COPY, read_csv of another path, ATTACH),
+    no extension is installed (it would reach the network), and no SET undoes this. The
+    command line runs user SQL this way: a query reads what it was given; writes go through
+    --output, which pyarrow writes, not DuckDB. A file whose name holds glob characters is
+    read through an escaped pattern, which DuckDB matches by listing the folder above its
+    first such part: that folder is then readable too."""
+    resolved = {Path(f).resolve() for f in files}
+    allowed = sorted(str(p) for p in resolved)
+    folders = sorted({str(_listed_folder(p)) for p in resolved if _has_glob(str(p))})
+    con.execute(f"SET allowed_paths = [{', '.join(map(_literal, allowed))}]")
+    if folders:
+        con.execute(f"SET allowed_directories = [{', '.join(map(_literal, folders))}]")
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
+def _has_glob(text: str) -> bool:
+    return any(c in text for c in "*?[")
+
+
+def _listed_folder(path: Path) -> Path:
+    """The folder DuckDB lists to match `path` escaped: the one above its first part that
+    holds a glob character."""
+    folder = Path(path.anchor)
+    for part in path.parts[1:]:
+        if _has_glob(part):
+            return folder
+        folder = folder / part
+    return folder
+

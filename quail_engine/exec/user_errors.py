@@ -30,6 +30,10 @@ _FILE_PROBLEMS = (  # DuckDB's words (named groups: file, detail, line) -> our r
                 r'\d+)'), "malformed JSON ({detail})"),
     (re.compile(r"CSV Error on Line: (?P<line>\d+)[\s\S]*not utf-8 encoded"),
      "line {line} is not UTF-8 text (re-encode the file as UTF-8)"),
+    (re.compile(r'Cannot access (?:file|directory) "(?P<file>.+?)" - file system operations '
+                r"are disabled"),
+     "quail query reads only the files given with --table or --database (pass it as "
+     "--table NAME=PATH)"),
 )
 _LEADING_COMMENTS = re.compile(r"^\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*)*", re.S)
 

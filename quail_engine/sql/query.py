@@ -30,6 +30,9 @@ from quail_engine.sql.placeholder import op_id_of
 log = logging.getLogger(__name__)
 
 
+QUERY_STATEMENTS = (exp.Query, exp.Values, exp.Describe, exp.Show)
+
+
 @dataclass(frozen=True)
 class ParsedQuery:
     dialect: str
@@ -47,6 +50,17 @@ class ParsedQuery:
             tree = statement_tree(self.duckdb_sql)
             object.__setattr__(self, "_statement", tree)
         return tree
+
+    def check_query(self) -> None:
+        """Refuse a statement that is not a query (COPY, CREATE, INSERT, INSTALL, SET, ATTACH,
+        ...): a SqlError naming its kind and quoting it."""
+        tree = self.statement()
+        if isinstance(tree, QUERY_STATEMENTS):
+            return
+        kind = (tree.name.split()[0] if isinstance(tree, exp.Command) else tree.key).upper()
+        raise SqlError(f"quail query runs queries (SELECT, WITH, VALUES, DESCRIBE, SHOW), not "
+                       f"{kind} statements; write a result with --output", self.source_sql,
+                       self.dialect)
 
     def to_text(self) -> str:
         lines = [f"#{i} {op.to_text()}" for i, op in enumerate(self.ai_ops)]

@@ -14,6 +14,9 @@ from quail_engine.errors import QuailError
 
 
 def read_sql(file: str | None, expression: str | None) -> str:
+    if isinstance(expression, list):  # argparse reads `--execute=--` as an empty list
+        raise QuailError("-e/--execute got no SQL text ('--' ends the options); give the SQL "
+                         "after -e or in a FILE")
     if (file is None) == (expression is None):
         raise QuailError("give exactly one of FILE or -e SQL")
     if expression is not None:

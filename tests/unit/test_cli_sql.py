@@ -77,3 +77,12 @@ def test_module_entry_point_runs():
                           cwd=ROOT, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "SELECT AI_FILTER(PROMPT('Is {0} ok', x)) FROM t"
+
+
+@pytest.mark.parametrize("command", [["explain", "--dialect", "bigquery"],
+                                     ["transpile", "--read", "bigquery", "--write", "duckdb"],
+                                     ["query", "--dialect", "bigquery"]])
+def test_an_execute_option_of_a_lone_double_dash_is_a_clean_error(command, capsys):
+    """argparse reads `--execute=--` as an empty list: an error naming -e, not exit 3."""
+    assert main([command[0], "--execute=--", *command[1:]]) == 2
+    assert "-e/--execute got no SQL text" in capsys.readouterr().err
