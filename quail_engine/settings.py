@@ -61,7 +61,7 @@ def gpu_name(device: str = "cuda") -> str:
     except (ImportError, RuntimeError, AssertionError, ValueError):
         return ""
 
-CACHE_KINDS = ("models", "answers", "tokens", "probe", "locks")
+CACHE_KINDS = ("models", "answers", "tokens", "probe", "locks", "digests")
 
 
 def prefix_sharing_enabled(env: dict[str, str] | None = None) -> bool:

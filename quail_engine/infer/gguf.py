@@ -3,7 +3,7 @@
 `convert_gguf(path)` writes `config.json`, `model.safetensors` (float32, HF tensor names, HF
 conventions: what CPUs without bf16 dot products compute in), a bfloat16 copy under `bf16/` (for
 CUDA and bf16 CPUs: half the bytes to read) and the tokenizer files to a folder of the models
-cache (settings.cache_path("models")) keyed by the file's name, size and a hash of its ends; the loader then
+cache (settings.cache_path("models")) keyed by the file's content and the converters' versions; the loader then
 treats it like any local HF directory. Concurrent first uses are safe: one process converts
 (a file lock), into a uniquely named temporary folder renamed into place at the end; the others
 wait for it and load its result. A conversion killed midway leaves its temporary folder, which
@@ -32,7 +32,7 @@ from safetensors.torch import save_file
 
 from quail_engine.errors import ModelError
 from quail_engine.infer.models import build_model, config_from_hf
-from quail_engine.infer.weights import BF16_SUBDIR
+from quail_engine.infer.weights import BF16_SUBDIR, record_copy_source
 from quail_engine.settings import cache_path
 
 logger = logging.getLogger(__name__)
@@ -58,23 +58,29 @@ def cache_root() -> Path:
 CACHE_FORMAT = 2  # bump when the converted layout changes, so old caches are not misread
 
 
-SAMPLE_BYTES = 1 << 20
-
-
 def cache_dir_for(path: Path) -> Path:
-    """The conversion's folder, named by the file's name, size and a hash of its first and last
-    MiB (the GGUF header with every tensor's name, type and offset, and the last tensors'
-    quantized bytes): the same file reinstalled (a new virtual environment, a copy) has a new
-    modification time but reuses its conversion, where an mtime key converted it again
-    (~0.8 GB a time for SmolLM2-135M; CI's fresh environments filled a shared disk)."""
+    """The conversion's folder, named by the file's content digest (infer/file_digest.py: the
+    same file reinstalled, in a new virtual environment or a copy, reuses its conversion; other
+    bytes of the same size never do) and by the versions of the libraries that convert it (the
+    gguf reader dequantizes the weights, transformers builds the tokenizer: another version may
+    convert differently, so its conversion is its own)."""
+    from quail_engine.infer.file_digest import content_digest
+
     size = path.stat().st_size
-    digest = hashlib.sha256(str(size).encode())
-    with path.open("rb") as f:
-        digest.update(f.read(SAMPLE_BYTES))
-        if size > SAMPLE_BYTES:
-            f.seek(max(SAMPLE_BYTES, size - SAMPLE_BYTES))
-            digest.update(f.read(SAMPLE_BYTES))
-    return cache_root() / f"{path.stem}-{size}-{digest.hexdigest()[:16]}-v{CACHE_FORMAT}"
+    key = hashlib.sha256(f"{content_digest(path)} {_converter_versions()}".encode())
+    return cache_root() / f"{path.stem}-{size}-{key.hexdigest()[:16]}-v{CACHE_FORMAT}"
+
+
+def _converter_versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    names = []
+    for package in ("gguf", "transformers"):
+        try:
+            names.append(f"{package}=={version(package)}")
+        except PackageNotFoundError:
+            names.append(f"{package}=none")
+    return " ".join(names)
 
 
 def _field(reader, key: str, default=None):
@@ -243,6 +249,7 @@ def _convert(path: Path, target: Path) -> None:
         (tmp / BF16_SUBDIR).mkdir()
         save_file({k: v.to(torch.bfloat16) for k, v in state.items()},
                   str(tmp / BF16_SUBDIR / "model.safetensors"), metadata={"format": "pt"})
+        record_copy_source(tmp / BF16_SUBDIR, tmp / "model.safetensors")
         with _reader_reused(path, reader):  # transformers would parse the whole file again
             tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
         tokenizer.save_pretrained(str(tmp))

@@ -1,10 +1,10 @@
 """ModelRef: a model named by the user, resolved to its files without reading any weights.
 
 `identity` names the model by content, not by the name typed: a hash of config.json and the
-names, sizes and modification times of its tokenizer and weight files (a converted GGUF's cache
-folder is itself named by the source file's size and a hash of its first and last MiB). Two folders holding different
-models never share an identity, so answers and token ids cached under it cannot leak between
-them. `codec()` loads only the tokenizer.
+names and content digests of its tokenizer and weight files (a converted GGUF's cache folder is
+itself named by the source file's content digest and the converters' versions). Two folders
+holding different models never share an identity, so answers and token ids cached under it
+cannot leak between them. `codec()` loads only the tokenizer.
 """
 
 from __future__ import annotations
@@ -46,12 +46,15 @@ class ModelRef:
 
 
 def directory_identity(directory: Path) -> str:
+    """A hash of config.json and the names and content digests (infer/file_digest.py) of the
+    model's files. Not sub-folders: a derived dtype copy there (bf16/) is read only while it
+    matches the file it was made from (infer/weights.weights_dir)."""
+    from quail_engine.infer.file_digest import content_digest
+
     digest = hashlib.sha256()
     config = directory / "config.json"
     digest.update(config.read_bytes() if config.exists() else b"")
-    for path in sorted(directory.iterdir()):  # not sub-folders: derived dtype copies live there
+    for path in sorted(directory.iterdir()):
         if path.is_file() and path.suffix in _WEIGHT_SUFFIXES:
-            st = path.stat()
-            digest.update(json.dumps([path.name, st.st_size,
-                                      st.st_mtime_ns]).encode())
+            digest.update(json.dumps([path.name, content_digest(path)]).encode())
     return digest.hexdigest()[:32]

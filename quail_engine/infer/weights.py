@@ -138,12 +138,43 @@ def model_from_state_dict(config: ModelConfig, state: dict[str, torch.Tensor],
     return model.eval().requires_grad_(False)
 
 
+COPY_SOURCE = "source.json"  # in a derived copy's folder: the digest of the file it was made from
+
+
+def record_copy_source(copy_dir: Path, source: Path) -> None:
+    """Note in `copy_dir` (a derived copy, e.g. bf16/) which bytes of `source` it was made
+    from, so `weights_dir` uses it only while `source` is unchanged."""
+    from quail_engine.infer.file_digest import content_digest
+
+    (copy_dir / COPY_SOURCE).write_text(json.dumps({source.name: content_digest(source)}))
+
+
+def weights_dir(directory: Path, dtype: torch.dtype) -> Path:
+    """Where to read `dtype` weights from: a converted model's bf16 copy when there is one made
+    from the directory's current model.safetensors (half the bytes of its float32 file), else
+    the directory itself. A copy made from other bytes (the top-level file replaced since) is
+    never read: its answers would be the old model's under the new model's identity."""
+    copy = directory / BF16_SUBDIR
+    if dtype != torch.bfloat16 or not (copy / "model.safetensors").exists():
+        return directory
+    from quail_engine.infer.file_digest import content_digest
+
+    source = directory / "model.safetensors"
+    try:
+        recorded = json.loads((copy / COPY_SOURCE).read_text())
+        if source.exists() and recorded.get(source.name) == content_digest(source):
+            return copy
+    except (OSError, ValueError, AttributeError):
+        pass
+    logger.warning("%s was not made from %s as it is now; reading %s instead", copy, source,
+                   source)
+    return directory
+
+
 def load_safetensors_model(directory: str | Path, config: ModelConfig,
                            device: str | torch.device = "cpu",
                            dtype: torch.dtype = torch.float32) -> CausalLM:
-    directory = Path(directory)
-    if dtype == torch.bfloat16 and (directory / BF16_SUBDIR / "model.safetensors").exists():
-        directory = directory / BF16_SUBDIR
+    directory = weights_dir(Path(directory), dtype)
     state = read_state_dict(directory)
     logger.info("read %d tensors from %s", len(state), directory)
     return model_from_state_dict(config, state, device, dtype)

@@ -234,16 +234,6 @@ def checkpoint_entries(directory: Path, config) -> tuple[list[Path], list[Tensor
     return files, list(entries.values())
 
 
-def weights_dir(directory: Path, dtype: torch.dtype) -> Path:
-    """Where to read `dtype` weights from: a converted cache's bf16 copy when there is one (half
-    the bytes of its float32 file), else the directory itself (as infer/weights does)."""
-    from quail_engine.infer.weights import BF16_SUBDIR
-
-    bf16 = directory / BF16_SUBDIR
-    return bf16 if dtype == torch.bfloat16 and (bf16 / "model.safetensors").exists() \
-        else directory
-
-
 def _tokenizer(directory: Path):
     from quail_engine.infer.tokenizer import load_tokenizer
 
@@ -257,7 +247,7 @@ def load_checkpoint(spec: str, device: torch.device | str = "cuda",
     `tokenizer`: one the caller already loaded for this model (its load is most of the time
     left once the weights stream at ~25 GB/s), else it loads beside the weights."""
     from quail_engine.infer.loader import read_config, resolve_dtype, resolve_model_dir
-    from quail_engine.infer.weights import FP8_DTYPES, SCALE_SUFFIX
+    from quail_engine.infer.weights import FP8_DTYPES, SCALE_SUFFIX, weights_dir
 
     start = time.perf_counter()
     device, dtype = torch.device(device), resolve_dtype(dtype)

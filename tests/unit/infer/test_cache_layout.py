@@ -74,7 +74,7 @@ def test_two_first_uses_convert_into_models_at_once(tmp_path, monkeypatch, requi
     assert leftovers == []
     _, tokenizer, config = load_model(str(path))
     assert config.num_layers == 30 and tokenizer.encode_batch(["hi"])[0]
-    assert {p.name for p in tmp_path.iterdir()} == {"models"}
+    assert {p.name for p in tmp_path.iterdir()} == {"models", "digests"}
 
 
 def test_force_reconvert_replaces_a_finished_folder(tmp_path):
@@ -93,11 +93,12 @@ def test_a_reinstalled_file_reuses_its_conversion_and_other_content_does_not(tmp
                                                                             monkeypatch):
     """The conversion folder is named by content, not by modification time: the same GGUF
     installed again (a fresh virtual environment: same bytes, new mtime) finds the folder its
-    earlier install converted into; a file of the same name and size with other bytes does not."""
+    earlier install converted into; a file of the same name and size with other bytes anywhere
+    (its middle too, which a sample of its ends would miss) does not."""
     import os
 
     monkeypatch.setenv("QUAIL_CACHE_DIR", str(tmp_path / "cache"))
-    size = 3 * gguf.SAMPLE_BYTES + 5
+    size = 3 * (1 << 20) + 5
     data = bytes(range(256)) * (size // 256) + bytes(size % 256)
     first, again = tmp_path / "a" / "m.gguf", tmp_path / "b" / "m.gguf"
     for path in (first, again):
@@ -105,10 +106,20 @@ def test_a_reinstalled_file_reuses_its_conversion_and_other_content_does_not(tmp
         path.write_bytes(data)
     os.utime(again, ns=(1, 1))
     assert gguf.cache_dir_for(first) == gguf.cache_dir_for(again)
-    tail = tmp_path / "c" / "m.gguf"  # the last MiB differs
-    tail.parent.mkdir()
-    tail.write_bytes(data[:-1] + b"\x01")
-    head = tmp_path / "d" / "m.gguf"  # the header differs
-    head.parent.mkdir()
-    head.write_bytes(b"\x01" + data[1:])
-    assert len({gguf.cache_dir_for(p) for p in (first, tail, head)}) == 3
+    variants = []
+    for name, at in (("c", size - 1), ("d", 0), ("e", size // 2)):
+        path = tmp_path / name / "m.gguf"
+        path.parent.mkdir()
+        path.write_bytes(data[:at] + bytes([data[at] ^ 1]) + data[at + 1:])
+        variants.append(path)
+    assert len({gguf.cache_dir_for(p) for p in (first, *variants)}) == 4
+
+
+def test_the_conversion_folder_names_the_converters_versions(tmp_path, monkeypatch):
+    """Another gguf or transformers may convert differently: its conversion is its own."""
+    monkeypatch.setenv("QUAIL_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "m.gguf"
+    path.write_bytes(b"GGUF" + bytes(100))
+    before = gguf.cache_dir_for(path)
+    monkeypatch.setattr(gguf, "_converter_versions", lambda: "gguf==0.0 transformers==0.0")
+    assert gguf.cache_dir_for(path) != before
