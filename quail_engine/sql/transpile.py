@@ -14,6 +14,7 @@ import logging
 
 from sqlglot import exp
 
+from quail_engine.errors import QUOTE_LIMIT, shorten
 from quail_engine.sql import dialects, shapes
 from quail_engine.sql.errors import SqlError, UnsupportedError
 from quail_engine.sql.ir import AiOp, placeholder_name
@@ -53,19 +54,32 @@ def _transpile(sql: str, read: str, write: str, keep_source: bool) -> str:
         op_id = op_id_of(call)
         if op_id is None or call.name.lower() != placeholder_name(op_id):
             continue
-        built = lowered.built[op_id]
-        args = [e.sql(dialect=dialects.sqlglot_dialect(write)) for e in built.exprs]
-        texts[_token(op_id)] = emit_op(ops[op_id], args, write)
-        if built.shape and built.shape not in shapes.PORTABLE and write != read and \
-                not built.extra.get("tvf"):
-            log.warning("%s -> %s: the %s result shape of %s is rebuilt with JSON/STRUCT "
-                        "functions; strip it (e.g. :labels[0]) for a portable query", read,
-                        write, read, ops[op_id].origin)
-        call.replace(exp.Anonymous(this=_token(op_id)))
+        token = _token(op_id)
+        if token not in texts:  # each call emitted and warned about once
+            built = lowered.built[op_id]
+            args = [e.sql(dialect=dialects.sqlglot_dialect(write)) for e in built.exprs]
+            texts[token] = emit_op(ops[op_id], args, write)
+            if built.shape and built.shape not in shapes.PORTABLE and write != read and \
+                    not built.extra.get("tvf"):
+                log.warning("%s -> %s: the %s result shape of %s is rebuilt with JSON/STRUCT "
+                            "functions; strip it (e.g. :labels[0]) for a portable query", read,
+                            write, read, shorten(ops[op_id].origin, QUOTE_LIMIT))
+        call.replace(exp.Anonymous(this=token))
+    if write != "duckdb":
+        _drop_json_transforms(tree)
     out = tree.sql(dialect=dialects.sqlglot_dialect(write))
     for token, text in texts.items():
         out = out.replace(f"{token}()", _paren(text))
     return _read_back(out, ops, read, write)
+
+
+def _drop_json_transforms(tree: exp.Expr) -> None:
+    """DuckDB's json_transform(v, schema) (a vendor STRUCT shape read from a JSON value) as
+    `v` itself: the other warehouses read a JSON object's fields by name (`:label`,
+    JSON_VALUE, `.label`), and none spells json_transform."""
+    for node in list(tree.find_all(exp.Anonymous)):
+        if node.name.lower() == "json_transform" and node.expressions:
+            node.replace(node.expressions[0])
 
 
 def _read_back(out: str, ops: list[AiOp], read: str, write: str) -> str:

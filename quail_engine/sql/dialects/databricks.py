@@ -96,10 +96,11 @@ def _build_extract(call: Call) -> Built:
     prompt = normalize(a["content"], call.name, NAME)
     if isinstance(a["labels"], exp.Array):
         found = labels(a["labels"], call.name, NAME)
-        cols = ", ".join(f"{shapes.ident(lb.name)} := {{v}}->>{shapes.quoted(lb.name)}"
-                         for lb in found)
         built = make(OpKind.AI_EXTRACT, prompt, call, labels=found)
-        built.shape = f"struct_pack({cols})"
+        # a STRUCT of the labels, read from the call's JSON once (a struct_pack of one field
+        # access per label repeats the call per label: N labels, N copies of N labels)
+        fields = json.dumps({lb.name: "VARCHAR" for lb in found})
+        built.shape = f"json_transform({{v}}, {shapes.quoted(fields)})"
         return built
     schema = parse_json(string(a["labels"], "the schema", call.name, NAME), "the schema",
                         call.name, a["labels"], NAME)
