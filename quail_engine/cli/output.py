@@ -51,9 +51,11 @@ def check_writable(path: str, what: str) -> None:
 @contextmanager
 def replacing(path: str | Path) -> Iterator[str]:
     """Yields a temporary path beside `path`; when the block completes, it replaces `path`.
-    If the block fails, `path` is untouched and the temporary file removed."""
+    If the block fails, `path` is untouched and the temporary file removed. Temporary files of
+    `path` that a killed writer left behind are removed first."""
     target = Path(path)
-    temp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+    remove_leftovers(target)
+    temp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # umask applies
     try:
         yield str(temp)
@@ -63,6 +65,43 @@ def replacing(path: str | Path) -> Iterator[str]:
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+
+
+def remove_leftovers(target: Path) -> None:
+    """Remove `target`'s temporary files whose writer is gone: a SIGKILL skips `replacing`'s
+    cleanup. A temporary file names its writer's process id; one of a live process (another
+    run writing the same file now) is left alone. Files of the form before the id was named
+    (`.<name>.<8 hex>.tmp`) are leftovers too."""
+    prefix = f".{target.name}."
+    try:
+        names = [p.name for p in target.parent.iterdir() if p.name.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        middle = name[len(prefix):]
+        if not middle.endswith(".tmp"):
+            continue
+        parts = middle[:-len(".tmp")].split(".")
+        if len(parts) == 2 and parts[0].isdigit() and _alive(int(parts[0])):
+            continue
+        if len(parts) in (1, 2) and all(_hex(p) or p.isdigit() for p in parts):
+            (target.parent / name).unlink(missing_ok=True)
+
+
+def _hex(text: str) -> bool:
+    return len(text) == 8 and all(c in "0123456789abcdef" for c in text)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process, or not a process id we can ask about
+    return True
 
 
 def write_file(table: pa.Table, path: str) -> None:

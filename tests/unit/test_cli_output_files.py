@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from quail_engine.cli import main
@@ -67,6 +68,7 @@ _WRITER = """
 import sys
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pyarrow.compute as pc
 from quail_engine.cli.output import write_file
 n = int(sys.argv[2])
@@ -80,7 +82,14 @@ _ROWS = {"parquet": 1_500_000, "csv": 400_000, "jsonl": 60_000}  # 14, 20 and 4 
 
 
 def _bytes_in(folder: Path) -> int:
-    return sum(e.stat().st_size for e in os.scandir(folder) if e.is_file())
+    """Bytes of the files in `folder` (a writer removes earlier writers' leftovers meanwhile)."""
+    total = 0
+    for entry in os.scandir(folder):
+        try:
+            total += entry.stat().st_size
+        except FileNotFoundError:
+            pass
+    return total
 
 
 def _kill_once_written(folder: Path, target: Path, rows: int, threshold: int) -> int:
@@ -111,3 +120,31 @@ def test_sigkill_mid_write_leaves_the_previous_file_intact(tmp_path, suffix):
         leftovers = [p.name for p in tmp_path.iterdir() if p != target]
         assert all(n.startswith(f".{target.name}.") for n in leftovers), leftovers
     assert killed == 3, "every writer was killed before it finished"
+
+
+def test_a_killed_writers_temporary_files_are_removed_by_the_next_write(tmp_path):
+    """SIGKILL skips the writer's cleanup; the next write of the same file removes what a dead
+    writer left, and leaves alone the file of a writer that is still running."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "out.parquet"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        left = tmp_path / f".out.parquet.{dead}.0badf00d.tmp"
+        older = tmp_path / ".out.parquet.1234abcd.tmp"  # before writers named their pid
+        running = tmp_path / f".out.parquet.{live.pid}.feedbeef.tmp"
+        other = tmp_path / f".other.parquet.{dead}.0badf00d.tmp"
+        for path in (left, older, running, other):
+            path.write_bytes(b"partial")
+        write_file(pa.table({"x": [1]}), str(out))
+        assert not left.exists() and not older.exists()
+        assert running.exists() and other.exists()
+        assert pq.read_table(out).column("x").to_pylist() == [1]
+        assert os.path.exists(out)
+    finally:
+        live.kill()
+        live.wait()
