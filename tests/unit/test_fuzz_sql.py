@@ -7,8 +7,10 @@ quotes, token deletion / duplication / swaps, placeholder text, spliced fragment
 / UNION wrappers, extra predicates, comments, dialect swaps, non-UTF-8 bytes) and runs what the CLI runs, in process: `read_sql`, then `quail explain`
 (parse, text and JSON; for half the cases the costed plan over a tiny DuckDB table, as with
 --table) and `quail transpile` to a random dialect. Every case must succeed or raise a
-QuailError whose message is one line of at most MESSAGE_CHARS; anything else, or a case that
-takes over CASE_SECONDS (a hang), is a failure reported with the seed and case number.
+QuailError whose message is one line of at most MESSAGE_CHARS, and a transpile's SQL and
+warnings must stay within bounds linear in the input (_oversized: each call written once, each
+warning one short line); anything else, or a case that takes over CASE_SECONDS (a hang), is a
+failure reported with the seed and case number.
 
     QUAIL_FUZZ_CASES=20000 python -m pytest -q -s tests/unit/test_fuzz_sql.py   # long mode
     QUAIL_FUZZ_SEED=7 ...                                                      # other inputs
@@ -359,9 +361,10 @@ def source_text(case: Case, tmp: Path) -> str:
 
 
 def run_case(case: Case, tmp: Path, plan, tally: Counter | None = None) -> tuple[str, str]:
-    """("ok" | "error" | "crash" | "message" | "long", detail) over every command the case
-    exercises: explain (parse, text, JSON), the costed plan when `plan` is given, and transpile
-    to each dialect. `tally` counts (command, outcome) pairs."""
+    """("ok" | "error" | "crash" | "message" | "long" | "big", detail) over every command the
+    case exercises: explain (parse, text, JSON), the costed plan when `plan` is given, and
+    transpile to each dialect (its SQL and warnings within _oversized's bounds). `tally`
+    counts (command, outcome) pairs."""
     outcomes = []
     parsed = None
     for command in ("explain", "plan", "transpile"):
@@ -377,18 +380,49 @@ def run_case(case: Case, tmp: Path, plan, tally: Counter | None = None) -> tuple
                 plan(parsed)
             else:
                 for target in DIALECTS:  # `quail transpile --write` each dialect
-                    transpile(sql, case.dialect, target)
-            outcomes.append(("ok", ""))
+                    del WARNINGS[:]
+                    out = transpile(sql, case.dialect, target)
+                    big = _oversized(sql, out, parsed)
+                    if big:
+                        outcomes.append(("big", f"transpile to {target}: {big}"))
+                        break
+                else:
+                    outcomes.append(("ok", ""))
+            if command != "transpile":
+                outcomes.append(("ok", ""))
         except QuailError as exc:
             outcomes.append(_judge(command, exc))
         except Exception as exc:  # noqa: BLE001 - the point: anything else is a failure
             outcomes.append(("crash", f"{command}: {type(exc).__name__}: {str(exc)[:300]}"))
         if tally is not None:
             tally[(command, outcomes[-1][0])] += 1
-    bad = [o for o in outcomes if o[0] in ("crash", "message", "long")]
+    bad = [o for o in outcomes if o[0] in ("crash", "message", "long", "big")]
     if bad:
         return bad[0]
     return ("ok", "") if all(o[0] == "ok" for o in outcomes) else ("error", "")
+
+
+WARNINGS: list[str] = []  # the warnings quail logged during the current command
+OUTPUT_FACTOR, OUTPUT_SLACK = 4, 4000  # transpiled SQL: at most 4x its input plus 4,000 chars
+WARNING_CHARS = 1000  # one warning, a line
+WARNINGS_PER_CALL = 3  # warnings of one transpile per AI call (plus a few for the statement)
+
+
+def _oversized(sql: str, out: str, parsed) -> str:
+    """Why the output of one transpile is too large for its input ("" when it is not): the
+    SQL grows at most linearly, a warning is one short line, and warnings are few per call."""
+    if len(out) > OUTPUT_FACTOR * len(sql) + OUTPUT_SLACK:
+        return f"{len(out)} chars of SQL from {len(sql)}"
+    calls = len(parsed.ai_ops) if parsed is not None else 1
+    if len(WARNINGS) > WARNINGS_PER_CALL * calls + 3:
+        return f"{len(WARNINGS)} warnings for {calls} AI calls"
+    long = [w for w in WARNINGS if len(w) > WARNING_CHARS or "\n" in w]
+    return f"a warning of {len(long[0])} chars: {long[0][:200]!r}" if long else ""
+
+
+class _Collect(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        WARNINGS.append(record.getMessage())
 
 
 def _judge(command: str, exc: QuailError) -> tuple[str, str]:
@@ -434,8 +468,13 @@ def fuzz(cases: int, seed: int, tmp: Path, tally: Counter | None = None
     plan = _planner()
     counts: Counter = Counter()
     failures: list[str] = []
-    previous = logging.root.manager.disable
-    logging.disable(logging.WARNING)  # transpile warnings are expected output, not failures
+    # transpile warnings are expected output, counted and measured (_oversized), not printed
+    quail_log, collect = logging.getLogger("quail_engine"), _Collect(logging.WARNING)
+    previous = (quail_log.propagate, quail_log.level, logging.getLogger("sqlglot").level)
+    quail_log.addHandler(collect)
+    quail_log.propagate = False
+    quail_log.setLevel(logging.WARNING)
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
     try:
         for n in range(cases):
             case = make_case(rng, pool)
@@ -445,12 +484,15 @@ def fuzz(cases: int, seed: int, tmp: Path, tally: Counter | None = None
             if seconds > CASE_SECONDS:
                 kind, detail = "slow", f"{seconds:.1f} s"
             counts[kind] += 1
-            if kind in ("crash", "message", "slow", "long"):
+            if kind in ("crash", "message", "slow", "long", "big"):
                 failures.append(f"case {n} (seed {seed}) [{case.dialect}->{case.target}; "
                                 f"{'; '.join(case.steps)}] {detail}\n  sql: "
                                 f"{(case.sql if case.raw is None else repr(case.raw))[:300]!r}")
     finally:
-        logging.disable(previous)
+        quail_log.removeHandler(collect)
+        quail_log.propagate, _, _ = previous
+        quail_log.setLevel(previous[1])
+        logging.getLogger("sqlglot").setLevel(previous[2])
     return counts, failures
 
 
@@ -461,7 +503,8 @@ def test_no_traceback_on_mutated_queries(tmp_path):
     print(f"\nfuzz: {CASES} cases in {time.perf_counter() - started:.1f} s (seed {SEED}): "
           f"{counts['ok']} succeeded, {counts['error']} clean errors, {counts['crash']} "
           f"tracebacks, {counts['message']} bad messages, {counts['slow']} over "
-          f"{CASE_SECONDS:g} s, {counts['long']} plan messages over {PLAN_MESSAGE_CHARS}")
+          f"{CASE_SECONDS:g} s, {counts['long']} plan messages over {PLAN_MESSAGE_CHARS}, "
+          f"{counts['big']} outputs over their size bound")
     print("by command: " + ", ".join(f"{c} {o} {n}" for (c, o), n in sorted(tally.items())))
     assert not failures, f"{len(failures)} failing cases:\n" + "\n".join(failures[:15])
 

@@ -7,6 +7,7 @@ import logging
 
 from sqlglot import exp
 
+from quail_engine.errors import QUOTE_LIMIT, shorten
 from quail_engine.sql.errors import UnsupportedError
 from quail_engine.sql.ir import AiOp
 from quail_engine.sql.prompt import template_parts
@@ -66,7 +67,8 @@ def refuse(fn: str, target: str, why: str, op: AiOp) -> UnsupportedError:
 
 
 def warn(fn: str, target: str, difference: str) -> None:
-    log.warning("%s -> %s: %s", fn, target, difference)
+    """One line, whatever the size of the values it names (a 5 MB literal stays short)."""
+    log.warning("%s -> %s: %s", shorten(fn, 80), target, shorten(difference, QUOTE_LIMIT))
 
 
 def labels_json(op: AiOp) -> str:
