@@ -54,8 +54,11 @@ def add_session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", default=None, help=f"answer cache (default {default_cache_dir()})")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument("--on-long", default="truncate", choices=("truncate", "error"),
-                   help="a document longer than the model's context: cut it (keeping its "
-                        "beginning) and count it in the report, or refuse the query")
+                   help="a prompt longer than the context: cut the document (keeping its "
+                        "beginning and end) and count it in the report, or refuse the query")
+    p.add_argument("--max-context", type=_positive_int, default=None, metavar="TOKENS",
+                   help="tokens a prompt may hold (default: the model's context; 8192 for the "
+                        "embedded models)")
 
 
 def session_config(args: argparse.Namespace) -> SessionConfig:
@@ -64,6 +67,7 @@ def session_config(args: argparse.Namespace) -> SessionConfig:
                          cache_dir=args.cache_dir, use_cache=not args.no_cache,
                          generation_model=args.generation_model,
                          on_long=args.on_long, progress=not args.quiet,
+                         max_context=args.max_context,
                          workers=args.workers, ray_address=args.ray_address)
 
 

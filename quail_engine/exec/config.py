@@ -86,7 +86,17 @@ class SessionConfig:
         return decode_model_for(self.model, self.generation_model)
 
     @property
+    def context_limit(self) -> int | None:
+        """The tokens a prompt may hold: `max_context` when set, else the embedded models' own
+        limit (infer.embedded.EMBEDDED_CONTEXT) for them, else the model's context (None)."""
+        from quail_engine.infer.embedded import EMBEDDED_CONTEXT, is_embedded
+
+        if self.max_context:
+            return self.max_context
+        return EMBEDDED_CONTEXT if is_embedded(self.model) else None
+
+    @property
     def limits_variant(self) -> str:
         """Text appended to the model's identity when limits change its answers."""
-        limits = (self.max_context, self.max_new_tokens)
+        limits = (self.context_limit, self.max_new_tokens)
         return f"|limits={limits}" if any(limits) else ""

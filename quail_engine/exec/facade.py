@@ -74,8 +74,8 @@ def load_engine(config: SessionConfig, text: Any = None) -> Any:
     else:
         engine = load(config.model, device=config.engine_device, precision=config.precision,
                       tokenizer=None if text is None else text.tokenizer(), **kwargs)
-    if config.max_context or config.max_new_tokens:
-        engine = LimitedEngine(engine, config.max_context, config.max_new_tokens)
+    if config.context_limit or config.max_new_tokens:
+        engine = LimitedEngine(engine, config.context_limit, config.max_new_tokens)
     return engine
 
 

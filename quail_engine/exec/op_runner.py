@@ -555,8 +555,9 @@ class OpRunner:
         if len(tokens) <= limit:
             return tokens
         if self.on_long == "error":
-            raise ExecutionError(f"a prompt of {len(tokens)} tokens exceeds the model's context "
-                                 f"of {self.engine.max_context} tokens (on_long='error')")
+            raise ExecutionError(f"a prompt of {len(tokens)} tokens exceeds the context of "
+                                 f"{self.engine.max_context} tokens (on_long='error'; "
+                                 "max_context sets the context)")
         rep.truncated += 1
         keep_tail = min(len(tokens), max(1, limit // 2))
         return tokens[:max(0, limit - keep_tail)] + tokens[len(tokens) - keep_tail:]

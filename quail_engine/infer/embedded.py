@@ -109,6 +109,11 @@ def _reassemble(parts: list[Path], target: Path) -> None:
 
 
 EMBEDDED = {"gemma3-270m": gemma3_270m_gguf, "smollm2-135m": smollm2_gguf}
+# tokens a prompt to an embedded model may hold, on every device alike (a longer document is cut,
+# its beginning and end kept, and counted as truncated): the embedded models are for laptop
+# CPUs, where attention over Gemma's full 32,768-token context costs minutes for one prompt;
+# `max_context` raises or lowers it
+EMBEDDED_CONTEXT = 8192
 # the embedded model that writes text: the default (a base model) reads yes/no and labels best
 # but rambles when it writes; SmolLM2-Instruct follows short instructions (examples/README.md)
 DECODE_MODEL = "smollm2-135m"
