@@ -43,12 +43,17 @@ LIMIT_MIN_CHUNK = 8  # rows a LIMIT query asks at least per round of its filters
 
 
 class CoreRunner:
-    def __init__(self, con, ai_ops: Sequence, runner: OpRunner, store: AnswerStore, model,
-                 device, sample_size: int = 8, prepare=None):
+    """`specs`: gives (ModelSpec, DeviceSpec) for the cost model, called only when the core
+    has AI work to plan (resolving the model reads its config; a core over empty relations
+    needs neither it nor the model)."""
+
+    def __init__(self, con, ai_ops: Sequence, runner: OpRunner, store: AnswerStore, specs,
+                 sample_size: int = 8, prepare=None):
         self.con, self.ai_ops, self.runner, self.store = con, list(ai_ops), runner, store
         self._row_tokens: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
         self.prepare = prepare  # scans that call AI functions: to this statement's names
-        self.model, self.device, self.sample_size = model, device, sample_size
+        self.specs, self.sample_size = specs, sample_size
+        self.model = self.device = None
 
     def run(self, core, limit=None) -> PhysicalPlan:
         """`limit` (exec/limit_pushdown.Limit, single-relation cores only): the statement keeps
@@ -60,6 +65,8 @@ class CoreRunner:
             scans = {rel.alias: load_scan(self.con, rel, self.prepare) for rel in core.relations}
         ops = [o for o in (*core.filters, *core.joins, *core.projections)
                if _precomputable(o, self.ai_ops[o], scans)]
+        if ops:
+            self.model, self.device = self.specs()
         with phase("estimate"):
             infos = op_infos(ops, self.ai_ops, scans, self.runner, self.store, self.sample_size)
         self.infos = infos
@@ -435,9 +442,10 @@ def star_anchor(plan: PhysicalPlan) -> str | None:
 
 
 def _precomputable(op_id: int, op, scans: dict[str, ScanData]) -> bool:
-    """Every binding of `op` is a scan column of some relation of the core."""
+    """Every binding of `op` is a scan column of some relation of the core that has rows (over
+    an empty relation there is nothing to ask: neither a sample nor the model is needed)."""
     return bool(op.bindings) and all(
-        any(binding_column(op_id, i) in s.columns for s in scans.values())
+        any(binding_column(op_id, i) in s.columns and s.rows for s in scans.values())
         for i in range(len(op.bindings)))
 
 

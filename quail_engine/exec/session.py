@@ -8,6 +8,7 @@ columns) surface before any prompt runs.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import uuid
@@ -194,9 +195,9 @@ class QuailSession:
         return table
 
     def _run_cores(self, parsed, runner, store: AnswerStore, suffix: str, limit) -> None:
-        spec, dev = self._specs()
+        specs = functools.cache(self._specs)
         for core in dependency_order(parsed.cores):
-            CoreRunner(self.con, core.ops_of(parsed.ai_ops), runner, store, spec, dev,
+            CoreRunner(self.con, core.ops_of(parsed.ai_ops), runner, store, specs,
                        self.sample_size,
                        lambda sql: prepare_sql(sql, suffix)).run(
                            core, limit if len(parsed.cores) == 1 else None)

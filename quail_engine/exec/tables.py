@@ -10,7 +10,7 @@ from __future__ import annotations
 import glob
 from pathlib import Path
 
-from quail_engine.errors import ExecutionError
+from quail_engine.errors import ExecutionError, shorten
 from quail_engine.exec.user_errors import file_problem
 
 GLOB_PREFIX = "glob:"
@@ -47,7 +47,11 @@ def register_table(con, name: str, path: str | Path) -> None:
         raise ExecutionError(f"table {name!r}: file {text!r} {what}")
     suffix = path.suffix.lower()
     if suffix in _READERS:
+        if path.stat().st_size == 0:
+            raise ExecutionError(f"table {name!r}: cannot read {text!r}: the file is empty")
         _create_view(con, name, _READERS[suffix], _escape_glob(text), text)
+        if suffix in (".csv", ".tsv"):
+            _check_csv_columns(con, name, path)
     elif suffix in _ARROW:
         con.register(name, _read_arrow(name, text))
     elif suffix in _DUCKDB:
@@ -67,6 +71,26 @@ def _register_glob(con, name: str, pattern: str) -> None:
     # the files matched now, each literally: a sealed connection (seal) may read these
     # alone, and DuckDB's own matching of the pattern would list their folder
     _create_view(con, name, _READERS[suffix], [_escape_glob(m) for m in matches], pattern)
+
+
+def _check_csv_columns(con, name: str, path: Path) -> None:
+    """Refuse a CSV whose rows do not split like its header: DuckDB's sniffer then reads each
+    line as one column named after the whole header ("id,review"), and the query would fail
+    later naming a missing column instead of the file's problem."""
+    columns = [r[0] for r in con.execute(f"DESCRIBE {_quote(name)}").fetchall()]
+    if len(columns) != 1 or not any(d in columns[0] for d in ",\t;|"):
+        return
+    import csv
+
+    delimiter = next(d for d in ",\t;|" if d in columns[0])
+    with path.open(newline="", encoding="utf-8", errors="replace") as f:
+        rows = csv.reader(f, delimiter=delimiter)
+        header = next(rows, [])
+        for line, row in enumerate(rows, start=2):
+            if row and len(row) != len(header):
+                raise ExecutionError(
+                    f"table {name!r}: cannot read {str(path)!r}: line {line} has {len(row)} "
+                    f"fields where the header has {len(header)} ({shorten(delimiter.join(row), 80)!r})")
 
 
 def _create_view(con, name: str, reader: str, source: str | list[str], shown: str) -> None:
