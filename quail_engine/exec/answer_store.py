@@ -40,8 +40,19 @@ class AnswerStore:
         return self._answers.get(op, {}).get(value_key(values), default)
 
     def missing(self, op: int, values: Iterable[Sequence[object]]) -> list:
-        """The distinct `values` (first-seen order) with no stored answer of `op`."""
-        return [v for v in dict.fromkeys(values) if not self.has(op, v)]
+        """The distinct `values` (first-seen order) with no stored answer of `op`, and every
+        value holding a NULL as often as it occurs: those are answered NULL without a prompt,
+        and the report counts the rows they stand for."""
+        out, seen = [], set()
+        for v in values:
+            if None in v:
+                if not self.has(op, v):
+                    out.append(v)
+            elif v not in seen:
+                seen.add(v)
+                if not self.has(op, v):
+                    out.append(v)
+        return out
 
     def fill(self, op: int, values: Iterable[Sequence[object]],
              answer: Callable[[list], Sequence[object]]) -> None:

@@ -165,7 +165,11 @@ def _stored_answers(op_id: int, op, store: AnswerStore, runner: OpRunner,
 
     def ask(missing: list[tuple]) -> list[object]:
         with lock:
-            return runner.answer(op_id, runner.layout(op), missing, unplanned=True)
+            answers = runner.answer(op_id, runner.layout(op), missing, unplanned=True)
+        rep = runner.report.op(op_id, op.op)  # rows the statement asked DuckDB's way
+        rep.rows_in += len(missing)
+        rep.rows_out += sum(map(op.passes, answers)) if guarded else len(missing)
+        return answers
 
     def skip(missing: list[tuple]) -> list[object]:
         store.skipped[op_id] = store.skipped.get(op_id, 0) + len(missing)
