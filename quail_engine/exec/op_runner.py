@@ -57,7 +57,6 @@ GROWTH = 4.0
 FIRST_RATE = 400.0
 RATE_MIN_TOKENS = 16384  # a smaller batch (a sample) understates the engine's speed
 CALIBRATED = (*PREDICATE_KINDS, OpKind.AI_SCORE, OpKind.AI_CLASSIFY)
-CALIBRATED = (*PREDICATE_KINDS, OpKind.AI_SCORE, OpKind.AI_CLASSIFY)
 
 
 @dataclasses.dataclass
@@ -100,7 +99,8 @@ class OpRunner:
         self._tokens_per_s: float | None = None  # measured on this runner's batches
         self._rate_tokens = 0  # fresh tokens of the batch that set _tokens_per_s
         self._plan_rate: float | None = None  # the plan's guess for the current call
-        self._finished: dict[int, float] = {}  # per operator, its largest finished batch's
+        self._finished: dict[int, float] = {}  # per operator: its largest finished batch
+        #                                        (guessed fresh tokens, _prompt_tokens)
         self._releasable: list[str] = []  # documents the engine's worker releases next
         self._engine_s = 0.0  # engine seconds of the current pipeline
         self._minimums: dict[int, PrefixCounter] = {}  # per operator, across its calls
@@ -416,8 +416,9 @@ class OpRunner:
     def _batch_prompts(self, tokens: float, op: int = 0) -> int:
         """Prompts of `tokens` fresh tokens each (_prompt_tokens) in the next batch of operator
         `op`, within [1, batch_size]: until one of its batches has finished, about
-        FIRST_BATCH_SECONDS of engine time, then BATCH_SECONDS, at the fresh tokens/s measured so far (before any batch was timed: the plan's speed where
-        plan_rate_first, else FIRST_RATE), and at most GROWTH times the operator's largest
+        FIRST_BATCH_SECONDS of engine time, then BATCH_SECONDS, at the fresh tokens/s
+        measured so far (before any batch was timed: the plan's speed where plan_rate_first,
+        else FIRST_RATE), and at most GROWTH times the operator's largest
         finished batch. So no batch runs long before the speed it is sized by was measured on
         one of comparable size, and answers reach the cache, progress moves and Ctrl-C is
         honoured every few seconds whatever the guess said."""
