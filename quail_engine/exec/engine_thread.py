@@ -28,16 +28,20 @@ _queue: queue.SimpleQueue | None = None
 _ident: int | None = None  # the worker's thread
 
 
-def submit(fn: Callable[..., Any], *args: Any) -> Future:
-    """Runs fn(*args) on the engine thread -> its Future."""
-    if threading.get_ident() == _ident:
-        done: Future = Future()
-        try:
-            done.set_result(fn(*args))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the Future
-            done.set_exception(exc)
-        return done
+def submit(fn: Callable[..., Any], *args: Any, into: list | None = None) -> Future:
+    """Runs fn(*args) on the engine thread -> its Future. `into`: the Future is appended to it
+    before the call is queued, so a caller interrupted (Ctrl-C) anywhere in between still holds
+    every call it queued, and can cancel or wait for it."""
     future: Future = Future()
+    if into is not None:
+        into.append(future)
+    if threading.get_ident() == _ident:
+        if future.set_running_or_notify_cancel():
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller by the Future
+                future.set_exception(exc)
+        return future
     _worker().put((future, fn, args))
     return future
 

@@ -340,8 +340,8 @@ class OpRunner:
                     guess = (min(hi, len(texts)) - lo) * tokens
                     prepared = self._prepare(layout, texts[lo:hi], kv)
                     submitted = (lo, min(hi, len(texts)), guess, engine_thread.submit(
-                        self._execute, layout, readout, texts[lo:hi], prepared, kv, rep))
-                    in_flight.append(submitted[3])
+                        self._execute, layout, readout, texts[lo:hi], prepared, kv, rep,
+                        into=in_flight))
                     lo = hi
                     batches += 1
                     if ahead is not None and lo >= len(texts):  # this call's only batch
