@@ -88,9 +88,10 @@ def _check_csv_columns(con, name: str, path: Path) -> None:
         header = next(rows, [])
         for line, row in enumerate(rows, start=2):
             if row and len(row) != len(header):
+                shown = shorten(delimiter.join(row), 80)
                 raise ExecutionError(
                     f"table {name!r}: cannot read {str(path)!r}: line {line} has {len(row)} "
-                    f"fields where the header has {len(header)} ({shorten(delimiter.join(row), 80)!r})")
+                    f"fields where the header has {len(header)} ({shown!r})")
 
 
 def _create_view(con, name: str, reader: str, source: str | list[str], shown: str) -> None:
@@ -189,4 +190,3 @@ def _listed_folder(path: Path) -> Path:
             return folder
         folder = folder / part
     return folder
-
