@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -72,24 +73,15 @@ def remove_leftovers(target: Path) -> None:
     cleanup. A temporary file names its writer's process id; one of a live process (another
     run writing the same file now) is left alone. Files of the form before the id was named
     (`.<name>.<8 hex>.tmp`) are leftovers too."""
-    prefix = f".{target.name}."
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.(?:(\d+)\.)?[0-9a-f]{{8}}\.tmp")
     try:
-        names = [p.name for p in target.parent.iterdir() if p.name.startswith(prefix)]
+        names = [p.name for p in target.parent.iterdir()]
     except OSError:
         return
     for name in names:
-        middle = name[len(prefix):]
-        if not middle.endswith(".tmp"):
-            continue
-        parts = middle[:-len(".tmp")].split(".")
-        if len(parts) == 2 and parts[0].isdigit() and _alive(int(parts[0])):
-            continue
-        if len(parts) in (1, 2) and all(_hex(p) or p.isdigit() for p in parts):
+        found = pattern.fullmatch(name)
+        if found and not (found.group(1) and _alive(int(found.group(1)))):
             (target.parent / name).unlink(missing_ok=True)
-
-
-def _hex(text: str) -> bool:
-    return len(text) == 8 and all(c in "0123456789abcdef" for c in text)
 
 
 def _alive(pid: int) -> bool:

@@ -86,7 +86,7 @@ def connect(tables: Iterable[tuple[str, str]] = (), database: str | None = None,
     it then reads those files alone (exec/tables.seal)."""
     import duckdb
 
-    from quail_engine.exec.tables import attach_database, input_files, register_table, seal
+    from quail_engine.exec.tables import attach_database, register_table, seal
 
     con = duckdb.connect()
     files = []
@@ -94,8 +94,7 @@ def connect(tables: Iterable[tuple[str, str]] = (), database: str | None = None,
         attach_database(con, database)
         files.append(database)
     for name, path in tables:
-        register_table(con, name, path)
-        files += input_files(path)
+        files += register_table(con, name, path)
     if sealed:
         seal(con, files)
     return con

@@ -14,6 +14,7 @@ from quail_engine.errors import ExecutionError, shorten
 from quail_engine.exec.user_errors import file_problem
 
 GLOB_PREFIX = "glob:"
+_GLOB_CHARS = "*?["  # what DuckDB reads as a pattern in a path
 _READERS = {".parquet": "read_parquet", ".pq": "read_parquet", ".csv": "read_csv_auto",
             ".tsv": "read_csv_auto", ".json": "read_json_auto", ".jsonl": "read_json_auto"}
 _ARROW = (".arrow", ".feather", ".ipc")
@@ -31,16 +32,15 @@ def _literal(text: str) -> str:
 
 def _escape_glob(path: str) -> str:
     """`path` as a DuckDB glob pattern that matches only itself."""
-    return "".join(f"[{c}]" if c in "*?[" else c for c in path)
+    return "".join(f"[{c}]" if c in _GLOB_CHARS else c for c in path)
 
 
-def register_table(con, name: str, path: str | Path) -> None:
+def register_table(con, name: str, path: str | Path) -> list[str]:
     """`name` becomes a view (or registered Arrow table) over the file at `path`, or over the
-    files matching the pattern after `glob:`."""
+    files matching the pattern after `glob:`; returns the files it reads (for `seal`)."""
     text = str(path)
     if text.startswith(GLOB_PREFIX):
-        _register_glob(con, name, text[len(GLOB_PREFIX):])
-        return
+        return _register_glob(con, name, text[len(GLOB_PREFIX):])
     path = Path(text)
     if not path.is_file():
         what = "is a folder, not a file" if path.is_dir() else "does not exist"
@@ -58,9 +58,10 @@ def register_table(con, name: str, path: str | Path) -> None:
         attach_database(con, path, only=name)
     else:
         raise ExecutionError(f"table {name!r}: cannot read {text!r} ({_EXPECTED})")
+    return [text]
 
 
-def _register_glob(con, name: str, pattern: str) -> None:
+def _register_glob(con, name: str, pattern: str) -> list[str]:
     suffix = Path(pattern).suffix.lower()
     if suffix not in _READERS:
         raise ExecutionError(f"table {name!r}: glob {pattern!r} must end in a file type DuckDB "
@@ -71,6 +72,7 @@ def _register_glob(con, name: str, pattern: str) -> None:
     # the files matched now, each literally: a sealed connection (seal) may read these
     # alone, and DuckDB's own matching of the pattern would list their folder
     _create_view(con, name, _READERS[suffix], [_escape_glob(m) for m in matches], pattern)
+    return matches
 
 
 def _check_csv_columns(con, name: str, path: Path) -> None:
@@ -150,14 +152,6 @@ def attach_database(con, path: str | Path, only: str | None = None) -> list[str]
     return names
 
 
-def input_files(path: str | Path) -> list[str]:
-    """The files `path` of `register_table` reads (a pattern's matches now)."""
-    text = str(path)
-    if text.startswith(GLOB_PREFIX):
-        return sorted(glob.glob(text[len(GLOB_PREFIX):], recursive=True))
-    return [text]
-
-
 def seal(con, files: list[str]) -> None:
     """From now on SQL on `con` reads only `files` (absolute or relative to the working
     folder): no other file is read or written (COPY, read_csv of another path, ATTACH),
@@ -178,7 +172,7 @@ def seal(con, files: list[str]) -> None:
 
 
 def _has_glob(text: str) -> bool:
-    return any(c in text for c in "*?[")
+    return any(c in text for c in _GLOB_CHARS)
 
 
 def _listed_folder(path: Path) -> Path:
