@@ -19,7 +19,7 @@ setup(
     ),
     include_package_data=True,
     package_data={"dbt.include.quail": ["*.yml", "macros/*.sql", "macros/**/*.sql"],
-                  "quail_engine": ["data/*"]},
+                  "quail_engine": ["data/*"], "quail_engine.infer": ["fingerprints.json"]},
     install_requires=[
         # torch first and separately (README): a bare `torch` would pull a multi-GB CUDA build
         # on a machine that has none installed.

@@ -1,16 +1,15 @@
-"""The model as a check sees it: resolved, tokenizer read, weight files whole; no weights loaded
-and, with `ensure_converted`, no transformers in the calling process.
+"""The model as a check sees it: resolved, tokenizer read, weight files whole, fingerprint
+matched; with `ensure_converted`, the first-use conversion of a GGUF runs in a child process.
 
-transformers enters a process only when a GGUF file is converted on first use (its tokenizer is
-read through transformers' GGUF support). `ensure_converted` runs that conversion in a child
-Python process, so the caller's interpreter (dbt's) never imports transformers (with freezegun
-and pandas 3 present, as in dbt-duckdb's test suite, a process that imported it crashed later).
-Once converted, the model's directory is read with the `tokenizers` library and safetensors
-headers.
+The conversion (infer/gguf.py) dequantizes with the gguf library and builds the tokenizer with
+the tokenizers library; it runs in a child Python process so that its peak memory (the float32
+tensors of the whole model, twice) is returned to the system before dbt goes on.
 
 `describe_model` is what `dbt debug` reports: the model resolves (content identity, config), its
 tokenizer.json encodes, its weight files are whole (safetensors headers against file sizes), the
-device exists. No weights are read: the first query loads them.
+device exists, and a model with a committed fingerprint (the embedded ones) computes it here in
+float32 on the CPU (infer/fingerprint.py: the weights are loaded for that and freed; the first
+query loads them again for its device).
 """
 
 from __future__ import annotations
@@ -98,9 +97,27 @@ def describe_model(spec: str | None, device: str) -> list[str]:
     return [
         f"model {spec}: {config.family}, {config.num_layers} layers, vocabulary "
         f"{config.vocab_size:,}, identity {ref.identity[:12]}, in {ref.directory}",
-        f"model {spec}: {tokenizer}; {weights}; device {device}; not loaded now (the first AI "
-        f"model loads it)",
+        f"model {spec}: {tokenizer}; {weights}; device {device}",
+        f"model {spec}: {_fingerprint_line(ref.directory)}",
     ]
+
+
+def _fingerprint_line(directory: Path) -> str:
+    """The committed fingerprint of the GGUF the model was converted from, recomputed here in
+    float32 on the CPU (a ModelError when it differs); models without one are said to have
+    none."""
+    from quail_engine.infer import fingerprint
+    from quail_engine.infer.loader import load_model
+
+    source = json.loads((directory / "config.json").read_text()).get("quail_source_sha256")
+    reference = fingerprint.reference_for(source) if source else None
+    if reference is None:
+        return "no committed fingerprint (only the embedded models have one)"
+    model, tokenizer, _ = load_model(str(directory), "cpu", "float32")
+    worst = fingerprint.check(model, tokenizer, reference, f"the model in {directory}")
+    del model
+    return (f"fingerprint matches ({len(reference['rows'])} prompts in float32, largest logit "
+            f"difference {worst:.2g})")
 
 
 def _tokenizer_line(directory: Path) -> str:

@@ -2,7 +2,8 @@
 
 `convert_gguf(path)` writes `config.json`, `model.safetensors` (float32, HF tensor names, HF
 conventions: what CPUs without bf16 dot products compute in), a bfloat16 copy under `bf16/` (for
-CUDA and bf16 CPUs: half the bytes to read) and the tokenizer files to a folder of the models
+CUDA and bf16 CPUs: half the bytes to read) and the tokenizer files (built from the file's own
+metadata: infer/gguf_tokenizer.py; transformers is not involved) to a folder of the models
 cache (settings.cache_path("models")) keyed by the file's content and the converters' versions; the loader then
 treats it like any local HF directory. Concurrent first uses are safe: one process converts
 (a file lock), into a uniquely named temporary folder renamed into place at the end; the others
@@ -55,15 +56,15 @@ def cache_root() -> Path:
     return cache_path("models")
 
 
-CACHE_FORMAT = 2  # bump when the converted layout changes, so old caches are not misread
+CACHE_FORMAT = 3  # bump when the converted layout changes, so old caches are not misread
 
 
 def cache_dir_for(path: Path) -> Path:
     """The conversion's folder, named by the file's content digest (infer/file_digest.py: the
     same file reinstalled, in a new virtual environment or a copy, reuses its conversion; other
     bytes of the same size never do) and by the versions of the libraries that convert it (the
-    gguf reader dequantizes the weights, transformers builds the tokenizer: another version may
-    convert differently, so its conversion is its own)."""
+    gguf reader dequantizes the weights, the tokenizers library writes the tokenizer: another
+    version's conversion is its own, and the model's fingerprint checks it)."""
     from quail_engine.infer.file_digest import content_digest
 
     size = path.stat().st_size
@@ -75,7 +76,7 @@ def _converter_versions() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     names = []
-    for package in ("gguf", "transformers"):
+    for package in ("gguf", "tokenizers"):
         try:
             names.append(f"{package}=={version(package)}")
         except PackageNotFoundError:
@@ -212,32 +213,10 @@ def _remove_leftovers(target: Path) -> None:
             shutil.rmtree(leftover, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def _reader_reused(path: Path, reader) -> Iterator[None]:
-    """While it runs, `gguf.GGUFReader(path)` gives `reader` (already built) instead of parsing the
-    file again: transformers' GGUF tokenizer loader builds its own reader, and building one
-    reads every metadata field (Gemma's 262,144-token vocabulary: ~20 s of a ~50 s first-use
-    conversion on a 2-core CPU). Conversion runs once per process (a file lock), so the swap of
-    the library's name is not raced."""
-    import gguf as gguf_lib
-
-    real = gguf_lib.GGUFReader
-
-    def reader_for(file, *args, **kwargs):
-        if not args and not kwargs and Path(file).resolve() == path.resolve():
-            return reader
-        return real(file, *args, **kwargs)
-
-    gguf_lib.GGUFReader = reader_for
-    try:
-        yield
-    finally:
-        gguf_lib.GGUFReader = real
-
-
 def _convert(path: Path, target: Path) -> None:
     from gguf import GGUFReader
-    from transformers import AutoTokenizer
+
+    from quail_engine.infer.gguf_tokenizer import save_tokenizer
 
     start = time.perf_counter()
     reader = GGUFReader(str(path))
@@ -250,12 +229,32 @@ def _convert(path: Path, target: Path) -> None:
         save_file({k: v.to(torch.bfloat16) for k, v in state.items()},
                   str(tmp / BF16_SUBDIR / "model.safetensors"), metadata={"format": "pt"})
         record_copy_source(tmp / BF16_SUBDIR, tmp / "model.safetensors")
-        with _reader_reused(path, reader):  # transformers would parse the whole file again
-            tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-        tokenizer.save_pretrained(str(tmp))
+        save_tokenizer(reader, tmp)
         hf["quail_source"] = str(path)
+        (tmp / "config.json").write_text(json.dumps(hf, indent=1))
+        hf["quail_fingerprint"] = _check_fingerprint(path, tmp, hf)
         (tmp / "config.json").write_text(json.dumps(hf, indent=1))
         install_dir(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     logger.info("converted %s to %s in %.1f s", path, target, time.perf_counter() - start)
+
+
+def _check_fingerprint(path: Path, directory: Path, hf: dict) -> str:
+    """Hold the converted `directory` to the committed fingerprint of `path`'s bytes, if there
+    is one (infer/fingerprint.py): a ModelError, and nothing installed, when it disagrees.
+    Returns what config.json records about the check."""
+    from quail_engine.infer import fingerprint
+    from quail_engine.infer.file_digest import content_digest
+    from quail_engine.infer.tokenizer import load_tokenizer
+    from quail_engine.infer.weights import load_safetensors_model
+
+    hf["quail_source_sha256"] = content_digest(path)
+    reference = fingerprint.reference_for(hf["quail_source_sha256"])
+    if reference is None:
+        return "none committed for this file"
+    model = load_safetensors_model(directory, config_from_hf(hf), "cpu", torch.float32)
+    worst = fingerprint.check(model, load_tokenizer(directory), reference,
+                              f"the conversion of {path.name}")
+    logger.info("%s matches its fingerprint (largest logit difference %.2g)", path.name, worst)
+    return f"matched (largest logit difference {worst:.2g}; {fingerprint.library_versions()})"

@@ -34,7 +34,8 @@ class TestDebugChecksTheEmbeddedModel:
         _, out = run_dbt_and_capture(["debug"])
         assert "model default: gemma3, 18 layers, vocabulary 262,144, identity" in out
         assert "tokenizer.json reads (262,144 tokens" in out
-        assert "tensors" in out and "intact; device cpu; not loaded now" in out
+        assert "tensors" in out and "intact; device cpu" in out
+        assert "fingerprint matches (6 prompts in float32" in out
         assert "loaded model" not in out
 
 

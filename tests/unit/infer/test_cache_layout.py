@@ -116,10 +116,14 @@ def test_a_reinstalled_file_reuses_its_conversion_and_other_content_does_not(tmp
 
 
 def test_the_conversion_folder_names_the_converters_versions(tmp_path, monkeypatch):
-    """Another gguf or transformers may convert differently: its conversion is its own."""
+    """Another gguf or tokenizers may convert differently: its conversion is its own (and
+    transformers, which no longer converts anything, does not split the cache)."""
+    versions = gguf._converter_versions()
+    assert "gguf==" in versions and "tokenizers==" in versions
+    assert "transformers" not in versions
     monkeypatch.setenv("QUAIL_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "m.gguf"
     path.write_bytes(b"GGUF" + bytes(100))
     before = gguf.cache_dir_for(path)
-    monkeypatch.setattr(gguf, "_converter_versions", lambda: "gguf==0.0 transformers==0.0")
+    monkeypatch.setattr(gguf, "_converter_versions", lambda: "gguf==0.0 tokenizers==0.0")
     assert gguf.cache_dir_for(path) != before

@@ -97,7 +97,6 @@ def test_second_load_reads_the_cache_without_dequantizing(embedded_pair, monkeyp
     model, tokenizer, config = load_model(spec, "cpu", torch.bfloat16)
     seconds = time.perf_counter() - start
     print(f"{spec}: first load {embedded_pair[4]:.2f} s, cached load {seconds:.2f} s")
-    assert seconds < 30  # cold conversion takes 10-60 s; contended CI cores slow reads too
     assert (resolve_model_dir(spec) / "bf16" / "model.safetensors").exists()
     assert model.model.embed_tokens.weight.dtype == torch.bfloat16
     from transformers import AutoTokenizer

@@ -112,22 +112,3 @@ def test_gguf_config_reads_ties_and_sliding_window(tmp_path):
     assert (config.family, config.tie_word_embeddings, config.sliding_window) == ("gemma3", True, 5)
     assert config.layer_types[4:] == ("sliding_attention", "full_attention")
     assert (config.rope_theta, config.rope_local_theta) == (50000.0, 10000.0)
-
-
-def test_conversion_hands_transformers_the_reader_it_built(tmp_path, monkeypatch):
-    """transformers' GGUF tokenizer loader calls gguf.GGUFReader(path) itself; during the
-    conversion it gets the reader already built (parsing Gemma's vocabulary twice cost ~20 s),
-    any other file still gets a new reader, and the library's name is restored after."""
-    import gguf as lib
-
-    from quail_engine.infer.gguf import _reader_reused
-
-    built = []
-    monkeypatch.setattr(lib, "GGUFReader", lambda file, *a, **k: built.append(file) or "new")
-    model, other = tmp_path / "m.gguf", tmp_path / "o.gguf"
-    ours = object()
-    with _reader_reused(model, ours):
-        assert lib.GGUFReader(str(model)) is ours
-        assert lib.GGUFReader(other) == "new"
-    assert built == [other]
-    assert lib.GGUFReader(model) == "new"
