@@ -30,6 +30,8 @@ SUITES = {
                        "agent-trace snapshots through `quail query`, prefix sharing on vs off"),
     "ray-scaling": ("bench.ray_scaling", "CPU",
                     "plain engine vs 1 and N Ray workers (--device cuda on the H200)"),
+    "trust": ("bench.trust", "CPU",
+              "decisions vs the float32 reference per precision, with and without the band"),
     "injection": ("bench.injection", "CPU",
                   "how often an instruction inside a document flips its answer"),
     "quailb": ("bench.quailb.run", "CPU",

@@ -88,7 +88,7 @@ def pair_layout(template: str, anchor: str):
     from quail_engine.sql.ir import AiOp, Binding
 
     op = AiOp("ai_join", template, (Binding(0, "a.x", "a", "x"), Binding(1, "b.y", "b", "y")))
-    return OpPrompt.for_op(op, anchor=anchor)
+    return OpPrompt.with_document(op, anchor)
 
 
 def accuracy(predicted: list, truth: list) -> float:

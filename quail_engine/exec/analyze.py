@@ -40,8 +40,8 @@ class _GuessRunner:
     progress = None
 
     @staticmethod
-    def layout(op, anchor=None):
-        return OpPrompt.for_op(op, anchor)
+    def layout(op):
+        return OpPrompt.for_op(op)
 
 
 def estimated_plans(con, parsed, config: SessionConfig) -> list:

@@ -352,7 +352,7 @@ class CoreRunner:
             return
         first = steps[0]
         op = self.ai_ops[first.op]
-        layout = self.runner.layout(op, anchor=anchor)
+        layout = self.runner.layout(op)
         if not layout.is_shared:
             return
         partner = rows_of[first.alias][0]

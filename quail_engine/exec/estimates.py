@@ -67,17 +67,25 @@ def _token_lengths(op_id: int, op, scans, runner: OpRunner,
     return tokens, question
 
 
+def _document_alias(op_id: int, op, scans, runner: OpRunner) -> str | None:
+    """The relation whose values an AI join's prompt reads as its document (exec/prompts.py
+    OpPrompt.for_op); None for other operators."""
+    if op.op != OpKind.AI_JOIN:
+        return None
+    slots = runner.layout(op).doc_slots
+    return binding_alias(op_id, slots[0], scans) if slots else None
+
+
 def _stem_tokens(op_id: int, op, scans, runner: OpRunner) -> dict[str, float]:
-    """Per anchor alias of a two-relation operator: the tokens its pairs' questions share at
-    their start (OpRunner moves them into the anchor's prefix), read off two partner rows."""
+    """For the document alias of a two-relation operator: the tokens its pairs' questions
+    share at their start (OpRunner moves them into the document's prefix), read off two
+    partner rows."""
     aliases = {binding_alias(op_id, i, scans) for i in range(len(op.bindings))}
     out: dict[str, float] = {}
-    if len(aliases) != 2:
-        return out
-    for anchor in sorted(aliases):
-        layout = runner.layout(op, anchor=anchor)
-        if layout.partner_slots:
-            continue  # a pair layout keeps its question whole (OpRunner._share_stem)
+    layout = runner.layout(op)
+    if len(aliases) != 2 or layout.partner_slots or not layout.doc_slots:
+        return out  # a pair layout keeps its question whole (OpRunner._share_stem)
+    for anchor in {binding_alias(op_id, i, scans) for i in layout.doc_slots}:
         partner = next(a for a in aliases if a != anchor)
         rows = spread(len(scans[partner].rows), 2)
         if len(rows) < 2:
@@ -150,10 +158,20 @@ def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], r
             hint = 1.0 - hint
         sel, source = estimate(hint, hits, n)
         doc = doc_key(op, aliases[0]) if len(aliases) == 1 else ""
+        document = _document_alias(op_id, op, scans, runner)
+        anchor = op.options.anchor
+        if anchor is not None and document is not None and anchor != document:
+            runner.report.remarks.append(
+                f"{op.op} #{op_id}: the anchor hint {anchor!r} is not followed: an AI join's "
+                f"document is its first argument's relation ({document!r}), whatever the "
+                f"plan, so that its answers do not depend on the plan; write the prompt with "
+                f"{anchor!r}'s column first to make it the document")
+            anchor = None
         out[op_id] = OpInfo(op_id, op.op, aliases, doc=doc, tokens=tokens,
                             question_tokens=question, selectivity=sel, shared=shared,
                             stem_tokens=_stem_tokens(op_id, op, scans, runner)
                             if len(aliases) == 2 else {},
-                            selectivity_source=source, anchor_hint=op.options.anchor,
+                            selectivity_source=source, anchor_hint=anchor,
+                            document=document,
                             as_written=op.options.order == "as_written")
     return out

@@ -131,7 +131,7 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
     `share`: the anchors' documents stay in `carry` for a later join (else they move out).
     `rides`: later joins asked over each chunk's documents while they are resident (Ride);
     `projections`: projections asked for each chunk's passing pairs then (PairProjection)."""
-    layout = runner.layout(op, anchor=step.anchor)
+    layout = runner.layout(op)
     need = store.missing(step.op, values)
     by_anchor: dict[tuple, list[tuple]] = {}  # anchor's binding values -> its pairs
     slots = layout.doc_slots
@@ -335,8 +335,8 @@ def ask_anchor_pair_ahead(step: JoinStep, nxt: JoinStep, cur: Joined,
             or nxt.alias in cur.aliases or not len(cur):
         return
     op, nop = ai_ops[step.op], ai_ops[nxt.op]
-    layout = runner.layout(op, anchor=anchor)
-    if not layout.is_shared or not runner.layout(nop, anchor=anchor).is_shared:
+    layout = runner.layout(op)
+    if not layout.is_shared or not runner.layout(nop).is_shared:
         return
     every = [*cur.aliases, anchor, nxt.alias]
     if set(bound_aliases(nxt.op, nop, scans, every)) != {anchor, nxt.alias} or any(

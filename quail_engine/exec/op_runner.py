@@ -105,11 +105,11 @@ class OpRunner:
         self._engine_s = 0.0  # engine seconds of the current pipeline
         self._minimums: dict[int, PrefixCounter] = {}  # per operator, across its calls
 
-    def layout(self, op, anchor: str | None = None) -> OpPrompt:
+    def layout(self, op) -> OpPrompt:
         """The prompt layout of `op` for this runner's model (exec/prompts.py)."""
         if self._pair_layout is None:
             self._pair_layout = pair_layout_for(self.text.model_name)
-        return OpPrompt.for_op(op, anchor, self._pair_layout)
+        return OpPrompt.for_op(op, self._pair_layout)
 
     @property
     def text(self) -> PromptText:
@@ -526,7 +526,9 @@ class OpRunner:
                 requests.append(Request(tuple(tokens), readout))
                 prefix_lens.append(0)
         rep.work = rep.work + batch_work(prefix_lens, [len(r.tokens) for r in requests])
+        reasked0 = getattr(self.engine, "reasked", 0)  # a ReaskingEngine's (infer/reask.py)
         answers = self.engine.run(requests)
+        rep.reasked += getattr(self.engine, "reasked", 0) - reasked0
         self.report.timeline.engine_batch(rep.op, mark, self.engine)
         rep.kv_hit_tokens += kv_hits
         seconds = time.perf_counter() - t0

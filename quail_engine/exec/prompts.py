@@ -62,20 +62,28 @@ class OpPrompt:
     pair: bool = True  # two-argument questions in the pair layout (else yes/no)
 
     @classmethod
-    def for_op(cls, op, anchor: str | None = None, pair: bool = True) -> OpPrompt:
-        """`anchor`: the alias whose bindings are the shared document (None: all of them but a
-        filter's string literals, or for a join its first alias). `pair`: two-argument
-        questions read the partner as a span (`pair_layout_for` says for which models);
-        False asks them yes/no, the partner inline in the question."""
+    def for_op(cls, op, pair: bool = True) -> OpPrompt:
+        """The layout of `op`, a function of the SQL alone: the plan never changes what the
+        model reads. An AI join's document is its first argument's relation (`op.aliases[0]`),
+        whichever side the plan iterates (the planner anchors its joins there: the document is
+        what a prefix shares); other operators read all their bindings as the document, but a
+        filter's string literals, which are its partner. `pair`: two-argument questions read
+        the partner as a span (`pair_layout_for` says for which models); False asks them
+        yes/no, the partner inline in the question."""
         if op.op not in SHARED_KINDS:
             return cls(op, (), pair)
-        if anchor is None and op.op == "ai_join" and op.aliases:
-            anchor = op.aliases[0]
-        if anchor is not None:
-            return cls(op, tuple(b.index for b in op.bindings if b.alias == anchor), pair)
+        if op.op == "ai_join" and op.aliases:
+            return cls.with_document(op, op.aliases[0], pair)
         partner = _filter_partner(op) if op.op in PAIR_KINDS and pair else set()
         slots = tuple(b.index for b in op.bindings if b.index not in partner)
         return cls(op, slots or tuple(b.index for b in op.bindings), pair)
+
+    @classmethod
+    def with_document(cls, op, alias: str, pair: bool = True) -> OpPrompt:
+        """`op` laid out with relation `alias`'s bindings as the document: for_op's choice for
+        a join; another alias only where a measurement compares both sides
+        (bench/pair_accuracy.py)."""
+        return cls(op, tuple(b.index for b in op.bindings if b.alias == alias), pair)
 
     @property
     def is_shared(self) -> bool:

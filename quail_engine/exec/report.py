@@ -35,6 +35,7 @@ class OpReport:
     skipped: int = 0
     truncated: int = 0
     nulls: int = 0
+    reasked: int = 0            # decisions the re-ask band answered at the reference precision
     engine_s: float = 0.0     # inside engine.run (the model's passes and their host work)
     host_wait_s: float = 0.0  # the host waiting for the engine (the rest overlaps it)
     gpu_pass_s: float = 0.0   # the GPU inside forward passes (EngineStats.gpu_pass_s)
@@ -111,6 +112,10 @@ class Report:
     def truncated(self) -> int:
         return sum(o.truncated for o in self.ops.values())
 
+    @property
+    def reasked(self) -> int:
+        return sum(o.reasked for o in self.ops.values())
+
     def total_work(self) -> Work:
         total = Work()
         for o in self.ops.values():
@@ -125,6 +130,7 @@ class Report:
             "minimum_tokens": self.minimum_tokens, "kv_hit_tokens": self.kv_hit_tokens,
             "sol_seconds_sustained": self.sol_seconds_sustained,
             "cache_hits": self.cache_hits, "truncated": self.truncated, "rows": self.rows,
+            "reasked": self.reasked,
             "load_s": self.load_s, "phases": {k: round(v, 4) for k, v in self.phases.items()},
             "device": self.device, "model": self.model, "plans": self.plans,
             "generation_model": self.generation_model,
@@ -149,7 +155,9 @@ class Report:
         lines.append(f"total: {self.rows} rows, wall {self.wall_s:.2f} s, fresh "
                      f"{self.fresh_tokens} / requested {self.requested_tokens} tokens, "
                      f"speed of light {self.sol_seconds:.3g} s on {self.device}, "
-                     f"cache hits {self.cache_hits}, truncated {self.truncated}")
+                     f"cache hits {self.cache_hits}, truncated {self.truncated}"
+                     + (f", re-asked at the reference precision {self.reasked}"
+                        if self.reasked else ""))
         lines += [f"remark: {r}" for r in self.remarks]
         return "\n".join(lines)
 

@@ -151,7 +151,7 @@ def ride_alongs(step: JoinStep, later: list[JoinStep], cur: Joined, scans: dict[
     Whether one rides is decided chunk by chunk from the rows `step` keeps (Ride.worth)."""
     if step.op is None or step.anchor is None:
         return []
-    if not runner.layout(ai_ops[step.op], anchor=step.anchor).is_shared:
+    if not runner.layout(ai_ops[step.op]).is_shared:
         return []
     every = list(dict.fromkeys([*cur.aliases, step.alias, *(s.alias for s in later)]))
     ahead = [step, *later]
@@ -162,7 +162,7 @@ def ride_alongs(step: JoinStep, later: list[JoinStep], cur: Joined, scans: dict[
                 or anchor in (step.anchor, step.alias):
             continue
         op = ai_ops[late.op]
-        layout = runner.layout(op, anchor=anchor)
+        layout = runner.layout(op)
         bound = bound_aliases(late.op, op, scans, every)
         if not layout.is_shared or anchor not in bound or len(bound) != 2:
             continue

@@ -2,8 +2,11 @@
 (Triton kernels, paged KV arena) for the families it implements; otherwise, or when Triton is
 missing, the plain-torch engine on that device.
 
-`precision`: auto (default: the checkpoint's own: fp8-block for a published FP8 checkpoint on a
-cuda device, bf16 otherwise; on the CPU an FP8 checkpoint runs dequantized), bf16, or, GPU path
+`precision`: auto (default: on a cuda device the checkpoint's own, fp8-block for a published FP8
+checkpoint, bf16 otherwise; on a CPU the answers of float32: bf16-band where the CPU multiplies
+bf16 natively and the model has a measured band, else fp32; an FP8 checkpoint runs dequantized
+there), bf16-band (CPU only: bf16 with every decision inside bf16's measured band asked again in
+float32, infer/reask.py; refused for a model without a band), bf16, or, GPU path
 only: fp8 / fp8-mlp (e4m3 GEMMs with per-channel weight and per-token activation scales on every
 layer projection, or on the MLP's alone: faster than bf16 by ~1.7x / less, and they cost accuracy
 on small models: docs/kernels-notes.md), fp8-block (every projection, 128 x 128 weight blocks and
@@ -27,7 +30,9 @@ log = logging.getLogger(__name__)
 PRECISIONS: dict[Precision, dict[str, Any]] = {
     "bf16": {}, "fp8": {"fp8": True}, "fp8-mlp": {"fp8": True, "fp8_proj": ("gate_up", "down")},
     "fp8-block": {"fp8": True, "fp8_block": True}}
-CPU_ONLY: dict[Precision, str] = {"fp32": "float32"}  # precision -> the CPU engine's dtype
+CPU_ONLY: dict[Precision, str] = {"fp32": "float32", "bf16-band": "bfloat16"}  # -> the CPU
+#                                                             engine's (first) dtype
+CPU_BAND = "bf16-cpu"  # the band bf16-band reads (infer/bands.json)
 
 
 def resolve_precision(spec: str, device: str, precision: Precision) -> Precision:
@@ -40,7 +45,12 @@ def resolve_precision(spec: str, device: str, precision: Precision) -> Precision
     if precision != "auto":
         return precision
     if not str(device).startswith("cuda"):
-        return "bf16"
+        from quail_engine.infer.reask import band_for, source_sha256
+        from quail_engine.settings import compute_dtype
+
+        if compute_dtype("cpu") != "bfloat16":
+            return "fp32"  # what this CPU computes bf16 models in anyway
+        return "bf16-band" if band_for(source_sha256(spec), CPU_BAND) else "fp32"
     from quail_engine.errors import ModelError
     from quail_engine.infer.loader import checkpoint_precision
 
@@ -62,6 +72,8 @@ def load_engine(spec: str = "default", device: str = "cpu", precision: Precision
         if on_gpu:
             raise QuailError(f"precision {precision!r} runs only on the CPU (--device cpu); "
                              f"this run is on {device!r}: use bf16 or an fp8 precision")
+        if precision == "bf16-band":
+            return _banded(spec, device, kwargs)
         return LocalEngine.load(spec, device=device, dtype=CPU_ONLY[precision], **kwargs)
     if precision != "bf16" and not on_gpu:
         raise QuailError(f"precision {precision!r} runs only on the GPU path (a cuda device); "
@@ -81,3 +93,21 @@ def load_engine(spec: str = "default", device: str = "cpu", precision: Precision
         log.warning("GPU kernels unavailable for %r (%s); running the plain-torch engine on %s",
                     spec, exc, device)
         return LocalEngine.load(spec, device=device, **kwargs)
+
+
+def _banded(spec: str, device: str, kwargs: dict[str, Any]):
+    """bf16 answers, the decisions inside bf16's measured band re-asked in float32 by a second
+    engine loaded on the first re-ask (infer/reask.py)."""
+    from quail_engine.errors import QuailError
+    from quail_engine.infer.engine import LocalEngine
+    from quail_engine.infer.reask import ReaskingEngine, band_for, source_sha256
+
+    band = band_for(source_sha256(spec), CPU_BAND)
+    if band is None:
+        raise QuailError(f"precision 'bf16-band' needs a measured band for {spec!r} and none is "
+                         "committed (only the embedded models have one); use fp32 (the same "
+                         "answers) or bf16 (faster, close calls may differ)")
+    fast = LocalEngine.load(spec, device=device, dtype="bfloat16", **kwargs)
+    kwargs = {**kwargs, "tokenizer": fast.codec.tokenizer}  # read once
+    return ReaskingEngine(fast, lambda: LocalEngine.load(spec, device=device, dtype="float32",
+                                                         **kwargs), band)

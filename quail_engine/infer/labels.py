@@ -93,8 +93,13 @@ def _logsumexp(values: Sequence[float]) -> float:
 
 def label_answers(labels: Sequence[str], scores: torch.Tensor,
                   reference: torch.Tensor | None) -> Answer:
-    """Best label after calibration; `score` is its softmax share among the labels."""
+    """Best label after calibration; `score` is its softmax share among the labels, `margin`
+    its lead over the runner-up (what the re-ask band reads: infer/reask.py)."""
     adjusted = calibrated(scores, reference)
     probs = torch.softmax(adjusted.float(), dim=-1)
     best = int(adjusted.argmax())
-    return Answer(value=labels[best], score=float(probs[best]))
+    margin = None
+    if len(labels) > 1:
+        top = torch.topk(adjusted.float(), 2).values
+        margin = float(top[0] - top[1])
+    return Answer(value=labels[best], score=float(probs[best]), margin=margin)

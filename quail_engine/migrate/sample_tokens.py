@@ -124,7 +124,7 @@ class SampleCounter:
             lengths = [len(ids) for ids in self.text.tokenize(
                 ["\n\n".join(str(x) for x in v) for v in kept])]
         else:
-            layout = OpPrompt.for_op(op, None, self.pair)
+            layout = OpPrompt.for_op(op, self.pair)
             texts = [layout.texts(v) for v in kept]
             heads = self.text.heads([p for p, _ in texts])
             tails = self.text.tails([s for _, s in texts])
@@ -134,7 +134,7 @@ class SampleCounter:
                           sample.total > len(sample.scan.rows), len(sample.scan.rows))
 
     def _count_pairs(self, op_id: int, op, samples: dict[str, _Sample]) -> TokenCount:
-        layout = OpPrompt.for_op(op, None, self.pair)
+        layout = OpPrompt.for_op(op, self.pair)
         anchor_alias = op.bindings[layout.doc_slots[0]].alias if layout.doc_slots else None
         if anchor_alias not in samples:
             anchor_alias = next(iter(samples))

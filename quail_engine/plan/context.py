@@ -34,6 +34,8 @@ class OpInfo:
     selectivity: float = DEFAULT_SELECTIVITY
     selectivity_source: str = "default"   # hint | sample | default
     anchor_hint: str | None = None
+    document: str | None = None  # an AI join's document relation (its prompt's first
+    #                              argument's): the only anchor the prompt's layout shares
     as_written: bool = False
 
     def doc_tokens(self, alias: str | None = None) -> float:

@@ -1,7 +1,9 @@
 """Join order and anchor choice: System R dynamic programming over left-deep plans.
 
-Every AI join is costed with both anchor choices (the anchor's document KV is computed once per
-distinct anchor row; each candidate pair then costs only the partner's tokens and the question).
+An AI join is anchored on its document relation (its prompt's first argument: exec/prompts.py),
+so that the plan never changes what the model reads; the anchor's document KV is computed once per
+distinct anchor row, and each candidate pair then costs only the partner's tokens and the
+question. An operator without a fixed document (planner tests' fakes) is costed both ways.
 Per set of joined relations we keep every candidate not dominated in (fresh tokens, attention
 pairs, KV writes, KV reads) and finally pick the one of least speed-of-light seconds. `start`
 lets the executor re-plan the remaining joins from an observed intermediate result.
@@ -97,6 +99,8 @@ def _extend(cand: Candidate, joined: frozenset[str], alias: str, edges: Sequence
             for anchor, partner in ((alias, other), (other, alias)):
                 if hints and info.anchor_hint and anchor != info.anchor_hint:
                     continue
+                if info.document is not None and anchor != info.document:
+                    continue  # the prompt's document is fixed by the SQL, not by the plan
                 anchors = min(asked, rows[anchor] if anchor == alias
                               else min(cand.rows, rows[anchor]))
                 w = _ai_work(info, anchor, partner, anchors, asked,

@@ -224,7 +224,7 @@ def test_join_anchor_reuses_the_filter_document_kv(con):
     ref = FakeEngine()
     expected = sorted((rid, name) for rid, review, _ in REVIEWS for _, name in PRODUCTS
                       if ask_one_at_a_time(ref, op_f, (review,))
-                      and ask_one_at_a_time(ref, OpPrompt.for_op(op_j, "r").op, (review, name)))
+                      and ask_one_at_a_time(ref, op_j, (review, name)))
     assert got == expected and got
     assert "anchor=r" in s.report.plans[0]
     # every review is encoded once: the join's anchors are the filter's resident documents
@@ -233,10 +233,10 @@ def test_join_anchor_reuses_the_filter_document_kv(con):
     assert engine.resident == 0
 
 
-def test_joins_are_replanned_from_the_filters_observed_survivors(con):
-    """A filter hinted to keep every review keeps four: the plan anchored the join on the three
-    products, and the join runs anchored on the four surviving reviews instead, as the report
-    says; the rows are the reference's."""
+def test_a_join_stays_anchored_on_its_document_whatever_the_survivors(con):
+    """A filter hinted to keep every review keeps four: the join is anchored on the reviews (its
+    prompt's first argument, the document) before and after the filter, so the survivors
+    change no prompt and there is nothing to re-plan; the rows are the reference's."""
     from dataclasses import replace
 
     from exec_fakes import Core, Relation
@@ -254,11 +254,10 @@ def test_joins_are_replanned_from_the_filters_observed_survivors(con):
     ref = FakeEngine()
     expected = sorted((rid, name) for rid, review, _ in REVIEWS for _, name in PRODUCTS
                       if ask_one_at_a_time(ref, op_f, (review,))
-                      and ask_one_at_a_time(ref, OpPrompt.for_op(op_j, "r").op, (review, name)))
+                      and ask_one_at_a_time(ref, op_j, (review, name)))
     assert got == expected and got
-    assert "join #1 p anchor=p" in s.report.plans[0]
-    assert s.report.remarks == ["re-planned joins from observed survivors {'r': 4.0, 'p': 3.0}: "
-                                "r +p ai_join#1(anchor=r) instead of r +p ai_join#1(anchor=p)"]
+    assert "join #1 p anchor=r" in s.report.plans[0]
+    assert not [r for r in s.report.remarks if r.startswith("re-planned")]
 
 
 def test_a_fully_cached_query_loads_no_model_and_no_tokenizer(con, tmp_path):
@@ -390,14 +389,26 @@ def test_join_anchors_are_released_as_their_partners_finish(con):
 
 def test_join_question_start_is_encoded_once_per_anchor(con, monkeypatch):
     """The words every pair's question starts with ride in the anchor's prefix: same rows,
-    fewer fresh tokens, and no pair runs them again."""
+    fewer fresh tokens, and no pair runs them again (every review asked about every
+    product, so each anchor has several pairs)."""
+    from dataclasses import replace
+
+    from exec_fakes import Core, Relation
+
     from quail_engine.exec.doc_kv import DocKV
+
+    op = ajoin()
+    op = replace(op, join=replace(op.join, equi=()))
+    sql = ("SELECT r.id, p.name FROM reviews AS r JOIN products AS p ON "
+           "quail_ai_0(r.review, p.name) ORDER BY r.id, p.name")
+    core = Core((Relation("r", "SELECT r.review AS b_0_0 FROM reviews r"),
+                 Relation("p", "SELECT p.name AS b_0_1 FROM products p")), (), (0,), ())
 
     def run(stem: bool):
         engine = FakeEngine()
         if not stem:
             monkeypatch.setattr(DocKV, "set_stem", lambda self, ids: False)
-        parsed = join_query(ajoin())
+        parsed = Parsed("duckdb", sql, (op,), sql, (core,))
         s = session(con, parsed, engine)
         rows = s.execute(parsed.duckdb_sql).to_pylist()
         asked = [engine.words[t] for t in engine.prefixes[1]]

@@ -16,7 +16,7 @@ from quail_engine.infer.api import BooleanReadout, SpanReadout
 def test_pair_layout_only_on_the_default_model(model, readout):
     text = PromptText(lambda: None, "identity", model_name=model)
     runner = OpRunner(None, AnswerCache(None), Report(), text=text, calibrate=False)
-    layout = runner.layout(ajoin(), anchor="r")
+    layout = runner.layout(ajoin())
     assert isinstance(layout.readout(), readout)
     prefix, suffix = layout.texts(("great battery", "battery"))
     assert "great battery" in prefix and "battery" in suffix

@@ -13,39 +13,37 @@ from quail_engine.infer.api import BooleanReadout, SpanReadout
 from quail_engine.sql import parse
 
 CASES = [
-    # (dialect, sql, anchor, values) -> (prefix, suffix)
+    # (dialect, sql, values) -> (prefix, suffix)
     ("duckdb", "SELECT * FROM r WHERE ai_filter('Does {0} mention {1}?', review, 'battery life')",
-     None, ("Dies in an hour.", "battery life"),
+     ("Dies in an hour.", "battery life"),
      ("Text:\nDies in an hour.\n\n",
       "Question: Does (see the text above) mention\nAnswer: battery life")),
     ("snowflake", "SELECT * FROM t WHERE AI_FILTER(PROMPT('Review: {0}\nDoes it mention {1}?', "
-     "review, topic))", None, ("Dies in an hour.", "battery life"),
+     "review, topic))", ("Dies in an hour.", "battery life"),
      ("Text:\nDies in an hour.\n\n",
       "Question: Review: (see the text above)\nDoes it mention\nAnswer: battery life")),
+    # a join's document is its first argument's relation, whatever the plan anchors on
     ("snowflake", "SELECT * FROM r JOIN p ON AI_FILTER(PROMPT('Is this review: {0} about this "
-     "product: {1}?', r.review, p.name))", "p", ("Dies in an hour.", "Headphones"),
-     ("Text:\nHeadphones\n\n", "Question: Is this review:\nAnswer: Dies in an hour.")),
-    ("snowflake", "SELECT * FROM r JOIN p ON AI_FILTER(PROMPT('Is this review: {0} about this "
-     "product: {1}?', r.review, p.name))", "r", ("Dies in an hour.", "Headphones"),
+     "product: {1}?', r.review, p.name))", ("Dies in an hour.", "Headphones"),
      ("Text:\nDies in an hour.\n\n", "Question: Is this review: (see the text above) about "
       "this product:\nAnswer: Headphones")),
     # every slot before the question: one document, asked yes/no as before
     ("snowflake", "SELECT * FROM t WHERE AI_FILTER(PROMPT('Title: {0} Body: {1} Is it spam?', "
-     "title, body))", None, ("Win", "Click here"),
+     "title, body))", ("Win", "Click here"),
      ("Text:\nWin\n\nClick here\n\n",
       "Question: Title: (see the text above) Body: (see the text above) Is it spam?\n"
       "Answer yes or no.")),
     ("snowflake", "SELECT * FROM t WHERE AI_FILTER(PROMPT('Is this review positive? {0}', "
-     "review))", None, ("Great.",),
+     "review))", ("Great.",),
      ("Text:\nGreat.\n\n", "Question: Is this review positive? (see the text above)\n"
       "Answer yes or no.")),
 ]
 
 
-@pytest.mark.parametrize("dialect, sql, anchor, values, expected", CASES)
-def test_pair_layout(dialect, sql, anchor, values, expected):
+@pytest.mark.parametrize("dialect, sql, values, expected", CASES)
+def test_pair_layout(dialect, sql, values, expected):
     op, = parse(sql, dialect).ai_ops
-    layout = OpPrompt.for_op(op, anchor)
+    layout = OpPrompt.for_op(op)
     assert layout.texts(values) == expected
     readout = layout.readout((1, 2, 3))
     if layout.partner_slots:
@@ -79,16 +77,16 @@ def test_a_question_that_goes_on_after_its_partner_warns_on_the_default_model(ca
     model, so the user is told once; ending with the partner is fine."""
     prompts._warn_once.cache_clear()
     join = parse("SELECT * FROM p JOIN x ON AI_FILTER(PROMPT("
-                 "'Is the passage {0} cited by the legal excerpt {1}?', p.text, x.text))",
-                 "snowflake").ai_ops[0]
+                 "'Is the passage {0} cited by the legal excerpt {1} in this case?', p.text, "
+                 "x.text))", "snowflake").ai_ops[0]
     ending = parse("SELECT * FROM p JOIN x ON AI_FILTER(PROMPT("
                    "'Does the excerpt {0} cite the passage {1}?', x.text, p.text))",
                    "snowflake").ai_ops[0]
     with caplog.at_level(logging.WARNING, logger="quail_engine.exec.prompts"):
-        warn_if_weak(ending, "default", OpPrompt.for_op(ending, anchor="x"))
+        warn_if_weak(ending, "default", OpPrompt.for_op(ending))
         assert caplog.records == []
-        warn_if_weak(join, "default", OpPrompt.for_op(join, anchor="x"))  # partner = passage
-        warn_if_weak(join, "default", OpPrompt.for_op(join, anchor="x"))
+        warn_if_weak(join, "default", OpPrompt.for_op(join))  # partner = the excerpt
+        warn_if_weak(join, "default", OpPrompt.for_op(join))
     assert [r.getMessage().split(":")[0] for r in caplog.records] == [
         "two-argument question that goes on after its second argument"]
 
@@ -100,7 +98,7 @@ def test_a_join_renders_each_anchor_once_and_its_rows_share_the_string():
 
     op, = parse("SELECT * FROM r JOIN p ON AI_FILTER(PROMPT('Is this review: {0} about this "
                 "product: {1}?', r.review, p.name))", "snowflake").ai_ops
-    memo = _TextMemo(OpPrompt.for_op(op, "r"))
+    memo = _TextMemo(OpPrompt.for_op(op))
     rows = [memo((review, name)) for review in ("Dies fast.", "Loud.")
             for name in ("Headphones", "Speaker", "Headphones")]
     assert [p for p, _ in rows] == ["Text:\nDies fast.\n\n"] * 3 + ["Text:\nLoud.\n\n"] * 3

@@ -53,10 +53,10 @@ def call(name: str, function: str, kind: str | None) -> FoundCall:
                      "unchanged", "")
 
 
-def prompt_tokens(text, sql: str, rows: list[tuple], anchor=None) -> list[int]:
+def prompt_tokens(text, sql: str, rows: list[tuple]) -> list[int]:
     """The reference: each row's prompt as the executor lays it out, tokenized as one chat."""
     op = parse(sql, "snowflake").ai_ops[0]
-    layout = OpPrompt.for_op(op, anchor, pair_layout_for(text.model_name))
+    layout = OpPrompt.for_op(op, pair_layout_for(text.model_name))
     return [sum(map(len, text.codec.chat_split(*layout.texts(v)))) for v in rows]
 
 

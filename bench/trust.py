@@ -1,0 +1,209 @@
+"""Trust bench: do the product's answers match the float32 reference, whatever the precision?
+
+The 600 labelled prompts of bench/data/trust.jsonl (bench/trust_data.py: two yes/no filters,
+two label sets and a two-table question over 100 reviews) are asked through the product's own
+operator path (exec/op_runner.py with the layout exec/prompts.py gives each question) on the CPU
+engine: in float32 (the reference), in bf16 in two batchings, and in bf16 with the re-ask band
+(infer/reask.py). Each row reports agreement with the float32 decisions, accuracy against the
+labels, the share of decisions re-asked and the seconds the answers took.
+
+`--bands` also measures each readout kind's largest bf16 - float32 margin shift (both batchings,
+matched prompt by prompt) and writes SAFETY times it as the model's band to
+quail_engine/infer/bands.json; the banded row then uses the band just written.
+
+    python -m bench trust [--models gemma3-270m smollm2-135m] [--bands]
+                          [--out bench/results/trust.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+from bench.results_io import write_result
+
+DATA = Path(__file__).resolve().parent / "data" / "trust.jsonl"
+RESULT = Path(__file__).resolve().parent / "results" / "trust.json"
+SAFETY = 2.0  # band = SAFETY x the largest shift measured (the tail beyond 600 prompts)
+BATCHES = (64, 7)  # prompts per batch of the two bf16 runs
+
+
+class Recorder:
+    """An engine wrapper that keeps, per full prompt (prefix tokens + own), the readout kind,
+    margin and value of its answer."""
+
+    def __init__(self, engine):
+        from quail_engine.infer.reask import Band, ReaskingEngine
+
+        # ReaskingEngine with an empty band tracks prefix tokens and re-asks nothing
+        self._inner = ReaskingEngine(engine, lambda: None, Band(-1.0, -1.0, -1.0))
+        self.seen: dict[tuple, tuple[str, float | None, object]] = {}
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def run(self, requests):
+        answers = self._inner.run(requests)
+        for r, a in zip(requests, answers):
+            full = self._inner._full_tokens(r)
+            self.seen[full] = (type(r.readout).__name__, a.margin, a.value)
+        return answers
+
+
+def questions():
+    from bench.trust_data import QUESTIONS
+    from quail_engine.sql.query import parse
+
+    rows = [json.loads(line) for line in DATA.read_text().splitlines()]
+    ops = {q: parse(sql, "snowflake").ai_ops[0] for q, sql in QUESTIONS.items()}
+    return rows, ops
+
+
+def decision(value):
+    """A SQL value as a decision: a classification's JSON by its first label."""
+    if isinstance(value, str) and value.startswith("{"):
+        return json.loads(value)["labels"][0]
+    return value
+
+
+def ask(engine, model: str, rows: list[dict], ops: dict, batch: int) -> tuple[list, float]:
+    """Every prompt's decision through the product's operator path, and the seconds taken."""
+    from quail_engine.exec.answer_cache import AnswerCache
+    from quail_engine.exec.op_runner import OpRunner
+    from quail_engine.exec.prompts import OpPrompt, pair_layout_for
+    from quail_engine.exec.report import Report
+
+    runner = OpRunner(engine, AnswerCache(None), Report(), batch_size=batch)
+    out: list = [None] * len(rows)
+    start = time.perf_counter()
+    for n, (question, op) in enumerate(ops.items()):
+        layout = OpPrompt.for_op(op, pair_layout_for(model))
+        index = [i for i, r in enumerate(rows) if r["question"] == question]
+        values = runner.answer(n, layout, [tuple(rows[i]["values"]) for i in index])
+        for i, v in zip(index, values):
+            out[i] = decision(v)
+    return out, time.perf_counter() - start
+
+
+def engines(model: str, dtype: str):
+    from quail_engine.infer.engine import LocalEngine
+
+    return LocalEngine.load(model, device="cpu", dtype=dtype)
+
+
+def measure_bands(reference: dict, runs: list[dict]) -> dict:
+    """Per readout kind, the largest |bf16 margin - float32 margin| over the runs."""
+    shifts: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for run in runs:
+        for full, (kind, margin, _) in run.items():
+            ref = reference.get(full)
+            if ref is None or margin is None or ref[1] is None:
+                continue
+            shifts[kind] = max(shifts.get(kind, 0.0), abs(margin - ref[1]))
+            counts[kind] = counts.get(kind, 0) + 1
+    return {"max_shift": {k: round(v, 4) for k, v in shifts.items()}, "matched": counts}
+
+
+def write_band(model: str, measured: dict, command: str) -> dict:
+    from quail_engine.infer.embedded import embedded_gguf
+    from quail_engine.infer.factory import CPU_BAND
+    from quail_engine.infer.file_digest import content_digest
+    from quail_engine.infer.reask import BANDS_FILE
+
+    kinds = {"boolean": "BooleanReadout", "label": "LabelReadout", "span": "SpanReadout"}
+    widest = max(measured["max_shift"].values())
+    band = {k: round(SAFETY * measured["max_shift"].get(name, widest), 4)
+            for k, name in kinds.items()}
+    data = json.loads(BANDS_FILE.read_text()) if BANDS_FILE.exists() else {"models": {}}
+    entry = data["models"].setdefault(model, {"gguf_sha256": content_digest(embedded_gguf(model)),
+                                              "bands": {}})
+    entry["bands"][CPU_BAND] = {**band, "max_shift": measured["max_shift"],
+                                "matched": measured["matched"], "safety": SAFETY,
+                                "measured_by": command, "machine": platform.processor()
+                                or platform.machine(),
+                                "date": time.strftime("%Y-%m-%d")}
+    BANDS_FILE.write_text(json.dumps(data, indent=1) + "\n")
+    return band
+
+
+def run_model(model: str, bands: bool, command: str) -> tuple[list[dict], dict | None]:
+    from quail_engine.infer.factory import CPU_BAND
+    from quail_engine.infer.reask import ReaskingEngine, band_for, source_sha256
+
+    rows, ops = questions()
+    labels = [r["label"] for r in rows]
+    fp32 = Recorder(engines(model, "float32"))
+    reference, seconds = ask(fp32, model, rows, ops, 64)
+    out = [_row(model, "fp32", False, reference, reference, labels, 0.0, seconds)]
+    bf16_runs = []
+    for batch in BATCHES:
+        bf16 = Recorder(engines(model, "bfloat16"))
+        got, seconds = ask(bf16, model, rows, ops, batch)
+        bf16_runs.append(bf16.seen)
+        out.append(_row(model, "bf16", False, got, reference, labels, 0.0, seconds,
+                        batch=batch))
+    measured = measure_bands(fp32.seen, bf16_runs)
+    if bands:
+        write_band(model, measured, command)
+    band = band_for(source_sha256(model), CPU_BAND)
+    if band is not None:
+        banded = ReaskingEngine(engines(model, "bfloat16"), lambda: fp32._inner._fast, band)
+        got, seconds = ask(banded, model, rows, ops, 64)
+        out.append(_row(model, "bf16-band", True, got, reference, labels,
+                        banded.reasked / len(rows), seconds, changed=banded.changed))
+    return out, measured
+
+
+def _row(model, precision, band, got, reference, labels, reasked, seconds, **extra) -> dict:
+    n = len(got)
+    return {"model": model, "device": "cpu", "precision": precision, "band": band,
+            "prompts": n,
+            "agreement": round(sum(a == b for a, b in zip(got, reference)) / n, 4),
+            "accuracy": round(sum(a == b for a, b in zip(got, labels)) / n, 4),
+            "reasked": round(reasked, 4), "seconds": round(seconds, 2), **extra}
+
+
+def markdown(result: dict) -> str:
+    lines = [f"# Trust: agreement with the float32 reference ({result['date']})", "",
+             f"`{result['command']}` on {result['machine']}; {result['prompts']} labelled "
+             "prompts (bench/data/trust.jsonl) through the product's operator path on the CPU "
+             "engine. agreement: decisions equal to float32's; accuracy: equal to the label; "
+             "reasked: share of decisions the band sent to float32; seconds: the answers' wall "
+             "time (model load apart; the banded row's float32 engine was already loaded).", "",
+             "| model | device | precision | band | batch | agreement | accuracy | reasked | "
+             "seconds |", "|---|---|---|---|---:|---:|---:|---:|---:|"]
+    for r in result["rows"]:
+        lines.append(f"| {r['model']} | {r['device']} | {r['precision']} | "
+                     f"{'on' if r['band'] else 'off'} | {r.get('batch', 64)} | {r['agreement']} | "
+                     f"{r['accuracy']} | {r['reasked']} | {r['seconds']} |")
+    lines += ["", "Largest bf16 - float32 margin shift per readout kind (matched prompts):", ""]
+    for model, m in result["shifts"].items():
+        lines.append(f"- {model}: {m['max_shift']} over {m['matched']}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    import sys
+
+    p = argparse.ArgumentParser(prog="python -m bench trust")
+    p.add_argument("--models", nargs="+", default=["gemma3-270m", "smollm2-135m"])
+    p.add_argument("--bands", action="store_true",
+                   help="measure the bf16 bands and write them to quail_engine/infer/bands.json")
+    p.add_argument("--out", default=str(RESULT))
+    args = p.parse_args(argv)
+    command = " ".join(["python", *sys.argv[:1], *argv]).replace("-m bench ", "-m bench ")
+    rows, shifts = [], {}
+    for model in args.models:
+        got, measured = run_model(model, args.bands, command)
+        rows += got
+        shifts[model] = measured
+    prompts = rows[0]["prompts"] if rows else 0
+    result = {"date": time.strftime("%Y-%m-%d"), "command": command,
+              "machine": f"{platform.machine()} {platform.processor()}".strip(),
+              "prompts": prompts, "rows": rows, "shifts": shifts}
+    write_result(result, "trust", markdown, args.out)
+    return 0

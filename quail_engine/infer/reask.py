@@ -1,0 +1,180 @@
+"""The re-ask band: a fast precision answers first, the reference precision decides the close
+calls, so a decision is the reference's whatever precision ran it.
+
+A yes/no or label decision is the sign of a margin (the calibrated yes-no logit gap, the gap
+between the two best labels, a pair's PMI less its threshold). A faster precision moves each
+margin by a little (bf16 on a CPU: up to ~0.2 logits on the embedded Gemma); a decision whose
+fast margin is further from zero than the largest move that precision makes cannot differ from
+the reference's, and one inside that band is asked again in float32. The bands are measured per
+model and precision (`python -m bench trust --bands`, written to bands.json beside this module,
+keyed by the model file's SHA-256 like the fingerprints) and never guessed: a model without a
+measured band runs at the reference precision where `auto` is asked (infer/factory.py).
+
+`ReaskingEngine` wraps the fast engine. It remembers each resident prefix's tokens, so a
+request over a prefix can be asked again in full on the reference engine (loaded on the first
+re-ask). Scores (AI_SCORE's probability) and generated text are not re-asked: they are values,
+not decisions at a margin; the report says which answers were re-asked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from quail_engine.infer.api import (
+    Answer,
+    BooleanReadout,
+    LabelReadout,
+    PrefixHandle,
+    Request,
+    SpanReadout,
+)
+
+log = logging.getLogger(__name__)
+BANDS_FILE = Path(__file__).with_name("bands.json")
+
+
+@dataclass(frozen=True)
+class Band:
+    """Half-widths, in the margin's own units, inside which a decision is asked again."""
+
+    boolean: float
+    label: float
+    span: float
+
+    def holds(self, readout: Any, answer: Answer) -> bool:
+        """Whether `answer` to `readout` is a close call this band sends to the reference."""
+        if answer.margin is None:
+            return False
+        if isinstance(readout, BooleanReadout):
+            width = self.boolean
+        elif isinstance(readout, LabelReadout):
+            width = self.label
+        elif isinstance(readout, SpanReadout):
+            width = self.span
+        else:
+            return False
+        return abs(answer.margin) <= width
+
+
+def band_for(sha256: str | None, precision: str) -> Band | None:
+    """The committed band of the model file with this SHA-256 at `precision` (e.g. "bf16-cpu"),
+    or None when none was measured."""
+    if not sha256 or not BANDS_FILE.exists():
+        return None
+    for entry in json.loads(BANDS_FILE.read_text())["models"].values():
+        if entry["gguf_sha256"] == sha256 and precision in entry["bands"]:
+            b = entry["bands"][precision]
+            return Band(b["boolean"], b["label"], b["span"])
+    return None
+
+
+class ReaskingEngine:
+    """`fast` answers; its decisions inside `band` are answered again by the engine
+    `reference()` returns (called once, on the first re-ask). Everything else is `fast`'s."""
+
+    def __init__(self, fast: Any, reference: Callable[[], Any], band: Band):
+        self._fast = fast
+        self._make_reference = reference
+        self._reference: Any = None
+        self.band = band
+        self.reasked = 0  # decisions answered by the reference so far
+        self.changed = 0  # of those, the ones whose value the fast engine had wrong
+        self._tokens: dict[int, tuple[int, ...]] = {}  # resident prefix id -> its full tokens
+        self._refs: dict[int, int] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fast, name)
+
+    # -- prefixes: the fast engine's, their tokens remembered ---------------------------------
+    def add_prefix(self, tokens: Sequence[int], parent: PrefixHandle | None = None
+                   ) -> PrefixHandle:
+        return self.add_prefixes([tokens], parent)[0]
+
+    def add_prefixes(self, token_lists: Sequence[Sequence[int]],
+                     parent: PrefixHandle | None = None) -> list[PrefixHandle]:
+        handles = self._fast.add_prefixes(token_lists, parent)
+        base = self._tokens[parent.id] if parent is not None else ()
+        for handle, tokens in zip(handles, token_lists):
+            self._hold(handle, base + tuple(tokens))
+        return handles
+
+    def extend_prefixes(self, handles: Sequence[PrefixHandle], tokens: Sequence[int]
+                        ) -> list[PrefixHandle]:
+        out = self._fast.extend_prefixes(handles, tokens)
+        for old, new in zip(handles, out):
+            self._hold(new, self._tokens[old.id] + tuple(tokens))
+        return out
+
+    def _hold(self, handle: PrefixHandle, tokens: tuple[int, ...]) -> None:
+        self._tokens[handle.id] = tokens
+        self._refs[handle.id] = self._refs.get(handle.id, 0) + 1
+
+    def retain(self, handle: PrefixHandle) -> None:
+        self._fast.retain(handle)
+        self._refs[handle.id] = self._refs.get(handle.id, 0) + 1
+
+    def release(self, handle: PrefixHandle) -> None:
+        self._fast.release(handle)
+        left = self._refs.get(handle.id, 0) - 1
+        if left > 0:
+            self._refs[handle.id] = left
+        else:
+            self._refs.pop(handle.id, None)
+            self._tokens.pop(handle.id, None)
+
+    def interrupt(self) -> None:
+        self._fast.interrupt()
+        if self._reference is not None:
+            self._reference.interrupt()
+
+    def resume(self) -> None:
+        self._fast.resume()
+        if self._reference is not None:
+            self._reference.resume()
+
+    # -- requests -----------------------------------------------------------------------------
+    def run(self, requests: Sequence[Request]) -> list[Answer]:
+        answers = list(self._fast.run(requests))
+        close = [i for i, (r, a) in enumerate(zip(requests, answers))
+                 if self.band.holds(r.readout, a)]
+        if not close:
+            return answers
+        if self._reference is None:
+            log.info("loading the reference-precision engine for the re-ask band")
+            self._reference = self._make_reference()
+        full = [Request(self._full_tokens(requests[i]), requests[i].readout) for i in close]
+        for i, answer in zip(close, self._reference.run(full)):
+            self.changed += answer.value != answers[i].value
+            answers[i] = answer
+        self.reasked += len(close)
+        return answers
+
+    def _full_tokens(self, request: Request) -> tuple[int, ...]:
+        head = self._tokens[request.prefix.id] if request.prefix is not None else ()
+        return head + tuple(request.tokens)
+
+
+def source_sha256(spec: str) -> str | None:
+    """The SHA-256 of the GGUF file model `spec` comes from (an embedded name, a .gguf path,
+    or a directory converted from one), without converting anything; None otherwise."""
+    from quail_engine.errors import ModelError
+    from quail_engine.infer.embedded import EMBEDDED, embedded_gguf
+    from quail_engine.infer.file_digest import content_digest
+
+    try:
+        if spec == "default" or spec in EMBEDDED:
+            return content_digest(embedded_gguf(spec))
+        path = Path(spec).expanduser()
+        if path.suffix == ".gguf" and path.is_file():
+            return content_digest(path)
+        config = path / "config.json"
+        if config.is_file():
+            return json.loads(config.read_text()).get("quail_source_sha256")
+    except (ModelError, OSError, ValueError):
+        return None
+    return None

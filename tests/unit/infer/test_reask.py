@@ -1,0 +1,116 @@
+"""The re-ask band: close calls go to the reference engine in full (prefix tokens + own), the
+rest keep the fast engine's answers; the band is read per model and precision."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from quail_engine.infer import reask
+from quail_engine.infer.api import (
+    Answer,
+    BooleanReadout,
+    GenerateReadout,
+    LabelReadout,
+    PrefixHandle,
+    Request,
+    ScoreReadout,
+    SpanReadout,
+)
+from quail_engine.infer.reask import Band, ReaskingEngine
+
+
+class FakeEngine:
+    """Margin of a request = its margin table's entry for its full tokens (prefix + own)."""
+
+    def __init__(self, margins: dict[tuple, float]):
+        self.margins = margins
+        self.prefixes: dict[int, tuple] = {}
+        self.calls: list[list[tuple]] = []
+        self.released: list[int] = []
+        self.model_id = "fake"
+
+    def add_prefixes(self, token_lists, parent=None):
+        out = []
+        for tokens in token_lists:
+            pid = len(self.prefixes) + 1
+            self.prefixes[pid] = (self.prefixes[parent.id] if parent else ()) + tuple(tokens)
+            out.append(PrefixHandle(pid, len(self.prefixes[pid])))
+        return out
+
+    def extend_prefixes(self, handles, tokens):
+        return [self.add_prefixes([tokens], h)[0] for h in handles]
+
+    def retain(self, handle):
+        pass
+
+    def release(self, handle):
+        self.released.append(handle.id)
+
+    def run(self, requests):
+        fulls = [(self.prefixes[r.prefix.id] if r.prefix else ()) + tuple(r.tokens)
+                 for r in requests]
+        self.calls.append(fulls)
+        return [Answer(self.margins[f] > 0, margin=self.margins[f]) for f in fulls]
+
+
+def test_close_calls_are_asked_again_in_full_and_the_rest_kept():
+    fast = FakeEngine({(1, 2, 3): 0.05, (1, 2, 4): 2.0, (9,): -0.1})
+    ref = FakeEngine({(1, 2, 3): -0.3, (9,): -0.2})
+    engine = ReaskingEngine(fast, lambda: ref, Band(boolean=0.2, label=0.5, span=1.0))
+    doc = engine.add_prefix([1, 2])
+    answers = engine.run([Request((3,), BooleanReadout(), doc), Request((4,), BooleanReadout(), doc),
+                          Request((9,), BooleanReadout())])
+    assert [a.value for a in answers] == [False, True, False]
+    assert ref.calls == [[(1, 2, 3), (9,)]]  # the reference sees whole prompts, no prefix
+    assert (engine.reasked, engine.changed) == (2, 1)
+
+
+def test_the_reference_is_loaded_only_when_a_close_call_comes():
+    loads = []
+    fast = FakeEngine({(5,): 3.0})
+    engine = ReaskingEngine(fast, lambda: loads.append(1), Band(0.2, 0.2, 0.2))
+    engine.run([Request((5,), BooleanReadout())])
+    assert loads == [] and engine.reasked == 0
+
+
+def test_extended_prefixes_carry_their_whole_tokens():
+    fast = FakeEngine({(1, 2, 7, 8, 9): 0.01})
+    ref = FakeEngine({(1, 2, 7, 8, 9): 1.0})
+    engine = ReaskingEngine(fast, lambda: ref, Band(0.2, 0.2, 0.2))
+    [doc] = engine.add_prefixes([[1, 2]])
+    [stem] = engine.extend_prefixes([doc], [7, 8])
+    assert engine.run([Request((9,), BooleanReadout(), stem)])[0].value is True
+    assert ref.calls == [[(1, 2, 7, 8, 9)]]
+
+
+def test_a_released_prefix_is_forgotten_only_when_its_last_holder_lets_go():
+    engine = ReaskingEngine(FakeEngine({}), lambda: None, Band(0.2, 0.2, 0.2))
+    doc = engine.add_prefix([1, 2])
+    engine.retain(doc)
+    engine.release(doc)
+    assert engine._tokens[doc.id] == (1, 2)
+    engine.release(doc)
+    assert doc.id not in engine._tokens
+
+
+@pytest.mark.parametrize("readout, margin, inside", [
+    (BooleanReadout(), 0.19, True), (BooleanReadout(), -0.21, False),
+    (LabelReadout(("a", "b")), 0.49, True), (LabelReadout(("a", "b")), 0.51, False),
+    (SpanReadout("cue"), -0.9, True), (SpanReadout("cue"), 1.1, False),
+    (ScoreReadout(), 0.0, False), (GenerateReadout(), None, False)])
+def test_each_readout_kind_has_its_own_width(readout, margin, inside):
+    band = Band(boolean=0.2, label=0.5, span=1.0)
+    assert band.holds(readout, Answer(True, margin=margin)) is inside
+
+
+def test_a_band_is_read_by_file_digest_and_precision(tmp_path, monkeypatch):
+    path = tmp_path / "bands.json"
+    path.write_text(json.dumps({"models": {"m": {"gguf_sha256": "abc", "bands": {
+        "bf16-cpu": {"boolean": 0.3, "label": 0.4, "span": 0.5}}}}}))
+    monkeypatch.setattr(reask, "BANDS_FILE", path)
+    assert reask.band_for("abc", "bf16-cpu") == Band(0.3, 0.4, 0.5)
+    assert reask.band_for("abc", "fp8-h200") is None
+    assert reask.band_for("other", "bf16-cpu") is None
+    assert reask.band_for(None, "bf16-cpu") is None
