@@ -108,23 +108,62 @@ def measure_bands(reference: dict, runs: list[dict]) -> dict:
     return {"max_shift": {k: round(v, 4) for k, v in shifts.items()}, "matched": counts}
 
 
-def write_band(model: str, measured: dict, command: str) -> dict:
-    from quail_engine.infer.embedded import embedded_gguf
-    from quail_engine.infer.factory import CPU_BAND
-    from quail_engine.infer.file_digest import content_digest
+def machine() -> str:
+    """The CPU's model name and core count, and the GPU's name when torch sees one."""
+    import os
+
+    cpu = platform.machine()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    out = f"{cpu}, {os.cpu_count()} cores"
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            out += f", {torch.cuda.get_device_name(0)}"
+    except ImportError:
+        pass
+    return out
+
+
+def model_name(spec: str) -> str:
+    """The embedded model's name for a spec that is one or is its GGUF file (the GPU machine
+    has the file, not the wheels): layouts and results are keyed by it."""
+    from quail_engine.infer import fingerprint
+    from quail_engine.infer.reask import source_sha256
+
+    sha = source_sha256(spec)
+    return next((name for name, m in fingerprint.references().items()
+                 if m["gguf_sha256"] == sha), spec)
+
+
+def record_seconds(model: str, key: str, reference_s: float, banded_s: float) -> None:
+    """The seconds the float32 reference and the banded precision took on these prompts, kept
+    with the band: `auto` on a CPU picks the banded precision only where it was the faster."""
     from quail_engine.infer.reask import BANDS_FILE
+
+    data = json.loads(BANDS_FILE.read_text())
+    data["models"][model_name(model)]["bands"][key]["seconds"] = {
+        "reference": round(reference_s, 2), "banded": round(banded_s, 2)}
+    BANDS_FILE.write_text(json.dumps(data, indent=1) + "\n")
+
+
+def write_band(model: str, measured: dict, command: str, key: str) -> dict:
+    from quail_engine.infer.reask import BANDS_FILE, source_sha256
 
     kinds = {"boolean": "BooleanReadout", "label": "LabelReadout", "span": "SpanReadout"}
     widest = max(measured["max_shift"].values())
     band = {k: round(SAFETY * measured["max_shift"].get(name, widest), 4)
             for k, name in kinds.items()}
     data = json.loads(BANDS_FILE.read_text()) if BANDS_FILE.exists() else {"models": {}}
-    entry = data["models"].setdefault(model, {"gguf_sha256": content_digest(embedded_gguf(model)),
-                                              "bands": {}})
-    entry["bands"][CPU_BAND] = {**band, "max_shift": measured["max_shift"],
+    entry = data["models"].setdefault(model_name(model), {"gguf_sha256": source_sha256(model),
+                                                          "bands": {}})
+    entry["bands"][key] = {**band, "max_shift": measured["max_shift"],
                                 "matched": measured["matched"], "safety": SAFETY,
-                                "measured_by": command, "machine": platform.processor()
-                                or platform.machine(),
+                                "measured_by": command, "machine": machine(),
                                 "date": time.strftime("%Y-%m-%d")}
     BANDS_FILE.write_text(json.dumps(data, indent=1) + "\n")
     return band
@@ -137,8 +176,8 @@ def run_model(model: str, bands: bool, command: str) -> tuple[list[dict], dict |
     rows, ops = questions()
     labels = [r["label"] for r in rows]
     fp32 = Recorder(engines(model, "float32"))
-    reference, seconds = ask(fp32, model, rows, ops, 64)
-    out = [_row(model, "fp32", False, reference, reference, labels, 0.0, seconds)]
+    reference, reference_s = ask(fp32, model, rows, ops, 64)
+    out = [_row(model, "fp32", False, reference, reference, labels, 0.0, reference_s)]
     bf16_runs = []
     for batch in BATCHES:
         bf16 = Recorder(engines(model, "bfloat16"))
@@ -148,23 +187,80 @@ def run_model(model: str, bands: bool, command: str) -> tuple[list[dict], dict |
                         batch=batch))
     measured = measure_bands(fp32.seen, bf16_runs)
     if bands:
-        write_band(model, measured, command)
+        write_band(model, measured, command, CPU_BAND)
     band = band_for(source_sha256(model), CPU_BAND)
     if band is not None:
         banded = ReaskingEngine(engines(model, "bfloat16"), lambda: fp32._inner._fast, band)
         got, seconds = ask(banded, model, rows, ops, 64)
         out.append(_row(model, "bf16-band", True, got, reference, labels,
                         banded.reasked / len(rows), seconds, changed=banded.changed))
+        if bands:
+            record_seconds(model, CPU_BAND, reference_s, seconds)
     return out, measured
 
 
-def _row(model, precision, band, got, reference, labels, reasked, seconds, **extra) -> dict:
+def _row(model, precision, band, got, reference, labels, reasked, seconds, device="cpu",
+         **extra) -> dict:
     n = len(got)
-    return {"model": model, "device": "cpu", "precision": precision, "band": band,
+    return {"model": model, "device": device, "precision": precision, "band": band,
             "prompts": n,
             "agreement": round(sum(a == b for a, b in zip(got, reference)) / n, 4),
             "accuracy": round(sum(a == b for a, b in zip(got, labels)) / n, 4),
             "reasked": round(reasked, 4), "seconds": round(seconds, 2), **extra}
+
+
+GPU_PRECISIONS = ("bf16", "fp8", "fp8-block")
+
+
+def run_model_gpu(model: str, bands: bool, command: str) -> tuple[list[dict], dict]:
+    """The same prompts on the GPU: the reference is the plain-torch engine in float32 on the
+    GPU (its fingerprint checked there first), each GPU-path precision is measured in two
+    batchings, its band written under "<precision>-cuda", and asked again with it."""
+    import torch
+
+    from quail_engine.infer import fingerprint
+    from quail_engine.infer.engine import LocalEngine
+    from quail_engine.infer.factory import load_engine
+    from quail_engine.infer.reask import ReaskingEngine, band_for, source_sha256
+
+    rows, ops = questions()
+    labels = [r["label"] for r in rows]
+    device = "cuda:0"
+    spec, model = model, model_name(model)
+    ref_engine = LocalEngine.load(spec, device=device, dtype="float32")
+    sha = source_sha256(spec)
+    worst = fingerprint.check(ref_engine.model, ref_engine.codec.tokenizer,
+                              fingerprint.reference_for(sha), f"{model} on {device}")
+    fp32 = Recorder(ref_engine)
+    reference, reference_s = ask(fp32, model, rows, ops, 64)
+    out = [_row(model, "fp32", False, reference, reference, labels, 0.0, reference_s, "h200",
+                fingerprint_max_diff=round(worst, 6))]
+    shifts = {}
+    for precision in GPU_PRECISIONS:
+        fast = load_engine(spec, device, precision)
+        runs = []
+        for batch in BATCHES:
+            rec = Recorder(fast)
+            got, seconds = ask(rec, model, rows, ops, batch)
+            runs.append(rec.seen)
+            out.append(_row(model, precision, False, got, reference, labels, 0.0, seconds,
+                            "h200", batch=batch))
+        shifts[precision] = measured = measure_bands(fp32.seen, runs)
+        key = f"{precision}-cuda"
+        if bands:
+            write_band(spec, measured, command, key)
+        band = band_for(sha, key)
+        if band is not None:
+            banded = ReaskingEngine(fast, lambda: ref_engine, band)
+            got, seconds = ask(banded, model, rows, ops, 64)
+            out.append(_row(model, precision, True, got, reference, labels,
+                            banded.reasked / len(rows), seconds, "h200",
+                            changed=banded.changed))
+            if bands:
+                record_seconds(spec, key, reference_s, seconds)
+        del fast
+        torch.cuda.empty_cache()
+    return out, shifts
 
 
 def markdown(result: dict) -> str:
@@ -182,7 +278,9 @@ def markdown(result: dict) -> str:
                      f"{r['accuracy']} | {r['reasked']} | {r['seconds']} |")
     lines += ["", "Largest bf16 - float32 margin shift per readout kind (matched prompts):", ""]
     for model, m in result["shifts"].items():
-        lines.append(f"- {model}: {m['max_shift']} over {m['matched']}")
+        per = {"bf16": m} if "max_shift" in m else m  # the CPU's bf16, or per GPU precision
+        for precision, got in per.items():
+            lines.append(f"- {model}, {precision}: {got['max_shift']} over {got['matched']}")
     return "\n".join(lines) + "\n"
 
 
@@ -193,17 +291,19 @@ def main(argv: list[str]) -> int:
     p.add_argument("--models", nargs="+", default=["gemma3-270m", "smollm2-135m"])
     p.add_argument("--bands", action="store_true",
                    help="measure the bf16 bands and write them to quail_engine/infer/bands.json")
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     p.add_argument("--out", default=str(RESULT))
     args = p.parse_args(argv)
     command = " ".join(["python", *sys.argv[:1], *argv]).replace("-m bench ", "-m bench ")
     rows, shifts = [], {}
     for model in args.models:
-        got, measured = run_model(model, args.bands, command)
+        run = run_model_gpu if args.device == "cuda" else run_model
+        got, measured = run(model, args.bands, command)
         rows += got
         shifts[model] = measured
     prompts = rows[0]["prompts"] if rows else 0
     result = {"date": time.strftime("%Y-%m-%d"), "command": command,
-              "machine": f"{platform.machine()} {platform.processor()}".strip(),
+              "machine": machine(),
               "prompts": prompts, "rows": rows, "shifts": shifts}
     write_result(result, "trust", markdown, args.out)
     return 0

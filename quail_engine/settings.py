@@ -30,10 +30,11 @@ DEFAULT_DIALECT = "duckdb"
 # fp8-mlp (e4m3 GEMMs on every projection / on the MLP's, per-channel weight and per-token
 # activation scales) or fp8-block (every projection, 128 x 128 weight blocks and 1 x 128
 # activation groups); on the CPU, fp32 (float32 everywhere: a margin moves by ~2e-5 logits with
-# the rows that share its batch, against up to 0.1 in bf16, where near ties flip) and bf16-band
-# (bf16, every yes/no and label decision inside bf16's measured band asked again in float32:
-# infer/reask.py; what auto means on a CPU with bf16 dot products for a model with a band)
-Precision = Literal["auto", "bf16", "fp8", "fp8-mlp", "fp8-block", "fp32", "bf16-band"]
+# the rows that share its batch, against up to 0.1 in bf16, where near ties flip). P-band: P with
+# every yes/no, label and pair decision inside P's measured band asked again in float32
+# (infer/reask.py), for a model with a measured band; auto picks one where it can (infer/factory)
+Precision = Literal["auto", "bf16", "fp8", "fp8-mlp", "fp8-block", "fp32", "bf16-band",
+                    "fp8-band", "fp8-block-band"]
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 DEFAULT_PRECISION: Precision = "auto"
 

@@ -36,12 +36,13 @@ def add_session_args(p: argparse.ArgumentParser) -> None:
                         "default, else --model itself")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--precision", default=DEFAULT_PRECISION, choices=PRECISIONS,
-                   help="GEMM precision; auto: the checkpoint's own (fp8-block for a published "
-                        "FP8 checkpoint on a GPU, else bf16); fp8, fp8-mlp and fp8-block run "
-                        "only on the GPU path and cost "
-                        "accuracy on small models (docs/kernels-notes.md); fp32 runs only on "
-                        "the CPU: float32 throughout, answers stable whatever rows share a batch "
-                        "(in bf16 near ties flip), 2-3x bf16's engine time")
+                   help="auto (default): the float32 decisions wherever a re-ask band is "
+                        "measured (the embedded models: bf16-band or fp32 on a CPU, bf16-band on "
+                        "a GPU), else the checkpoint's own (fp8-block for a published FP8 "
+                        "checkpoint on a GPU, else bf16); P-band: P with every yes/no, label "
+                        "and pair decision inside P's measured band asked again in float32; "
+                        "bf16, fp8, fp8-mlp, fp8-block: faster, close calls may differ from "
+                        "float32 (bench/results/trust.md); fp32 (CPU only): the reference")
     p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                    help="run N model replicas on Ray workers (one per GPU; on the CPU, the "
                         "cores shared out); with --ray-address, on that cluster "

@@ -266,7 +266,14 @@ class QuailSession:
             passes = num_passes(work.fresh_tokens)
             rep.sol_seconds_sustained += seconds(model, dev, work, passes)
             rep.sol_seconds += seconds(model, sheet or dev, work, passes)
-        rep.device = dev.name
+        banded = self.precision.endswith("-band")
+        rep.device = dev.name + ("+float32-band" if banded else "")
+        if self.precision and self.precision != "fp32" and not banded and rep.ops:
+            note = (f"answers at precision {self.precision} were not checked against float32 "
+                    "(no re-ask band: infer/bands.json has none for this model and device, or "
+                    "the precision was asked for); its close calls may differ from float32's")
+            if note not in rep.remarks:
+                rep.remarks.append(note)
         rep.model = self._engine.loaded.model_id if self._engine.loaded is not None else ""
 
     def _finish(self, start: float, rows: int) -> None:

@@ -2,19 +2,23 @@
 (Triton kernels, paged KV arena) for the families it implements; otherwise, or when Triton is
 missing, the plain-torch engine on that device.
 
-`precision`: auto (default: on a cuda device the checkpoint's own, fp8-block for a published FP8
-checkpoint, bf16 otherwise; on a CPU the answers of float32: bf16-band where the CPU multiplies
-bf16 natively and the model has a measured band, else fp32; an FP8 checkpoint runs dequantized
-there), bf16-band (CPU only: bf16 with every decision inside bf16's measured band asked again in
-float32, infer/reask.py; refused for a model without a band), bf16, or, GPU path
-only: fp8 / fp8-mlp (e4m3 GEMMs with per-channel weight and per-token activation scales on every
-layer projection, or on the MLP's alone: faster than bf16 by ~1.7x / less, and they cost accuracy
-on small models: docs/kernels-notes.md), fp8-block (every projection, 128 x 128 weight blocks and
-1 x 128 activation groups, the published FP8 checkpoints' scheme), or, CPU only: fp32 (float32
-everywhere, also where the CPU multiplies bf16 natively: a margin moves by ~2e-5 logits with the
-rows that share its batch, against up to 0.1 in bf16, at 2.3-3.1x bf16's engine time on a CPU
-with bf16 dot products: bench/results/cpu-batch-sensitivity-2026-12-04.md). An fp8 request that
-cannot run on the GPU path is an error, never a silent bf16 run; so is fp32 on a cuda device."""
+`precision`: auto (default) gives the float32 reference's decisions wherever a band is measured:
+- on a CPU: bf16-band where the CPU multiplies bf16 natively, the model has a measured band and
+  the banded run was the faster on the trust bench's prompts, else fp32 (an FP8 checkpoint runs
+  dequantized there);
+- on a cuda device: the checkpoint's own precision (fp8-block for a published FP8 checkpoint,
+  bf16 otherwise), banded (P-band) where the model has a band for it on cuda, else plain (the
+  report then says its answers were not checked against float32).
+P-band (bf16-band on either device; fp8-band, fp8-block-band on a GPU): precision P with every
+yes/no, label and pair decision inside P's measured band asked again in float32 (infer/reask.py:
+the plain-torch engine in float32 on the same device, loaded on the first re-ask); refused for a
+model without a band. bf16, or, GPU path only: fp8 / fp8-mlp (e4m3 GEMMs with per-channel weight
+and per-token activation scales on every layer projection, or on the MLP's alone), fp8-block
+(every projection, 128 x 128 weight blocks and 1 x 128 activation groups, the published FP8
+checkpoints' scheme): faster, and their close calls may differ from float32's
+(bench/results/trust.md). CPU only: fp32 (float32 everywhere: the reference). An fp8 request
+that cannot run on the GPU path is an error, never a silent bf16 run; so is fp32 on a cuda
+device."""
 
 from __future__ import annotations
 
@@ -26,38 +30,53 @@ from quail_engine.settings import Precision
 log = logging.getLogger(__name__)
 
 
-# GpuEngine.load's kwargs for each of settings.PRECISIONS but auto and fp32 (the CPU's)
+# GpuEngine.load's kwargs for each precision the GPU path runs
 PRECISIONS: dict[Precision, dict[str, Any]] = {
     "bf16": {}, "fp8": {"fp8": True}, "fp8-mlp": {"fp8": True, "fp8_proj": ("gate_up", "down")},
     "fp8-block": {"fp8": True, "fp8_block": True}}
-CPU_ONLY: dict[Precision, str] = {"fp32": "float32", "bf16-band": "bfloat16"}  # -> the CPU
-#                                                             engine's (first) dtype
-CPU_BAND = "bf16-cpu"  # the band bf16-band reads (infer/bands.json)
+CPU_ONLY: dict[Precision, str] = {"fp32": "float32"}  # precision -> the CPU engine's dtype
+BANDED: dict[Precision, Precision] = {"bf16-band": "bf16", "fp8-band": "fp8",
+                                      "fp8-block-band": "fp8-block"}  # -> the fast precision
+CPU_BAND = "bf16-cpu"  # the band bf16-band reads on a CPU (infer/bands.json)
+
+
+def band_key(precision: Precision, device: str) -> str:
+    """The bands.json key of the fast precision `precision` on `device`."""
+    return f"{precision}-cuda" if _on_gpu(device) else f"{precision}-cpu"
+
+
+def _on_gpu(device: str) -> bool:
+    return str(device).startswith("cuda")
 
 
 def resolve_precision(spec: str, device: str, precision: Precision) -> Precision:
-    """`precision` with auto replaced by the checkpoint's own on a cuda device (bf16 elsewhere)."""
+    """`precision` with auto replaced by what it means for `spec` on `device` (above)."""
     from quail_engine.errors import QuailError
+    from quail_engine.infer.reask import band_for, source_sha256
 
-    if precision != "auto" and precision not in PRECISIONS and precision not in CPU_ONLY:
-        raise QuailError(f"precision must be one of auto, {', '.join([*PRECISIONS, *CPU_ONLY])}; "
-                         f"got {precision!r}")
+    known = (*PRECISIONS, *CPU_ONLY, *BANDED)
+    if precision != "auto" and precision not in known:
+        raise QuailError(f"precision must be one of auto, {', '.join(known)}; got {precision!r}")
     if precision != "auto":
         return precision
-    if not str(device).startswith("cuda"):
-        from quail_engine.infer.reask import band_for, source_sha256
+    if not _on_gpu(device):
         from quail_engine.settings import compute_dtype
 
         if compute_dtype("cpu") != "bfloat16":
             return "fp32"  # what this CPU computes bf16 models in anyway
-        return "bf16-band" if band_for(source_sha256(spec), CPU_BAND) else "fp32"
+        band = band_for(source_sha256(spec), CPU_BAND)
+        return "bf16-band" if band is not None and band.faster_than_reference else "fp32"
     from quail_engine.errors import ModelError
     from quail_engine.infer.loader import checkpoint_precision
 
     try:
-        return checkpoint_precision(spec)
+        own = checkpoint_precision(spec)
     except ModelError:  # not a model we can read: the load itself says why
-        return "bf16"
+        own = "bf16"
+    banded = f"{own}-band"
+    if banded in BANDED and band_for(source_sha256(spec), band_key(own, device)) is not None:
+        return banded  # type: ignore[return-value]
+    return own
 
 
 def load_engine(spec: str = "default", device: str = "cpu", precision: Precision = "auto",
@@ -67,18 +86,26 @@ def load_engine(spec: str = "default", device: str = "cpu", precision: Precision
 
     requested = precision
     precision = resolve_precision(spec, device, precision)
-    on_gpu = str(device).startswith("cuda")
+    on_gpu = _on_gpu(device)
+    if precision in BANDED:
+        return _banded(spec, device, BANDED[precision], requested, kwargs)
     if precision in CPU_ONLY:
         if on_gpu:
             raise QuailError(f"precision {precision!r} runs only on the CPU (--device cpu); "
                              f"this run is on {device!r}: use bf16 or an fp8 precision")
-        if precision == "bf16-band":
-            return _banded(spec, device, kwargs)
         return LocalEngine.load(spec, device=device, dtype=CPU_ONLY[precision], **kwargs)
-    if precision != "bf16" and not on_gpu:
+    return _plain(spec, device, precision, requested, kwargs)
+
+
+def _plain(spec: str, device: str, precision: Precision, requested: Precision,
+           kwargs: dict[str, Any]):
+    from quail_engine.errors import QuailError
+    from quail_engine.infer.engine import LocalEngine
+
+    if precision != "bf16" and not _on_gpu(device):
         raise QuailError(f"precision {precision!r} runs only on the GPU path (a cuda device); "
                          f"this run is on {device!r}: use bf16 or fp32")
-    if not on_gpu:
+    if not _on_gpu(device):  # the CPU's compute dtype: bf16 where it multiplies bf16
         return LocalEngine.load(spec, device=device, **kwargs)
     try:
         from quail_engine.infer.gpu.engine import GpuEngine
@@ -95,19 +122,25 @@ def load_engine(spec: str = "default", device: str = "cpu", precision: Precision
         return LocalEngine.load(spec, device=device, **kwargs)
 
 
-def _banded(spec: str, device: str, kwargs: dict[str, Any]):
-    """bf16 answers, the decisions inside bf16's measured band re-asked in float32 by a second
-    engine loaded on the first re-ask (infer/reask.py)."""
+def _banded(spec: str, device: str, fast: Precision, requested: Precision,
+            kwargs: dict[str, Any]):
+    """`fast`'s answers, the decisions inside its measured band re-asked in float32 by the
+    plain-torch engine on the same device, loaded on the first re-ask (infer/reask.py)."""
     from quail_engine.errors import QuailError
     from quail_engine.infer.engine import LocalEngine
     from quail_engine.infer.reask import ReaskingEngine, band_for, source_sha256
 
-    band = band_for(source_sha256(spec), CPU_BAND)
+    if fast != "bf16" and not _on_gpu(device):
+        raise QuailError(f"precision '{fast}-band' runs only on a cuda device; use bf16-band "
+                         "or fp32 on the CPU")
+    band = band_for(source_sha256(spec), band_key(fast, device))
     if band is None:
-        raise QuailError(f"precision 'bf16-band' needs a measured band for {spec!r} and none is "
-                         "committed (only the embedded models have one); use fp32 (the same "
-                         "answers) or bf16 (faster, close calls may differ)")
-    fast = LocalEngine.load(spec, device=device, dtype="bfloat16", **kwargs)
-    kwargs = {**kwargs, "tokenizer": fast.codec.tokenizer}  # read once
-    return ReaskingEngine(fast, lambda: LocalEngine.load(spec, device=device, dtype="float32",
-                                                         **kwargs), band)
+        raise QuailError(f"precision '{fast}-band' needs a measured band for {spec!r} on "
+                         f"{'a GPU' if _on_gpu(device) else 'the CPU'} and none is committed "
+                         "(infer/bands.json; `python -m bench trust --bands` measures one); use "
+                         f"{'fp32 (the same answers) or ' if not _on_gpu(device) else ''}"
+                         f"{fast} (its close calls may differ from float32's)")
+    engine = _plain(spec, device, fast, requested, kwargs)
+    kwargs = {**kwargs, "tokenizer": engine.codec.tokenizer}  # read once
+    return ReaskingEngine(engine, lambda: LocalEngine.load(spec, device=device, dtype="float32",
+                                                           **kwargs), band)

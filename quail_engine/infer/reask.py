@@ -40,11 +40,20 @@ BANDS_FILE = Path(__file__).with_name("bands.json")
 
 @dataclass(frozen=True)
 class Band:
-    """Half-widths, in the margin's own units, inside which a decision is asked again."""
+    """Half-widths, in the margin's own units, inside which a decision is asked again;
+    `reference_s` / `banded_s`: what the trust bench's prompts took at the reference
+    precision and banded (None: not measured)."""
 
     boolean: float
     label: float
     span: float
+    reference_s: float | None = None
+    banded_s: float | None = None
+
+    @property
+    def faster_than_reference(self) -> bool:
+        return (self.reference_s is not None and self.banded_s is not None
+                and self.banded_s < self.reference_s)
 
     def holds(self, readout: Any, answer: Answer) -> bool:
         """Whether `answer` to `readout` is a close call this band sends to the reference."""
@@ -62,14 +71,16 @@ class Band:
 
 
 def band_for(sha256: str | None, precision: str) -> Band | None:
-    """The committed band of the model file with this SHA-256 at `precision` (e.g. "bf16-cpu"),
-    or None when none was measured."""
+    """The committed band of the model file with this SHA-256 at `precision` ("bf16-cpu",
+    "bf16-cuda", "fp8-block-cuda", ...), or None when none was measured."""
     if not sha256 or not BANDS_FILE.exists():
         return None
     for entry in json.loads(BANDS_FILE.read_text())["models"].values():
         if entry["gguf_sha256"] == sha256 and precision in entry["bands"]:
             b = entry["bands"][precision]
-            return Band(b["boolean"], b["label"], b["span"])
+            seconds = b.get("seconds", {})
+            return Band(b["boolean"], b["label"], b["span"], seconds.get("reference"),
+                        seconds.get("banded"))
     return None
 
 

@@ -23,10 +23,11 @@ class QuailCredentials(DuckDBCredentials):
     `cache_dir`: where answers are cached by content across runs (default: the `quail` CLI's
     cache, <cache root>/answers, the root being $QUAIL_CACHE_DIR or ~/.cache/quail); `off`
     disables it. The `max_*` fields bound the engine's batches and outputs.
-    `precision`: auto (the checkpoint's own: fp8-block for a published FP8 checkpoint on a cuda
-    device, else bf16), bf16, fp8 / fp8-mlp / fp8-block on a cuda device (faster GEMMs, less
-    accurate), or fp32 on the CPU (answers stable whatever rows share a batch, where bf16's
-    near ties flip; 2-3x bf16's engine time).
+    `precision`: auto (the float32 decisions wherever a re-ask band is measured, as for the
+    embedded models; else the checkpoint's own: fp8-block for a published FP8 checkpoint on a
+    cuda device, else bf16), bf16-band / fp8-band / fp8-block-band (close calls asked again in
+    float32), bf16, fp8 / fp8-mlp / fp8-block on a cuda device (faster, close calls may differ
+    from float32's), or fp32 on the CPU (the reference).
     `generation_model`: the model that writes generated text (auto: the embedded instruct
     model when `model` is the embedded default, else `model`). `workers`, `ray_address`: run
     the model as that many replicas on Ray workers (a local Ray on this host, or the cluster at

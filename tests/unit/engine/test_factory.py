@@ -60,7 +60,8 @@ def test_fp32_runs_the_cpu_engine_in_float32_and_is_refused_on_cuda(monkeypatch)
 def test_an_unknown_precision_is_named():
     from quail_engine.errors import QuailError
 
-    with pytest.raises(QuailError, match="auto, bf16, fp8, fp8-mlp, fp8-block, fp32; got 'int4'"):
+    with pytest.raises(QuailError, match="auto, bf16, fp8, fp8-mlp, fp8-block, fp32, bf16-band, "
+                                         "fp8-band, fp8-block-band; got .int4."):
         factory.load_engine("default", "cpu", precision="int4")
 
 
