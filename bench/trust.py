@@ -177,7 +177,8 @@ def run_model(model: str, bands: bool, command: str) -> tuple[list[dict], dict |
     labels = [r["label"] for r in rows]
     fp32 = Recorder(engines(model, "float32"))
     reference, reference_s = ask(fp32, model, rows, ops, 64)
-    out = [_row(model, "fp32", False, reference, reference, labels, 0.0, reference_s)]
+    out = [_row(model, "fp32", False, reference, reference, labels, 0.0, reference_s,
+                decisions=reference)]
     bf16_runs = []
     for batch in BATCHES:
         bf16 = Recorder(engines(model, "bfloat16"))
@@ -234,7 +235,7 @@ def run_model_gpu(model: str, bands: bool, command: str) -> tuple[list[dict], di
     fp32 = Recorder(ref_engine)
     reference, reference_s = ask(fp32, model, rows, ops, 64)
     out = [_row(model, "fp32", False, reference, reference, labels, 0.0, reference_s, "h200",
-                fingerprint_max_diff=round(worst, 6))]
+                fingerprint_max_diff=round(worst, 6), decisions=reference)]
     shifts = {}
     for precision in GPU_PRECISIONS:
         fast = load_engine(spec, device, precision)
@@ -266,8 +267,10 @@ def run_model_gpu(model: str, bands: bool, command: str) -> tuple[list[dict], di
 def markdown(result: dict) -> str:
     lines = [f"# Trust: agreement with the float32 reference ({result['date']})", "",
              f"`{result['command']}` on {result['machine']}; {result['prompts']} labelled "
-             "prompts (bench/data/trust.jsonl) through the product's operator path on the CPU "
-             "engine. agreement: decisions equal to float32's; accuracy: equal to the label; "
+             "prompts (bench/data/trust.jsonl) through the product's operator path "
+             + ("on the H200 (reference: the plain-torch engine in float32 on the GPU). "
+                if any(r["device"] != "cpu" for r in result["rows"]) else "on the CPU engine. ")
+             + "agreement: decisions equal to float32's; accuracy: equal to the label; "
              "reasked: share of decisions the band sent to float32; seconds: the answers' wall "
              "time (model load apart; the banded row's float32 engine was already loaded).", "",
              "| model | device | precision | band | batch | agreement | accuracy | reasked | "
