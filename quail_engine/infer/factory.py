@@ -141,6 +141,8 @@ def _banded(spec: str, device: str, fast: Precision, requested: Precision,
                          f"{'fp32 (the same answers) or ' if not _on_gpu(device) else ''}"
                          f"{fast} (its close calls may differ from float32's)")
     engine = _plain(spec, device, fast, requested, kwargs)
-    kwargs = {**kwargs, "tokenizer": engine.codec.tokenizer}  # read once
+    codec = getattr(engine, "codec", None)  # the tokenizer read once, where the engine has one
+    if "tokenizer" not in kwargs and codec is not None:
+        kwargs = {**kwargs, "tokenizer": codec.tokenizer}
     return ReaskingEngine(engine, lambda: LocalEngine.load(spec, device=device, dtype="float32",
                                                            **kwargs), band)

@@ -104,10 +104,16 @@ class ReaskingEngine:
     # -- prefixes: the fast engine's, their tokens remembered ---------------------------------
     def add_prefix(self, tokens: Sequence[int], parent: PrefixHandle | None = None
                    ) -> PrefixHandle:
-        return self.add_prefixes([tokens], parent)[0]
+        handle = (self._fast.add_prefix(tokens) if parent is None
+                  else self._fast.add_prefix(tokens, parent))
+        base = self._tokens[parent.id] if parent is not None else ()
+        self._hold(handle, base + tuple(tokens))
+        return handle
 
     def add_prefixes(self, token_lists: Sequence[Sequence[int]],
                      parent: PrefixHandle | None = None) -> list[PrefixHandle]:
+        if not hasattr(self._fast, "add_prefixes"):  # an engine with add_prefix alone
+            return [self.add_prefix(tokens, parent) for tokens in token_lists]
         handles = self._fast.add_prefixes(token_lists, parent)
         base = self._tokens[parent.id] if parent is not None else ()
         for handle, tokens in zip(handles, token_lists):

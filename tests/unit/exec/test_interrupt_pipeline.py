@@ -39,7 +39,19 @@ class StuckEngine(FakeEngine):
         self.resumed = True
 
 
-def test_ctrl_c_drops_queued_batches_and_interrupts_the_running_one(tmp_path):
+@pytest.fixture
+def python_ctrl_c():
+    """Python's own SIGINT handler for the test, as `quail query` has it. A library an earlier
+    test loaded into the same pytest worker can leave the process's SIGINT disposition such
+    that Python never sees the signal (seen in a local CI run: the hung worker still held Ray's
+    core-worker threads), and the test then waited out its 600 s timeout; installing the
+    handler again restores Python's."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_drops_queued_batches_and_interrupts_the_running_one(tmp_path, python_ctrl_c):
     engine = StuckEngine()
     runner = OpRunner(engine, AnswerCache.in_dir(tmp_path), Report(), calibrate=False)
     runner._batch_prompts = lambda tokens, op=0: 2  # three batches of two rows

@@ -31,6 +31,9 @@ class FakeEngine:
         self.released: list[int] = []
         self.model_id = "fake"
 
+    def add_prefix(self, tokens, parent=None):
+        return self.add_prefixes([tokens], parent)[0]
+
     def add_prefixes(self, token_lists, parent=None):
         out = []
         for tokens in token_lists:
