@@ -76,7 +76,12 @@ class PromptText:
                 text.load_s += time.perf_counter() - start
             return resolved[0]
 
-        text = cls(lambda: ref().codec(), lambda: ref().identity + variant, tokens_dir, spec)
+        def name() -> str:  # the embedded model's name for its GGUF file given by path too
+            from quail_engine.infer.embedded import embedded_name
+
+            return embedded_name(spec)
+
+        text = cls(lambda: ref().codec(), lambda: ref().identity + variant, tokens_dir, name)
         return text, lambda: ref().config()
 
     @property

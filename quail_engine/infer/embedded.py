@@ -144,3 +144,21 @@ def embedded_gguf(name: str) -> Path:
     if name not in EMBEDDED:
         raise ModelError(f"unknown embedded model {name!r}; choose one of {sorted(EMBEDDED)}")
     return EMBEDDED[name]()
+
+
+def embedded_name(spec: str) -> str:
+    """The embedded model's name when `spec` is one, or names its GGUF file or a conversion of
+    it (found by the file's SHA-256 among the committed fingerprints, infer/fingerprints.json):
+    the same bytes get the same prompt layouts, readouts and defaults whatever they are called.
+    Any other spec is returned unchanged."""
+    if is_embedded(spec):
+        return spec
+    import json
+
+    from quail_engine.infer.reask import source_sha256
+
+    sha = source_sha256(spec)
+    if sha is None:
+        return spec
+    models = json.loads(Path(__file__).with_name("fingerprints.json").read_text())["models"]
+    return next((name for name, m in models.items() if m["gguf_sha256"] == sha), spec)

@@ -83,3 +83,19 @@ def test_conversion_imports_no_transformers(tmp_path, require_embedded):
                           timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["quail_fingerprint"].startswith("matched")
+
+
+def test_the_embedded_file_by_path_is_the_embedded_model(require_embedded):
+    """Same bytes, same prompts: the Gemma GGUF given by its path (or its converted folder)
+    gets the layouts and defaults of its embedded name."""
+    from quail_engine.exec.prompt_text import PromptText
+    from quail_engine.exec.prompts import pair_layout_for
+    from quail_engine.infer.embedded import embedded_name
+    from quail_engine.infer.loader import resolve_model_dir
+
+    path = require_embedded("gemma3-270m")
+    assert embedded_name(str(path)) == "gemma3-270m"
+    assert embedded_name(str(resolve_model_dir("gemma3-270m"))) == "gemma3-270m"
+    assert embedded_name("org/some-model") == "org/some-model"
+    text, _ = PromptText.of_model(str(path))
+    assert pair_layout_for(text.model_name)
