@@ -3,12 +3,12 @@ calls, so a decision is the reference's whatever precision ran it.
 
 A yes/no or label decision is the sign of a margin (the calibrated yes-no logit gap, the gap
 between the two best labels, a pair's PMI less its threshold). A faster precision moves each
-margin by a little (bf16 on a CPU: up to ~0.2 logits on the embedded Gemma); a decision whose
-fast margin is further from zero than the largest move that precision makes cannot differ from
-the reference's, and one inside that band is asked again in float32. The bands are measured per
-model and precision (`python -m bench trust --bands`, written to bands.json beside this module,
-keyed by the model file's SHA-256 like the fingerprints) and never guessed: a model without a
-measured band runs at the reference precision where `auto` is asked (infer/factory.py).
+margin by a little; a decision whose fast margin is further from zero than the largest move that
+precision makes cannot differ from the reference's, and one inside that band is asked again in
+float32. The bands are measured per model and precision (`python -m bench trust --bands`,
+written to bands.json beside this module, keyed by the model file's SHA-256 like the
+fingerprints) and never guessed: for a model without one, `auto` runs float32 on a CPU and the
+unbanded precision on a GPU, whose report says so (infer/factory.py).
 
 `ReaskingEngine` wraps the fast engine. It remembers each resident prefix's tokens, so a
 request over a prefix can be asked again in full on the reference engine (loaded on the first
