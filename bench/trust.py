@@ -193,7 +193,7 @@ def run_model(model: str, bands: bool, command: str) -> tuple[list[dict], dict |
     if band is not None:
         banded = ReaskingEngine(engines(model, "bfloat16"), lambda: fp32._inner._fast, band)
         got, seconds = ask(banded, model, rows, ops, 64)
-        out.append(_row(model, "bf16-band", True, got, reference, labels,
+        out.append(_row(model, "bf16", True, got, reference, labels,
                         banded.reasked / len(rows), seconds, changed=banded.changed))
         if bands:
             record_seconds(model, CPU_BAND, reference_s, seconds)
