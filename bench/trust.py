@@ -129,37 +129,28 @@ def machine() -> str:
     return out
 
 
-def model_name(spec: str) -> str:
-    """The embedded model's name for a spec that is one or is its GGUF file (the GPU machine
-    has the file, not the wheels): layouts and results are keyed by it."""
-    from quail_engine.infer import fingerprint
-    from quail_engine.infer.reask import source_sha256
-
-    sha = source_sha256(spec)
-    return next((name for name, m in fingerprint.references().items()
-                 if m["gguf_sha256"] == sha), spec)
-
-
 def record_seconds(model: str, key: str, reference_s: float, banded_s: float) -> None:
     """The seconds the float32 reference and the banded precision took on these prompts, kept
     with the band: `auto` on a CPU picks the banded precision only where it was the faster."""
+    from quail_engine.infer.embedded import embedded_name
     from quail_engine.infer.reask import BANDS_FILE
 
     data = json.loads(BANDS_FILE.read_text())
-    data["models"][model_name(model)]["bands"][key]["seconds"] = {
+    data["models"][embedded_name(model)]["bands"][key]["seconds"] = {
         "reference": round(reference_s, 2), "banded": round(banded_s, 2)}
     BANDS_FILE.write_text(json.dumps(data, indent=1) + "\n")
 
 
 def write_band(model: str, measured: dict, command: str, key: str) -> dict:
-    from quail_engine.infer.reask import BANDS_FILE, source_sha256
+    from quail_engine.infer.embedded import embedded_name, source_sha256
+    from quail_engine.infer.reask import BANDS_FILE
 
     kinds = {"boolean": "BooleanReadout", "label": "LabelReadout", "span": "SpanReadout"}
     widest = max(measured["max_shift"].values())
     band = {k: round(SAFETY * measured["max_shift"].get(name, widest), 4)
             for k, name in kinds.items()}
     data = json.loads(BANDS_FILE.read_text()) if BANDS_FILE.exists() else {"models": {}}
-    entry = data["models"].setdefault(model_name(model), {"gguf_sha256": source_sha256(model),
+    entry = data["models"].setdefault(embedded_name(model), {"gguf_sha256": source_sha256(model),
                                                           "bands": {}})
     entry["bands"][key] = {**band, "max_shift": measured["max_shift"],
                                 "matched": measured["matched"], "safety": SAFETY,
@@ -170,8 +161,9 @@ def write_band(model: str, measured: dict, command: str, key: str) -> dict:
 
 
 def run_model(model: str, bands: bool, command: str) -> tuple[list[dict], dict | None]:
+    from quail_engine.infer.embedded import source_sha256
     from quail_engine.infer.factory import CPU_BAND
-    from quail_engine.infer.reask import ReaskingEngine, band_for, source_sha256
+    from quail_engine.infer.reask import ReaskingEngine, band_for
 
     rows, ops = questions()
     labels = [r["label"] for r in rows]
@@ -220,14 +212,17 @@ def run_model_gpu(model: str, bands: bool, command: str) -> tuple[list[dict], di
     import torch
 
     from quail_engine.infer import fingerprint
+    from quail_engine.infer.embedded import source_sha256
     from quail_engine.infer.engine import LocalEngine
     from quail_engine.infer.factory import load_engine
-    from quail_engine.infer.reask import ReaskingEngine, band_for, source_sha256
+    from quail_engine.infer.reask import ReaskingEngine, band_for
 
     rows, ops = questions()
     labels = [r["label"] for r in rows]
     device = "cuda:0"
-    spec, model = model, model_name(model)
+    from quail_engine.infer.embedded import embedded_name
+
+    spec, model = model, embedded_name(model)
     ref_engine = LocalEngine.load(spec, device=device, dtype="float32")
     sha = source_sha256(spec)
     worst = fingerprint.check(ref_engine.model, ref_engine.codec.tokenizer,

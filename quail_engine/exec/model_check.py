@@ -115,7 +115,6 @@ def _fingerprint_line(directory: Path) -> str:
         return "no committed fingerprint (only the embedded models have one)"
     model, tokenizer, _ = load_model(str(directory), "cpu", "float32")
     worst = fingerprint.check(model, tokenizer, reference, f"the model in {directory}")
-    del model
     return (f"fingerprint matches ({len(reference['rows'])} prompts in float32, largest logit "
             f"difference {worst:.2g})")
 

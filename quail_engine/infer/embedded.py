@@ -148,17 +148,33 @@ def embedded_gguf(name: str) -> Path:
 
 def embedded_name(spec: str) -> str:
     """The embedded model's name when `spec` is one, or names its GGUF file or a conversion of
-    it (found by the file's SHA-256 among the committed fingerprints, infer/fingerprints.json):
+    it (found by the file's SHA-256 among the committed fingerprints, infer/fingerprint.py):
     the same bytes get the same prompt layouts, readouts and defaults whatever they are called.
     Any other spec is returned unchanged."""
     if is_embedded(spec):
         return spec
-    import json
-
-    from quail_engine.infer.reask import source_sha256
+    from quail_engine.infer.fingerprint import reference_name
 
     sha = source_sha256(spec)
-    if sha is None:
-        return spec
-    models = json.loads(Path(__file__).with_name("fingerprints.json").read_text())["models"]
-    return next((name for name, m in models.items() if m["gguf_sha256"] == sha), spec)
+    return (reference_name(sha) if sha is not None else None) or spec
+
+
+def source_sha256(spec: str) -> str | None:
+    """The SHA-256 of the GGUF file model `spec` comes from (an embedded name, a .gguf path,
+    or a directory converted from one), without converting anything; None otherwise."""
+    import json
+
+    from quail_engine.infer.file_digest import content_digest
+
+    try:
+        if spec == "default" or spec in EMBEDDED:
+            return content_digest(embedded_gguf(spec))
+        path = Path(spec).expanduser()
+        if path.suffix == ".gguf" and path.is_file():
+            return content_digest(path)
+        config = path / "config.json"
+        if config.is_file():
+            return json.loads(config.read_text()).get("quail_source_sha256")
+    except (ModelError, OSError, ValueError):
+        return None
+    return None

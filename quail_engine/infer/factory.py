@@ -52,7 +52,8 @@ def _on_gpu(device: str) -> bool:
 def resolve_precision(spec: str, device: str, precision: Precision) -> Precision:
     """`precision` with auto replaced by what it means for `spec` on `device` (above)."""
     from quail_engine.errors import QuailError
-    from quail_engine.infer.reask import band_for, source_sha256
+    from quail_engine.infer.embedded import source_sha256
+    from quail_engine.infer.reask import band_for
 
     known = (*PRECISIONS, *CPU_ONLY, *BANDED)
     if precision != "auto" and precision not in known:
@@ -127,8 +128,9 @@ def _banded(spec: str, device: str, fast: Precision, requested: Precision,
     """`fast`'s answers, the decisions inside its measured band re-asked in float32 by the
     plain-torch engine on the same device, loaded on the first re-ask (infer/reask.py)."""
     from quail_engine.errors import QuailError
+    from quail_engine.infer.embedded import source_sha256
     from quail_engine.infer.engine import LocalEngine
-    from quail_engine.infer.reask import ReaskingEngine, band_for, source_sha256
+    from quail_engine.infer.reask import ReaskingEngine, band_for
 
     if fast != "bf16" and not _on_gpu(device):
         raise QuailError(f"precision '{fast}-band' runs only on a cuda device; use bf16-band "

@@ -9,6 +9,9 @@ when a GGUF is converted (infer/gguf.py: a conversion that disagrees is not inst
 `dbt debug`, in CI (tests/unit/engine/test_fingerprint.py) and on the GPU machine
 (`python -m bench trust --fingerprint`).
 
+The module imports no torch until a fingerprint is computed (infer/embedded.py reads the
+references to name a model file).
+
 Tolerance: float32 logits from different CPUs, thread counts and GPUs differ in the last bits
 of their sums (about 1e-4 at these magnitudes); a wrong tokenizer, a wrong convention (a norm
 offset, an embedding scale, a rope base) or a mis-dequantized tensor moves them by whole units.
@@ -21,8 +24,6 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import torch
 
 from quail_engine.errors import ModelError
 
@@ -44,6 +45,8 @@ def compute(model: Any, tokenizer: Any, prompts: Sequence[str] = PROMPTS,
             top_k: int = TOP_K) -> list[dict]:
     """Per prompt: its token ids (the tokenizer's own special tokens included) and the top_k
     next-token logits [[id, logit], ...], best first, computed one prompt at a time."""
+    import torch
+
     device = next(model.parameters()).device
     rows = []
     for text in prompts:
@@ -67,6 +70,8 @@ def differences(measured: Sequence[dict], reference: Sequence[dict],
     """(problems, largest logit difference): the token ids must match exactly; each reference
     top token's logit within `tolerance`; the measured best token the reference's unless the
     two are within `tolerance` of each other."""
+    import torch
+
     problems, worst = [], 0.0
     for n, (got, want) in enumerate(zip(measured, reference, strict=True)):
         if got["ids"] != want["ids"]:
@@ -98,9 +103,15 @@ def references() -> dict:
     return json.loads(REFERENCE_FILE.read_text())["models"]
 
 
+def reference_name(sha256: str) -> str | None:
+    """The embedded model whose GGUF file has this SHA-256, or None."""
+    return next((name for name, m in references().items() if m["gguf_sha256"] == sha256), None)
+
+
 def reference_for(sha256: str) -> dict | None:
     """The committed fingerprint of the GGUF file with this SHA-256, or None."""
-    return next((m for m in references().values() if m["gguf_sha256"] == sha256), None)
+    name = reference_name(sha256)
+    return references()[name] if name is not None else None
 
 
 def library_versions() -> str:
@@ -135,6 +146,8 @@ def write_references(names: Sequence[str]) -> None:
     """Recompute the committed fingerprints of the embedded models `names` in float32 on this
     CPU (a maintainer's step, after checking a conversion by hand: what is written here is what
     every later conversion and runtime is held to)."""
+    import torch
+
     from quail_engine.infer.embedded import embedded_gguf
     from quail_engine.infer.file_digest import content_digest
     from quail_engine.infer.loader import load_model

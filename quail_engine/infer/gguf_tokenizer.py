@@ -167,16 +167,18 @@ def _add_special_tokens(tokenizer, tokens: list[str], types: list[int], kind: st
 
 
 def _set_post_processor(reader, tokenizer, tokens: list[str]) -> None:
+    """The BOS/EOS the model's flags add around each sequence (the pair form as HF writes it)."""
     from tokenizers import processors
 
-    single, pair, used = "$A", "$A $B:1", {}
+    bos = eos = None
     if _field(reader, "tokenizer.ggml.add_bos_token", False):
-        bos = tokens[int(_field(reader, "tokenizer.ggml.bos_token_id"))]
-        single, pair = f"{bos} {single}", f"{bos} $A {bos}:1 $B:1"
-        used[bos] = int(_field(reader, "tokenizer.ggml.bos_token_id"))
+        bos = int(_field(reader, "tokenizer.ggml.bos_token_id"))
     if _field(reader, "tokenizer.ggml.add_eos_token", False):
-        eos = tokens[int(_field(reader, "tokenizer.ggml.eos_token_id"))]
-        single, pair = f"{single} {eos}", f"{pair} {eos}:1"
-        used[eos] = int(_field(reader, "tokenizer.ggml.eos_token_id"))
+        eos = int(_field(reader, "tokenizer.ggml.eos_token_id"))
+    first = [tokens[bos]] if bos is not None else []
+    last = [tokens[eos]] if eos is not None else []
+    single = " ".join([*first, "$A", *last])
+    pair = " ".join([*first, "$A", *(f"{t}:1" for t in first), "$B:1", *(f"{t}:1" for t in last)])
+    used = {tokens[i]: i for i in (bos, eos) if i is not None}
     tokenizer.post_processor = processors.TemplateProcessing(
         single=single, pair=pair, special_tokens=list(used.items()))

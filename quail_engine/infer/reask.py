@@ -175,23 +175,3 @@ class ReaskingEngine:
         head = self._tokens[request.prefix.id] if request.prefix is not None else ()
         return head + tuple(request.tokens)
 
-
-def source_sha256(spec: str) -> str | None:
-    """The SHA-256 of the GGUF file model `spec` comes from (an embedded name, a .gguf path,
-    or a directory converted from one), without converting anything; None otherwise."""
-    from quail_engine.errors import ModelError
-    from quail_engine.infer.embedded import EMBEDDED, embedded_gguf
-    from quail_engine.infer.file_digest import content_digest
-
-    try:
-        if spec == "default" or spec in EMBEDDED:
-            return content_digest(embedded_gguf(spec))
-        path = Path(spec).expanduser()
-        if path.suffix == ".gguf" and path.is_file():
-            return content_digest(path)
-        config = path / "config.json"
-        if config.is_file():
-            return json.loads(config.read_text()).get("quail_source_sha256")
-    except (ModelError, OSError, ValueError):
-        return None
-    return None

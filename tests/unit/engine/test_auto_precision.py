@@ -10,7 +10,7 @@ import pytest
 
 from quail_engine import settings
 from quail_engine.errors import QuailError
-from quail_engine.infer import factory, reask
+from quail_engine.infer import embedded, factory, reask
 from quail_engine.infer.engine import LocalEngine
 from quail_engine.infer.reask import ReaskingEngine
 
@@ -26,7 +26,8 @@ def bands(tmp_path, monkeypatch):
     path = tmp_path / "bands.json"
     path.write_text(json.dumps({"models": {"fast": entry("f", 6.0), "slow": entry("s", 12.0)}}))
     monkeypatch.setattr(reask, "BANDS_FILE", path)
-    monkeypatch.setattr(reask, "source_sha256", lambda spec: {"fast": "f", "slow": "s"}.get(spec))
+    monkeypatch.setattr(embedded, "source_sha256",
+                        lambda spec: {"fast": "f", "slow": "s"}.get(spec))
     from quail_engine.infer import loader
 
     monkeypatch.setattr(loader, "checkpoint_precision", lambda spec: "bf16")
