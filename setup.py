@@ -25,13 +25,15 @@ setup(
         # on a machine that has none installed.
         "torch>=2.5",
         "sqlglot==30.30.0",
-        "duckdb>=1.2",
-        "pyarrow>=15",
+        "duckdb>=2.0",
+        "pyarrow>=19",
         "numpy>=1.26",
         "tokenizers>=0.20",
         "transformers>=5.0",
         "safetensors>=0.4",
         "gguf>=0.10",
+        # constrained decoding (infer/grammar.py): a Rust wheel with no Python dependencies
+        "llguidance>=1.0",
         "jinja2>=3",
         "dbt-duckdb>=1.9,<1.12",
         *GEMMA_PARTS,

@@ -32,6 +32,7 @@ from quail_engine.exec.prompts import (
     pair_layout_for,
     repetition_penalty_for,
     sql_value,
+    value_shape,
     warn_if_weak,
 )
 from quail_engine.exec.report import Report
@@ -63,7 +64,7 @@ CALIBRATED = (*PREDICATE_KINDS, OpKind.AI_SCORE, OpKind.AI_CLASSIFY)
 class CallPrep:
     """One call's host work before the engine (OpRunner.prepare): each non-NULL row's prompt
     (document part, question part) and answer-cache key, the answers the cache held, the rows
-    left to compute in run order and the NULL rows' count."""
+    left to compute in run order and the count of rows with a NULL or blank argument."""
     rows: Sequence[Sequence[object]]
     texts: dict[int, tuple[str, str]]
     keys: dict[int, str]
@@ -134,7 +135,7 @@ class OpRunner:
         """The readout as the answer cache keys it: its kind and labels, and the calibration
         prompt's text (not its token ids, which would need the tokenizer)."""
         return repr((self._model_readout(layout.readout()), self._calibration_texts(layout),
-                     self.precision))
+                     self.precision, value_shape(layout.op)))
 
     def _model_readout(self, readout):
         """`readout` with what this runner's model needs on it (a repetition penalty on the
@@ -162,8 +163,8 @@ class OpRunner:
         render = _TextMemo(layout)
         nulls = 0
         for i, values in enumerate(rows):
-            if None in values:
-                nulls += 1
+            if None in values or any(isinstance(v, str) and not v.strip() for v in values):
+                nulls += 1  # an empty argument is no input: NULL, not an answer about nothing
             else:
                 texts[i] = render(values)
         keyer = AnswerKeys(self.text.identity, self.cache_readout(layout))
@@ -206,7 +207,8 @@ class OpRunner:
                kv: DocKV | None = None, unplanned: bool = False,
                release_done: bool = False, prep: CallPrep | None = None,
                ahead=None) -> list[object]:
-        """SQL values for `rows` (aligned); NULL in any binding gives NULL. `release_done`: the
+        """SQL values for `rows` (aligned); NULL or an empty (blank) string in any binding gives
+        NULL. `release_done`: the
         caller's `kv` holds documents only these rows read (a join's anchors): each is released
         as soon as its last row is answered, so the anchors of a chunk need not fit the KV
         arena at once. `prep`: `prepare(layout, rows)` done ahead (else done here); `ahead`: a

@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from quail_engine.exec.tasks import shape_text, task_prompt
+from quail_engine.exec.tasks import default_max_tokens, shape_text, task_grammar, task_prompt
 from quail_engine.infer.api import (
     BooleanReadout,
     GenerateReadout,
@@ -157,7 +157,9 @@ class OpPrompt:
             return LabelReadout(tuple(lb.name for lb in (self.op.labels or ())),
                                 calibration_tokens=cal)
         gen = self.op.options.gen
-        return GenerateReadout(max_tokens=gen.max_tokens or DEFAULT_MAX_TOKENS, stop=gen.stop)
+        return GenerateReadout(
+            max_tokens=gen.max_tokens or default_max_tokens(self.op, DEFAULT_MAX_TOKENS),
+            stop=gen.stop, grammar=task_grammar(self.op))
 
     def calibration_values(self) -> list[str]:
         return ["N/A"] * len(self.op.bindings)
@@ -267,6 +269,14 @@ def _warn_once(shape: str) -> None:
     log.warning("%s: %s", shape, WEAK_ON_DEFAULT[shape])
 
 
+def value_shape(op) -> tuple:
+    """What `sql_value` reads of `op` besides the answer: the answer cache keeps SQL values,
+    so two operators that ask the same prompt the same way but type the answer differently
+    (AI.GENERATE_DOUBLE and ai_query's returnType FLOAT; a similarity in -1..1 and in 0..1)
+    must not share them."""
+    return (str(op.op), op.output_type, op.multi, dict(op.task_args).get("range"))
+
+
 def sql_value(op, answer) -> object:
     """The SQL value of an engine Answer for `op`'s canonical output type."""
     if answer is None:
@@ -280,4 +290,4 @@ def sql_value(op, answer) -> object:
         return 2.0 * float(value) - 1.0
     if op.op in ("ai_score", "ai_similarity"):
         return float(value)
-    return shape_text(op, value if isinstance(value, str) else str(value))
+    return shape_text(op, value if isinstance(value, str) or value is None else str(value))

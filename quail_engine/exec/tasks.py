@@ -2,17 +2,41 @@
 readout: summarize, translate, fix_grammar, mask, extract, aggregate, similarity, token counts.
 
 The SQL front end lowers e.g. `ai_summarize(x, 10)` to template "{0}" with task="summarize" and
-task_args max_words=10; this module turns that into the instruction the model sees.
+task_args max_words=10; this module turns that into the instruction the model sees. A structured
+answer (extraction, a response format, typed generation) is decoded under its JSON schema
+(sql/response_schema.py), so its text parses; one the model did not complete within its
+tokens is NULL.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-import re
 
 from quail_engine.errors import UnsupportedError
+from quail_engine.infer.api import Grammar
+from quail_engine.sql.response_schema import json_schema
 
-_JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+STRUCTURED_MAX_TOKENS = 128  # an object's fields, when the SQL sets no max_tokens
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_text(op) -> str | None:
+    schema = json_schema(op)
+    return None if schema is None else json.dumps(schema, sort_keys=True)
+
+
+def task_grammar(op) -> Grammar | None:
+    """The grammar `op`'s generated answer is decoded under, or None for free text."""
+    text = _schema_text(op)
+    return None if text is None else Grammar(text)
+
+
+def default_max_tokens(op, free_text: int) -> int:
+    """Tokens an answer may take when the SQL does not say: an object needs more than a
+    sentence."""
+    text = _schema_text(op)
+    return STRUCTURED_MAX_TOKENS if text and '"object"' in text else free_text
 
 
 def _args(op) -> dict[str, str]:
@@ -24,9 +48,12 @@ def task_prompt(op, rendered: str) -> str:
     args = _args(op)
     task = op.task
     if op.op == "ai_extract":
-        fields = "; ".join(f'"{lb.name}": {lb.description or lb.name}' for lb in op.labels or ())
+        names = [(lb.name, lb.description or lb.name) for lb in op.labels or ()] or [
+            (name, name) for name in json.loads(_schema_text(op)).get("properties", {})]
+        fields = "; ".join(f'"{name}": {question}' for name, question in names)
         return (f"{rendered}\n\nExtract from the text above a JSON object with these keys: "
-                f"{fields}. Reply with the JSON object only.")
+                f"{fields}. Use null for a key the text does not answer. Reply with the JSON "
+                "object only.")
     if op.op == "ai_aggregate":
         return f"{op.instruction or 'Summarize these texts.'}\n\nTexts: {rendered}"
     if op.op == "ai_similarity":
@@ -52,21 +79,44 @@ def task_prompt(op, rendered: str) -> str:
         return f"{rendered}\n\nAnswer briefly from the text above."
     if op.instruction:
         return f"{op.instruction}\n\n{rendered}"
-    return rendered
+    return rendered + _format_hint(op)
 
 
-def shape_text(op, text: str) -> str:
-    """Post-process a decoded answer into the operator's SQL value (JSON for extract)."""
-    text = text.strip()
-    if op.op != "ai_extract":
-        return text
-    match = _JSON_OBJECT.search(text)
-    if match:
-        try:
-            return json.dumps(json.loads(match.group(0)))
-        except ValueError:
-            pass
-    return json.dumps({lb.name: None for lb in op.labels or ()})
+def _format_hint(op) -> str:
+    """What a generated answer with a response format must look like, said in the prompt (the
+    grammar enforces it; a model told it answers better than one only forced)."""
+    text = _schema_text(op)
+    if text is None:
+        return ""
+    kind = json.loads(text).get("type")
+    if kind == "integer":
+        return "\n\nReply with a whole number only."
+    if kind == "number":
+        return "\n\nReply with a number only."
+    if kind == "boolean":
+        return "\n\nReply with true or false only."
+    return f"\n\nReply with JSON matching this schema only: {text}"
+
+
+def shape_text(op, text: str | None) -> object:
+    """A decoded answer as the operator's SQL value: a structured answer's JSON parsed and
+    typed (an incomplete one, None, is NULL), free text stripped."""
+    if _schema_text(op) is None:
+        return None if text is None else text.strip()
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:  # the grammar completed it, so only a grammar defect lands here
+        return None
+    kind = (op.output_type or "").upper()
+    if kind == "BIGINT":
+        return int(value) if isinstance(value, int | float) else None
+    if kind == "DOUBLE":
+        return float(value) if isinstance(value, int | float) else None
+    if kind == "BOOLEAN":
+        return value if isinstance(value, bool) else None
+    return json.dumps(value)
 
 
 def check_supported(op) -> None:

@@ -9,6 +9,7 @@ statement_tree casts them), so every binding type works and matches the scans' t
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import threading
@@ -28,7 +29,7 @@ from quail_engine.sql.query import statement_tree
 
 log = logging.getLogger(__name__)
 _ARROW = {"BOOLEAN": pa.bool_(), "DOUBLE": pa.float64(), "FLOAT": pa.float64(),
-          "VARCHAR": pa.string(), "JSON": pa.string(), "VARCHAR[]": pa.list_(pa.string()),
+          "VARCHAR": pa.string(), "JSON": pa.json_(), "VARCHAR[]": pa.list_(pa.string()),
           "BIGINT": pa.int64(), "INTEGER": pa.int64()}
 
 
@@ -102,10 +103,21 @@ def ai_function(op, answer: Callable[[list[tuple]], Sequence[object]]) -> Callab
     one `answer(rows)` call (an answer per tuple) and spread back over the vector's rows."""
     arrow_type = _ARROW[sql_type(op)]
 
-    def fn(*arrays):
+    def answered(arrays):
         rows, inverse = _distinct_rows(arrays)
         answers = pa.array(answer(rows), type=arrow_type)
         return answers if inverse is None else answers.take(inverse)
+
+    def fn(*arrays):
+        """A row with a NULL argument is NULL and asks nothing (registered with special NULL
+        handling, because an answer itself may be NULL: a structured answer the model did
+        not complete)."""
+        if not any(a.null_count for a in arrays):
+            return answered(arrays)
+        valid = functools.reduce(pc.and_, [pc.is_valid(a) for a in arrays])
+        kept = answered([a.filter(valid) for a in arrays])
+        slots = np.cumsum(valid.to_numpy(zero_copy_only=False)) - 1
+        return kept.take(pa.array(slots, mask=~valid.to_numpy(zero_copy_only=False)))
 
     # duckdb counts the function's parameters: give it one per binding
     fn.__signature__ = inspect.Signature(
@@ -120,7 +132,7 @@ def create_ai_function(con, name: str, op,
     (`prepare` casts the arguments); returns `name`. The one factory of the executor's
     statements and of the dbt adapter's view functions."""
     con.create_function(name, ai_function(op, answer), ["VARCHAR"] * len(op.bindings),
-                        sql_type(op), type="arrow", side_effects=False)
+                        sql_type(op), type="arrow", side_effects=False, null_handling="special")
     return name
 
 

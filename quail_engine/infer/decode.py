@@ -1,6 +1,7 @@
 """Greedy decode with a KV cache: prefill each prompt once (keeping its KV), then one token per
 sequence per step, all live sequences packed into one forward pass, until EOS, a stop string or
-`max_tokens`."""
+`max_tokens`. A sequence with a grammar picks among the tokens its grammar allows (one mask per
+step for all such sequences: infer/grammar.py) and ends when its grammar is complete."""
 
 from __future__ import annotations
 
@@ -20,9 +21,17 @@ class DecodeSeq:
     max_tokens: int = 64
     stop: tuple[str, ...] = ()
     repetition_penalty: float = 1.0  # GenerateReadout's: on the tokens generated so far
+    grammar: Any = None     # api.Grammar: the text must match it
     out_tokens: list[int] = field(default_factory=list)
     text: str = ""
-    finish: str = ""        # "eos", "stop", "length"
+    finish: str = ""        # "eos", "stop", "length", "grammar" (complete), "error"
+    matcher: Any = None
+
+    @property
+    def complete(self) -> bool:
+        """Whether the text is a whole answer: a grammar's sequence only once its grammar
+        accepted it (else it ran out of tokens or the grammar allowed nothing)."""
+        return self.grammar is None or self.finish in ("grammar", "eos")
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
@@ -46,8 +55,9 @@ def _next_token(logits, seq: DecodeSeq) -> int:
 
 
 def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
-                  detokenize: Callable[[list[int]], str]) -> None:
-    """Fill each seq's `out_tokens`, `text` and `finish` (EOS and stop strings not included)."""
+                  detokenize: Callable[[list[int]], str], grammars: Any = None) -> None:
+    """Fill each seq's `out_tokens`, `text` and `finish` (EOS and stop strings not included).
+    `grammars` (grammar.GrammarMasks) serves the seqs that have a grammar."""
     live = [s for s in seqs if s.max_tokens > 0]
     for s in seqs:
         if s.max_tokens <= 0:
@@ -58,16 +68,10 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
     runner.run(jobs)
     while live:
         still, step_jobs = [], []
-        for s, job in zip(live, jobs):
-            token = _next_token(job.logits[-1], s)
-            if token in eos_ids:
-                s.finish = "eos"
+        for s, job, token in zip(live, jobs, _choose(live, jobs, grammars)):
+            if not _take(s, token, eos_ids, detokenize):
                 continue
-            s.out_tokens.append(token)
-            s.text, stopped = cut_at_stop(detokenize(s.out_tokens), s.stop)
-            if stopped:
-                s.finish = "stop"
-            elif len(s.out_tokens) >= s.max_tokens:
+            if len(s.out_tokens) >= s.max_tokens:
                 s.finish = "length"
             else:
                 still.append(s)
@@ -75,3 +79,50 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
         live, jobs = still, step_jobs
         if live:
             runner.run(jobs, count_as_decode=True)
+
+
+def _choose(live: Sequence[DecodeSeq], jobs: Sequence[SeqJob], grammars: Any) -> list[int]:
+    """Each live seq's next token: the seqs with a grammar in one masked argmax over their
+    stacked logits, the others by `_next_token`."""
+    tokens = [0] * len(live)
+    constrained = [k for k, s in enumerate(live) if s.grammar is not None]
+    if constrained:
+        import torch
+
+        if grammars is None:
+            raise ValueError("a sequence has a grammar but the engine has no grammar masks")
+        width = jobs[constrained[0]].logits.shape[-1]
+        for k in constrained:
+            if live[k].matcher is None:
+                live[k].matcher = grammars.matcher(live[k].grammar, width)
+        logits = torch.stack([jobs[k].logits[-1] for k in constrained])
+        for k, token in zip(constrained, grammars.choose(logits, [live[k].matcher
+                                                                   for k in constrained])):
+            tokens[k] = token
+    for k, s in enumerate(live):
+        if s.grammar is None:
+            tokens[k] = _next_token(jobs[k].logits[-1], s)
+    return tokens
+
+
+def _take(s: DecodeSeq, token: int, eos_ids: set[int],
+          detokenize: Callable[[list[int]], str]) -> bool:
+    """Append `token` to `s`; False when `s` has finished (EOS, a stop string, its grammar
+    complete or in error). Under a grammar, EOS is allowed only where the grammar accepts."""
+    if token in eos_ids:
+        s.finish = "eos" if s.matcher is None or s.matcher.is_accepting() else "error"
+        return False
+    if s.matcher is not None and not s.matcher.consume_token(token):
+        s.finish = "error"
+        return False
+    s.out_tokens.append(token)
+    if s.matcher is None:
+        s.text, stopped = cut_at_stop(detokenize(s.out_tokens), s.stop)
+        if stopped:
+            s.finish = "stop"
+        return not stopped
+    s.text = detokenize(s.out_tokens)
+    if s.matcher.is_stopped():  # nothing can follow: the answer is whole
+        s.finish = "grammar" if s.matcher.is_accepting() else "error"
+        return False
+    return True

@@ -70,6 +70,7 @@ class LocalEngine:
         self.runner = Runner(model, Scheduler(token_budget, max_seqs), self.stats, device)
         self._references: dict[tuple, torch.Tensor] = {}
         self._token_sets: dict[tuple, Any] = {}
+        self._grammars = None  # grammar.GrammarMasks, made for the first constrained answer
         if prefix_sharing is None:
             from quail_engine.settings import prefix_sharing_enabled
 
@@ -250,11 +251,13 @@ class LocalEngine:
         if gen:
             seqs = [DecodeSeq(list(requests[i].tokens), prefixes[i], requests[i].readout.max_tokens,
                               tuple(requests[i].readout.stop),
-                              repetition_penalty=requests[i].readout.repetition_penalty)
+                              repetition_penalty=requests[i].readout.repetition_penalty,
+                              grammar=requests[i].readout.grammar)
                     for i in gen]
-            greedy_decode(self.runner, seqs, self.codec.eos_ids, self.codec.decode)
+            greedy_decode(self.runner, seqs, self.codec.eos_ids, self.codec.decode,
+                          self._grammar_masks() if any(s.grammar for s in seqs) else None)
             for i, s in zip(gen, seqs):
-                answers[i] = Answer(value=s.text)
+                answers[i] = Answer(value=s.text if s.complete else None)
         return answers  # type: ignore[return-value]
 
     def _run_shared(self, jobs: list[SeqJob], fresh: list[int]) -> None:
@@ -305,6 +308,13 @@ class LocalEngine:
                 cache.store.done(shared[j].kv)
         finally:
             self._end_batch(cache)
+
+    def _grammar_masks(self):
+        if self._grammars is None:
+            from quail_engine.infer.grammar import GrammarMasks
+
+            self._grammars = GrammarMasks(self.codec.tokenizer, self.codec.eos_ids)
+        return self._grammars
 
     def _stored_kv_tokens(self) -> int | None:
         """Tokens of rows' KV one batch may keep in the prefix cache; None: no bound (the

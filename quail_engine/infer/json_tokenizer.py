@@ -57,6 +57,11 @@ class JsonTokenizer:
     def __len__(self) -> int:
         return self._tok.get_vocab_size(with_added_tokens=True)
 
+    def tokenizer_json(self) -> str:
+        """The tokenizer as the `tokenizers` library serializes it (what grammar matching
+        reads: infer/grammar.py)."""
+        return self._tok.to_str()
+
     def get_vocab(self) -> dict[str, int]:
         return self._tok.get_vocab(with_added_tokens=True)
 

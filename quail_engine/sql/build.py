@@ -8,8 +8,10 @@ from typing import Any
 from sqlglot import exp
 
 from quail_engine.sql.call import Call
+from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import AiOp, Binding, OpKind, Options
 from quail_engine.sql.prompt import Prompt
+from quail_engine.sql.response_schema import SchemaError, json_schema
 from quail_engine.sql.validate import (
     Site,
     checked_fields,
@@ -73,6 +75,10 @@ def make(op: str, prompt: Prompt, call: Call, *, shape: str | None = None,
                 output_type=(_default_type(op, fields.get("multi", False)) if output_type is None
                              else checked_output_type(output_type, site)),
                 **fields)
+    try:  # a response format is read now, not first when the engine decodes under it
+        json_schema(node)
+    except SchemaError as exc:
+        raise ArgumentError(f"{call.name}: {exc}", site.sql, call.dialect) from None
     return Built(op=node, exprs=prompt.exprs, shape=shape)
 
 

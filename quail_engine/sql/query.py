@@ -21,6 +21,7 @@ from sqlglot.errors import ParseError, TokenError
 from quail_engine.sql import dialects
 from quail_engine.sql.build import AGGREGATE_OPS
 from quail_engine.sql.cores import Core, extract_cores
+from quail_engine.sql.dialects.common import TEXT_TYPES
 from quail_engine.sql.errors import SqlError
 from quail_engine.sql.ir import AiOp
 from quail_engine.sql.lower import Lowered, lower
@@ -105,9 +106,24 @@ def _first_line(exc: Exception) -> str:
 def lower_sql(sql: str, dialect: str) -> tuple[Lowered, list[AiOp], list[Core]]:
     module = dialects.get(dialect)
     lowered = lower(read_tree(sql, module.NAME), module)
+    if module.NAME in PATH_TEXT_DIALECTS:
+        _path_text_casts(lowered.tree)
     _aggregate_lists(lowered)
     cores, ops = extract_cores(lowered.tree, [b.op for b in lowered.built])
     return lowered, ops, cores
+
+
+PATH_TEXT_DIALECTS = ("snowflake", "databricks")
+
+
+def _path_text_casts(tree: exp.Expr) -> None:
+    """`v:a::STRING` is the string at `a` in Snowflake and Databricks; sqlglot writes it as
+    `CAST(v -> '$.a' AS TEXT)`, which in DuckDB keeps the JSON quotes (`"Bob"`). The text
+    of a path is DuckDB's `->>`."""
+    for cast in list(tree.find_all(exp.Cast)):
+        inner = cast.this
+        if isinstance(inner, exp.JSONExtract) and cast.to.this in TEXT_TYPES:
+            cast.replace(exp.JSONExtractScalar(this=inner.this, expression=inner.expression))
 
 
 def parse(sql: str, dialect: str) -> ParsedQuery:

@@ -63,7 +63,9 @@ def scan_relation(p: Pending, alias: str):
     source.set("alias", None)
     conds = [c.sql(dialect="duckdb") for c, join, default in p.relational
              if _pushable(p, c, join, default, alias)]
-    name = exp.to_identifier(alias).sql(dialect="duckdb")
+    # an unaliased derived table (`FROM (SELECT ...)`, legal in Snowflake and DuckDB) has the
+    # alias '': DuckDB needs a name for it, and nothing in the scan refers to it by name
+    name = exp.to_identifier(alias or "_quail_derived").sql(dialect="duckdb")
     sql = (f"SELECT {', '.join(f'{e} AS {c}' for c, e in columns)} "
            f"FROM {source.sql(dialect='duckdb')} AS {name}")
     if conds:

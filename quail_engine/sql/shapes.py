@@ -10,21 +10,27 @@ from __future__ import annotations
 
 from sqlglot import exp, parse_one
 
-SHAPES = {
-    "labels_object": "json_object('labels', json_array({v}))",
-    "labels_object_multi": "json_object('labels', to_json({v}))",
-    "label_object": "json_object('label', {v})",
-    "sentiment_object": ("json_object('categories', json_array(json_object('name', 'overall', "
-                         "'sentiment', {v})))"),
-    "extract_object": "json_object('response', {v}, 'error', NULL)",
-    "value_error_object": "json_object('value', {v}, 'error', NULL)",
+# the error a vendor reports beside a NULL answer: quail's answers are NULL where the input was
+# NULL or the model did not complete an answer of the requested type within its tokens
+NO_ANSWER = ("CASE WHEN {v} IS NULL THEN 'no answer: a NULL input, or the model did not complete "
+             "an answer of the requested type within max_tokens' END")
+
+SHAPES = {  # a NULL answer (a NULL or empty input) is a NULL object, not {"labels": [null]}
+    "labels_object": "CASE WHEN {v} IS NOT NULL THEN json_object('labels', json_array({v})) END",
+    "labels_object_multi": "CASE WHEN {v} IS NOT NULL THEN json_object('labels', to_json({v})) END",
+    "label_object": "CASE WHEN {v} IS NOT NULL THEN json_object('label', {v}) END",
+    "sentiment_object": ("CASE WHEN {v} IS NOT NULL THEN json_object('categories', json_array("
+                         "json_object('name', 'overall', 'sentiment', {v}))) END"),
+    "extract_object": f"json_object('response', {{v}}, 'error', {NO_ANSWER})",
+    "value_error_object": f"json_object('value', {{v}}, 'error', {NO_ANSWER})",
     "answer_array": "json_array({v})",
-    "result_struct": "struct_pack(result := {v}, full_response := CAST(NULL AS JSON), status := '')",
+    "result_struct": ("struct_pack(result := {v}, full_response := CAST(NULL AS JSON), "
+                      f"status := coalesce({NO_ANSWER}, ''))"),
     "list1": "[{v}]",
     "response_object": "json_object('response', json_array({v}), 'error_message', NULL)",
     "response_object_multi": "json_object('response', to_json({v}), 'error_message', NULL)",
-    "response_extract": "json_object('response', {v}, 'error_message', NULL)",
-    "result_error_struct": "struct_pack(result := {v}, errorMessage := CAST(NULL AS VARCHAR))",
+    "response_extract": f"json_object('response', {{v}}, 'error_message', {NO_ANSWER})",
+    "result_error_struct": f"struct_pack(result := {{v}}, errorMessage := {NO_ANSWER})",
     "negated": "NOT {v}",
     "choices_object": ("json_object('choices', json_array(json_object('messages', {v})), "
                        "'model', NULL, 'usage', NULL)"),

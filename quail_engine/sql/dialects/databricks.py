@@ -20,7 +20,7 @@ from quail_engine.sql.build import SENTIMENT_LABELS, Built, make, vendor_items
 from quail_engine.sql.call import Call, Signature, bind
 from quail_engine.sql.dialects.common import Wrapper, append, climb_json, text_prompt, untyped_ai
 from quail_engine.sql.dialects.databricks_bool import read_boolean
-from quail_engine.sql.errors import UnsupportedError
+from quail_engine.sql.errors import ArgumentError, UnsupportedError
 from quail_engine.sql.ir import Label, OpKind, Options
 from quail_engine.sql.literals import (
     flag,
@@ -32,6 +32,7 @@ from quail_engine.sql.literals import (
     whole,
 )
 from quail_engine.sql.prompt import normalize
+from quail_engine.sql.response_schema import SchemaError, sql_type_schema
 from quail_engine.sql.validate import Site, boolean
 
 NAME = "databricks"
@@ -71,9 +72,23 @@ def _build_query(call: Call) -> Built:
                                                                        "returnType") if k in a)
     return make(OpKind.AI_GENERATE, normalize(a["request"], call.name, NAME), call,
                 shape=None if is_fail else "result_error_struct", task_args=task_args,
+                output_type=_return_type(dict(task_args).get("returnType"), call),
                 options=Options(model=string(a["endpoint"], "the endpoint", call.name, NAME),
                                 gen=gen_params(params), on_error="fail" if is_fail else "details",
                                 vendor=vendor_items(rest)))
+
+
+def _return_type(ddl: str | None, call: Call) -> str | None:
+    """The SQL type of ai_query's answer under `returnType => ddl`: its scalars as themselves,
+    a STRUCT or ARRAY as JSON (DuckDB reads its fields with `->>` / `.field`)."""
+    if ddl is None:
+        return None
+    try:
+        kind = sql_type_schema(ddl, NAME).get("type")
+    except SchemaError as exc:
+        raise ArgumentError(f"{call.name}: {exc}", call.sql(NAME), NAME) from None
+    return {"string": "VARCHAR", "integer": "BIGINT", "number": "DOUBLE",
+            "boolean": "BOOLEAN"}.get(kind, "JSON")
 
 
 def _build_classify(call: Call) -> Built:

@@ -43,14 +43,46 @@ def test_document_first_layout(op, question):
     assert prefix == "Text:\nDOC\n\n" and suffix == question
 
 
-@pytest.mark.parametrize("op,answer,value", [
-    (AiOp("ai_extract", "{0}", B0, labels=(Label("mood"),), output_type="JSON"),
-     Answer('Sure: {"mood": "happy"} done'), {"mood": "happy"}),
-    (AiOp("ai_extract", "{0}", B0, labels=(Label("mood"),), output_type="JSON"),
-     Answer("no json here"), {"mood": None}),
+EXTRACT = AiOp("ai_extract", "{0}", B0, labels=(Label("mood"),), output_type="JSON")
+
+
+def test_extraction_decodes_under_its_fields_schema():
+    grammar = OpPrompt.for_op(EXTRACT).readout().grammar
+    assert json.loads(grammar.source) == {
+        "type": "object", "properties": {"mood": {"type": ["string", "null"]}},
+        "required": ["mood"], "additionalProperties": False}
+
+
+@pytest.mark.parametrize("answer,value", [
+    (Answer('{"mood": "happy"}'), {"mood": "happy"}),
+    (Answer('{"mood": null}'), {"mood": None}),
 ])
-def test_extract_answers_become_json(op, answer, value):
-    assert json.loads(sql_value(op, answer)) == value
+def test_extract_answers_become_json(answer, value):
+    assert json.loads(sql_value(EXTRACT, answer)) == value
+
+
+def test_an_answer_the_grammar_did_not_complete_is_null():
+    """The engine gives None where the model ran out of tokens inside the schema."""
+    assert sql_value(EXTRACT, Answer(None)) is None
+
+
+@pytest.mark.parametrize("output_type,text,value", [
+    ("BIGINT", "42", 42), ("BIGINT", "-7", -7), ("DOUBLE", "2.5", 2.5), ("DOUBLE", "3", 3.0),
+])
+def test_typed_generation_decodes_a_number(output_type, text, value):
+    op = AiOp("ai_generate", "{0}", B0, output_type=output_type)
+    readout = OpPrompt.for_op(op).readout()
+    assert json.loads(readout.grammar.source)["type"] == (
+        "integer" if output_type == "BIGINT" else "number")
+    assert OpPrompt.for_op(op).texts(("How many?",))[0].endswith("number only.")
+    result = sql_value(op, Answer(text))
+    assert result == value and type(result) is type(value)
+
+
+def test_free_text_generation_has_no_grammar():
+    op = AiOp("ai_generate", "Write a haiku about {0}", B0)
+    assert OpPrompt.for_op(op).readout().grammar is None
+    assert sql_value(op, Answer("  a haiku \n")) == "a haiku"
 
 
 def test_similarity_is_a_score_in_the_vendor_range():
