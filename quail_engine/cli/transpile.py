@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         if hinted is exc:
             raise
         raise hinted from exc
-    if not parse(sql, args.read).ai_ops:
+    if not parse(sql, args.read, runnable=False).ai_ops:
         hint = dialect_hint(sql, args.read, advice)
         if hint:
             sys.stderr.write(f"quail transpile: no AI functions read as {args.read} SQL; "

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from quail_engine.sql import runnable as runnable_forms
 from quail_engine.sql import shapes, tvf
 from quail_engine.sql.build import AGGREGATE_OPS, Built
 from quail_engine.sql.call import as_call, fragment
@@ -33,17 +34,22 @@ class Lowered:
     built: list[Built]
 
 
-def lower(tree: exp.Expr, dialect_module) -> Lowered:
+def lower(tree: exp.Expr, dialect_module, *, runnable: bool = True) -> Lowered:
     """Identical AI calls (same IR, same argument SQL) in one SELECT block share one op id, so
     DuckDB matches a call in GROUP BY with the same call in SELECT. Across blocks they stay
-    apart: each block's op ids describe only that block's rows."""
+    apart: each block's op ids describe only that block's rows. With `runnable`, forms quail
+    cannot run (files, embeddings, forecasting, vector search) are refused (sql/runnable.py)."""
     name = dialect_module.NAME
+    if runnable:
+        runnable_forms.refuse_table_functions(tree, name)
     built = tvf.lower_table_functions(tree, name)
     seen: dict[tuple, int] = {}
     replacements: list[tuple[exp.Expr, int, Built]] = []
     for node, builder, call in _find_sites(tree, dialect_module):
         one = builder(call)
         outer, _, one = dialect_module.unwrap(one, node)
+        if runnable:
+            runnable_forms.refuse_op(one, call.name, outer, name)
         context = _context(outer, name)
         if one.op.op in AGGREGATE_OPS and context not in ("select", "having", "order_by"):
             raise UnsupportedPositionError(f"{call.name} is an aggregate and cannot be used in "

@@ -103,9 +103,11 @@ def _first_line(exc: Exception) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def lower_sql(sql: str, dialect: str) -> tuple[Lowered, list[AiOp], list[Core]]:
+def lower_sql(sql: str, dialect: str, *, runnable: bool = True
+              ) -> tuple[Lowered, list[AiOp], list[Core]]:
+    """`sql` lowered; `runnable=False` (transpile) also reads forms quail cannot run."""
     module = dialects.get(dialect)
-    lowered = lower(read_tree(sql, module.NAME), module)
+    lowered = lower(read_tree(sql, module.NAME), module, runnable=runnable)
     if module.NAME in PATH_TEXT_DIALECTS:
         _path_text_casts(lowered.tree)
     _aggregate_lists(lowered)
@@ -126,11 +128,12 @@ def _path_text_casts(tree: exp.Expr) -> None:
             cast.replace(exp.JSONExtractScalar(this=inner.this, expression=inner.expression))
 
 
-def parse(sql: str, dialect: str) -> ParsedQuery:
-    """Read `sql` in `dialect` (snowflake, bigquery, databricks, duckdb)."""
+def parse(sql: str, dialect: str, *, runnable: bool = True) -> ParsedQuery:
+    """Read `sql` in `dialect` (snowflake, bigquery, databricks, duckdb); `runnable=False`
+    also reads the forms quail cannot run (sql/runnable.py), for transpile."""
     name = dialects.get(dialect).NAME
     with nesting_guard(sql, name):
-        lowered, ops, cores = lower_sql(sql, name)
+        lowered, ops, cores = lower_sql(sql, name, runnable=runnable)
         tvfs = tuple(i for i, b in enumerate(lowered.built) if b.extra.get("tvf"))
         return ParsedQuery(dialect=name, source_sql=sql, ai_ops=tuple(ops),
                            duckdb_sql=to_duckdb(lowered.tree), cores=tuple(cores),

@@ -44,10 +44,10 @@ def transpile(sql: str, read: str, write: str, *, keep_source: bool = True) -> s
 
 def _transpile(sql: str, read: str, write: str, keep_source: bool) -> str:
     if read == write and keep_source:
-        _, ops, _ = lower_sql(sql, read)
+        _, ops, _ = lower_sql(sql, read, runnable=False)
         out = read_tree(sql, read).sql(dialect=dialects.sqlglot_dialect(write))
         return _read_back(out, ops, read, write)
-    lowered, ops, _ = lower_sql(sql, read)
+    lowered, ops, _ = lower_sql(sql, read, runnable=False)
     tree = lowered.tree
     texts: dict[str, str] = {}
     for call in list(tree.find_all(exp.Anonymous)):
@@ -87,7 +87,7 @@ def _read_back(out: str, ops: list[AiOp], read: str, write: str) -> str:
     naming the functions, rather than hand the user SQL their warehouse (or we) cannot read."""
     names = ", ".join(dict.fromkeys(_name(op) for op in ops)) or "the statement"
     try:
-        _, again, _ = lower_sql(out, write)
+        _, again, _ = lower_sql(out, write, runnable=False)
     except SqlError as exc:
         raise UnsupportedError(f"{names} cannot be written in {write}: the rewritten SQL does "
                                f"not read back ({exc.reason}); strip vendor result shapes or "

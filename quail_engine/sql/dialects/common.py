@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from sqlglot import exp, parser
 
+from quail_engine.sql.build import Built
 from quail_engine.sql.prompt import Prompt
 
 AI_TYPED_FUNCTIONS = ("AI_AGG", "AI_CLASSIFY", "AI_EMBED", "AI_GENERATE", "AI_SIMILARITY",
@@ -86,3 +88,12 @@ def append(prompt: Prompt, node: exp.Expr, sep: str = "\n") -> Prompt:
 def text_prompt(node: exp.Expr) -> Prompt:
     """One input used as-is (similarity, embedding inputs): a single slot."""
     return Prompt("{0}", (node,))
+
+
+def as_file(built: Built, node: exp.Expr, modality: str = "image") -> Built:
+    """`built` with the slot `node` fills marked as a file (a vendor FILE argument, whatever
+    its spelling), so that sql/runnable.py refuses it when the query is to run."""
+    key = node.sql()
+    bindings = tuple(dataclasses.replace(b, modality=modality) if e.sql() == key else b
+                     for b, e in zip(built.op.bindings, built.exprs))
+    return dataclasses.replace(built, op=dataclasses.replace(built.op, bindings=bindings))

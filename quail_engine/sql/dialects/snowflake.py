@@ -12,7 +12,14 @@ from sqlglot.parsers.snowflake import SnowflakeParser
 
 from quail_engine.sql.build import SENTIMENT_LABELS, Built, make, vendor_items
 from quail_engine.sql.call import Call, Signature, bind
-from quail_engine.sql.dialects.common import Wrapper, append, climb_json, text_prompt, untyped_ai
+from quail_engine.sql.dialects.common import (
+    Wrapper,
+    append,
+    as_file,
+    climb_json,
+    text_prompt,
+    untyped_ai,
+)
 from quail_engine.sql.errors import ArgumentError, UnsupportedError
 from quail_engine.sql.ir import Label, OpKind, Options
 from quail_engine.sql.literals import flag, gen_params, labels, literal, options, string
@@ -72,8 +79,9 @@ def _build_filter(call: Call) -> Built:
     prompt = normalize(a["input"], call.name, NAME)
     if file is not None:
         prompt = append(prompt, file)
-    return make(OpKind.AI_FILTER, prompt, call, shape=shape,
-                options=Options(on_error=on_error, **hints))
+    built = make(OpKind.AI_FILTER, prompt, call, shape=shape,
+                 options=Options(on_error=on_error, **hints))
+    return built if file is None else as_file(built, file)
 
 
 def _hints(node: exp.Expr, call: Call) -> dict:
@@ -122,8 +130,9 @@ def _build_complete(call: Call, legacy: bool = False, try_: bool = False) -> Bui
                                "pass one prompt string or PROMPT(...)", call.sql(NAME), NAME)
     opts = options(params, "model_parameters", call.name, NAME)
     prompt = normalize(a["prompt"], call.name, NAME)
-    if a.get("file") is not None:
-        prompt = append(prompt, a["file"])
+    file = a.get("file")
+    if file is not None:
+        prompt = append(prompt, file)
     task_args = []
     fmt = a.get("response_format")
     if fmt is not None:
@@ -137,9 +146,10 @@ def _build_complete(call: Call, legacy: bool = False, try_: bool = False) -> Bui
     gen = gen_params(opts)
     rest = {k: v for k, v in opts.items() if k.lower() not in
             ("temperature", "top_p", "max_tokens", "stop")}
-    return make(OpKind.AI_GENERATE, prompt, call, shape=shape, task_args=tuple(task_args),
-                options=Options(model=string(a["model"], "the model", call.name, NAME), gen=gen,
-                                on_error=on_error, vendor=vendor_items(rest)))
+    built = make(OpKind.AI_GENERATE, prompt, call, shape=shape, task_args=tuple(task_args),
+                 options=Options(model=string(a["model"], "the model", call.name, NAME),
+                                 gen=gen, on_error=on_error, vendor=vendor_items(rest)))
+    return built if file is None else as_file(built, file)
 
 
 def _build_agg(call: Call) -> Built:
@@ -182,8 +192,9 @@ def _build_extract(call: Call) -> Built:
         fields = labels(a["responseFormat"], call.name, NAME)
     if a.get("scores") is not None:
         task_args.append(("scores", json.dumps(literal(a["scores"], "scores", call.name, NAME))))
-    return make(OpKind.AI_EXTRACT, normalize(source, call.name, NAME), call, shape="extract_object",
-                labels=fields, task_args=tuple(task_args))
+    built = make(OpKind.AI_EXTRACT, normalize(source, call.name, NAME), call,
+                 shape="extract_object", labels=fields, task_args=tuple(task_args))
+    return as_file(built, source, "document") if "file" in a else built
 
 
 def _build_translate(call: Call) -> Built:

@@ -1,0 +1,55 @@
+"""Forms quail reads but cannot run, refused when a query is read for running (explain, query,
+dbt), not later by DuckDB: an image or file argument, embeddings, forecasting, vector search.
+Each refusal is an UnsupportedError naming the function and the reason, quoting the SQL.
+Transpile reads these forms (it runs nothing) and does not call this module.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from quail_engine.sql.build import Built
+from quail_engine.sql.call import fragment
+from quail_engine.sql.errors import UnsupportedError
+from quail_engine.sql.ir import OpKind
+
+TEXT_ONLY = "quail runs a local language model over text values, not images or files"
+NO_EMBEDDINGS = "quail has no embedding model (AI_SIMILARITY / ai_similarity is supported)"
+NO_FORECAST = "forecasting needs a time-series model; quail runs a language model only"
+NO_VECTOR_SEARCH = "vector search needs embeddings and a vector index; quail has neither"
+
+FILE_FUNCTIONS = ("TO_FILE", "FL_GET_FILE")
+# sqlglot's own nodes for table functions quail cannot run -> (name, reason)
+TABLE_FUNCTIONS = {
+    exp.AIForecast: ("AI.FORECAST", NO_FORECAST),
+    exp.MLForecast: ("ML.FORECAST", NO_FORECAST),
+    exp.GenerateEmbedding: ("GENERATE_EMBEDDING", NO_EMBEDDINGS),
+    exp.VectorSearch: ("VECTOR_SEARCH", NO_VECTOR_SEARCH),
+}
+
+
+def refuse_table_functions(tree: exp.Expr, dialect: str) -> None:
+    """Refuse the first table function of `tree` quail cannot run."""
+    for node in tree.find_all(*TABLE_FUNCTIONS):
+        name, reason = TABLE_FUNCTIONS[type(node)]
+        table = node.parent
+        prefix = table.args.get("db") if isinstance(table, exp.Table) else None
+        if name == "GENERATE_EMBEDDING":
+            name = f"{prefix.name.upper() if prefix else 'ML'}.{name}"
+        quoted = table if isinstance(table, exp.Table) else node
+        raise UnsupportedError(f"{name} is not supported: {reason}", fragment(quoted, dialect),
+                               dialect)
+
+
+def refuse_op(built: Built, name: str, node: exp.Expr, dialect: str) -> None:
+    """Refuse the AI call `node` when it needs an embedding model or reads an image or file
+    (a vendor FILE argument, or TO_FILE / FL_GET_FILE anywhere in its arguments)."""
+    origin = fragment(node, dialect)
+    if built.op.op == OpKind.AI_EMBED:
+        raise UnsupportedError(f"{name} is not supported: {NO_EMBEDDINGS}", origin, dialect)
+    media = [e for b, e in zip(built.op.bindings, built.exprs) if b.modality != "text"]
+    media += [n for n in node.walk() if isinstance(n, exp.ToFile) or (
+        isinstance(n, exp.Anonymous) and n.name.upper() in FILE_FUNCTIONS)]
+    if media:
+        raise UnsupportedError(f"{name} with a file argument ({fragment(media[0], dialect)}) is "
+                               f"not supported: {TEXT_ONLY}", origin, dialect)
