@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from quail_engine.sql.build import SENTIMENT_LABELS
@@ -137,10 +138,46 @@ def _similarity(op: AiOp, args: list[str]) -> str:
     return f"AI_SIMILARITY({args[0]}, {args[1]}{config})"
 
 
+# AI_COUNT_TOKENS's arguments after the input, each one line of the op's template
+COUNT_EXTRAS = {"ai_translate": 2, "ai_similarity": 1, "ai_classify": 1}
+
+
 def _count_tokens(op: AiOp, args: list[str]) -> str:
-    fn = dict(op.task_args).get("function", "ai_complete")
-    model = f"{lit(op.options.model, NAME)}, " if op.options.model else ""
-    return f"AI_COUNT_TOKENS({lit(fn, NAME)}, {model}{_prompt(op, args)})"
+    """`AI_COUNT_TOKENS(fn, [model,] input[, extras][, options])`: the special forms' extra
+    arguments are the last lines of the template (dialects/snowflake.py writes them so)."""
+    a = dict(op.task_args)
+    fn = a.get("function", "ai_complete")
+    config = dict(op.options.vendor)
+    n = COUNT_EXTRAS.get(fn, 0) + (fn == "ai_classify" and bool(config))
+    head, *tail = op.template.rsplit("\n", n) if n else (op.template,)
+    if len(tail) != n:
+        raise refuse(f"AI_COUNT_TOKENS({fn!r}, ...)", NAME, "the counted text has no "
+                     "separate arguments to pass to this form", op)
+    if fn == "ai_classify":
+        cats = ", ".join(_object({"label": lb.name, "description": lb.description})
+                         if lb.description else lit(lb.name, NAME) for lb in op.labels or ())
+        extras = [f"[{cats}]"]
+    else:
+        extras = [_prompt(dataclasses.replace(op, template=t), args) for t in tail]
+    model, lead = op.options.model, []
+    if fn in ("ai_complete", "ai_embed"):
+        if model is None:
+            model = DEFAULT_MODEL if fn == "ai_complete" else DEFAULT_EMBED
+            warn("AI_COUNT_TOKENS", NAME, f"{fn} needs a model; using {model!r}")
+        lead = [lit(model, NAME)]
+    elif fn == "ai_similarity" and model:
+        config["model"] = model
+    if config:
+        extras.append(_object({k: _vendor_value(v) for k, v in config.items()}))
+    body = [*lead, _prompt(dataclasses.replace(op, template=head), args), *extras]
+    return f"AI_COUNT_TOKENS({lit(fn, NAME)}, {', '.join(body)})"
+
+
+def _vendor_value(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 EMITTERS = {
