@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from sqlglot import exp, parser
 
 from quail_engine.sql.build import Built
-from quail_engine.sql.prompt import Prompt
+from quail_engine.sql.prompt import SLOT, Prompt
 
 AI_TYPED_FUNCTIONS = ("AI_AGG", "AI_CLASSIFY", "AI_EMBED", "AI_GENERATE", "AI_SIMILARITY",
                       "AI_SUMMARIZE_AGG")
@@ -97,3 +97,14 @@ def as_file(built: Built, node: exp.Expr, modality: str = "image") -> Built:
     bindings = tuple(dataclasses.replace(b, modality=modality) if e.sql() == key else b
                      for b, e in zip(built.op.bindings, built.exprs))
     return dataclasses.replace(built, op=dataclasses.replace(built.op, bindings=bindings))
+
+
+def joined(prompts: list[Prompt], sep: str = "\n") -> Prompt:
+    """Prompts one after the other, `sep` between them, their slots renumbered in order."""
+    template: list[str] = []
+    exprs: list[exp.Expr] = []
+    for p in prompts:
+        offset = len(exprs)
+        template.append(SLOT.sub(lambda m, k=offset: f"{{{int(m.group(1)) + k}}}", p.template))
+        exprs.extend(p.exprs)
+    return Prompt(sep.join(template), tuple(exprs))

@@ -11,12 +11,13 @@ from sqlglot.generators.snowflake import SnowflakeGenerator
 from sqlglot.parsers.snowflake import SnowflakeParser
 
 from quail_engine.sql.build import SENTIMENT_LABELS, Built, make, vendor_items
-from quail_engine.sql.call import Call, Signature, bind
+from quail_engine.sql.call import Call, Signature, bind, fragment
 from quail_engine.sql.dialects.common import (
     Wrapper,
     append,
     as_file,
     climb_json,
+    joined,
     text_prompt,
     untyped_ai,
 )
@@ -125,11 +126,13 @@ def _build_complete(call: Call, legacy: bool = False, try_: bool = False) -> Bui
     params = a.get("model_parameters", a.get("options"))
     if "model_parameters" in a and not isinstance(params, exp.Struct | exp.ParseJSON):  # FILE
         a["file"], params = a.pop("model_parameters"), None
-    if isinstance(a["prompt"], exp.Array):
-        raise UnsupportedError(f"{call.name}: conversation-history arrays are not supported; "
-                               "pass one prompt string or PROMPT(...)", call.sql(NAME), NAME)
+    if isinstance(a["prompt"], exp.Array) and not legacy:
+        raise ArgumentError(f"{call.name} takes one prompt string or PROMPT(...); a "
+                            "conversation history is SNOWFLAKE.CORTEX.COMPLETE's form",
+                            call.sql(NAME), NAME)
     opts = options(params, "model_parameters", call.name, NAME)
-    prompt = normalize(a["prompt"], call.name, NAME)
+    prompt = (_history(a["prompt"], call) if isinstance(a["prompt"], exp.Array)
+              else normalize(a["prompt"], call.name, NAME))
     file = a.get("file")
     if file is not None:
         prompt = append(prompt, file)
@@ -152,6 +155,32 @@ def _build_complete(call: Call, legacy: bool = False, try_: bool = False) -> Bui
     return built if file is None else as_file(built, file)
 
 
+ROLES = ("system", "user", "assistant")
+
+
+def _history(node: exp.Array, call: Call) -> Prompt:
+    """COMPLETE's conversation `[{'role': ..., 'content': ...}, ...]` as one prompt: the
+    earlier turns as `role: content` lines, then the last message's content, which must be the
+    user's (https://docs.snowflake.com/en/sql-reference/functions/complete-snowflake-cortex).
+    Contents may read columns; roles are literals."""
+    site = Site(call.name, call.sql(NAME), NAME)
+    turns = []
+    for message in node.expressions:
+        fields = {e.this.name.lower(): e.expression for e in message.expressions
+                  if isinstance(e, exp.PropertyEQ)} if isinstance(message, exp.Struct) else {}
+        if set(fields) != {"role", "content"} or len(fields) != len(message.expressions):
+            raise ArgumentError(f"{call.name}: each message of the conversation must be "
+                                "{'role': ..., 'content': ...}", fragment(message, NAME), NAME)
+        role = text(site, "a message role", literal(fields["role"], "the role", call.name, NAME),
+                    ROLES)
+        turns.append((role, normalize(fields["content"], call.name, NAME)))
+    if not turns or turns[-1][0] != "user":
+        raise ArgumentError(f"{call.name}: the conversation must end with a user message",
+                            site.sql, NAME)
+    lines = [Prompt(f"{role}: {p.template}", p.exprs) for role, p in turns[:-1]]
+    return joined([*lines, turns[-1][1]])
+
+
 def _build_agg(call: Call) -> Built:
     a = bind(call, Signature(("expr", "instruction"), 2), NAME)
     return make(OpKind.AI_AGGREGATE, normalize(a["expr"], call.name, NAME), call,
@@ -168,8 +197,10 @@ def _build_sentiment(call: Call) -> Built:
     if isinstance(a.get("categories"), exp.Boolean):
         a["return_error_details"] = a.pop("categories")
     if a.get("categories") is not None:
-        raise UnsupportedError("AI_SENTIMENT with aspect categories is not supported (only the "
-                               "overall sentiment)", call.sql(NAME), NAME)
+        raise UnsupportedError(f"{call.name} with aspect categories is not supported, only "
+                               "the overall AI_SENTIMENT(text); per aspect: AI_CLASSIFY(PROMPT("
+                               "'Sentiment about price in: {0}', text), ['positive', 'negative',"
+                               " 'neutral', 'mixed'])", call.sql(NAME), NAME)
     on_error, details = _on_error(a, call)
     return make(OpKind.AI_CLASSIFY, normalize(a["text"], call.name, NAME), call,
                 shape=_compose(details, "sentiment_object"), task="sentiment",

@@ -70,8 +70,8 @@ CASES = [
      "LIMIT", "ai_count_tokens(review)"),
     ("snowflake", "SELECT AI_SENTIMENT(review, ['price', 'service']) FROM t", UnsupportedError,
      "aspect categories", "AI_SENTIMENT(review, ['price', 'service'])"),
-    ("snowflake", "SELECT SNOWFLAKE.CORTEX.COMPLETE('m', [{'role': 'user', 'content': x}], {}) "
-     "FROM t", UnsupportedError, "conversation-history", "SNOWFLAKE.CORTEX.COMPLETE"),
+    ("snowflake", "SELECT AI_COMPLETE('m', [{'role': 'user', 'content': x}]) FROM t",
+     ArgumentError, "SNOWFLAKE.CORTEX.COMPLETE's form", "AI_COMPLETE('m', ["),
     ("databricks", "SELECT ai_parse_document(content) FROM t", UnsupportedError,
      "ai_parse_document", "ai_parse_document(content)"),
     ("snowflake", "SELECT FROM WHERE", SqlError, "cannot parse", "SELECT FROM WHERE"),
