@@ -148,13 +148,59 @@ def whole(node: exp.Expr, what: str, call: Call, low: int = 0) -> int:
 def schema_fields(schema: str, call: Call) -> list[tuple[str, str]]:
     """An output schema `'name STRING, n INT64'` as [(name, STRING), (n, INT64)]; every field
     needs an identifier and a type."""
-    fields = [tuple(f.split(None, 1)) for f in schema.split(",")]
+    fields = [tuple(f.split(None, 1)) for f in _top_level(schema)]
     for f in fields:
         if len(f) != 2 or not IDENTIFIER.match(f[0]):
             raise ArgumentError(f"{call.name}: output_schema must list 'name TYPE' fields, got "
                                 f"{shorten(repr(schema), 80)}", call.sql(call.dialect),
                                 call.dialect)
-    return [(f[0], f[1].strip()) for f in fields]
+    out = [(f[0], f[1].strip()) for f in fields]
+    for name, kind in out:
+        bad = _unknown_type(kind)
+        if bad is not None:
+            raise ArgumentError(f"{call.name}: output_schema field {name!r} has the type "
+                                f"{shorten(bad, 40)!r}; the documented types are "
+                                f"{', '.join(SCHEMA_TYPES)}", call.sql(call.dialect),
+                                call.dialect)
+    return out
+
+
+# BigQuery's output_schema types (AI.GENERATE, AI.GENERATE_TABLE; NUMERIC read as a number)
+SCHEMA_TYPES = ("STRING", "INT64", "FLOAT64", "BOOL", "NUMERIC", "ARRAY<T>", "STRUCT<f T, ...>")
+
+
+def _unknown_type(kind: str) -> str | None:
+    """The first type in `kind` (`ARRAY<STRUCT<a INT64>>`, ...) that is not documented."""
+    kind = kind.strip()
+    base, _, rest = kind.partition("<")
+    base = base.strip().upper()
+    if not rest:
+        return None if base in SCHEMA_TYPES else kind
+    if base not in ("ARRAY", "STRUCT") or not rest.endswith(">"):
+        return kind
+    inner = rest[:-1]
+    if base == "ARRAY":
+        return _unknown_type(inner)
+    for field in _top_level(inner):
+        parts = field.split(None, 1)
+        if len(parts) != 2 or not IDENTIFIER.match(parts[0]):
+            return field
+        bad = _unknown_type(parts[1])
+        if bad is not None:
+            return bad
+    return None
+
+
+def _top_level(text: str) -> list[str]:
+    """`text` split at the commas outside any `<...>`."""
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += (c == "<") - (c == ">")
+        if c == "," and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    out.append(text[start:])
+    return out
 
 
 def labels(node: exp.Expr, fn: str, dialect: str, *, min_count: int = 1) -> tuple[Label, ...]:

@@ -27,7 +27,14 @@ from quail_engine.sql.ir import Binding, Label, OpKind, Options
 from quail_engine.sql.literals import gen_params, options, schema_fields
 from quail_engine.sql.placeholder import placeholder_call
 from quail_engine.sql.prompt import Prompt
+from quail_engine.sql.validate import Site, known_keys
 
+# the documented fields of each function's parameter STRUCT (ai-functions.md A.2)
+TEXT_KEYS = ("max_output_tokens", "top_k", "top_p", "temperature", "flatten_json_output",
+             "stop_sequences", "ground_with_google_search", "safety_settings", "request_type",
+             "model_params")
+TABLE_KEYS = ("output_schema", "max_output_tokens", "top_p", "temperature", "stop_sequences",
+              "safety_settings", "request_type")
 SCHEMA_TYPES = {"STRING": "VARCHAR", "INT64": "BIGINT", "FLOAT64": "DOUBLE", "BOOL": "BOOLEAN"}
 TEXT_COLUMNS = {
     "ML.GENERATE_TEXT/flat": (("ml_generate_text_llm_result", "{v}"),
@@ -69,6 +76,8 @@ def lower_table_functions(tree: exp.Expr, dialect: str) -> list[Built]:
         op_id = len(out)
         origin = fragment(table, dialect)
         call = Call(name=name, node=table, dialect=dialect)
+        known_keys(Site(name, origin, dialect), "the parameter STRUCT", params,
+                   TABLE_KEYS if is_table else TEXT_KEYS)
         prompt = Prompt("{0}", (exp.column("prompt"),))
         opts = Options(model=fragment(node.this, dialect).replace("`", ""),
                        gen=gen_params(params))

@@ -180,3 +180,26 @@ def checked_fields(fields: dict[str, Any], site: Site) -> dict[str, Any]:
 def checked_output_type(value: Any, site: Site) -> str:
     name = text(site, "option output_type", value, tuple(t.lower() for t in OUTPUT_TYPES))
     return name.upper()
+
+
+def known_keys(site: Site, what: str, values: dict, known: tuple[str, ...]) -> None:
+    """Refuse a key of `values` the vendor does not document (a misspelling), listing them."""
+    unknown = sorted(k for k in values if str(k).lower() not in known)
+    if unknown:
+        raise ArgumentError(f"{site.fn}: unknown key {show(str(unknown[0]))} in {what}; known: "
+                            f"{', '.join(known)}", site.sql, site.dialect)
+
+
+def label_count(site: Site, labels: tuple[Label, ...], high: int, form: str = "") -> None:
+    """Refuse more labels than the vendor takes (`form` names the variant, e.g. 'v1')."""
+    if len(labels) > high:
+        raise ArgumentError(f"{site.fn}{f' {form}' if form else ''} takes at most {high} labels,"
+                            f" got {len(labels)}", site.sql, site.dialect)
+
+
+def language(site: Site, what: str, code: str, codes: tuple[str, ...]) -> str:
+    """A documented language code (lower case), or an ArgumentError listing them."""
+    if code.lower() not in codes:
+        listed = ", ".join(c or "''" for c in codes)
+        raise refuse(site, what, f"one of the documented codes {listed}", code)
+    return code.lower()

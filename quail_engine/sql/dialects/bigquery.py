@@ -18,7 +18,7 @@ from sqlglot.tokens import TokenType
 from quail_engine.sql import shapes
 from quail_engine.sql.build import Built, make, vendor_items
 from quail_engine.sql.call import Call, Signature, bind
-from quail_engine.sql.dialects.common import append, text_prompt, untyped_ai
+from quail_engine.sql.dialects.common import append, text_input, text_prompt, untyped_ai
 from quail_engine.sql.ir import OpKind, Options
 from quail_engine.sql.literals import (
     gen_params,
@@ -28,7 +28,6 @@ from quail_engine.sql.literals import (
     schema_fields,
     string,
 )
-from quail_engine.sql.prompt import normalize
 from quail_engine.sql.validate import Site, refuse, text
 
 NAME = "bigquery"
@@ -81,7 +80,7 @@ def _examples(a: dict, call: Call) -> tuple[tuple[str, str], ...]:
 
 def _build_if(call: Call) -> Built:
     a = bind(call, Signature(("prompt",), 1, MANAGED), NAME)
-    return make(OpKind.AI_FILTER, normalize(a["prompt"], call.name, NAME), call,
+    return make(OpKind.AI_FILTER, text_input(a["prompt"], call.name, NAME), call,
                 options=_options(a, call), examples=_examples(a, call))
 
 
@@ -94,7 +93,7 @@ def _build_classify(call: Call) -> Built:
     opts = _options(a, call)
     if mode == "single":
         opts = dataclasses.replace(opts, vendor=(*opts.vendor, ("output_mode", "single")))
-    return make(OpKind.AI_CLASSIFY, normalize(a["input"], call.name, NAME), call,
+    return make(OpKind.AI_CLASSIFY, text_input(a["input"], call.name, NAME), call,
                 shape="list1" if mode == "single" else None,
                 labels=labels(a["categories"], call.name, NAME, min_count=2),
                 multi=mode == "multi", options=opts, examples=_examples(a, call))
@@ -102,7 +101,7 @@ def _build_classify(call: Call) -> Built:
 
 def _build_score(call: Call) -> Built:
     a = bind(call, Signature(("prompt",), 1, MANAGED), NAME)
-    return make(OpKind.AI_SCORE, normalize(a["prompt"], call.name, NAME), call,
+    return make(OpKind.AI_SCORE, text_input(a["prompt"], call.name, NAME), call,
                 options=_options(a, call))
 
 
@@ -113,7 +112,7 @@ def _schema(schema: str, call: Call) -> tuple[tuple[str, str], ...]:
 
 def _build_generate(call: Call, output_type: str = "VARCHAR") -> Built:
     a = bind(call, Signature(("prompt",), 1, (*GENERATIVE, "output_schema")), NAME)
-    prompt = normalize(a["prompt"], call.name, NAME)
+    prompt = text_input(a["prompt"], call.name, NAME)
     if a.get("output_schema") is not None:
         schema = string(a["output_schema"], "output_schema", call.name, NAME)
         fields = _schema(schema, call)
@@ -131,7 +130,7 @@ def _build_generate(call: Call, output_type: str = "VARCHAR") -> Built:
 
 def _build_agg(call: Call) -> Built:
     a = bind(call, Signature(("input", "instruction"), 2, ("connection_id", "endpoint")), NAME)
-    return make(OpKind.AI_AGGREGATE, normalize(a["input"], call.name, NAME), call,
+    return make(OpKind.AI_AGGREGATE, text_input(a["input"], call.name, NAME), call,
                 instruction=string(a["instruction"], "the instruction", call.name, NAME),
                 task_args=(("distinct", "true"),) if call.is_distinct else (),
                 options=_options(a, call))
@@ -139,14 +138,14 @@ def _build_agg(call: Call) -> Built:
 
 def _build_count_tokens(call: Call) -> Built:
     a = bind(call, Signature(("input",), 1, ("endpoint",)), NAME)
-    return make(OpKind.AI_COUNT_TOKENS, normalize(a["input"], call.name, NAME), call,
+    return make(OpKind.AI_COUNT_TOKENS, text_input(a["input"], call.name, NAME), call,
                 shape="result_struct", options=_options(a, call))
 
 
 def _build_embed(call: Call) -> Built:
     a = bind(call, Signature(("content",), 1, ("endpoint", "connection_id", "task_type",
                                                 "title", "model_params")), NAME)
-    return make(OpKind.AI_EMBED, normalize(a["content"], call.name, NAME), call,
+    return make(OpKind.AI_EMBED, text_input(a["content"], call.name, NAME), call,
                 shape="result_struct", options=_options(a, call))
 
 

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from sqlglot import exp, parser
 
 from quail_engine.sql.build import Built
-from quail_engine.sql.prompt import SLOT, Prompt
+from quail_engine.sql.call import fragment
+from quail_engine.sql.errors import ArgumentError
+from quail_engine.sql.prompt import SLOT, Prompt, normalize
 
 AI_TYPED_FUNCTIONS = ("AI_AGG", "AI_CLASSIFY", "AI_EMBED", "AI_GENERATE", "AI_SIMILARITY",
                       "AI_SUMMARIZE_AGG")
@@ -108,3 +110,13 @@ def joined(prompts: list[Prompt], sep: str = "\n") -> Prompt:
         template.append(SLOT.sub(lambda m, k=offset: f"{{{int(m.group(1)) + k}}}", p.template))
         exprs.extend(p.exprs)
     return Prompt(sep.join(template), tuple(exprs))
+
+
+def text_input(node: exp.Expr, fn: str, dialect: str, origin: exp.Expr | None = None) -> Prompt:
+    """A text input (prompt, content) read as a prompt; a number or boolean literal there is
+    refused, as the vendors do (their inputs are strings), not asked as text."""
+    inner = node.this if isinstance(node, exp.Neg | exp.Paren) else node
+    if isinstance(inner, exp.Boolean) or isinstance(inner, exp.Literal) and not inner.is_string:
+        raise ArgumentError(f"{fn}: the input must be text, not a number or boolean literal",
+                            fragment(origin or node, dialect), dialect)
+    return normalize(node, fn, dialect, origin)

@@ -18,7 +18,14 @@ from sqlglot.parsers.databricks import DatabricksParser
 from quail_engine.sql import shapes
 from quail_engine.sql.build import SENTIMENT_LABELS, Built, make, vendor_items
 from quail_engine.sql.call import Call, Signature, bind
-from quail_engine.sql.dialects.common import Wrapper, append, climb_json, text_prompt, untyped_ai
+from quail_engine.sql.dialects.common import (
+    Wrapper,
+    append,
+    climb_json,
+    text_input,
+    text_prompt,
+    untyped_ai,
+)
 from quail_engine.sql.dialects.databricks_bool import read_boolean
 from quail_engine.sql.errors import ArgumentError, UnsupportedError
 from quail_engine.sql.ir import Label, OpKind, Options
@@ -31,11 +38,14 @@ from quail_engine.sql.literals import (
     string,
     whole,
 )
-from quail_engine.sql.prompt import normalize
 from quail_engine.sql.response_schema import SchemaError, sql_type_schema
-from quail_engine.sql.validate import Site, boolean
+from quail_engine.sql.validate import Site, boolean, known_keys, label_count, language
 
 NAME = "databricks"
+# https://docs.databricks.com/aws/en/sql/language-manual/functions/ai_classify (v2 options)
+CLASSIFY_KEYS = ("version", "instructions", "multilabel")
+# https://docs.databricks.com/aws/en/sql/language-manual/functions/ai_translate
+LANGUAGES = ("en", "de", "fr", "it", "pt", "hi", "es", "th")
 
 
 def _json_value(gen: DatabricksGenerator, node: exp.Expr) -> str:
@@ -70,7 +80,7 @@ def _build_query(call: Call) -> Built:
                                                                   "top_p", "stop")}
     task_args = tuple((k, string(a[k], k, call.name, NAME)) for k in ("responseFormat",
                                                                        "returnType") if k in a)
-    return make(OpKind.AI_GENERATE, normalize(a["request"], call.name, NAME), call,
+    return make(OpKind.AI_GENERATE, text_input(a["request"], call.name, NAME), call,
                 shape=None if is_fail else "result_error_struct", task_args=task_args,
                 output_type=_return_type(dict(task_args).get("returnType"), call),
                 options=Options(model=string(a["endpoint"], "the endpoint", call.name, NAME),
@@ -93,11 +103,15 @@ def _return_type(ddl: str | None, call: Call) -> str | None:
 
 def _build_classify(call: Call) -> Built:
     a = bind(call, Signature(("content", "labels", "options"), 2), NAME)
-    prompt = normalize(a["content"], call.name, NAME)
+    prompt = text_input(a["content"], call.name, NAME)
     found = labels(a["labels"], call.name, NAME, min_count=2)
+    site = Site(call.name, call.sql(NAME), NAME)
     if isinstance(a["labels"], exp.Array):
+        label_count(site, found, 20, "with an ARRAY of labels (v1)")
         return make(OpKind.AI_CLASSIFY, prompt, call, labels=found)
+    label_count(site, found, 500, "with JSON labels (v2)")
     opts = {k: str(v) for k, v in options(a.get("options"), "options", call.name, NAME).items()}
+    known_keys(site, "the options", opts, CLASSIFY_KEYS)
     is_multi = boolean(Site(call.name, call.sql(NAME), NAME), "multilabel",
                        opts.pop("multilabel", "false"))
     return make(OpKind.AI_CLASSIFY, prompt, call, labels=found, multi=is_multi,
@@ -108,7 +122,7 @@ def _build_classify(call: Call) -> Built:
 
 def _build_extract(call: Call) -> Built:
     a = bind(call, Signature(("content", "labels", "options"), 2), NAME)
-    prompt = normalize(a["content"], call.name, NAME)
+    prompt = text_input(a["content"], call.name, NAME)
     if isinstance(a["labels"], exp.Array):
         found = labels(a["labels"], call.name, NAME)
         built = make(OpKind.AI_EXTRACT, prompt, call, labels=found)
@@ -132,13 +146,13 @@ def _build_extract(call: Call) -> Built:
 def _one(task: str | None, op: str = OpKind.AI_GENERATE):
     def build(call: Call) -> Built:
         a = bind(call, Signature(("content",), 1), NAME)
-        return make(op, normalize(a["content"], call.name, NAME), call, task=task)
+        return make(op, text_input(a["content"], call.name, NAME), call, task=task)
     return build
 
 
 def _build_sentiment(call: Call) -> Built:
     a = bind(call, Signature(("content",), 1), NAME)
-    return make(OpKind.AI_CLASSIFY, normalize(a["content"], call.name, NAME), call,
+    return make(OpKind.AI_CLASSIFY, text_input(a["content"], call.name, NAME), call,
                 task="sentiment", labels=tuple(Label(x) for x in SENTIMENT_LABELS[NAME]))
 
 
@@ -146,14 +160,15 @@ def _build_summarize(call: Call) -> Built:
     a = bind(call, Signature(("content", "max_words"), 1), NAME)
     words = a.get("max_words")
     args = () if words is None else (("max_words", str(whole(words, "max_words", call))),)
-    return make(OpKind.AI_GENERATE, normalize(a["content"], call.name, NAME), call,
+    return make(OpKind.AI_GENERATE, text_input(a["content"], call.name, NAME), call,
                 task="summarize", task_args=args)
 
 
 def _build_translate(call: Call) -> Built:
     a = bind(call, Signature(("content", "to_lang"), 2), NAME)
-    lang = string(a["to_lang"], "to_lang", call.name, NAME)
-    return make(OpKind.AI_GENERATE, normalize(a["content"], call.name, NAME), call,
+    lang = language(Site(call.name, call.sql(NAME), NAME), "to_lang",
+                    string(a["to_lang"], "to_lang", call.name, NAME), LANGUAGES)
+    return make(OpKind.AI_GENERATE, text_input(a["content"], call.name, NAME), call,
                 task="translate", task_args=(("target_language", lang),))
 
 
@@ -165,7 +180,7 @@ def _build_similarity(call: Call) -> Built:
 
 def _build_mask(call: Call) -> Built:
     a = bind(call, Signature(("content", "labels"), 2), NAME)
-    return make(OpKind.AI_GENERATE, normalize(a["content"], call.name, NAME), call, task="mask",
+    return make(OpKind.AI_GENERATE, text_input(a["content"], call.name, NAME), call, task="mask",
                 labels=labels(a["labels"], call.name, NAME))
 
 

@@ -21,11 +21,11 @@ from sqlglot.parsers.duckdb import DuckDBParser
 from quail_engine.errors import shorten
 from quail_engine.sql.build import Built, make
 from quail_engine.sql.call import Call
-from quail_engine.sql.dialects.common import append, text_prompt, untyped_ai
+from quail_engine.sql.dialects.common import append, text_input, text_prompt, untyped_ai
 from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import GenParams, OpKind, Options
 from quail_engine.sql.literals import labels, literal, parse_json
-from quail_engine.sql.prompt import Prompt, normalize
+from quail_engine.sql.prompt import Prompt
 from quail_engine.sql.validate import Site, number, text
 
 NAME = "duckdb"
@@ -76,8 +76,8 @@ def _prompt(call: Call, args: list[exp.Expr]) -> Prompt:
     if not args:
         raise ArgumentError(f"{call.name} needs a prompt", call.sql(NAME), NAME)
     if len(args) == 1:
-        return normalize(args[0], call.name, NAME)
-    return normalize(exp.Anonymous(this="prompt", expressions=[a.copy() for a in args]),
+        return text_input(args[0], call.name, NAME)
+    return text_input(exp.Anonymous(this="prompt", expressions=[a.copy() for a in args]),
                      call.name, NAME, origin=call.node)
 
 

@@ -18,14 +18,24 @@ from quail_engine.sql.dialects.common import (
     as_file,
     climb_json,
     joined,
+    text_input,
     text_prompt,
     untyped_ai,
 )
 from quail_engine.sql.errors import ArgumentError, UnsupportedError
 from quail_engine.sql.ir import Label, OpKind, Options
 from quail_engine.sql.literals import flag, gen_params, labels, literal, options, string
-from quail_engine.sql.prompt import Prompt, normalize
-from quail_engine.sql.validate import Site, refuse, show, text
+from quail_engine.sql.prompt import Prompt
+from quail_engine.sql.validate import (
+    Site,
+    known_keys,
+    label_count,
+    language,
+    number,
+    refuse,
+    show,
+    text,
+)
 
 NAME = "snowflake"
 CORTEX = "SNOWFLAKE.CORTEX."
@@ -64,6 +74,15 @@ def _compose(outer: str | None, inner: str | None) -> str | None:
 
 
 HINT_KEYS = ("selectivity", "anchor", "order")
+# the documented keys of each options object (a misspelled key is refused, not ignored)
+COMPLETE_KEYS = ("temperature", "top_p", "max_tokens", "guardrails")
+CLASSIFY_KEYS = ("task_description", "output_mode", "examples")
+CLASSIFY_TEXT_KEYS = ("task_description",)
+MAX_TOKENS = 8192  # https://docs.snowflake.com/en/sql-reference/functions/ai_complete
+# AI_TRANSLATE's language codes ('' = detect the source), from its usage notes:
+# https://docs.snowflake.com/en/sql-reference/functions/ai_translate
+LANGUAGES = ("", "ar", "zh", "hr", "cs", "nl", "en", "fi", "fr", "de", "el", "he", "hi", "it",
+             "ja", "ko", "no", "pl", "pt", "ro", "ru", "es", "sv", "tr")
 
 
 def _build_filter(call: Call) -> Built:
@@ -77,7 +96,7 @@ def _build_filter(call: Call) -> Built:
     if isinstance(file, (exp.Struct, exp.Map, exp.VarMap)):  # Quail's planner hints
         hints, file = _hints(file, call), None
     on_error, shape = _on_error(a, call)
-    prompt = normalize(a["input"], call.name, NAME)
+    prompt = text_input(a["input"], call.name, NAME)
     if file is not None:
         prompt = append(prompt, file)
     built = make(OpKind.AI_FILTER, prompt, call, shape=shape,
@@ -104,6 +123,10 @@ def _build_classify(call: Call, legacy: bool = False) -> Built:
     config = options(a.get("config_object", a.get("config", a.get("options"))), "the config",
                      call.name, NAME)
     site = Site(call.name, call.sql(NAME), NAME)
+    known_keys(site, "the options" if legacy else "the config", config,
+               CLASSIFY_TEXT_KEYS if legacy else CLASSIFY_KEYS)
+    found = labels(cats, call.name, NAME, min_count=2)
+    label_count(site, found, 100 if legacy else 500)
     is_multi = text(site, "output_mode", config.pop("output_mode", "single"),
                     ("single", "multi")) == "multi"
     examples = config.pop("examples", None) or []
@@ -114,8 +137,8 @@ def _build_classify(call: Call, legacy: bool = False) -> Built:
     instruction = config.pop("task_description", None)
     on_error, details = _on_error(a, call)
     base = "label_object" if legacy else ("labels_object_multi" if is_multi else "labels_object")
-    return make(OpKind.AI_CLASSIFY, normalize(a["input"], call.name, NAME), call,
-                shape=_compose(details, base), labels=labels(cats, call.name, NAME, min_count=2),
+    return make(OpKind.AI_CLASSIFY, text_input(a["input"], call.name, NAME), call,
+                shape=_compose(details, base), labels=found,
                 multi=is_multi, instruction=instruction, examples=examples,
                 options=Options(on_error=on_error, vendor=vendor_items(config)))
 
@@ -131,8 +154,11 @@ def _build_complete(call: Call, legacy: bool = False, try_: bool = False) -> Bui
                             "conversation history is SNOWFLAKE.CORTEX.COMPLETE's form",
                             call.sql(NAME), NAME)
     opts = options(params, "model_parameters", call.name, NAME)
+    site = Site(call.name, call.sql(NAME), NAME)
+    known_keys(site, "the options" if legacy else "model_parameters", opts,
+               (*COMPLETE_KEYS, "response_format") if legacy else COMPLETE_KEYS)
     prompt = (_history(a["prompt"], call) if isinstance(a["prompt"], exp.Array)
-              else normalize(a["prompt"], call.name, NAME))
+              else text_input(a["prompt"], call.name, NAME))
     file = a.get("file")
     if file is not None:
         prompt = append(prompt, file)
@@ -147,6 +173,8 @@ def _build_complete(call: Call, legacy: bool = False, try_: bool = False) -> Bui
         shape = "choices_object"
     on_error = "fail" if legacy and not try_ else "null"
     gen = gen_params(opts)
+    if gen.max_tokens is not None:  # "max_tokens (default 4096, max 8192)"
+        number(site, "option max_tokens", gen.max_tokens, 1, MAX_TOKENS, integer=True)
     rest = {k: v for k, v in opts.items() if k.lower() not in
             ("temperature", "top_p", "max_tokens", "stop")}
     built = make(OpKind.AI_GENERATE, prompt, call, shape=shape, task_args=tuple(task_args),
@@ -173,7 +201,7 @@ def _history(node: exp.Array, call: Call) -> Prompt:
                                 "{'role': ..., 'content': ...}", fragment(message, NAME), NAME)
         role = text(site, "a message role", literal(fields["role"], "the role", call.name, NAME),
                     ROLES)
-        turns.append((role, normalize(fields["content"], call.name, NAME)))
+        turns.append((role, text_input(fields["content"], call.name, NAME)))
     if not turns or turns[-1][0] != "user":
         raise ArgumentError(f"{call.name}: the conversation must end with a user message",
                             site.sql, NAME)
@@ -183,13 +211,13 @@ def _history(node: exp.Array, call: Call) -> Prompt:
 
 def _build_agg(call: Call) -> Built:
     a = bind(call, Signature(("expr", "instruction"), 2), NAME)
-    return make(OpKind.AI_AGGREGATE, normalize(a["expr"], call.name, NAME), call,
+    return make(OpKind.AI_AGGREGATE, text_input(a["expr"], call.name, NAME), call,
                 instruction=string(a["instruction"], "the instruction", call.name, NAME))
 
 
 def _build_summarize_agg(call: Call) -> Built:
     a = bind(call, Signature(("expr",), 1), NAME)
-    return make(OpKind.AI_AGGREGATE, normalize(a["expr"], call.name, NAME), call, task="summarize")
+    return make(OpKind.AI_AGGREGATE, text_input(a["expr"], call.name, NAME), call, task="summarize")
 
 
 def _build_sentiment(call: Call) -> Built:
@@ -202,7 +230,7 @@ def _build_sentiment(call: Call) -> Built:
                                "'Sentiment about price in: {0}', text), ['positive', 'negative',"
                                " 'neutral', 'mixed'])", call.sql(NAME), NAME)
     on_error, details = _on_error(a, call)
-    return make(OpKind.AI_CLASSIFY, normalize(a["text"], call.name, NAME), call,
+    return make(OpKind.AI_CLASSIFY, text_input(a["text"], call.name, NAME), call,
                 shape=_compose(details, "sentiment_object"), task="sentiment",
                 labels=tuple(Label(x) for x in SENTIMENT_LABELS[NAME]),
                 options=Options(on_error=on_error))
@@ -223,7 +251,7 @@ def _build_extract(call: Call) -> Built:
         fields = labels(a["responseFormat"], call.name, NAME)
     if a.get("scores") is not None:
         task_args.append(("scores", json.dumps(literal(a["scores"], "scores", call.name, NAME))))
-    built = make(OpKind.AI_EXTRACT, normalize(source, call.name, NAME), call,
+    built = make(OpKind.AI_EXTRACT, text_input(source, call.name, NAME), call,
                  shape="extract_object", labels=fields, task_args=tuple(task_args))
     return as_file(built, source, "document") if "file" in a else built
 
@@ -232,14 +260,18 @@ def _build_translate(call: Call) -> Built:
     names = ("text", "source_language", "target_language", "return_error_details")
     a = bind(call, Signature(names, 3), NAME)
     on_error, shape = _on_error(a, call)
-    langs = tuple((k, string(a[k], k, call.name, NAME)) for k in names[1:3])
-    return make(OpKind.AI_GENERATE, normalize(a["text"], call.name, NAME), call, shape=shape,
+    site = Site(call.name, call.sql(NAME), NAME)
+    langs = tuple((k, language(site, k, string(a[k], k, call.name, NAME),
+                               LANGUAGES if k == "source_language" else LANGUAGES[1:]))
+                  for k in names[1:3])
+    return make(OpKind.AI_GENERATE, text_input(a["text"], call.name, NAME), call, shape=shape,
                 task="translate", task_args=langs, options=Options(on_error=on_error))
 
 
 def _build_similarity(call: Call) -> Built:
     a = bind(call, Signature(("input1", "input2", "config_object"), 2), NAME)
     config = options(a.get("config_object"), "the config", call.name, NAME)
+    known_keys(Site(call.name, call.sql(NAME), NAME), "the config", config, ("model",))
     model = config.pop("model", None)
     prompt = append(text_prompt(a["input1"]), a["input2"])
     return make(OpKind.AI_SIMILARITY, prompt, call, task_args=(("range", "-1..1"),),
@@ -248,7 +280,7 @@ def _build_similarity(call: Call) -> Built:
 
 def _build_embed(call: Call) -> Built:
     a = bind(call, Signature(("model", "input"), 2), NAME)
-    return make(OpKind.AI_EMBED, normalize(a["input"], call.name, NAME), call,
+    return make(OpKind.AI_EMBED, text_input(a["input"], call.name, NAME), call,
                 options=Options(model=string(a["model"], "the model", call.name, NAME)))
 
 
@@ -299,7 +331,7 @@ def _build_count_tokens(call: Call) -> Built:
     model = string(given["model"], "the model", call.name, NAME) if "model" in given else \
         config.pop("model", None) if fn == "ai_similarity" else None
     prompt = (text_prompt(given["input"]) if fn == "ai_similarity"
-              else normalize(given["input"], call.name, NAME))
+              else text_input(given["input"], call.name, NAME))
     for extra in ("input2", "source", "target"):
         if extra in given:
             prompt = append(prompt, given[extra])
@@ -323,19 +355,19 @@ def category_text(found: tuple[Label, ...]) -> str:
 
 def _build_legacy_sentiment(call: Call) -> Built:
     a = bind(call, Signature(("text",), 1), NAME)
-    return make(OpKind.AI_SCORE, normalize(a["text"], call.name, NAME), call, task="sentiment",
+    return make(OpKind.AI_SCORE, text_input(a["text"], call.name, NAME), call, task="sentiment",
                 task_args=(("range", "-1..1"),))
 
 
 def _build_summarize(call: Call) -> Built:
     a = bind(call, Signature(("text",), 1), NAME)
-    return make(OpKind.AI_GENERATE, normalize(a["text"], call.name, NAME), call, task="summarize")
+    return make(OpKind.AI_GENERATE, text_input(a["text"], call.name, NAME), call, task="summarize")
 
 
 def _build_extract_answer(call: Call) -> Built:
     a = bind(call, Signature(("source_document", "question"), 2), NAME)
     question = string(a["question"], "the question", call.name, NAME)
-    return make(OpKind.AI_EXTRACT, normalize(a["source_document"], call.name, NAME), call,
+    return make(OpKind.AI_EXTRACT, text_input(a["source_document"], call.name, NAME), call,
                 shape="answer_array", task="extract_answer", labels=(Label("answer", question),))
 
 

@@ -192,7 +192,8 @@ def test_literal_braces_never_bind(dialect, call):
 
 
 def test_task_text_from_values_is_not_a_placeholder():
-    out = transpile("SELECT AI_TRANSLATE(review, '{2}', 'fr') FROM t", "snowflake", "bigquery")
+    out = transpile("SELECT ai_generate(review, task := 'translate', source_language := '{2}', "
+                    "target_language := 'fr') FROM t", "duckdb", "bigquery")
     assert "from {2} to fr" in out
 
 
