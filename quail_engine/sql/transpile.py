@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 
 from sqlglot import exp
 
@@ -42,7 +43,32 @@ def transpile(sql: str, read: str, write: str, *, keep_source: bool = True) -> s
         return _transpile(sql, read, write, keep_source)
 
 
+class _Once(logging.Filter):
+    """Each distinct warning once per transpile: one call written in several SELECT blocks is
+    several operators, each emitted (and warned about) on its own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message in self.seen:
+            return False
+        self.seen.add(message)
+        return True
+
+
 def _transpile(sql: str, read: str, write: str, keep_source: bool) -> str:
+    once = _Once()
+    log.addFilter(once)
+    try:
+        return _rewrite(sql, read, write, keep_source)
+    finally:
+        log.removeFilter(once)
+
+
+def _rewrite(sql: str, read: str, write: str, keep_source: bool) -> str:
     if read == write and keep_source:
         _, ops, _ = lower_sql(sql, read, runnable=False)
         out = read_tree(sql, read).sql(dialect=dialects.sqlglot_dialect(write))
@@ -59,6 +85,7 @@ def _transpile(sql: str, read: str, write: str, keep_source: bool) -> str:
             built = lowered.built[op_id]
             args = [e.sql(dialect=dialects.sqlglot_dialect(write)) for e in built.exprs]
             texts[token] = emit_op(ops[op_id], args, write)
+            _warn_model(ops[op_id], read, write)
             if built.shape and built.shape not in shapes.PORTABLE and write != read and \
                     not built.extra.get("tvf"):
                 log.warning("%s -> %s: the %s result shape of %s is rebuilt with JSON/STRUCT "
@@ -67,10 +94,40 @@ def _transpile(sql: str, read: str, write: str, keep_source: bool) -> str:
         call.replace(exp.Anonymous(this=token))
     if write != "duckdb":
         _drop_json_transforms(tree)
+    if write in PATH_DIALECTS:
+        _paths_on_objects(tree, texts)
     out = tree.sql(dialect=dialects.sqlglot_dialect(write))
     for token, text in texts.items():
         out = out.replace(f"{token}()", _paren(text))
     return _read_back(out, ops, read, write)
+
+
+# where a call's rebuilt vendor shape is an OBJECT (OBJECT_CONSTRUCT), whose fields are read
+# as `v:field` or `v['field']`; `v.field` is a STRUCT's (BigQuery, Databricks, DuckDB)
+PATH_DIALECTS = ("snowflake",)
+_PATH_END = re.compile(r":[\w\[\]]+$")
+
+
+def _paths_on_objects(tree: exp.Expr, texts: dict[str, str]) -> None:
+    """`<shape>.field` on a call's rebuilt result as `<shape>['field']`; after a JSON path
+    (`AI_EXTRACT(...):response.field`) the dot continues the path and stays."""
+    for dot in list(tree.find_all(exp.Dot)):
+        this = dot.this
+        if isinstance(this, exp.Anonymous) and _PATH_END.search(texts.get(this.name, "")):
+            continue
+        if isinstance(dot.expression, exp.Identifier) and not isinstance(
+                this, exp.JSONExtract) and any(
+                isinstance(n, exp.Anonymous) and n.name in texts for n in this.walk()):
+            key = exp.Literal.string(dot.expression.name)
+            dot.replace(exp.Bracket(this=dot.this, expressions=[key]))
+
+
+def _warn_model(op: AiOp, read: str, write: str) -> None:
+    """A model or endpoint name is the source warehouse's; the target has its own names."""
+    if op.options.model and read != write and write != "duckdb":
+        log.warning("%s -> %s: the model %s of %s is a %s name; replace it with a %s model or "
+                    "endpoint", read, write, shorten(repr(op.options.model), 80),
+                    shorten(_name(op), 80), read, write)
 
 
 def _drop_json_transforms(tree: exp.Expr) -> None:
@@ -92,11 +149,15 @@ def _read_back(out: str, ops: list[AiOp], read: str, write: str) -> str:
         raise UnsupportedError(f"{names} cannot be written in {write}: the rewritten SQL does "
                                f"not read back ({exc.reason}); strip vendor result shapes or "
                                "rewrite the call by hand", out, write) from None
-    if sorted(op.op for op in again) != sorted(op.op for op in ops):
+    if _kinds(again) != _kinds(ops):
         raise UnsupportedError(f"{names} cannot be written in {write}: the rewritten SQL reads "
-                               f"back as {sorted(op.op for op in again)}, not "
-                               f"{sorted(op.op for op in ops)}", out, write)
+                               f"back as {_kinds(again)}, not {_kinds(ops)}", out, write)
     return out
+
+
+def _kinds(ops: list[AiOp]) -> str:
+    """The operator kinds as their names, sorted: 'ai_filter, ai_generate'."""
+    return ", ".join(sorted(str(op.op) for op in ops)) or "no AI function"
 
 
 def _name(op: AiOp) -> str:
