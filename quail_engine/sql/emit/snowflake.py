@@ -144,7 +144,7 @@ COUNT_EXTRAS = {"ai_translate": 2, "ai_similarity": 1, "ai_classify": 1}
 
 def _count_tokens(op: AiOp, args: list[str]) -> str:
     """`AI_COUNT_TOKENS(fn, [model,] input[, extras][, options])`: the special forms' extra
-    arguments are the last lines of the template (dialects/snowflake.py writes them so)."""
+    arguments are the last lines of the template (dialects/snowflake_tokens.py writes them so)."""
     a = dict(op.task_args)
     fn = a.get("function", "ai_complete")
     config = dict(op.options.vendor)
