@@ -32,6 +32,8 @@ SUITES = {
                     "plain engine vs 1 and N Ray workers (--device cuda on the H200)"),
     "trust": ("bench.trust", "CPU",
               "decisions vs the float32 reference per precision, with and without the band"),
+    "grammar": ("bench.grammar_decode", "CPU/H200",
+                "decode tokens/s free vs under a JSON schema (constrained decoding)"),
     "injection": ("bench.injection", "CPU",
                   "how often an instruction inside a document flips its answer"),
     "quailb": ("bench.quailb.run", "CPU",

@@ -57,33 +57,44 @@ def _next_token(logits, seq: DecodeSeq) -> int:
 def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
                   detokenize: Callable[[list[int]], str], grammars: Any = None) -> None:
     """Fill each seq's `out_tokens`, `text` and `finish` (EOS and stop strings not included).
-    `grammars` (grammar.GrammarMasks) serves the seqs that have a grammar."""
+    `grammars` (grammar.GrammarMasks) serves the seqs that have a grammar. Per step the host
+    does little per sequence: tokens are picked on the logits' device in one argmax, grammar
+    matchers advance in one parallel call, and a text is decoded each step only where a stop
+    string needs it (else once, when the sequence ends)."""
     live = [s for s in seqs if s.max_tokens > 0]
     for s in seqs:
         if s.max_tokens <= 0:
             s.finish = "length"
     if not live:
         return
-    jobs = [SeqJob(tokens=list(s.tokens), prefix=s.prefix, store_kv=True) for s in live]
+    jobs = [SeqJob(tokens=list(s.tokens), prefix=s.prefix, store_kv=True, on_device=True)
+            for s in live]
     runner.run(jobs)
+    pending = None  # the constrained seqs' next masks, computed during the forward pass
     while live:
+        tokens = _choose(live, jobs, grammars, pending)
+        consumed = _advance_grammars(live, tokens, eos_ids, grammars)
         still, step_jobs = [], []
-        for s, job, token in zip(live, jobs, _choose(live, jobs, grammars)):
-            if not _take(s, token, eos_ids, detokenize):
+        for s, job, token, ok in zip(live, jobs, tokens, consumed):
+            if not _take(s, token, eos_ids, detokenize, ok):
                 continue
             if len(s.out_tokens) >= s.max_tokens:
-                s.finish = "length"
+                _end(s, "length", detokenize)
             else:
                 still.append(s)
-                step_jobs.append(SeqJob(tokens=[token], prefix=job.kv, store_kv=True))
+                step_jobs.append(SeqJob(tokens=[token], prefix=job.kv, store_kv=True,
+                                        on_device=True))
         live, jobs = still, step_jobs
         if live:
+            constrained = [s.matcher for s in live if s.grammar is not None]
+            pending = grammars.start(constrained) if constrained else None
             runner.run(jobs, count_as_decode=True)
 
 
-def _choose(live: Sequence[DecodeSeq], jobs: Sequence[SeqJob], grammars: Any) -> list[int]:
+def _choose(live: Sequence[DecodeSeq], jobs: Sequence[SeqJob], grammars: Any,
+            pending: Any = None) -> list[int]:
     """Each live seq's next token: the seqs with a grammar in one masked argmax over their
-    stacked logits, the others by `_next_token`."""
+    stacked logits (their masks `pending` when started ahead), the others by `_next_token`."""
     tokens = [0] * len(live)
     constrained = [k for k, s in enumerate(live) if s.grammar is not None]
     if constrained:
@@ -96,33 +107,62 @@ def _choose(live: Sequence[DecodeSeq], jobs: Sequence[SeqJob], grammars: Any) ->
             if live[k].matcher is None:
                 live[k].matcher = grammars.matcher(live[k].grammar, width)
         logits = torch.stack([jobs[k].logits[-1] for k in constrained])
-        for k, token in zip(constrained, grammars.choose(logits, [live[k].matcher
-                                                                   for k in constrained])):
+        matchers = [live[k].matcher for k in constrained]
+        for k, token in zip(constrained, grammars.choose(logits, matchers, pending)):
             tokens[k] = token
+    plain = [k for k, s in enumerate(live)
+             if s.grammar is None and (s.repetition_penalty == 1.0 or not s.out_tokens)]
+    if plain:  # one argmax and one copy to the host for all of them, not one per seq
+        import torch
+
+        best = torch.stack([jobs[k].logits[-1] for k in plain]).argmax(dim=-1).tolist()
+        for k, token in zip(plain, best):
+            tokens[k] = int(token)
+    done = set(plain) | set(constrained)
     for k, s in enumerate(live):
-        if s.grammar is None:
+        if k not in done:
             tokens[k] = _next_token(jobs[k].logits[-1], s)
     return tokens
 
 
+def _advance_grammars(live: Sequence[DecodeSeq], tokens: Sequence[int], eos_ids: set[int],
+                      grammars: Any) -> list[bool]:
+    """Feed each constrained seq its token (EOS aside) in one call; whether each was taken
+    (True for the seqs without a grammar)."""
+    steps = [k for k, (s, t) in enumerate(zip(live, tokens))
+             if s.matcher is not None and t not in eos_ids]
+    taken = [True] * len(live)
+    if steps:
+        for k, ok in zip(steps, grammars.consume([(live[k].matcher, tokens[k])
+                                                  for k in steps])):
+            taken[k] = ok
+    return taken
+
+
 def _take(s: DecodeSeq, token: int, eos_ids: set[int],
-          detokenize: Callable[[list[int]], str]) -> bool:
+          detokenize: Callable[[list[int]], str], consumed: bool) -> bool:
     """Append `token` to `s`; False when `s` has finished (EOS, a stop string, its grammar
     complete or in error). Under a grammar, EOS is allowed only where the grammar accepts."""
     if token in eos_ids:
-        s.finish = "eos" if s.matcher is None or s.matcher.is_accepting() else "error"
+        _end(s, "eos" if s.matcher is None or s.matcher.is_accepting() else "error", detokenize)
         return False
-    if s.matcher is not None and not s.matcher.consume_token(token):
-        s.finish = "error"
+    if not consumed:
+        _end(s, "error", detokenize)
         return False
     s.out_tokens.append(token)
-    if s.matcher is None:
+    if s.matcher is not None:
+        if s.matcher.is_stopped():  # nothing can follow: the answer is whole
+            _end(s, "grammar" if s.matcher.is_accepting() else "error", detokenize)
+            return False
+        return True
+    if s.stop:
         s.text, stopped = cut_at_stop(detokenize(s.out_tokens), s.stop)
         if stopped:
             s.finish = "stop"
-        return not stopped
-    s.text = detokenize(s.out_tokens)
-    if s.matcher.is_stopped():  # nothing can follow: the answer is whole
-        s.finish = "grammar" if s.matcher.is_accepting() else "error"
-        return False
+            return False
     return True
+
+
+def _end(s: DecodeSeq, finish: str, detokenize: Callable[[list[int]], str]) -> None:
+    s.finish = finish
+    s.text, _ = cut_at_stop(detokenize(s.out_tokens), s.stop if s.grammar is None else ())

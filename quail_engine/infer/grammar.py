@@ -12,6 +12,7 @@ whitespace lets a small model pad an answer until it runs out of tokens.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,8 +52,8 @@ def compile_grammar(grammar: Grammar) -> str:
 
 class GrammarMasks:
     """One model's grammar machinery: its llguidance tokenizer (built on the first constrained
-    step, when the logits' width is known: ~0.3 s for SmolLM2's 49k tokens, ~3 s for Gemma's
-    262k), the compiled grammars, and the batched mask computation."""
+    step, when the logits' width is known; seconds for a large vocabulary, once per engine),
+    the compiled grammars, and the batched mask computation."""
 
     def __init__(self, tokenizer: Any, eos_ids: Sequence[int]):
         self._tokenizer = tokenizer
@@ -61,6 +62,10 @@ class GrammarMasks:
         self._width = 0
         self._compiled: dict[Grammar, str] = {}
         self._executor = None
+        self._pool = None
+        self._buffer = None
+        self.mask_s = 0.0  # computing masks (on the helper thread when started ahead)
+        self.wait_s = 0.0  # the decode loop waiting for masks
 
     def _lltokenizer(self, width: int):
         import llguidance
@@ -85,26 +90,55 @@ class GrammarMasks:
                                  f"({matcher.get_error()}): {grammar.source}")
         return matcher
 
-    def choose(self, logits, matchers: Sequence[Any]) -> list[int]:
-        """The argmax of each row of `logits` (n x width) among the tokens its matcher
-        allows; a matcher in an error state allows nothing and gets an EOS id. Where the
-        grammar is complete and the model's own choice lies outside it, the answer ends (EOS):
-        '8' then ' legs' is the number 8, not 8 followed by whatever digits score best."""
-        import numpy as np
+    def consume(self, steps: Sequence[tuple[Any, int]]) -> list[bool]:
+        """Advance each (matcher, token) in one parallel call; whether each token was
+        allowed (a refused one leaves its matcher in error)."""
+        return self._executor.consume_token_par(list(steps))
+
+    def start(self, matchers: Sequence[Any]):
+        """Begin computing the next step's masks of `matchers` on a helper thread (llguidance
+        releases the GIL), so they are ready when the forward pass that runs meanwhile ends;
+        `choose(..., pending=...)` takes them."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="quail-grammar")
+        return self._pool.submit(self._masks, list(matchers))
+
+    def _masks(self, matchers: Sequence[Any]):
+        """The packed masks of `matchers` (n x words int32, 32 tokens a word), in a buffer
+        reused across steps (page-locked where a GPU reads it)."""
         import torch
 
-        n, width = logits.shape
-        words = (width + 31) // 32
-        packed = np.zeros((n, words), dtype=np.int32)
+        t0 = time.perf_counter()
+        n, words = len(matchers), (self._width + 31) // 32
+        if self._buffer is None or self._buffer.shape[0] < n:
+            self._buffer = torch.empty((max(n, 64), words), dtype=torch.int32,
+                                       pin_memory=torch.cuda.is_available())
+        packed = self._buffer[:n]
         self._executor.unsafe_compute_mask_ptr([(m, k) for k, m in enumerate(matchers)],
-                                               packed.ctypes.data, words * 4, n)
-        bits = torch.from_numpy(packed).to(logits.device, non_blocking=True)
+                                               packed.data_ptr(), words * 4, n)
+        self.mask_s += time.perf_counter() - t0
+        return packed
+
+    def choose(self, logits, matchers: Sequence[Any], pending=None) -> list[int]:
+        """The argmax of each row of `logits` (n x width) among the tokens its matcher
+        allows (`pending`: those masks from `start`, else computed now); a matcher in an
+        error state allows nothing and gets an EOS id. Where the grammar is complete and the
+        model's own choice lies outside it, the answer ends (EOS): '8' then ' legs' is the
+        number 8, not 8 followed by whatever digits score best."""
+        import torch
+
+        t0 = time.perf_counter()
+        packed = pending.result() if pending is not None else self._masks(matchers)
+        self.wait_s += time.perf_counter() - t0
+        n, width = logits.shape
+        bits = packed.to(logits.device, non_blocking=True)
         shifts = torch.arange(32, device=logits.device, dtype=torch.int32)
-        allowed = ((bits.unsqueeze(-1) >> shifts) & 1).reshape(n, words * 32)[:, :width].bool()
-        masked = logits.float().masked_fill(~allowed, float("-inf"))
-        best = masked.argmax(dim=-1).tolist()
-        own = logits.argmax(dim=-1, keepdim=True)
-        leaves = (~allowed.gather(1, own)).squeeze(1).tolist()
-        empty = (~allowed.any(dim=-1)).tolist()
+        allowed = ((bits.unsqueeze(-1) >> shifts) & 1).reshape(n, -1)[:, :width].bool()
+        best = torch.where(allowed, logits, float("-inf")).argmax(dim=-1)
+        leaves = ~allowed.gather(1, logits.argmax(dim=-1, keepdim=True)).squeeze(1)
+        empty = ~allowed.any(dim=-1)
+        best, leaves, empty = torch.stack([best, leaves.long(), empty.long()]).tolist()
         return [self._eos[0] if e or (out and m.is_accepting()) else int(t)
                 for t, e, out, m in zip(best, empty, leaves, matchers)]

@@ -24,6 +24,8 @@ class SeqJob:
     `log_probs`: return those columns as log-probabilities, normalized over the full vocabulary
     on the device (a few columns come back instead of every token's logit).
     `store_kv`: return the KV of the whole sequence (prefix + own tokens) in `kv`.
+    `on_device`: leave `logits` on the model's device (the decode loop picks its tokens there,
+    and only their ids cross to the host, not a full vocabulary's logits per step).
     Outputs: `logits` [len(read), len(vocab)], `kv`.
     """
 
@@ -33,6 +35,7 @@ class SeqJob:
     vocab: tuple[int, ...] | None = None
     store_kv: bool = False
     log_probs: bool = False
+    on_device: bool = False
     logits: torch.Tensor | None = None
     kv: Any = None
     meta: dict = field(default_factory=dict)

@@ -185,6 +185,9 @@ class GpuRunner:
                 columns = {t: c for c, t in enumerate(union)}
                 token_ids = to_device(union, dev)
         logits = self.model.logits(hidden, token_ids)
+        if all(j.on_device for j in jobs if j.read):  # read where they are (decode steps)
+            self._end_timing(timing)
+            return jobs, spans, logits, True if shared else columns, None
         return self._to_host(logits, True if shared else columns, jobs, spans, timing)
 
     def _to_host(self, logits: torch.Tensor, columns, jobs, spans, timing):
@@ -205,8 +208,9 @@ class GpuRunner:
 
 
 def _read_back(jobs: list[SeqJob], spans, host, columns, done) -> None:
-    """Hands each job its rows of a finished pass. `columns`: True when the pass computed
-    exactly every job's vocabulary in order; else a token -> column map (None: full vocab)."""
+    """Hands each job its rows of a finished pass (`host`: the logits on the host, or on the
+    device for jobs that read them there). `columns`: True when the pass computed exactly
+    every job's vocabulary in order; else a token -> column map (None: full vocab)."""
     if host is None:
         return
     if done is not None:

@@ -1,0 +1,176 @@
+"""Constrained decoding's cost: the same batch decoded free and under a JSON schema.
+
+Each of `--rows` reviews (examples/data/reviews.csv, repeated to the count) asks for a JSON
+object; the batch is decoded by the engine's own decode loop (infer/decode.py) once untimed, then
+three times timed (the median reported): free text, and under the schema (infer/grammar.py: llguidance masks, one
+per step for all constrained rows), and under a short schema whose fields the grammar forces to
+an end (an enum and a boolean: every answer completes). The rows report output tokens per
+second, so modes that stop at different lengths compare per token, and the share of answers
+that parse as the schema (an answer the grammar did not complete within the tokens is None).
+
+- CPU (default): the embedded writer SmolLM2-135M, trained weights, float32.
+- `--device cuda`: a random-weight model of `--shape` (default qwen3-4b, fp8) with the
+  tokenizer in `--tokenizer DIR` (SmolLM2's: its 49,152 tokens inside the model's 151,936
+  logits; the rest are never allowed). Random weights rarely end a string, so both modes decode
+  every row to `--max-tokens`: the comparison is step for step.
+
+    python -m bench grammar [--device cuda --tokenizer DIR] [--rows 64 ...] [--max-tokens 48]
+                            [--out bench/results/grammar_decode.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+from bench.results_io import write_result
+
+REPEATS = 3  # timed runs per mode after the first; the median is reported
+REVIEWS = Path(__file__).resolve().parents[1] / "examples" / "data" / "reviews.csv"
+SCHEMA = {"type": "object", "additionalProperties": False,
+          "required": ["product", "sentiment", "summary"],
+          "properties": {"product": {"type": ["string", "null"]},
+                         "sentiment": {"enum": ["positive", "negative", "mixed"]},
+                         "summary": {"type": "string"}}}
+# fields a grammar forces to an end (an enum, a boolean, a number): every answer completes and
+# parses, even on random weights
+SHORT = {"type": "object", "additionalProperties": False, "required": ["sentiment", "positive"],
+         "properties": {"sentiment": {"enum": ["positive", "negative", "mixed"]},
+                        "positive": {"type": "boolean"}}}
+QUESTION = ("Extract a JSON object with the keys product, sentiment (positive, negative or "
+            "mixed) and summary (a few words).")
+
+
+def reviews(n: int) -> list[str]:
+    with open(REVIEWS, newline="") as f:
+        texts = [r["review"] for r in csv.DictReader(f)]
+    return [texts[i % len(texts)] for i in range(n)]
+
+
+def cpu_engine():
+    import torch
+
+    from quail_engine.infer.engine import LocalEngine
+
+    return LocalEngine.load("smollm2-135m", dtype=torch.float32), "smollm2-135m (float32)"
+
+
+def gpu_engine(shape: str, tokenizer_dir: str):
+    from bench.gpu.common import random_gpu_model
+    from quail_engine.infer.gpu.engine import GpuEngine
+    from quail_engine.infer.tokenizer import load_tokenizer
+
+    config, model = random_gpu_model(shape, fp8=True)
+    engine = GpuEngine(model, load_tokenizer(tokenizer_dir), config, model_id=f"random-{shape}")
+    return engine, f"random {shape} (fp8), tokenizer of {Path(tokenizer_dir).name}"
+
+
+def run_mode(engine, texts: list[str], grammar, max_tokens: int, schema: dict) -> dict:
+    from quail_engine.infer.api import GenerateReadout, Request
+
+    readout = GenerateReadout(max_tokens=max_tokens, grammar=grammar)
+    requests = []
+    for text in texts:
+        head, tail = engine.chat_split(f"{text}\n\n{QUESTION}", "")
+        requests.append(Request(tuple(head + tail), readout))
+    timings = []
+    masks = engine._grammar_masks()
+    for _ in range(1 + REPEATS):  # the first run builds the grammar tokenizer, compiles kernels
+        before = engine.stats.decode_tokens
+        masks.mask_s = masks.wait_s = 0.0
+        start = time.perf_counter()
+        answers = engine.run(requests)
+        _sync()
+        timings.append((time.perf_counter() - start, engine.stats.decode_tokens - before,
+                        masks.mask_s, masks.wait_s))
+    seconds, fed_back, mask_s, wait_s = sorted(timings[1:])[REPEATS // 2]  # the median run
+    output = fed_back + len(requests)  # each row's last token is not fed back
+    parsed = sum(_parses(a.value, schema) for a in answers)
+    return {"rows": len(requests), "max_tokens": max_tokens, "output_tokens": output,
+            "seconds": round(seconds, 3), "tokens_per_s": round(output / seconds, 1),
+            "parses": round(parsed / len(requests), 3),
+            "mask_seconds": round(mask_s, 3), "mask_wait_seconds": round(wait_s, 3),
+            "first_run_seconds": round(timings[0][0], 3)}
+
+
+def _parses(text, schema) -> bool:
+    if text is None:
+        return False
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and set(value) == set(schema["properties"])
+
+
+def _sync() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def markdown(result: dict) -> str:
+    lines = [f"# Constrained decoding vs free decoding ({result['date']})", "",
+             f"Machine: {result['machine']}. Model: {result['model']}. Command: "
+             f"`{result['command']}`.", "",
+             "Masks: seconds computing the grammar masks (on a helper thread, during the forward "
+             "pass) and seconds the decode loop waited for them.", "",
+             "| device | mode | rows | output tokens | seconds | tokens/s | parses as schema "
+             "| masks s | waited s |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in result["rows"]:
+        lines.append(f"| {r['device']} | {r['mode']} | {r['rows']} | {r['output_tokens']} | "
+                     f"{r['seconds']} | {r['tokens_per_s']} | {r['parses']} | "
+                     f"{r['mask_seconds']} | {r['mask_wait_seconds']} |")
+    free = {r["rows"]: r["tokens_per_s"] for r in result["rows"] if r["mode"] == "free"}
+    lines.append("")
+    for r in result["rows"]:
+        if r["mode"] == "grammar" and free.get(r["rows"]):
+            lines.append(f"- {r['rows']} rows: under the grammar "
+                         f"{r['tokens_per_s'] / free[r['rows']]:.2f}x the free tokens/s.")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench grammar")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--rows", type=int, nargs="+", default=[64])
+    p.add_argument("--max-tokens", type=int, default=48)
+    p.add_argument("--shape", default="qwen3-4b")
+    p.add_argument("--tokenizer", help="tokenizer directory for --device cuda")
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+    from quail_engine.infer.api import Grammar
+
+    if args.device == "cpu":
+        engine, model = cpu_engine()
+        machine = f"{platform.processor() or platform.machine()}, CPU"
+    else:
+        engine, model = gpu_engine(args.shape, args.tokenizer)
+        import torch
+
+        machine = torch.cuda.get_device_name(0)
+    rows = []
+    for count in args.rows:
+        texts = reviews(count)
+        for mode, schema in (("free", None), ("grammar", SCHEMA), ("grammar-short", SHORT)):
+            g = None if schema is None else Grammar(json.dumps(schema, sort_keys=True))
+            row = {"device": args.device, "mode": mode,
+                   **run_mode(engine, texts, g, args.max_tokens, schema or SCHEMA)}
+            rows.append(row)
+            print(row, flush=True)
+    result = {"date": time.strftime("%Y-%m-%d"), "machine": machine, "model": model,
+              "command": "python " + " ".join(sys.argv), "rows": rows}
+    default = Path(__file__).resolve().parent / "results" / f"grammar_decode_{args.device}.json"
+    write_result(result, "grammar_decode", markdown, out=args.out or default)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
