@@ -29,16 +29,31 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from quail_engine.cli.output import check_output, render, write_file
-    from quail_engine.exec import ExecutionError, SqlError, with_dialect_hint
+    from quail_engine.exec import (
+        ExecutionError,
+        QuailError,
+        SqlError,
+        split_write,
+        with_dialect_hint,
+        write_rows,
+    )
     from quail_engine.sql.source_text import read_sql
 
     sql = read_sql(args.file, args.expression)
     if args.output:
         check_output(args.output)
     check_paths(args)
-    _, session = open_args_session(args)
     try:
-        table = session.execute(sql, args.dialect)
+        write = split_write(sql, args.dialect)
+    except SqlError:
+        write = None  # not readable as a write: the query path says what is wrong
+    if write is not None and (not args.database or args.output):
+        raise QuailError(f"{write.kind} writes its rows to the DuckDB file named by --database "
+                         "(and takes no --output); or run the query alone with --output FILE: "
+                         f"{sql.strip()}")
+    con, session = open_args_session(args)
+    try:
+        table = session.execute(write.query if write else sql, args.dialect)
     except (SqlError, ExecutionError) as exc:
         hinted = with_dialect_hint(exc, sql, args.dialect)
         if hinted is exc:
@@ -46,7 +61,12 @@ def run(args: argparse.Namespace) -> int:
         raise hinted from exc
     finally:
         write_report(session, args.report)
-    if args.output:
+    if write is not None:
+        con.close()  # the query's read-only view of the file ends before the write opens it
+        rows = write_rows(args.database, write, table)
+        print(f"quail: {rows} rows {write.verb} {write.target} in {args.database}",
+              file=sys.stderr)
+    elif args.output:
         write_file(table, args.output)
     else:
         sys.stdout.write(render(table, args.fmt))

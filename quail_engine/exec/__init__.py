@@ -25,13 +25,15 @@ from quail_engine.exec.facade import (
     open_session,
     resolve_device,
     route_stages,
+    split_write,
     to_duckdb_sql,
     with_dialect_hint,
+    write_rows,
 )
 
 __all__ = [
     "ExecutionError", "ai_ops", "create_ai_function", "decoder_of", "MissingTableError", "ModelError", "QuailError", "RowAnswers",
     "SessionConfig", "SqlError", "connect", "default_cache_dir", "describe_model", "ensure_converted",
     "has_ai_calls", "load_engine", "model_text", "open_session", "resolve_device",
-    "route_stages", "to_duckdb_sql", "with_dialect_hint",
+    "route_stages", "split_write", "to_duckdb_sql", "with_dialect_hint", "write_rows",
 ]

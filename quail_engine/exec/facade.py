@@ -216,6 +216,23 @@ def has_ai_calls(sql: str, dialect: str) -> bool:
     return bool(parse(sql, dialect).ai_ops)
 
 
+def split_write(sql: str, dialect: str) -> Any:
+    """A CREATE TABLE ... AS / INSERT INTO ... <query> statement as its query and where its
+    rows go (sql.writes.Write), or None for any other statement."""
+    from quail_engine.sql.writes import split_write as split
+
+    return split(sql, dialect)
+
+
+def write_rows(database: str, write: Any, table: Any) -> int:
+    """Land `table` (the result of `write.query`) in the DuckDB file `database` as `write`
+    says, in one transaction; the rows written."""
+    from quail_engine.exec.tables import land_rows
+    from quail_engine.sql.writes import RESULT
+
+    return land_rows(database, write.statement, RESULT, table)
+
+
 def with_dialect_hint(exc: QuailError, sql: str, dialect: str,
                       advice: str = "add --dialect {name}") -> QuailError:
     """`exc`, led by a hint naming the dialect `sql` looks written in when another dialect

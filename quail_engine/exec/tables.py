@@ -184,3 +184,30 @@ def _listed_folder(path: Path) -> Path:
             return folder
         folder = folder / part
     return folder
+
+
+def land_rows(path: str | Path, statement: str, result_name: str, table) -> int:
+    """Run `statement` (a CREATE TABLE ... AS / INSERT INTO ... reading `result_name`) on the
+    DuckDB file `path` with the Arrow `table` as `result_name`, in one transaction: it lands
+    whole or not at all (a failed statement leaves the file as it was). Returns the rows."""
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(path))
+    except duckdb.Error as exc:
+        raise ExecutionError(f"database {str(path)!r}: cannot open it for writing: "
+                             f"{str(exc).strip().splitlines()[0]}") from None
+    try:
+        con.register(result_name, table)
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(statement)
+            con.execute("COMMIT")
+        except duckdb.Error as exc:
+            con.execute("ROLLBACK")
+            raise ExecutionError(f"database {str(path)!r}: the rows were not written "
+                                 f"({str(exc).strip().splitlines()[0]}); the database is "
+                                 "unchanged") from None
+    finally:
+        con.close()
+    return table.num_rows

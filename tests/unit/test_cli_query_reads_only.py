@@ -21,10 +21,16 @@ def _query(sql: str, *tables: str) -> list[str]:
             *(a for t in tables for a in ("--table", t))]
 
 
+@pytest.mark.parametrize("sql", ["CREATE TABLE t AS SELECT 1",
+                                 "INSERT INTO reviews SELECT 3, 'new'"])
+def test_a_write_needs_a_database_to_write_to(sql, data, capsys):
+    assert main(_query(sql, f"reviews={data}")) == 2
+    err = capsys.readouterr().err
+    assert "--database" in err and sql in err
+
+
 @pytest.mark.parametrize(("sql", "kind"), [
     ("COPY (SELECT 42) TO '{out}'", "COPY"),
-    ("CREATE TABLE t AS SELECT 1", "CREATE"),
-    ("INSERT INTO reviews SELECT 3, 'new'", "INSERT"),
     ("INSTALL httpfs", "INSTALL"),
     ("SET enable_external_access = true", "SET"),
     ("ATTACH '{out}' AS other", "ATTACH"),
