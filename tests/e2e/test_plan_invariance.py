@@ -1,8 +1,10 @@
 """Metamorphic suite: an answer depends on the SQL and the row values only. The same question
 asked under another plan - the other anchor hint, the tables written the other way round, an
-equality conjunct that keeps every pair, batches of 1/7/64 prompts, KV sharing off, prefix
-sharing off, a LIMIT, a warm answer cache, no selectivity sampling - returns the same rows as
-every call asked alone and unplanned, in float32 on the CPU with the real embedded model.
+equality conjunct that keeps every pair, batches of 1/7/64 prompts, KV sharing off, a LIMIT, a
+warm answer cache, no selectivity sampling - returns the same rows as every call asked alone and
+unplanned, in float32 on the CPU with the real embedded model. (Prefix sharing off needs an
+engine built without its prefix cache: test_plan_invariance_suite.py, with the examples, QUAIL-B
+queries and Ray workers.)
 
 Budget: ~1-2 minutes on a 2-core CPU (13 runs of 4 small queries over 5 reviews x 3 products).
 """
@@ -87,12 +89,6 @@ def test_an_equality_conjunct_that_keeps_every_pair(con, engine, alone, tmp_path
 def test_a_limit_returns_the_first_rows(con, engine, alone, tmp_path):
     assert _run(con, engine, _join() + " LIMIT 2", tmp_path) == alone["join"][:2]
     assert _run(con, engine, FILTERS + " LIMIT 1", tmp_path) == alone["filters"][:1]
-
-
-def test_prefix_sharing_off(con, engine, alone, tmp_path, monkeypatch):
-    monkeypatch.setenv("QUAIL_PREFIX_SHARING", "0")
-    assert _run(con, engine, _join(), tmp_path) == alone["join"]
-    assert _run(con, engine, FILTERS, tmp_path) == alone["filters"]
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
