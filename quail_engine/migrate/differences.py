@@ -21,14 +21,15 @@ REWRITES = {
     "AI_SENTIMENT": "one AI_CLASSIFY per aspect, e.g. AI_CLASSIFY(PROMPT('Sentiment about price "
                     "in: {0}', text), ['positive', 'negative', 'neutral', 'mixed'])"
                     ":labels[0]::string",
-    "SNOWFLAKE.CORTEX.COMPLETE": "write the conversation into one prompt: "
-                                 "AI_COMPLETE(model, PROMPT('...{0}...', ...))",
-    "SNOWFLAKE.CORTEX.TRY_COMPLETE": "write the conversation into one prompt: "
-                                     "AI_COMPLETE(model, PROMPT('...{0}...', ...))",
+    "SNOWFLAKE.CORTEX.COMPLETE": "end the conversation with the user's message, or write it "
+                                 "into one prompt: AI_COMPLETE(model, PROMPT('...{0}...', ...))",
+    "SNOWFLAKE.CORTEX.TRY_COMPLETE": "end the conversation with the user's message, or write it "
+                                     "into one prompt: AI_COMPLETE(model, PROMPT('...{0}...', "
+                                     "...))",
     "AI_PARSE_DOCUMENT": "parse the documents before dbt and load their text as a column",
 }
-_EMBED_NOTE = ("Quail ships no embedding model: ai_embed is read and planned, then refused when "
-               "it runs; no rewrite (compute embeddings outside the model)")
+_EMBED_NOTE = ("Quail ships no embedding model: ai_embed is refused when the query is read; no "
+               "rewrite (compute embeddings outside the model)")
 
 
 def refusal(function: str, reason: str) -> str:
