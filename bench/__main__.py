@@ -36,6 +36,8 @@ SUITES = {
                 "decode tokens/s free vs under a JSON schema (constrained decoding)"),
     "injection": ("bench.injection", "CPU",
                   "how often an instruction inside a document flips its answer"),
+    "multilabel": ("bench.multilabel", "CPU",
+                   "multi-label classify: per-label precision/recall, exact sets, fp32"),
     "quailb": ("bench.quailb.run", "CPU",
                "QUAIL-B's 42 queries as Snowflake SQL, planned, tiny scale (--cpu)"),
 }

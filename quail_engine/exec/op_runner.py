@@ -129,6 +129,8 @@ class OpRunner:
     def _calibration_texts(self, layout: OpPrompt) -> tuple[str, str] | None:
         if not self.calibrate or layout.op.op not in CALIBRATED or layout.partner_slots:
             return None  # a pair layout carries its own content-free reference
+        if layout.per_label:  # one per label (readout): keyed by its form
+            return layout.label_calibration("{label}")
         return layout.texts(layout.calibration_values())
 
     def cache_readout(self, layout: OpPrompt) -> str:
@@ -147,13 +149,22 @@ class OpRunner:
         return readout
 
     def readout(self, layout: OpPrompt):
+        """The readout of `layout`'s requests; for yes/no label decisions, a dict from each
+        label's question to its readout (each calibrated on its own content-free prompt)."""
         cal = self._calibration_texts(layout)
         if cal is None:
             return self._model_readout(layout.readout())
+        if layout.per_label:
+            return {layout.label_calibration(lb.name)[1]:
+                    layout.readout(self._calibration_tokens(layout.label_calibration(lb.name)))
+                    for lb in layout.op.labels or ()}
+        return layout.readout(self._calibration_tokens(cal))
+
+    def _calibration_tokens(self, cal: tuple[str, str]) -> list[int]:
         if cal not in self._calibration:
             head, tail = self.text.split(*cal)
             self._calibration[cal] = head + tail
-        return layout.readout(self._calibration[cal])
+        return self._calibration[cal]
 
     def prepare(self, layout: OpPrompt, rows: Sequence[Sequence[object]]) -> CallPrep:
         """The host's part of a call before the engine (CallPrep): prompts rendered, keys, the
@@ -218,6 +229,8 @@ class OpRunner:
             # written by the generation model: its engine, tokenizer and answers' identity (a
             # document KV of this runner's engine means nothing to it)
             return self.decoder.answer(op_id, layout, rows, unplanned=unplanned)
+        if layout.is_multi_label:
+            return self._labels(op_id, layout, rows, kv, unplanned)
         rep = self.report.op(op_id, layout.op.op)
         check_supported(layout.op)
         if layout.op.op == OpKind.AI_COUNT_TOKENS:
@@ -282,6 +295,21 @@ class OpRunner:
             rep.seconds += time.perf_counter() - start - load_s
             self.report.timeline.operator(op_id, layout.op.op, start, len(texts), len(cached),
                                           self.engine)  # its span holds the load's, if any
+        return out
+
+    def _labels(self, op_id: int, layout: OpPrompt, rows: Sequence[Sequence[object]],
+                kv: DocKV | None, unplanned: bool) -> list[object]:
+        """A multi-label op's values: each row asked once per label in one call
+        (`layout.decisions()`: the document is the prefix, so its KV is computed once and each
+        label's decision, cached by itself, is a short suffix on it); a row's value is the
+        labels decided yes, in the op's order (none: an empty list), NULL where its input is."""
+        names = [lb.name for lb in layout.op.labels or ()]
+        asked = [(*values, name) for values in rows for name in names]
+        decided = self.answer(op_id, layout.decisions(), asked, kv=kv, unplanned=unplanned)
+        out: list[object] = []
+        for k in range(len(rows)):
+            row = decided[k * len(names):(k + 1) * len(names)]
+            out.append(None if None in row else [n for n, yes in zip(names, row) if yes])
         return out
 
     def cached_first(self, items: list, documents: list[str]) -> list:
@@ -512,20 +540,20 @@ class OpRunner:
             resident = set(kv.handles)
             kv.ensure([p for p, _ in texts])
             encoded_now: set[str] = set()
-            for (p, _), tail in zip(texts, tails):
+            for (p, question), tail in zip(texts, tails):
                 handle = kv.get(p)
                 if p in resident or p in encoded_now:
                     kv_hits += handle.num_tokens
                 encoded_now.add(p)
                 tail = self._fit(tail[len(kv.stem):], max_context - handle.num_tokens - reserve,
                                  rep)
-                requests.append(Request(tuple(tail), readout, handle))
+                requests.append(Request(tuple(tail), _for_question(readout, question), handle))
                 prefix_lens.append(handle.num_tokens)
             rep.work = rep.work + kv.take_work()
         else:
-            for head, tail in zip(heads, tails):
+            for (_, question), head, tail in zip(texts, heads, tails):
                 tokens = self._fit(head + tail, max_context - reserve, rep)
-                requests.append(Request(tuple(tokens), readout))
+                requests.append(Request(tuple(tokens), _for_question(readout, question)))
                 prefix_lens.append(0)
         rep.work = rep.work + batch_work(prefix_lens, [len(r.tokens) for r in requests])
         reasked0 = getattr(self.engine, "reasked", 0)  # a ReaskingEngine's (infer/reask.py)
@@ -566,6 +594,12 @@ class OpRunner:
         rep.truncated += 1
         keep_tail = min(len(tokens), max(1, limit // 2))
         return tokens[:max(0, limit - keep_tail)] + tokens[len(tokens) - keep_tail:]
+
+
+def _for_question(readout, question: str):
+    """The readout of a request asking `question`: `readout`, or its entry when it is a dict
+    by question (yes/no label decisions, each label calibrated on its own)."""
+    return readout[question] if isinstance(readout, dict) else readout
 
 
 def picker(index: list[int]):

@@ -12,10 +12,18 @@ A boolean question with a partner - a join's other side, or a string literal arg
 read as the answer after the template's text up to its slot, and the readout is how much the
 document raises the partner's likelihood over the content-free document (infer/prompt_layout.py, measured
 in bench/pair_accuracy.py). The partner stays in the suffix, so the document is still the prefix.
+
+A multi-label classification is one decision per label over the document (`OpPrompt.decisions`):
+each row is asked once per label, the label appended to its values as the partner, so the
+document's KV is computed once and every label's decision is a short suffix on it, cached by
+itself. On the embedded default model the decision is the label's likelihood after "Does the
+text above mention" against `MULTI_LABEL_THRESHOLD` (its yes/no answer ranks labels below chance:
+bench/results/multilabel.md); on any other model, the yes/no question per label.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import re
@@ -29,6 +37,7 @@ from quail_engine.infer.api import (
     LabelReadout,
     Readout,
     ScoreReadout,
+    SpanReadout,
 )
 from quail_engine.infer.embedded import (
     DECODE_MODEL,
@@ -38,6 +47,7 @@ from quail_engine.infer.embedded import (
 )
 from quail_engine.infer.prompt_layout import (
     BOOLEAN_HINT,
+    CONTENT_FREE,
     document_text,
     label_hint,
     pair_cue,
@@ -51,6 +61,10 @@ SHARED_KINDS = ("ai_filter", "ai_join", "ai_classify", "ai_score")
 PAIR_KINDS = ("ai_filter", "ai_join")
 DEFAULT_MAX_TOKENS = 48
 DECODED = ("ai_generate", "ai_extract", "ai_aggregate")  # operators whose answer is a decode
+LABEL_STEM = "Does the text above mention"  # a label decision in the pair layout
+# nats a label's likelihood must gain from the document; chosen on the odd ids of
+# bench/data/multilabel.jsonl, reported on the even ids (python -m bench multilabel)
+MULTI_LABEL_THRESHOLD = 2.75
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,7 @@ class OpPrompt:
     op: object
     doc_slots: tuple[int, ...]
     pair: bool = True  # two-argument questions in the pair layout (else yes/no)
+    per_label: bool = False  # one decision of a multi-label op: the row's last value a label
 
     @classmethod
     def for_op(cls, op, pair: bool = True) -> OpPrompt:
@@ -90,8 +105,20 @@ class OpPrompt:
         return bool(self.doc_slots)
 
     @property
+    def is_multi_label(self) -> bool:
+        """Whether rows of this layout are answered as one decision per label (`decisions`)."""
+        return self.op.op == "ai_classify" and self.op.multi and not self.per_label
+
+    def decisions(self) -> OpPrompt:
+        """The layout of a multi-label op's decisions: rows are its rows with one of its label
+        names appended; the answer is whether that label applies."""
+        return dataclasses.replace(self, per_label=True)
+
+    @property
     def partner_slots(self) -> tuple[int, ...]:
         """Slots of a pair layout's partner, in template order (empty: not a pair layout)."""
+        if self.per_label:
+            return (len(self.op.bindings),) if self.pair else ()
         if not self.pair or self.op.op not in PAIR_KINDS or not self.doc_slots:
             return ()
         seen = dict.fromkeys(int(m.group(1)) for m in SLOT.finditer(self.op.template))
@@ -103,6 +130,8 @@ class OpPrompt:
         if not self.is_shared:
             return task_prompt(self.op, _render(self.op.template, vals, ())), ""
         doc = "\n\n".join(vals[i] for i in self.doc_slots)
+        if self.per_label:
+            return document_text(doc), self._label_question(vals[-1])
         if self.partner_slots:
             return document_text(doc), f"{self._cue()} {self._partner(vals)}"
         question = _render(self.op.template, vals, self.doc_slots).strip()
@@ -112,6 +141,19 @@ class OpPrompt:
             question = f"{self.op.instruction}\n{question}"
         # the layout measured on the development set (infer/prompt_layout.py, bench/accuracy.py)
         return document_text(doc), f"Question: {question}\n{self._instruction()}"
+
+    def _label_question(self, label: str) -> str:
+        """The suffix asking whether `label` applies: the label read after the stem (pair), or
+        a yes/no question."""
+        lead = f"{self.op.instruction}\n" if self.op.instruction else ""
+        if self.pair:
+            return f"{pair_cue(lead + LABEL_STEM)} {label}"
+        return (f"Question: {lead}Does the label '{label}' apply to the text above?\n"
+                f"{BOOLEAN_HINT}")
+
+    def label_calibration(self, label: str) -> tuple[str, str]:
+        """A yes/no label decision's content-free prompt (its calibration), per label."""
+        return document_text(CONTENT_FREE), self._label_question(label)
 
     def _partner_span(self) -> tuple[int, int]:
         """Character range of the template from the first partner slot to the end of the last."""
@@ -147,6 +189,12 @@ class OpPrompt:
     def readout(self, calibration_tokens: Sequence[int] | None = None) -> Readout:
         cal = tuple(calibration_tokens) if calibration_tokens is not None else None
         kind = self.op.op
+        if self.per_label and self.pair:
+            lead = f"{self.op.instruction}\n" if self.op.instruction else ""
+            return SpanReadout(pair_cue(lead + LABEL_STEM), MULTI_LABEL_THRESHOLD,
+                               document_text(CONTENT_FREE))
+        if self.per_label:
+            return BooleanReadout(calibration_tokens=cal)
         if self.partner_slots:  # compares with the content-free document by definition
             return pair_readout(self._cue())
         if kind in ("ai_filter", "ai_join"):
@@ -245,6 +293,8 @@ def weak_shape(op, layout: OpPrompt | None = None) -> str | None:
     if op.op in ("ai_generate", "ai_aggregate"):
         return "generation"
     layout = layout or OpPrompt.for_op(op)
+    if layout.per_label:
+        return None
     if op.op in ("ai_filter", "ai_score") and not layout.partner_slots:
         return "yes/no filter on one document"
     if layout.partner_slots and not _TRAILING_NOISE.match(
@@ -282,8 +332,8 @@ def sql_value(op, answer) -> object:
     if answer is None:
         return None
     value = answer.value
-    if op.op == "ai_classify" and op.multi:
-        return [value] if isinstance(value, str) else list(value)
+    if op.op == "ai_classify" and op.multi:  # one label's decision (OpPrompt.decisions)
+        return bool(value)
     if op.op in ("ai_filter", "ai_join"):
         return bool(value)
     if op.op in ("ai_score", "ai_similarity") and ("range", "-1..1") in op.task_args:

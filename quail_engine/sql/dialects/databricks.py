@@ -238,5 +238,17 @@ def unwrap(built: Built, node: exp.Expr) -> tuple[exp.Expr, str | None, Built]:
     if w is None:
         return node, None, built
     text = f"{NAME}:{path}"
+    if built.op.multi and _is_array_parse(outer):
+        outer, text = outer.parent, f"from_json({text}, 'array<string>')"
     return outer, text, dataclasses.replace(built, op=dataclasses.replace(op, wrapper=text),
                                             shape=w.shape)
+
+
+def _is_array_parse(node: exp.Expr) -> bool:
+    """`from_json(<node>, 'array<string>')`: a multi-label response read as its labels
+    (https://docs.databricks.com/aws/en/sql/language-manual/functions/ai_classify, unnested with
+    `explode`); the canonical value already is that array."""
+    parent = node.parent
+    schema = parent.expression if isinstance(parent, exp.FromJson) else None
+    return (parent is not None and parent.this is node and isinstance(schema, exp.Literal)
+            and schema.is_string and schema.this.replace(" ", "").lower() == "array<string>")

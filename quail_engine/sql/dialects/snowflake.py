@@ -54,6 +54,13 @@ class QuailSnowflake(Snowflake):
                 return self._parse_types()
             return super()._parse_type(*args, **kwargs)
 
+        def _parse_lateral(self):
+            """`LATERAL FLATTEN(input => AI_CLASSIFY(...):labels) f`: the labels unnested, one
+            row each, `f.value` the label (https://docs.snowflake.com/en/sql-reference/functions/
+            flatten); sqlglot's FLATTEN over DuckDB is no SQL DuckDB reads."""
+            lateral = super()._parse_lateral()
+            return _flattened_labels(lateral) or lateral
+
     class Generator(SnowflakeGenerator):
         def datatype_sql(self, expression: exp.DataType) -> str:
             """A type passed as an argument keeps its `TYPE` keyword, so it reads back."""
@@ -61,6 +68,27 @@ class QuailSnowflake(Snowflake):
             if isinstance(expression.parent, exp.Kwarg | exp.Anonymous):
                 return f"TYPE {text}"
             return text
+
+
+def _flattened_labels(lateral: exp.Expr | None) -> exp.Unnest | None:
+    """`lateral` as an UNNEST of an AI call's `:labels` array with the one FLATTEN column it
+    has, `value` (None: any other FLATTEN, left as sqlglot reads it)."""
+    explode = lateral.this if isinstance(lateral, exp.Lateral) else None
+    if not isinstance(explode, exp.Explode):
+        return None
+    arg = explode.this
+    if isinstance(arg, exp.Kwarg):
+        if arg.this.name.lower() != "input":
+            return None
+        arg = arg.expression
+    call = arg.this if isinstance(arg, exp.JSONExtract) else None
+    if not (isinstance(call, exp.Anonymous) and is_ai_name(call.name.upper())
+            and climb_json(call) == (arg, "labels", False)):
+        return None
+    alias = lateral.args.get("alias")
+    name = alias.this if alias is not None and alias.this else exp.to_identifier("_flattened")
+    return exp.Unnest(expressions=[arg],
+                      alias=exp.TableAlias(this=name, columns=[exp.to_identifier("value")]))
 
 
 def _on_error(args: dict, call: Call, default: str = "null") -> tuple[str, str | None]:

@@ -7,7 +7,7 @@ import pytest
 from quail_engine.errors import UnsupportedError
 from quail_engine.exec.prompts import OpPrompt, sql_value
 from quail_engine.exec.tasks import check_supported
-from quail_engine.infer.api import Answer, GenerateReadout, LabelReadout, ScoreReadout
+from quail_engine.infer.api import Answer, GenerateReadout, ScoreReadout
 from quail_engine.sql.ir import AiOp, Binding, Label
 
 B0 = (Binding(0, "t.x", "t", "x"),)
@@ -92,10 +92,11 @@ def test_similarity_is_a_score_in_the_vendor_range():
     assert sql_value(op, Answer(0.75)) == 0.5
 
 
-def test_multi_label_classify_returns_a_list():
+def test_multi_label_classify_is_asked_one_decision_per_label():
     op = AiOp("ai_classify", "{0}", B0, labels=(Label("a"), Label("b")), multi=True)
-    assert isinstance(OpPrompt.for_op(op).readout(), LabelReadout)
-    assert sql_value(op, Answer("b")) == ["b"]
+    layout = OpPrompt.for_op(op)
+    assert layout.is_multi_label and not layout.decisions().is_multi_label
+    assert sql_value(op, Answer(True)) is True  # one label's decision (OpRunner gathers them)
 
 
 def test_embeddings_are_refused_clearly():
