@@ -46,10 +46,11 @@ QUESTION = ("Extract a JSON object with the keys product, sentiment (positive, n
             "mixed) and summary (a few words).")
 
 
-def reviews(n: int) -> list[str]:
+def reviews(n: int, repeat: int = 1) -> list[str]:
+    """`n` prompts' texts: the reviews in turn, each written `repeat` times (longer prompts)."""
     with open(REVIEWS, newline="") as f:
         texts = [r["review"] for r in csv.DictReader(f)]
-    return [texts[i % len(texts)] for i in range(n)]
+    return ["\n".join([texts[i % len(texts)]] * repeat) for i in range(n)]
 
 
 def cpu_engine():
@@ -93,6 +94,7 @@ def run_mode(engine, texts: list[str], grammar, max_tokens: int, schema: dict) -
     parsed = sum(_parses(a.value, schema) for a in answers)
     null = sum(a.value is None for a in answers)  # unfinished within the tokens: SQL NULL
     return {"rows": len(requests), "max_tokens": max_tokens, "output_tokens": output,
+            "prompt_tokens": sum(len(r.tokens) for r in requests),
             "seconds": round(seconds, 3), "tokens_per_s": round(output / seconds, 1),
             "parses": round(parsed / len(requests), 3), "null": round(null / len(requests), 3),
             "mask_seconds": round(mask_s, 3), "mask_wait_seconds": round(wait_s, 3),
@@ -147,6 +149,10 @@ def main(argv=None) -> int:
     p.add_argument("--max-tokens", type=int, default=48)
     p.add_argument("--shape", default="qwen3-4b")
     p.add_argument("--tokenizer", help="tokenizer directory for --device cuda")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="write each review this many times in its prompt (longer prompts)")
+    p.add_argument("--modes", nargs="+", default=["free", "grammar", "grammar-short"],
+                   choices=["free", "grammar", "grammar-short"])
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     from quail_engine.infer.api import Grammar
@@ -161,8 +167,9 @@ def main(argv=None) -> int:
         machine = torch.cuda.get_device_name(0)
     rows = []
     for count in args.rows:
-        texts = reviews(count)
-        for mode, schema in (("free", None), ("grammar", SCHEMA), ("grammar-short", SHORT)):
+        texts = reviews(count, args.repeat)
+        schemas = {"free": None, "grammar": SCHEMA, "grammar-short": SHORT}
+        for mode, schema in ((m, schemas[m]) for m in args.modes):
             g = None if schema is None else Grammar(json.dumps(schema, sort_keys=True))
             row = {"device": args.device, "mode": mode,
                    **run_mode(engine, texts, g, args.max_tokens, schema or SCHEMA)}

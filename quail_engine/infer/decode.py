@@ -5,6 +5,7 @@ step for all such sequences: infer/grammar.py) and ends when its grammar is comp
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,40 +56,79 @@ def _next_token(logits, seq: DecodeSeq) -> int:
 
 
 def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
-                  detokenize: Callable[[list[int]], str], grammars: Any = None) -> None:
+                  detokenize: Callable[[list[int]], str], grammars: Any = None,
+                  room: Callable[[], tuple[int, int]] | None = None) -> None:
     """Fill each seq's `out_tokens`, `text` and `finish` (EOS and stop strings not included).
     `grammars` (grammar.GrammarMasks) serves the seqs that have a grammar. Per step the host
     does little per sequence: tokens are picked on the logits' device in one argmax, grammar
     matchers advance in one parallel call, and a text is decoded each step only where a stop
-    string needs it (else once, when the sequence ends)."""
-    live = [s for s in seqs if s.max_tokens > 0]
+    string needs it (else once, when the sequence ends).
+
+    `room`: (KV tokens the arena can still give, its page size), for a bounded arena (None:
+    unbounded). Sequences are admitted while their whole answer fits beside what the running
+    ones may still grow to, and the rest wait in order: as running ones finish and release
+    their pages, waiting ones are prefilled and join the next steps (continuous batching), so
+    any number of sequences completes and the arena never overflows."""
     for s in seqs:
         if s.max_tokens <= 0:
             s.finish = "length"
-    if not live:
-        return
-    jobs = [SeqJob(tokens=list(s.tokens), prefix=s.prefix, store_kv=True, on_device=True)
-            for s in live]
-    runner.run(jobs)
+    waiting = deque(s for s in seqs if s.max_tokens > 0)
+    live: list[DecodeSeq] = []
+    jobs: list[SeqJob] = []
     pending = None  # the constrained seqs' next masks, computed during the forward pass
-    while live:
-        tokens = _choose(live, jobs, grammars, pending)
-        consumed = _advance_grammars(live, tokens, eos_ids, grammars)
+    while live or waiting:
         still, step_jobs = [], []
-        for s, job, token, ok in zip(live, jobs, tokens, consumed):
-            if not _take(s, token, eos_ids, detokenize, ok):
-                continue
-            if len(s.out_tokens) >= s.max_tokens:
-                _end(s, "length", detokenize)
-            else:
-                still.append(s)
-                step_jobs.append(SeqJob(tokens=[token], prefix=job.kv, store_kv=True,
-                                        on_device=True))
-        live, jobs = still, step_jobs
         if live:
-            constrained = [s.matcher for s in live if s.grammar is not None]
-            pending = grammars.start(constrained) if constrained else None
-            runner.run(jobs, count_as_decode=True)
+            tokens = _choose(live, jobs, grammars, pending)
+            consumed = _advance_grammars(live, tokens, eos_ids, grammars)
+            for s, job, token, ok in zip(live, jobs, tokens, consumed):
+                if not _take(s, token, eos_ids, detokenize, ok):
+                    continue
+                if len(s.out_tokens) >= s.max_tokens:
+                    _end(s, "length", detokenize)
+                else:
+                    still.append(s)
+                    step_jobs.append(SeqJob(tokens=[token], prefix=job.kv, store_kv=True,
+                                            on_device=True))
+            del jobs, job  # the finished seqs' KV goes back to the arena before admitting
+        admitted = _admit(waiting, still, room)
+        new_jobs = [SeqJob(tokens=list(s.tokens), prefix=s.prefix, store_kv=True,
+                           on_device=True) for s in admitted]
+        if new_jobs:
+            runner.run(new_jobs)
+        if step_jobs:
+            constrained = [s.matcher for s in still if s.grammar is not None]
+            pending = grammars.start(constrained) if constrained and not admitted else None
+            runner.run(step_jobs, count_as_decode=True)
+        live, jobs = still + admitted, step_jobs + new_jobs
+
+
+def _admit(waiting: deque, running: Sequence[DecodeSeq],
+           room: Callable[[], tuple[int, int]] | None) -> list[DecodeSeq]:
+    """The waiting seqs (from the front) whose prompt and answer fit the arena beside what
+    `running` may still generate; at least one when nothing runs (a seq larger than the whole
+    arena then fails on its own, naming its size)."""
+    if room is None:
+        admitted = list(waiting)
+        waiting.clear()
+        return admitted
+    free, page = room()
+    budget = free // page - sum(_pages(s.max_tokens - len(s.out_tokens), page) for s in running)
+    admitted = []
+    while waiting:
+        need = _pages(len(waiting[0].tokens) + waiting[0].max_tokens, page)
+        if (running or admitted) and need > budget:
+            break
+        budget -= need
+        admitted.append(waiting.popleft())
+    return admitted
+
+
+def _pages(tokens: int, page: int) -> int:
+    """Pages a sequence's `tokens` more KV tokens may hold at a step's peak: whole pages, and
+    the three a paged step holds at once (its last partial page, the new token's own page,
+    and the page the two are joined into: gpu/paged_kv.PagedKVArena.join)."""
+    return tokens // page + 3
 
 
 def _choose(live: Sequence[DecodeSeq], jobs: Sequence[SeqJob], grammars: Any,

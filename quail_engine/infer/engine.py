@@ -255,7 +255,8 @@ class LocalEngine:
                               grammar=requests[i].readout.grammar)
                     for i in gen]
             greedy_decode(self.runner, seqs, self.codec.eos_ids, self.codec.decode,
-                          self._grammar_masks() if any(s.grammar for s in seqs) else None)
+                          self._grammar_masks() if any(s.grammar for s in seqs) else None,
+                          self._decode_room())
             for i, s in zip(gen, seqs):
                 answers[i] = Answer(value=s.text if s.complete else None)
         return answers  # type: ignore[return-value]
@@ -315,6 +316,12 @@ class LocalEngine:
 
             self._grammars = GrammarMasks(self.codec.tokenizer, self.codec.eos_ids)
         return self._grammars
+
+    def _decode_room(self):
+        """(KV tokens a decode may still allocate, page size) as a callable, for an engine
+        whose KV lives in a bounded arena; None: unbounded (the CPU's KV is the jobs' own
+        memory)."""
+        return None
 
     def _stored_kv_tokens(self) -> int | None:
         """Tokens of rows' KV one batch may keep in the prefix cache; None: no bound (the

@@ -84,6 +84,15 @@ class GpuEngine(LocalEngine):
         arena = self.model.arena
         return (arena.num_free_pages + self.prefix_cache.index.num_pages) * arena.page_size // 4
 
+    def _decode_room(self):
+        """Free pages and the prefix cache's (evicted on demand when an allocation is short)."""
+        arena = self.model.arena
+
+        def room() -> tuple[int, int]:
+            cached = self.prefix_cache.index.num_pages if self.prefix_cache is not None else 0
+            return (arena.num_free_pages + cached) * arena.page_size, arena.page_size
+        return room
+
     def _label_kv_tokens(self) -> int:
         """A quarter of the paged arena: label scoring keeps each prompt's KV for its label
         spellings (QUAIL-B IMDB-14's 2,900 reviews at once filled the H200's arena)."""

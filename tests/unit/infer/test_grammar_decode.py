@@ -69,3 +69,45 @@ def test_the_first_answer_of_a_batch_is_what_it_is_alone(engine):
     together = [a.value for a in engine.run(requests)]
     alone = [engine.run([r])[0].value for r in requests]
     assert together == alone
+
+
+def test_a_bounded_arena_admits_sequences_as_others_finish(engine):
+    """Continuous batching: with an arena of about two answers the decode runs every sequence
+    to the same text as with no bound, never more running than fit, each prefilled once."""
+    from quail_engine.infer.decode import DecodeSeq, greedy_decode
+
+    prompts = [engine.chat_split(f"{t}\n\nSummarize in a few words.", "") for t in TEXTS * 2]
+    tokens = [head + tail for head, tail in prompts]
+    page = 16
+
+    def decode(bounded: bool):
+        seqs = [DecodeSeq(t, max_tokens=12) for t in tokens]
+        widths, started = [], []
+        runner = engine.runner
+        run = runner.run
+
+        def counting(jobs, count_as_decode=False):
+            widths.append((count_as_decode, len(jobs)))
+            if not count_as_decode:  # admitted in order: these seqs start now
+                started.extend(seqs[len(started):len(started) + len(jobs)])
+            return run(jobs, count_as_decode)
+
+        def room():  # a fake arena: what the started, unfinished seqs hold is taken
+            total = 2 * ((max(map(len, tokens)) + 12) // page + 2) * page
+            held = sum((len(s.tokens) + len(s.out_tokens)) // page + 1 for s in started
+                       if not s.finish)
+            return total - held * page, page
+        runner.run = counting
+        try:
+            greedy_decode(runner, seqs, engine.codec.eos_ids, engine.codec.decode,
+                          room=room if bounded else None)
+        finally:
+            runner.run = run
+        return [s.text for s in seqs], widths
+
+    bounded, widths = decode(True)
+    unbounded, _ = decode(False)
+    assert bounded == unbounded
+    assert max(n for is_step, n in widths if is_step) <= 2
+    assert sum(n for is_step, n in widths if not is_step) == len(tokens)
+    assert len([1 for is_step, _ in widths if not is_step]) > 1  # admitted in waves
