@@ -200,7 +200,8 @@ class OpPrompt:
         if kind in ("ai_filter", "ai_join"):
             return BooleanReadout(calibration_tokens=cal)
         if kind in ("ai_score", "ai_similarity"):
-            return ScoreReadout(calibration_tokens=cal)
+            return ScoreReadout(calibration_tokens=cal, thresholds=tuple(
+                probability(self.op, t) for t in self.op.thresholds))
         if kind == "ai_classify":
             return LabelReadout(tuple(lb.name for lb in (self.op.labels or ())),
                                 calibration_tokens=cal)
@@ -317,6 +318,11 @@ def warn_if_weak(op, model_id: str, layout: OpPrompt | None = None) -> None:
 @functools.cache
 def _warn_once(shape: str) -> None:
     log.warning("%s: %s", shape, WEAK_ON_DEFAULT[shape])
+
+
+def probability(op, value: float) -> float:
+    """The P(yes) that is `value` in `op`'s SQL units (a -1..1 score is 2p - 1: sql_value)."""
+    return (value + 1.0) / 2.0 if ("range", "-1..1") in op.task_args else value
 
 
 def value_shape(op) -> tuple:

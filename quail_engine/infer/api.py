@@ -38,11 +38,14 @@ class LabelReadout:
 
 @dataclass(frozen=True)
 class ScoreReadout:
-    """Probability of TRUE, in [0, 1] (same token sets as BooleanReadout)."""
+    """Probability of TRUE, in [0, 1] (same token sets as BooleanReadout). `thresholds`: the
+    probabilities the SQL compares the score with; each is a decision the re-ask band checks
+    (infer/reask.py), as it checks a yes/no answer's sign."""
 
     true_words: tuple[str, ...] = ("yes", "true")
     false_words: tuple[str, ...] = ("no", "false")
     calibration_tokens: tuple[int, ...] | None = None
+    thresholds: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,17 @@ unbanded precision on a GPU, whose report says so (infer/factory.py).
 
 `ReaskingEngine` wraps the fast engine. It remembers each resident prefix's tokens, so a
 request over a prefix can be asked again in full on the reference engine (loaded on the first
-re-ask). Scores (AI_SCORE's probability) and generated text are not re-asked: they are values,
-not decisions at a margin; the report says which answers were re-asked.
+re-ask). A score (AI_SCORE's probability) the SQL compares with a number is decided at each
+such threshold: it is re-asked when its margin lies within the yes/no band of the threshold's
+(a score only read, and generated text, are values, not decisions, and are not re-asked); the
+report says which answers were re-asked.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +34,7 @@ from quail_engine.infer.api import (
     LabelReadout,
     PrefixHandle,
     Request,
+    ScoreReadout,
     SpanReadout,
 )
 
@@ -59,6 +63,9 @@ class Band:
         """Whether `answer` to `readout` is a close call this band sends to the reference."""
         if answer.margin is None:
             return False
+        if isinstance(readout, ScoreReadout):  # P(yes) = sigmoid(margin), against each cut
+            return any(abs(answer.margin - _logit(p)) <= self.boolean
+                       for p in readout.thresholds)
         if isinstance(readout, BooleanReadout):
             width = self.boolean
         elif isinstance(readout, LabelReadout):
@@ -175,3 +182,9 @@ class ReaskingEngine:
         head = self._tokens[request.prefix.id] if request.prefix is not None else ()
         return head + tuple(request.tokens)
 
+
+def _logit(p: float) -> float:
+    """The margin whose sigmoid is `p` (a threshold at 0 or 1 is never a close call)."""
+    if p <= 0.0 or p >= 1.0:
+        return math.copysign(math.inf, p - 0.5)
+    return math.log(p / (1.0 - p))

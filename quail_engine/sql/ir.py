@@ -156,6 +156,9 @@ class AiOp:
     # a classification planned as a filter: its conjunct `label IN (...)` / `= '...'` (NOT IN /
     # <> with `negated`); rows whose label is one of these pass
     pass_labels: tuple[str, ...] | None = None
+    # a score compared with literals (`AI.SCORE(...) > 0.7`, `BETWEEN a AND b`), in the SQL's
+    # own units: the decisions the comparison makes of it, which the re-ask band checks
+    thresholds: tuple[float, ...] = ()
     origin: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -210,6 +213,8 @@ class AiOp:
         if self.pass_labels is not None:
             parts.append("pass_labels=[" + ", ".join(json.dumps(x, ensure_ascii=False)
                                                      for x in self.pass_labels) + "]")
+        if self.thresholds:
+            parts.append("thresholds=[" + ", ".join(f"{t:g}" for t in self.thresholds) + "]")
         if self.examples:
             parts.append(f"examples={len(self.examples)}")
         if self.join is not None:

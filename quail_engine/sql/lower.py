@@ -18,7 +18,7 @@ from quail_engine.sql.errors import (
     UnknownAiFunctionError,
     UnsupportedPositionError,
 )
-from quail_engine.sql.ir import Binding
+from quail_engine.sql.ir import Binding, OpKind
 from quail_engine.sql.placeholder import mark, placeholder_call
 from quail_engine.sql.prompt import is_prompt_call
 from quail_engine.sql.sources import sources_of
@@ -69,7 +69,45 @@ def lower(tree: exp.Expr, dialect_module, *, runnable: bool = True) -> Lowered:
         new = shapes.wrap(one.shape, placeholder_call(op_id, [e.copy() for e in one.exprs]))
         mark(new, op_id)
         outer.replace(new)
+        found = compared_to(new) if one.op.op in SCORE_OPS else ()
+        if found:
+            op = built[op_id].op
+            merged = tuple(sorted(set(op.thresholds) | set(found)))
+            built[op_id] = dataclasses.replace(
+                built[op_id], op=dataclasses.replace(op, thresholds=merged))
     return Lowered(tree, built)
+
+
+SCORE_OPS = (OpKind.AI_SCORE, OpKind.AI_SIMILARITY)
+_COMPARISONS = (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)
+
+
+def compared_to(node: exp.Expr) -> tuple[float, ...]:
+    """The numbers `node` (a score) is compared with where it stands: `node > 0.7`,
+    `0.7 <= node`, `node BETWEEN 0.2 AND 0.5` (none: it is not compared with literals)."""
+    parent = node.parent
+    if isinstance(parent, exp.Paren):
+        node, parent = parent, parent.parent
+    if isinstance(parent, _COMPARISONS):
+        other = parent.expression if parent.this is node else parent.this
+        value = _number(other)
+        return () if value is None else (value,)
+    if isinstance(parent, exp.Between) and parent.this is node:
+        bounds = (_number(parent.args.get("low")), _number(parent.args.get("high")))
+        return tuple(b for b in bounds if b is not None)
+    return ()
+
+
+def _number(node: exp.Expr | None) -> float | None:
+    sign = 1.0
+    if isinstance(node, exp.Neg):
+        node, sign = node.this, -1.0
+    if isinstance(node, exp.Literal) and not node.is_string:
+        try:
+            return sign * float(node.this)
+        except ValueError:
+            return None
+    return None
 
 
 def _find_sites(tree: exp.Expr, module) -> list:

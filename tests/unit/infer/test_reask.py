@@ -117,3 +117,17 @@ def test_a_band_is_read_by_file_digest_and_precision(tmp_path, monkeypatch):
     assert reask.band_for("abc", "fp8-h200") is None
     assert reask.band_for("other", "bf16-cpu") is None
     assert reask.band_for(None, "bf16-cpu") is None
+
+
+def test_a_score_compared_with_a_threshold_is_re_asked_near_it():
+    """P(yes) = sigmoid(margin): a margin within the yes/no band of logit(threshold) is a
+    close call at that threshold; a score no SQL compares is a value, never re-asked."""
+    import math
+
+    band = Band(boolean=0.5, label=0.5, span=0.5)
+    compared = ScoreReadout(thresholds=(0.7,))
+    cut = math.log(0.7 / 0.3)
+    assert band.holds(compared, Answer(0.7, margin=cut + 0.4))
+    assert not band.holds(compared, Answer(0.9, margin=cut + 0.6))
+    assert not band.holds(ScoreReadout(), Answer(0.7, margin=cut))
+    assert not band.holds(ScoreReadout(thresholds=(1.0,)), Answer(0.99, margin=9.0))

@@ -1,0 +1,27 @@
+"""A score the SQL compares with numbers carries them (`AiOp.thresholds`): each is a decision
+the re-ask band checks, in the SQL's units, converted to P(yes) for the readout."""
+
+import pytest
+
+from quail_engine.exec.prompts import OpPrompt
+from quail_engine.sql import parse
+
+
+@pytest.mark.parametrize("sql,dialect,thresholds", [
+    ("SELECT id FROM t WHERE AI.SCORE(('How positive: ', x)) > 0.7", "bigquery", (0.7,)),
+    ("SELECT id FROM t WHERE 0.25 <= AI.SCORE(('How positive: ', x))", "bigquery", (0.25,)),
+    ("SELECT id FROM t WHERE AI_SIMILARITY(x, 'lamp') BETWEEN -0.2 AND 0.5", "snowflake",
+     (-0.2, 0.5)),
+    ("SELECT CASE WHEN SNOWFLAKE.CORTEX.SENTIMENT(x) < 0 THEN 'bad' END FROM t", "snowflake",
+     (0.0,)),
+    ("SELECT AI.SCORE(('How positive: ', x)) AS s FROM t ORDER BY s", "bigquery", ()),
+])
+def test_the_numbers_a_score_is_compared_with(sql, dialect, thresholds):
+    op = parse(sql, dialect).ai_ops[0]
+    assert op.thresholds == thresholds
+
+
+def test_the_readout_gets_them_as_probabilities():
+    op = parse("SELECT id FROM t WHERE AI_SIMILARITY(x, 'lamp') > 0.5", "snowflake").ai_ops[0]
+    assert OpPrompt.for_op(op).readout().thresholds == (0.75,)  # -1..1: p = (0.5 + 1) / 2
+    assert "thresholds=[0.5]" in op.to_text()
