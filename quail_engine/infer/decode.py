@@ -80,6 +80,7 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
         still, step_jobs = [], []
         if live:
             tokens = _choose(live, jobs, grammars, pending)
+            pending = None  # (used: a step that starts no masks must not leave these behind)
             consumed = _advance_grammars(live, tokens, eos_ids, grammars)
             for s, job, token, ok in zip(live, jobs, tokens, consumed):
                 if not _take(s, token, eos_ids, detokenize, ok):

@@ -111,3 +111,24 @@ def test_a_bounded_arena_admits_sequences_as_others_finish(engine):
     assert max(n for is_step, n in widths if is_step) <= 2
     assert sum(n for is_step, n in widths if not is_step) == len(tokens)
     assert len([1 for is_step, _ in widths if not is_step]) > 1  # admitted in waves
+
+
+def test_constrained_sequences_admitted_one_at_a_time_match_the_batch(engine):
+    """A fake arena with room for one answer: each sequence starts when the one before ends
+    (so no step carries another's grammar masks), and every answer equals the batch's."""
+    from quail_engine.infer.decode import DecodeSeq, greedy_decode
+
+    obj = Grammar(json.dumps(OBJECT))
+    prompts = [engine.chat_split(f"{t}\n\nExtract a JSON object with keys name and city.", "")
+               for t in TEXTS]
+    tokens = [head + tail for head, tail in prompts]
+
+    def decode(room):
+        seqs = [DecodeSeq(t, max_tokens=40, grammar=obj) for t in tokens]
+        greedy_decode(engine.runner, seqs, engine.codec.eos_ids, engine.codec.decode,
+                      engine._grammar_masks(), room)
+        return [(s.text, s.finish) for s in seqs]
+
+    one_at_a_time = decode(lambda: (0, 16))  # no room: only ever the one that must run
+    assert one_at_a_time == decode(None)
+    assert all(finish == "grammar" for _, finish in one_at_a_time)
