@@ -100,9 +100,14 @@ def _format_hint(op) -> str:
 
 def shape_text(op, text: str | None) -> object:
     """A decoded answer as the operator's SQL value: a structured answer's JSON parsed and
-    typed (an incomplete one, None, is NULL), free text stripped."""
+    typed (an incomplete one, None, is NULL), free text stripped; a summary with a word
+    limit (`ai_summarize(x, 10)`) cut to it, as the vendor's limit is a cap the model's
+    instruction alone does not keep."""
     if _schema_text(op) is None:
-        return None if text is None else text.strip()
+        if text is None:
+            return None
+        limit = int(_args(op).get("max_words") or 0) if op.task == "summarize" else 0
+        return " ".join(text.split()[:limit]) if limit else text.strip()
     if text is None:
         return None
     try:

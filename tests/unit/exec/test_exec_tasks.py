@@ -115,3 +115,11 @@ def test_cortex_sentiment_asks_for_positivity_and_answers_in_minus_one_to_one():
     assert isinstance(OpPrompt.for_op(op).readout(), ScoreReadout)
     assert sql_value(op, Answer(0.9)) == pytest.approx(0.8)
     assert sql_value(op, Answer(0.1)) == pytest.approx(-0.8)
+
+
+def test_a_summary_keeps_its_word_limit():
+    op = AiOp("ai_generate", "{0}", B0, task="summarize", task_args=(("max_words", "5"),))
+    assert sql_value(op, Answer("The lamp broke after two days of light use.")) == \
+        "The lamp broke after two"
+    free = AiOp("ai_generate", "{0}", B0, task="summarize", task_args=(("max_words", "0"),))
+    assert sql_value(free, Answer(" a  b c ")) == "a  b c"
