@@ -156,10 +156,14 @@ def _build_sentiment(call: Call) -> Built:
                 task="sentiment", labels=tuple(Label(x) for x in SENTIMENT_LABELS[NAME]))
 
 
+DEFAULT_SUMMARY_WORDS = 50  # ai_summarize's documented default
+
+
 def _build_summarize(call: Call) -> Built:
     a = bind(call, Signature(("content", "max_words"), 1), NAME)
-    words = a.get("max_words")
-    args = () if words is None else (("max_words", str(whole(words, "max_words", call))),)
+    words = a.get("max_words")  # Databricks' default is 50 words; 0 means no limit
+    limit = DEFAULT_SUMMARY_WORDS if words is None else whole(words, "max_words", call)
+    args = (("max_words", str(limit)),)
     return make(OpKind.AI_GENERATE, text_input(a["content"], call.name, NAME), call,
                 task="summarize", task_args=args)
 

@@ -199,8 +199,8 @@ CASES = [
      'ai_extract(template="{0}"; bindings=[{0}=review]; task_args={schema={"properties": {"product": {"type": "string"}}, "type": "object"}}) -> JSON'),
     ('databricks', 'ai_analyze_sentiment(review)',
      'ai_classify(template="{0}"; bindings=[{0}=review]; labels=["positive", "negative", "neutral", "mixed"]; task="sentiment") -> VARCHAR'),
-    ('databricks', 'ai_summarize(review)',
-     'ai_generate(template="{0}"; bindings=[{0}=review]; task="summarize") -> VARCHAR'),
+    ('databricks', 'ai_summarize(review)',  # Databricks' documented default: 50 words
+     'ai_generate(template="{0}"; bindings=[{0}=review]; task="summarize"; task_args={max_words=50}) -> VARCHAR'),
     ('databricks', 'ai_summarize(review, 20)',
      'ai_generate(template="{0}"; bindings=[{0}=review]; task="summarize"; task_args={max_words=20}) -> VARCHAR'),
     ('databricks', "ai_translate(review, 'de')",
