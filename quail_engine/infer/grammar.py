@@ -112,7 +112,7 @@ class GrammarMasks:
 
         t0 = time.perf_counter()
         n, words = len(matchers), (self._width + 31) // 32
-        if self._buffer is None or self._buffer.shape[0] < n:
+        if self._buffer is None or self._buffer.shape[0] < n or self._buffer.shape[1] != words:
             self._buffer = torch.empty((max(n, 64), words), dtype=torch.int32,
                                        pin_memory=torch.cuda.is_available())
         packed = self._buffer[:n]
