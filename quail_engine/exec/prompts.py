@@ -145,11 +145,16 @@ class OpPrompt:
     def _label_question(self, label: str) -> str:
         """The suffix asking whether `label` applies: the label read after the stem (pair), or
         a yes/no question."""
-        lead = f"{self.op.instruction}\n" if self.op.instruction else ""
         if self.pair:
-            return f"{pair_cue(lead + LABEL_STEM)} {label}"
+            return f"{self._label_cue()} {label}"
+        lead = f"{self.op.instruction}\n" if self.op.instruction else ""
         return (f"Question: {lead}Does the label '{label}' apply to the text above?\n"
                 f"{BOOLEAN_HINT}")
+
+    def _label_cue(self) -> str:
+        """A label decision's question before the label, in the pair layout."""
+        lead = f"{self.op.instruction}\n" if self.op.instruction else ""
+        return pair_cue(lead + LABEL_STEM)
 
     def label_calibration(self, label: str) -> tuple[str, str]:
         """A yes/no label decision's content-free prompt (its calibration), per label."""
@@ -190,8 +195,7 @@ class OpPrompt:
         cal = tuple(calibration_tokens) if calibration_tokens is not None else None
         kind = self.op.op
         if self.per_label and self.pair:
-            lead = f"{self.op.instruction}\n" if self.op.instruction else ""
-            return SpanReadout(pair_cue(lead + LABEL_STEM), MULTI_LABEL_THRESHOLD,
+            return SpanReadout(self._label_cue(), MULTI_LABEL_THRESHOLD,
                                document_text(CONTENT_FREE))
         if self.per_label:
             return BooleanReadout(calibration_tokens=cal)

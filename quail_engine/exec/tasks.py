@@ -21,8 +21,14 @@ STRUCTURED_MAX_TOKENS = 128  # an object's fields, when the SQL sets no max_toke
 
 
 @functools.lru_cache(maxsize=256)
+def _schema(op) -> dict | None:
+    """`op`'s answer schema (read once per operator; not to be modified)."""
+    return json_schema(op)
+
+
+@functools.lru_cache(maxsize=256)
 def _schema_text(op) -> str | None:
-    schema = json_schema(op)
+    schema = _schema(op)
     return None if schema is None else json.dumps(schema, sort_keys=True)
 
 
@@ -35,8 +41,8 @@ def task_grammar(op) -> Grammar | None:
 def default_max_tokens(op, free_text: int) -> int:
     """Tokens an answer may take when the SQL does not say: an object needs more than a
     sentence."""
-    text = _schema_text(op)
-    return STRUCTURED_MAX_TOKENS if text and '"object"' in text else free_text
+    schema = _schema(op)
+    return STRUCTURED_MAX_TOKENS if schema and schema.get("type") == "object" else free_text
 
 
 def _args(op) -> dict[str, str]:
@@ -49,7 +55,7 @@ def task_prompt(op, rendered: str) -> str:
     task = op.task
     if op.op == "ai_extract":
         names = [(lb.name, lb.description or lb.name) for lb in op.labels or ()] or [
-            (name, name) for name in json.loads(_schema_text(op)).get("properties", {})]
+            (name, name) for name in (_schema(op) or {}).get("properties", {})]
         fields = "; ".join(f'"{name}": {question}' for name, question in names)
         return (f"{rendered}\n\nExtract from the text above a JSON object with these keys: "
                 f"{fields}. Use null for a key the text does not answer. Reply with the JSON "
@@ -85,17 +91,17 @@ def task_prompt(op, rendered: str) -> str:
 def _format_hint(op) -> str:
     """What a generated answer with a response format must look like, said in the prompt (the
     grammar enforces it; a model told it answers better than one only forced)."""
-    text = _schema_text(op)
-    if text is None:
+    schema = _schema(op)
+    if schema is None:
         return ""
-    kind = json.loads(text).get("type")
+    kind = schema.get("type")
     if kind == "integer":
         return "\n\nReply with a whole number only."
     if kind == "number":
         return "\n\nReply with a number only."
     if kind == "boolean":
         return "\n\nReply with true or false only."
-    return f"\n\nReply with JSON matching this schema only: {text}"
+    return f"\n\nReply with JSON matching this schema only: {_schema_text(op)}"
 
 
 def shape_text(op, text: str | None) -> object:
