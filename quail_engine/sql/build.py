@@ -9,7 +9,8 @@ from sqlglot import exp
 
 from quail_engine.sql.call import Call
 from quail_engine.sql.errors import ArgumentError
-from quail_engine.sql.ir import AiOp, Binding, OpKind, Options
+from quail_engine.sql.ir import AiOp, Binding, Options
+from quail_engine.sql.op_kinds import kinds, spec
 from quail_engine.sql.prompt import Prompt
 from quail_engine.sql.response_schema import SchemaError, json_schema
 from quail_engine.sql.validate import (
@@ -19,19 +20,7 @@ from quail_engine.sql.validate import (
     checked_output_type,
 )
 
-OUTPUT_TYPES = {
-    OpKind.AI_FILTER: "BOOLEAN",
-    OpKind.AI_JOIN: "BOOLEAN",
-    OpKind.AI_CLASSIFY: "VARCHAR",
-    OpKind.AI_SCORE: "DOUBLE",
-    OpKind.AI_GENERATE: "VARCHAR",
-    OpKind.AI_EXTRACT: "JSON",
-    OpKind.AI_AGGREGATE: "VARCHAR",
-    OpKind.AI_EMBED: "FLOAT[]",
-    OpKind.AI_SIMILARITY: "DOUBLE",
-    OpKind.AI_COUNT_TOKENS: "BIGINT",
-}
-AGGREGATE_OPS = (OpKind.AI_AGGREGATE,)
+AGGREGATE_OPS = kinds(is_aggregate=True)  # one answer per group
 
 SENTIMENT_LABELS = {
     "snowflake": ("positive", "negative", "neutral", "mixed", "unknown"),
@@ -72,7 +61,8 @@ def make(op: str, prompt: Prompt, call: Call, *, shape: str | None = None,
     node = AiOp(op=op, template=prompt.template,
                 bindings=tuple(binding(i, e) for i, e in enumerate(prompt.exprs)),
                 options=checked_options(options or Options(), site),
-                output_type=(_default_type(op, fields.get("multi", False)) if output_type is None
+                output_type=(spec(op).default_type(fields.get("multi", False))
+                             if output_type is None
                              else checked_output_type(output_type, site)),
                 **fields)
     try:  # a response format is read now, not first when the engine decodes under it
@@ -80,12 +70,6 @@ def make(op: str, prompt: Prompt, call: Call, *, shape: str | None = None,
     except SchemaError as exc:
         raise ArgumentError(f"{call.name}: {exc}", site.sql, call.dialect) from None
     return Built(op=node, exprs=prompt.exprs, shape=shape)
-
-
-def _default_type(op: str, multi: bool) -> str:
-    if op == OpKind.AI_CLASSIFY and multi:
-        return "VARCHAR[]"
-    return OUTPUT_TYPES[op]
 
 
 def vendor_items(values: dict[str, Any]) -> tuple[tuple[str, str], ...]:

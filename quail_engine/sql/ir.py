@@ -1,7 +1,8 @@
 """The canonical AI-SQL IR: one node per AI operator, whatever the vendor spelling.
 
 Every dialect front end lowers its functions to `AiOp`; the planner plans `AiOp`s; each dialect's
-emitter turns an `AiOp` back into its own spelling. See ../../docs/ARCHITECTURE.md.
+emitter turns an `AiOp` back into its own spelling. An operator kind's facts (output type,
+predicate or not, readout, ...) are its `OpSpec` in op_kinds.py. See ../../docs/ARCHITECTURE.md.
 """
 
 from __future__ import annotations
@@ -9,29 +10,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, fields
-from enum import StrEnum
 from typing import Any
 
-
-class OpKind(StrEnum):
-    """The IR operator kinds. Members are `str`s equal to their value (`OpKind.AI_FILTER ==
-    "ai_filter"`), so text from SQL, JSON or a cache compares with them directly."""
-
-    AI_FILTER = "ai_filter"              # BOOLEAN from one prefill (TRUE vs FALSE answer tokens)
-    AI_JOIN = "ai_join"                  # ai_filter whose bindings span two relations
-    AI_CLASSIFY = "ai_classify"          # one label (or several with multi) out of a label list
-    AI_SCORE = "ai_score"                # FLOAT from P(TRUE) or a small numeric scale
-    AI_GENERATE = "ai_generate"          # free text: prefill + greedy decode
-    AI_EXTRACT = "ai_extract"            # decode to a JSON object of named fields
-    AI_AGGREGATE = "ai_aggregate"        # one text per group (map-reduce decode)
-    AI_EMBED = "ai_embed"                # vector from an encoder pass
-    AI_SIMILARITY = "ai_similarity"      # FLOAT similarity of two inputs
-    AI_COUNT_TOKENS = "ai_count_tokens"  # INTEGER, tokenizer only
-
+from quail_engine.sql.op_kinds import OpKind, kinds
 
 OPS = tuple(OpKind)
-# kinds answered as one boolean per row (or per candidate pair for a join)
-PREDICATE_KINDS = (OpKind.AI_FILTER, OpKind.AI_JOIN)
+PREDICATE_KINDS = kinds(is_predicate=True)  # one boolean per row (per pair for a join)
 
 
 def binding_column(op_id: int, index: int) -> str:

@@ -18,7 +18,8 @@ from quail_engine.sql.errors import (
     UnknownAiFunctionError,
     UnsupportedPositionError,
 )
-from quail_engine.sql.ir import Binding, OpKind
+from quail_engine.sql.ir import Binding
+from quail_engine.sql.op_kinds import kinds
 from quail_engine.sql.placeholder import mark, placeholder_call
 from quail_engine.sql.prompt import is_prompt_call
 from quail_engine.sql.sources import sources_of
@@ -78,7 +79,7 @@ def lower(tree: exp.Expr, dialect_module, *, runnable: bool = True) -> Lowered:
     return Lowered(tree, built)
 
 
-SCORE_OPS = (OpKind.AI_SCORE, OpKind.AI_SIMILARITY)
+SCORE_OPS = kinds(readout="score")  # numbers a comparison in the SQL makes decisions of
 _COMPARISONS = (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)
 
 

@@ -11,10 +11,10 @@ from sqlglot import exp
 from quail_engine.sql.build import Built
 from quail_engine.sql.call import fragment
 from quail_engine.sql.errors import UnsupportedError
-from quail_engine.sql.ir import OpKind
+from quail_engine.sql.op_kinds import OpKind, spec
 
 TEXT_ONLY = "quail runs a local language model over text values, not images or files"
-NO_EMBEDDINGS = "quail has no embedding model (AI_SIMILARITY / ai_similarity is supported)"
+NO_EMBEDDINGS = spec(OpKind.AI_EMBED).refusal
 NO_FORECAST = "forecasting needs a time-series model; quail runs a language model only"
 NO_VECTOR_SEARCH = "vector search needs embeddings and a vector index; quail has neither"
 
@@ -45,8 +45,9 @@ def refuse_op(built: Built, name: str, node: exp.Expr, dialect: str) -> None:
     """Refuse the AI call `node` when it needs an embedding model or reads an image or file
     (a vendor FILE argument, or TO_FILE / FL_GET_FILE anywhere in its arguments)."""
     origin = fragment(node, dialect)
-    if built.op.op == OpKind.AI_EMBED:
-        raise UnsupportedError(f"{name} is not supported: {NO_EMBEDDINGS}", origin, dialect)
+    refusal = spec(built.op.op).refusal
+    if refusal is not None:
+        raise UnsupportedError(f"{name} is not supported: {refusal}", origin, dialect)
     media = [e for b, e in zip(built.op.bindings, built.exprs) if b.modality != "text"]
     media += [n for n in node.walk() if isinstance(n, exp.ToFile) or (
         isinstance(n, exp.Anonymous) and n.name.upper() in FILE_FUNCTIONS)]

@@ -22,9 +22,9 @@ from typing import Any
 from quail_engine.errors import shorten
 from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import ON_ERROR, GenParams, Label, Options
+from quail_engine.sql.op_kinds import SQL_TYPES
 
 TASKS = ("summarize", "translate", "fix_grammar", "mask", "sentiment", "extract_answer")
-OUTPUT_TYPES = ("BOOLEAN", "VARCHAR", "VARCHAR[]", "DOUBLE", "BIGINT", "JSON", "FLOAT[]")
 ORDERS = ("as_written",)
 MAX_TOKENS = 1_000_000
 VALUE_QUOTE = 80
@@ -178,7 +178,7 @@ def checked_fields(fields: dict[str, Any], site: Site) -> dict[str, Any]:
 
 
 def checked_output_type(value: Any, site: Site) -> str:
-    name = text(site, "option output_type", value, tuple(t.lower() for t in OUTPUT_TYPES))
+    name = text(site, "option output_type", value, tuple(t.lower() for t in SQL_TYPES))
     return name.upper()
 
 

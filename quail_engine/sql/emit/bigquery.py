@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import json
 
-from quail_engine.sql.emit.common import lit, parts, refuse, similarity_range, task_prefix, warn
+from quail_engine.sql.emit.common import (
+    dispatch,
+    lit,
+    parts,
+    refuse,
+    similarity_range,
+    task_prefix,
+    warn,
+)
 from quail_engine.sql.ir import AiOp, OpKind
 from quail_engine.sql.literals import IDENTIFIER
 
@@ -130,4 +138,4 @@ EMITTERS = {
 
 
 def emit(op: AiOp, args: list[str]) -> str:
-    return EMITTERS[op.op](op, args)
+    return dispatch(EMITTERS, op, args, NAME)

@@ -61,6 +61,15 @@ def task_prefix(op: AiOp) -> str:
                                      target=a.get("target_language", "English"), labels=labels)
 
 
+def dispatch(emitters: dict, op: AiOp, args: list[str], target: str) -> str:
+    """`op` in `target`'s spelling: its kind's entry of the dialect's `emitters` table; a kind
+    the table lacks has no spelling there and is refused, naming the kind."""
+    emitter = emitters.get(op.op)
+    if emitter is None:
+        raise refuse(str(op.op), target, f"{target} has no function for it", op)
+    return emitter(op, args)
+
+
 def refuse(fn: str, target: str, why: str, op: AiOp) -> UnsupportedError:
     return UnsupportedError(f"{fn} cannot be written in {target}: {why}", op.origin or None,
                             target)

@@ -8,6 +8,7 @@ import json
 from quail_engine.sql.build import SENTIMENT_LABELS
 from quail_engine.sql.emit.common import (
     concat,
+    dispatch,
     labels_json,
     lit,
     refuse,
@@ -148,4 +149,4 @@ EMITTERS = {
 
 
 def emit(op: AiOp, args: list[str]) -> str:
-    return EMITTERS[op.op](op, args)
+    return dispatch(EMITTERS, op, args, NAME)

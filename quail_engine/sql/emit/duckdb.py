@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from quail_engine.sql.build import OUTPUT_TYPES
 from quail_engine.sql.emit.common import lit, single
 from quail_engine.sql.ir import AiOp, OpKind, Options
+from quail_engine.sql.op_kinds import spec
 
 NAME = "duckdb"
 
@@ -50,8 +50,7 @@ def _named(op: AiOp) -> list[str]:
         out.append("multi := true")
     if op.labels is not None and op.op not in (OpKind.AI_CLASSIFY, OpKind.AI_EXTRACT):
         out.append(f"labels := {_labels(op)}")
-    base = "BOOLEAN" if op.op == OpKind.AI_JOIN else OUTPUT_TYPES[op.op]
-    if op.output_type not in (base, "VARCHAR[]" if op.multi else base):
+    if op.output_type not in (spec(op.op).output_type, spec(op.op).default_type(op.multi)):
         out.append(f"output_type := {_value(op.output_type)}")
     for key, value in op.task_args:
         if key != "distinct":

@@ -6,7 +6,7 @@ import dataclasses
 import json
 
 from quail_engine.sql.build import SENTIMENT_LABELS
-from quail_engine.sql.emit.common import lit, refuse, similarity_range, single, warn
+from quail_engine.sql.emit.common import dispatch, lit, refuse, similarity_range, single, warn
 from quail_engine.sql.ir import AiOp, OpKind
 
 NAME = "snowflake"
@@ -195,5 +195,5 @@ EMITTERS = {
 
 
 def emit(op: AiOp, args: list[str]) -> str:
-    return EMITTERS[op.op](op, args)
+    return dispatch(EMITTERS, op, args, NAME)
 
