@@ -54,6 +54,7 @@ def test_all_42_queries_listed():
     assert [q.split("-")[0] for q in ORDER].count("IMDB") == 15
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("qid", [_case(q) for q in ORDER])
 def test_query_runs_planned_with_benchmark_columns(suite, qid):
     row = SNOWFLAKE[qid] = suite.run(QUERIES[qid])
@@ -62,6 +63,7 @@ def test_query_runs_planned_with_benchmark_columns(suite, qid):
     assert not row["unplanned"], f"answered row by row: {row['unplanned']}"
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("qid", [q for q in ORDER if QUERIES[q].sql.count("AI_") > 1])
 def test_query_runs_planned_on_surviving_rows_of_a_random_model(random_suite, qid):
     row = random_suite.run(QUERIES[qid])
@@ -74,6 +76,7 @@ def test_twins_cover_a_third_of_the_queries_and_every_corpus():
     assert {q.split("-")[0] for q in WRITERS} == {"IMDB", "BIO", "FEV", "LEP", "AGENT"}
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("name", list(TWINS))
 def test_twin_runs_planned_with_its_snowflake_rows(suite, name):
     twin = TWINS[name]

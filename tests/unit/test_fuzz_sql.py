@@ -9,8 +9,8 @@ quotes, token deletion / duplication / swaps, placeholder text, spliced fragment
 --table) and `quail transpile` to a random dialect. Every case must succeed or raise a
 QuailError whose message is one line of at most MESSAGE_CHARS, and a transpile's SQL and
 warnings must stay within bounds linear in the input (_oversized: each call written once, each
-warning one short line); anything else, or a case that takes over CASE_SECONDS (a hang), is a
-failure reported with the seed and case number.
+warning one short line); anything else is a failure reported with the seed and case number.
+The slowest case's seconds are printed, not asserted: timing belongs in bench/.
 
     QUAIL_FUZZ_CASES=20000 python -m pytest -q -s tests/unit/test_fuzz_sql.py   # long mode
     QUAIL_FUZZ_SEED=7 ...                                                      # other inputs
@@ -42,7 +42,6 @@ ROOT = Path(__file__).resolve().parents[2]
 DIALECTS = dialects.DIALECTS
 CASES = int(os.environ.get("QUAIL_FUZZ_CASES", "2000"))
 SEED = int(os.environ.get("QUAIL_FUZZ_SEED", "20240613"))
-CASE_SECONDS = 10.0
 MESSAGE_CHARS = 320
 PLAN_MESSAGE_CHARS = 700
 
@@ -462,12 +461,14 @@ def _planner():
 
 
 def fuzz(cases: int, seed: int, tmp: Path, tally: Counter | None = None
-         ) -> tuple[Counter, list[str]]:
+         ) -> tuple[Counter, list[str], tuple[float, int]]:
+    """-> (cases per outcome, failures, (the slowest case's seconds, its number))."""
     rng = random.Random(seed)
     pool = seeds()
     plan = _planner()
     counts: Counter = Counter()
     failures: list[str] = []
+    slowest = (0.0, -1)
     # transpile warnings are expected output, counted and measured (_oversized), not printed
     quail_log, collect = logging.getLogger("quail_engine"), _Collect(logging.WARNING)
     previous = (quail_log.propagate, quail_log.level, logging.getLogger("sqlglot").level)
@@ -480,11 +481,9 @@ def fuzz(cases: int, seed: int, tmp: Path, tally: Counter | None = None
             case = make_case(rng, pool)
             started = time.perf_counter()
             kind, detail = run_case(case, tmp, plan if n % 2 else None, tally)
-            seconds = time.perf_counter() - started
-            if seconds > CASE_SECONDS:
-                kind, detail = "slow", f"{seconds:.1f} s"
+            slowest = max(slowest, (time.perf_counter() - started, n))
             counts[kind] += 1
-            if kind in ("crash", "message", "slow", "long", "big"):
+            if kind in ("crash", "message", "long", "big"):
                 failures.append(f"case {n} (seed {seed}) [{case.dialect}->{case.target}; "
                                 f"{'; '.join(case.steps)}] {detail}\n  sql: "
                                 f"{(case.sql if case.raw is None else repr(case.raw))[:300]!r}")
@@ -493,18 +492,19 @@ def fuzz(cases: int, seed: int, tmp: Path, tally: Counter | None = None
         quail_log.propagate, _, _ = previous
         quail_log.setLevel(previous[1])
         logging.getLogger("sqlglot").setLevel(previous[2])
-    return counts, failures
+    return counts, failures, slowest
 
 
 def test_no_traceback_on_mutated_queries(tmp_path):
     started = time.perf_counter()
     tally: Counter = Counter()
-    counts, failures = fuzz(CASES, SEED, tmp_path, tally)
+    counts, failures, slowest = fuzz(CASES, SEED, tmp_path, tally)
     print(f"\nfuzz: {CASES} cases in {time.perf_counter() - started:.1f} s (seed {SEED}): "
           f"{counts['ok']} succeeded, {counts['error']} clean errors, {counts['crash']} "
-          f"tracebacks, {counts['message']} bad messages, {counts['slow']} over "
-          f"{CASE_SECONDS:g} s, {counts['long']} plan messages over {PLAN_MESSAGE_CHARS}, "
-          f"{counts['big']} outputs over their size bound")
+          f"tracebacks, {counts['message']} bad messages, {counts['long']} plan messages over "
+          f"{PLAN_MESSAGE_CHARS}, "
+          f"{counts['big']} outputs over their size bound; slowest: case {slowest[1]}, "
+          f"{slowest[0]:.1f} s")
     print("by command: " + ", ".join(f"{c} {o} {n}" for (c, o), n in sorted(tally.items())))
     assert not failures, f"{len(failures)} failing cases:\n" + "\n".join(failures[:15])
 

@@ -444,4 +444,6 @@ def test_an_operators_seconds_leave_out_the_model_load_it_waited_for(con):
     spans = [p for p in rep["timeline"]["phases"] if p["name"] == "model_load"]
     assert len(spans) == 1 and spans[0]["end"] - spans[0]["start"] >= 0.5
     assert rep["load_s"] >= 0.5
-    assert rep["operators"][0]["seconds"] < 0.5 <= rep["phases"]["filters"]
+    # the load and the operator's own seconds are disjoint parts of the filter phase; counted
+    # in the operator too, their sum would pass the phase by the load's 0.5 s
+    assert rep["operators"][0]["seconds"] + rep["load_s"] <= rep["phases"]["filters"] + 1e-3

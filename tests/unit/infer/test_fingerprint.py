@@ -21,6 +21,7 @@ from quail_engine.infer.loader import load_model
 EMBEDDED = ("gemma3-270m", "smollm2-135m")
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("spec", EMBEDDED)
 def test_embedded_model_matches_its_committed_fingerprint(spec, require_embedded):
     path = require_embedded(spec)
