@@ -34,7 +34,7 @@ from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.planner import plan_core
 from quail_engine.plan.sharing import common_prefix_len
 from quail_engine.settings import prefix_sharing_enabled
-from quail_engine.sql.ir import binding_column
+from quail_engine.sql.ir import PREDICATE_KINDS, binding_column
 
 log = logging.getLogger(__name__)
 CHUNK_ROWS = 256
@@ -124,11 +124,11 @@ class CoreRunner:
     def _key_answers(self, ops: list[int], scans: dict[str, ScanData]) -> None:
         """Hash -> value maps of the complete filters and joins, so the final statement can
         look their answers up without copying the texts (exec/keyed_answers.py)."""
-        from quail_engine.exec.keyed_answers import KEYED_KINDS, slot_maps
+        from quail_engine.exec.keyed_answers import slot_maps
 
         for op_id in ops:
             op = self.ai_ops[op_id]
-            if op.op not in KEYED_KINDS or op_id not in self.store.complete:
+            if op.op not in PREDICATE_KINDS or op_id not in self.store.complete:
                 continue
             if op_id in self.store.keyed:
                 self.store.keyed[op_id] = None

@@ -18,10 +18,7 @@ import logging
 import numpy as np
 import pyarrow as pa
 
-from quail_engine.sql.ir import PREDICATE_KINDS
-
 log = logging.getLogger(__name__)
-KEYED_KINDS = PREDICATE_KINDS
 
 
 def slot_maps(con, columns: list[list[object]]) -> list[dict[int, object]] | None:

@@ -40,7 +40,7 @@ from quail_engine.exec.tasks import check_supported
 from quail_engine.infer.api import Answer, GenerateReadout, Request
 from quail_engine.infer.radix import PrefixCounter, common_prefix_length
 from quail_engine.plan.cost import Work
-from quail_engine.sql.ir import PREDICATE_KINDS, OpKind
+from quail_engine.sql.op_kinds import spec
 
 log = logging.getLogger(__name__)
 QUESTION_RESERVE = 256  # tokens kept free for the question when a document is cut
@@ -57,7 +57,6 @@ GROWTH = 4.0
 # reaches this much with the embedded models, so the first batch ends within about a second
 FIRST_RATE = 400.0
 RATE_MIN_TOKENS = 16384  # a smaller batch (a sample) understates the engine's speed
-CALIBRATED = (*PREDICATE_KINDS, OpKind.AI_SCORE, OpKind.AI_CLASSIFY)
 
 
 @dataclasses.dataclass
@@ -127,7 +126,7 @@ class OpRunner:
         return DocKV(lambda: self.engine, QUESTION_RESERVE, self.on_long, self.text, private)
 
     def _calibration_texts(self, layout: OpPrompt) -> tuple[str, str] | None:
-        if not self.calibrate or layout.op.op not in CALIBRATED or layout.partner_slots:
+        if not self.calibrate or not spec(layout.op.op).is_calibrated or layout.partner_slots:
             return None  # a pair layout carries its own content-free reference
         if layout.per_label:  # one per label (readout): keyed by its form
             return layout.label_calibration("{label}")
@@ -233,7 +232,7 @@ class OpRunner:
             return self._labels(op_id, layout, rows, kv, unplanned)
         rep = self.report.op(op_id, layout.op.op)
         check_supported(layout.op)
-        if layout.op.op == OpKind.AI_COUNT_TOKENS:
+        if spec(layout.op.op).readout == "tokens":
             return self._count_tokens(layout, rows)
         start = time.perf_counter()
         if prep is None or prep.rows is not rows:  # (prepared for other rows: done again)

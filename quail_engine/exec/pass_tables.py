@@ -28,11 +28,12 @@ import pyarrow as pa
 from sqlglot import exp
 
 from quail_engine.exec.answer_store import AnswerStore
+from quail_engine.sql.op_kinds import OpKind
 
 
 def eligible(op) -> bool:
     """A non-negated boolean AI join over two or more bindings."""
-    return op.op == "ai_join" and not op.negated and len(op.bindings) >= 2
+    return op.op == OpKind.AI_JOIN and not op.negated and len(op.bindings) >= 2
 
 
 def register_pass_tables(con, ai_ops, store: AnswerStore, keyed: dict, suffix: str

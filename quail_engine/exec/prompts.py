@@ -53,14 +53,13 @@ from quail_engine.infer.prompt_layout import (
     pair_cue,
     pair_readout,
 )
+from quail_engine.sql.op_kinds import OpKind, kinds, spec
 
 log = logging.getLogger(__name__)
 SLOT = re.compile(r"\{(\d+)\}")
 DOC_REF = "(see the text above)"
-SHARED_KINDS = ("ai_filter", "ai_join", "ai_classify", "ai_score")
-PAIR_KINDS = ("ai_filter", "ai_join")
 DEFAULT_MAX_TOKENS = 48
-DECODED = ("ai_generate", "ai_extract", "ai_aggregate")  # operators whose answer is a decode
+DECODED = kinds(is_decoded=True)  # operators whose answer is a decode
 LABEL_STEM = "Does the text above mention"  # a label decision in the pair layout
 # nats a label's likelihood must gain from the document; chosen on the odd ids of
 # bench/data/multilabel.jsonl, reported on the even ids (python -m bench multilabel)
@@ -85,11 +84,12 @@ class OpPrompt:
         filter's string literals, which are its partner. `pair`: two-argument questions read
         the partner as a span (`pair_layout_for` says for which models); False asks them
         yes/no, the partner inline in the question."""
-        if op.op not in SHARED_KINDS:
+        kind = spec(op.op)
+        if not kind.shares_document:
             return cls(op, (), pair)
-        if op.op == "ai_join" and op.aliases:
+        if op.op == OpKind.AI_JOIN and op.aliases:
             return cls.with_document(op, op.aliases[0], pair)
-        partner = _filter_partner(op) if op.op in PAIR_KINDS and pair else set()
+        partner = _filter_partner(op) if kind.reads_partner and pair else set()
         slots = tuple(b.index for b in op.bindings if b.index not in partner)
         return cls(op, slots or tuple(b.index for b in op.bindings), pair)
 
@@ -107,7 +107,7 @@ class OpPrompt:
     @property
     def is_multi_label(self) -> bool:
         """Whether rows of this layout are answered as one decision per label (`decisions`)."""
-        return self.op.op == "ai_classify" and self.op.multi and not self.per_label
+        return spec(self.op.op).readout == "label" and self.op.multi and not self.per_label
 
     def decisions(self) -> OpPrompt:
         """The layout of a multi-label op's decisions: rows are its rows with one of its label
@@ -119,7 +119,7 @@ class OpPrompt:
         """Slots of a pair layout's partner, in template order (empty: not a pair layout)."""
         if self.per_label:
             return (len(self.op.bindings),) if self.pair else ()
-        if not self.pair or self.op.op not in PAIR_KINDS or not self.doc_slots:
+        if not self.pair or not spec(self.op.op).reads_partner or not self.doc_slots:
             return ()
         seen = dict.fromkeys(int(m.group(1)) for m in SLOT.finditer(self.op.template))
         return tuple(i for i in seen if i not in self.doc_slots and i < len(self.op.bindings))
@@ -187,13 +187,13 @@ class OpPrompt:
         return "Is the statement above true?"
 
     def _instruction(self) -> str:
-        if self.op.op == "ai_classify":
+        if spec(self.op.op).readout == "label":
             return label_hint([lb.name for lb in (self.op.labels or ())])
         return BOOLEAN_HINT
 
     def readout(self, calibration_tokens: Sequence[int] | None = None) -> Readout:
         cal = tuple(calibration_tokens) if calibration_tokens is not None else None
-        kind = self.op.op
+        kind = spec(self.op.op).readout
         if self.per_label and self.pair:
             return SpanReadout(self._label_cue(), MULTI_LABEL_THRESHOLD,
                                document_text(CONTENT_FREE))
@@ -201,12 +201,12 @@ class OpPrompt:
             return BooleanReadout(calibration_tokens=cal)
         if self.partner_slots:  # compares with the content-free document by definition
             return pair_readout(self._cue())
-        if kind in ("ai_filter", "ai_join"):
+        if kind == "boolean":
             return BooleanReadout(calibration_tokens=cal)
-        if kind in ("ai_score", "ai_similarity"):
+        if kind == "score":
             return ScoreReadout(calibration_tokens=cal, thresholds=tuple(
                 probability(self.op, t) for t in self.op.thresholds))
-        if kind == "ai_classify":
+        if kind == "label":
             return LabelReadout(tuple(lb.name for lb in (self.op.labels or ())),
                                 calibration_tokens=cal)
         gen = self.op.options.gen
@@ -283,7 +283,7 @@ def pair_layout_for(model_name: str) -> bool:
 def is_decoded(op) -> bool:
     """Whether operator `op` (an ir.AiOp) writes text (a decode), rather than reading an answer
     from one prefill's logits."""
-    return op.op in DECODED
+    return spec(op.op).is_decoded
 
 
 def repetition_penalty_for(model_name: str) -> float:
@@ -295,12 +295,12 @@ def repetition_penalty_for(model_name: str) -> float:
 def weak_shape(op, layout: OpPrompt | None = None) -> str | None:
     """The WEAK_ON_DEFAULT shape of operator `op` (an ir.AiOp) asked in `layout` (default:
     its layout without an anchor), or None."""
-    if op.op in ("ai_generate", "ai_aggregate"):
+    if spec(op.op).readout == "text":
         return "generation"
     layout = layout or OpPrompt.for_op(op)
     if layout.per_label:
         return None
-    if op.op in ("ai_filter", "ai_score") and not layout.partner_slots:
+    if op.op in (OpKind.AI_FILTER, OpKind.AI_SCORE) and not layout.partner_slots:
         return "yes/no filter on one document"
     if layout.partner_slots and not _TRAILING_NOISE.match(
             op.template[layout._partner_span()[1]:]):
@@ -342,12 +342,13 @@ def sql_value(op, answer) -> object:
     if answer is None:
         return None
     value = answer.value
-    if op.op == "ai_classify" and op.multi:  # one label's decision (OpPrompt.decisions)
+    kind = spec(op.op).readout
+    if kind == "label" and op.multi:  # one label's decision (OpPrompt.decisions)
         return bool(value)
-    if op.op in ("ai_filter", "ai_join"):
+    if kind == "boolean":
         return bool(value)
-    if op.op in ("ai_score", "ai_similarity") and ("range", "-1..1") in op.task_args:
+    if kind == "score" and ("range", "-1..1") in op.task_args:
         return 2.0 * float(value) - 1.0
-    if op.op in ("ai_score", "ai_similarity"):
+    if kind == "score":
         return float(value)
     return shape_text(op, value if isinstance(value, str) or value is None else str(value))

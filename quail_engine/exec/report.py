@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 
 from quail_engine.exec.timeline import Timeline
 from quail_engine.plan.cost import Work
+from quail_engine.sql.ir import PREDICATE_KINDS
 
 
 @dataclass
@@ -44,7 +45,7 @@ class OpReport:
     def to_json(self) -> dict:
         out = asdict(self)
         out.pop("work")
-        if self.rows_in and self.kind in ("ai_filter", "ai_join"):
+        if self.rows_in and self.kind in PREDICATE_KINDS:
             out["selectivity_observed"] = self.rows_out / self.rows_in
         # KV regret: the share of the tokens run that a run computing each beginning once
         # would not have run

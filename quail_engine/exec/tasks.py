@@ -15,6 +15,7 @@ import json
 
 from quail_engine.errors import UnsupportedError
 from quail_engine.infer.api import Grammar
+from quail_engine.sql.op_kinds import spec
 from quail_engine.sql.response_schema import json_schema
 
 STRUCTURED_MAX_TOKENS = 128  # an object's fields, when the SQL sets no max_tokens
@@ -131,6 +132,7 @@ def shape_text(op, text: str | None) -> object:
 
 
 def check_supported(op) -> None:
-    if op.op == "ai_embed":
-        raise UnsupportedError(f"{op.op} needs an embedding model; the local engine has none",
-                               op.origin or None)
+    """Refuse an operator whose kind the local engine cannot answer (op_kinds.OpSpec.refusal)."""
+    refusal = spec(op.op).refusal
+    if refusal is not None:
+        raise UnsupportedError(f"{op.op} is not supported: {refusal}", op.origin or None)

@@ -21,7 +21,7 @@ from pathlib import Path
 from quail_engine.errors import ExecutionError, QuailError
 from quail_engine.migrate import prices
 from quail_engine.migrate.calls import CompiledNode, FoundCall
-from quail_engine.sql.ir import OpKind
+from quail_engine.sql.op_kinds import OpKind, spec
 
 stage = logging.getLogger("quail_engine.stage")
 _VENDOR_NAME = re.compile(r"\s*(?:GET_PATH\(|TO_BOOLEAN\(|NOT\s+)*([A-Za-z_][\w.]*)\s*\(", re.I)
@@ -53,8 +53,6 @@ RATES: tuple[Rate, ...] = (
          "2 vCPU, embedded model, bf16: join 8 anchors x 64 partners, 8,555 requested "
          "tokens/s"),
 )
-PREFILL_KINDS = (OpKind.AI_FILTER, OpKind.AI_CLASSIFY, OpKind.AI_SCORE, OpKind.AI_SIMILARITY)
-DECODE_KINDS = (OpKind.AI_GENERATE, OpKind.AI_EXTRACT, OpKind.AI_AGGREGATE)
 
 
 def rate(device: str, work: str) -> Rate:
@@ -321,13 +319,14 @@ def _calls(node: CompiledNode, parsed, found: list[FoundCall], counts: dict,
 def _timed(call: CallCost, kind: OpKind, refused: bool) -> CallCost:
     """`call` with its time at the measured rates (none for a call that does not move, or
     whose kind has no measured rate: embeddings, token counts)."""
-    work = "pairs" if kind == OpKind.AI_JOIN else "prefill"
-    if refused or not (kind in PREFILL_KINDS or kind in DECODE_KINDS or work == "pairs"):
+    cost = spec(kind).cost
+    if refused or cost is None:
         return call
+    work = "pairs" if cost == "pairs" else "prefill"  # a decode: its prompts' prefill
     tokens = call.input_tokens or 0.0
     return dataclasses.replace(call, gpu_seconds=tokens / rate("gpu", work).tokens_per_s,
                                cpu_seconds=tokens / rate("cpu", work).tokens_per_s,
-                               is_decode_excluded=kind in DECODE_KINDS)
+                               is_decode_excluded=cost == "decode")
 
 
 def _match(op, unused: list[FoundCall]) -> FoundCall | None:

@@ -21,9 +21,9 @@ from quail_engine.exec.prompts import DEFAULT_MAX_TOKENS, OpPrompt, pair_layout_
 from quail_engine.exec.scans import ScanData, load_scan
 from quail_engine.exec.user_errors import scan_error
 from quail_engine.sql.ir import OpKind, binding_column
+from quail_engine.sql.op_kinds import spec
 
 SEED = 7
-GENERATIVE = (OpKind.AI_GENERATE, OpKind.AI_EXTRACT)
 
 
 @dataclass(frozen=True)
@@ -118,9 +118,9 @@ class SampleCounter:
         values = [tuple(row[binding_column(op_id, i)] for i in range(len(op.bindings)))
                   for row in sample.scan.rows]
         kept = [v for v in values if not any(x is None for x in v)]  # NULL: no prompt
-        if op.op == OpKind.AI_COUNT_TOKENS:
+        if spec(op.op).readout == "tokens":
             lengths = [0] * len(kept)  # the tokenizer alone: no model reads anything
-        elif op.op == OpKind.AI_AGGREGATE:  # the rows' texts (the group's instruction aside)
+        elif spec(op.op).is_aggregate:  # the rows' texts (the group's instruction aside)
             lengths = [len(ids) for ids in self.text.tokenize(
                 ["\n\n".join(str(x) for x in v) for v in kept])]
         else:
@@ -179,6 +179,7 @@ class SampleCounter:
 
 def _output(op, prompts: float) -> float | None:
     """Generated tokens at most: every prompt answered up to its max tokens."""
-    if op.op not in GENERATIVE:
+    kind = spec(op.op)
+    if not kind.is_decoded or kind.is_aggregate:  # an aggregate writes once per group
         return None
     return prompts * (op.options.gen.max_tokens or DEFAULT_MAX_TOKENS)
