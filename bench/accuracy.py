@@ -42,7 +42,7 @@ def score(predicted: list, truth: list) -> dict:
 
 
 def evaluate(engine, reviews: list[dict], facts: list[dict]) -> dict:
-    from bench import ask
+    from quail_testing import ask
 
     texts = [r["text"] for r in reviews]
     is_pos = [r["sentiment"] == "positive" for r in reviews]
@@ -68,8 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
 
-    from bench import ask
     from quail_engine.infer.engine import LocalEngine
+    from quail_testing import ask
 
     reviews, facts = load_rows()
     dev, _ = load_rows(DEV)

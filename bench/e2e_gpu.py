@@ -12,11 +12,11 @@ One command on the H200 (the device call carries .carry/e2e, made by --prepare o
 and writes e2e_gpu.json + e2e_gpu.md under $OUT (or bench/results/local).
 Rates count time after the model is loaded (QUAIL-B's rule); load_s and wall_s are beside them.
 
-    python bench/e2e_gpu.py --prepare                      # once, on the CPU
-    python bench/e2e_gpu.py --device cpu --tiny --paths query,engine,dbt   # CPU smoke run
+    python -m bench e2e-gpu --prepare                      # once, on the CPU
+    python -m bench e2e-gpu --device cpu --tiny --paths query,engine,dbt   # CPU smoke run
   on the H200 (device call: carry [".carry/e2e"]):
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
-        .carry/e2e/whl/*.whl && PYTHONPATH=/tmp/site python3 bench/e2e_gpu.py \
+        .carry/e2e/whl/*.whl && PYTHONPATH=/tmp/site python3 -m bench e2e-gpu \
         --filter-docs 2000 --join-anchors 2 --paths query,engine,dbt --load-check
 """
 
@@ -35,18 +35,13 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench import pass_summary
+from bench.gpu.e2e_data import prepare_wheels, write_corpora
+from quail_testing.gpu import setup_logging
+from quail_testing.model_dir import prepare_tokenizer, write_model_dir
+from quail_testing.results import Results, out_dir
 
-from bench import pass_summary  # noqa: E402
-from bench.gpu.common import setup_logging  # noqa: E402
-from bench.gpu.e2e_data import (  # noqa: E402
-    prepare_tokenizer,
-    prepare_wheels,
-    write_corpora,
-    write_model_dir,
-)
-from bench.results_io import Results, out_dir  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 log = logging.getLogger("e2e_gpu")
 
@@ -349,9 +344,9 @@ def main(argv=None) -> int:
 
     clock = Clock(args.budget_s)
     res = Results("e2e_gpu.json")
-    res.data["command"] = " ".join(["python bench/e2e_gpu.py", *(argv or sys.argv[1:])])
+    res.data["command"] = " ".join(["python -m bench e2e-gpu", *(argv or sys.argv[1:])])
     if args.device == "cuda":
-        from bench.gpu.common import env_info
+        from quail_testing.gpu import env_info
         res.section("env", env_info)
     args.workdir.mkdir(parents=True, exist_ok=True)
     res.section("model_dir", write_model_dir, args.model_dir, args.carry / "tok", args.tiny,

@@ -4,7 +4,7 @@ Workloads (synthetic text from a fixed word pool, seeded, so every run sees the 
   filter: N prompts of ~150 tokens, one yes/no question (instruction shared as a prefix)
   join:   A anchors of ~300 tokens x P partners of ~40 tokens (anchor KV computed once)
 Engines:
-  quail:        LocalEngine via bench/ask.py (packed prefill, prefix KV, trimmed head)
+  quail:        LocalEngine via quail_testing/ask.py (packed prefill, prefix KV, trimmed head)
   transformers: AutoModelForCausalLM on the same converted weights and dtype; padded batches,
                 the full prompt every time, full-vocabulary logits at the last position
 requested tokens = every prompt token of every request; fresh = tokens actually computed.
@@ -120,9 +120,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from bench import ask
     from quail_engine.infer.engine import LocalEngine
     from quail_engine.infer.loader import load_model, resolve_dtype, resolve_model_dir
+    from quail_testing import ask
 
     load_start = time.perf_counter()
     model, tokenizer, config = load_model(args.model, "cpu", args.dtype)

@@ -199,8 +199,8 @@ def _accuracy(got, truth) -> float:
 
 
 def trained(spec: str, num_prompts: int, variants: tuple[str, ...] = VARIANTS) -> dict:
-    from bench import ask
     from quail_engine.infer.engine import LocalEngine
+    from quail_testing import ask
 
     reviews, _ = load_rows()
     dev, _ = load_rows(DEV)

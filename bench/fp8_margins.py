@@ -137,8 +137,8 @@ def load_variant(spec: str, variant: str):
 
 
 def measure(spec: str, variant: str, sets: tuple[str, ...]) -> dict:
-    from bench import ask
     from bench.accuracy import DEV, FILTER_Q, load_rows
+    from quail_testing import ask
 
     start = time.perf_counter()
     engine = load_variant(spec, variant)

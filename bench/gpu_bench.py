@@ -17,7 +17,6 @@ import sys
 import torch
 
 from bench.gpu import hf_runs, quail_runs
-from bench.gpu.common import env_info, measure_ceilings, setup_logging
 from bench.gpu.workloads import (
     filter_flops,
     filter_work,
@@ -25,9 +24,10 @@ from bench.gpu.workloads import (
     join_requested_tokens,
     join_work,
 )
-from bench.random_weights import random_state_dict, shape_config
-from bench.results_io import Results, out_dir
 from quail_engine.infer.gpu.engine import build_gpu_model
+from quail_testing.gpu import env_info, measure_ceilings, setup_logging
+from quail_testing.random_weights import random_state_dict, shape_config
+from quail_testing.results import Results, out_dir
 
 log = logging.getLogger("gpu_bench")
 

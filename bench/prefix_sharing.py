@@ -12,7 +12,7 @@ batches, every row's whole prompt) on the same prompts, on a GPU.
 CPU (the embedded default model; a small table of QUAIL-B's agent-trace shape):
     python -m bench prefix-sharing --trajectories 2 --snapshots 16
 H200 (random Qwen3-4B weights, the embedded tokenizer; device call carrying [".carry/e2e"],
-made once on the CPU by `python bench/e2e_gpu.py --prepare`; writes $OUT/prefix_sharing.{json,md}):
+made once on the CPU by `python -m bench e2e-gpu --prepare`; writes $OUT/prefix_sharing.{json,md}):
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \\
         .carry/e2e/whl/*.whl && PYTHONPATH=/tmp/site python3 -m bench prefix-sharing \\
         --device cuda --precision fp8 --quailb-rows 300 --hf
@@ -33,9 +33,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench import pass_summary
-from bench.quailb.data import _VOCAB, AGENT_TURN_INTERVAL, SEED, _text, tables
-from bench.quailb.queries import QUERIES
-from bench.results_io import out_dir, write_result
+from bench.results_io import write_result
+from quail_testing.quailb.data import _VOCAB, AGENT_TURN_INTERVAL, SEED, _text, tables
+from quail_testing.quailb.queries import QUERIES
+from quail_testing.results import out_dir
 
 log = logging.getLogger("bench.prefix_sharing")
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +44,7 @@ SQL = QUERIES["AGENT-1"].sql
 
 
 def small_traces(trajectories: int, snapshots: int, words: int, seed: int = SEED) -> pa.Table:
-    """QUAIL-B's agent_traces shape (bench/quailb/data.py: a user turn, then assistant and tool
+    """QUAIL-B's agent_traces shape (quail_testing/quailb/data.py: a user turn, then assistant and tool
     turns, a snapshot every AGENT_TURN_INTERVAL assistant turns) with short turns, for a CPU."""
     import numpy as np
 
@@ -215,7 +216,7 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     args.workdir.mkdir(parents=True, exist_ok=True)
     if args.model is None and args.device == "cuda":
-        from bench.gpu.e2e_data import write_model_dir
+        from quail_testing.model_dir import write_model_dir
         args.model = args.workdir / "model-qwen3-4b"
         write_model_dir(args.model, ROOT / ".carry" / "e2e" / "tok", False, "cuda")
     args.model = args.model or "default"

@@ -14,7 +14,7 @@ CPU (this machine; Ray's local instance gets this process's CPUs, each worker an
 GPU (one H200: N workers share it, each with its own replica and KV arena; random Qwen3-4B
 weights from .carry/e2e/tok as bench/e2e_gpu.py makes them). The machine has no package index
 and the Ray wheel is larger than one call's carry, so, once, on the CPU:
-    python bench/ray_scaling.py --prepare-ray .carry/ray     # .carry/ray/part0, part1
+    python -m bench ray-scaling --prepare-ray .carry/ray     # .carry/ray/part0, part1
   (64 MiB per call: the parts and .carry/e2e's 49 MiB go in separate calls; what a call
   carried stays on the machine while it is held)
   device call 1 (carry [".carry/ray/part0"]) and call 2 (carry [".carry/e2e"]): `ls .carry`
@@ -22,13 +22,13 @@ and the Ray wheel is larger than one call's carry, so, once, on the CPU:
     cat .carry/ray/part0/ray-*.part0 .carry/ray/part1/ray-*.part1 > /tmp/ray-2.60.0-cp312-\
 cp312-manylinux2014_x86_64.whl && python3 -m pip install -q --no-index --no-deps --target \
 /tmp/site .carry/e2e/whl/*.whl .carry/ray/part1/*.whl /tmp/ray-*.whl && PYTHONPATH=/tmp/site \
-    python3 bench/ray_scaling.py --device cuda --precision fp8 --workers 1,2 \
+    python3 -m bench ray-scaling --device cuda --precision fp8 --workers 1,2 \
         --filter-docs 5000 --join-anchors 20 --join-partners 1100 --repeat 1
 Ray also imports jsonschema, which the GPU image lacks: install jsonschema,
 jsonschema-specifications, referencing and rpds-py from .carry/e2e/whl with it (the 2026-12-02
 run did so through bench/gpu/device_session.sh's `ray` step).
 The CPU run writes bench/results/cpu-ray-scaling-<date>.json/.md with `uptime`'s load average;
-the GPU run writes ray_scaling.json under $OUT (bench/results_io.Results).
+the GPU run writes ray_scaling.json under $OUT (quail_testing/results.py).
 """
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.results_io import write_result
+from quail_testing.results import Results
 
-from bench.results_io import Results, write_result  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 log = logging.getLogger("ray_scaling")
 QUERIES = {  # {lo}, {hi}: the id range of one run's rows (each run asks new documents)
@@ -344,7 +344,7 @@ def main(argv=None) -> int:
     if args.model is None:
         args.model = "default"
         if args.device == "cuda":
-            from bench.gpu.e2e_data import write_model_dir
+            from quail_testing.model_dir import write_model_dir
 
             write_model_dir(args.workdir / "model", args.tokenizer_dir, False, "cuda")
             args.model = str(args.workdir / "model")

@@ -7,7 +7,7 @@ projection as a float8_e4m3fn `<name>.weight` beside a float32 `<name>.weight_sc
 answer text prompts. The tests load it on both paths; the GPU device check writes one of the
 Qwen3-4B shape.
 
-    python -m bench.fp8_checkpoint DIR [--shape qwen3-4b]
+    python -m quail_testing.fp8_checkpoint DIR [--shape qwen3-4b]
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from bench.random_weights import random_state_dict, shape_config
 from quail_engine.infer.config import ModelConfig
 from quail_kernels.block_fp8_gemm import quantize_blocks_ref
+from quail_testing.random_weights import random_state_dict, shape_config
 
 QUANTIZATION_CONFIG = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
                        "weight_block_size": [128, 128]}

@@ -49,13 +49,13 @@ have_model() { [ -f $MODEL/model.safetensors ] && echo "--model $MODEL"; }
 
 command_of() {  # the command line of a step
   case $1 in
-    e2e-fp8) echo "python3 bench/e2e_gpu.py --precisions fp8 --workloads filter --paths query,engine \
+    e2e-fp8) echo "python3 -m bench e2e-gpu --precisions fp8 --workloads filter --paths query,engine \
       --sharing ${SHARING:-on,off} --filter-docs 20000 --query-timeout 200 --keep-logs --budget-s $(( $2 - 15 ))" ;;
-    e2e-bf16) echo "python3 bench/e2e_gpu.py --precisions bf16 --workloads filter --paths query,engine \
+    e2e-bf16) echo "python3 -m bench e2e-gpu --precisions bf16 --workloads filter --paths query,engine \
       --filter-docs 20000 --query-timeout 200 --keep-logs --budget-s $(( $2 - 15 ))" ;;
-    e2e-join) echo "python3 bench/e2e_gpu.py --precisions fp8 --workloads join --paths query,engine \
+    e2e-join) echo "python3 -m bench e2e-gpu --precisions fp8 --workloads join --paths query,engine \
       --join-anchors ${JOIN_ANCHORS:-500} --query-timeout 300 --keep-logs --budget-s $(( $2 - 15 ))" ;;
-    e2e-dbt) echo "python3 bench/e2e_gpu.py --precisions fp8 --workloads filter --paths query,dbt \
+    e2e-dbt) echo "python3 -m bench e2e-gpu --precisions fp8 --workloads filter --paths query,dbt \
       --filter-docs 20000 --query-timeout 200 --keep-logs --budget-s $(( $2 - 15 ))" ;;
     pscheck) echo "python3 tests/device/prefix_sharing_check.py --shape qwen3-4b \
       --reference ${PS_REFERENCE:-64}" ;;
@@ -64,7 +64,7 @@ command_of() {  # the command line of a step
     fp8block) echo "python3 tests/device/fp8_block_check.py --prompts 400" ;;
     fp8bench) echo "python3 -m bench gpu --models qwen3-4b --dtypes fp8,fp8-block --engines quail \
       --workloads filter --filter-docs 20000" ;;
-    ray) echo "python3 bench/ray_scaling.py --device cuda --precision fp8 --workers 1 \
+    ray) echo "python3 -m bench ray-scaling --device cuda --precision fp8 --workers 1 \
       --filter-docs 5000 --join-anchors 20 --join-partners 1100 --repeat 1 $(have_model)" ;;
     quailb) echo "python3 -m bench quailb --device cuda --scale sf0.1 --random-model qwen3-4b \
       --precision fp8 --override --workdir /tmp/quail-e2e --budget-s $(( $2 - ${QUAILB_TAIL:-60} )) \

@@ -1,30 +1,18 @@
-"""Inputs of the end-to-end GPU bench (bench/e2e_gpu.py), made where it runs: a random-weight
-model directory in Hugging Face layout with a real tokenizer, and seeded Parquet corpora whose
-documents have the benchmark's token lengths under that tokenizer.
+"""Inputs of the end-to-end GPU bench (bench/e2e_gpu.py), made where it runs: seeded Parquet
+corpora whose documents have the benchmark's token lengths under the model's tokenizer (the
+random-weight model directory itself: quail_testing/model_dir.py).
 
 What the GPU machine lacks travels in .carry/e2e/ (git-ignored; ~50 MB of the 64 MiB a device
-call may carry), written on the CPU by `python bench/e2e_gpu.py --prepare`: tok/, the embedded
+call may carry), written on the CPU by `python -m bench e2e-gpu --prepare`: tok/, the embedded
 default model's tokenizer gzipped (vocabulary 262,144), and whl/, cp312 manylinux wheels of
 duckdb, sqlglot and the dbt stack minus what the machine has (the modules a `dbt build` of a
 `type: quail` project imports, read off a local run)."""
 
 from __future__ import annotations
 
-import gzip
-import json
 import random
-import shutil
 from pathlib import Path
 
-import torch
-
-from bench.random_weights import random_state_dict, shape_config
-
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                   "chat_template.jinja")
-VOCAB = 262144  # the carried tokenizer's (Gemma 3)
-TINY = dict(hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=16,
-            intermediate_size=128, max_position=8192)
 WORDS = """patient reported mild severe headache nausea after dose the of and with was in
 treatment week day hospital rash fever fatigue dizziness pain chest abdominal liver kidney
 elevated levels blood pressure heart rate increased decreased normal therapy drug study
@@ -67,56 +55,10 @@ def prepare_wheels(target: Path) -> Path:
     return target
 
 
-def qwen3_4b_config(vocab_size: int, tiny: bool = False) -> dict:
-    """config.json of the Qwen3-4B shape (or a tiny one) with the tokenizer's vocabulary."""
-    c = shape_config("qwen3-4b", vocab_size=vocab_size, **(TINY if tiny else {}))
-    return {"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"],
-            "vocab_size": c.vocab_size, "hidden_size": c.hidden_size,
-            "intermediate_size": c.intermediate_size, "num_hidden_layers": c.num_layers,
-            "num_attention_heads": c.num_heads, "num_key_value_heads": c.num_kv_heads,
-            "head_dim": c.head_dim, "max_position_embeddings": c.max_position,
-            "rope_theta": c.rope_theta, "rms_norm_eps": c.rms_norm_eps,
-            "tie_word_embeddings": True, "bos_token_id": 2, "eos_token_id": 1,
-            "torch_dtype": "bfloat16"}
 
 
-def prepare_tokenizer(target: Path) -> Path:
-    """Gzip the embedded default model's tokenizer files into `target` (run on the CPU)."""
-    from quail_engine.infer.loader import resolve_model_dir
-
-    source = resolve_model_dir("default")
-    target.mkdir(parents=True, exist_ok=True)
-    for name in TOKENIZER_FILES:
-        if (source / name).exists():
-            with (source / name).open("rb") as src, gzip.open(target / f"{name}.gz", "wb") as dst:
-                shutil.copyfileobj(src, dst)
-    return target
 
 
-def write_model_dir(path: Path, tokenizer_dir: Path, tiny: bool, device: str,
-                    seed: int = 0, dtype: str = "bfloat16") -> dict:
-    """config.json + model.safetensors (random weights drawn in float32 on `device`, stored in
-    `dtype`: a float32 and a bf16 directory hold the same model) + tokenizer files in `path`;
-    reused when its config already matches."""
-    from safetensors.torch import save_file
-
-    from quail_engine.infer.models import config_from_hf
-
-    hf = dict(qwen3_4b_config(VOCAB, tiny), torch_dtype=dtype)
-    config_file = path / "config.json"
-    if config_file.exists() and json.loads(config_file.read_text()) == hf and \
-            (path / "model.safetensors").exists():
-        return hf
-    path.mkdir(parents=True, exist_ok=True)
-    for name in TOKENIZER_FILES:
-        if (tokenizer_dir / f"{name}.gz").exists():
-            (path / name).write_bytes(gzip.open(tokenizer_dir / f"{name}.gz").read())
-    state = random_state_dict(config_from_hf(hf), seed=seed, device=device,
-                              dtype=getattr(torch, dtype))
-    save_file({k: v.cpu() for k, v in state.items()}, str(path / "model.safetensors"),
-              metadata={"format": "pt"})
-    config_file.write_text(json.dumps(hf, indent=1))
-    return hf
 
 
 def _text(rng: random.Random, num_tokens: int, word_tokens: dict[str, int]) -> str:

@@ -19,8 +19,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from bench.gpu.common import setup_logging
-from bench.results_io import Results
+from quail_testing.gpu import setup_logging
+from quail_testing.results import Results
 
 
 def gpu_model(engine: Any):

@@ -26,10 +26,10 @@ import json
 
 import torch
 
-from bench.gpu.common import bench_ms, setup_logging
 from bench.probes.profile_query import stopped_queries
-from bench.results_io import Results
 from quail_engine.infer.gpu.attention import SHORT_SPLIT
+from quail_testing.gpu import bench_ms, setup_logging
+from quail_testing.results import Results
 
 HQ, D, LAYERS = 32, 128, 36
 SHORT_BLOCKS = [(64, 32, 4, 3), (64, 16, 4, 3), (64, 64, 4, 3), (128, 64, 8, 3),

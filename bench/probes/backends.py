@@ -12,10 +12,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from bench.gpu.common import bench_ms, env_info, measure_ceilings, setup_logging
-from bench.results_io import Results
 from quail_kernels.prefix_attention import prefix_attention, prefix_attention_ref
 from quail_kernels.varlen_attention import varlen_attention, varlen_attention_ref
+from quail_testing.gpu import bench_ms, env_info, measure_ceilings, setup_logging
+from quail_testing.results import Results
 
 HQ, HKV, D = 32, 8, 128
 SCALE = D ** -0.5

@@ -22,7 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench.probes.engine_gaps import engine_gaps
-from bench.quailb.queries import QUERIES
+from quail_testing.quailb.queries import QUERIES
 
 TIMED = {  # module path -> (owner name or "", attribute)
     "quail_engine.exec.op_runner": [("OpRunner", "answer"), ("OpRunner", "cached_first"),
@@ -85,8 +85,8 @@ class Timers:
 def _replay_suite(workdir: Path):
     from bench.probes.host_overhead import packing_engine
     from bench.quailb.resol import ROOT, replay_model
-    from bench.quailb.run import open_suite
     from quail_engine.infer import factory
+    from quail_testing.quailb.suite import open_suite
 
     factory.load_engine = lambda spec, device="cpu", precision="bf16", tokenizer=None, **_: \
         packing_engine(spec, 5947, tokenizer)

@@ -34,8 +34,8 @@ from typing import Any
 
 import torch
 
-from bench.gpu.common import bench_ms, setup_logging
-from bench.results_io import Results
+from quail_testing.gpu import bench_ms, setup_logging
+from quail_testing.results import Results
 
 log = logging.getLogger(__name__)
 
@@ -231,10 +231,10 @@ def _vs(ref: torch.Tensor, got: torch.Tensor) -> dict:
 
 
 def engine(fp8: Fp8Attention, long: int, anchors: int, partners: int) -> dict:
-    from bench.random_weights import random_state_dict, shape_config
     from quail_engine.infer.api import BooleanReadout, Request
     from quail_engine.infer.gpu.attention import LibAttention
     from quail_engine.infer.gpu.engine import GpuEngine, build_gpu_model
+    from quail_testing.random_weights import random_state_dict, shape_config
 
     class Ids:  # prompts are token ids; only the readout words are encoded: 'y' 1, 'n' 2
         eos_token_id, bos_token_id = 0, None

@@ -19,8 +19,8 @@ from torch import nn
 
 from bench.accuracy import DEV, FILTER_Q, load_rows
 from bench.fp8_emulation import e4m3, e4m3_weight_blocks, margins, random_prompts
-from bench.results_io import Results
 from quail_kernels.block_fp8_gemm import quantize_groups_ref
+from quail_testing.results import Results
 
 ALL = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -65,8 +65,8 @@ def apply(model: nn.Module, act, weight, keep: tuple[str, ...]) -> None:
 
 
 def run(spec: str, num_prompts: int) -> dict:
-    from bench import ask
     from quail_engine.infer.engine import LocalEngine
+    from quail_testing import ask
 
     reviews, _ = load_rows()
     dev, _ = load_rows(DEV)

@@ -5,8 +5,8 @@ the batch (gpu/batch.pack, as on a GPU) and returns zeros. What this measures is
 query spends outside the model, per prompt: the part of the end-to-end gap to the engine bench
 that the host owns (on the H200 the GPU waits through the engine thread's share of it).
 
-    python bench/probes/host_overhead.py --workload join --anchors 40 --partners 1100 [--profile]
-    python bench/probes/host_overhead.py --quailb IMDB-2 --scale 0.1 [--profile]
+    python -m bench.probes.host_overhead --workload join --anchors 40 --partners 1100 [--profile]
+    python -m bench.probes.host_overhead --quailb IMDB-2 --scale 0.1 [--profile]
 
 `--quailb ID`: that QUAIL-B query (bench/quailb) over its generated tables at `--scale` instead.
 """
@@ -17,17 +17,16 @@ import argparse
 import cProfile
 import json
 import pstats
-import sys
 import time
 from pathlib import Path
 
+import torch
+
+from bench.e2e_gpu import FILTER_SQL, JOIN_SQL
+from bench.gpu.e2e_data import write_corpora
+from quail_testing.model_dir import write_model_dir
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-import torch  # noqa: E402
-
-from bench.e2e_gpu import FILTER_SQL, JOIN_SQL  # noqa: E402
-from bench.gpu.e2e_data import write_corpora, write_model_dir  # noqa: E402
 
 
 def packing_engine(spec: str, pages: int, tokenizer=None):
@@ -62,7 +61,7 @@ def main(argv=None) -> int:
     p.add_argument("--carry", type=Path, default=ROOT / ".carry" / "e2e")
     p.add_argument("--pages", type=int, default=4096, help="KV arena pages of 64 tokens")
     p.add_argument("--profile", action="store_true")
-    p.add_argument("--quailb", default="", help="a QUAIL-B query id (bench/quailb/queries.py)")
+    p.add_argument("--quailb", default="", help="a QUAIL-B query id (quail_testing/quailb/queries.py)")
     p.add_argument("--scale", default="0.1", help="QUAIL-B scale of --quailb's tables")
     args = p.parse_args(argv)
 
@@ -74,8 +73,8 @@ def main(argv=None) -> int:
     write_model_dir(model_dir, args.carry / "tok", True, "cpu", 0)
     tokenizer = load_tokenizer(model_dir)
     if args.quailb:
-        from bench.quailb import data
-        from bench.quailb.queries import QUERIES
+        from quail_testing.quailb import data
+        from quail_testing.quailb.queries import QUERIES
 
         query = QUERIES[args.quailb]
         paths = data.generate(args.workdir / f"quailb-{args.scale}", args.scale)

@@ -12,13 +12,14 @@ import time
 
 import torch
 
-from bench.gpu.common import random_gpu_model, setup_logging
+from bench.gpu.common import random_gpu_model
 from bench.gpu.quail_runs import _join_waves, run_join
 from bench.gpu.workloads import JoinWork, join_requested_tokens, join_work
-from bench.results_io import Results
 from quail_engine.infer.api import EngineStats
 from quail_engine.infer.gpu.attention import LibAttention, cudnn_attend
 from quail_engine.infer.gpu.runner import GpuRunner
+from quail_testing.gpu import setup_logging
+from quail_testing.results import Results
 
 
 def busy(model, work: JoinWork) -> dict:

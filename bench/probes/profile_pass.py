@@ -12,14 +12,15 @@ from collections import defaultdict
 
 import torch
 
-from bench.gpu.common import bench_ms, random_gpu_model, setup_logging
+from bench.gpu.common import random_gpu_model
 from bench.gpu.quail_runs import ANSWER_IDS
 from bench.gpu.workloads import filter_work, join_work
-from bench.results_io import Results
 from quail_engine.infer.api import EngineStats
 from quail_engine.infer.gpu.runner import GpuRunner
 from quail_engine.infer.runner import SeqJob
 from quail_kernels.varlen_attention import varlen_attention, varlen_attention_ref
+from quail_testing.gpu import bench_ms, setup_logging
+from quail_testing.results import Results
 
 GROUPS = [("cudnn_attention", ("cudnn", "sdpa", "fprop", "fmha")),
           ("gemm", ("gemm", "sm90", "cutlass", "xmma", "nvjet", "scaled_mm", "cublas")),

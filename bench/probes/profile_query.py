@@ -26,9 +26,9 @@ from pathlib import Path
 
 import torch
 
-from bench.gpu.common import bench_ms, setup_logging
 from bench.probes.profile_pass import _group
-from bench.results_io import Results
+from quail_testing.gpu import bench_ms, setup_logging
+from quail_testing.results import Results
 
 
 class _StopQuery(Exception):
@@ -183,8 +183,9 @@ def profile_query(suite, case, first: int, count: int) -> dict:
 def device_suite(args):
     """The timed table's suite on the GPU (random-weight model written under `--workdir`,
     the override, no ledger), its engine loaded."""
-    from bench.gpu.e2e_data import write_model_dir
-    from bench.quailb.run import ROOT, open_suite
+    from bench.quailb.run import ROOT
+    from quail_testing.model_dir import write_model_dir
+    from quail_testing.quailb.suite import open_suite
 
     work = Path(args.workdir)
     model_dir = work / f"model-{args.random_model}"

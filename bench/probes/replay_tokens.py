@@ -22,9 +22,10 @@ from pathlib import Path
 import torch
 
 from bench.probes.engine_gaps import engine_gaps
-from bench.quailb.queries import QUERIES, tables_read
 from bench.quailb.resol import ROOT, replay_model
-from bench.quailb.run import open_suite, parse_sample
+from bench.quailb.run import parse_sample
+from quail_testing.quailb.queries import QUERIES, tables_read
+from quail_testing.quailb.suite import open_suite
 
 
 def main(argv: list[str] | None = None) -> int:

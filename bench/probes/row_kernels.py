@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import torch
 
-from bench.gpu.common import bench_ms, setup_logging
-from bench.results_io import Results
 from quail_kernels.add_rmsnorm import add_rmsnorm
 from quail_kernels.qk_norm_rope import qk_norm_rope, rope_cos_sin
 from quail_kernels.silu_mul import silu_mul
 from quail_kernels.varlen_attention import varlen_attention
+from quail_testing.gpu import bench_ms, setup_logging
+from quail_testing.results import Results
 
 T, H, INTER, HQ, HKV, D = 65536, 2560, 9728, 32, 8, 128
 

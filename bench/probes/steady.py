@@ -14,13 +14,14 @@ import time
 
 import torch
 
-from bench.gpu.common import random_gpu_model, setup_logging
+from bench.gpu.common import random_gpu_model
 from bench.gpu.quail_runs import ANSWER_IDS, _join_waves, anchors_per_wave
 from bench.gpu.workloads import JoinWork, filter_work, join_requested_tokens, join_work
-from bench.results_io import Results
 from quail_engine.infer.api import EngineStats
 from quail_engine.infer.gpu.runner import GpuRunner
 from quail_engine.infer.runner import SeqJob
+from quail_testing.gpu import setup_logging
+from quail_testing.results import Results
 
 ALLOC_KEYS = ("num_device_alloc", "num_device_free", "num_alloc_retries", "num_sync_all_streams")
 

@@ -14,8 +14,8 @@ import time
 
 import torch
 
-from bench.gpu.common import setup_logging
-from bench.results_io import Results
+from quail_testing.gpu import setup_logging
+from quail_testing.results import Results
 
 M = 65536
 SHAPES = {"qkv": (6144, 2560), "o": (2560, 4096), "gate_up": (19456, 2560), "down": (2560, 9728)}

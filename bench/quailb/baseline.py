@@ -1,6 +1,6 @@
 """The transformers baseline of issue 15: the same model directory in Hugging Face transformers
 (bf16, sdpa attention, left-padded batches, the last position's logits, no reuse across rows),
-run on a uniform sample of the prompts a query asked (bench/quailb/ledger.py) and extrapolated
+run on a uniform sample of the prompts a query asked (quail_testing/quailb/ledger.py) and extrapolated
 to all of them: seconds = measured seconds x prompts / sampled prompts (a uniform sample
 estimates the sum of per-prompt costs without bias), the fastest of RUNS timings (each run's in
 `hf_runs_s`). Marked `extrapolated` when the sample is not

@@ -22,9 +22,9 @@ import math
 from pathlib import Path
 
 from bench.pass_summary import passes
-from bench.random_weights import shape_config
 from quail_engine.plan.cost import ModelSpec, Work, seconds
 from quail_engine.plan.device import gpu_spec
+from quail_testing.random_weights import shape_config
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results"

@@ -25,11 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from bench import pass_summary
-from bench.quailb import baseline, data
-from bench.quailb.queries import tables_read
-from bench.quailb.run import ROOT, _cases, geomean, open_suite, twin_check
-from bench.results_io import out_dir
+from bench.quailb import baseline
+from bench.quailb.run import ROOT, _cases, geomean, twin_check
 from quail_engine.infer.gpu import compile_log
+from quail_testing.quailb import data
+from quail_testing.quailb.queries import tables_read
+from quail_testing.quailb.suite import open_suite
+from quail_testing.results import out_dir
 
 log = logging.getLogger("bench.quailb")
 DATASHEET = "H200 datasheet (989 bf16 / 1,979 fp8 dense TFLOP/s, 4.8 TB/s)"
@@ -161,7 +163,7 @@ def run_table(args, ids: list[str]) -> int:
     shutil.rmtree(work / "answers", ignore_errors=True)  # a query's answers: its own work
     model = args.model
     if args.random_model:
-        from bench.gpu.e2e_data import write_model_dir
+        from quail_testing.model_dir import write_model_dir
         model_dir = work / f"model-{args.random_model}"
         write_model_dir(model_dir, ROOT / ".carry" / "e2e" / "tok", args.random_model == "tiny",
                         args.device)

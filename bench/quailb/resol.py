@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from bench.quailb.gpu_table import _specs, _speed_of_light, markdown, totals
+from quail_testing.quailb.queries import QUERIES
+from quail_testing.quailb.suite import open_suite
 
-from bench.quailb.gpu_table import _specs, _speed_of_light, markdown, totals  # noqa: E402
-from bench.quailb.queries import QUERIES  # noqa: E402
-from bench.quailb.run import open_suite  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 QWEN3_4B_CONTEXT = 40960  # the device run's model; the tiny replay model gets the same context
 
@@ -33,8 +31,8 @@ def specs(precision: str):
     as gpu_table prices the device's engine."""
     from types import SimpleNamespace
 
-    from bench.gpu.e2e_data import VOCAB, qwen3_4b_config
     from quail_engine.infer.models import config_from_hf
+    from quail_testing.model_dir import VOCAB, qwen3_4b_config
 
     engine = SimpleNamespace(config=config_from_hf(qwen3_4b_config(VOCAB)), model_id="qwen3-4b")
     return _specs(engine, precision)
@@ -42,7 +40,7 @@ def specs(precision: str):
 
 def replay_model(workdir: Path, carry: Path) -> Path:
     """A tiny random model directory with the device run's tokenizer and context length."""
-    from bench.gpu.e2e_data import write_model_dir
+    from quail_testing.model_dir import write_model_dir
 
     path = workdir / "model-tiny"
     write_model_dir(path, carry / "tok", True, "cpu", 0)

@@ -1,10 +1,10 @@
-"""The QUAIL-B corpora's table choice and row samples (bench/quailb/data.py, run.parse_sample):
+"""The QUAIL-B corpora's table choice and row samples (quail_testing/quailb/data.py, run.parse_sample):
 a sample is the first rows of the same seeded table, and leaving tables out changes no other."""
 
 import pytest
 
-from bench.quailb import data
 from bench.quailb.run import parse_sample
+from quail_testing.quailb import data
 
 
 def test_some_tables_and_a_sample_are_the_full_corpus_rows():

@@ -3,7 +3,7 @@
 Random weights answer at random, which makes every plan unrealistic. `SelectivityOverride`
 wraps an engine: it runs every request on the wrapped engine first (all model work happens and
 the answer logits are computed), then replaces each boolean answer of a QUAIL-B predicate by a
-seeded draw at that predicate's published selectivity (bench/quailb/prompts.py, from the
+seeded draw at that predicate's published selectivity (quail_testing/quailb/prompts.py, from the
 benchmark's quail_b/queries.py), and each label of a classification that a query filters with
 `IN (...)` by a draw that lands in the accepted labels at the published rate. A draw depends only
 on the seed, the predicate and the request's text, so the same row gets the same answer in any
@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bench.quailb import prompts as P
+from quail_testing.quailb import prompts as P
 
 _SPACE = re.compile(r"\s+")
 log = logging.getLogger("bench.quailb")

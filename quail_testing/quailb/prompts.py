@@ -125,7 +125,7 @@ AGENT_FAILURE_DESCRIPTIONS = (
     "reached the step limit while still making progress")
 
 # The benchmark's planner inputs (quail_b/queries.py: sf0.1 reference labels), used only by the
-# bench's selectivity override (bench/quailb/override.py): prompt -> share answered TRUE.
+# bench's selectivity override (quail_testing/quailb/override.py): prompt -> share answered TRUE.
 FILTER_SELECTIVITY = {
     F1: 4004 / 5000, F4: 1218 / 5000, F5: 2853 / 5000,
     SERIOUS_ADVERSE_EVENT: 319 / 500,

@@ -1,6 +1,6 @@
 """The 42 default QUAIL-B queries (IMDB-1..15, BIO-1..6, FEV-1..11, LEP-1..6, AGENT-1..4) in
 Snowflake SQL, as a warehouse user would write them: the benchmark's prompt texts
-(bench/quailb/prompts.py), tables, aliases, joins and label lists, AI_FILTER for filters and
+(quail_testing/quailb/prompts.py), tables, aliases, joins and label lists, AI_FILTER for filters and
 joins, AI_CLASSIFY(...):labels[0]::STRING for classifications, `IN (...)` on a label for the
 benchmark's label filters. Output columns are the benchmark's: each relation's id under its alias
 (`r`, `a`, ...) and each label column under its name (`sentiment`, `organ_class`, ...).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.quailb import prompts as P
+from quail_testing.quailb import prompts as P
 
 
 def sql_literal(text: str) -> str:

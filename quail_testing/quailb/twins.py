@@ -25,8 +25,8 @@ import json
 import re
 from dataclasses import dataclass
 
-from bench.quailb import prompts as P
-from bench.quailb.queries import QUERIES
+from quail_testing.quailb import prompts as P
+from quail_testing.quailb.queries import QUERIES
 
 DIALECTS = ("bigquery", "databricks")
 ENDPOINT = "databricks-meta-llama-3-3-70b-instruct"

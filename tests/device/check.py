@@ -12,8 +12,8 @@ import json
 import kernel_check
 import model_check
 
-from bench.gpu.common import env_info, measure_ceilings, setup_logging
-from bench.results_io import Results
+from quail_testing.gpu import env_info, measure_ceilings, setup_logging
+from quail_testing.results import Results
 
 
 def main(argv=None) -> int:

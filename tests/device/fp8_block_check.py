@@ -25,8 +25,6 @@ import torch.nn.functional as F
 from model_check import _compare, _margins, _prompts
 
 import quail_engine.infer.gpu.linear as linear_module
-from bench.gpu.common import bench_ms, env_info, setup_logging
-from bench.results_io import Results
 from quail_engine.infer.api import EngineStats
 from quail_engine.infer.gpu.linear import BLOCK_BACKENDS, GpuLinear, probe_block_backend
 from quail_engine.infer.gpu.runner import GpuRunner
@@ -34,6 +32,8 @@ from quail_engine.infer.runner import SeqJob
 from quail_kernels.add_rmsnorm import add_rmsnorm, add_rmsnorm_ref
 from quail_kernels.block_fp8_gemm import expand_scale, quantize_groups, quantize_groups_ref
 from quail_kernels.silu_mul import silu_mul, silu_mul_ref
+from quail_testing.gpu import bench_ms, env_info, setup_logging
+from quail_testing.results import Results
 
 log = logging.getLogger("fp8_block_check")
 H, HQ, HKV, D, INTER = 2560, 32, 8, 128, 9728
@@ -174,11 +174,11 @@ def epilogues(m: int = 16384) -> list[dict]:
 def decisions(shape: str = "qwen3-4b", num_prompts: int = 400, seed: int = 0) -> dict:
     """Agreement of each scheme's TRUE/FALSE decisions with the float32 plain-torch path and
     with the GPU bf16 path, random weights of `shape`."""
-    from bench.random_weights import random_state_dict, shape_config
     from quail_engine.infer.gpu.engine import build_gpu_model
     from quail_engine.infer.models import build_model
     from quail_engine.infer.runner import Runner
     from quail_engine.infer.scheduler import Scheduler
+    from quail_testing.random_weights import random_state_dict, shape_config
 
     config = shape_config(shape)
     vocab = (1000, 2000, 3000, 4000)
@@ -216,9 +216,9 @@ def checkpoint(shape: str = "qwen3-4b", num_prompts: int = 200) -> dict:
     """A published-format FP8 checkpoint of `shape` (random weights): loaded by the factory with
     precision auto (-> fp8-block, its fp8 blocks used as they are) and with bf16 (dequantized);
     load times and decision agreement between the two."""
-    from bench.fp8_checkpoint import write_fp8_checkpoint
-    from bench.random_weights import shape_config
     from quail_engine.infer.factory import load_engine
+    from quail_testing.fp8_checkpoint import write_fp8_checkpoint
+    from quail_testing.random_weights import shape_config
 
     config = shape_config(shape)
     directory = tempfile.mkdtemp(prefix="fp8_ckpt_")

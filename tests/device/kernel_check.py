@@ -7,13 +7,13 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from bench.gpu.common import bench_ms
 from quail_kernels.add_rmsnorm import add_rmsnorm, add_rmsnorm_ref
 from quail_kernels.lse_merge import lse_merge, lse_merge_ref
 from quail_kernels.prefix_attention import prefix_attention, prefix_attention_ref
 from quail_kernels.qk_norm_rope import qk_norm_rope, qk_norm_rope_ref, rope_cos_sin
 from quail_kernels.silu_mul import silu_mul, silu_mul_ref
 from quail_kernels.varlen_attention import varlen_attention, varlen_attention_ref
+from quail_testing.gpu import bench_ms
 
 H, HQ, HKV, D, INTER = 2560, 32, 8, 128, 9728
 T = 16384

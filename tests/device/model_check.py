@@ -9,13 +9,13 @@ import gc
 
 import torch
 
-from bench.random_weights import random_state_dict, shape_config
 from quail_engine.infer.api import EngineStats
 from quail_engine.infer.gpu.engine import build_gpu_model
 from quail_engine.infer.gpu.runner import GpuRunner
 from quail_engine.infer.models import build_model
 from quail_engine.infer.runner import Runner, SeqJob
 from quail_engine.infer.scheduler import Scheduler
+from quail_testing.random_weights import random_state_dict, shape_config
 
 VARIANTS = {
     "bf16": dict(fp8=False),

@@ -22,10 +22,10 @@ import time
 
 import torch
 
-from bench.random_weights import random_state_dict, shape_config
 from quail_engine.infer.api import BooleanReadout, Request
 from quail_engine.infer.config import ModelConfig
 from quail_engine.infer.gpu.engine import GpuEngine, build_gpu_model
+from quail_testing.random_weights import random_state_dict, shape_config
 
 TINY = dict(family="qwen3", vocab_size=97, hidden_size=64, num_layers=2, num_heads=4,
             num_kv_heads=2, head_dim=16, intermediate_size=96, qk_norm=True,

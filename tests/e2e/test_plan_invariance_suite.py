@@ -11,7 +11,7 @@ Questions (QUESTIONS below):
   counts also Databricks) share the DuckDB file's reference; Databricks' yes/no
   classifications and Snowflake's CTE join are questions of their own. Data: reviews 1, 2, 6,
   10, 37 of examples/data (37: databricks/join.sql asks only ids > 36) x products 1, 2, 5.
-- QUAIL-B (bench/quailb/queries.py, Snowflake SQL) at scale tiny (2-3 rows a table), each
+- QUAIL-B (quail_testing/quailb/queries.py, Snowflake SQL) at scale tiny (2-3 rows a table), each
   with `ORDER BY` its columns appended: IMDB-12 (filter -> classify), IMDB-14 (classify in a
   CTE, label filter, classify), LEP-5 (filters on both sides -> AI join), AGENT-3 (filter ->
   classify with label descriptions, over traces that share their beginnings), FEV-10
@@ -45,9 +45,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from bench.quailb import data as quailb_data
-from bench.quailb.queries import QUERIES
 from quail_engine.exec.session import QuailSession
+from quail_testing.quailb import data as quailb_data
+from quail_testing.quailb.queries import QUERIES
 
 pytestmark = pytest.mark.model
 

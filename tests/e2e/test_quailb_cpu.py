@@ -1,16 +1,16 @@
 """QUAIL-B's CPU mode (issue 15): every one of the 42 benchmark queries, written as Snowflake
-SQL (bench/quailb/queries.py), runs through the product over tiny generated corpora with the
+SQL (quail_testing/quailb/queries.py), runs through the product over tiny generated corpora with the
 embedded default model, planned (no operator answered row by row: `unplanned` 0 in the report),
 and returns the benchmark's output columns. Queries the project cannot plan yet are xfail with
-the measured reason (bench/quailb/run.py KNOWN_GAPS, listed in bench/quailb/README.md).
-The BigQuery and Databricks twins of 14 of them (bench/quailb/twins.py) run planned too and
+the measured reason (quail_testing/quailb/suite.py KNOWN_GAPS, listed in bench/quailb/README.md).
+The BigQuery and Databricks twins of 14 of them (quail_testing/quailb/twins.py) run planned too and
 return their Snowflake query's rows (same model, same data)."""
 
 import pytest
 
-from bench.quailb.queries import ORDER, QUERIES
-from bench.quailb.run import KNOWN_GAPS, open_suite
-from bench.quailb.twins import TWINS, WRITERS
+from quail_testing.quailb.queries import ORDER, QUERIES
+from quail_testing.quailb.suite import KNOWN_GAPS, open_suite
+from quail_testing.quailb.twins import TWINS, WRITERS
 
 SNOWFLAKE: dict[str, dict] = {}  # query id -> its row, for the twins
 
@@ -35,8 +35,8 @@ def random_suite(require_embedded, tmp_path_factory):
     of several queries at this scale)."""
     import gzip
 
-    from bench.gpu.e2e_data import TOKENIZER_FILES, write_model_dir
     from quail_engine.infer.loader import resolve_model_dir
+    from quail_testing.model_dir import TOKENIZER_FILES, write_model_dir
 
     require_embedded("default")
     work = tmp_path_factory.mktemp("quailb-random")
@@ -88,11 +88,11 @@ def test_twin_runs_planned_with_its_snowflake_rows(suite, name):
 
 
 def test_selectivity_override_draws_at_the_published_rate_after_the_model_ran():
-    """The bench's override (bench/quailb/override.py) leaves the model's work in place and
+    """The bench's override (quail_testing/quailb/override.py) leaves the model's work in place and
     replaces its boolean answers by seeded draws at the predicate's published selectivity."""
-    from bench.quailb import prompts as P
-    from bench.quailb.override import SelectivityOverride
     from quail_engine.infer.api import Answer, BooleanReadout, Request
+    from quail_testing.quailb import prompts as P
+    from quail_testing.quailb.override import SelectivityOverride
 
     class Fake:  # a model that answers TRUE to everything
         calls = 0
@@ -117,11 +117,11 @@ def test_override_answers_a_pair_over_its_anchor_as_the_whole_prompt_and_times_i
     """A join's request reads its anchor as a resident prefix (decoded once per anchor): the
     draw is the whole prompt's. The wrappers' own seconds are counted, so the timed table
     subtracts them from the query's time (run.bench_seconds)."""
-    from bench.quailb import prompts as P
-    from bench.quailb.ledger import TokenLedger
-    from bench.quailb.override import SelectivityOverride
-    from bench.quailb.run import bench_seconds
     from quail_engine.infer.api import Answer, BooleanReadout, PrefixHandle, Request
+    from quail_testing.quailb import prompts as P
+    from quail_testing.quailb.ledger import TokenLedger
+    from quail_testing.quailb.override import SelectivityOverride
+    from quail_testing.quailb.suite import bench_seconds
 
     class Fake:
         handles = 0
@@ -152,9 +152,9 @@ def test_override_answers_a_pair_over_its_anchor_as_the_whole_prompt_and_times_i
 
 
 def test_minimum_tokens_count_every_distinct_prompt_prefix_once():
-    """The timed table's minimum (bench/quailb/ledger.py): a token trie over the prompts."""
-    from bench.quailb.ledger import TokenLedger
+    """The timed table's minimum (quail_testing/quailb/ledger.py): a token trie over the prompts."""
     from quail_engine.infer.api import Answer, BooleanReadout, PrefixHandle, Request
+    from quail_testing.quailb.ledger import TokenLedger
 
     class Fake:
         def add_prefix(self, tokens):

@@ -99,9 +99,8 @@ def qk_norm_rope(has_norm: bool, shape: str) -> None:
 
 def _in_child(call: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    code = f"import sys; sys.path.insert(0, {os.path.dirname(__file__)!r}); " \
-           f"import test_compile_sm90 as t; t.{call}"
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+    code = f"import test_compile_sm90 as t; t.{call}"
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=os.path.dirname(__file__), capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, f"{call} failed to compile for sm_90:\n{done.stderr[-3000:]}"
 

@@ -41,8 +41,7 @@ def block_kernels() -> None:
 
 def test_block_fp8_kernels_compile():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    code = f"import sys; sys.path.insert(0, {os.path.dirname(__file__)!r}); " \
-           "import test_compile_sm90_block_fp8 as t; t.block_kernels()"
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+    code = "import test_compile_sm90_block_fp8 as t; t.block_kernels()"
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=os.path.dirname(__file__), capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, f"failed to compile for sm_90:\n{done.stderr[-3000:]}"

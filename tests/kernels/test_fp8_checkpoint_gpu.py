@@ -7,12 +7,12 @@ import pytest
 import torch
 from kernel_checks import fp32_tol, interpreted, rel_err
 
-from bench.fp8_checkpoint import write_fp8_checkpoint
 from quail_engine.infer.config import ModelConfig
 from quail_engine.infer.gpu.load import load_checkpoint
 from quail_engine.infer.gpu.model import GpuCausalLM
 from quail_engine.infer.gpu.paged_kv import PagedKVArena
 from quail_engine.infer.loader import load_model
+from quail_testing.fp8_checkpoint import write_fp8_checkpoint
 
 CONFIG = ModelConfig(family="qwen3", vocab_size=128, hidden_size=256, num_layers=1, num_heads=2,
                      num_kv_heads=1, head_dim=128, intermediate_size=320, qk_norm=True,

@@ -5,11 +5,11 @@ import pytest
 import torch
 from kernel_checks import fp32_tol, rel_err
 
-from bench.random_weights import random_state_dict
 from quail_engine.infer.config import ModelConfig
 from quail_engine.infer.gpu.model import GpuCausalLM
 from quail_engine.infer.gpu.paged_kv import PagedKVArena
 from quail_engine.infer.models import build_model
+from quail_testing.random_weights import random_state_dict
 
 TINY = {
     "qwen3": dict(family="qwen3", vocab_size=97, hidden_size=64, num_layers=2, num_heads=4,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench import ask
 from quail_engine.infer.api import BooleanReadout, Request
+from quail_testing import ask
 
 DOCS = ["the movie was great", "the film was awful", "a bad movie", "good"]
 QUESTIONS = ["is it good", "is the movie bad", "was it a film"]

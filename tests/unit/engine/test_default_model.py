@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench import ask
 from quail_engine.infer.api import BooleanReadout, LabelReadout, Request
 from quail_engine.infer.decode import DecodeSeq, greedy_decode
 from quail_engine.infer.runner import SeqJob
+from quail_testing import ask
 
 pytestmark = pytest.mark.model
 DATA = Path(__file__).resolve().parents[2] / "data" / "reviews_labelled.jsonl"

@@ -9,11 +9,11 @@ import json
 import pytest
 import torch
 
-from bench.fp8_checkpoint import write_fp8_checkpoint
 from quail_engine.errors import ModelError, QuailError
 from quail_engine.infer import factory
 from quail_engine.infer.config import ModelConfig
 from quail_engine.infer.engine import LocalEngine
+from quail_testing.fp8_checkpoint import write_fp8_checkpoint
 
 # K and N of 256/320: whole and partial 128-blocks (the scale grid rounds up)
 CONFIG = ModelConfig(family="qwen3", vocab_size=128, hidden_size=256, num_layers=2, num_heads=4,
@@ -53,8 +53,8 @@ def test_the_checkpoint_is_in_the_published_format(fp8_checkpoint):
 
 
 def test_cpu_path_dequantizes_and_answers_like_the_dequantized_weights(fp8_checkpoint):
-    from bench.ask import ask_boolean
     from quail_engine.infer.models import build_model
+    from quail_testing.ask import ask_boolean
 
     directory, state = fp8_checkpoint
     engine = factory.load_engine(str(directory), "cpu")  # precision auto: dequantized here

@@ -78,7 +78,7 @@ def test_tied_head_and_vision_tower_are_not_read(tmp_path):
           "head_dim": 4, "tie_word_embeddings": True}
     (tmp_path / "config.json").write_text(json.dumps(hf))
     config = read_config(tmp_path)
-    from bench.random_weights import random_state_dict
+    from quail_testing.random_weights import random_state_dict
 
     state = {k.replace("model.", "model.language_model.", 1): v
              for k, v in random_state_dict(config).items()}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import torch
 
-from bench.random_weights import random_state_dict
 from quail_engine.infer.config import ModelConfig
 from quail_engine.infer.models import build_model
+from quail_testing.random_weights import random_state_dict
 
 TINY = dict(family="qwen3", vocab_size=97, hidden_size=64, num_layers=2, num_heads=4,
             num_kv_heads=2, head_dim=16, intermediate_size=96, qk_norm=True,

@@ -7,7 +7,7 @@ first, they beat 6-8x; IMDB's and BIO-4's written order is already the best one.
 distinct pairs its prompt reads (a star's second join repeats its anchor across the first join's
 rows, and the executor asks each distinct pair once).
 
-Row counts are the benchmark's (bench/quailb/data.py ROWS at sf0.1 and sf1.0), the filters'
+Row counts are the benchmark's (quail_testing/quailb/data.py ROWS at sf0.1 and sf1.0), the filters'
 survivors at the published selectivities, join selectivities as published, token lengths as the
 generated corpora have them under our tokenizer (reviews ~230, aspects 3, reports ~3,900, terms
 ~4, claims ~12, evidence ~260; each question ~30 tokens with its chat framing), costed for
