@@ -73,6 +73,10 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
         if s.max_tokens <= 0:
             s.finish = "length"
     waiting = deque(s for s in seqs if s.max_tokens > 0)
+    # a runner whose KV grows in place (GpuRunner.decode_step) holds at most one page beyond
+    # a sequence's whole pages; one that stores each token apart and joins it, three
+    grow = getattr(runner, "decode_step", None)
+    slack = 2 if grow is not None else 3
     live: list[DecodeSeq] = []
     jobs: list[SeqJob] = []
     pending = None  # the constrained seqs' next masks, computed during the forward pass
@@ -92,7 +96,7 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
                     step_jobs.append(SeqJob(tokens=[token], prefix=job.kv, store_kv=True,
                                             on_device=True))
             del jobs, job  # the finished seqs' KV goes back to the arena before admitting
-        admitted = _admit(waiting, still, room)
+        admitted = _admit(waiting, still, room, slack)
         new_jobs = [SeqJob(tokens=list(s.tokens), prefix=s.prefix, store_kv=True,
                            on_device=True) for s in admitted]
         if new_jobs:
@@ -100,12 +104,15 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
         if step_jobs:
             constrained = [s.matcher for s in still if s.grammar is not None]
             pending = grammars.start(constrained) if constrained and not admitted else None
-            runner.run(step_jobs, count_as_decode=True)
+            if grow is not None:
+                grow(step_jobs)
+            else:
+                runner.run(step_jobs, count_as_decode=True)
         live, jobs = still + admitted, step_jobs + new_jobs
 
 
 def _admit(waiting: deque, running: Sequence[DecodeSeq],
-           room: Callable[[], tuple[int, int]] | None) -> list[DecodeSeq]:
+           room: Callable[[], tuple[int, int]] | None, slack: int = 3) -> list[DecodeSeq]:
     """The waiting seqs (from the front) whose prompt and answer fit the arena beside what
     `running` may still generate; at least one when nothing runs (a seq larger than the whole
     arena then fails on its own, naming its size)."""
@@ -114,10 +121,11 @@ def _admit(waiting: deque, running: Sequence[DecodeSeq],
         waiting.clear()
         return admitted
     free, page = room()
-    budget = free // page - sum(_pages(s.max_tokens - len(s.out_tokens), page) for s in running)
+    budget = free // page - sum(_pages(s.max_tokens - len(s.out_tokens), page, slack)
+                                for s in running)
     admitted = []
     while waiting:
-        need = _pages(len(waiting[0].tokens) + waiting[0].max_tokens, page)
+        need = _pages(len(waiting[0].tokens) + waiting[0].max_tokens, page, slack)
         if (running or admitted) and need > budget:
             break
         budget -= need
@@ -125,11 +133,13 @@ def _admit(waiting: deque, running: Sequence[DecodeSeq],
     return admitted
 
 
-def _pages(tokens: int, page: int) -> int:
+def _pages(tokens: int, page: int, slack: int = 3) -> int:
     """Pages a sequence's `tokens` more KV tokens may hold at a step's peak: whole pages, and
-    the three a paged step holds at once (its last partial page, the new token's own page,
-    and the page the two are joined into: gpu/paged_kv.PagedKVArena.join)."""
-    return tokens // page + 3
+    `slack` more: a step that stores its token apart and joins it holds three at once (its
+    last partial page, the new token's own page, and the page the two are joined into:
+    gpu/paged_kv.PagedKVArena.join); one that grows the KV in place, two (the last partial
+    page and, where it is shared, its copy)."""
+    return tokens // page + slack
 
 
 def _choose(live: Sequence[DecodeSeq], jobs: Sequence[SeqJob], grammars: Any,

@@ -32,3 +32,31 @@ def test_join_shares_whole_pages_and_copies_the_partial_page_and_the_other():
     for cache in (arena.k, arena.v):
         got = cache.flatten(1, 2)[:, joined.slots()][0, :, 0, 0]
         assert got.tolist() == list(range(19)) + [100.0 + i for i in range(6)]
+
+
+def test_grow_appends_in_place_and_copies_a_shared_partial_page_first():
+    """A decoding sequence's KV grows one token at a time: into its own last page while it has
+    room, onto a fresh page when it is full, and, when its partial last page is shared with
+    another holder (a chain), into a copy of that page, so the other holder never sees it."""
+    arena = _arena()
+    own = arena.allocate(7)  # 7 of a page of 8
+    (slot,) = arena.grow([own])
+    assert slot == own.pages[0] * 8 + 7 and own.num_tokens == 8 and len(own.pages) == 1
+    (slot,) = arena.grow([own])
+    assert len(own.pages) == 2 and slot == own.pages[1] * 8
+    doc = arena.allocate(11)
+    for cache in (arena.k, arena.v):
+        cache.flatten(1, 2)[:, doc.slots()] = torch.arange(11.0)[None, :, None, None]
+    chain = arena.chain(doc.pages, 11)  # shares both pages, the last one partial
+    free = arena.num_free_pages
+    (slot,) = arena.grow([chain])
+    assert chain.pages[0] == doc.pages[0] and chain.pages[1] != doc.pages[1]
+    assert slot == chain.pages[1] * 8 + 3 and arena.num_free_pages == free - 1
+    for cache in (arena.k, arena.v):
+        flat = cache.flatten(1, 2)
+        assert flat[:, chain.slots()][0, :11, 0, 0].tolist() == list(range(11))
+        flat[:, slot] = -1.0
+        assert flat[:, doc.slots()][0, :, 0, 0].tolist() == list(range(11))
+    for p in (own, doc, chain):
+        p.release()
+    assert arena.num_free_pages == arena.num_pages

@@ -248,6 +248,13 @@ def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
     """-> (o [T, Hq * D] in q's dtype or fp8, per-token scale [T, 1] when fp8). `window`: a
     sliding-window layer (then the batch's plan must not use the library kernel)."""
     num_tokens = q.shape[0]
+    if batch.decode:  # each token over its prefix, itself included (batch.pack_decode)
+        plan = batch.prefix_plan
+        op, lp = prefix_attention(q, arena_k, arena_v, batch.seg_cu, plan.table, plan.lens, 1,
+                                  scale, window=window,
+                                  positions=batch.positions if window is not None else None,
+                                  max_prefix_len=plan.max_len)
+        return lse_merge(op, lp, fp8=True) if fp8 else (op.view(num_tokens, -1), None)
     plan_c: CausalPlan | None = batch.causal_plan
     if not batch.has_prefix and fp8 and (plan_c is None or not plan_c.lib):
         # quantized in the attention's epilogue

@@ -39,6 +39,7 @@ class PackedBatch:
     store_slots: torch.Tensor | None  # [N] long flat arena slots
     stored: list[PagedPrefix | None]  # per sequence in the caller's order
     causal_plan: CausalPlan | None = None  # long sequences' own attention in the library
+    decode: bool = False  # one token per sequence, its K/V stored at the end of its prefix
 
 
 def _order(prefixes: Sequence[PagedPrefix | None]) -> list[int]:
@@ -124,3 +125,28 @@ def pack(input_ids: torch.Tensor, positions: torch.Tensor, cu_seqlens: torch.Ten
         store_rows=to_device(torch.cat(rows), device) if rows else None,
         store_slots=to_device(torch.cat(slots), device) if slots else None, stored=stored,
         causal_plan=plan_causal([lengths[b] for b in order], device, lib))
+
+
+def pack_decode(input_ids: Sequence[int], prefixes: Sequence[PagedPrefix], arena: PagedKVArena,
+                device: torch.device) -> PackedBatch:
+    """A decode step's batch: token b continues `prefixes[b]`, which grows by it in place
+    (PagedKVArena.grow). Its K/V is stored at the prefix's new last slot before attention, so
+    each token attends over its whole prefix, itself included, in one prefix-attention
+    segment: no causal part of its own and no merge, and the host builds only the block table
+    and three short vectors."""
+    slots = arena.grow(list(prefixes))
+    lens = [p.num_tokens for p in prefixes]
+    width = max(len(p.pages) for p in prefixes)
+    table = torch.tensor([p.pages + [0] * (width - len(p.pages)) for p in prefixes],
+                         dtype=torch.int32)
+    n = len(prefixes)
+    rows = torch.arange(n, device=device)
+    cu = torch.arange(n + 1, dtype=torch.int32, device=device)
+    plan = PrefixPlan(to_device(table, device), to_device(lens, device, torch.int32),
+                      runs=[(0, n, None)], max_len=max(lens))
+    return PackedBatch(
+        input_ids=to_device(list(input_ids), device),
+        positions=to_device([m - 1 for m in lens], device), cu_seqlens=cu, max_seqlen=1,
+        read_index=rows, has_prefix=True, seg_cu=cu, prefix_plan=plan, max_seg_len=1,
+        store_rows=rows, store_slots=to_device(slots, device), stored=list(prefixes),
+        decode=True)

@@ -25,7 +25,7 @@ import torch
 
 from quail_engine.infer.config import ModelConfig
 from quail_engine.infer.gpu.attention import layer_attention, probe_cudnn
-from quail_engine.infer.gpu.batch import pack
+from quail_engine.infer.gpu.batch import pack, pack_decode
 from quail_engine.infer.gpu.linear import GpuLinear, fused_weight
 from quail_engine.infer.gpu.paged_kv import PagedKVArena, PagedPrefix
 from quail_kernels.add_rmsnorm import add_rmsnorm
@@ -144,6 +144,18 @@ class GpuCausalLM:
                              f"{self.config.max_position}")
         b = pack(input_ids, positions, cu_seqlens, prefixes, read_index, store_kv, self.arena,
                  self.device, self.lib_attention)
+        return self._layers(b), b.stored
+
+    def decode(self, input_ids: Sequence[int], prefixes: Sequence[PagedPrefix]) -> torch.Tensor:
+        """One decode step: token b continues `prefixes[b]`, which grows by it in place (its
+        holder owns it alone) -> hidden [B, H] before the final norm."""
+        longest = max(p.num_tokens for p in prefixes)
+        if longest >= self.config.max_position:
+            raise ValueError(f"position {longest} beyond max_position {self.config.max_position}")
+        return self._layers(pack_decode(input_ids, prefixes, self.arena, self.device))
+
+    def _layers(self, b) -> torch.Tensor:
+        """Every layer over the packed batch `b` -> hidden of its read rows."""
         cfg = self.config
         q8 = {name: name in self.fp8_proj for name in FP8_PROJ}
         x = self.embed[b.input_ids]
@@ -160,18 +172,18 @@ class GpuCausalLM:
             q, k, v = qk_norm_rope(qkv, b.positions, self.cos_sin[layer.layer_type], layer.q_norm,
                                    layer.k_norm, cfg.num_heads, cfg.num_kv_heads,
                                    cfg.rms_norm_eps)
-            if b.store_rows is not None:
+            if b.store_rows is not None:  # (a decode step stores every row, in order)
                 self.arena.k[li].view(-1, cfg.num_kv_heads, cfg.head_dim)[b.store_slots] = \
-                    k[b.store_rows]
+                    k if b.decode else k[b.store_rows]
                 self.arena.v[li].view(-1, cfg.num_kv_heads, cfg.head_dim)[b.store_slots] = \
-                    v[b.store_rows]
+                    v if b.decode else v[b.store_rows]
             arena_k = self.arena.k[li] if b.has_prefix else None
             arena_v = self.arena.v[li] if b.has_prefix else None
             # block scheme: the attention writes bf16, quantized below in 1 x 128 groups
             a, s = layer_attention(q, k, v, b, arena_k, arena_v, cfg.attention_scale,
                                    q8["o"] and not self.fp8_block, self.lib_attention,
                                    layer.window)
-            if li == last:  # only the rows that are read go on
+            if li == last and not b.decode:  # only the rows that are read go on
                 a, res, s = _rows(a, b.read_index), res[b.read_index], \
                     (s[b.read_index] if s is not None else None)
             if q8["o"] and self.fp8_block:
@@ -186,8 +198,7 @@ class GpuCausalLM:
             x = layer.down(a, s)
             if layer.post_ff is not None:
                 x = add_rmsnorm(x, None, layer.post_ff, cfg.rms_norm_eps)[0]
-        hidden = (x.float() + res.float()).to(self.dtype)
-        return hidden, b.stored
+        return (x.float() + res.float()).to(self.dtype)
 
     def logits(self, hidden: torch.Tensor, token_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Final norm + LM head restricted to `token_ids` (all if None), in float32."""

@@ -28,10 +28,11 @@ class PagedPrefix:
 
     def __init__(self, arena: PagedKVArena, pages: list[int], num_tokens: int):
         self.arena = arena
-        self.pages = pages
+        self.pages = list(pages)
         self.num_tokens = num_tokens
         self.refs = 1
-        self._finalizer = weakref.finalize(self, arena.free_pages, list(pages))
+        # over the live list: a decoding sequence's prefix grows in place (PagedKVArena.grow)
+        self._finalizer = weakref.finalize(self, arena.free_pages, self.pages)
 
     @property
     def nbytes(self) -> int:
@@ -142,6 +143,49 @@ class PagedKVArena:
                 flat = cache.flatten(1, 2)
                 flat[:, dst_slots] = flat[:, src_slots]
         return out
+
+    def grow(self, prefixes: list[PagedPrefix]) -> list[int]:
+        """Make room for one more token at the end of each prefix, in place, and return each
+        new token's flat slot (page * page_size + offset). A decode step writes its token's K/V
+        there and attends over the grown prefix, so a sequence's KV is neither copied nor
+        re-chained per token. The new token goes into the prefix's last page when that page has
+        room and this prefix is its only holder; a full last page gets a fresh page after it,
+        and a partial one that others hold too (a shared chain) is copied into a fresh page
+        first (copy on write), so no other holder sees the token. Each prefix must be held by
+        its decoding sequence alone (refs == 1): the caller owns it."""
+        size = self.page_size
+        slots: list[int] = []
+        src: list[torch.Tensor] = []
+        dst: list[torch.Tensor] = []
+        for p in prefixes:
+            if p.refs != 1:
+                raise ExecutionError(f"grow of a prefix with {p.refs} holders")
+            used = p.num_tokens % size
+            if used == 0:  # (also an empty prefix)
+                p.pages.append(self._page())
+            elif self._refs[p.pages[-1]] > 1:
+                old, fresh = p.pages[-1], self._page()
+                src.append(torch.arange(old * size, old * size + used))
+                dst.append(torch.arange(fresh * size, fresh * size + used))
+                p.pages[-1] = fresh
+                self.free_pages([old])
+            slots.append(p.pages[-1] * size + used)
+            p.num_tokens += 1
+        if dst:
+            src_slots = to_device(torch.cat(src), self.device)
+            dst_slots = to_device(torch.cat(dst), self.device)
+            for cache in (self.k, self.v):
+                flat = cache.flatten(1, 2)
+                flat[:, dst_slots] = flat[:, src_slots]
+        return slots
+
+    def _page(self) -> int:
+        """One free page, held once by the caller (evicting cached pages if none is free)."""
+        entry = self.allocate(1)
+        page = entry.pages[0]
+        self._refs[page] += 1
+        entry.release()  # (the caller's hold stays)
+        return page
 
     def hold_pages(self, pages: list[int]) -> None:
         for page in pages:

@@ -82,6 +82,33 @@ class GpuRunner:
             _read_back(*previous)
         self._count_busy()
 
+    @torch.inference_mode()
+    def decode_step(self, jobs: Sequence[SeqJob]) -> None:
+        """One decode step: each job is one token over its sequence's own KV (`prefix`, held by
+        that sequence alone), which grows by the token in place and becomes the job's `kv`;
+        its logits over the whole vocabulary stay on the device. (`run` would store each
+        token's KV apart and join it to the prefix: a page per sequence per step and a copy of
+        the prefix's last partial page.)"""
+        budget = self.scheduler.token_budget
+        for lo in range(0, len(jobs), budget):
+            part = jobs[lo:lo + budget]
+            self.stop.check()
+            timing = None
+            if self.device.type == "cuda":
+                timing = (torch.cuda.Event(enable_timing=True),
+                          torch.cuda.Event(enable_timing=True),
+                          {"tokens": len(part), "seqs": len(part)})
+                timing[0].record()
+            hidden = self.model.decode([j.tokens[0] for j in part], [j.prefix for j in part])
+            logits = self.model.vocab_logits(hidden)
+            self._end_timing(timing)
+            self.stats.forward_passes += 1
+            self.stats.decode_tokens += len(part)
+            for k, job in enumerate(part):
+                job.kv = job.prefix
+                job.logits = logits[k:k + 1]
+        self._count_busy()
+
     def _count_busy(self) -> None:
         """Add the GPU time of every timed pass that has completed (one stream: passes run one
         after another, so the query's time outside their sum is time the GPU waited)."""

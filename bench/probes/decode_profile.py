@@ -1,0 +1,139 @@
+"""Where a decode step's time goes: the engine's own decode loop (infer/decode.py) over `--rows`
+prompts of ~`--prompt-tokens` tokens, once untimed (kernels compile), once timed with the GPU's
+pass time beside the wall time, once under cProfile (the host's share by function) and a few
+steps under torch.profiler (the GPU's share by kernel).
+
+    python -m bench.probes.decode_profile --tokenizer DIR [--rows 1024] [--max-tokens 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import time
+from pathlib import Path
+
+PROFILED = range(20, 24)  # decode steps under torch.profiler
+SYNCED = 4  # decode steps after those timed part by part (synchronizing around each part)
+
+
+def _profile_steps(engine):
+    """Patch the engine's runner so that decode steps PROFILED run under torch.profiler and the
+    SYNCED steps after them are timed part by part: the forward's batch packing, the forward
+    itself, the prefix joins, the logits."""
+    import torch
+
+    from quail_engine.infer.gpu import batch as batch_mod
+    from quail_engine.infer.gpu import model as model_mod
+
+    runner = engine.runner
+    prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                              torch.profiler.ProfilerActivity.CUDA])
+    parts: dict[str, float] = {}
+    state = {"step": 0, "timing": False}
+    run = runner.run
+
+    def timed(name, fn):
+        def wrapper(*a, **k):
+            if not state["timing"]:
+                return fn(*a, **k)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            res = fn(*a, **k)
+            torch.cuda.synchronize()
+            parts[name] = parts.get(name, 0.0) + time.perf_counter() - t0
+            return res
+        return wrapper
+
+    model = runner.model
+    model_mod.pack = timed("pack", batch_mod.pack)
+    model_mod.layer_attention = timed("attention", model_mod.layer_attention)
+    model.forward = timed("forward (incl. pack)", model.forward)
+    model.logits = timed("logits", model.logits)
+    model.arena.join = timed("join", model.arena.join)
+
+    def patched(jobs, count_as_decode=False):
+        if not count_as_decode:
+            return run(jobs, count_as_decode)
+        step = state["step"]
+        state["step"] += 1
+        if step == PROFILED.start:
+            prof.start()
+        state["timing"] = PROFILED.stop <= step < PROFILED.stop + SYNCED
+        if state["timing"]:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+        res = run(jobs, count_as_decode)
+        if state["timing"]:
+            torch.cuda.synchronize()
+            parts["step"] = parts.get("step", 0.0) + time.perf_counter() - t0
+        if step == PROFILED.stop - 1:
+            torch.cuda.synchronize()
+            prof.stop()
+        return res
+    runner.run = patched
+    return prof, parts
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokenizer", required=True)
+    ap.add_argument("--shape", default="qwen3-4b")
+    ap.add_argument("--rows", type=int, default=1024)
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--prompt-tokens", type=int, default=300)
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    args = ap.parse_args(argv)
+
+    import torch
+
+    from bench.grammar_decode import gpu_engine
+    from quail_engine.infer.api import GenerateReadout, Request
+
+    out = Path(args.out)
+    engine, _ = gpu_engine(args.shape, args.tokenizer)
+    readout = GenerateReadout(max_tokens=args.max_tokens)
+    base = list(range(1000, 1000 + args.prompt_tokens))
+    # distinct prompts (no shared beginnings beyond the first token)
+    requests = [Request(tuple([base[0] + i % 7000] + base[1:]), readout)
+                for i in range(args.rows)]
+    engine.run(requests[:64])
+    torch.cuda.synchronize()
+    result = {"rows": args.rows, "max_tokens": args.max_tokens,
+              "prompt_tokens": args.prompt_tokens}
+    stats = engine.stats
+    before = (stats.gpu_pass_s, stats.decode_tokens, stats.forward_passes)
+    start = time.perf_counter()
+    engine.run(requests)
+    torch.cuda.synchronize()
+    wall = time.perf_counter() - start
+    result.update(wall_s=round(wall, 3), gpu_pass_s=round(stats.gpu_pass_s - before[0], 3),
+                  decode_tokens=stats.decode_tokens - before[1],
+                  passes=stats.forward_passes - before[2],
+                  tokens_per_s=round(args.rows * args.max_tokens / wall, 1))
+    print(json.dumps(result), flush=True)
+    prof = cProfile.Profile()
+    prof.enable()
+    engine.run(requests)
+    torch.cuda.synchronize()
+    prof.disable()
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(40)
+    pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(60)
+    (out / "decode_cprofile.txt").write_text(text.getvalue())
+    tp, parts = _profile_steps(engine)
+    engine.run(requests)
+    torch.cuda.synchronize()
+    (out / "decode_kernels.txt").write_text(
+        tp.key_averages().table(sort_by="cuda_time_total", row_limit=50))
+    result["step_parts_ms"] = {k: round(v * 1000 / SYNCED, 2) for k, v in parts.items()}
+    (out / "decode_profile.json").write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
