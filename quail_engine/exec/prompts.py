@@ -54,6 +54,7 @@ from quail_engine.infer.prompt_layout import (
     pair_readout,
 )
 from quail_engine.sql.op_kinds import OpKind, kinds, spec
+from quail_engine.sql.task_prompts import question as task_question
 
 log = logging.getLogger(__name__)
 SLOT = re.compile(r"\{(\d+)\}")
@@ -136,7 +137,7 @@ class OpPrompt:
             return document_text(doc), f"{self._cue()} {self._partner(vals)}"
         question = _render(self.op.template, vals, self.doc_slots).strip()
         if question == DOC_REF:  # the template is the document alone: ask the task's question
-            question = self._default_question()
+            question = task_question(self.op.task, spec(self.op.op).readout)
         if self.op.instruction:
             question = f"{self.op.instruction}\n{question}"
         # the layout measured on the development set (infer/prompt_layout.py, bench/accuracy.py)
@@ -176,15 +177,6 @@ class OpPrompt:
     def _partner(self, values: Sequence[str]) -> str:
         start, end = self._partner_span()
         return _render(self.op.template[start:end], values, self.doc_slots).strip()
-
-    def _default_question(self) -> str:
-        if self.op.task == "sentiment" and self.op.op == "ai_score":  # P(yes) is the score
-            return "Is the sentiment of the text above positive?"
-        if self.op.task == "sentiment":
-            return "What is the sentiment of the text above?"
-        if self.op.op == "ai_classify":
-            return "Which label fits the text?"
-        return "Is the statement above true?"
 
     def _instruction(self) -> str:
         if spec(self.op.op).readout == "label":

@@ -15,6 +15,7 @@ from quail_engine.sql.emit.common import (
 )
 from quail_engine.sql.ir import AiOp, OpKind
 from quail_engine.sql.literals import IDENTIFIER
+from quail_engine.sql.task_prompts import DEFAULT_AGGREGATE
 
 NAME = "bigquery"
 TYPED = {"BIGINT": "AI.GENERATE_INT", "DOUBLE": "AI.GENERATE_DOUBLE"}
@@ -102,7 +103,7 @@ def _extract(op: AiOp, args: list[str]) -> str:
 def _aggregate(op: AiOp, args: list[str]) -> str:
     instruction = op.instruction
     if instruction is None:
-        instruction = "Summarize the following texts."
+        instruction = DEFAULT_AGGREGATE
         warn("AI_SUMMARIZE_AGG", NAME, f"spelled as AI.AGG with the instruction {instruction!r}")
     distinct = "DISTINCT " if ("distinct", "true") in op.task_args else ""
     return f"AI.AGG({distinct}{_prompt(op, args)}, {lit(instruction, NAME)}{_endpoint(op)})"

@@ -11,17 +11,9 @@ from quail_engine.errors import QUOTE_LIMIT, shorten
 from quail_engine.sql.errors import UnsupportedError
 from quail_engine.sql.ir import AiOp
 from quail_engine.sql.prompt import template_parts
+from quail_engine.sql.task_prompts import SCORE_RUBRICS, TASKS, fill
 
 log = logging.getLogger("quail_engine.sql.transpile")
-
-TASK_TEXT = {
-    "summarize": "Summarize the following text{words}:\n",
-    "translate": "Translate the following text{source} to {target}:\n",
-    "fix_grammar": "Correct the grammar of the following text:\n",
-    "mask": "Replace every {labels} in the following text with [MASKED]:\n",
-    "sentiment": "Rate the sentiment of the following text from -1 (negative) to 1 (positive):\n",
-}
-
 
 def lit(value: str, dialect: str) -> str:
     return exp.Literal.string(value).sql(dialect=dialect)
@@ -50,15 +42,13 @@ def concat(op: AiOp, args: list[str], dialect: str, prefix: str = "") -> str:
 
 
 def task_prefix(op: AiOp) -> str:
-    """Instruction text that spells a task function as a plain prompt."""
-    if op.task not in TASK_TEXT:
+    """Instruction text that spells a task function as a plain prompt: the engine's wording of
+    the task up to the text (sql/task_prompts.py), or a score's rubric."""
+    if op.task in SCORE_RUBRICS:
+        return SCORE_RUBRICS[op.task]
+    if op.task not in TASKS:
         return ""
-    a = dict(op.task_args)
-    words = f" in at most {a['max_words']} words" if a.get("max_words") not in (None, "0") else ""
-    source = f" from {a['source_language']}" if a.get("source_language") else ""
-    labels = ", ".join(lb.name for lb in op.labels or ())
-    return TASK_TEXT[op.task].format(words=words, source=source,
-                                     target=a.get("target_language", "English"), labels=labels)
+    return fill(TASKS[op.task].partition("{text}")[0], op, "")
 
 
 def dispatch(emitters: dict, op: AiOp, args: list[str], target: str) -> str:
