@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from quail_engine.sql.op_kinds import OpKind
 
+# the tasks a call can name (`task := '...'` in the canonical dialect; vendors' task functions)
+TASK_NAMES = ("summarize", "translate", "fix_grammar", "mask", "sentiment", "extract_answer")
 # generated answers: task -> the user turn
 TASKS = {
     "summarize": "Summarize the following text{words}:\n\n{text}",
@@ -58,6 +60,8 @@ FORMAT_HINTS = {
     "boolean": "\n\nReply with true or false only.",
 }
 SCHEMA_HINT = "\n\nReply with JSON matching this schema only: {schema}"
+if {*TASKS, *(t for t, _ in QUESTIONS if t)} != set(TASK_NAMES):
+    raise ImportError("every task in TASK_NAMES needs a wording in TASKS or QUESTIONS")
 
 
 def task_template(op) -> str | None:

@@ -23,8 +23,8 @@ from quail_engine.errors import shorten
 from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import ON_ERROR, GenParams, Label, Options
 from quail_engine.sql.op_kinds import SQL_TYPES
+from quail_engine.sql.task_prompts import TASK_NAMES
 
-TASKS = ("summarize", "translate", "fix_grammar", "mask", "sentiment", "extract_answer")
 ORDERS = ("as_written",)
 MAX_TOKENS = 1_000_000
 VALUE_QUOTE = 80
@@ -168,7 +168,7 @@ def checked_fields(fields: dict[str, Any], site: Site) -> dict[str, Any]:
         out["multi"] = boolean(site, "option multi", out["multi"])
     for name in ("instruction", "task"):
         if out.get(name) is not None:
-            out[name] = text(site, f"option {name}", out[name], TASKS if name == "task" else ())
+            out[name] = text(site, f"option {name}", out[name], TASK_NAMES if name == "task" else ())
     if out.get("examples"):
         examples = out["examples"]
         if not all(isinstance(e, tuple) and len(e) == 2 and all(isinstance(x, str) for x in e)
