@@ -35,7 +35,6 @@ def _profile_steps(engine):
                                               torch.profiler.ProfilerActivity.CUDA])
     parts: dict[str, float] = {}
     state = {"step": 0, "timing": False}
-    run = runner.run
 
     def timed(name, fn):
         def wrapper(*a, **k):
@@ -50,15 +49,14 @@ def _profile_steps(engine):
         return wrapper
 
     model = runner.model
-    model_mod.pack = timed("pack", batch_mod.pack)
+    model_mod.pack_decode = timed("pack", batch_mod.pack_decode)
     model_mod.layer_attention = timed("attention", model_mod.layer_attention)
-    model.forward = timed("forward (incl. pack)", model.forward)
-    model.logits = timed("logits", model.logits)
-    model.arena.join = timed("join", model.arena.join)
+    model.decode = timed("decode forward (incl. pack)", model.decode)
+    model.vocab_logits = timed("logits", model.vocab_logits)
+    model.arena.grow = timed("grow", model.arena.grow)
+    step_fn = runner.decode_step
 
-    def patched(jobs, count_as_decode=False):
-        if not count_as_decode:
-            return run(jobs, count_as_decode)
+    def patched(jobs):
         step = state["step"]
         state["step"] += 1
         if step == PROFILED.start:
@@ -67,15 +65,20 @@ def _profile_steps(engine):
         if state["timing"]:
             torch.cuda.synchronize()
             t0 = time.perf_counter()
-        res = run(jobs, count_as_decode)
+            if "end" in state:  # the host's loop between two steps (tokens chosen, seqs ended)
+                # (SYNCED - 1 gaps: scaled to SYNCED for the per-step mean)
+                parts["between steps"] = parts.get("between steps", 0.0) + \
+                    (t0 - state["end"]) * SYNCED / (SYNCED - 1)
+        res = step_fn(jobs)
         if state["timing"]:
             torch.cuda.synchronize()
-            parts["step"] = parts.get("step", 0.0) + time.perf_counter() - t0
+            state["end"] = time.perf_counter()
+            parts["step"] = parts.get("step", 0.0) + state["end"] - t0
         if step == PROFILED.stop - 1:
             torch.cuda.synchronize()
             prof.stop()
         return res
-    runner.run = patched
+    runner.decode_step = patched
     return prof, parts
 
 
