@@ -14,7 +14,7 @@ sequences' own causal attention at 4k-24k tokens (Qwen3-4B heads: 32 q / 8 kv, d
   the noise floor (bf16 attention against itself, the prompts packed in another order), and
   the seconds of each run after a run that builds the shapes' plans.
 
-Not wired into the engine: the result (bench/results/gpu-h200-fp8-attention-2026-12-03.md) is
+Not wired into the engine: the result (`3630f028bb:bench/results/gpu-h200-fp8-attention-2026-12-03.md`) is
 slower than bf16 below ~12k keys and flips ~15% of random-weight decisions.
 
 The frontend is not a dependency of the project: carry its wheel (.carry/cudnn/whl, see

@@ -9,7 +9,7 @@ It is an optimistic bound where the small passes do other work than the large on
 small passes (short rows over long shared beginnings, attention-heavy) ran at 3.9x their speed
 of light and its large ones at 2.9x; packed into large passes (session 20) they ran no faster.
 
-    python -m bench.quailb.gaps [--out bench/results/quailb-gaps-DATE.md]
+    python -m bench.quailb.gaps [--out FILE.md]
     python -m bench.quailb.gaps --result bench/results/quailb_gpu_bio4_sf1.json \
         --reports bench/results/quailb_reports_sf1
 """
