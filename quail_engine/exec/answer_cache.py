@@ -57,8 +57,8 @@ class AnswerKeys:
             doc = self._docs[prefix_digest] = (prefix_digest[:DOC_BYTES].hex(), h)
         h = doc[1].copy()
         h.update(suffix.encode("utf-8", "surrogatepass"))
-        # the document first: 1,500-answer commits over 5 documents 30 -> 4.3 us an answer on a
-        # 2-core machine (random keys rewrite a page of the index per answer)
+        # the document first: a batch's answers over a few documents land on a few index
+        # pages (random keys rewrite a page of the index per answer)
         return doc[0] + h.hexdigest()
 
 
@@ -100,7 +100,7 @@ class AnswerCache:
                 con.execute("PRAGMA synchronous=NORMAL")  # in WAL: durable across crashes
                 # a batch's answers land on random pages of the key index: a 64 MiB page cache
                 # and a checkpoint every 10,000 WAL pages (not 1,000) rewrite each page less
-                # often (1,500-answer commits: 53 -> 30 us an answer on a 2-core machine)
+                # often
                 con.execute("PRAGMA cache_size=-65536")
                 con.execute("PRAGMA wal_autocheckpoint=10000")
                 return con, AnswerCache._create(con)

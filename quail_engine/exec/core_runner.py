@@ -218,11 +218,11 @@ class CoreRunner:
     def _resident_chunk(self, alias: str, steps, scan: ScanData, start: int) -> int:
         """Rows per chunk from row `start` when the steps keep their documents resident for the
         chunk: CHUNK_ROWS, fewer where that many documents would take more than CHUNK_SHARE of
-        a bounded KV arena (QUAIL-B BIO-4: 256 reports of ~4,000 tokens against the H200's
-        380k-token arena). With prefix sharing, a document that begins like the row before it
-        holds only its own pages past that beginning (the radix index shares the rest), so
-        the chunk counts those (QUAIL-B AGENT-3/4: cumulative snapshots of ~10k tokens each, 9
-        to a chunk counted whole: three small passes per chunk for a classification)."""
+        a bounded KV arena (long reports fill it long before CHUNK_ROWS of them). With prefix
+        sharing, a document that begins like the row before it holds only its own pages past
+        that beginning (the radix index shares the rest), so the chunk counts those (counted
+        whole, cumulative snapshots of one trace would make chunks of a few rows, each a few
+        small passes)."""
         engine = self.runner.loaded_engine()
         if engine is None:  # not loaded yet (nor needed, if every answer is cached): a small
             return FIRST_CHUNK_ROWS  # first chunk, sized again once the engine is known
@@ -249,8 +249,8 @@ class CoreRunner:
         """The documents of `texts` (resident in `kv`) the join may find still resident: while
         the carried documents hold at most CARRY_SHARE of the KV arena, in the order given. The
         others are released with the filters' chunk (after `_flush_carry` made room, when it
-        can) and encoded again by the join (IMDB-3 at QUAIL-B's sf0.1: 3,971 reviews of ~300
-        tokens kept for the join filled the H200's 380k-token arena)."""
+        can) and encoded again by the join (every filtered document kept for the join can fill
+        the arena)."""
         capacity = kv_capacity_tokens(self.runner.engine)
         if capacity is None:
             return list(texts)
@@ -282,7 +282,7 @@ class CoreRunner:
         star = self._star(plan)
         first = cand.steps[0] if cand.steps else None
         # a longer plan that starts from the carried relation with an AI join anchored on it
-        # (QUAIL-B IMDB-10: filtered reviews, then a chain of joins): that first join asks
+        # (filtered reviews, then a chain of joins): that first join asks
         # every carried row's pairs whatever follows it
         leading = (not star and len(plan.relations) > 2 and first is not None
                    and first.op is not None and tuple(cand.start) == (carry.alias,)
@@ -330,14 +330,14 @@ class CoreRunner:
 
     @staticmethod
     def _star(plan: PhysicalPlan) -> bool:
-        """A star of AI joins (`star_anchor`) on the carried relation (QUAIL-B BIO-4: reports
+        """A star of AI joins (`star_anchor`) on the carried relation (e.g. reports
         a filter keeps, joined to two filtered term sets)."""
         return plan.carry is not None and star_anchor(plan) == plan.carry.alias
 
     def _ask_star_in_chunks(self, plan: PhysicalPlan, scans: dict[str, ScanData],
                             survivors: dict[str, list[int]]) -> None:
-        """A star of AI joins (`star_anchor`) whose documents no filter left resident (QUAIL-B
-        IMDB-8: every review joined to the aspects twice): the anchor relation's rows in
+        """A star of AI joins (`star_anchor`) whose documents no filter left resident (every
+        review joined to the aspects twice): the anchor relation's rows in
         chunks, each chunk asked every join in turn, its documents encoded once, by the first
         join that misses an answer, and held for the next (DocKV.source), the answers left in
         the store (run_joins then asks nothing again), instead of each join encoding them
@@ -401,7 +401,7 @@ class CoreRunner:
                 rows = (np.unique(final.cols[step.alias]).tolist() if step.alias in final.cols
                         else [])
                 values = [op_values(scans[step.alias], step.op, op, i) for i in rows]
-            else:  # reads several relations (QUAIL-B IMDB-15: a label per joined pair)
+            else:  # reads several relations (a label per joined pair)
                 bound = bound_aliases(step.op, op, scans, final.aliases)
                 values = list(dict.fromkeys(tuple_values(step.op, op, scans, bound,
                                                          final.distinct(bound)[0])))

@@ -21,8 +21,7 @@ CHUNK_SHARE = 0.25
 # resident documents extended by a question stem per engine call (DocKV._extend) where the KV
 # store copies a document to extend it (the CPU's); a paged arena shares the document's whole
 # pages and copies only its last partial one, so there a whole chunk of anchors goes in one
-# pass (QUAIL-B IMDB-8 on the H200: each extension pass cost ~60 ms of host time the GPU waited
-# for, two per 290-review chunk at 256)
+# pass (each extension pass costs host time the GPU waits for)
 EXTEND_BATCH = 256
 EXTEND_BATCH_PAGED = 1024
 

@@ -2,11 +2,10 @@
 
 Device libraries keep state per thread: PyTorch caches the execution graphs it builds for
 cuDNN's fused attention per thread (aten/src/ATen/native/cudnn/MHA.cpp: "caches are now thread
-local"), 25-60 ms of host time per new (query rows, keys) shape while the GPU waits. A worker
-made per operator call rebuilt every graph in every call: QUAIL-B's BIO-4 on the H200 (a star
-join asked chunk by chunk, one call per chunk and join) spent 3.9 s of an 18 s stretch of 20
-passes with the GPU waiting on 135 such builds (bench/probes/profile_query.py). One long-lived
-worker builds each shape once.
+local"): host time per new (query rows, keys) shape while the GPU waits. A worker made per
+operator call rebuilt every graph in every call, and a star join asked chunk by chunk (one call
+per chunk and join) spent much of its passes' time with the GPU waiting on such builds. One
+long-lived worker builds each shape once.
 
 A call made from the worker itself runs inline (an engine call that nests another must not wait
 on the thread that runs it). Statements on several threads (dbt's) share the worker, each

@@ -38,8 +38,8 @@ from quail_engine.plan.physical import PhysicalPlan
 log = logging.getLogger(__name__)
 ANCHORS_PER_CHUNK = 128  # anchors encoded together where the KV store is unbounded (the CPU)
 # ... and at most this many on a bounded arena, where CHUNK_SHARE of it in tokens is the limit:
-# each chunk is one operator call per join, with a fixed cost the device waits for (QUAIL-B
-# IMDB-8 on the H200: ~0.19 s per chunk of 128 reviews over two joins, 7.9 s of a 31.7 s run)
+# each chunk is one operator call per join, with a fixed cost the device waits for, so short
+# documents go in large chunks
 MAX_ANCHORS_PER_CHUNK = 1024
 ROW = np.int32  # a scan row index in Joined (a chain's joined rows can number 10^8)
 
@@ -48,7 +48,7 @@ ROW = np.int32  # a scan row index in Joined (a chain's joined rows can number 1
 class Joined:
     """The joined rows so far, by column: alias -> scan row indices (equal-length ROW
     arrays). Never built row by row: a chain of joins can hold tens of millions of rows
-    (QUAIL-B's IMDB-9 at sf0.1, reviews-aspects-reviews-aspects: ~50 M), which DuckDB's final
+    (reviews-aspects-reviews-aspects), which DuckDB's final
     statement joins again from the answers; what the prompts need is their distinct bindings."""
     cols: dict[str, np.ndarray] = field(default_factory=dict)
     # how many joined rows each row stands for (None: one each): a chain's second-to-last join
@@ -110,8 +110,8 @@ DENSE_KEYS = 1 << 25
 def _unique_ints(key: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """np.unique(key, return_inverse=True) of non-negative int64 keys below `size`. Where the
     keys are few (a table of `size` fits DENSE_KEYS and the keys' count), by marking each in
-    that table instead of sorting: QUAIL-B IMDB-9's third join reads the distinct reviews of
-    25.7 M joined rows (~2.9 s sorted on this 2-core machine, GPU idle)."""
+    that table instead of sorting: a chain's later join reads the distinct documents of tens
+    of millions of joined rows, and sorting them keeps the GPU idle."""
     if size > DENSE_KEYS or size > 8 * len(key) + 1024:
         uniq, inv = np.unique(key, return_inverse=True)
         return uniq, inv.reshape(-1)
@@ -156,9 +156,8 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
             texts = [layout.texts(by_anchor[a][0])[0] for a in group]
             # once some of its pairs are answered, the later joins worth it ride along, judged
             # by the rows this join kept so far (the planner's sampled estimate can be far
-            # off: QUAIL-B FEV-7's first join keeps 0.2% of its pairs, sampled at 5.6%), their
-            # pairs prepared on the helper while the engine runs this join's (in the replay of
-            # QUAIL-B IMDB-9, ~0.1 s a call otherwise)
+            # off for a rare match), their pairs prepared on the helper while the engine runs
+            # this join's (else the engine waits for that host work on every call)
             kept = asked and passed / asked * step.rows_in
             riding = [(r, helper.submit(prepare_ride, r, texts, runner, store))
                       for r in rides if asked and r.worth(kept)]
@@ -178,8 +177,8 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
             elif carry is not None:  # the anchors' documents, as the filters left them resident
                 (kv.share if share else kv.take)(carry, texts)
             # the next chunk's prompts, keys and cached answers are prepared on a helper thread
-            # while the engine runs this chunk's later batches (QUAIL-B BIO-2: ~0.2 s per chunk
-            # of ~28,000 pairs the GPU waited for)
+            # while the engine runs this chunk's later batches (else the GPU waits for it
+            # between chunks)
             start_next = None if c + 1 == len(chunks) else partial(prepare_next, chunks[c + 1])
             try:
                 answers = runner.answer(step.op, layout, chunk, kv=kv, release_done=True,
@@ -205,8 +204,8 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
 def anchor_chunks(anchors: list[tuple], by_anchor: dict, layout, runner: OpRunner
                    ) -> list[list[tuple]]:
     """Anchors in chunks encoded together: ANCHORS_PER_CHUNK where the KV store is unbounded;
-    on a bounded KV arena, at most CHUNK_SHARE of it in tokens (QUAIL-B BIO-4: 128 reports of
-    ~4,000 tokens would not fit the H200's 380k-token arena) and MAX_ANCHORS_PER_CHUNK."""
+    on a bounded KV arena, at most CHUNK_SHARE of it in tokens (a chunk of long reports would not
+    fit) and MAX_ANCHORS_PER_CHUNK."""
     capacity = kv_capacity_tokens(runner.engine) if anchors else None
     if capacity is None:
         return [anchors[c:c + ANCHORS_PER_CHUNK]
@@ -245,8 +244,8 @@ def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
     over the pairs this join keeps, the core's last (PairProjection). `keep`: the aliases the
     only join left reads (its prompt's and equality keys'), when nothing else reads the joined
     rows: if the pairs asked here hold them all, the result is those pairs, each weighted by
-    the joined rows it stands for, instead of every joined row (QUAIL-B IMDB-9: at most 12 aspects
-    x 5,000 reviews weighted pairs instead of 25.7 M rows for the chain's last join to read)."""
+    the joined rows it stands for, instead of every joined row (a few aspects times the
+    reviews, weighted, instead of the chain's millions of rows for its last join to read)."""
     new = scans[alias]
     keys_by = {a: sorted(scans[a].key_columns & new.key_columns) for a in cur.aliases}
     keys_by = {a: k for a, k in sorted(keys_by.items()) if k}
@@ -323,7 +322,7 @@ def _filter(step: JoinStep, cur: Joined, scans, ai_ops, runner: OpRunner, store:
 def ask_anchor_pair_ahead(step: JoinStep, nxt: JoinStep, cur: Joined,
                           scans: dict[str, ScanData], survivors: dict[str, list[int]], ai_ops,
                           runner: OpRunner, store: AnswerStore) -> None:
-    """Two joins in a row anchored on the relation the first brings in (QUAIL-B IMDB-9/10:
+    """Two joins in a row anchored on the relation the first brings in (e.g.
     reviews r2 joined to the aspects a1 the chain holds, then to the aspects a2): asked ahead
     in chunks of that relation's rows, each chunk's documents encoded once, by the first join
     that misses an answer, and held for the second (DocKV.source), instead of each join

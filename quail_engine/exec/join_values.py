@@ -35,8 +35,8 @@ def pair_values(op_id: int, op, scans: dict[str, ScanData], proj: list[str],
                 bound: list[list[int]], alias: str, pairs: list[tuple[int, int]]) -> list[tuple]:
     """`op`'s binding values (combo_values') for each (d, j) of `pairs`: row `bound[d]` of the
     aliases `proj` joined with row j of `alias`. Each bound row's and each partner's part is
-    read once, a pair's values are the two parts put together (QUAIL-B BIO-2: 563,500 pairs,
-    built while the GPU waits for the join's first batch)."""
+    read once, a pair's values are the two parts put together (a join's pairs number hundreds
+    of thousands, built while the GPU waits for the join's first batch)."""
     sources = []  # per binding: (the part it comes from, its place there), first alias first
     mine: list[tuple[int, str]] = []
     theirs: list[str] = []

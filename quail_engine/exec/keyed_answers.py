@@ -2,7 +2,7 @@
 
 The final statement evaluates every AI call once per row it reaches; for a join that is once per
 candidate pair, and handing DuckDB's strings to a Python UDF copies each pair's anchor text
-(a 4,000-token report x 1,100 partners: 11 s of 275,000 pairs on the H200 host). For an
+(a long document times every partner). For an
 operator the plan answered completely (its filters and joins: a miss is a row another conjunct
 eliminated), the statement passes `hash(arg)` instead, and the UDF maps each hash back to the
 scan's value. The map is built from every distinct value the operator's scans hold and is used

@@ -314,8 +314,9 @@ class OpRunner:
     def cached_first(self, items: list, documents: list[str]) -> list:
         """`items` (one per document text, in the same order) with those whose document the
         engine's prefix cache still holds first, order otherwise kept: pages an earlier
-        operator of the statement left by content (QUAIL-B IMDB-9/10: the reviews a join
-        encoded as r1, asked again as r2 by the chain's later joins) are read before new
+        operator of the statement left by content (a chain of joins that reads one table
+        twice: the documents its first join encoded, asked again by a later join) are read
+        before new
         documents evict them. Documents only ever read inside a full prompt are not cached."""
         lookup = getattr(self.engine, "cached_tokens", None)
         cache = getattr(self.engine, "prefix_cache", None)
@@ -350,8 +351,8 @@ class OpRunner:
         `release_done`, a document whose rows are all answered is released by the worker before
         its next batch (the worker alone touches the engine). `ahead` runs once, when the first
         batch's answers are back (the second is then running): not beside the first, whose
-        encoding of the call's documents is the launch-heavy part (QUAIL-B BIO-2 on the H200: a
-        helper thread preparing the next chunk then slowed those passes by 30%); in a call of
+        encoding of the call's documents is the launch-heavy part (a helper thread preparing
+        the next chunk beside it slows those passes); in a call of
         one batch, as it is handed over (the alternative is the engine waiting for it all)."""
         remaining = Counter(p for p, _ in texts) if release_done else None
         self._releasable, self._engine_s = [], 0.0
@@ -570,8 +571,8 @@ class OpRunner:
         """Add a batch's new minimum tokens and attention pairs (infer/radix.PrefixCounter) to
         `rep`, on the host thread while the engine runs the next batch: a row over a resident
         document counts as the document's tokens (once) and its own after them, never
-        concatenated (a 500 x 1,100 join's pairs would copy and compare 4,000-token anchors
-        550,000 times: 86 s of the H200's join with the GPU idle)."""
+        concatenated (a join's pairs would copy and compare its long anchors once per pair,
+        with the GPU idle)."""
         new, pairs = self._minimum.add([r.tokens for r in requests if r.prefix is None])
         after: dict[str, list[tuple[int, ...]]] = {}
         for (p, _), r in zip(texts, requests):
@@ -641,8 +642,6 @@ class _TextMemo:
         if prefix is None or suffix is None:
             # the document's first string object kept: rows of one anchor then share it, and
             # sorting or hashing them compares by identity, not by thousands of characters
-            # (28,000 rows over 12 documents of 20k characters: sorted in 0.58 s with a string
-            # per row, 0.03 s shared)
             p, q = self.layout.texts(values)
             prefix = self.prefixes.setdefault(doc, p)
             suffix = self.suffixes.setdefault(rest, q)

@@ -3,23 +3,22 @@ it instead of calling a Python function on every candidate pair.
 
 The final statement re-joins the query's relations and evaluates each AI call once per row it
 reaches. Without an equality in the ON condition DuckDB forms the cross product of the two sides
-first: a chain of AI joins (QUAIL-B's IMDB-9, reviews-aspects-reviews-aspects) reaches 87 M
-candidate rows at its second join and ~300 M at its third, each a row of a Python UDF. For a
+first: a chain of AI joins (reviews-aspects-reviews-aspects) multiplies its candidate rows at
+every join, each a row of a Python UDF. For a
 complete, keyed, non-negated AI join whose call is a plain conjunct of an inner JOIN's ON or of
 the WHERE, the statement joins `(SELECT DISTINCT h0, h1 FROM quail_pass_<id>...)` on the
-arguments' hashes (`pass_through`): DuckDB orders hash joins and forms only the rows out
-(IMDB-9's final statement 6.4 -> 2.6 s on this 2-core machine). In an outer join's ON the call
-becomes `(hash(a), hash(b)) IN (SELECT (h0, h1) FROM quail_pass_<id>...)` (a semi join on the
-candidate rows; 181 s as a correlated EXISTS). A pair the plan never asked is not in the table:
+arguments' hashes (`pass_through`): DuckDB orders hash joins and forms only the rows out. In an
+outer join's ON the call becomes `(hash(a), hash(b)) IN (SELECT (h0, h1) FROM
+quail_pass_<id>...)` (a semi join on the candidate rows, far cheaper than a correlated
+EXISTS). A pair the plan never asked is not in the table:
 FALSE, what the keyed UDF answers for it (exec/keyed_answers.py; the hashes are one-to-one over
 the scans' values there too).
 
 Each side's hash is computed once per row of its relation, not once per candidate row: a table
 the membership reads (`reviews AS r2`) becomes `(SELECT *, hash(CAST(body AS TEXT)) AS
 quail_h_r2_0 FROM reviews) AS r2` and a star over it excludes the added column. Inline, DuckDB
-hashed each ~1,200-character review once per row of the cross product it probes (IMDB-9: ~475 M
-rows, 52-59 s of its final statement on the H200's host and on this machine; 7.5 s with the
-hashes computed once, a standalone DuckDB test here).
+hashes each long text once per row of the cross product it probes, which dominates the final
+statement.
 """
 
 from __future__ import annotations
@@ -161,10 +160,9 @@ def pass_through(call: exp.Expression, args: list[exp.Expression], table: str) -
     WHERE (after every join). `args`: `call`'s arguments as `hashed` made them. Returns
     whether it did; else the caller keeps a `membership` test.
 
-    The membership test is a semi join DuckDB evaluates on the candidate rows: QUAIL-B IMDB-9's
-    chain (reviews-aspects-reviews-aspects) formed ~400 M candidate rows for its 49.5 M rows
-    out, 6.2 s of its final statement on this 2-core machine; joined through the pairs, DuckDB
-    orders hash joins on the hashes and forms only the rows out."""
+    The membership test is a semi join DuckDB evaluates on every candidate row, many times
+    the rows out for a chain of joins; joined through the pairs, DuckDB orders hash joins on
+    the hashes and forms only the rows out."""
     parent = call.parent
     while isinstance(parent, (exp.And, exp.Paren)):
         parent = parent.parent

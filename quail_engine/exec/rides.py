@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 @dataclass
 class Ride:
     """A later join of the chain whose anchor documents are this join's (another alias of the
-    same table: QUAIL-B IMDB-9/10's reviews r2, which the chain's first join reads as r1), asked
+    same table: reviews r2, which the chain's first join reads as r1), asked
     over each chunk of this join's anchors while their KV is resident, ahead of its turn, for
     the rows it may read then: its anchor relation's rows with those documents x its partner's
     candidates. Its answers wait in the store; its own turn then asks nothing again."""
@@ -86,7 +86,7 @@ def ask_riding(ride: Ride, values: list[tuple], prep, hold: DocKV, texts: list[s
 
 @dataclass
 class PairProjection:
-    """An AI projection over the pairs the core's last join keeps (QUAIL-B IMDB-15: the
+    """An AI projection over the pairs the core's last join keeps (e.g. the
     sentiment toward the aspect each critical review was joined with), asked for each chunk's
     passing pairs while the chunk's anchor documents are resident: its prompts begin with the
     document, so they read its pages through the prefix cache instead of encoding it again

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 stage = logging.getLogger("quail_engine.stage")
 
 # Datasheets (dense): H100 SXM 989 bf16 / 1,979 fp8 TFLOP/s, 3.35 TB/s; H200 the same compute,
-# 4.8 TB/s. QUAIL-B normalises its speed of light to these.
+# 4.8 TB/s. The benchmark (bench/quailb) normalises its speed of light to these.
 H100_SXM = DeviceSpec("h100-sxm", flops=989e12, bandwidth=3.35e12)
 H100_SXM_FP8 = DeviceSpec("h100-sxm-fp8", flops=1979e12, bandwidth=3.35e12)
 H200_DATASHEET = DeviceSpec("h200", flops=989e12, bandwidth=4.8e12)

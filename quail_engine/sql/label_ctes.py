@@ -6,8 +6,8 @@
     FROM critical AS c WHERE c.sentiment IN ('negative', 'mixed')
 
 Planned as written, the CTE is one core (every review classified, its KV released) and the
-outer query another (the critical reviews encoded again for their second question: QUAIL-B
-IMDB-13/14/15 and AGENT-4 computed 18-65% more tokens than their minimum). Seen through, the
+outer query another (the critical reviews encoded again for their second question, well above
+the minimum tokens). Seen through, the
 outer core reads `reviews AS c` itself and the CTE's classification is a filter of it (its
 conjunct as `AiOp.pass_labels`), so each document's KV serves both questions. Only the planning
 view changes: DuckDB runs the statement as written and reads the answers by their arguments;
