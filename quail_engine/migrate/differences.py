@@ -8,7 +8,8 @@ reason)` adds the documented rewrite to a refusal's reason where one exists.
 from __future__ import annotations
 
 from quail_engine.exec.prompts import DEFAULT_MAX_TOKENS
-from quail_engine.sql.ir import AiOp, OpKind
+from quail_engine.sql.ir import AiOp
+from quail_engine.sql.op_kinds import OpKind, spec
 
 # dbt's snapshot materialization runs the snapshot's SELECT straight on DuckDB (its columns
 # first), not through quail: checked with dbt-duckdb 1.11 (docs/migrate.md)
@@ -28,8 +29,11 @@ REWRITES = {
                                      "...))",
     "AI_PARSE_DOCUMENT": "parse the documents before dbt and load their text as a column",
 }
-_EMBED_NOTE = ("Quail ships no embedding model: ai_embed is refused when the query is read; no "
-               "rewrite (compute embeddings outside the model)")
+# kind -> its refusal as docs/migrate.md words it (else the kind's OpSpec.refusal)
+REFUSED_KINDS = {
+    OpKind.AI_EMBED: ("Quail ships no embedding model: ai_embed is refused when the query is "
+                      "read; no rewrite (compute embeddings outside the model)"),
+}
 
 
 def refusal(function: str, reason: str) -> str:
@@ -45,8 +49,9 @@ def assess(op: AiOp, function: str, resource_type: str = "model") -> tuple[str, 
     are refused."""
     if resource_type == "snapshot":
         return "refused", SNAPSHOT_REFUSAL
-    if op.op == OpKind.AI_EMBED:
-        return "refused", _EMBED_NOTE
+    refusal = spec(op.op).refusal
+    if refusal is not None:
+        return "refused", REFUSED_KINDS.get(op.op, refusal)
     notes = [n for n in (_model_note(op), *_kind_notes(op, function.upper())) if n]
     return ("difference", "; ".join(notes)) if notes else ("unchanged", "")
 
