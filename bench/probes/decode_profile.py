@@ -109,16 +109,24 @@ def main(argv=None) -> int:
     result = {"rows": args.rows, "max_tokens": args.max_tokens,
               "prompt_tokens": args.prompt_tokens}
     stats = engine.stats
-    before = (stats.gpu_pass_s, stats.decode_tokens, stats.forward_passes)
-    start = time.perf_counter()
-    engine.run(requests)
-    torch.cuda.synchronize()
-    wall = time.perf_counter() - start
-    result.update(wall_s=round(wall, 3), gpu_pass_s=round(stats.gpu_pass_s - before[0], 3),
-                  decode_tokens=stats.decode_tokens - before[1],
-                  passes=stats.forward_passes - before[2],
-                  tokens_per_s=round(args.rows * args.max_tokens / wall, 1))
-    print(json.dumps(result), flush=True)
+    prompts = args.rows * args.prompt_tokens
+    for graphs in (False, True, False, True):  # alternately: each mode twice
+        engine.runner.decode_graphs = graphs
+        engine.run(requests[:64])  # (a first step of each bucket captures its graph)
+        torch.cuda.synchronize()
+        before = (stats.gpu_pass_s, stats.decode_tokens, stats.forward_passes)
+        start = time.perf_counter()
+        engine.run(requests)
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - start
+        row = {"graphs": graphs, "wall_s": round(wall, 3),
+               "gpu_pass_s": round(stats.gpu_pass_s - before[0], 3),
+               "decode_tokens": stats.decode_tokens - before[1],
+               "passes": stats.forward_passes - before[2],
+               "tokens_per_s": round(args.rows * args.max_tokens / wall, 1),
+               "prompt_tokens_total": prompts}
+        result.setdefault("runs", []).append(row)
+        print(json.dumps(row), flush=True)
     prof = cProfile.Profile()
     prof.enable()
     engine.run(requests)

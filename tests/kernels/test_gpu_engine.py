@@ -118,6 +118,36 @@ def test_gpu_engine_greedy_decode_matches_local_engine(device, family):
     assert fast.arena.num_free_pages == fast.arena.num_pages
 
 
+def test_decode_steps_on_static_buffers_answer_like_eager_steps(device):
+    """The decode graphs' step (decode_graph.py; its CUDA graph on a GPU, the same step on
+    fixed buffers without one here) pads a step to its bucket with rows that read and write
+    only a scratch page: answers equal LocalEngine's for 3 sequences (a bucket of 4) and 9 (run
+    as 4 + 4 + 1, the last in a bucket of 2), the parts' logits kept apart, and every page but
+    the scratch page comes back."""
+    import gc
+
+    from quail_engine.infer.api import GenerateReadout
+    from quail_engine.infer.gpu.decode_graph import DecodeGraphs
+
+    config, ref, fast = _models("gemma3", device)
+    tok = CharTokenizer()
+    readout = GenerateReadout(max_tokens=20)
+    gpu = GpuEngine(fast, tok, config, token_budget=64)
+    gpu.runner.decode_graphs = True
+    gpu.runner._graphs = DecodeGraphs(fast, capture=False, buckets=(2, 4))
+    cpu = LocalEngine(ref, tok, config, token_budget=64)
+    for count in (3, 9):
+        requests = [Request(tuple(tok.encode(f"text {i}: " + "x" * (3 * i))), readout)
+                    for i in range(count)]
+        with torch.inference_mode():
+            got, want = gpu.run(requests), cpu.run(requests)
+        assert [a.value for a in got] == [a.value for a in want]
+    assert sorted(gpu.runner._graphs.steps) == [2, 4]
+    gc.collect()
+    gpu.prefix_cache.index.clear()
+    assert fast.arena.num_free_pages == fast.arena.num_pages - 1  # (the scratch page)
+
+
 def test_gpu_engine_decodes_more_answers_than_its_arena_holds_at_once(device):
     """An arena of 16 pages of 16 tokens holds about three of these answers at once: the rest
     wait and start as running ones finish (continuous batching), every answer equals the plain

@@ -142,8 +142,10 @@ def pack_decode(input_ids: Sequence[int], prefixes: Sequence[PagedPrefix], arena
     n = len(prefixes)
     rows = torch.arange(n, device=device)
     cu = torch.arange(n + 1, dtype=torch.int32, device=device)
+    # max_len 0: the long-prefix tiles whatever the batch's longest prefix, as the decode
+    # graphs (decode_graph.py) use, so a row's attention does not change with its batch
     plan = PrefixPlan(to_device(table, device), to_device(lens, device, torch.int32),
-                      runs=[(0, n, None)], max_len=max(lens))
+                      runs=[(0, n, None)], max_len=0)
     return PackedBatch(
         input_ids=to_device(list(input_ids), device),
         positions=to_device([m - 1 for m in lens], device), cu_seqlens=cu, max_seqlen=1,

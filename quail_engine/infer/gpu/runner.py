@@ -62,6 +62,8 @@ class GpuRunner:
         self._timing: list[tuple[torch.cuda.Event, torch.cuda.Event, dict]] = []
         self._pass_log: list[dict] = []
         self.stop = StopFlag()  # checked before each pass (infer/interrupt.py)
+        self.decode_graphs = self.device.type == "cuda"
+        self._graphs = None
         log.info("GPU runner: %d tokens per pass", budget)
 
     def run(self, jobs: Sequence[SeqJob], count_as_decode: bool = False) -> None:
@@ -88,10 +90,12 @@ class GpuRunner:
         that sequence alone), which grows by the token in place and becomes the job's `kv`;
         its logits over the whole vocabulary stay on the device. (`run` would store each
         token's KV apart and join it to the prefix: a page per sequence per step and a copy of
-        the prefix's last partial page.)"""
-        budget = self.scheduler.token_budget
-        for lo in range(0, len(jobs), budget):
-            part = jobs[lo:lo + budget]
+        the prefix's last partial page.) On a CUDA device the step replays a CUDA graph
+        (decode_graph.py); more sequences than its largest graph holds run in parts."""
+        graphs = self._decode_graphs()
+        size = max(1, min(self.scheduler.token_budget, graphs.largest if graphs else len(jobs)))
+        for lo in range(0, len(jobs), size):
+            part = jobs[lo:lo + size]
             self.stop.check()
             timing = None
             if self.device.type == "cuda":
@@ -99,8 +103,13 @@ class GpuRunner:
                           torch.cuda.Event(enable_timing=True),
                           {"tokens": len(part), "seqs": len(part)})
                 timing[0].record()
-            hidden = self.model.decode([j.tokens[0] for j in part], [j.prefix for j in part])
-            logits = self.model.vocab_logits(hidden)
+            ids, prefixes = [j.tokens[0] for j in part], [j.prefix for j in part]
+            if graphs is not None:
+                logits = graphs.run(ids, prefixes)
+                if lo + size < len(jobs):  # a later part may replay the same graph
+                    logits = logits.clone()
+            else:
+                logits = self.model.vocab_logits(self.model.decode(ids, prefixes))
             self._end_timing(timing)
             self.stats.forward_passes += 1
             self.stats.decode_tokens += len(part)
@@ -108,6 +117,17 @@ class GpuRunner:
                 job.kv = job.prefix
                 job.logits = logits[k:k + 1]
         self._count_busy()
+
+    def _decode_graphs(self):
+        """The model's decode graphs (decode_graph.py) when `decode_graphs` is on (by default
+        on a CUDA device), else None (eager steps)."""
+        if not self.decode_graphs:
+            return None
+        if self._graphs is None:
+            from quail_engine.infer.gpu.decode_graph import DecodeGraphs
+
+            self._graphs = DecodeGraphs(self.model)
+        return self._graphs
 
     def _count_busy(self) -> None:
         """Add the GPU time of every timed pass that has completed (one stream: passes run one
