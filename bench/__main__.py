@@ -32,6 +32,9 @@ SUITES = {
                     "plain engine vs 1 and N Ray workers (--device cuda on the H200)"),
     "trust": ("bench.trust", "CPU",
               "decisions vs the float32 reference per precision, with and without the band"),
+    "decode": ("bench.decode", "H200/CPU",
+               "AI_COMPLETE through `quail query`: output tokens/s vs the decode speed of light "
+               "and transformers"),
     "grammar": ("bench.grammar_decode", "CPU/H200",
                 "decode tokens/s free vs under a JSON schema (constrained decoding)"),
     "injection": ("bench.injection", "CPU",

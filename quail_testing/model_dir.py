@@ -49,15 +49,16 @@ def prepare_tokenizer(target: Path) -> Path:
 
 
 def write_model_dir(path: Path, tokenizer_dir: Path, tiny: bool, device: str,
-                    seed: int = 0, dtype: str = "bfloat16") -> dict:
+                    seed: int = 0, dtype: str = "bfloat16", vocab_size: int = VOCAB) -> dict:
     """config.json + model.safetensors (random weights drawn in float32 on `device`, stored in
-    `dtype`: a float32 and a bf16 directory hold the same model) + tokenizer files in `path`;
-    reused when its config already matches."""
+    `dtype`: a float32 and a bf16 directory hold the same model) + tokenizer files in `path`
+    (gzipped or plain in `tokenizer_dir`; `vocab_size` at least the tokenizer's); reused when
+    its config already matches."""
     from safetensors.torch import save_file
 
     from quail_engine.infer.models import config_from_hf
 
-    hf = dict(qwen3_4b_config(VOCAB, tiny), torch_dtype=dtype)
+    hf = dict(qwen3_4b_config(vocab_size, tiny), torch_dtype=dtype)
     config_file = path / "config.json"
     if config_file.exists() and json.loads(config_file.read_text()) == hf and \
             (path / "model.safetensors").exists():
@@ -66,6 +67,8 @@ def write_model_dir(path: Path, tokenizer_dir: Path, tiny: bool, device: str,
     for name in TOKENIZER_FILES:
         if (tokenizer_dir / f"{name}.gz").exists():
             (path / name).write_bytes(gzip.open(tokenizer_dir / f"{name}.gz").read())
+        elif (tokenizer_dir / name).exists():
+            shutil.copyfile(tokenizer_dir / name, path / name)
     state = random_state_dict(config_from_hf(hf), seed=seed, device=device,
                               dtype=getattr(torch, dtype))
     save_file({k: v.cpu() for k, v in state.items()}, str(path / "model.safetensors"),

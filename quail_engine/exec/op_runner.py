@@ -268,6 +268,7 @@ class OpRunner:
         fresh0, req0 = stats.fresh_tokens, stats.requested_tokens
         hits0 = getattr(stats, "kv_hit_tokens", 0)
         gpu0 = getattr(stats, "gpu_pass_s", 0.0)
+        decoded0 = getattr(stats, "decode_tokens", 0)
         if self.progress is not None:  # after the model load, which shows as its own stage
             self.progress.op_start(f"{layout.op.op} #{op_id}", len(todo),
                                    sum(len(p) + len(q) for p, q in (texts[i] for i in todo)) // 4)
@@ -286,6 +287,7 @@ class OpRunner:
             rep.requested_tokens += stats.requested_tokens - req0
             rep.kv_hit_tokens += getattr(stats, "kv_hit_tokens", 0) - hits0
             rep.gpu_pass_s += getattr(stats, "gpu_pass_s", 0.0) - gpu0
+            rep.decode_tokens += getattr(stats, "decode_tokens", 0) - decoded0
             if own_kv and kv is not None:
                 kv.release()
             if self.progress is not None:

@@ -40,6 +40,8 @@ class OpReport:
     engine_s: float = 0.0     # inside engine.run (the model's passes and their host work)
     host_wait_s: float = 0.0  # the host waiting for the engine (the rest overlaps it)
     gpu_pass_s: float = 0.0   # the GPU inside forward passes (EngineStats.gpu_pass_s)
+    decode_tokens: int = 0    # generated tokens fed back into decode steps (one fewer per
+    # answer than it has tokens: an answer's last token is never fed back)
     work: Work = field(default_factory=Work)
 
     def to_json(self) -> dict:

@@ -242,6 +242,21 @@ def plan_prefix(segments: Sequence[tuple[PagedPrefix | None, int, int]], total_r
                       lib_keys, lib_pages, runs, max(lens, default=0))
 
 
+# A decode step's prefix attention on a GPU: one query token per sequence, so the tile's rows
+# are its GQA heads (BLOCK_M 16 = 4 tokens' worth of 4 heads) and the loads dominate; two warps
+# per program keep more programs resident. Chosen by bench/probes/decode_attention.py over
+# nine tiles at the Qwen3-4B head shape (128-wide heads, pages of 64).
+DECODE_BLOCKS = (16, 64, 2, 3)
+
+
+def decode_blocks(q: torch.Tensor, arena_k: torch.Tensor) -> tuple[int, int, int, int] | None:
+    """DECODE_BLOCKS where they were measured (a CUDA device, heads of at most 128, pages a
+    multiple of 64 tokens), else None (the kernel's own choice)."""
+    if q.device.type == "cuda" and q.shape[-1] <= 128 and arena_k.shape[1] % 64 == 0:
+        return DECODE_BLOCKS
+    return None
+
+
 def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
                     arena_k: torch.Tensor | None, arena_v: torch.Tensor | None, scale: float,
                     fp8: bool, lib: LibAttention | None, window: int | None = None):
@@ -251,7 +266,8 @@ def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
     if batch.decode:  # each token over its prefix, itself included (batch.pack_decode)
         plan = batch.prefix_plan
         op, lp = prefix_attention(q, arena_k, arena_v, batch.seg_cu, plan.table, plan.lens, 1,
-                                  scale, window=window,
+                                  scale, blocks=decode_blocks(q, arena_k),
+                                  window=window,
                                   positions=batch.positions if window is not None else None,
                                   max_prefix_len=plan.max_len)
         return lse_merge(op, lp, fp8=True) if fp8 else (op.view(num_tokens, -1), None)

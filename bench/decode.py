@@ -1,0 +1,287 @@
+"""Generation at scale through the product: `AI_COMPLETE` over many documents by `quail query`,
+output tokens per second beside the decode speed of light and transformers' `generate`.
+
+Each run is one `quail query` process (Snowflake SQL, `--no-cache`) over `rows` documents of
+~300 tokens (200-400) asking for a one-sentence summary in at most `max_tokens` tokens, free
+or under a JSON schema (`response_format`: constrained decoding). Its time is the query's wall
+time less the model load (QUAIL-B's rule; load_s is beside it). Random weights rarely write an
+end-of-sequence token, so answers run to `max_tokens`: output tokens are counted, not assumed
+(the report's decode tokens, plus each answer's last token, which is never fed back).
+
+Speed of light (`sol_s`): the prefill of every prompt at the datasheet fp8 rate (attention at
+the bf16 rate), plus the decode steps at the arena's batch: as many sequences at once as the
+engine's paged KV arena holds (its size read off the query's log), each step the longer of
+reading the weights and the batch's KV at the HBM bandwidth and its FLOPs at the fp8 rate.
+transformers: `generate` (greedy, bf16, one padded batch of `--hf-rows`) on the same model
+directory and the first `--hf-rows` prompts, in the same device call.
+
+    # H200 (device call: carry [".whl", ".carry/tok-smollm2"]):
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && \\
+      PYTHONPATH=/tmp/site:$PWD python3 -m bench decode --runs 2000x48 2000x48c 2000x256 \\
+      --tokenizer .carry/tok-smollm2 --out $OUT/decode_gpu.json
+    # CPU (the embedded writer, SmolLM2-135M):
+    python -m bench decode --device cpu --runs 16x48 --out bench/results/decode_cpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.results_io import write_result
+
+ROOT = Path(__file__).resolve().parents[1]
+INSTRUCTION = "Summarize this text in one sentence: {0}"
+SCHEMA = ("{'type': 'json', 'schema': {'type': 'object', 'properties': {'summary': "
+          "{'type': 'string'}, 'sentiment': {'type': 'string', 'enum': ['positive', 'negative', "
+          "'neutral']}}, 'required': ['summary', 'sentiment']}}")
+VOCAB = 151936  # Qwen3-4B's: the random model's LM head has its real size
+# H200 datasheet (the QUAIL-B convention): dense fp8 and bf16 tensor FLOP/s, HBM bytes/s
+PEAK_FP8, PEAK_BF16, HBM = 1979e12, 989e12, 4.8e12
+
+
+def sql(max_tokens: int, constrained: bool) -> str:
+    fmt = f", response_format => {SCHEMA}" if constrained else ""
+    return (f"SELECT id, AI_COMPLETE(model => 'm', prompt => PROMPT('{INSTRUCTION}', text), "
+            f"model_parameters => {{'max_tokens': {max_tokens}}}{fmt}) AS s FROM docs")
+
+
+def parse_run(spec: str) -> tuple[int, int, bool]:
+    """'2000x48' -> (2000, 48, False); a trailing 'c': under the JSON schema."""
+    m = re.fullmatch(r"(\d+)x(\d+)(c?)", spec)
+    if not m:
+        raise argparse.ArgumentTypeError(f"a run is ROWSxTOKENS[c], e.g. 2000x48; got {spec!r}")
+    return int(m.group(1)), int(m.group(2)), bool(m.group(3))
+
+
+def sol_seconds(config, rows: int, prompt_tokens: float, output_tokens: float,
+                arena_tokens: int | None, page: int = 64) -> dict:
+    """The decode speed of light of `rows` answers (see the module docstring)."""
+    c = config
+    layer_params = (c.hidden_size * (c.num_heads + 2 * c.num_kv_heads) * c.head_dim
+                    + c.num_heads * c.head_dim * c.hidden_size
+                    + 3 * c.hidden_size * c.intermediate_size)
+    params = c.num_layers * layer_params
+    weight_bytes = params + 2 * c.vocab_size * c.hidden_size  # fp8 layers, bf16 LM head
+    kv_bytes = 2 * c.num_layers * c.num_kv_heads * c.head_dim * 2  # bf16 K and V per token
+    attn = 4 * c.num_layers * c.num_heads * c.head_dim  # FLOPs per query-key pair
+    out_each = output_tokens / rows
+    seq_tokens = prompt_tokens + out_each
+    per_seq_pages = math.ceil(seq_tokens / page) + 2
+    batch = rows if arena_tokens is None else max(1, min(rows, arena_tokens // page
+                                                         // per_seq_pages))
+    prefill = rows * (2 * (params + c.vocab_size * c.hidden_size / max(prompt_tokens, 1))
+                      * prompt_tokens / PEAK_FP8 + attn * prompt_tokens ** 2 / 2 / PEAK_BF16)
+    steps = math.ceil(rows / batch) * max(out_each - 1, 0)
+    ctx = prompt_tokens + out_each / 2
+    step = max((weight_bytes + batch * ctx * kv_bytes) / HBM,
+               batch * (2 * params + 2 * c.vocab_size * c.hidden_size) / PEAK_FP8
+               + batch * attn * ctx / PEAK_BF16)
+    return {"sol_s": round(prefill + steps * step, 4), "sol_prefill_s": round(prefill, 4),
+            "sol_step_ms": round(step * 1000, 3), "sol_batch": batch,
+            "sol_decode_tokens_per_s": round(batch / step)}
+
+
+def query_run(args, rows: int, max_tokens: int, constrained: bool, docs: Path,
+              workdir: Path) -> dict:
+    name = f"decode-{rows}x{max_tokens}{'c' if constrained else ''}"
+    report = workdir / f"{name}.report.json"
+    log_file = workdir / f"{name}.log"
+    report.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "quail_engine", "-v", "query", "-e", sql(max_tokens, constrained),
+           "--dialect", "snowflake", "--device", args.device, "--no-cache", "--report",
+           str(report), "--output", str(workdir / f"{name}.parquet"), "-q",
+           "--table", f"docs={docs}"]
+    if args.model_dir:
+        cmd += ["--model", str(args.model_dir), "--precision", args.precision]
+    env = dict(os.environ, DO_NOT_TRACK="1", QUAIL_CACHE_DIR=str(workdir / f"cache-{name}"))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(ROOT)) if p)
+    t0 = time.perf_counter()
+    with log_file.open("w") as out:
+        try:
+            code = subprocess.run(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                  timeout=args.timeout).returncode
+        except subprocess.TimeoutExpired:
+            code = 124
+    row = {"rows": rows, "max_tokens": max_tokens, "constrained": constrained, "exit": code,
+           "process_s": round(time.perf_counter() - t0, 2)}
+    text = log_file.read_text()
+    if code != 0 or not report.exists():
+        row["error"] = text[-1500:]
+        return row
+    rep = json.loads(report.read_text())
+    ops = rep["operators"]
+    decoded = sum(o.get("decode_tokens", 0) for o in ops)
+    answered = sum(o["prompts"] for o in ops)
+    output = decoded + answered
+    run_s = rep["wall_s"] - rep["load_s"]
+    nulls = _nulls(workdir / f"{name}.parquet")
+    row.update(wall_s=round(rep["wall_s"], 3), load_s=round(rep["load_s"], 3), run_s=round(run_s, 3),
+               answered=answered, null_answers=nulls, output_tokens=output,
+               prompt_tokens=sum(o["fresh_tokens"] for o in ops),
+               gpu_pass_s=round(sum(o.get("gpu_pass_s", 0.0) for o in ops), 3),
+               engine_s=round(sum(o.get("engine_s", 0.0) for o in ops), 3),
+               output_tokens_per_s=round(output / run_s, 1) if run_s > 0 else None)
+    arena = re.search(r"paged KV arena: (\d+) pages of (\d+) tokens", text)
+    if args.config is not None:
+        pages, page = (int(arena.group(1)), int(arena.group(2))) if arena else (None, 64)
+        row.update(sol_seconds(args.config, rows, row["prompt_tokens"] / rows, output,
+                               pages * page if pages else None, page))
+        row["sol_fraction"] = round(row["sol_s"] / run_s, 3) if run_s > 0 else None
+        row["arena_tokens"] = pages * page if pages else None
+    return row
+
+
+def _nulls(path: Path) -> int | None:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        return None
+    column = pq.read_table(path).column("s").to_pylist() if path.exists() else []
+    return sum(v is None for v in column)
+
+
+def hf_row(args, docs: Path, max_tokens: int) -> dict:
+    """transformers' greedy `generate` on the first --hf-rows prompts, one padded batch."""
+    import pyarrow.parquet as pq
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    texts = pq.read_table(docs).column("text").to_pylist()[:args.hf_rows]
+    tok = AutoTokenizer.from_pretrained(args.model_dir)
+    tok.padding_side = "left"
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    model = AutoModelForCausalLM.from_pretrained(args.model_dir, dtype=torch.bfloat16).cuda()
+    batch = tok([INSTRUCTION.format(t) for t in texts], return_tensors="pt", padding=True)
+    batch = {k: v.cuda() for k, v in batch.items()}
+    with torch.inference_mode():
+        model.generate(**{k: v[:2] for k, v in batch.items()}, max_new_tokens=4,
+                       do_sample=False)  # warm-up
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        out = model.generate(**batch, max_new_tokens=max_tokens, do_sample=False)
+        torch.cuda.synchronize()
+        seconds = time.perf_counter() - t0
+    new = out[:, batch["input_ids"].shape[1]:]
+    produced = int((new != tok.pad_token_id).sum()) if tok.pad_token_id is not None else \
+        new.numel()
+    del model
+    torch.cuda.empty_cache()
+    return {"path": "transformers", "rows": len(texts), "max_tokens": max_tokens,
+            "output_tokens": produced, "seconds": round(seconds, 3),
+            "output_tokens_per_s": round(produced / seconds, 1)}
+
+
+class _CharsTokenizer:
+    """A word's tokens guessed as a token per 4 characters (the CPU run's corpus: no tokenizer
+    file needed; the query's report counts the real tokens)."""
+
+    def encode_batch(self, texts):
+        return [[0] * max(1, len(t) // 4) for t in texts]
+
+
+def markdown(result: dict) -> str:
+    lines = [f"# Generation through `quail query` ({result['date']})", "",
+             f"Machine: {result['machine']}. Model: {result['model']}. Command: "
+             f"`{result['command']}`.", "",
+             "Time: wall less model load. Output tokens: counted (decode tokens fed back + "
+             "each answer's last). Speed of light: see bench/decode.py.", "",
+             "| rows | max tokens | constrained | exit | load s | run s | output tokens | "
+             "tokens/s | sol s | sol fraction | sol batch | x transformers | NULL |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in result["runs"]:
+        lines.append("| " + " | ".join(str(r.get(k, "")) for k in (
+            "rows", "max_tokens", "constrained", "exit", "load_s", "run_s", "output_tokens",
+            "output_tokens_per_s", "sol_s", "sol_fraction", "sol_batch", "transformers_ratio",
+            "null_answers")) + " |")
+    for r in result.get("transformers", []):
+        lines.append("")
+        lines.append(f"transformers `generate`, {r['rows']} rows x {r['max_tokens']} tokens: "
+                     f"{r['output_tokens']} tokens in {r['seconds']} s = "
+                     f"{r['output_tokens_per_s']} tokens/s.")
+    for r in result["runs"]:
+        if r.get("error"):
+            lines += ["", f"{r['rows']}x{r['max_tokens']} failed:", "```", r["error"][-800:],
+                      "```"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench decode", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", nargs="+", type=parse_run, default=[parse_run("2000x48")])
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--precision", default="fp8")
+    ap.add_argument("--tokenizer", type=Path, help="tokenizer dir of the random model (GPU)")
+    ap.add_argument("--hf-rows", type=int, default=256)
+    ap.add_argument("--timeout", type=float, default=590)
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/quail-decode"))
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    gpu = args.device.startswith("cuda")
+    args.model_dir = args.config = None
+    model = "the embedded writer (SmolLM2-135M), CPU"
+    if gpu:
+        from quail_engine.infer.models import config_from_hf
+        from quail_engine.infer.tokenizer import load_tokenizer
+        from quail_testing.model_dir import write_model_dir
+
+        args.model_dir = args.workdir / "model"
+        hf = write_model_dir(args.model_dir, args.tokenizer, tiny=False, device="cuda",
+                             vocab_size=VOCAB)
+        args.config = config_from_hf(hf)
+        tokenizer = load_tokenizer(str(args.model_dir))
+        model = f"random Qwen3-4B ({args.precision}), tokenizer of {args.tokenizer.name}"
+    else:
+        tokenizer = _CharsTokenizer()
+    from bench.gpu.e2e_data import write_corpora
+
+    largest = max(rows for rows, _, _ in args.runs)
+    docs = write_corpora(args.workdir / "data", tokenizer, largest, 0, 0)["docs"]
+    import pyarrow.parquet as pq
+
+    full = pq.read_table(docs)
+    runs, hf = [], []
+    for rows, max_tokens, constrained in args.runs:
+        path = args.workdir / "data" / f"docs-{rows}.parquet"
+        pq.write_table(full.slice(0, rows), path)
+        row = query_run(args, rows, max_tokens, constrained, path, args.workdir)
+        print(json.dumps({k: v for k, v in row.items() if k != "error"}), flush=True)
+        runs.append(row)
+    if gpu and args.hf_rows:
+        for max_tokens in sorted({m for _, m, _ in args.runs}):
+            try:
+                hf.append(hf_row(args, docs, max_tokens))
+            except Exception as exc:  # (the baseline's failure is reported, not fatal)
+                hf.append({"path": "transformers", "max_tokens": max_tokens,
+                           "error": f"{type(exc).__name__}: {exc}"[:500]})
+            print(json.dumps(hf[-1]), flush=True)
+    rates = {r["max_tokens"]: r.get("output_tokens_per_s") for r in hf}
+    for r in runs:
+        theirs = rates.get(r["max_tokens"])
+        if theirs and r.get("output_tokens_per_s"):
+            r["transformers_ratio"] = round(r["output_tokens_per_s"] / theirs, 2)
+    machine = platform.node()
+    if gpu:
+        import torch
+
+        machine = torch.cuda.get_device_name()
+    result = {"date": time.strftime("%Y-%m-%d"), "machine": machine, "model": model,
+              "command": "python -m bench decode " + " ".join(argv or sys.argv[1:]),
+              "runs": runs, "transformers": hf}
+    write_result(result, "decode_gpu" if gpu else "decode_cpu", markdown, args.out)
+    return 0 if all(r["exit"] == 0 for r in runs) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,68 @@
+"""Decode-step attention tiles: one query token per sequence over its paged KV (the decode
+graphs' prefix-attention call), timed for several (BLOCK_M, BLOCK_N, warps, stages), at the
+Qwen3-4B head shape, with the KV bytes read per second beside the HBM bandwidth.
+
+    python -m bench.probes.decode_attention [--seqs 512 1024] [--keys 470]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+CANDIDATES = [(64, 64, 4, 3), (64, 32, 4, 3), (16, 64, 4, 3), (16, 64, 4, 4), (16, 32, 4, 4),
+              (16, 64, 2, 3), (32, 64, 4, 3), (16, 64, 8, 3), (16, 64, 4, 2)]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seqs", type=int, nargs="+", default=[512, 1024])
+    ap.add_argument("--keys", type=int, default=470)
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    args = ap.parse_args(argv)
+    import torch
+
+    from quail_kernels.prefix_attention import prefix_attention
+
+    hq, hkv, d, page = 32, 8, 128, 64
+    rows = []
+    for n in args.seqs:
+        pages_each = -(-args.keys // page)
+        total = n * pages_each + 1
+        k = torch.randn(total, page, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn_like(k)
+        perm = torch.randperm(total - 1, device="cuda")[:n * pages_each].to(torch.int32)
+        table = perm.view(n, pages_each).contiguous()
+        lens = torch.full((n,), args.keys, dtype=torch.int32, device="cuda")
+        cu = torch.arange(n + 1, dtype=torch.int32, device="cuda")
+        q = torch.randn(n, hq, d, device="cuda", dtype=torch.bfloat16)
+        ref = None
+        kv_bytes = 2 * n * args.keys * hkv * d * 2
+        for blocks in CANDIDATES:
+            try:
+                out, _ = prefix_attention(q, k, v, cu, table, lens, 1, d ** -0.5, blocks=blocks)
+                torch.cuda.synchronize()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
+                    enable_timing=True)
+                start.record()
+                for _ in range(50):
+                    prefix_attention(q, k, v, cu, table, lens, 1, d ** -0.5, blocks=blocks)
+                end.record()
+                torch.cuda.synchronize()
+                us = start.elapsed_time(end) * 1000 / 50
+            except Exception as exc:  # (a tile this Triton or GPU refuses)
+                rows.append({"seqs": n, "blocks": blocks, "error": str(exc)[:200]})
+                continue
+            ref = out if ref is None else ref
+            rows.append({"seqs": n, "keys": args.keys, "blocks": blocks, "us": round(us, 1),
+                         "kv_tb_per_s": round(kv_bytes / us / 1e6, 2),
+                         "max_diff": float((out.float() - ref.float()).abs().max())})
+            print(json.dumps(rows[-1]), flush=True)
+    Path(args.out, "decode_attention.json").write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
