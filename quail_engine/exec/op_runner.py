@@ -56,6 +56,10 @@ GROWTH = 4.0
 # the plan's speed of light there is many times too fast): a slow CPU in float32 under load
 # reaches this much with the embedded models, so the first batch ends within about a second
 FIRST_RATE = 400.0
+# a generating batch holds at least this many arena-fulls of answers: continuous batching keeps
+# the arena full while the first answers finish and the next start, and only the last wave of
+# a batch drains below it
+DECODE_WAVES = 2
 RATE_MIN_TOKENS = 16384  # a smaller batch (a sample) understates the engine's speed
 
 
@@ -368,7 +372,8 @@ class OpRunner:
                 submitted = None
                 if lo < len(texts):
                     tokens = self._prompt_tokens(texts[lo:lo + 64], self._uses_kv(layout, kv))
-                    hi = lo + self._batch_prompts(tokens, rep.op)
+                    hi = lo + max(self._batch_prompts(tokens, rep.op),
+                                  self._decode_rows(readout, tokens))
                     guess = (min(hi, len(texts)) - lo) * tokens
                     prepared = self._prepare(layout, texts[lo:hi], kv)
                     submitted = (lo, min(hi, len(texts)), guess, engine_thread.submit(
@@ -462,6 +467,17 @@ class OpRunner:
             seconds = BATCH_SECONDS if self._tokens_per_s is not None else FIRST_BATCH_SECONDS
             budget = min(seconds * rate, GROWTH * done)
         return int(min(self.batch_size, max(1.0, budget / tokens)))
+
+    def _decode_rows(self, readout, tokens: float) -> int:
+        """The fewest prompts of a batch that generates: DECODE_WAVES times the answers the
+        engine's KV arena holds at once (1 where its KV is unbounded, or nothing is
+        generated). Batches sized by engine time alone hold fewer answers than the arena, and
+        each batch's decode steps then run below the batch the GPU could take."""
+        if not isinstance(readout, GenerateReadout):
+            return 1
+        fits = getattr(self.engine, "decode_rows", None)
+        rows = fits(int(tokens), readout.max_tokens) if fits is not None else None
+        return 1 if rows is None else min(self.batch_size, DECODE_WAVES * rows)
 
     def _prompt_tokens(self, sample: list[tuple[str, str]], resident_prefix: bool) -> float:
         """Fresh tokens a prompt like those of `sample` costs, guessed as characters / 4: its

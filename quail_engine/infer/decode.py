@@ -133,6 +133,13 @@ def _admit(waiting: deque, running: Sequence[DecodeSeq],
     return admitted
 
 
+def fitting(free_tokens: int, page: int, tokens: int, runner: Runner) -> int:
+    """How many sequences of `tokens` KV tokens (prompt and answer) `runner`'s decode holds at
+    once in `free_tokens` of an arena of `page`-token pages (at least 1)."""
+    slack = 2 if getattr(runner, "decode_step", None) is not None else 3
+    return max(1, free_tokens // page // _pages(tokens, page, slack))
+
+
 def _pages(tokens: int, page: int, slack: int = 3) -> int:
     """Pages a sequence's `tokens` more KV tokens may hold at a step's peak: whole pages, and
     `slack` more: a step that stores its token apart and joins it holds three at once (its

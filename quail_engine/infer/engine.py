@@ -29,7 +29,7 @@ from quail_engine.infer.api import (
     ScoreReadout,
     SpanReadout,
 )
-from quail_engine.infer.decode import DecodeSeq, greedy_decode
+from quail_engine.infer.decode import DecodeSeq, fitting, greedy_decode
 from quail_engine.infer.kv import KVArena
 from quail_engine.infer.kv_pages import CpuPageStore, pages_for_bytes
 from quail_engine.infer.labels import label_answers, score_labels
@@ -316,6 +316,15 @@ class LocalEngine:
 
             self._grammars = GrammarMasks(self.codec.tokenizer, self.codec.eos_ids)
         return self._grammars
+
+    def decode_rows(self, prompt_tokens: int, max_tokens: int) -> int | None:
+        """How many answers of `prompt_tokens` + `max_tokens` tokens decode at once in the KV
+        arena as it is now; None where the KV is unbounded (the CPU's)."""
+        room = self._decode_room()
+        if room is None:
+            return None
+        free, page = room()
+        return fitting(free, page, prompt_tokens + max_tokens, self.runner)
 
     def _decode_room(self):
         """(KV tokens a decode may still allocate, page size) as a callable, for an engine

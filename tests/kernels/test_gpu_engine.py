@@ -161,9 +161,12 @@ def test_gpu_engine_decodes_more_answers_than_its_arena_holds_at_once(device):
     readout = GenerateReadout(max_tokens=40)
     requests = [Request(tuple(tok.encode(f"prompt number {i}, a little long:")), readout)
                 for i in range(9)]
+    gpu, cpu = GpuEngine(fast, tok, config, token_budget=64), \
+        LocalEngine(ref, tok, config, token_budget=64)
+    # 34 + 40 tokens: 4 whole pages and 2 of slack each, 16 pages free
+    assert gpu.decode_rows(34, 40) == 2 and cpu.decode_rows(34, 40) is None
     with torch.inference_mode():
-        got = GpuEngine(fast, tok, config, token_budget=64).run(requests)
-        want = LocalEngine(ref, tok, config, token_budget=64).run(requests)
+        got, want = gpu.run(requests), cpu.run(requests)
     assert [a.value for a in got] == [a.value for a in want]
     gc.collect()
     assert fast.arena.num_free_pages == fast.arena.num_pages

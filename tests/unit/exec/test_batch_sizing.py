@@ -118,3 +118,30 @@ def test_rows_that_extend_the_row_before_count_what_they_add_where_the_engine_sh
     assert abs(sizes["shared"] * added / rate - BATCH_SECONDS) < 0.1 * BATCH_SECONDS, sizes
     whole = sum(len(p) + len(s) for p, s in snapshots) / 4 / len(snapshots)
     assert sizes["whole"] == int(BATCH_SECONDS * rate / whole), sizes
+
+
+def test_a_generating_batch_holds_two_arena_fulls_of_answers():
+    """A batch that generates holds at least DECODE_WAVES times the answers the engine's KV
+    arena holds at once (its decode steps run at the batch the GPU can take, not the engine
+    time's few hundred rows); other readouts, and engines whose KV is unbounded, keep the
+    time-sized batches."""
+    from quail_engine.exec.op_runner import DECODE_WAVES
+    from quail_engine.infer.api import BooleanReadout, GenerateReadout
+    from quail_engine.infer.decode import fitting
+
+    asked = []
+
+    def decode_rows(prompt_tokens, max_tokens):
+        asked.append((prompt_tokens, max_tokens))
+        return fitting(367_680, 64, prompt_tokens + max_tokens, SimpleNamespace(decode_step=1))
+
+    runner = _runner(SimpleNamespace(decode_rows=decode_rows))
+    tokens = runner._prompt_tokens([DOC] * 64, resident_prefix=False)
+    generate = GenerateReadout(max_tokens=256)
+    assert runner._batch_prompts(tokens, op=0) < 400  # the engine-time size alone
+    rows = runner._decode_rows(generate, tokens)
+    # 330 + 256 tokens: 9 whole pages + 2 of slack each, 5,745 pages
+    assert rows == DECODE_WAVES * (367_680 // 64 // 11) and asked == [(int(tokens), 256)]
+    assert runner._decode_rows(BooleanReadout(("yes",), ("no",)), tokens) == 1
+    assert _runner(SimpleNamespace(decode_rows=lambda *a: None))._decode_rows(generate,
+                                                                              tokens) == 1
