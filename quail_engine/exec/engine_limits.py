@@ -23,6 +23,11 @@ class LimitedEngine:
         self._max_new_tokens = max_new_tokens
         self.max_context = min(engine.max_context, max_context or engine.max_context)
 
+    @property
+    def max_new_tokens(self) -> int | None:
+        """The cap on every generated answer's tokens (None: none)."""
+        return self._max_new_tokens
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._engine, name)
 

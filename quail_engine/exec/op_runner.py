@@ -23,6 +23,7 @@ from operator import itemgetter
 
 from quail_engine.errors import ExecutionError
 from quail_engine.exec import engine_thread
+from quail_engine.exec.aggregate import list_slot, map_reduce
 from quail_engine.exec.answer_cache import AnswerCache, AnswerKeys, text_digest
 from quail_engine.exec.doc_kv import DocKV
 from quail_engine.exec.prompt_text import PromptText
@@ -33,6 +34,7 @@ from quail_engine.exec.prompts import (
     repetition_penalty_for,
     sql_value,
     value_shape,
+    value_text,
     warn_if_weak,
 )
 from quail_engine.exec.report import Report
@@ -177,7 +179,8 @@ class OpRunner:
         render = _TextMemo(layout)
         nulls = 0
         for i, values in enumerate(rows):
-            if None in values or any(isinstance(v, str) and not v.strip() for v in values):
+            if None in values or any(isinstance(v, (str, list, tuple)) and not value_text(v).strip()
+                                     for v in values):
                 nulls += 1  # an empty argument is no input: NULL, not an answer about nothing
             else:
                 texts[i] = render(values)
@@ -220,18 +223,25 @@ class OpRunner:
     def answer(self, op_id: int, layout: OpPrompt, rows: Sequence[Sequence[object]],
                kv: DocKV | None = None, unplanned: bool = False,
                release_done: bool = False, prep: CallPrep | None = None,
-               ahead=None) -> list[object]:
+               ahead=None, whole: bool = False) -> list[object]:
         """SQL values for `rows` (aligned); NULL or an empty (blank) string in any binding gives
         NULL. `release_done`: the
         caller's `kv` holds documents only these rows read (a join's anchors): each is released
         as soon as its last row is answered, so the anchors of a chunk need not fit the KV
         arena at once. `prep`: `prepare(layout, rows)` done ahead (else done here); `ahead`: a
         callable run once while the engine works on this call (the caller's preparation of its
-        next call, off the engine's idle path; when: _pipeline)."""
+        next call, off the engine's idle path; when: _pipeline). An aggregate's groups larger
+        than the context are answered by map-reduce (exec/aggregate.py) unless `whole` (its
+        rows each fit one prompt)."""
         if self.decoder is not None and is_decoded(layout.op):
             # written by the generation model: its engine, tokenizer and answers' identity (a
             # document KV of this runner's engine means nothing to it)
             return self.decoder.answer(op_id, layout, rows, unplanned=unplanned)
+        if spec(layout.op.op).is_aggregate and not whole:
+            fits = self._fits_one_prompt(layout)
+            if any(list_slot(r) is not None and not fits(r) for r in rows):
+                return map_reduce(rows, fits, lambda part: self.answer(
+                    op_id, layout, part, kv, unplanned, whole=True))
         if layout.is_multi_label:
             return self._labels(op_id, layout, rows, kv, unplanned)
         rep = self.report.op(op_id, layout.op.op)
@@ -468,6 +478,37 @@ class OpRunner:
             budget = min(seconds * rate, GROWTH * done)
         return int(min(self.batch_size, max(1.0, budget / tokens)))
 
+    def _answer_tokens(self, readout) -> int:
+        """The context a prompt leaves for its answer: the tokens it may generate (within the
+        session's cap on every answer, a LimitedEngine's), else the one it is read from."""
+        if not isinstance(readout, GenerateReadout):
+            return 1
+        cap = getattr(self.engine, "max_new_tokens", None)
+        return min(readout.max_tokens, cap) if isinstance(cap, int) else readout.max_tokens
+
+    def _fits_one_prompt(self, layout: OpPrompt):
+        """Whether an aggregate row's prompt, its answer's tokens included, fits the engine's
+        context: the template's own tokens (measured once per row of other values) plus each
+        text's (tokenized once) and their separators."""
+        limit = self.engine.max_context - self._answer_tokens(self.readout(layout))
+        counts: dict[str, int] = {}
+        overhead: dict[tuple, int] = {}
+
+        def fits(row) -> bool:
+            slot = list_slot(row)
+            if slot is None:
+                return True
+            items = [str(v) for v in row[slot] if v is not None]
+            new = [t for t in dict.fromkeys(items) if t not in counts]
+            for t, ids in zip(new, self.text.tokenize(new) if new else ()):
+                counts[t] = len(ids)
+            rest = tuple(row[:slot]) + tuple(row[slot + 1:])
+            if rest not in overhead:
+                head, tail = layout.texts(tuple(row[:slot]) + ("x",) + tuple(row[slot + 1:]))
+                overhead[rest] = len(self.text.heads([head])[0]) + len(self.text.tails([tail])[0])
+            return overhead[rest] + sum(counts[t] + 2 for t in items) <= limit
+        return fits
+
     def _decode_rows(self, readout, tokens: float) -> int:
         """The fewest prompts of a batch that generates: DECODE_WAVES times the answers the
         engine's KV arena holds at once (1 where its KV is unbounded, or nothing is
@@ -549,7 +590,7 @@ class OpRunner:
             kv.release(done)
         heads, tails, truncated = prepared
         rep.truncated += truncated
-        reserve = readout.max_tokens if isinstance(readout, GenerateReadout) else 1
+        reserve = self._answer_tokens(readout)
         max_context = self.engine.max_context
         requests: list[Request] = []
         kv_hits = 0

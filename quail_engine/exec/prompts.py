@@ -127,7 +127,7 @@ class OpPrompt:
 
     def texts(self, values: Sequence[object]) -> tuple[str, str]:
         """(prefix_text, suffix_text) of one row; their concatenation is the user turn."""
-        vals = ["" if v is None else str(v) for v in values]
+        vals = [value_text(v) for v in values]
         if not self.is_shared:
             return task_prompt(self.op, _render(self.op.template, vals, ())), ""
         doc = "\n\n".join(vals[i] for i in self.doc_slots)
@@ -344,3 +344,13 @@ def sql_value(op, answer) -> object:
     if kind == "score":
         return float(value)
     return shape_text(op, value if isinstance(value, str) or value is None else str(value))
+
+
+def value_text(value: object) -> str:
+    """A binding's text in a prompt: an aggregate's group (a list) as its texts one after
+    another, blank-line apart, NULLs left out; NULL as nothing."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return "\n\n".join(str(v) for v in value if v is not None)
+    return str(value)

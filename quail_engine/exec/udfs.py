@@ -24,6 +24,7 @@ from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.sql.ir import PREDICATE_KINDS, placeholder_name
 from quail_engine.sql.nesting import deep_stack
+from quail_engine.sql.op_kinds import spec
 from quail_engine.sql.placeholder import placeholder_id
 from quail_engine.sql.query import statement_tree
 
@@ -131,7 +132,10 @@ def create_ai_function(con, name: str, op,
     """Register `ai_function(op, answer)` on `con` as `name`, one VARCHAR parameter per binding
     (`prepare` casts the arguments); returns `name`. The one factory of the executor's
     statements and of the dbt adapter's view functions."""
-    con.create_function(name, ai_function(op, answer), ["VARCHAR"] * len(op.bindings),
+    # an aggregate's bindings are its group's values, list(...) of the cast texts: a list
+    # reaches it as a list (DuckDB would cast it to one text, '[a, b]', quotes and all)
+    kind = "VARCHAR[]" if spec(op.op).is_aggregate else "VARCHAR"
+    con.create_function(name, ai_function(op, answer), [kind] * len(op.bindings),
                         sql_type(op), type="arrow", side_effects=False, null_handling="special")
     return name
 
@@ -204,6 +208,9 @@ def _distinct_rows(arrays) -> tuple[list[tuple], pa.Array | None]:
         return [()], None
     if len(arrays[0]) == 0:
         return [], None
+    if any(pa.types.is_list(a.type) for a in arrays):  # an aggregate's groups, one row each
+        return [tuple(tuple(v) if isinstance(v, list) else v for v in row)
+                for row in zip(*(a.to_pylist() for a in arrays))], None
     uniques = [pc.unique(a) for a in arrays]
     if all(len(u) == len(a) for u, a in zip(uniques, arrays)) and len(arrays) == 1:
         return [(v,) for v in arrays[0].to_pylist()], None

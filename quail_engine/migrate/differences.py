@@ -81,10 +81,12 @@ def _kind_notes(op: AiOp, function: str) -> list[str]:
         if op.options.gen.temperature or op.options.gen.top_p:
             notes.append("temperature and top_p are ignored")
         if kind == OpKind.AI_EXTRACT:
-            notes.append("the JSON is not schema-constrained: fields the model misses are NULL")
+            notes.append("the JSON is decoded under the fields' schema; an answer not complete "
+                         "within its tokens is NULL")
         return notes
     if kind == OpKind.AI_AGGREGATE:
-        return ["one prompt per group, no map-reduce past the model's context window"]
+        return ["a group past the model's context is summarized in chunks, then from the "
+                "chunks' answers (map-reduce with the call's own instruction)"]
     if kind == OpKind.AI_COUNT_TOKENS:
         return ["counts the tokens of the profile's model, not the warehouse model's"]
     return []

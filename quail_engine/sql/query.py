@@ -161,8 +161,21 @@ def statement_tree(duckdb_sql: str) -> exp.Expression:
                            duckdb_sql, "duckdb") from None
         for call in list(tree.find_all(exp.Anonymous)):
             if placeholder_id(call.name) is not None:
-                call.set("expressions", [exp.cast(a, _VARCHAR) for a in call.expressions])
+                call.set("expressions", [_as_text(a) for a in call.expressions])
         return tree
+
+
+def _as_text(arg: exp.Expression) -> exp.Expression:
+    """An AI call's argument as VARCHAR; an aggregate's group (`list(x)`, `list(DISTINCT x)`)
+    as a list of VARCHAR, so it reaches the function as a list and not as one text."""
+    if isinstance(arg, exp.ArrayAgg):
+        inner = arg.this
+        if isinstance(inner, exp.Distinct):
+            inner.set("expressions", [exp.cast(e, _VARCHAR) for e in inner.expressions])
+        else:
+            arg.set("this", exp.cast(inner, _VARCHAR))
+        return arg
+    return exp.cast(arg, _VARCHAR)
 
 
 def to_duckdb(tree: exp.Expr) -> str:

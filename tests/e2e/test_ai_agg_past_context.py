@@ -1,0 +1,38 @@
+"""AI_AGG over groups larger than the context, on the embedded models: each group is answered
+by map-reduce (exec/aggregate.py) instead of one prompt cut to fit."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from quail_engine.exec.facade import SessionConfig, open_session
+
+REVIEWS = Path(__file__).resolve().parents[2] / "examples" / "data" / "reviews.csv"
+
+
+@pytest.mark.model
+def test_groups_past_the_context_are_summarized_by_map_reduce(require_embedded):
+    require_embedded("gemma3-270m")
+    require_embedded("smollm2-135m")
+    import duckdb
+
+    with open(REVIEWS, newline="") as f:
+        texts = [r["review"] for r in csv.DictReader(f)][:16]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE docs (id INTEGER, body VARCHAR, grp VARCHAR)")
+    con.executemany("INSERT INTO docs VALUES (?, ?, ?)",
+                    [(i, t, "ab"[i % 2]) for i, t in enumerate(texts)])
+    # each group's eight reviews are several times what a prompt may hold here
+    session = open_session(con, SessionConfig(use_cache=False, precision="fp32",
+                                              max_context=128, max_new_tokens=16))
+    table = session.execute("SELECT grp, AI_AGG(body, 'Name the common topic') AS topic "
+                            "FROM docs GROUP BY grp ORDER BY grp", "snowflake")
+    topics = table.column("topic").to_pylist()
+    assert table.column("grp").to_pylist() == ["a", "b"]
+    assert all(isinstance(t, str) and t.strip() for t in topics), topics
+    (op,) = session.report.ops.values()
+    # chunks of each group, then the groups from their chunks' answers; no prompt was cut
+    assert op.prompts > 4 and op.truncated == 0, (op.prompts, op.truncated)
