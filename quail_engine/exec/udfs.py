@@ -45,7 +45,8 @@ def read_statement(parsed) -> exp.Expression:
     `limit_pushdown.push_limit`) and its keyed variant are derived from it. A query built by
     hand (tests) without that method gets it from its text, by the same front-end function."""
     statement = getattr(parsed, "statement", None)
-    tree = statement() if callable(statement) else statement_tree(parsed.duckdb_sql)
+    tree = statement() if callable(statement) else statement_tree(
+        parsed.duckdb_sql, getattr(parsed, "group_ops", frozenset()))
     return tree.copy()
 
 

@@ -26,6 +26,7 @@ from quail_engine.sql.errors import SqlError
 from quail_engine.sql.ir import AiOp
 from quail_engine.sql.lower import Lowered, lower
 from quail_engine.sql.nesting import check_nesting, nesting_guard
+from quail_engine.sql.op_kinds import spec
 from quail_engine.sql.placeholder import op_id_of
 
 log = logging.getLogger(__name__)
@@ -48,9 +49,14 @@ class ParsedQuery:
         kept: explain and transpile never need it."""
         tree = self.__dict__.get("_statement")
         if tree is None:
-            tree = statement_tree(self.duckdb_sql)
+            tree = statement_tree(self.duckdb_sql, self.group_ops)
             object.__setattr__(self, "_statement", tree)
         return tree
+
+    @property
+    def group_ops(self) -> frozenset[int]:
+        """Ids of the aggregate operators, whose arguments are their groups' lists."""
+        return frozenset(i for i, op in enumerate(self.ai_ops) if spec(op.op).is_aggregate)
 
     def check_query(self) -> None:
         """Refuse a statement that is not a query (COPY, CREATE, INSERT, INSTALL, SET, ATTACH,
@@ -143,11 +149,12 @@ def parse(sql: str, dialect: str, *, runnable: bool = True) -> ParsedQuery:
 _VARCHAR = exp.DataType.build("VARCHAR")  # built once, not parsed again per argument
 
 
-def statement_tree(duckdb_sql: str) -> exp.Expression:
+def statement_tree(duckdb_sql: str, group_ops: frozenset[int] = frozenset()) -> exp.Expression:
     """The tree DuckDB runs for `duckdb_sql` (a statement, or a relation's scan): every
     `quail_ai_<id>(...)` argument cast to VARCHAR, so every binding type works and reaches the
-    function as the same text the scans read. Read as DuckDB SQL: the executor's rewrites
-    (LIMIT, per-run function names) then work on DuckDB's own nodes."""
+    function as the same text the scans read; an aggregate's (`group_ops`) group list as a list
+    of VARCHAR. Read as DuckDB SQL: the executor's rewrites (LIMIT, per-run function names) then
+    work on DuckDB's own nodes."""
     from sqlglot import parse_one
 
     from quail_engine.sql.nesting import deep_stack
@@ -160,15 +167,18 @@ def statement_tree(duckdb_sql: str) -> exp.Expression:
             raise SqlError(f"the statement has no DuckDB form quail can run: {_first_line(exc)}",
                            duckdb_sql, "duckdb") from None
         for call in list(tree.find_all(exp.Anonymous)):
-            if placeholder_id(call.name) is not None:
-                call.set("expressions", [_as_text(a) for a in call.expressions])
+            op_id = placeholder_id(call.name)
+            if op_id is not None:
+                call.set("expressions", [_as_text(a, op_id in group_ops)
+                                         for a in call.expressions])
         return tree
 
 
-def _as_text(arg: exp.Expression) -> exp.Expression:
-    """An AI call's argument as VARCHAR; an aggregate's group (`list(x)`, `list(DISTINCT x)`)
-    as a list of VARCHAR, so it reaches the function as a list and not as one text."""
-    if isinstance(arg, exp.ArrayAgg):
+def _as_text(arg: exp.Expression, group: bool) -> exp.Expression:
+    """An AI call's argument as VARCHAR; an aggregate's group (`group`: `list(x)`,
+    `list(DISTINCT x)`) as a list of VARCHAR, so it reaches the function as a list and not as
+    one text."""
+    if group and isinstance(arg, exp.ArrayAgg):
         inner = arg.this
         if isinstance(inner, exp.Distinct):
             inner.set("expressions", [exp.cast(e, _VARCHAR) for e in inner.expressions])
