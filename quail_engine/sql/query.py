@@ -178,12 +178,13 @@ def _as_text(arg: exp.Expression, group: bool) -> exp.Expression:
     """An AI call's argument as VARCHAR; an aggregate's group (`group`: `list(x)`,
     `list(DISTINCT x)`) as a list of VARCHAR, so it reaches the function as a list and not as
     one text."""
-    if group and isinstance(arg, exp.ArrayAgg):
-        inner = arg.this
+    agg = arg.this if group and isinstance(arg, exp.Window) else arg
+    if group and isinstance(agg, exp.ArrayAgg):
+        inner = agg.this
         if isinstance(inner, exp.Distinct):
             inner.set("expressions", [exp.cast(e, _VARCHAR) for e in inner.expressions])
         else:
-            arg.set("this", exp.cast(inner, _VARCHAR))
+            agg.set("this", exp.cast(inner, _VARCHAR))
         return arg
     return exp.cast(arg, _VARCHAR)
 
@@ -191,6 +192,13 @@ def _as_text(arg: exp.Expression, group: bool) -> exp.Expression:
 def to_duckdb(tree: exp.Expr) -> str:
     """DuckDB SQL of a lowered tree; `quail_ai_<id>` keeps its lower-case spelling."""
     return tree.sql(dialect="duckdb", normalize_functions=False)
+
+
+def _over(window: exp.Window, arg: exp.Expression) -> exp.Window:
+    """`window` (its partition, order and frame) over `arg` instead of its own function."""
+    out = window.copy()
+    out.set("this", arg)
+    return out
 
 
 def _aggregate_lists(lowered: Lowered) -> None:
@@ -202,4 +210,10 @@ def _aggregate_lists(lowered: Lowered) -> None:
         is_distinct = ("distinct", "true") in lowered.built[op_id].op.task_args
         args = [exp.ArrayAgg(this=exp.Distinct(expressions=[a]) if is_distinct else a)
                 for a in call.expressions]
+        window = call.parent if isinstance(call.parent, exp.Window) else None
+        if window is not None:
+            # AI_AGG(x) OVER (...): each row's group is `list(x) OVER (...)` (the window's own
+            # partition and frame) and the call applies to it row by row
+            args = [_over(window, a) for a in args]
+            window.replace(call)
         call.set("expressions", args)

@@ -36,3 +36,25 @@ def test_groups_past_the_context_are_summarized_by_map_reduce(require_embedded):
     (op,) = session.report.ops.values()
     # chunks of each group, then the groups from their chunks' answers; no prompt was cut
     assert op.prompts > 4 and op.truncated == 0, (op.prompts, op.truncated)
+
+
+@pytest.mark.model
+def test_ai_agg_over_a_window_gives_each_row_its_partitions_answer(require_embedded):
+    """AI_AGG(x) OVER (PARTITION BY g): the call applies to each row's `list(x) OVER (...)`,
+    so every row gets its partition's answer (before: DuckDB's 'AI_AGG is not an aggregate
+    function' at run time)."""
+    require_embedded("gemma3-270m")
+    require_embedded("smollm2-135m")
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE docs (id INTEGER, body VARCHAR, grp VARCHAR)")
+    con.executemany("INSERT INTO docs VALUES (?, ?, ?)",
+                    [(1, "great shoes", "a"), (2, "bad laces", "a"), (3, "nice tent", "b")])
+    session = open_session(con, SessionConfig(use_cache=False, precision="fp32",
+                                              max_new_tokens=12))
+    rows = session.execute("SELECT id, grp, AI_AGG(body, 'Name the common topic') OVER "
+                           "(PARTITION BY grp) AS t FROM docs ORDER BY id", "snowflake").to_pylist()
+    assert [r["id"] for r in rows] == [1, 2, 3]
+    assert all(isinstance(r["t"], str) and r["t"].strip() for r in rows), rows
+    assert rows[0]["t"] == rows[1]["t"]  # one partition, one answer
