@@ -53,6 +53,7 @@ from quail_engine.infer.prompt_layout import (
     pair_cue,
     pair_readout,
 )
+from quail_engine.sql import scales
 from quail_engine.sql.op_kinds import OpKind, kinds, spec
 from quail_engine.sql.task_prompts import question as task_question
 
@@ -317,8 +318,10 @@ def _warn_once(shape: str) -> None:
 
 
 def probability(op, value: float) -> float:
-    """The P(yes) that is `value` in `op`'s SQL units (a -1..1 score is 2p - 1: sql_value)."""
-    return (value + 1.0) / 2.0 if ("range", "-1..1") in op.task_args else value
+    """The P(yes) that is `value` in `op`'s SQL units (a score in LO..HI is LO + p (HI - LO):
+    sql_value, sql/scales.py)."""
+    lo, hi = scales.parse(dict(op.task_args).get("range"))
+    return (value - lo) / (hi - lo)
 
 
 def value_shape(op) -> tuple:
@@ -339,10 +342,9 @@ def sql_value(op, answer) -> object:
         return bool(value)
     if kind == "boolean":
         return bool(value)
-    if kind == "score" and ("range", "-1..1") in op.task_args:
-        return 2.0 * float(value) - 1.0
     if kind == "score":
-        return float(value)
+        lo, hi = scales.parse(dict(op.task_args).get("range"))
+        return lo + float(value) * (hi - lo)
     return shape_text(op, value if isinstance(value, str) or value is None else str(value))
 
 

@@ -107,6 +107,8 @@ CASES = [
     ("bigquery", "AI.CLASSIFY(body, ['a', 'b'], output_mode => 'multi')",
      lambda v: isinstance(v, list) and set(v) <= LABELS),
     ("bigquery", "AI.SCORE(('Rate how positive this is: ', body))", in_range(0.0, 1.0)),
+    ("bigquery", "AI.SCORE(('Rate from 1 to 10 how positive this is: ', body))",
+     in_range(1.0, 10.0)),
     ("bigquery", "AI.GENERATE(('Summarize: ', body)).result", is_text),
     ("bigquery", "AI.GENERATE(('Summarize: ', body))",
      lambda v: set(v) == {"result", "full_response", "status"} and is_text(v["result"])),

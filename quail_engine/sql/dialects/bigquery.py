@@ -28,6 +28,7 @@ from quail_engine.sql.literals import (
     schema_fields,
     string,
 )
+from quail_engine.sql.scales import range_text, stated_range
 from quail_engine.sql.validate import Site, refuse, text
 
 NAME = "bigquery"
@@ -101,8 +102,11 @@ def _build_classify(call: Call) -> Built:
 
 def _build_score(call: Call) -> Built:
     a = bind(call, Signature(("prompt",), 1, MANAGED), NAME)
-    return make(OpKind.AI_SCORE, text_input(a["prompt"], call.name, NAME), call,
-                options=_options(a, call))
+    prompt = text_input(a["prompt"], call.name, NAME)
+    # the scale the prompt states ("rate from 1 to 10") is the score's range (sql/scales.py)
+    scale = stated_range(prompt.template)
+    return make(OpKind.AI_SCORE, prompt, call, options=_options(a, call),
+                task_args=(("range", range_text(*scale)),) if scale else ())
 
 
 def _schema(schema: str, call: Call) -> tuple[tuple[str, str], ...]:

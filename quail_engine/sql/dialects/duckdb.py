@@ -19,6 +19,7 @@ from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.parsers.duckdb import DuckDBParser
 
 from quail_engine.errors import shorten
+from quail_engine.sql import scales
 from quail_engine.sql.build import Built, make
 from quail_engine.sql.call import Call
 from quail_engine.sql.dialects.common import append, text_input, text_prompt, untyped_ai
@@ -26,7 +27,7 @@ from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import GenParams, OpKind, Options
 from quail_engine.sql.literals import labels, literal, parse_json
 from quail_engine.sql.prompt import Prompt
-from quail_engine.sql.validate import Site, number, text
+from quail_engine.sql.validate import Site, number, refuse
 
 NAME = "duckdb"
 OPTION_KEYS = ("model", "selectivity", "anchor", "order", "on_error", "max_error_ratio")
@@ -63,13 +64,26 @@ def _named(call: Call) -> tuple[Options, dict, tuple[tuple[str, str], ...]]:
         fields["labels"] = labels(call.kwargs["labels"], call.name, NAME)
     site = Site(call.name, call.sql(NAME), NAME)
     if "range" in values:
-        values["range"] = text(site, "option range", values["range"], RANGES)
+        values["range"] = _range(site, values["range"])
     if "max_words" in values:
         values["max_words"] = number(site, "option max_words", values["max_words"], 0, 1e9,
                                      integer=True)
     task_args = tuple(sorted((k, v if isinstance(v, str) else json.dumps(v))
                              for k, v in values.items()))
     return opts, fields, task_args
+
+
+def _range(site: Site, value: object) -> str:
+    """A score's range option: 'LO..HI' with LO < HI (-1..1 and 0..1 for similarities, any
+    scale for a score: sql/scales.py)."""
+    try:
+        lo, hi = scales.parse(value) if isinstance(value, str) else (0.0, 0.0)
+    except ValueError:
+        lo = hi = 0.0
+    if not lo < hi:
+        raise refuse(site, "option range", f"'LO..HI' with LO < HI (e.g. {', '.join(RANGES)})",
+                     value)
+    return scales.range_text(lo, hi)
 
 
 def _prompt(call: Call, args: list[exp.Expr]) -> Prompt:

@@ -133,7 +133,7 @@ CASES = [
     ('bigquery', "AI.CLASSIFY(review, [STRUCT('bug' AS label, 'a defect' AS description), STRUCT('praise' AS label, 'a compliment' AS description)])",
      'ai_classify(template="{0}"; bindings=[{0}=review]; labels=["bug":"a defect", "praise":"a compliment"]) -> VARCHAR'),
     ('bigquery', "AI.SCORE(('Rate from 1 to 10 how positive: ', review))",
-     'ai_score(template="Rate from 1 to 10 how positive: {0}"; bindings=[{0}=review]) -> DOUBLE'),
+     'ai_score(template="Rate from 1 to 10 how positive: {0}"; bindings=[{0}=review]; task_args={range=1..10}) -> DOUBLE'),
     ('bigquery', "AI.GENERATE(('Summarize: ', review)).result",
      'ai_generate(template="Summarize: {0}"; bindings=[{0}=review]; wrapper="bigquery:.result") -> VARCHAR'),
     ('bigquery', 'AI.GENERATE((\'Summarize: \', review), endpoint => \'gemini-2.5-flash\', model_params => JSON \'{"generationConfig": {"maxOutputTokens": 20, "temperature": 0.1}}\').result',
