@@ -55,7 +55,9 @@ def plan_text(plans) -> str:
 
 def run_analyze(args: argparse.Namespace, parsed) -> int:
     """Print the plan with estimates, or (--analyze) run the query and print actuals."""
-    from quail_engine.exec.analyze import estimated_plans
+    # not at the top: every `quail` command imports this module to build its parser, and
+    # this loads the planner, pyarrow and numpy
+    from quail_engine.exec.facade import estimated_plans
 
     con = connect_args(args)
     fmt = getattr(args, "fmt", "text")

@@ -24,8 +24,8 @@ query):
 - `close()`: stop the ticker and finish the display (an unfinished operator's line stays).
 
 Lower layers (infer/, plan/) never import this module: they log stage messages at INFO on the
-logger `quail_engine.stage`, which `stage_routing.route_stages` sends into the open display
-(CLI) or dbt's log (adapter).
+logger `quail_engine.stage`, which `exec.route_stages` sends into the open display (CLI:
+cli/stages.py) or dbt's log (adapter).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from quail_engine.exec.stage_routing import register, unregister
+from quail_engine.cli.stages import register, unregister
 
 MIN_INTERVAL = 2.0  # plain lines: never more than one status line per 2 s
 TICK = 0.5  # the ticker's period

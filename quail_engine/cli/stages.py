@@ -3,15 +3,41 @@
 Lower layers log stage messages (converting and loading the model, the CPU probe) on the logger
 `quail_engine.stage`; `show_stages` routes them into the open progress display (or a plain
 line on stderr) and makes the CLI's log handler write above a live progress bar rather than
-through it.
+through it. Progress displays (cli/progress.py) `register` while open and `unregister` when
+closed; `active()` is the one stage messages go to.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import threading
+import weakref
 
-from quail_engine.exec.stage_routing import STAGE_LOGGER, active, route_stages
+from quail_engine.exec.facade import STAGE_LOGGER, route_stages
+
+_ACTIVE: list[weakref.ref] = []
+_ACTIVE_LOCK = threading.Lock()
+
+
+def register(progress) -> None:
+    with _ACTIVE_LOCK:
+        _ACTIVE.append(weakref.ref(progress))
+
+
+def unregister(progress) -> None:
+    with _ACTIVE_LOCK:
+        _ACTIVE[:] = [r for r in _ACTIVE if r() is not None and r() is not progress]
+
+
+def active():
+    """The most recently opened progress display that is not closed yet."""
+    with _ACTIVE_LOCK:
+        for ref in reversed(_ACTIVE):
+            progress = ref()
+            if progress is not None:
+                return progress
+    return None
 
 
 def show_stages(quiet: bool) -> None:

@@ -1,4 +1,4 @@
-"""What the CLI and the dbt adapter use of the executor, built from one SessionConfig.
+"""What the CLI, migrate and the dbt adapter use of the executor, built from one SessionConfig.
 
 - `connect(tables, database)`: a DuckDB connection with tables from files and a database.
 - `open_session(con, config)`: a QuailSession on a DuckDB connection; `session.execute(sql,
@@ -11,29 +11,57 @@
 - `to_duckdb_sql`, `has_ai_calls`, `ai_ops`, `with_dialect_hint`: the SQL front end as callers
   need it.
 - the errors a session raises: QuailError and its kinds.
+- `route_stages(sink)`, `STAGE_LOGGER`: where stage messages go (exec/stage_routing.py).
+- `estimated_plans(con, parsed, config)`: each core's plan with estimates, no weights read
+  (`quail explain` without --analyze; exec/analyze.py).
+- what `quail migrate` counts with, laid out and scanned as the executor does: `OpPrompt`,
+  `pair_layout_for`, `DEFAULT_MAX_TOKENS` (exec/prompts.py), `load_scan`, `ScanData`
+  (exec/scans.py) and `scan_error`.
 
-Heavy modules (DuckDB, the session, the engine) are imported on first use, not here.
+Heavy modules (DuckDB, the session, the engine) are imported on first use, not here; so are the
+names of `_HOME` (PEP 562): exec/prompts.py loads sqlglot, exec/analyze.py the planner, pyarrow
+and numpy.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from quail_engine.errors import ExecutionError, ModelError, QuailError, SqlError
 from quail_engine.exec.config import SessionConfig, default_cache_dir
 from quail_engine.exec.model_check import describe_model, ensure_converted
-from quail_engine.exec.stage_routing import route_stages
-from quail_engine.exec.user_errors import MissingTableError
+from quail_engine.exec.scans import ScanData, load_scan
+from quail_engine.exec.stage_routing import STAGE_LOGGER, route_stages
+from quail_engine.exec.user_errors import MissingTableError, scan_error
 from quail_engine.settings import resolve_device
 
+if TYPE_CHECKING:
+    from quail_engine.exec.analyze import estimated_plans
+    from quail_engine.exec.prompts import DEFAULT_MAX_TOKENS, OpPrompt, pair_layout_for
+
+_HOME = {"estimated_plans": "analyze", "DEFAULT_MAX_TOKENS": "prompts", "OpPrompt": "prompts",
+         "pair_layout_for": "prompts"}
+
 __all__ = [
-    "ExecutionError", "ai_ops", "create_ai_function", "decoder_of", "MissingTableError", "ModelError", "QuailError", "RowAnswers",
-    "SessionConfig", "SqlError", "connect", "default_cache_dir", "describe_model", "ensure_converted",
-    "has_ai_calls", "load_engine", "model_text", "open_session", "resolve_device",
-    "route_stages", "to_duckdb_sql", "with_dialect_hint",
+    "DEFAULT_MAX_TOKENS", "ExecutionError", "MissingTableError", "ModelError", "OpPrompt",
+    "QuailError", "RowAnswers", "STAGE_LOGGER", "ScanData", "SessionConfig", "SqlError",
+    "ai_ops", "connect", "create_ai_function", "decoder_of", "default_cache_dir",
+    "describe_model", "ensure_converted", "estimated_plans", "has_ai_calls", "load_engine",
+    "load_scan", "model_text", "open_session", "pair_layout_for", "resolve_device",
+    "route_stages", "scan_error", "split_write", "to_duckdb_sql", "with_dialect_hint",
+    "write_rows",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"quail_engine.exec.{_HOME[name]}"), name)
+    globals()[name] = value
+    return value
 
 
 def model_text(config: SessionConfig) -> tuple[Any, Callable[[], Any]]:

@@ -3,41 +3,15 @@
 Lower layers (infer/, plan/) never import exec/: they log stage messages (converting and
 loading the model, the CPU probe) at INFO on the logger `quail_engine.stage`.
 `route_stages(sink)` sends those records to `sink(text)`: the CLI passes its
-`cli/stages.show_stage` (into the open progress display, `active()`), the dbt adapter its
-AdapterLogger.
+`cli/stages.show_stage` (into the open progress display), the dbt adapter its AdapterLogger.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import weakref
 from collections.abc import Callable
 
 STAGE_LOGGER = "quail_engine.stage"
-
-_ACTIVE: list[weakref.ref] = []
-_ACTIVE_LOCK = threading.Lock()
-
-
-def register(progress) -> None:
-    with _ACTIVE_LOCK:
-        _ACTIVE.append(weakref.ref(progress))
-
-
-def unregister(progress) -> None:
-    with _ACTIVE_LOCK:
-        _ACTIVE[:] = [r for r in _ACTIVE if r() is not None and r() is not progress]
-
-
-def active():
-    """The most recently opened progress display that is not closed yet."""
-    with _ACTIVE_LOCK:
-        for ref in reversed(_ACTIVE):
-            progress = ref()
-            if progress is not None:
-                return progress
-    return None
 
 
 class _StageHandler(logging.Handler):

@@ -7,7 +7,7 @@ reason)` adds the documented rewrite to a refusal's reason where one exists.
 
 from __future__ import annotations
 
-from quail_engine.exec.prompts import DEFAULT_MAX_TOKENS
+from quail_engine.exec.facade import DEFAULT_MAX_TOKENS
 from quail_engine.sql.ir import AiOp
 from quail_engine.sql.op_kinds import OpKind, spec
 

@@ -17,9 +17,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from quail_engine.errors import QuailError
-from quail_engine.exec.prompts import DEFAULT_MAX_TOKENS, OpPrompt, pair_layout_for
-from quail_engine.exec.scans import ScanData, load_scan
-from quail_engine.exec.user_errors import scan_error
+from quail_engine.exec.facade import (
+    DEFAULT_MAX_TOKENS,
+    OpPrompt,
+    ScanData,
+    load_scan,
+    pair_layout_for,
+    scan_error,
+)
 from quail_engine.sql.ir import OpKind, binding_column
 from quail_engine.sql.op_kinds import spec
 
