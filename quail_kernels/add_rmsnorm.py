@@ -8,11 +8,10 @@ amax / 448 per 1 x 128 group, the activation side of block-scaled fp8 GEMMs.
 
 Kernel: x, residual, out, residual_out [T, N] with unit last stride, row strides passed;
 weight [N]; grid (cdiv(T, ROWS),): ROWS rows per program, BLOCK = next_pow2(N) columns, at most
-4 warps. At 65,536 x 2,560 on the H200 (bench/probes/row_kernels.py,
-bench/results/archive/gpu-h200-row-kernels-2026-11-29-s3.json): fp8 out with a bf16 residual, 2 rows x 4
-warps 0.289 ms vs 1 row 0.347 (4 warps) / 0.319 (2 warps); bf16 out with a float32 residual,
-0.484-0.495 ms whatever the rows (1-4) and warps (2-8), so the default is 2 rows for a 16-bit
-stream and 1 for a float32 one.
+4 warps. The default is 2 rows for a 16-bit residual stream (fp8 out with a bf16 residual
+measured fastest at 2 rows x 4 warps on the H200) and 1 for a float32 one (bf16 out with a
+float32 residual takes the same time whatever the rows and warps); bench/probes/row_kernels.py
+measures them at a full pass's shape.
 """
 
 from __future__ import annotations

@@ -50,14 +50,15 @@ def finish(m_i, l_i, acc):
 def default_blocks(device_type: str, head_dim: int, max_seqlen: int = 0,
                    prefix: bool = False) -> tuple[int, int, int, int]:
     """(BLOCK_M, BLOCK_N, num_warps, num_stages): the best configs measured on the H200
-    (docs/kernels-notes.md): documents (64, 32, 4, 3) (210.8 TFLOP/s vs 170.8 for (64, 64, 4, 3)
-    on 200 documents of 220-420 tokens strided in a QKV buffer); one long causal sequence (an
-    anchor of >= 1,024 tokens) (128, 128, 8, 3); join suffixes of <= 32 tokens (64, 16, 4, 3);
-    `prefix` (suffix rows over a resident prefix; `max_seqlen` its longest, 0: unknown): long
-    key runs (64, 64, 4, 3), 374-379 TFLOP/s on AGENT-1's passes over ~8k-key snapshots, 12-14%
-    faster there than (64, 32, 4, 3); prefixes under 1,024 keys (a shared question stem, a
-    library segment's key tail) (64, 32, 4, 3), 9-12% faster on LEP-2's and BIO-2's passes
-    (bench/results/gpu-h200-attention-passes-2026-12-03.json)."""
+    (docs/kernels-notes.md): documents (64, 32, 4, 3) (a few-hundred-token document gives each
+    program only a few key tiles; measured on documents strided in a QKV buffer by
+    bench/probes/row_kernels.py); one long causal sequence (an anchor of >= 1,024
+    tokens) (128, 128, 8, 3); join suffixes of <= 32 tokens (64, 16, 4, 3); `prefix` (suffix
+    rows over a resident prefix; `max_seqlen` its longest, 0: unknown): long key runs
+    (64, 64, 4, 3), faster than (64, 32, 4, 3) over agent-trace snapshots of thousands of keys;
+    prefixes under 1,024 keys (a shared question stem, a library segment's key tail)
+    (64, 32, 4, 3), faster there (bench/probes/attention_passes.py `--prefix-blocks` replays
+    real passes per tile shape)."""
     if device_type == "cuda":
         if head_dim > 128:
             return 64, 32, 4, 2

@@ -1,8 +1,8 @@
 """Row tiling for one-program-per-row kernels: a row of N columns is covered by two power-of-two
 segments (the largest power of two <= N, then the next power of two >= the rest), so a
 9,728-wide row wastes 5% of its lanes instead of 41% under next_pow2(N). Used by silu_mul
-(0.29 -> 0.22 ms at 16k x 9,728 on the H200); add_rmsnorm measured slower this way (2,560 =
-2,048 + 512: 0.087 -> 0.105 ms) and keeps one next_pow2 block."""
+(faster this way on the H200 at the MLP's width); add_rmsnorm measured slower this way (2,560 =
+2,048 + 512) and keeps one next_pow2 block (bench/probes/row_kernels.py times both kernels)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ TOP_K largest next-token logits the model gives in float32. The committed ones
 (fingerprints.json beside this module) are keyed by the SHA-256 of the GGUF file they were made
 from, so they apply to that file whatever it is called or wherever it lies. They are checked
 when a GGUF is converted (infer/gguf.py: a conversion that disagrees is not installed), by
-`dbt debug`, in CI (tests/unit/engine/test_fingerprint.py) and on the GPU machine
-(`python -m bench trust --fingerprint`).
+`dbt debug`, in CI (tests/unit/infer/test_fingerprint.py) and on a GPU
+(`python -m bench trust --device cuda` checks it before measuring).
 
 The module imports no torch until a fingerprint is computed (infer/embedded.py reads the
 references to name a model file).

@@ -23,9 +23,9 @@ def score_labels(runner: Runner, seqs: Sequence[tuple[Any, list[int]]],
     The prompt runs once with its KV kept; each spelling's tokens but the last then run as a
     suffix on that KV, read at every position. The runner normalizes over the full vocabulary
     on the device and returns only the label tokens' log-probabilities (`SeqJob.log_probs`):
-    26 labels of up to 11 tokens no longer copy a vocabulary of logits per position.
+    labels of several tokens do not copy a vocabulary of logits per position.
     `kv_tokens`: at most that many prompt tokens' KV kept at once (the sequences run in groups
-    that fit; QUAIL-B IMDB-14's 2,900 reviews filled the H200's arena in one)."""
+    that fit; a few thousand reviews in one group can fill the GPU's arena)."""
     if kv_tokens is not None:
         out: list[torch.Tensor] = []
         start = 0
@@ -75,8 +75,8 @@ def score_labels(runner: Runner, seqs: Sequence[tuple[Any, list[int]]],
 def _continuation_plan(lt: LabelTokens):
     """(every token the label set's spellings continue with after their first, sorted: one
     vocabulary for all its continuations, so a pass of them comes back without a per-job
-    column gather (QUAIL-B BIO-5: 52 continuations a prompt); per (label, spelling) the
-    columns of its continuation tokens in it)."""
+    column gather (a many-class label set continues with dozens of tokens); per (label,
+    spelling) the columns of its continuation tokens in it)."""
     vocab = tuple(sorted({t for spellings in lt.spellings for sp in spellings for t in sp[1:]}))
     column = {t: c for c, t in enumerate(vocab)}
     return vocab, {(li, si): [column[t] for t in sp[1:]]

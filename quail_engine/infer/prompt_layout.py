@@ -1,5 +1,6 @@
 """The prompt layouts the executor asks in (quail_engine/exec/prompts.py builds its requests from
-these pieces; bench/ask.py calls an engine in them for the accuracy benches and engine tests).
+these pieces; quail_testing/ask.py calls an engine in them for the accuracy benches and engine
+tests).
 
 One user turn per prompt, document first, question last:
 
@@ -12,10 +13,11 @@ Boolean and label readouts are calibrated by default: the scores the same prompt
 content-free document "N/A" are subtracted.
 
 Two-argument questions (does this review mention that topic?) are not asked as yes/no: the small
-embedded models' yes/no answer carries no information about the pair (bench/pair_accuracy.py
-measured 0.50 with every calibration tried). The partner is instead the answer the model is made
-to read after the question stem, and the readout is how much the document raises its likelihood
-over the content-free document (`SpanReadout`), in nats, against `PAIR_THRESHOLD`:
+embedded models' yes/no answer carries no information about the pair (no better than chance
+with every calibration tried: bench/pair_accuracy.py). The partner is instead the answer the
+model is made to read after the question stem, and the readout is how much the document raises
+its likelihood over the content-free document (`SpanReadout`), in nats, against
+`PAIR_THRESHOLD`:
 
     Text:\n{document}\n\nQuestion: {stem}\nAnswer: {partner}
 """
@@ -29,7 +31,8 @@ from quail_engine.infer.api import SpanReadout
 CONTENT_FREE = "N/A"
 BOOLEAN_HINT = "Answer yes or no."
 # nats of pointwise mutual information a partner needs; chosen on the dev split of
-# tests/data/pairs_labelled.jsonl (accuracy is flat from 2.5 to 4 there), reported on its test split
+# tests/data/pairs_labelled.jsonl (accuracy is flat around it there), reported on its test split
+# (bench/pair_accuracy.py)
 PAIR_THRESHOLD = 3.5
 
 

@@ -50,8 +50,8 @@ def head_log_probs(model: Any, hidden: torch.Tensor, columns: Sequence[int],
     """`columns` of the model's log-probabilities over the whole vocabulary for every row of
     `hidden`, [rows, len(columns)] float32: the LM head runs a chunk of rows at a time, so no
     more than `rows_per_chunk` rows of full-vocabulary logits exist at once (a pass scoring
-    labels reads every label token: QUAIL-B BIO-5's 26 organ classes asked for 56.9 GB of
-    float32 logits in one piece, 262,144 columns a row)."""
+    labels reads every label token: a few dozen classes over a full pass would ask for tens of
+    GB of float32 logits in one piece at 262,144 columns a row)."""
     vocab = getattr(model, "vocab_logits", None)
     if vocab is not None:  # the columns in float32, the normalizer on the tensor cores
         ids = torch.tensor(list(columns), dtype=torch.long, device=hidden.device)

@@ -2,13 +2,13 @@
 since the last pass.
 
 Why: the CPU engine runs many small ops per layer, each ending at an OpenMP barrier. When another
-process takes one of two cores, every barrier waits for the thread it preempted: beside one busy
-loop the join workload ran 5x slower than on the idle machine, and 2.9x slower than the same work
-on one thread (bench/results/cpu-readme-main-2026-12-01.md). With one thread per free core nobody
-is waited for. OpenMP's passive wait policy also avoids the collapse but cost 9-37% on the idle
-machine (a sleeping thread is woken for every op); threads sized per pass keep the idle speed.
-Other processes' use is measured from /proc/stat over the interval (not an instant), on this
-process's CPUs only, so a busy host outside our cpuset does not count.
+process takes one of two cores, every barrier waits for the thread it preempted, and the work
+runs several times slower than when idle, slower even than on one thread (`python -m bench
+engine-cpu --busy K`, bench/engine_cpu.py, measures it beside K busy loops). With one thread per
+free core nobody is waited for. OpenMP's passive wait policy also avoids the collapse but slows
+the idle case (a sleeping thread is woken for every op); threads sized per pass keep the idle
+speed. Other processes' use is measured from /proc/stat over the interval (not an instant), on
+this process's CPUs only, so a busy host outside our cpuset does not count.
 """
 
 from __future__ import annotations

@@ -58,8 +58,8 @@ class Tokenizer:
 
 def load_tokenizer(directory: str | Path) -> Tokenizer:
     """The fast tokenizer saved in a HF model directory: its tokenizer.json read with the
-    `tokenizers` library alone (infer/json_tokenizer.py: no transformers import, ~2x faster
-    than transformers' own reading of Gemma's 33 MB file), else through transformers."""
+    `tokenizers` library alone (infer/json_tokenizer.py: no transformers import, and faster
+    than transformers' own reading of a large tokenizer.json), else through transformers."""
     try:
         fast = JsonTokenizer.load(directory)
     except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception on bad JSON

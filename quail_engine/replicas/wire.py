@@ -2,11 +2,10 @@
 and lists instead of one dataclass per row.
 
 Why: Ray pickles a shard in the driver's engine thread before the worker can start, and the
-driver reads every answer back. A join's 25-token partner request as a dataclass took ~6 us to
-write and ~13 us to read (measured once on the 2-vCPU CI-sized machine under load); as columns
-0.52 us and 2.27 us (bench/results/cpu-ray-scaling-2026-12-01.md, `serialization`). At 8
-workers a batch holds 65,536 partner requests, so the dataclass form alone would cost the
-driver ~0.4 s per 2.7 s batch.
+driver reads every answer back. A short partner request pickles and unpickles several times
+faster as columns than as a dataclass, and a batch over many workers holds tens of thousands of
+them, so the dataclass form alone would take a noticeable share of the driver's time per batch
+(bench/ray_scaling.py's `serialization` measures both forms).
 """
 
 from __future__ import annotations

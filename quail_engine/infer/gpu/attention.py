@@ -3,24 +3,26 @@
 Each query row sees (a) its own sequence causally: our Triton varlen kernel; and (b), when its
 sequence continues a resident prefix (a join partner over its anchor), every key of that
 prefix. For (b) the bulk of a long segment (all the queries that share one prefix) goes to a
-library kernel, cuDNN's fused attention (616-629 TFLOP/s on the H200 at the join's shape vs
-396 for our Triton kernel: bench/results/archive/gpu-h200-backends.json), and the rest to our Triton
-kernel over the arena pages. The partials are merged exactly by their log-sum-exps, fused with
-the fp8 quantization of the O-projection input.
+library kernel, cuDNN's fused attention (faster than our Triton kernel at the join's shape on
+the H200; bench/probes/backends.py measures both), and the rest to our Triton kernel over the
+arena pages. The partials are merged exactly by their log-sum-exps, fused with the fp8
+quantization of the O-projection input.
 
-cuDNN builds an execution plan per new shape (~43 ms measured), so its calls use few shapes:
+cuDNN builds an execution plan per new shape (paid inside the pass that first meets it;
+bench/probes/backends.py `--only new_shapes` measures it), so its calls use few shapes:
 query windows of exactly `chunk_rows` rows (a window may overlap rows of other segments; those
 outputs are discarded) and key counts in whole multiples of `key_grain` (the remaining tail
 keys, fewer than `key_grain` rounded up to whole pages, go to the Triton kernel through a
-block-table row shifted past them). Segments shorter than `min_rows` stay on Triton (a window of `chunk_rows` rows pays off
-only from about 2,600 real rows at the two kernels' rates).
+block-table row shifted past them). Segments shorter than `min_rows` stay on Triton (a window of
+`chunk_rows` rows pays off only once most of its rows are real, at the two kernels' rates;
+bench/probes/join_variants.py measures windows and key grains).
 
-Part (a) of a long sequence (>= `causal_min` tokens: agent-trace snapshots of 8-24k tokens,
-long reports) goes to cuDNN's causal attention too (597 vs 499 TFLOP/s for our kernel at 24k
-tokens, 534 vs 435 at 4k: bench/results/gpu-h200-attention-routes-2026-12-03.json), one call
-per sequence over its rows rounded up to `causal_rows` (16 shapes per doubling of length; the
-extra rows are the next sequences' or zeros, and a causal row never sees a later one, so the
-real rows are exact); the other sequences stay on the Triton kernel.
+Part (a) of a long sequence (>= `causal_min` tokens: agent-trace snapshots of many thousand
+tokens, long reports) goes to cuDNN's causal attention too (faster than our kernel at those
+lengths; bench/probes/profile_query.py --routes and bench/probes/ab_routes.py measure the
+route), one call per sequence over its rows rounded up to `causal_rows` (16 shapes per doubling
+of length; the extra rows are the next sequences' or zeros, and a causal row never sees a later
+one, so the real rows are exact); the other sequences stay on the Triton kernel.
 """
 
 from __future__ import annotations
@@ -144,11 +146,10 @@ class CausalPlan:
 
 # A pass's sequences shorter than SHORT_SPLIT and those at least as long go to separate Triton
 # launches, each with the tiles of its own longest sequence (attention_tile.default_blocks),
-# when the short ones hold at least SHORT_SHARE of the Triton tokens. Measured on real QUAIL-B
-# passes (bench/results/gpu-h200-attention-passes-2026-12-03.json): IMDB-1's ~300-token reviews
-# with one of 1,100-1,500 tokens ran every review with the long tiles, 1.44x slower than split;
-# an AGENT-1 pass of 27 short deltas and 4 of 1,000-2,000 tokens (~half the tokens each) ran
-# 1.42x slower split (two launches, each filling the GPU less).
+# when the short ones hold at least SHORT_SHARE of the Triton tokens: a pass of short documents
+# with a few long ones otherwise runs every document with the long tiles, while a pass whose
+# tokens are split about evenly between short and long runs slower split (two launches, each
+# filling the GPU less). bench/probes/attention_passes.py replays real passes both ways.
 SHORT_SPLIT = 1024
 SHORT_SHARE = 0.8
 

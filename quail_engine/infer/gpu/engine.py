@@ -79,8 +79,8 @@ class GpuEngine(LocalEngine):
 
     def _stored_kv_tokens(self) -> int:
         """A quarter of the pages a batch can get (free, or cached and evictable): a batch's
-        rows hold their KV in the arena until its run ends (an fp8 filter's 5 s batch is
-        ~700k tokens; the H200's arena held 364k at --kv-fraction 0.5)."""
+        rows hold their KV in the arena until its run ends (an fp8 filter's batch, sized by
+        engine time, can hold more tokens than the whole arena)."""
         arena = self.model.arena
         return (arena.num_free_pages + self.prefix_cache.index.num_pages) * arena.page_size // 4
 
@@ -95,7 +95,7 @@ class GpuEngine(LocalEngine):
 
     def _label_kv_tokens(self) -> int:
         """A quarter of the paged arena: label scoring keeps each prompt's KV for its label
-        spellings (QUAIL-B IMDB-14's 2,900 reviews at once filled the H200's arena)."""
+        spellings (a few thousand reviews at once can fill the arena)."""
         arena = self.model.arena
         return max(arena.page_size, arena.num_pages * arena.page_size // 4)
 
@@ -132,8 +132,8 @@ class GpuEngine(LocalEngine):
         # sequence: quail_kernels.attention_tile.default_blocks), per output kind (plain passes
         # write fp8, passes over a prefix their partials and log-sum-exps), per number of prefix
         # segments, and per integer specialization (1, multiples of 16, other): one pass of
-        # each. The first QUAIL-B run on the H200 compiled 5 variants the warm-up had missed
-        # inside its first query (call 3 of session 9: 6.2 s there).
+        # each. A variant the warm-up misses compiles inside the first query that needs it
+        # (bench/quailb/gpu_table.py reports such compilations per query).
         # (lengths cut to what a small arena and pass hold: a test's engine)
         budget = self.runner.scheduler.token_budget
         arena = self.model.arena
@@ -179,7 +179,7 @@ class GpuEngine(LocalEngine):
         if self.model.device.type == "cuda":
             torch.cuda.synchronize(self.model.device)
         self.runner.take_pass_log()  # nor are its passes: they would show in the first query's
-        # timeline (QUAIL-B: a call's first query had ~20 s more pass time than wall time)
+        # timeline (as GPU time beyond that query's own wall time)
         self.stats.__dict__.update(stats)  # warm-up tokens are nobody's work
         count, seconds = (a - b for a, b in zip(compile_log.totals(), compiled))
         log.info("warmed up the GPU kernels in %.2f s (%d Triton kernels compiled or loaded in "

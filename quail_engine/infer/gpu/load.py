@@ -38,7 +38,7 @@ DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16,
           "BF16": torch.bfloat16, "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2,
           "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
           "U8": torch.uint8, "BOOL": torch.bool}
-CHUNK_BYTES = 32 << 20  # with 16 threads: 0.27 s (32 GB/s) for 8.6 GB on the H200 machine
+CHUNK_BYTES = 32 << 20  # per read; bench/gpu/load_check.py measures the load rate it gives
 MAX_GAP = 1 << 20  # unread bytes a chunk may read through rather than start a new one
 
 
@@ -244,8 +244,8 @@ def load_checkpoint(spec: str, device: torch.device | str = "cuda",
                     dtype: torch.dtype | str | None = None, tokenizer=None, **copy_options):
     """(state dict on `device` in `dtype` (None: bf16), tokenizer, ModelConfig) for a model
     spec (infer/loader.py: embedded names, .gguf files, HF directories, cached hub ids).
-    `tokenizer`: one the caller already loaded for this model (its load is most of the time
-    left once the weights stream at ~25 GB/s), else it loads beside the weights."""
+    `tokenizer`: one the caller already loaded for this model (once the weights stream, its
+    load is most of the time left), else it loads beside the weights."""
     from quail_engine.infer.loader import read_config, resolve_dtype, resolve_model_dir
     from quail_engine.infer.weights import FP8_DTYPES, SCALE_SUFFIX, weights_dir
 

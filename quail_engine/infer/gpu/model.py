@@ -12,8 +12,8 @@ fp8 comes in two schemes (gpu/linear.py): per output channel x per token, or blo
 (`fp8_block`: 128 x 128 weight blocks, 1 x 128 activation groups, as published FP8 checkpoints;
 their fp8 weights and `weight_scale_inv` are used as they are).
 
-The residual stream is float32 in bf16 mode (closer to the float32 reference: 98.25% vs 97.5%
-decision agreement on the 4B shape) and bf16 in fp8 mode, where e4m3 rounding of the GEMM
+The residual stream is float32 in bf16 mode (its decisions agree more often with the float32
+reference's than a bf16 stream's do) and bf16 in fp8 mode, where e4m3 rounding of the GEMM
 inputs dominates the error and the float32 stream only costs bandwidth.
 """
 
@@ -209,9 +209,9 @@ class GpuCausalLM:
         """The whole vocabulary's logits (label scoring's normalizer) on the tensor cores: the
         normed hidden state rounded to the model's dtype (as HF rounds it), the GEMM in that
         dtype accumulating in float32, float32 out where torch offers it (else the dtype's
-        logits, HF's own). `logits` runs float32 on the CUDA cores: a 262,144-column head over
-        QUAIL-B BIO-5's label tokens (26 organ classes) was ~4 s of its 13.5 s on the H200
-        (arithmetic: 256 TFLOP at ~60 TFLOP/s)."""
+        logits, HF's own). `logits` runs float32 on the CUDA cores, a fraction of the tensor
+        cores' rate: a full-vocabulary head over every label token of a many-class
+        classification would take a large share of its query's time there."""
         if self.dtype not in (torch.bfloat16, torch.float16):
             return self.logits(hidden)
         h = self._final_norm(hidden).to(self.dtype)

@@ -119,7 +119,7 @@ class PagedKVArena:
         other's. The prefix's whole pages are shared; the tokens of its partial last page, if
         any, and other's are copied into new pages, all pairs in one copy per cache (a join's
         question stem after each of its anchor documents copies at most a page and the stem per
-        document, not the document: 3,800-token reports in QUAIL-B BIO-4)."""
+        document, not the document, which may run to thousands of tokens)."""
         size = self.page_size
         out: list[PagedPrefix] = []
         src: list[torch.Tensor] = []

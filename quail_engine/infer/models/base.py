@@ -27,7 +27,7 @@ class DecoderStack(nn.Module):
 
     def __init__(self, config: ModelConfig, layer_class: type[nn.Module]):
         super().__init__()
-        # _weight skips the random init (on the meta device it would import torch._dynamo: ~3 s)
+        # _weight skips the random init (on the meta device it would import torch._dynamo, slowly)
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size,
                                          _weight=torch.empty(config.vocab_size, config.hidden_size))
         self.layers = nn.ModuleList(layer_class(config, i) for i in range(config.num_layers))
