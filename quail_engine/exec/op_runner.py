@@ -240,6 +240,8 @@ class OpRunner:
         if spec(layout.op.op).is_aggregate and not whole:
             fits = self._fits_one_prompt(layout)
             if any(list_slot(r) is not None and not fits(r) for r in rows):
+                if ahead is not None:  # (runs once whatever the path: the caller relies on it)
+                    ahead()
                 return map_reduce(rows, fits, lambda part: self.answer(
                     op_id, layout, part, kv, unplanned, whole=True))
         if layout.is_multi_label:
