@@ -14,6 +14,7 @@ interrupted run keeps what it computed and its retry resumes there.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import time
 from collections import Counter
@@ -237,6 +238,11 @@ class OpRunner:
             # written by the generation model: its engine, tokenizer and answers' identity (a
             # document KV of this runner's engine means nothing to it)
             return self.decoder.answer(op_id, layout, rows, unplanned=unplanned)
+        aspects = dict(layout.op.task_args).get("aspects")
+        if aspects is not None:
+            if ahead is not None:
+                ahead()
+            return self._aspects(op_id, layout, rows, kv, unplanned, json.loads(aspects))
         if spec(layout.op.op).is_aggregate and not whole:
             fits = self._fits_one_prompt(layout)
             if any(list_slot(r) is not None and not fits(r) for r in rows):
@@ -312,6 +318,28 @@ class OpRunner:
             rep.seconds += time.perf_counter() - start - load_s
             self.report.timeline.operator(op_id, layout.op.op, start, len(texts), len(cached),
                                           self.engine)  # its span holds the load's, if any
+        return out
+
+    def _aspects(self, op_id: int, layout: OpPrompt, rows: Sequence[Sequence[object]],
+                 kv: DocKV | None, unplanned: bool, aspects: list[str]) -> list[object]:
+        """Snowflake's AI_SENTIMENT(text, categories): the overall sentiment and each aspect's,
+        each asked as its own question after the same document (its KV computed once and
+        shared), as {"categories": [{"name": "overall", "sentiment": ...}, {"name": aspect,
+        ...}, ...]}; NULL where the input is."""
+        base = dataclasses.replace(layout.op, output_type=None, task_args=tuple(
+            (k, v) for k, v in layout.op.task_args if k != "aspects"))
+        asks = [("overall", base)] + [
+            (a, dataclasses.replace(base, instruction=f"Consider only what the text says about "
+                                                      f"{a}; if it says nothing about it, the "
+                                                      "answer is unknown."))
+            for a in aspects]
+        answers = [self.answer(op_id, dataclasses.replace(layout, op=op), rows, kv=kv,
+                               unplanned=unplanned) for _, op in asks]
+        out: list[object] = []
+        for k in range(len(rows)):
+            got = [a[k] for a in answers]
+            out.append(None if None in got else json.dumps({"categories": [
+                {"name": name, "sentiment": value} for (name, _), value in zip(asks, got)]}))
         return out
 
     def _labels(self, op_id: int, layout: OpPrompt, rows: Sequence[Sequence[object]],

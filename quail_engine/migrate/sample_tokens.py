@@ -13,6 +13,7 @@ question, so the pairs' tokens are sums of per-row counts, never one prompt per 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -134,7 +135,10 @@ class SampleCounter:
             heads = self.text.heads([p for p, _ in texts])
             tails = self.text.tails([s for _, s in texts])
             lengths = [len(h) + len(t) for h, t in zip(heads, tails)]
-        prompts = len(kept) * sample.scale
+        # AI_SENTIMENT's aspects: one more question per aspect after the same document (its
+        # KV shared: the tokens counted are the document's prompt once)
+        aspects = dict(op.task_args).get("aspects")
+        prompts = len(kept) * sample.scale * (1 + (len(json.loads(aspects)) if aspects else 0))
         return TokenCount(prompts, sum(lengths) * sample.scale, _output(op, prompts),
                           sample.total > len(sample.scan.rows), len(sample.scan.rows))
 

@@ -74,6 +74,9 @@ CASES = [
     ("snowflake", "AI_CLASSIFY(body, ['a', 'b'])",
      json_keys("labels", inner=lambda o: len(o["labels"]) == 1 and o["labels"][0] in LABELS)),
     ("snowflake", "AI_CLASSIFY(body, ['a', 'b']):labels[0]::string", label_in(LABELS)),
+    ("snowflake", "AI_SENTIMENT(body, ['price', 'quality'])",
+     json_keys("categories", inner=lambda o: [c["name"] for c in o["categories"]] == [
+         "overall", "price", "quality"] and {c["sentiment"] for c in o["categories"]} <= SENTIMENTS)),
     ("snowflake", "AI_SENTIMENT(body)",
      json_keys("categories", inner=lambda o: o["categories"][0]["sentiment"] in SENTIMENTS)),
     ("snowflake", "AI_COMPLETE('llama3.1-8b', body, {'max_tokens': 8})", is_text),

@@ -23,7 +23,7 @@ from quail_engine.sql.dialects.common import (
     untyped_ai,
 )
 from quail_engine.sql.dialects.snowflake_tokens import build_count_tokens
-from quail_engine.sql.errors import ArgumentError, UnsupportedError
+from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import Label, OpKind, Options
 from quail_engine.sql.literals import flag, gen_params, labels, literal, options, string
 from quail_engine.sql.prompt import Prompt
@@ -252,16 +252,23 @@ def _build_sentiment(call: Call) -> Built:
     a = bind(call, Signature(("text", "categories", "return_error_details"), 1), NAME)
     if isinstance(a.get("categories"), exp.Boolean):
         a["return_error_details"] = a.pop("categories")
-    if a.get("categories") is not None:
-        raise UnsupportedError(f"{call.name} with aspect categories is not supported, only "
-                               "the overall AI_SENTIMENT(text); per aspect: AI_CLASSIFY(PROMPT("
-                               "'Sentiment about price in: {0}', text), ['positive', 'negative',"
-                               " 'neutral', 'mixed'])", call.sql(NAME), NAME)
     on_error, details = _on_error(a, call)
+    sentiments = tuple(Label(x) for x in SENTIMENT_LABELS[NAME])
+    if a.get("categories") is not None:
+        # the answer is the whole {"categories": [overall, then each aspect]} object: the
+        # executor asks each aspect's sentiment over the same document (exec: aspects)
+        aspects = [lb.name for lb in labels(a["categories"], call.name, NAME)]
+        site = Site(call.name, call.sql(NAME), NAME)
+        if len(aspects) > 10 or any(len(x) > 30 for x in aspects):
+            raise refuse(site, "categories", "at most 10 names of at most 30 characters",
+                         aspects)
+        return make(OpKind.AI_CLASSIFY, text_input(a["text"], call.name, NAME), call,
+                    shape=_compose(details, None), task="sentiment", labels=sentiments,
+                    output_type="JSON", task_args=(("aspects", json.dumps(aspects)),),
+                    options=Options(on_error=on_error))
     return make(OpKind.AI_CLASSIFY, text_input(a["text"], call.name, NAME), call,
                 shape=_compose(details, "sentiment_object"), task="sentiment",
-                labels=tuple(Label(x) for x in SENTIMENT_LABELS[NAME]),
-                options=Options(on_error=on_error))
+                labels=sentiments, options=Options(on_error=on_error))
 
 
 def _build_extract(call: Call) -> Built:

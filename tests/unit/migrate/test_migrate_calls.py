@@ -14,7 +14,7 @@ CASES = [
     ("snowflake", "select AI_COMPLETE('llama3.1-8b', t, {'max_tokens': 12}) from r",
      [("AI_COMPLETE", "ai_generate", "difference")]),
     ("snowflake", "select AI_SENTIMENT(t, ['price']) as a, AI_FILTER(t) as b from r",
-     [("AI_SENTIMENT", None, "refused"), ("AI_FILTER", "ai_filter", "unchanged")]),
+     [("AI_SENTIMENT", "ai_classify", "unchanged"), ("AI_FILTER", "ai_filter", "unchanged")]),
     ("snowflake", "select SNOWFLAKE.CORTEX.SENTIMENT(t) from r",
      [("SNOWFLAKE.CORTEX.SENTIMENT", "ai_score", "difference")]),
     ("snowflake", "select AI_EMBED('e5-base-v2', t) from r", [("AI_EMBED", None, "refused")]),
@@ -46,10 +46,11 @@ def test_calls_and_status(dialect, sql, expected):
 
 def test_a_refusal_names_the_documented_rewrite():
     node = CompiledNode("model.p.m", "m.sql", "snowflake",
-                        "select AI_SENTIMENT(t, ['price', 'delivery']) from r", None)
+                        "select SNOWFLAKE.CORTEX.COMPLETE('m', [{'role': 'assistant', "
+                        "'content': t}]) from r", None)
     (call,) = find_calls(node)
-    assert "aspect categories is not supported" in call.note
-    assert "rewrite: one AI_CLASSIFY per aspect" in call.note
+    assert call.status == "refused"
+    assert "rewrite: end the conversation with the user's message" in call.note
 
 
 def test_a_nested_call_refuses_both_calls_and_keeps_the_others():

@@ -1,10 +1,9 @@
 """SNOWFLAKE.CORTEX.COMPLETE with a conversation history: one prompt, the earlier turns as
 `role: content` lines, then the last (user) message's content; contents may read columns.
-AI_SENTIMENT's aspect categories stay refused, the message saying what is supported."""
+AI_SENTIMENT with more aspect categories than Snowflake takes is refused, saying the limit."""
 
 import pytest
 
-from quail_engine.errors import UnsupportedError
 from quail_engine.sql import parse
 from quail_engine.sql.errors import ArgumentError, LabelsNotLiteralError
 from quail_engine.sql.prompt import render_prompt
@@ -45,8 +44,7 @@ REFUSED = [
      "must be {'role': ..., 'content': ...}"),
     ("SNOWFLAKE.CORTEX.COMPLETE('m', [{'role': r, 'content': 'x'}])", LabelsNotLiteralError,
      "the role must be a literal"),
-    ("AI_SENTIMENT(review, ['price', 'quality'])", UnsupportedError,
-     "only the overall AI_SENTIMENT(text); per aspect: AI_CLASSIFY("),
+    ("AI_SENTIMENT(review, ['a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8', 'a9', 'a10'])", ArgumentError, "at most 10 names"),
 ]
 
 

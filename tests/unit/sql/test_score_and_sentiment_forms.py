@@ -1,4 +1,4 @@
-"""The scale a score's prompt states (sql/scales.py) and what AI.SCORE makes of it."""
+"""Score scales a prompt states (sql/scales.py) and AI_SENTIMENT with aspect categories."""
 
 import pytest
 
@@ -32,3 +32,19 @@ def test_ai_score_answers_on_the_stated_scale_and_reads_thresholds_back():
                            "FROM docs", "bigquery").ai_ops
     assert "range" not in dict(plain.task_args) and sql_value(plain, Answer(value=0.25)) == 0.25
     assert parse(None) == (0.0, 1.0) and parse("-1..1") == (-1.0, 1.0)
+
+
+def test_ai_sentiment_with_aspects_is_one_json_operator_and_its_limits_hold():
+    """AI_SENTIMENT(text, categories): one classify operator answering the vendor's whole
+    {"categories": [...]} object (exec asks each aspect after the same document); more than
+    10 aspects, or one longer than 30 characters, is refused as Snowflake refuses it."""
+    from quail_engine.sql.errors import SqlError
+
+    (op,) = parse_query("SELECT AI_SENTIMENT(body, ['price', 'quality']) FROM t",
+                        "snowflake", runnable=False).ai_ops
+    assert op.output_type == "JSON" and dict(op.task_args)["aspects"] == '["price", "quality"]'
+    many = ", ".join(f"'a{i}'" for i in range(11))
+    for aspects in (many, "'" + "x" * 31 + "'"):
+        with pytest.raises(SqlError, match="categories"):
+            parse_query(f"SELECT AI_SENTIMENT(body, [{aspects}]) FROM t", "snowflake",
+                        runnable=False)
