@@ -127,6 +127,17 @@ def pack(input_ids: torch.Tensor, positions: torch.Tensor, cu_seqlens: torch.Ten
         causal_plan=plan_causal([lengths[b] for b in order], device, lib))
 
 
+def grow_rows(prefixes: Sequence[PagedPrefix], arena: PagedKVArena,
+              pad_page: int = 0) -> tuple[list[int], list[int], list[list[int]]]:
+    """A decode step's host side: each prefix grown by its token (PagedKVArena.grow) ->
+    (each token's slot, each prefix's length with it, block-table rows padded with
+    `pad_page` to the longest)."""
+    slots = arena.grow(list(prefixes))
+    width = max(len(p.pages) for p in prefixes)
+    return (slots, [p.num_tokens for p in prefixes],
+            [p.pages + [pad_page] * (width - len(p.pages)) for p in prefixes])
+
+
 def pack_decode(input_ids: Sequence[int], prefixes: Sequence[PagedPrefix], arena: PagedKVArena,
                 device: torch.device) -> PackedBatch:
     """A decode step's batch: token b continues `prefixes[b]`, which grows by it in place
@@ -134,11 +145,8 @@ def pack_decode(input_ids: Sequence[int], prefixes: Sequence[PagedPrefix], arena
     each token attends over its whole prefix, itself included, in one prefix-attention
     segment: no causal part of its own and no merge, and the host builds only the block table
     and three short vectors."""
-    slots = arena.grow(list(prefixes))
-    lens = [p.num_tokens for p in prefixes]
-    width = max(len(p.pages) for p in prefixes)
-    table = torch.tensor([p.pages + [0] * (width - len(p.pages)) for p in prefixes],
-                         dtype=torch.int32)
+    slots, lens, rows = grow_rows(prefixes, arena)
+    table = torch.tensor(rows, dtype=torch.int32)
     n = len(prefixes)
     rows = torch.arange(n, device=device)
     cu = torch.arange(n + 1, dtype=torch.int32, device=device)

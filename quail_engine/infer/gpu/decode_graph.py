@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import torch
 
 from quail_engine.infer.gpu.attention import PrefixPlan
-from quail_engine.infer.gpu.batch import PackedBatch
+from quail_engine.infer.gpu.batch import PackedBatch, grow_rows
 from quail_engine.infer.gpu.paged_kv import PagedPrefix
 from quail_engine.infer.gpu.staging import to_device
 
@@ -79,9 +79,8 @@ class StaticDecode:
         """One step for len(ids) <= rows sequences -> their logits [n, V] (a view of the
         step's output buffer: read before the next step)."""
         n = len(ids)
-        slots = self.model.arena.grow(list(prefixes))
-        lens = [p.num_tokens for p in prefixes]
-        width = max(len(p.pages) for p in prefixes)
+        slots, lens, rows = grow_rows(prefixes, self.model.arena, self.scratch)
+        width = len(rows[0])
         pad = self.rows - n
         dev = self.model.device
         self.ids.copy_(to_device(list(ids) + [0] * pad, dev), non_blocking=True)
@@ -90,7 +89,6 @@ class StaticDecode:
         self.slots.copy_(to_device(slots + [self.scratch * self.page] * pad, dev),
                          non_blocking=True)
         self.lens.copy_(to_device(lens + [1] * pad, dev, torch.int32), non_blocking=True)
-        rows = [p.pages + [self.scratch] * (width - len(p.pages)) for p in prefixes]
         rows += [[self.scratch] * width] * pad
         self.table[:, :width].copy_(to_device(torch.tensor(rows, dtype=torch.int32), dev),
                                     non_blocking=True)
@@ -127,7 +125,7 @@ class DecodeGraphs:
         if rows is None:
             raise ValueError(f"{len(ids)} sequences in one graph step; at most {self.largest}")
         if self.scratch is None:
-            self.scratch = self.model.arena._page()  # held for the model's life
+            self.scratch = self.model.arena.take_page()  # held for the model's life
         step = self.steps.get(rows)
         if step is None:
             step = StaticDecode(self.model, rows, self.scratch, self.capture, self.pool)

@@ -135,13 +135,7 @@ class PagedKVArena:
             dst.append(fresh.slots())
             out.append(self.chain(prefix.pages[:whole] + fresh.pages, total))
             fresh.release()  # (its pages stay, held by the new prefix)
-        if dst:
-            # staged without making the host wait for the passes queued before this copy
-            src_slots = to_device(torch.cat(src), self.device)
-            dst_slots = to_device(torch.cat(dst), self.device)
-            for cache in (self.k, self.v):
-                flat = cache.flatten(1, 2)
-                flat[:, dst_slots] = flat[:, src_slots]
+        self._copy(src, dst)
         return out
 
     def grow(self, prefixes: list[PagedPrefix]) -> list[int]:
@@ -162,24 +156,30 @@ class PagedKVArena:
                 raise ExecutionError(f"grow of a prefix with {p.refs} holders")
             used = p.num_tokens % size
             if used == 0:  # (also an empty prefix)
-                p.pages.append(self._page())
+                p.pages.append(self.take_page())
             elif self._refs[p.pages[-1]] > 1:
-                old, fresh = p.pages[-1], self._page()
+                old, fresh = p.pages[-1], self.take_page()
                 src.append(torch.arange(old * size, old * size + used))
                 dst.append(torch.arange(fresh * size, fresh * size + used))
                 p.pages[-1] = fresh
                 self.free_pages([old])
             slots.append(p.pages[-1] * size + used)
             p.num_tokens += 1
-        if dst:
-            src_slots = to_device(torch.cat(src), self.device)
-            dst_slots = to_device(torch.cat(dst), self.device)
-            for cache in (self.k, self.v):
-                flat = cache.flatten(1, 2)
-                flat[:, dst_slots] = flat[:, src_slots]
+        self._copy(src, dst)
         return slots
 
-    def _page(self) -> int:
+    def _copy(self, src: list[torch.Tensor], dst: list[torch.Tensor]) -> None:
+        """Copy the K/V at flat slots `src` to `dst` (all layers), in one copy per cache,
+        staged without making the host wait for the passes queued before it."""
+        if not dst:
+            return
+        src_slots = to_device(torch.cat(src), self.device)
+        dst_slots = to_device(torch.cat(dst), self.device)
+        for cache in (self.k, self.v):
+            flat = cache.flatten(1, 2)
+            flat[:, dst_slots] = flat[:, src_slots]
+
+    def take_page(self) -> int:
         """One free page, held once by the caller (evicting cached pages if none is free)."""
         entry = self.allocate(1)
         page = entry.pages[0]
