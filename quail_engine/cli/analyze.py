@@ -39,7 +39,7 @@ def plan_json(plans) -> list[dict]:
         {"step": s.text(), "kind": s.kind, "op": s.op, "alias": s.alias, "anchor": s.anchor,
          "est_rows_in": s.rows_in, "est_rows_out": s.rows_out,
          "est_fresh_tokens": s.work.fresh_tokens, "est_seconds": s.est_seconds}
-        for s in p.steps]} for p in plans]
+        for s in p.steps], "strategy": p.strategy_lines()} for p in plans]
 
 
 def plan_text(plans) -> str:
@@ -49,6 +49,7 @@ def plan_text(plans) -> str:
         for s in p.steps:
             lines.append(f"  {s.text():<48} rows {s.rows_in:>9.1f} -> {s.rows_out:>9.1f}  "
                          f"tokens {s.work.fresh_tokens:>10.0f}  est {s.est_seconds:.3g} s")
+        lines += [f"  {line}" for line in p.strategy_lines()]
         lines += [f"  remark: {r}" for r in p.remarks]
     return "\n".join(lines)
 

@@ -33,6 +33,7 @@ from quail_engine.plan.context import PlanContext
 from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.planner import plan_core
 from quail_engine.plan.sharing import common_prefix_len
+from quail_engine.plan.strategy import EARLY_LEADING, EARLY_STAR
 from quail_engine.settings import prefix_sharing_enabled
 from quail_engine.sql.ir import PREDICATE_KINDS, binding_column
 
@@ -158,10 +159,9 @@ class CoreRunner:
     def _run_filters(self, plan: PhysicalPlan, scans: dict[str, ScanData],
                      projections_too: bool, limit=None) -> dict[str, list[int]]:
         survivors: dict[str, list[int]] = {}
-        # the relation whose documents a join carries filters last: its partners' survivors
-        # are then known, so the join can be asked early for the documents kept resident
         carry_alias = plan.carry.alias if plan.carry is not None else None
-        for alias, scan in sorted(scans.items(), key=lambda item: item[0] == carry_alias):
+        for alias in plan.filter_order or tuple(scans):
+            scan = scans[alias]
             steps = [s for s in plan.steps if s.alias == alias and (
                 s.kind == "filter" or (projections_too and s.kind == "project"))]
             alive_all: list[int] = []
@@ -208,8 +208,8 @@ class CoreRunner:
                     for kv in kvs.values():
                         kv.release()
                 alive_all += alive
-            if alias == carry_alias and self._star(plan):  # no later join reads the carry
-                self._flush_carry(plan, scans, survivors)  # whole: ask them all now
+            if alias == carry_alias and plan.carry.early == EARLY_STAR:  # no later join
+                self._flush_carry(plan, scans, survivors)  # reads the carry: ask them all now
             survivors[alias] = alive_all
             # every row that can reach these filters was asked: a miss later is a dead row
             self.store.complete |= {s.op for s in steps if s.kind == "filter"}
@@ -268,45 +268,26 @@ class CoreRunner:
                      survivors: dict[str, list[int]]) -> bool:
         """When the carried documents fill their share of the arena: ask the core's AI joins
         for the pairs of the rows carried so far while their KV is resident, then let it go
-        (the answers wait in the store; the joins later ask only the other pairs). Once its
-        partners' survivors are known (no filter on them, or their filters done): a core of two
-        relations joined by one AI join (every surviving pair is asked whatever the join's
-        final order); a star (`_star`: each join's anchor is the carried relation; its joins
-        run in the plan's order over the carried rows, each reading their documents in turn);
-        or a longer plan's first join, when it starts from the carried relation and anchors on
-        it. Returns whether it flushed."""
-        cand = plan.candidates[0] if plan.candidates else None
+        (the answers wait in the store; the joins later ask only the other pairs), as the
+        plan's `carry.early` says (plan/strategy.py): every surviving pair of a core's one AI
+        join; a star's joins in the plan's order over the carried rows, each reading their
+        documents in turn; or a longer plan's first join. The carried relation filters last,
+        so its partners' survivors are known. Returns whether it flushed."""
         carry = plan.carry
-        if cand is None or carry is None or not self.carry_rows:
+        if carry is None or carry.early is None or not self.carry_rows:
             return False
-        star = self._star(plan)
-        first = cand.steps[0] if cand.steps else None
-        # a longer plan that starts from the carried relation with an AI join anchored on it
-        # (filtered reviews, then a chain of joins): that first join asks
-        # every carried row's pairs whatever follows it
-        leading = (not star and len(plan.relations) > 2 and first is not None
-                   and first.op is not None and tuple(cand.start) == (carry.alias,)
-                   and first.anchor == carry.alias)
-        if not star and not leading and (len(plan.relations) != 2 or len(cand.steps) != 1
-                                         or cand.steps[0].op is None):
-            return False
+        cand = plan.candidates[0]
         partners = [a for a in plan.relations if a != carry.alias]
-        rows_of: dict[str, list[int]] = {}
-        for partner in partners:
-            if partner in survivors:
-                rows_of[partner] = survivors[partner]
-            elif any(s.alias == partner and s.kind == "filter" for s in plan.steps):
-                return False  # its filters run later: its survivors are not known yet
-            else:
-                rows_of[partner] = list(range(len(scans[partner].rows)))
+        rows_of = {partner: survivors[partner] for partner in partners}
         rows = np.array(self.carry_rows, dtype=ROW)
-        if leading:  # (the later joins that read these documents as another alias ride along)
+        if carry.early == EARLY_LEADING:  # (the later joins that read these documents as
+            first = cand.steps[0]         # another alias ride along)
             cur = Joined({carry.alias: rows})
             expand(first, cur, first.alias, scans, rows_of[first.alias], self.ai_ops,
                    self.runner, self.store, self.carry, materialize=False, count=False,
                    rides=ride_alongs(first, list(cand.steps[1:]), cur, scans, survivors,
                                      self.ai_ops, self.runner))
-        elif star:
+        elif carry.early == EARLY_STAR:
             cur = Joined({carry.alias: rows})
             for n, step in enumerate(cand.steps):
                 cur = expand(step, cur, step.alias, scans, rows_of[step.alias], self.ai_ops,
@@ -328,23 +309,17 @@ class CoreRunner:
         self.carry_flushes += 1
         return True
 
-    @staticmethod
-    def _star(plan: PhysicalPlan) -> bool:
-        """A star of AI joins (`star_anchor`) on the carried relation (e.g. reports
-        a filter keeps, joined to two filtered term sets)."""
-        return plan.carry is not None and star_anchor(plan) == plan.carry.alias
-
     def _ask_star_in_chunks(self, plan: PhysicalPlan, scans: dict[str, ScanData],
                             survivors: dict[str, list[int]]) -> None:
-        """A star of AI joins (`star_anchor`) whose documents no filter left resident (every
+        """A star of AI joins (the plan's `star`) whose documents no filter left resident (every
         review joined to the aspects twice): the anchor relation's rows in
         chunks, each chunk asked every join in turn, its documents encoded once, by the first
         join that misses an answer, and held for the next (DocKV.source), the answers left in
         the store (run_joins then asks nothing again), instead of each join encoding them
         all."""
-        anchor = star_anchor(plan)
-        if anchor is None or self._star(plan):  # (a carried star was asked by the filters)
-            return
+        anchor = plan.star
+        if anchor is None or plan.carry is not None and plan.carry.alias == anchor:
+            return  # (a carried star was asked by the filters)
         steps = plan.candidates[0].steps
         rows_of = {a: survivors.get(a, list(range(len(scans[a].rows))))
                    for a in (anchor, *(s.alias for s in steps))}
@@ -424,21 +399,6 @@ def own_tokens(texts: Sequence[str], mean_tokens: float, page: int = 0
     full = lengths * per_char
     own = np.where(common > 0, np.minimum(full, (lengths - common) * per_char + page), full)
     return full, own
-
-
-def star_anchor(plan: PhysicalPlan) -> str | None:
-    """The relation a star of AI joins anchors on: the plan's join order starts with it alone
-    and each join brings in another relation through an AI join anchored on it, so the joins
-    of a set of its rows depend on those rows alone. None for any other plan."""
-    cand = plan.candidates[0] if plan.candidates else None
-    if cand is None or len(cand.steps) < 2 or len(cand.start) != 1:
-        return None
-    (anchor,) = cand.start
-    aliases = [s.alias for s in cand.steps]
-    if len(set(aliases)) != len(aliases) or anchor in aliases or not all(
-            s.op is not None and s.anchor == anchor for s in cand.steps):
-        return None
-    return anchor
 
 
 def _precomputable(op_id: int, op, scans: dict[str, ScanData]) -> bool:

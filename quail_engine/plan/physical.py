@@ -51,15 +51,23 @@ class Step:
 @dataclass(frozen=True)
 class Carry:
     """The first join anchors on the documents `alias`'s last filter read: that filter keeps
-    their KV (`doc`) for its survivors and the join takes it."""
+    their KV (`doc`) for its survivors and the join takes it. `early`: how the joins are asked
+    for the carried documents once they outgrow their share of the KV arena
+    (plan/strategy.py), None: the surplus is encoded again by the join."""
 
     alias: str
     doc: str
+    early: str | None = None
+
+    def text(self) -> str:
+        return f"carry {self.doc} early={self.early or 'none'}"
 
 
 @dataclass(frozen=True)
 class PhysicalPlan:
-    """`relations`, `edges`, `context`: what `replan_joins` plans the joins again from."""
+    """`relations`, `edges`, `context`: what `replan_joins` plans the joins again from.
+    `star`: the relation a star of joins anchors on (plan/strategy.py); `filter_order`: the
+    relations in the order their filters run."""
 
     logical: Node
     steps: tuple[Step, ...]
@@ -69,9 +77,21 @@ class PhysicalPlan:
     relations: tuple[str, ...] = ()
     edges: tuple[JoinEdge, ...] = ()
     context: PlanContext | None = field(default=None, compare=False, repr=False)
+    star: str | None = None
+    filter_order: tuple[str, ...] = ()
 
     def text(self) -> str:
-        return "\n".join(s.text() for s in self.steps)
+        return "\n".join([*(s.text() for s in self.steps), *self.strategy_lines()])
+
+    def strategy_lines(self) -> list[str]:
+        """How the executor runs the joins beyond the steps' order: a star's chunks, the carry."""
+        out = []
+        if self.star is not None:
+            ops = ",".join(f"#{s.op}" for s in self.candidates[0].steps)
+            out.append(f"star anchor={self.star} joins {ops}")
+        if self.carry is not None:
+            out.append(self.carry.text())
+        return out
 
     @property
     def est_seconds(self) -> float:

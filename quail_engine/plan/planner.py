@@ -16,6 +16,7 @@ from quail_engine.plan.physical import (
     filter_chains,
     projection_aliases,
 )
+from quail_engine.plan.strategy import with_strategy
 
 
 def _resident_anchors(logical: Node, ai_ops: Sequence) -> frozenset[tuple[int, str]]:
@@ -47,5 +48,5 @@ def plan_core(core, ai_ops: Sequence, ctx: PlanContext) -> PhysicalPlan:
                           tuple(cands))
     # re-planned from observed counts over the core's relations in written order, every
     # anchor costed as encoded
-    return replace(plan, relations=tuple(r.alias for r in core.relations), edges=edges,
-                   context=ctx)
+    return with_strategy(replace(plan, relations=tuple(r.alias for r in core.relations),
+                                 edges=edges, context=ctx))

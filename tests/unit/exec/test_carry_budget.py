@@ -198,10 +198,10 @@ def test_a_star_of_joins_on_the_filtered_documents_encodes_each_once(monkeypatch
     second join encoded every kept review again, and past the arena's share the first one
     too): fewer fresh tokens, the same rows and per-operator counts. (The CPU replay of BIO-4
     at sf0.1 through bench/quailb: 8.68 M fresh tokens -> 6.48 M, minimum 5.84 M.)"""
-    from quail_engine.exec import core_runner
+    from quail_engine.plan import strategy
 
     rows, report, engine = _run(capacity, STAR, extends=True)
-    monkeypatch.setattr(core_runner, "star_anchor", lambda plan: None)
+    monkeypatch.setattr(strategy, "star_anchor", lambda cand: None)
     reference, before_report, before = _run(capacity, STAR, extends=True)
     assert rows == reference and len(rows) > 100
     assert "join #0 p anchor=r reuse r:r.review" in report["plans"][0], report["plans"]
@@ -222,12 +222,12 @@ def test_a_star_of_joins_with_no_filtered_documents_shares_each_chunk(monkeypatc
     twice, no filter on the reviews): the reviews in chunks, each chunk encoded once and asked
     both joins while resident, where each join encoded every review itself: fewer fresh
     tokens, the same rows and per-operator counts, the arena's bound kept."""
-    from quail_engine.exec import core_runner
+    from quail_engine.plan import strategy
 
     sql = STAR.replace("WHERE AI_FILTER(PROMPT('Does this review mention PRICE? {0}', "
                        "r.review)) AND", "WHERE")
     rows, report, engine = _run(capacity, sql, extends=True)
-    monkeypatch.setattr(core_runner, "star_anchor", lambda plan: None)
+    monkeypatch.setattr(strategy, "star_anchor", lambda cand: None)
     reference, before_report, before = _run(capacity, sql, extends=True)
     assert rows == reference and len(rows) > 100
     assert "reuse" not in report["plans"][0]  # no filter leaves the reviews resident

@@ -193,4 +193,5 @@ def test_join_anchors_on_the_document_its_filter_left_resident():
         "scan p",
         "filter #0 r encode r:r.review",
         "join #1 p anchor=r reuse r:r.review release r:r.review",
+        "carry r:r.review early=pair",
     ]

@@ -1,0 +1,80 @@
+"""How the executor runs a core's joins around the filters, decided from the plan's join order:
+the relation a star of joins anchors on, when the joins are asked early for the documents the
+filters carry, and the order the relations' filters run in.
+
+A star (every join anchored on one relation, each bringing in another) depends on a set of its
+anchor rows alone, so its anchor rows can be asked every join in chunks, each chunk's documents
+encoded once for all of them. Documents a filter carries into the first join hold at most a
+share of a bounded KV arena; past it, the joins are asked early for the documents carried so
+far, where the plan lets every pair those documents take part in be known then (`early`). The
+carried relation filters last, so its partners' survivors are known by then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from quail_engine.plan.join_order import Candidate
+from quail_engine.plan.physical import PhysicalPlan
+
+# how the joins are asked early for the carried documents (PhysicalPlan.carry.early)
+EARLY_PAIR = "pair"        # a core of two relations joined by one AI join: every surviving pair
+EARLY_STAR = "star"        # a star on the carried relation: its joins in turn, documents shared
+EARLY_LEADING = "leading"  # a longer plan's first join, from and anchored on the carried relation
+
+
+def star_anchor(cand: Candidate | None) -> str | None:
+    """The relation a star of AI joins anchors on: the join order starts with it alone and each
+    join brings in another relation through an AI join anchored on it, so the joins of a set of
+    its rows depend on those rows alone. None for any other order."""
+    if cand is None or len(cand.steps) < 2 or len(cand.start) != 1:
+        return None
+    (anchor,) = cand.start
+    aliases = [s.alias for s in cand.steps]
+    if len(set(aliases)) != len(aliases) or anchor in aliases or not all(
+            s.op is not None and s.anchor == anchor for s in cand.steps):
+        return None
+    return anchor
+
+
+def early_ask(carried: str, cand: Candidate | None, relations: Sequence[str]) -> str | None:
+    """How the joins can be asked for the documents `carried` holds while they are resident
+    (EARLY_*), None where some pair they take part in is known only later (their surplus is
+    then encoded again by the join)."""
+    if cand is None:
+        return None
+    if star_anchor(cand) == carried:
+        return EARLY_STAR
+    first = cand.steps[0] if cand.steps else None
+    if (len(relations) > 2 and first is not None and first.op is not None
+            and tuple(cand.start) == (carried,) and first.anchor == carried):
+        return EARLY_LEADING
+    if len(relations) == 2 and len(cand.steps) == 1 and cand.steps[0].op is not None:
+        return EARLY_PAIR
+    return None
+
+
+def filter_order(relations: Sequence[str], carried: str | None) -> tuple[str, ...]:
+    """The relations in the order their filters run: as written, the carried relation last (its
+    partners' survivors are then known when its documents outgrow their share)."""
+    return tuple(sorted(relations, key=lambda alias: alias == carried))
+
+
+def with_strategy(plan: PhysicalPlan) -> PhysicalPlan:
+    """`plan` with its star, its carry's early ask and its filter order decided, the filter
+    steps in that order."""
+    cand = plan.candidates[0] if plan.candidates else None
+    carry = plan.carry
+    if carry is not None:
+        carry = replace(carry, early=early_ask(carry.alias, cand, plan.relations))
+    order = filter_order(plan.relations, carry.alias if carry is not None else None)
+    rank = {alias: n for n, alias in enumerate(order)}
+    filters = sorted((s for s in plan.steps if s.kind == "filter"),
+                     key=lambda s: rank.get(s.alias, len(rank)))
+    at = [n for n, s in enumerate(plan.steps) if s.kind == "filter"]
+    steps = list(plan.steps)
+    for n, step in zip(at, filters):
+        steps[n] = step
+    return replace(plan, steps=tuple(steps), carry=carry, star=star_anchor(cand),
+                   filter_order=order)

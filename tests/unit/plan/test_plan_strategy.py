@@ -1,0 +1,69 @@
+"""The executor's join strategy decided from the join order (plan/strategy.py): the anchor of a
+star, how the joins are asked early for documents a filter carries, the order filters run."""
+
+import pytest
+
+from quail_engine.plan.cost import Work
+from quail_engine.plan.join_order import Candidate, JoinStep
+from quail_engine.plan.strategy import (
+    EARLY_LEADING,
+    EARLY_PAIR,
+    EARLY_STAR,
+    early_ask,
+    filter_order,
+    star_anchor,
+)
+
+
+def _cand(start, *steps):
+    """A join order from relation `start`; steps: (alias, op or None, anchor)."""
+    return Candidate((start,), tuple(JoinStep(a, op, anchor) for a, op, anchor in steps),
+                     1.0, Work())
+
+
+STAR = _cand("r", ("p", 0, "r"), ("q", 1, "r"))
+CHAIN = _cand("r1", ("a1", 0, "r1"), ("r2", 1, "r2"), ("a2", 2, "r2"))
+PAIR = _cand("r", ("p", 0, "r"))
+PAIR_FROM_P = _cand("p", ("r", 0, "r"))
+
+# candidate -> the relation its star anchors on
+STARS = [
+    (STAR, "r"),
+    (CHAIN, None),                                  # the later joins anchor elsewhere
+    (PAIR, None),                                   # one join is no star
+    (_cand("r", ("p", 0, "r"), ("q", None, None)),  # a plain equi join in it
+     None),
+    (_cand("r", ("p", 0, "r"), ("q", 1, "p")), None),
+    (None, None),
+]
+
+
+@pytest.mark.parametrize("cand,expected", STARS)
+def test_star_anchor(cand, expected):
+    assert star_anchor(cand) == expected
+
+
+# (carried relation, candidate, relations) -> how the joins are asked early
+EARLY = [
+    ("r", STAR, ("r", "p", "q"), EARLY_STAR),
+    ("r1", CHAIN, ("r1", "a1", "r2", "a2"), EARLY_LEADING),
+    ("r2", CHAIN, ("r1", "a1", "r2", "a2"), None),    # its join comes later
+    ("r", PAIR, ("r", "p"), EARLY_PAIR),
+    ("r", PAIR_FROM_P, ("r", "p"), EARLY_PAIR),       # either side starts a two-relation core
+    ("r", _cand("r", ("p", None, None)), ("r", "p"), None),
+    ("r", None, ("r",), None),
+]
+
+
+@pytest.mark.parametrize("carried,cand,relations,expected", EARLY)
+def test_early_ask(carried, cand, relations, expected):
+    assert early_ask(carried, cand, relations) == expected
+
+
+@pytest.mark.parametrize("relations,carried,expected", [
+    (("r", "p", "q"), "r", ("p", "q", "r")),
+    (("r", "p", "q"), None, ("r", "p", "q")),
+    (("r", "p"), "p", ("r", "p")),
+])
+def test_the_carried_relation_filters_last(relations, carried, expected):
+    assert filter_order(relations, carried) == expected
