@@ -30,6 +30,7 @@ from quail_engine.infer.api import (
     SpanReadout,
 )
 from quail_engine.infer.decode import DecodeSeq, fitting, greedy_decode
+from quail_engine.infer.decode_overlap import overlappable, overlapped_decode
 from quail_engine.infer.kv import KVArena
 from quail_engine.infer.kv_pages import CpuPageStore, pages_for_bytes
 from quail_engine.infer.labels import label_answers, score_labels
@@ -254,9 +255,13 @@ class LocalEngine:
                               repetition_penalty=requests[i].readout.repetition_penalty,
                               grammar=requests[i].readout.grammar)
                     for i in gen]
-            greedy_decode(self.runner, seqs, self.codec.eos_ids, self.codec.decode,
-                          self._grammar_masks() if any(s.grammar for s in seqs) else None,
-                          self._decode_room())
+            if overlappable(self.runner, seqs):
+                overlapped_decode(self.runner, seqs, self.codec.eos_ids, self.codec.decode,
+                                  self._decode_room())
+            else:
+                greedy_decode(self.runner, seqs, self.codec.eos_ids, self.codec.decode,
+                              self._grammar_masks() if any(s.grammar for s in seqs) else None,
+                              self._decode_room())
             for i, s in zip(gen, seqs):
                 answers[i] = Answer(value=s.text if s.complete else None)
         return answers  # type: ignore[return-value]

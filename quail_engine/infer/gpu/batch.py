@@ -155,7 +155,8 @@ def pack_decode(input_ids: Sequence[int], prefixes: Sequence[PagedPrefix], arena
     plan = PrefixPlan(to_device(table, device), to_device(lens, device, torch.int32),
                       runs=[(0, n, None)], max_len=0)
     return PackedBatch(
-        input_ids=to_device(list(input_ids), device),
+        input_ids=to_device(input_ids if isinstance(input_ids, torch.Tensor)
+                            else list(input_ids), device),
         positions=to_device([m - 1 for m in lens], device), cu_seqlens=cu, max_seqlen=1,
         read_index=rows, has_prefix=True, seg_cu=cu, prefix_plan=plan, max_seg_len=1,
         store_rows=rows, store_slots=to_device(slots, device), stored=list(prefixes),

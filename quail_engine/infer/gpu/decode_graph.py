@@ -75,15 +75,21 @@ class StaticDecode:
     def _forward(self) -> torch.Tensor:
         return self.model.vocab_logits(self.model._layers(self.batch))
 
-    def run(self, ids: Sequence[int], prefixes: Sequence[PagedPrefix]) -> torch.Tensor:
+    def run(self, ids: Sequence[int] | torch.Tensor,
+            prefixes: Sequence[PagedPrefix]) -> torch.Tensor:
         """One step for len(ids) <= rows sequences -> their logits [n, V] (a view of the
-        step's output buffer: read before the next step)."""
+        step's output buffer: read before the next step). `ids` on the host or the device
+        (then copied there without the host waiting)."""
         n = len(ids)
         slots, lens, rows = grow_rows(prefixes, self.model.arena, self.scratch)
         width = len(rows[0])
         pad = self.rows - n
         dev = self.model.device
-        self.ids.copy_(to_device(list(ids) + [0] * pad, dev), non_blocking=True)
+        if isinstance(ids, torch.Tensor):
+            self.ids[:n].copy_(ids, non_blocking=True)
+            self.ids[n:].zero_()
+        else:
+            self.ids.copy_(to_device(list(ids) + [0] * pad, dev), non_blocking=True)
         self.positions.copy_(to_device([m - 1 for m in lens] + [0] * pad, dev),
                              non_blocking=True)
         self.slots.copy_(to_device(slots + [self.scratch * self.page] * pad, dev),
@@ -116,7 +122,8 @@ class DecodeGraphs:
     def largest(self) -> int:
         return self.buckets[-1]
 
-    def run(self, ids: Sequence[int], prefixes: Sequence[PagedPrefix]) -> torch.Tensor:
+    def run(self, ids: Sequence[int] | torch.Tensor,
+            prefixes: Sequence[PagedPrefix]) -> torch.Tensor:
         longest = max(p.num_tokens for p in prefixes)
         if longest >= self.model.config.max_position:
             raise ValueError(f"position {longest} beyond max_position "

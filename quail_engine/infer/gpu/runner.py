@@ -63,6 +63,9 @@ class GpuRunner:
         self._pass_log: list[dict] = []
         self.stop = StopFlag()  # checked before each pass (infer/interrupt.py)
         self.decode_graphs = self.device.type == "cuda"
+        # plain greedy answers decode with the next step launched before the host reads the
+        # last one's tokens (infer/decode_overlap.py); off: each step waits for the host
+        self.decode_overlap = True
         self._graphs = None
         log.info("GPU runner: %d tokens per pass", budget)
 
@@ -92,10 +95,33 @@ class GpuRunner:
         token's KV apart and join it to the prefix: a page per sequence per step and a copy of
         the prefix's last partial page.) On a CUDA device the step replays a CUDA graph
         (decode_graph.py); more sequences than its largest graph holds run in parts."""
+        parts = self._decode_parts([j.tokens[0] for j in jobs], [j.prefix for j in jobs],
+                                   keep=True)
+        for lo, logits in parts:
+            for k, job in enumerate(jobs[lo:lo + len(logits)]):
+                job.kv = job.prefix
+                job.logits = logits[k:k + 1]
+
+    @torch.inference_mode()
+    def decode_next(self, prefixes: Sequence, ids: torch.Tensor) -> torch.Tensor:
+        """One greedy decode step that never waits for the GPU: token b (`ids`, on the
+        device) continues `prefixes[b]`, which grows by it in place as in `decode_step`;
+        returns each row's most likely next token, on the device. The host can prepare the
+        next step (and read this step's tokens later) while this one runs
+        (decode.overlapped_decode)."""
+        parts = self._decode_parts(ids, prefixes, keep=False)
+        return torch.cat([logits.argmax(dim=-1) for _, logits in parts])
+
+    def _decode_parts(self, ids, prefixes: Sequence, keep: bool):
+        """Yield (first row, logits) per part of one decode step (at most the largest decode
+        graph's rows a part). A graph's logits are a view of its output buffer, which a later
+        part replaying the same graph overwrites: `keep` clones them, else the caller must
+        read each part before taking the next."""
         graphs = self._decode_graphs()
-        size = max(1, min(self.scheduler.token_budget, graphs.largest if graphs else len(jobs)))
-        for lo in range(0, len(jobs), size):
-            part = jobs[lo:lo + size]
+        n = len(prefixes)
+        size = max(1, min(self.scheduler.token_budget, graphs.largest if graphs else n))
+        for lo in range(0, n, size):
+            part_ids, part = ids[lo:lo + size], prefixes[lo:lo + size]
             self.stop.check()
             timing = None
             if self.device.type == "cuda":
@@ -103,19 +129,16 @@ class GpuRunner:
                           torch.cuda.Event(enable_timing=True),
                           {"tokens": len(part), "seqs": len(part)})
                 timing[0].record()
-            ids, prefixes = [j.tokens[0] for j in part], [j.prefix for j in part]
             if graphs is not None:
-                logits = graphs.run(ids, prefixes)
-                if lo + size < len(jobs):  # a later part may replay the same graph
+                logits = graphs.run(part_ids, part)
+                if keep and lo + size < n:  # a later part may replay the same graph
                     logits = logits.clone()
             else:
-                logits = self.model.vocab_logits(self.model.decode(ids, prefixes))
+                logits = self.model.vocab_logits(self.model.decode(part_ids, part))
             self._end_timing(timing)
             self.stats.forward_passes += 1
             self.stats.decode_tokens += len(part)
-            for k, job in enumerate(part):
-                job.kv = job.prefix
-                job.logits = logits[k:k + 1]
+            yield lo, logits
         self._count_busy()
 
     def _decode_graphs(self):

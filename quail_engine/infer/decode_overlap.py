@@ -1,0 +1,120 @@
+"""Greedy decode with the host off the GPU's critical path.
+
+In `decode.greedy_decode` every step ends with the host reading the step's tokens, ending the
+sequences that finished, admitting new ones and building the next step's block table, while
+the GPU waits. Here the next step is launched from the current step's tokens where they are,
+on the device, before the host reads them: the host's work for step N (reading its tokens,
+ending sequences, admitting new ones, preparing step N+2) runs while the GPU computes step N+1.
+
+This holds for sequences whose next token is the plain argmax (no grammar, stop string or
+repetition penalty: those need the token on the host before the next step) on a runner whose
+decode steps take and give tokens on the device (`decode_next`). The tokens are the same ones
+`greedy_decode` picks (the argmax of the same logits); what changes is when the host learns
+them: a sequence that ends with EOS is known one step late, so it runs one step in vain and
+that step's token is dropped. Its KV never exceeds what admission reserved for it (a prompt
+and `max_tokens` answer tokens), so the arena still never overflows.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from quail_engine.infer.decode import DecodeSeq, _admit, _end
+from quail_engine.infer.runner import SeqJob
+
+
+def overlappable(runner: Any, seqs: Sequence[DecodeSeq]) -> bool:
+    """Whether `seqs` can decode with the host off the critical path on `runner`."""
+    return (getattr(runner, "decode_next", None) is not None
+            and getattr(runner, "decode_overlap", False)
+            and all(s.grammar is None and not s.stop and s.repetition_penalty == 1.0
+                    for s in seqs))
+
+
+def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
+                      detokenize: Callable[[list[int]], str],
+                      room: Callable[[], tuple[int, int]] | None = None) -> None:
+    """What `decode.greedy_decode` does for `overlappable` seqs (continuous batching and
+    admission by arena room included), each step launched before the previous one's tokens
+    reach the host."""
+    import torch
+
+    for s in seqs:
+        if s.max_tokens <= 0:
+            s.finish = "length"
+    waiting = deque(s for s in seqs if s.max_tokens > 0)
+    kv: dict[int, Any] = {}      # each running sequence's KV (grown in place by each step)
+    issued: dict[int, int] = {}  # tokens each running sequence has been given, read or not
+    group: list[DecodeSeq] = []  # the sequences whose next token is in flight, in row order
+    tokens = host = ready = None  # those tokens on the device; their host copy and its event
+    while group or waiting:
+        # 1. the next step, for the sequences whose in-flight token does not end them by
+        #    length (one that ends with EOS is not known yet: it runs this step in vain)
+        rows = [k for k, s in enumerate(group) if not s.finish and issued[id(s)] < s.max_tokens]
+        stepped = [group[k] for k in rows]
+        following = None
+        if rows:
+            ids = tokens if len(rows) == len(group) else tokens[_index(rows, tokens.device)]
+            following = runner.decode_next([kv[id(s)] for s in stepped], ids)
+            for s in stepped:
+                issued[id(s)] += 1
+        # 2. read the in-flight tokens (the GPU meanwhile runs the step just launched)
+        if group:
+            if ready is not None:
+                ready.synchronize()
+            for s, token in zip(group, host[:len(group)].tolist()):
+                if s.finish:
+                    continue  # ended earlier: this was its step in vain
+                if token in eos_ids:
+                    _end(s, "eos", detokenize)
+                else:
+                    s.out_tokens.append(token)
+                    if len(s.out_tokens) >= s.max_tokens:
+                        _end(s, "length", detokenize)
+                if s.finish:
+                    del kv[id(s)], issued[id(s)]  # its pages go back to the arena
+        # 3. admit waiting sequences into the room the ended ones left
+        admitted = _admit(waiting, [s for s in stepped if not s.finish], room, slack=2)
+        firsts = None
+        if admitted:
+            jobs = [SeqJob(tokens=list(s.tokens), prefix=s.prefix, store_kv=True,
+                           on_device=True) for s in admitted]
+            runner.run(jobs)
+            for s, job in zip(admitted, jobs):
+                kv[id(s)], issued[id(s)] = job.kv, 1
+            firsts = torch.stack([job.logits[-1] for job in jobs]).argmax(dim=-1)
+            del jobs
+        group = stepped + admitted
+        parts = [t for t in (following, firsts) if t is not None]
+        if not parts:
+            tokens = host = ready = None
+            continue
+        tokens = parts[0] if len(parts) == 1 else torch.cat(parts)
+        host, ready = _to_host(tokens)
+
+
+def _index(rows: list[int], device):
+    """`rows` as an index tensor on `device`, copied from pinned memory so that the host does
+    not wait for the GPU's queued work (a copy from pageable memory would)."""
+    import torch
+
+    index = torch.tensor(rows, dtype=torch.long)
+    if device.type == "cuda":
+        index = index.pin_memory()
+    return index.to(device, non_blocking=True)
+
+
+def _to_host(tokens):
+    """A copy of `tokens` on the host that arrives without the host waiting, and the CUDA event
+    that says it has (None off the GPU, where the copy is done on return)."""
+    import torch
+
+    if tokens.device.type != "cuda":
+        return tokens.clone(), None
+    host = torch.empty(tokens.shape, dtype=tokens.dtype, pin_memory=True)
+    host.copy_(tokens, non_blocking=True)
+    ready = torch.cuda.Event()
+    ready.record()
+    return host, ready
