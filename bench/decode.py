@@ -15,6 +15,12 @@ reading the weights and the batch's KV at the HBM bandwidth and its FLOPs at the
 transformers: `generate` (greedy, bf16, one padded batch of `--hf-rows`) on the same model
 directory and the first `--hf-rows` prompts, in the same device call.
 
+A run is ROWSxTOKENS with suffixes: `c` under the JSON schema, `g` a grouped `AI_AGG` over the
+rows in 20 groups (map-reduce past the context; no speed of light), `s` step by step
+(QUAIL_DECODE_OVERLAP=0: the host reads each step's tokens before the next step starts, the
+loop before infer/decode_overlap.py). `engine s` is the operators' engine time, beside the
+run's wall time.
+
     # H200 (device call: carry [".whl", ".carry/tok-smollm2"]):
     python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && \\
       PYTHONPATH=/tmp/site:$PWD python3 -m bench decode --runs 2000x48 2000x48c 2000x256 \\
@@ -34,6 +40,7 @@ import re
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.results_io import write_result
@@ -48,18 +55,41 @@ VOCAB = 151936  # Qwen3-4B's: the random model's LM head has its real size
 PEAK_FP8, PEAK_BF16, HBM = 1979e12, 989e12, 4.8e12
 
 
-def sql(max_tokens: int, constrained: bool) -> str:
+GROUPS = 20  # a grouped run's groups (rows spread evenly by id)
+
+
+def sql(max_tokens: int, constrained: bool, grouped: bool = False) -> str:
+    if grouped:  # each group's summary: map-reduce past the context (exec/aggregate.py)
+        return (f"SELECT id % {GROUPS} AS g, AI_AGG(text, 'Summarize these texts in one "
+                f"sentence.') AS s FROM docs GROUP BY g")
     fmt = f", response_format => {SCHEMA}" if constrained else ""
     return (f"SELECT id, AI_COMPLETE(model => 'm', prompt => PROMPT('{INSTRUCTION}', text), "
             f"model_parameters => {{'max_tokens': {max_tokens}}}{fmt}) AS s FROM docs")
 
 
-def parse_run(spec: str) -> tuple[int, int, bool]:
-    """'2000x48' -> (2000, 48, False); a trailing 'c': under the JSON schema."""
-    m = re.fullmatch(r"(\d+)x(\d+)(c?)", spec)
+@dataclass(frozen=True)
+class Run:
+    rows: int
+    max_tokens: int
+    constrained: bool = False  # under the JSON schema
+    grouped: bool = False      # AI_AGG over GROUPS groups (max_tokens: the executor's own)
+    step_by_step: bool = False  # QUAIL_DECODE_OVERLAP=0: the host reads each step's tokens
+    #                             before the next step starts
+
+    @property
+    def name(self) -> str:
+        return (f"decode-{self.rows}x{self.max_tokens}{'c' if self.constrained else ''}"
+                f"{'g' if self.grouped else ''}{'s' if self.step_by_step else ''}")
+
+
+def parse_run(spec: str) -> Run:
+    """'2000x48' -> 2,000 rows, 48 tokens; suffixes: 'c' under the JSON schema, 'g' AI_AGG
+    over 20 groups, 's' step by step (the decode loop without overlap)."""
+    m = re.fullmatch(r"(\d+)x(\d+)(c?)(g?)(s?)", spec)
     if not m:
-        raise argparse.ArgumentTypeError(f"a run is ROWSxTOKENS[c], e.g. 2000x48; got {spec!r}")
-    return int(m.group(1)), int(m.group(2)), bool(m.group(3))
+        raise argparse.ArgumentTypeError(f"a run is ROWSxTOKENS[c][g][s], e.g. 2000x48; "
+                                         f"got {spec!r}")
+    return Run(int(m.group(1)), int(m.group(2)), *(bool(m.group(k)) for k in (3, 4, 5)))
 
 
 def sol_seconds(config, rows: int, prompt_tokens: float, output_tokens: float,
@@ -90,19 +120,20 @@ def sol_seconds(config, rows: int, prompt_tokens: float, output_tokens: float,
             "sol_decode_tokens_per_s": round(batch / step)}
 
 
-def query_run(args, rows: int, max_tokens: int, constrained: bool, docs: Path,
-              workdir: Path) -> dict:
-    name = f"decode-{rows}x{max_tokens}{'c' if constrained else ''}"
+def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
+    rows, max_tokens, constrained, name = run.rows, run.max_tokens, run.constrained, run.name
     report = workdir / f"{name}.report.json"
     log_file = workdir / f"{name}.log"
     report.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "quail_engine", "-v", "query", "-e", sql(max_tokens, constrained),
+    cmd = [sys.executable, "-m", "quail_engine", "-v", "query", "-e",
+           sql(max_tokens, constrained, run.grouped),
            "--dialect", "snowflake", "--device", args.device, "--no-cache", "--report",
            str(report), "--output", str(workdir / f"{name}.parquet"), "-q",
            "--table", f"docs={docs}"]
     if args.model_dir:
         cmd += ["--model", str(args.model_dir), "--precision", args.precision]
-    env = dict(os.environ, DO_NOT_TRACK="1", QUAIL_CACHE_DIR=str(workdir / f"cache-{name}"))
+    env = dict(os.environ, DO_NOT_TRACK="1", QUAIL_CACHE_DIR=str(workdir / f"cache-{name}"),
+               QUAIL_DECODE_OVERLAP="0" if run.step_by_step else "1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(ROOT)) if p)
     t0 = time.perf_counter()
     with log_file.open("w") as out:
@@ -111,7 +142,8 @@ def query_run(args, rows: int, max_tokens: int, constrained: bool, docs: Path,
                                   timeout=args.timeout).returncode
         except subprocess.TimeoutExpired:
             code = 124
-    row = {"rows": rows, "max_tokens": max_tokens, "constrained": constrained, "exit": code,
+    row = {"rows": rows, "max_tokens": max_tokens, "constrained": constrained,
+           "grouped": run.grouped, "overlap": not run.step_by_step, "exit": code,
            "process_s": round(time.perf_counter() - t0, 2)}
     text = log_file.read_text()
     if code != 0 or not report.exists():
@@ -131,7 +163,7 @@ def query_run(args, rows: int, max_tokens: int, constrained: bool, docs: Path,
                engine_s=round(sum(o.get("engine_s", 0.0) for o in ops), 3),
                output_tokens_per_s=round(output / run_s, 1) if run_s > 0 else None)
     arena = re.search(r"paged KV arena: (\d+) pages of (\d+) tokens", text)
-    if args.config is not None:
+    if args.config is not None and not run.grouped:  # (map-reduce rounds: no such bound)
         pages, page = (int(arena.group(1)), int(arena.group(2))) if arena else (None, 64)
         row.update(sol_seconds(args.config, rows, row["prompt_tokens"] / rows, output,
                                pages * page if pages else None, page))
@@ -195,12 +227,14 @@ def markdown(result: dict) -> str:
              f"`{result['command']}`.", "",
              "Time: wall less model load. Output tokens: counted (decode tokens fed back + "
              "each answer's last). Speed of light: see bench/decode.py.", "",
-             "| rows | max tokens | constrained | exit | load s | run s | output tokens | "
-             "tokens/s | sol s | sol fraction | sol batch | x transformers | NULL |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| rows | max tokens | constrained | grouped | overlap | exit | load s | run s | "
+             "engine s | output tokens | tokens/s | sol s | sol fraction | sol batch | "
+             "x transformers | NULL |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["runs"]:
         lines.append("| " + " | ".join(str(r.get(k, "")) for k in (
-            "rows", "max_tokens", "constrained", "exit", "load_s", "run_s", "output_tokens",
+            "rows", "max_tokens", "constrained", "grouped", "overlap", "exit", "load_s", "run_s",
+            "engine_s", "output_tokens",
             "output_tokens_per_s", "sol_s", "sol_fraction", "sol_batch", "transformers_ratio",
             "null_answers")) + " |")
     for r in result.get("transformers", []):
@@ -246,20 +280,20 @@ def main(argv=None) -> int:
         tokenizer = _CharsTokenizer()
     from bench.gpu.e2e_data import write_corpora
 
-    largest = max(rows for rows, _, _ in args.runs)
+    largest = max(run.rows for run in args.runs)
     docs = write_corpora(args.workdir / "data", tokenizer, largest, 0, 0)["docs"]
     import pyarrow.parquet as pq
 
     full = pq.read_table(docs)
     runs, hf = [], []
-    for rows, max_tokens, constrained in args.runs:
-        path = args.workdir / "data" / f"docs-{rows}.parquet"
-        pq.write_table(full.slice(0, rows), path)
-        row = query_run(args, rows, max_tokens, constrained, path, args.workdir)
+    for run in args.runs:
+        path = args.workdir / "data" / f"docs-{run.rows}.parquet"
+        pq.write_table(full.slice(0, run.rows), path)
+        row = query_run(args, run, path, args.workdir)
         print(json.dumps({k: v for k, v in row.items() if k != "error"}), flush=True)
         runs.append(row)
     if gpu and args.hf_rows:
-        for max_tokens in sorted({m for _, m, _ in args.runs}):
+        for max_tokens in sorted({r.max_tokens for r in args.runs if not r.grouped}):
             try:
                 hf.append(hf_row(args, docs, max_tokens))
             except Exception as exc:  # (the baseline's failure is reported, not fatal)
@@ -268,7 +302,7 @@ def main(argv=None) -> int:
             print(json.dumps(hf[-1]), flush=True)
     rates = {r["max_tokens"]: r.get("output_tokens_per_s") for r in hf}
     for r in runs:
-        theirs = rates.get(r["max_tokens"])
+        theirs = None if r["grouped"] else rates.get(r["max_tokens"])
         if theirs and r.get("output_tokens_per_s"):
             r["transformers_ratio"] = round(r["output_tokens_per_s"] / theirs, 2)
     machine = platform.node()

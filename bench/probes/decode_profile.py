@@ -110,8 +110,10 @@ def main(argv=None) -> int:
               "prompt_tokens": args.prompt_tokens}
     stats = engine.stats
     prompts = args.rows * args.prompt_tokens
-    for graphs in (False, True, False, True):  # alternately: each mode twice
-        engine.runner.decode_graphs = graphs
+    # alternately, each twice: step by step, and overlapped (infer/decode_overlap.py), both
+    # replaying the decode graphs
+    for graphs, overlap in ((True, False), (True, True), (True, False), (True, True)):
+        engine.runner.decode_graphs, engine.runner.decode_overlap = graphs, overlap
         engine.run(requests[:64])  # (a first step of each bucket captures its graph)
         torch.cuda.synchronize()
         before = (stats.gpu_pass_s, stats.decode_tokens, stats.forward_passes)
@@ -119,7 +121,7 @@ def main(argv=None) -> int:
         engine.run(requests)
         torch.cuda.synchronize()
         wall = time.perf_counter() - start
-        row = {"graphs": graphs, "wall_s": round(wall, 3),
+        row = {"graphs": graphs, "overlap": overlap, "wall_s": round(wall, 3),
                "gpu_pass_s": round(stats.gpu_pass_s - before[0], 3),
                "decode_tokens": stats.decode_tokens - before[1],
                "passes": stats.forward_passes - before[2],
@@ -136,6 +138,7 @@ def main(argv=None) -> int:
     pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(40)
     pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(60)
     (out / "decode_cprofile.txt").write_text(text.getvalue())
+    engine.runner.decode_overlap = False  # (the parts below time `decode_step`)
     tp, parts = _profile_steps(engine)
     engine.run(requests)
     torch.cuda.synchronize()

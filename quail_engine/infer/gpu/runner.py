@@ -14,6 +14,7 @@ under the engine batch it ran in), so a run shows which passes take the GPU's ti
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 
 import torch
@@ -64,8 +65,9 @@ class GpuRunner:
         self.stop = StopFlag()  # checked before each pass (infer/interrupt.py)
         self.decode_graphs = self.device.type == "cuda"
         # plain greedy answers decode with the next step launched before the host reads the
-        # last one's tokens (infer/decode_overlap.py); off: each step waits for the host
-        self.decode_overlap = True
+        # last one's tokens (infer/decode_overlap.py); QUAIL_DECODE_OVERLAP=0: each step waits
+        # for the host (the step-by-step loop, kept for comparison)
+        self.decode_overlap = os.environ.get("QUAIL_DECODE_OVERLAP", "1") != "0"
         self._graphs = None
         log.info("GPU runner: %d tokens per pass", budget)
 
