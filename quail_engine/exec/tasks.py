@@ -92,6 +92,20 @@ def shape_text(op, text: str | None) -> object:
     return json.dumps(value)
 
 
+def details_object(text: str | None, created: int, model: str | None,
+                   tokens: tuple[int, int] | None) -> str | None:
+    """Snowflake's show_details object around a generated `text` (NULL stays NULL): `created`
+    in epoch seconds, the `model` that wrote it, `usage` from `tokens`, the (prompt, answer)
+    token counts, or null where they are not known."""
+    if text is None:
+        return None
+    usage = None if tokens is None else {"completion_tokens": tokens[1],
+                                         "prompt_tokens": tokens[0],
+                                         "total_tokens": tokens[0] + tokens[1]}
+    return json.dumps({"choices": [{"messages": text}], "created": created, "model": model,
+                       "usage": usage})
+
+
 def check_supported(op) -> None:
     """Refuse an operator whose kind the local engine cannot answer (op_kinds.OpSpec.refusal)."""
     refusal = spec(op.op).refusal

@@ -13,6 +13,7 @@ import functools
 import inspect
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -22,13 +23,18 @@ from sqlglot import exp
 
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.op_runner import OpRunner
+from quail_engine.exec.prompts import is_decoded
+from quail_engine.exec.tasks import details_object
 from quail_engine.sql.ir import PREDICATE_KINDS, placeholder_name
 from quail_engine.sql.nesting import deep_stack
 from quail_engine.sql.op_kinds import spec
 from quail_engine.sql.placeholder import placeholder_id
 from quail_engine.sql.query import statement_tree
+from quail_engine.sql.shapes import shows_details
 
 log = logging.getLogger(__name__)
+# (rows, their answers) -> (model name, (prompt tokens, answer tokens)) for each row
+Usage = Callable[[list[tuple], Sequence[object]], list[tuple[str, tuple[int, int] | None]]]
 _ARROW = {"BOOLEAN": pa.bool_(), "DOUBLE": pa.float64(), "FLOAT": pa.float64(),
           "VARCHAR": pa.string(), "JSON": pa.json_(), "VARCHAR[]": pa.list_(pa.string()),
           "BIGINT": pa.int64(), "INTEGER": pa.int64()}
@@ -129,10 +135,15 @@ def ai_function(op, answer: Callable[[list[tuple]], Sequence[object]]) -> Callab
 
 
 def create_ai_function(con, name: str, op,
-                       answer: Callable[[list[tuple]], Sequence[object]]) -> str:
+                       answer: Callable[[list[tuple]], Sequence[object]],
+                       usage: Usage | None = None) -> str:
     """Register `ai_function(op, answer)` on `con` as `name`, one VARCHAR parameter per binding
     (`prepare` casts the arguments); returns `name`. The one factory of the executor's
-    statements and of the dbt adapter's view functions."""
+    statements and of the dbt adapter's view functions. A show_details call answers the
+    vendor's object around the text: created now (the statement's time), model and usage
+    from `usage` (null without it)."""
+    if shows_details(op):
+        answer = _with_details(answer, usage, int(time.time()))
     # an aggregate's bindings are its group's values, list(...) of the cast texts: a list
     # reaches it as a list (DuckDB would cast it to one text, '[a, b]', quotes and all)
     kind = "VARCHAR[]" if spec(op.op).is_aggregate else "VARCHAR"
@@ -147,8 +158,41 @@ def register_udfs(con, ai_ops, store: AnswerStore, runner: OpRunner,
     names (pass them to `unregister_udfs` when the statement is done)."""
     lock = lock or threading.Lock()
     return [create_ai_function(con, placeholder_name(op_id) + suffix, op,
-                               _stored_answers(op_id, op, store, runner, lock))
+                               _stored_answers(op_id, op, store, runner, lock),
+                               _usage(op, runner, lock))
             for op_id, op in enumerate(ai_ops)]
+
+
+def _with_details(answer: Callable[[list[tuple]], Sequence[object]], usage: Usage | None,
+                  created: int) -> Callable[[list[tuple]], list[object]]:
+    def detailed(rows: list[tuple]) -> list[object]:
+        texts = answer(rows)
+        facts = usage(rows, texts) if usage is not None else [(None, None)] * len(rows)
+        return [details_object(t, created, model, tokens)
+                for t, (model, tokens) in zip(texts, facts)]
+    return detailed
+
+
+def _usage(op, runner: OpRunner, lock: threading.Lock) -> Usage:
+    """Token counts of each row's prompt as the model that wrote its answer reads it (chat
+    template, task wording) and of the answer's text, by that model's tokenizer, and the
+    model's name."""
+    def usage(rows: list[tuple], texts: Sequence[object]) -> list:
+        writer = runner.decoder if runner.decoder is not None and is_decoded(op) else runner
+        layout = writer.layout(op)
+        asked = [(r, t) for r, t in zip(rows, texts) if t is not None]
+        with lock:
+            parts = [layout.texts(r) for r, _ in asked]
+            heads = writer.text.heads([p for p, _ in parts])
+            tails = writer.text.tails([q for _, q in parts])
+            answers = writer.text.tokenize([str(t) for _, t in asked])
+        counts = iter(zip(heads, tails, answers))
+        model, out = writer.text.model_name, []
+        for t in texts:
+            h, q, a = next(counts) if t is not None else ((), (), ())
+            out.append((model, None if t is None else (len(h) + len(q), len(a))))
+        return out
+    return usage
 
 
 def register_keyed_udfs(con, ai_ops, store: AnswerStore, maps: dict, report,

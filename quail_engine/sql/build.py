@@ -10,9 +10,10 @@ from sqlglot import exp
 from quail_engine.sql.call import Call
 from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import AiOp, Binding, Options
-from quail_engine.sql.op_kinds import kinds, spec
+from quail_engine.sql.op_kinds import OpKind, kinds, spec
 from quail_engine.sql.prompt import Prompt
 from quail_engine.sql.response_schema import SchemaError, json_schema
+from quail_engine.sql.shapes import SHOW_DETAILS
 from quail_engine.sql.validate import (
     Site,
     checked_fields,
@@ -58,6 +59,8 @@ def make(op: str, prompt: Prompt, call: Call, *, shape: str | None = None,
     if "task_args" in fields:
         fields["task_args"] = tuple(sorted(fields["task_args"]))
     fields = checked_fields(fields, site)
+    if op == OpKind.AI_GENERATE and SHOW_DETAILS in fields.get("task_args", ()):
+        output_type = "JSON"  # the whole show_details object (shapes.SHOW_DETAILS)
     node = AiOp(op=op, template=prompt.template,
                 bindings=tuple(binding(i, e) for i, e in enumerate(prompt.exprs)),
                 options=checked_options(options or Options(), site),

@@ -23,22 +23,38 @@ SHAPES = {  # a NULL answer (a NULL or empty input) is a NULL object, not {"labe
                          "json_object('name', 'overall', 'sentiment', {v}))) END"),
     "extract_object": f"json_object('response', {{v}}, 'error', {NO_ANSWER})",
     "value_error_object": f"json_object('value', {{v}}, 'error', {NO_ANSWER})",
-    "answer_array": "json_array({v})",
+    "answer_array": "CASE WHEN {v} IS NOT NULL THEN json_array({v}) END",
     "result_struct": ("struct_pack(result := {v}, full_response := CAST(NULL AS JSON), "
                       f"status := coalesce({NO_ANSWER}, ''))"),
-    "list1": "[{v}]",
-    "response_object": "json_object('response', json_array({v}), 'error_message', NULL)",
-    "response_object_multi": "json_object('response', to_json({v}), 'error_message', NULL)",
+    "list1": "CASE WHEN {v} IS NOT NULL THEN [{v}] END",
+    "response_object": ("CASE WHEN {v} IS NOT NULL THEN json_object('response', json_array({v}), "
+                        "'error_message', NULL) END"),
+    "response_object_multi": ("CASE WHEN {v} IS NOT NULL THEN json_object('response', to_json({v}), "
+                              "'error_message', NULL) END"),
     "response_extract": f"json_object('response', {{v}}, 'error_message', {NO_ANSWER})",
     "result_error_struct": f"struct_pack(result := {{v}}, errorMessage := {NO_ANSWER})",
     "negated": "NOT {v}",
-    "choices_object": ("json_object('choices', json_array(json_object('messages', {v})), "
-                       "'model', NULL, 'usage', NULL)"),
 }
+
+# Snowflake's AI_COMPLETE(..., show_details => TRUE) / COMPLETE with options: the call itself
+# answers the whole object (`model` and `usage` are facts of the run: exec/udfs.py), marked by
+# this task argument; another warehouse's text call is packaged as DETAILS_REBUILT, where the
+# model and token counts are not known
+# (https://docs.snowflake.com/en/sql-reference/functions/complete-snowflake-cortex)
+SHOW_DETAILS = ("show_details", "true")
+DETAILS_REBUILT = ("json_object('choices', json_array(json_object('messages', {v})), "
+                   "'created', quail_created(), 'model', NULL, 'usage', NULL)")
+# the statement's time in epoch seconds, in the warehouses DETAILS_REBUILT is written for
+CREATED = {"bigquery": "UNIX_SECONDS(CURRENT_TIMESTAMP())", "databricks": "UNIX_TIMESTAMP()"}
 
 PORTABLE = ("negated",)  # plain SQL in every dialect: no vendor shape to warn about
 
 _SLOT = "__quail_shape_value__"
+
+
+def shows_details(op) -> bool:
+    """Whether `op` (an ir.AiOp) answers Snowflake's show_details object, not its text."""
+    return SHOW_DETAILS in op.task_args
 
 
 def quoted(text: str) -> str:

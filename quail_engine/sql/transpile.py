@@ -9,6 +9,7 @@ faithful rewrite with a documented difference exists. Where the user kept a vend
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import re
@@ -84,7 +85,7 @@ def _rewrite(sql: str, read: str, write: str, keep_source: bool) -> str:
         if token not in texts:  # each call emitted and warned about once
             built = lowered.built[op_id]
             args = [e.sql(dialect=dialects.sqlglot_dialect(write)) for e in built.exprs]
-            texts[token] = emit_op(ops[op_id], args, write)
+            texts[token] = _emitted(ops[op_id], args, read, write)
             _warn_model(ops[op_id], read, write)
             if built.shape and built.shape not in shapes.PORTABLE and write != read and \
                     not built.extra.get("tvf"):
@@ -100,6 +101,24 @@ def _rewrite(sql: str, read: str, write: str, keep_source: bool) -> str:
     for token, text in texts.items():
         out = out.replace(f"{token}()", _paren(text))
     return _read_back(out, ops, read, write)
+
+
+def _emitted(op: AiOp, args: list[str], read: str, write: str) -> str:
+    """`op` in `write`'s spelling. A show_details call is Snowflake's and DuckDB's own form
+    (`show_details := true`); elsewhere (shapes.CREATED's targets) the text call is packaged
+    in the vendor's object, its model and token counts NULL."""
+    if not shapes.shows_details(op) or write not in shapes.CREATED:
+        return emit_op(op, args, write)
+    plain = dataclasses.replace(op, output_type="VARCHAR", task_args=tuple(
+        a for a in op.task_args if a != shapes.SHOW_DETAILS))
+    inner = _token(-1)
+    packaged = shapes.wrap(shapes.DETAILS_REBUILT, exp.Anonymous(this=inner))
+    log.warning("%s -> %s: the show_details object of %s is rebuilt around the text; its model "
+                "and usage are NULL there", read, write, shorten(op.origin, QUOTE_LIMIT))
+    text = packaged.sql(dialect=dialects.sqlglot_dialect(write))
+    created = re.compile(r"quail_created\(\)", re.IGNORECASE)
+    return created.sub(shapes.CREATED[write], text).replace(
+        f"{inner}()", emit_op(plain, args, write))
 
 
 # where a call's rebuilt vendor shape is an OBJECT (OBJECT_CONSTRUCT), whose fields are read

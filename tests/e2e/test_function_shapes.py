@@ -9,6 +9,7 @@ per query, generation capped at a few tokens where the form allows it).
 from __future__ import annotations
 
 import json
+import time
 
 import pyarrow as pa
 import pytest
@@ -188,6 +189,25 @@ def test_aggregate_returns_one_text_per_group(session, dialect, expr):
     assert table.num_rows == 1 and is_text(table.column("v")[0].as_py())
 
 
+def test_show_details_reports_the_run(session):
+    """AI_COMPLETE(..., show_details => TRUE): the vendor's {choices, created, model, usage},
+    created the statement's time, usage the prompt's and the answer's token counts."""
+    sql = ("SELECT id, AI_COMPLETE(model => 'llama3.1-8b', prompt => body, model_parameters => "
+           "{'max_tokens': 8}, show_details => TRUE) AS v, AI_COUNT_TOKENS('ai_complete', "
+           "'llama3.1-8b', body) AS n FROM docs ORDER BY id")
+    before = int(time.time())
+    table = session.execute(sql, "snowflake")
+    after = int(time.time())
+    for v, n in zip(table.column("v").to_pylist(), table.column("n").to_pylist()):
+        obj = _json(v)
+        assert set(obj) == {"choices", "created", "model", "usage"}, obj
+        assert is_text(obj["choices"][0]["messages"]) and before <= obj["created"] <= after
+        assert obj["model"] == "smollm2-135m"  # the embedded writer, not the vendor's name
+        usage = obj["usage"]
+        assert 1 <= usage["completion_tokens"] <= 8 and usage["prompt_tokens"] > n
+        assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+
+
 def test_a_typed_answer_the_model_cannot_finish_is_null_with_a_status(session):
     """AI.GENERATE_INT with one output token for a long answer: the vendor's NULL and a status,
     never an aborted query."""
@@ -202,7 +222,12 @@ def test_a_typed_answer_the_model_cannot_finish_is_null_with_a_status(session):
     ("snowflake", "AI_CLASSIFY(body, ['a', 'b'])"),
     ("snowflake", "AI_FILTER(body)"),
     ("snowflake", "AI_COMPLETE('m', body)"),
+    ("snowflake", "AI_COMPLETE('m', body, show_details => TRUE)"),
+    ("snowflake", "SNOWFLAKE.CORTEX.EXTRACT_ANSWER(body, 'Who?')"),
     ("databricks", "ai_analyze_sentiment(body)"),
+    ("databricks", "ai_classify(body, '[\"a\", \"b\"]')"),
+    ("databricks", "ai_classify(body, '[\"a\", \"b\"]', map('multilabel', 'true'))"),
+    ("bigquery", "AI.CLASSIFY(body, ['a', 'b'], output_mode => 'single')"),
 ])
 def test_null_and_empty_inputs_are_null_not_an_answer(session, dialect, expr):
     sql = (f"SELECT {expr} AS v FROM (SELECT * FROM (VALUES (1, NULL), (2, ''), (3, '  ')) "

@@ -27,6 +27,7 @@ from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import Label, OpKind, Options
 from quail_engine.sql.literals import flag, gen_params, labels, literal, options, string
 from quail_engine.sql.prompt import Prompt
+from quail_engine.sql.shapes import SHOW_DETAILS
 from quail_engine.sql.validate import (
     Site,
     known_keys,
@@ -196,16 +197,15 @@ def _build_complete(call: Call, legacy: bool = False, try_: bool = False) -> Bui
         spelled = fmt.sql(dialect=NAME)
         task_args.append(("response_format", f"TYPE {spelled}" if isinstance(fmt, exp.DataType)
                           else spelled))
-    shape = None
     if legacy and params is not None or flag(a.get("show_details"), "show_details", call):
-        shape = "choices_object"
+        task_args.append(SHOW_DETAILS)
     on_error = "fail" if legacy and not try_ else "null"
     gen = gen_params(opts)
     if gen.max_tokens is not None:  # "max_tokens (default 4096, max 8192)"
         number(site, "option max_tokens", gen.max_tokens, 1, MAX_TOKENS, integer=True)
     rest = {k: v for k, v in opts.items() if k.lower() not in
             ("temperature", "top_p", "max_tokens", "stop")}
-    built = make(OpKind.AI_GENERATE, prompt, call, shape=shape, task_args=tuple(task_args),
+    built = make(OpKind.AI_GENERATE, prompt, call, task_args=tuple(task_args),
                  options=Options(model=string(a["model"], "the model", call.name, NAME),
                                  gen=gen, on_error=on_error, vendor=vendor_items(rest)))
     return built if file is None else as_file(built, file)

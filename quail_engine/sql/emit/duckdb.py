@@ -7,6 +7,7 @@ import json
 from quail_engine.sql.emit.common import lit, single
 from quail_engine.sql.ir import AiOp, OpKind, Options
 from quail_engine.sql.op_kinds import spec
+from quail_engine.sql.shapes import shows_details
 
 NAME = "duckdb"
 
@@ -50,7 +51,8 @@ def _named(op: AiOp) -> list[str]:
         out.append("multi := true")
     if op.labels is not None and op.op not in (OpKind.AI_CLASSIFY, OpKind.AI_EXTRACT):
         out.append(f"labels := {_labels(op)}")
-    if op.output_type not in (spec(op.op).output_type, spec(op.op).default_type(op.multi)):
+    if op.output_type not in (spec(op.op).output_type, spec(op.op).default_type(op.multi)) \
+            and not shows_details(op):  # show_details := true says the type
         out.append(f"output_type := {_value(op.output_type)}")
     for key, value in op.task_args:
         if key != "distinct":

@@ -8,6 +8,7 @@ import json
 from quail_engine.sql.build import SENTIMENT_LABELS
 from quail_engine.sql.emit.common import dispatch, lit, refuse, similarity_range, single, warn
 from quail_engine.sql.ir import AiOp, OpKind
+from quail_engine.sql.shapes import shows_details
 
 NAME = "snowflake"
 DEFAULT_MODEL = "llama3.1-8b"
@@ -94,6 +95,13 @@ def _generate(op: AiOp, args: list[str]) -> str:
     params = _params(op)
     if "responseFormat" in a:
         warn("ai_query", NAME, "a Databricks responseFormat has no AI_COMPLETE spelling; dropped")
+    if shows_details(op):  # named arguments: positional ones cannot skip to show_details
+        named = [f"model => {lit(model, NAME)}", f"prompt => {_prompt(op, args)}"]
+        if params:
+            named.append(f"model_parameters => {params[2:]}")
+        if "response_format" in a:
+            named.append(f"response_format => {a['response_format']}")
+        return f"AI_COMPLETE({', '.join(named)}, show_details => TRUE)"
     if "response_format" in a:
         params = f"{params or ', {}'}, {a['response_format']}"
     sql = f"AI_COMPLETE({lit(model, NAME)}, {_prompt(op, args)}{params})"
