@@ -8,6 +8,8 @@ did is named, with the caller's advice on how to select it.
 
 from __future__ import annotations
 
+import logging
+
 from quail_engine.errors import QuailError
 from quail_engine.settings import DIALECTS
 
@@ -16,13 +18,19 @@ LABELS = {"snowflake": "Snowflake", "bigquery": "BigQuery", "databricks": "Datab
 
 
 def _num_ai_ops(sql: str, dialect: str) -> int:
-    """AI functions `dialect` reads in `sql`; -1 when it cannot read the statement."""
+    """AI functions `dialect` reads in `sql`; -1 when it cannot read the statement. sqlglot's
+    own warnings are not logged: they are about readings the user did not ask for."""
     from quail_engine.sql.query import parse
 
+    sqlglot_log = logging.getLogger("sqlglot")
+    level = sqlglot_log.level
+    sqlglot_log.setLevel(logging.ERROR)
     try:
         return len(parse(sql, dialect).ai_ops)
     except Exception:  # noqa: BLE001 - any reader failure means "not this dialect"
         return -1
+    finally:
+        sqlglot_log.setLevel(level)
 
 
 def guess_dialects(sql: str, dialect: str) -> tuple[str, ...]:

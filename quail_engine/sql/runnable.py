@@ -1,10 +1,13 @@
 """Forms quail reads but cannot run, refused when a query is read for running (explain, query,
-dbt), not later by DuckDB: an image or file argument, embeddings, forecasting, vector search.
+dbt), not later by DuckDB: an image or file argument, embeddings, forecasting, vector search,
+extraction confidence scores; few-shot examples, which the model is not shown, are warned about.
 Each refusal is an UnsupportedError naming the function and the reason, quoting the SQL.
 Transpile reads these forms (it runs nothing) and does not call this module.
 """
 
 from __future__ import annotations
+
+import logging
 
 from sqlglot import exp
 
@@ -14,9 +17,13 @@ from quail_engine.sql.errors import UnsupportedError
 from quail_engine.sql.op_kinds import OpKind, spec
 
 TEXT_ONLY = "quail runs a local language model over text values, not images or files"
+log = logging.getLogger(__name__)
 NO_EMBEDDINGS = spec(OpKind.AI_EMBED).refusal
 NO_FORECAST = "forecasting needs a time-series model; quail runs a language model only"
 NO_VECTOR_SEARCH = "vector search needs embeddings and a vector index; quail has neither"
+
+NO_SCORES = ("quail decodes each field under the schema and keeps no confidence per field "
+             "(the vendor's 'scoring' object); leave scores out")
 
 FILE_FUNCTIONS = ("TO_FILE", "FL_GET_FILE")
 # sqlglot's own nodes for table functions quail cannot run -> (name, reason)
@@ -48,6 +55,12 @@ def refuse_op(built: Built, name: str, node: exp.Expr, dialect: str) -> None:
     refusal = spec(built.op.op).refusal
     if refusal is not None:
         raise UnsupportedError(f"{name} is not supported: {refusal}", origin, dialect)
+    if ("scores", "true") in built.op.task_args:
+        raise UnsupportedError(f"{name} with scores => TRUE is not supported: {NO_SCORES}",
+                               origin, dialect)
+    if built.op.examples:
+        log.warning("%s: its %d examples are not shown to the model; quail asks without them",
+                    name, len(built.op.examples))
     media = [e for b, e in zip(built.op.bindings, built.exprs) if b.modality != "text"]
     media += [n for n in node.walk() if isinstance(n, exp.ToFile) or (
         isinstance(n, exp.Anonymous) and n.name.upper() in FILE_FUNCTIONS)]

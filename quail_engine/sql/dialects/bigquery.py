@@ -34,6 +34,10 @@ from quail_engine.sql.validate import Site, refuse, text
 NAME = "bigquery"
 MANAGED = ("connection_id", "endpoint", "examples", "embeddings", "optimization_mode",
            "max_error_ratio", "request_type")
+# the documented values of the enumerated options (bigqueryml-syntax-ai-generate,
+# https://cloud.google.com/bigquery/docs/optimize-ai-functions)
+ENUMS = {"request_type": ("shared", "dedicated", "unspecified"),
+         "optimization_mode": ("minimize_cost", "maximize_quality")}
 GENERATIVE = ("endpoint", "model_params", "connection_id", "request_type")
 SCHEMA_TYPES = {"STRING": "VARCHAR", "INT64": "BIGINT", "FLOAT64": "DOUBLE", "BOOL": "BOOLEAN",
                 "NUMERIC": "DOUBLE"}
@@ -58,6 +62,10 @@ def _options(a: dict, call: Call) -> Options:
                   literal(a[k], k, call.name, NAME))
               for k in ("connection_id", "optimization_mode", "request_type", "embeddings")
               if a.get(k) is not None}
+    site = Site(call.name, call.sql(NAME), NAME)
+    for key, choices in ENUMS.items():
+        if key in vendor:
+            text(site, key, vendor[key], choices)
     rest = {k: v for k, v in params.items() if k.lower() not in ("generation_config",
                                                                  "generationconfig")}
     if rest:

@@ -36,7 +36,7 @@ FIELD_KEYS = ("multi", "instruction", "task", "output_type")
 # task arguments the other dialects' functions carry (round trips spell them as named arguments)
 TASK_ARGS = ("function", "dimensions", "range", "max_words", "source_language", "target_language",
              "response_format", "responseFormat", "returnType", "schema", "scores",
-             "output_schema", "show_details")
+             "output_schema", "show_details", "aspects")
 RANGES = ("-1..1", "0..1")
 
 

@@ -6,9 +6,11 @@ import json
 
 from quail_engine.sql.emit.common import (
     dispatch,
+    example_outputs,
     lit,
     parts,
     refuse,
+    refuse_aspects,
     similarity_range,
     task_prefix,
     warn,
@@ -40,12 +42,30 @@ def _managed(fn: str, op: AiOp) -> str:
     return extra
 
 
+def _examples(op: AiOp) -> str:
+    """`examples => [(input, output), ...]`: a filter's TRUE/FALSE, a single-label
+    classification's label, a multi-label one's ARRAY of labels."""
+    if not op.examples:
+        return ""
+    pairs = []
+    for text, out in example_outputs(op):
+        if isinstance(out, bool):
+            value = "TRUE" if out else "FALSE"
+        elif isinstance(out, list) and op.multi:
+            value = "[" + ", ".join(lit(str(x), NAME) for x in out) + "]"
+        else:
+            value = lit(str(out[0] if isinstance(out, list) and out else out), NAME)
+        pairs.append(f"({lit(text, NAME)}, {value})")
+    return f", examples => [{', '.join(pairs)}]"
+
+
 def _filter(op: AiOp, args: list[str]) -> str:
-    return f"AI.IF({_prompt(op, args)}{_managed('AI.IF', op)})"
+    return f"AI.IF({_prompt(op, args)}{_examples(op)}{_managed('AI.IF', op)})"
 
 
 def _classify(op: AiOp, args: list[str]) -> str:
     if op.task == "sentiment":
+        refuse_aspects("AI_SENTIMENT", NAME, op)
         warn("sentiment", NAME, "AI.CLASSIFY over the sentiment labels stands in for the vendor's "
              "sentiment function")
     if op.instruction:
@@ -54,7 +74,8 @@ def _classify(op: AiOp, args: list[str]) -> str:
                      f"description)" if lb.description else lit(lb.name, NAME)
                      for lb in op.labels)
     mode = ", output_mode => 'multi'" if op.multi else ""
-    return f"AI.CLASSIFY({_prompt(op, args)}, categories => [{cats}]{mode}{_managed('AI.CLASSIFY', op)})"
+    return (f"AI.CLASSIFY({_prompt(op, args)}, categories => [{cats}]{mode}{_examples(op)}"
+            f"{_managed('AI.CLASSIFY', op)})")
 
 
 def _score(op: AiOp, args: list[str]) -> str:

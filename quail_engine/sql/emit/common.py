@@ -78,3 +78,23 @@ def labels_json(op: AiOp) -> str:
 
 def similarity_range(op: AiOp) -> str:
     return dict(op.task_args).get("range", "-1..1")
+
+
+def example_outputs(op: AiOp) -> list[tuple[str, object]]:
+    """The call's few-shot examples as (input, output) with the output decoded: a bool (a
+    filter), a label or a list of labels (a classification)."""
+    return [(text, json.loads(output)) for text, output in op.examples]
+
+
+def drop_examples(fn: str, target: str, op: AiOp) -> None:
+    """Warn that `target`'s `fn` has no few-shot examples, when the call gives some."""
+    if op.examples:
+        warn(fn, target, f"{fn} takes no examples; the call's {len(op.examples)} are dropped")
+
+
+def refuse_aspects(fn: str, target: str, op: AiOp) -> None:
+    """Refuse a sentiment per aspect (Snowflake's AI_SENTIMENT(text, categories)) where the
+    target's sentiment function answers the overall sentiment alone."""
+    if "aspects" in dict(op.task_args):
+        raise refuse(fn, target, f"{target} has no sentiment per aspect (categories); write one "
+                     "classification per aspect", op)

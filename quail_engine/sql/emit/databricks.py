@@ -9,9 +9,11 @@ from quail_engine.sql.build import SENTIMENT_LABELS
 from quail_engine.sql.emit.common import (
     concat,
     dispatch,
+    drop_examples,
     labels_json,
     lit,
     refuse,
+    refuse_aspects,
     similarity_range,
     task_prefix,
     warn,
@@ -51,6 +53,7 @@ def _filter(op: AiOp, args: list[str]) -> str:
 def _classify(op: AiOp, args: list[str]) -> str:
     names = tuple(lb.name for lb in op.labels)
     if op.task == "sentiment":
+        refuse_aspects("AI_SENTIMENT", NAME, op)
         if names != SENTIMENT_LABELS[NAME]:
             warn("ai_analyze_sentiment", NAME, f"labels {list(names)} become Databricks' "
                  f"{list(SENTIMENT_LABELS[NAME])}")
@@ -149,4 +152,5 @@ EMITTERS = {
 
 
 def emit(op: AiOp, args: list[str]) -> str:
+    drop_examples(str(op.op), NAME, op)  # no Databricks AI function takes examples
     return dispatch(EMITTERS, op, args, NAME)

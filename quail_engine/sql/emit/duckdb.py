@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from quail_engine.sql.emit.common import lit, single
+from quail_engine.sql.emit.common import drop_examples, lit, single
 from quail_engine.sql.ir import AiOp, OpKind, Options
 from quail_engine.sql.op_kinds import spec
 from quail_engine.sql.shapes import shows_details
@@ -69,6 +69,7 @@ def _decode(value: str):
 
 
 def emit(op: AiOp, args: list[str]) -> str:
+    drop_examples(str(op.op), NAME, op)  # quail's functions take no examples
     name = OpKind.AI_FILTER if op.op == OpKind.AI_JOIN else op.op
     if op.op == OpKind.AI_SIMILARITY:
         positional = args[:2]

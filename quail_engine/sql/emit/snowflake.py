@@ -6,7 +6,16 @@ import dataclasses
 import json
 
 from quail_engine.sql.build import SENTIMENT_LABELS
-from quail_engine.sql.emit.common import dispatch, lit, refuse, similarity_range, single, warn
+from quail_engine.sql.emit.common import (
+    dispatch,
+    drop_examples,
+    example_outputs,
+    lit,
+    refuse,
+    similarity_range,
+    single,
+    warn,
+)
 from quail_engine.sql.ir import AiOp, OpKind
 from quail_engine.sql.shapes import shows_details
 
@@ -23,12 +32,19 @@ def _prompt(op: AiOp, args: list[str]) -> str:
     return f"PROMPT({', '.join([lit(op.template, NAME), *[args[i] for i in used]])})"
 
 
+def _value(v) -> str:
+    """A Snowflake constant: OBJECT `{...}`, ARRAY `[...]`, string, number or boolean."""
+    if isinstance(v, dict):
+        return _object(v)
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    if isinstance(v, str):
+        return lit(v, NAME)
+    return json.dumps(v).upper() if isinstance(v, bool) else json.dumps(v)
+
+
 def _object(values: dict) -> str:
-    items = []
-    for k, v in values.items():
-        value = lit(v, NAME) if isinstance(v, str) else json.dumps(v).replace('"', "'")
-        items.append(f"{lit(k, NAME)}: {value}")
-    return "{" + ", ".join(items) + "}"
+    return "{" + ", ".join(f"{lit(k, NAME)}: {_value(v)}" for k, v in values.items()) + "}"
 
 
 def _no_model(fn: str, op: AiOp) -> None:
@@ -39,6 +55,7 @@ def _no_model(fn: str, op: AiOp) -> None:
 
 def _filter(op: AiOp, args: list[str]) -> str:
     _no_model("AI_FILTER", op)
+    drop_examples("AI_FILTER", NAME, op)
     return f"AI_FILTER({_prompt(op, args)})"
 
 
@@ -49,6 +66,9 @@ def _classify(op: AiOp, args: list[str]) -> str:
         if names != SENTIMENT_LABELS[NAME]:
             warn("AI_SENTIMENT", NAME, f"labels {list(names)} become Snowflake's "
                  f"{list(SENTIMENT_LABELS[NAME])}")
+        aspects = dict(op.task_args).get("aspects")
+        if aspects is not None:  # the whole {"categories": [...]} object, as the call answers
+            return f"AI_SENTIMENT({_prompt(op, args)}, {_value(json.loads(aspects))})"
         return f"AI_SENTIMENT({_prompt(op, args)}):categories[0]:sentiment::STRING"
     cats = ", ".join(_object({"label": lb.name, "description": lb.description})
                      if lb.description else lit(lb.name, NAME) for lb in op.labels)
@@ -57,6 +77,9 @@ def _classify(op: AiOp, args: list[str]) -> str:
         config["task_description"] = op.instruction
     if op.multi:
         config["output_mode"] = "multi"
+    if op.examples:  # {'input', 'labels'}: a BigQuery example's one label becomes a list
+        config["examples"] = [{"input": text, "labels": out if isinstance(out, list) else [out]}
+                              for text, out in example_outputs(op)]
     extra = f", {_object(config)}" if config else ""
     path = ":labels" if op.multi else ":labels[0]::STRING"
     return f"AI_CLASSIFY({_prompt(op, args)}, [{cats}]{extra}){path}"
