@@ -275,6 +275,20 @@ def table(rows: list[dict]) -> str:
     return "\n".join([head, *lines])
 
 
+def pass_tables(rows: list[dict]) -> str:
+    """Where each query's GPU time went, pass by pass: the per-kind summaries of the `query`
+    rows (an engine row's `passes` is its count of forward passes, not a summary)."""
+    md = ""
+    for r in rows:
+        if r.get("path") != "query" or not isinstance(r.get("passes"), dict):
+            continue
+        passes = pass_summary.markdown(r["passes"])
+        if passes:
+            md += (f"\n\nGPU passes of the {r['workload']} query ({r['precision']}"
+                   f"{_sharing(r)}):\n\n" + "\n".join(passes))
+    return md
+
+
 def _sharing(r: dict) -> str:
     return " (sharing off)" if r.get("sharing") == "off" else ""
 
@@ -390,12 +404,7 @@ def main(argv=None) -> int:
             add(f"engine_{precision}", engine_rows, args, precision, tokenizer, paths)
         if "dbt" in args.paths and "filter" in args.workloads:
             add(f"dbt_{precision}", dbt_row, args, precision, paths, clock)
-    md = table(rows)
-    for r in rows:  # where each query's GPU time went, pass by pass
-        passes = pass_summary.markdown(r.get("passes") or {})
-        if passes:
-            md += (f"\n\nGPU passes of the {r['workload']} query ({r['precision']}"
-                   f"{_sharing(r)}):\n\n" + "\n".join(passes))
+    md = table(rows) + pass_tables(rows)
     (out_dir() / "e2e_gpu.md").write_text(md + "\n")
     print(md)
     return 0

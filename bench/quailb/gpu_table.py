@@ -5,8 +5,10 @@ warmed up, before the first query), fresh and requested tokens (the execution re
 tokens (every distinct prompt prefix once, ledger.py), `sol_s` = the speed of light of that
 minimum on the H200 datasheet (1,979 fp8 / 989 bf16 dense TFLOP/s, 4.8 TB/s) and
 `sol_sustained_s` on the measured sustained ceiling (plan/device.py), `x_sol` = run_s / sol_s,
-and the transformers baseline (baseline.py), extrapolated from a sample. Suite totals:
-sums, sum(run_s) / sum(sol_s) and the geometric mean of `x_sol`.
+`x_sol_quailb` = run_s / the anchor's speed of light of the same work (sol_quailb.py: attention
+at the bf16 rate) with the minimum's work counts (`min_work`), and the transformers baseline
+(baseline.py), extrapolated from a sample. Suite totals: sums, sum(run_s) / sum(sol_s) and the
+geometric mean of `x_sol`, and the same in the anchor's convention.
 
 Resumable: the result file is rewritten after each query; a query is first written as started,
 so one that a killed device call never finished is reported as such; the next call resumes from
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import pass_summary
-from bench.quailb import baseline
+from bench.quailb import baseline, sol_quailb
 from bench.quailb.run import ROOT, _cases, geomean, twin_check
 from quail_engine.infer.gpu import compile_log
 from quail_testing.quailb import data
@@ -54,10 +56,24 @@ def _speed_of_light(row: dict, minimum, specs) -> None:
     model, sheet, sustained = specs
     passes = num_passes(minimum.work.fresh_tokens)
     row.update(prompts=minimum.prompts, min_tokens=minimum.tokens,
+               min_work=sol_quailb.work_counts(minimum.work),
                sol_s=seconds(model, sheet, minimum.work, passes),
                sol_sustained_s=seconds(model, sustained, minimum.work, passes))
     if row.get("run_s") and row["sol_s"] > 0:
         row["x_sol"] = round(row["run_s"] / row["sol_s"], 3)
+    quailb_sol(row, model, sheet)
+
+
+def quailb_sol(row: dict, model, sheet) -> None:
+    """`sol_quailb_s` and `x_sol_quailb` of a row from its `min_work` (none without it)."""
+    from quail_engine.plan.cost import num_passes
+
+    work = sol_quailb.work_of(row)
+    if work is None:
+        return
+    row["sol_quailb_s"] = sol_quailb.seconds(model, sheet, work, num_passes(work.fresh_tokens))
+    if row.get("run_s") and row["sol_quailb_s"] > 0:
+        row["x_sol_quailb"] = round(row["run_s"] / row["sol_quailb_s"], 3)
 
 
 def _where_time_went(row: dict, report: dict | None, specs, reports: Path) -> None:
@@ -86,6 +102,13 @@ def totals(rows: list[dict]) -> dict:
            "min_tokens": sum(r.get("min_tokens", 0) for r in done),
            "x_sol": round(run / sol, 2) if sol > 0 else None,
            "x_sol_geomean": _round(geomean([r.get("x_sol") for r in done]))}
+    anchor = [r for r in done if r.get("sol_quailb_s")]
+    if anchor:  # the anchor's convention, over the rows that have it
+        run_q, sol_q = sum(r["run_s"] for r in anchor), sum(r["sol_quailb_s"] for r in anchor)
+        out.update(queries_quailb=len(anchor), sol_quailb_s=float(f"{sol_q:.4g}"),
+                   x_sol_quailb=round(run_q / sol_q, 2),
+                   x_sol_quailb_geomean=_round(geomean([r.get("x_sol_quailb")
+                                                         for r in anchor])))
     if hf:
         out["hf_s"] = round(sum(r["hf_s"] for r in hf), 3)
         out["hf_speedup_geomean"] = _round(geomean([r["hf_s"] / r["run_s"] for r in hf
@@ -121,8 +144,9 @@ def markdown(result: dict) -> str:
              + "".join(f"; sampled: {t} {n:,} of {total:,} rows (the first, a uniform sample)"
                        for t, (n, total) in result.get("sample", {}).items()), "",
              "| query | dialect | ok | rows | run s | fresh tok | requested tok | min tok | "
-             "SoL s | SoL sust. s | x SoL | GPU pass s | transformers s | note |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "SoL s | SoL sust. s | x SoL | x SoL (quail-bench) | GPU pass s | transformers s | "
+             "note |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in result["queries"]:
         hf = fmt(r.get("hf_s"), "{:.3g}") + (" (extrapolated)" if r.get("hf_extrapolated")
                                               else "")
@@ -134,6 +158,7 @@ def markdown(result: dict) -> str:
             f"{fmt(r.get('fresh_tokens'))} | {fmt(r.get('requested_tokens'))} | "
             f"{fmt(r.get('min_tokens'))} | {fmt(r.get('sol_s'), '{:.3g}')} | "
             f"{fmt(r.get('sol_sustained_s'), '{:.3g}')} | {fmt(r.get('x_sol'), '{:.2f}')} | "
+            f"{fmt(r.get('x_sol_quailb'), '{:.2f}')} | "
             f"{fmt(gpu if r.get('ops') else None, '{:.3g}')} | {hf} | {note} |")
     factors = [(r, gap(r)) for r in result["queries"]]
     lines += ["", "x SoL = host x kernel x work (`gap`): host = run s / the operators' GPU pass "
@@ -147,6 +172,9 @@ def markdown(result: dict) -> str:
               f"light {t['sol_s']} s, x_sol {t['x_sol']} (geometric mean {t['x_sol_geomean']}); "
               f"tokens fresh {t['fresh_tokens']:,} / requested {t['requested_tokens']:,} / "
               f"minimum {t['min_tokens']:,}"
+              + (f"; in quail-bench's convention (attention at the bf16 rate, sol_quailb.py) "
+                 f"x_sol {t['x_sol_quailb']} (geometric mean {t['x_sol_quailb_geomean']}) over "
+                 f"{t['queries_quailb']} queries" if "x_sol_quailb" in t else "")
               + (f"; transformers {t['hf_s']} s"
                  + (" (extrapolated from samples)" if t.get("hf_extrapolated") else "")
                  + f", geometric-mean speedup {t['hf_speedup_geomean']}x" if "hf_s" in t

@@ -8,6 +8,10 @@ only when the replay asked the same minimum tokens as the device did (or within 
 noted in the row: prompts changed since a row was measured); the others are listed.
 
     python -m bench.quailb.resol --result bench/results/quailb_gpu.json [--only BIO-2,...] --write
+
+`--anchor-only`: leave our speed of light as it is and add the replay's work counts
+(`min_work`) and the anchor's speed of light of them (`sol_quailb_s`, `x_sol_quailb`:
+sol_quailb.py) to rows measured before the rows carried their work counts.
 """
 
 from __future__ import annotations
@@ -61,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="re-price a row whose replay's minimum tokens differ by at most this "
                          "fraction (noted in the row); default: only equal ones")
     ap.add_argument("--write", action="store_true", help="update --result and its markdown")
+    ap.add_argument("--anchor-only", action="store_true",
+                    help="add min_work and the anchor's speed of light; keep sol_s as it is")
     args = ap.parse_args(argv)
 
     from bench.probes.host_overhead import packing_engine
@@ -74,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         packing_engine(spec, args.pages, tokenizer)
     suite = open_suite(args.workdir, result["scale"], model=str(replay_model(args.workdir,
                                                                              args.carry)),
-                       override=bool(result["override"]), ledger=True)
+                       override=bool(result["override"]), ledger=True,
+                       sample={t: n for t, (n, _) in result.get("sample", {}).items()})
     engine, model_specs, differ = suite.load(), specs(result["precision"]), []
     for row in rows:
         t0 = time.perf_counter()
@@ -85,7 +92,12 @@ def main(argv: list[str] | None = None) -> int:
         same = drift <= args.tolerance and replay.get("rows") == row.get("rows")
         priced, before = dict(row), row["sol_s"]
         _speed_of_light(priced, minimum, model_specs)
-        if same:
+        if same and args.anchor_only:
+            row.update({k: priced[k] for k in ("min_work", "sol_quailb_s", "x_sol_quailb")
+                        if k in priced})
+            row["sol_quailb_note"] = ("work counts from bench/quailb/resol.py's CPU replay "
+                                      "(the same minimum tokens as the device run)")
+        elif same:
             note = "re-priced by bench/quailb/resol.py (a prefix's KV read once for all its " \
                    "requests)"
             if minimum.tokens != row["min_tokens"]:  # the device's prompts were a little other
@@ -98,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row['id']}: min tokens {minimum.tokens:,} (device {row['min_tokens']:,}), "
               f"rows {replay.get('rows', replay.get('error'))} (device {row.get('rows')}); "
               f"sol {before:.4g}"
-              f" -> {priced['sol_s']:.4g} s, x_sol {priced.get('x_sol')}"
+              f" -> {priced['sol_s']:.4g} s, x_sol {priced.get('x_sol')}, x_sol_quailb "
+              f"{priced.get('x_sol_quailb')}"
               f"{'' if same else ' (not written: the replay differs)'}; "
               f"{time.perf_counter() - t0:.0f} s", flush=True)
     result["totals"] = totals(result["queries"])

@@ -33,4 +33,5 @@ def test_the_markdown_lists_the_factors_and_the_operators_gpu_seconds():
                          "min_tokens": 0}}
     md = markdown(result)
     assert "| Q-1 | 6.00 | 1.50 | 2.00 | 2.00 |" in md
-    assert "| 6.00 | 8 |" in md  # x SoL, then the operators' GPU pass seconds
+    assert "| 6.00 | - | 8 |" in md  # x SoL, ours then (no work counts) the anchor's, then the
+    # operators' GPU pass seconds
