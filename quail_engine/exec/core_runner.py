@@ -16,12 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from quail_engine.exec.answer_store import AnswerStore
-from quail_engine.exec.doc_kv import (
-    CARRY_SHARE,
-    CHUNK_SHARE,
-    kv_capacity_tokens,
-    kv_page_tokens,
-)
+from quail_engine.exec.doc_kv import kv_capacity_tokens, kv_page_tokens
 from quail_engine.exec.estimates import doc_texts, op_infos
 from quail_engine.exec.join_runner import ROW, Joined, anchor_chunks, expand, run_joins
 from quail_engine.exec.join_values import bound_aliases, combo_values, tuple_values
@@ -29,6 +24,7 @@ from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.prompts import OpPrompt
 from quail_engine.exec.rides import last_join_projections, ride_alongs
 from quail_engine.exec.scans import ScanData, load_scan, op_values
+from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.planner import plan_core
@@ -38,9 +34,6 @@ from quail_engine.settings import prefix_sharing_enabled
 from quail_engine.sql.ir import PREDICATE_KINDS, binding_column
 
 log = logging.getLogger(__name__)
-CHUNK_ROWS = 256
-FIRST_CHUNK_ROWS = 16  # rows of a resident chunk before the engine (its KV arena) is loaded
-LIMIT_MIN_CHUNK = 8  # rows a LIMIT query asks at least per round of its filters
 
 
 class CoreRunner:
@@ -101,15 +94,16 @@ class CoreRunner:
                                           s.kind == "project" for s in plan.steps))
         finally:
             self.carry.release()
+        share = plan.chunking.carry_share
         if self.carry_flushes:
             self.runner.report.remarks.append(
                 f"the join was asked {self.carry_flushes} times during the filters, for the "
-                f"documents they had kept resident (more than {CARRY_SHARE:.0%} of the KV "
+                f"documents they had kept resident (more than {share:.0%} of the KV "
                 "arena at once)")
         if self.carry_dropped:
             self.runner.report.remarks.append(
                 f"{self.carry_dropped} documents the filters computed were encoded again by the "
-                f"join: keeping them resident would take more than {CARRY_SHARE:.0%} of the KV "
+                f"join: keeping them resident would take more than {share:.0%} of the KV "
                 "arena")
         if has_joins:
             kinds = {self.ai_ops[o].join.kind for o in planned.joins if self.ai_ops[o].join}
@@ -167,15 +161,16 @@ class CoreRunner:
             alive_all: list[int] = []
             # documents resident across steps bound the chunk (their KV lives for it); rows
             # whose steps each read their document once run in one pipelined call per step
-            resident = any(not self._read_once(st, scan) for st in steps)
+            resident = any(not st.is_read_once for st in steps)
             c = 0
             while c < len(scan.rows):
-                chunk = (self._resident_chunk(alias, steps, scan, c) if resident
+                chunk = (self._resident_chunk(plan.chunking, alias, steps, scan, c) if resident
                          else max(1, len(scan.rows)))
                 if limit is not None and not limit.is_ordered:
                     if len(alive_all) >= limit.rows:
                         break  # enough rows pass: the LIMIT keeps no other
-                    chunk = min(chunk, max(LIMIT_MIN_CHUNK, 2 * (limit.rows - len(alive_all))))
+                    chunk = min(chunk, max(plan.chunking.limit_min_rows,
+                                           2 * (limit.rows - len(alive_all))))
                 alive = list(range(c, min(c + chunk, len(scan.rows))))
                 c += chunk
                 kvs: dict[str, object] = {}
@@ -195,10 +190,10 @@ class CoreRunner:
                             text_of = {i: layout.texts(op_values(scan, steps[-1].op, last, i))[0]
                                        for i in alive}
                             texts = list(dict.fromkeys(text_of.values()))  # in row order
-                            keep = self._carry_fits(kv, texts)
+                            keep = self._carry_fits(plan.chunking, kv, texts)
                             if len(keep) < len(texts) and self._flush_carry(plan, scans,
                                                                             survivors):
-                                keep = self._carry_fits(kv, texts)
+                                keep = self._carry_fits(plan.chunking, kv, texts)
                             self.carry_dropped += len(texts) - len(keep)
                             self.carry.take(kv, keep)
                             kept = set(keep)
@@ -215,54 +210,42 @@ class CoreRunner:
             self.store.complete |= {s.op for s in steps if s.kind == "filter"}
         return survivors
 
-    def _resident_chunk(self, alias: str, steps, scan: ScanData, start: int) -> int:
+    def _resident_chunk(self, chunking: Chunking, alias: str, steps, scan: ScanData,
+                        start: int) -> int:
         """Rows per chunk from row `start` when the steps keep their documents resident for the
-        chunk: CHUNK_ROWS, fewer where that many documents would take more than CHUNK_SHARE of
-        a bounded KV arena (long reports fill it long before CHUNK_ROWS of them). With prefix
+        chunk, as the plan's `chunking` bounds them on the engine's KV arena. With prefix
         sharing, a document that begins like the row before it holds only its own pages past
         that beginning (the radix index shares the rest), so the chunk counts those (counted
         whole, cumulative snapshots of one trace would make chunks of a few rows, each a few
         small passes)."""
         engine = self.runner.loaded_engine()
         if engine is None:  # not loaded yet (nor needed, if every answer is cached): a small
-            return FIRST_CHUNK_ROWS  # first chunk, sized again once the engine is known
+            return chunking.first_filter_rows  # first chunk, sized again once it is known
         capacity = kv_capacity_tokens(engine)
         step = max((s for s in steps if s.op in self.infos),
                    key=lambda s: self.infos[s.op].tokens.get(alias, 0.0), default=None)
         mean = self.infos[step.op].tokens.get(alias, 0.0) if step is not None else 0.0
-        if capacity is None or mean <= 0:
-            return CHUNK_ROWS
-        budget = capacity * CHUNK_SHARE
-        if not prefix_sharing_enabled():
-            return max(1, min(CHUNK_ROWS, int(budget / mean)))
+        if capacity is None or mean <= 0 or not prefix_sharing_enabled():
+            return chunking.filter_chunk(capacity, mean)
         key = (alias, step.op)
         if key not in self._row_tokens:
             self._row_tokens[key] = own_tokens(doc_texts(scan, step.op, self.ai_ops[step.op]),
                                                mean, kv_page_tokens(engine))
         full, own = self._row_tokens[key]
-        need = np.cumsum(own[start:start + CHUNK_ROWS])
-        if len(need):
-            need += full[start] - own[start]  # the chunk's first document counted whole
-        return max(1, int(np.searchsorted(need, budget, side="right")))
+        # the chunk's first document counted whole
+        return chunking.filter_chunk(capacity, mean, own[start:start + chunking.filter_rows]
+                                     .tolist(), float(full[start] - own[start]))
 
-    def _carry_fits(self, kv, texts) -> list[str]:
-        """The documents of `texts` (resident in `kv`) the join may find still resident: while
-        the carried documents hold at most CARRY_SHARE of the KV arena, in the order given. The
-        others are released with the filters' chunk (after `_flush_carry` made room, when it
-        can) and encoded again by the join (every filtered document kept for the join can fill
-        the arena)."""
-        capacity = kv_capacity_tokens(self.runner.engine)
-        if capacity is None:
-            return list(texts)
-        room = int(capacity * CARRY_SHARE) - self.carry.resident_tokens()
-        keep = []
-        for text in texts:
-            handle = kv.handles.get(text)
-            tokens = handle.num_tokens if handle is not None else 0
-            if tokens <= room:
-                room -= tokens
-                keep.append(text)
-        return keep
+    def _carry_fits(self, chunking: Chunking, kv, texts) -> list[str]:
+        """The documents of `texts` (resident in `kv`) the join may find still resident: within
+        the plan's carry share of the KV arena, in the order given. The others are released
+        with the filters' chunk (after `_flush_carry` made room, when it can) and encoded
+        again by the join (every filtered document kept for the join can fill the arena)."""
+        handles = [kv.handles.get(text) for text in texts]
+        keep = chunking.carry_keep(kv_capacity_tokens(self.runner.engine),
+                                   self.carry.resident_tokens(),
+                                   [h.num_tokens if h is not None else 0 for h in handles])
+        return [text for text, kept in zip(texts, keep) if kept]
 
     def _flush_carry(self, plan: PhysicalPlan, scans: dict[str, ScanData],
                      survivors: dict[str, list[int]]) -> bool:
@@ -284,7 +267,7 @@ class CoreRunner:
             first = cand.steps[0]         # another alias ride along)
             cur = Joined({carry.alias: rows})
             expand(first, cur, first.alias, scans, rows_of[first.alias], self.ai_ops,
-                   self.runner, self.store, self.carry, materialize=False, count=False,
+                   self.runner, self.store, self.carry, materialize=False, count=False, chunking=plan.chunking,
                    rides=ride_alongs(first, list(cand.steps[1:]), cur, scans, survivors,
                                      self.ai_ops, self.runner))
         elif carry.early == EARLY_STAR:
@@ -292,7 +275,8 @@ class CoreRunner:
             for n, step in enumerate(cand.steps):
                 cur = expand(step, cur, step.alias, scans, rows_of[step.alias], self.ai_ops,
                              self.runner, self.store, self.carry,
-                             materialize=n + 1 < len(cand.steps), count=False, share=True)
+                             materialize=n + 1 < len(cand.steps), count=False, share=True,
+                             chunking=plan.chunking)
         else:
             (partner,) = partners
             step = cand.steps[0]
@@ -302,7 +286,7 @@ class CoreRunner:
                 cur = Joined({partner: np.array(rows_of[partner], dtype=ROW)})
                 new, new_rows = carry.alias, self.carry_rows
             expand(step, cur, new, scans, new_rows, self.ai_ops, self.runner, self.store,
-                   self.carry, materialize=False, count=False,
+                   self.carry, materialize=False, count=False, chunking=plan.chunking,
                    project=last_join_projections(plan, self.ai_ops))
         self.carry.release()
         self.carry_rows = []
@@ -333,14 +317,16 @@ class CoreRunner:
         partner = rows_of[first.alias][0]
         by_anchor = {i: [combo_values(first.op, op, scans, {anchor: i, first.alias: partner})]
                      for i in rows_of[anchor]}
-        for group in anchor_chunks(list(by_anchor), by_anchor, layout, self.runner):
+        for group in anchor_chunks(list(by_anchor), by_anchor, layout, self.runner,
+                                   plan.chunking):
             kv = self.runner.doc_kv()
             try:
                 cur = Joined({anchor: np.array(group, dtype=ROW)})
                 for n, step in enumerate(steps):
                     cur = expand(step, cur, step.alias, scans, rows_of[step.alias],
                                  self.ai_ops, self.runner, self.store, kv,
-                                 materialize=n + 1 < len(steps), count=False, share=True)
+                                 materialize=n + 1 < len(steps), count=False, share=True,
+                                 chunking=plan.chunking)
             finally:
                 kv.release()
 
@@ -350,7 +336,7 @@ class CoreRunner:
         rep = self.runner.report.op(step.op, op.op)
         values = [op_values(scan, step.op, op, i) for i in alive]
         kv = None
-        if layout.is_shared and not self._read_once(step, scan):
+        if layout.is_shared and not step.is_read_once:
             kv = kvs.setdefault(step.doc, self.runner.doc_kv())
         if step.kind == "project":
             self.runner.project(step.op, layout, values, self.store, kv)
@@ -360,14 +346,6 @@ class CoreRunner:
         kept = [i for i, v in zip(alive, values) if op.passes(self.store.get(step.op, v))]
         rep.rows_out += len(kept)
         return kept
-
-    @staticmethod
-    def _read_once(step, scan: ScanData) -> bool:
-        """The plan has this step encode its document and release it right after (a document a
-        join carries is not released by its filter): one full prompt per row (one pass) beats
-        a prefix pass plus a question pass (a document repeated inside the step still shares
-        its KV: OpRunner.answer)."""
-        return step.encode and step.doc in step.release
 
     def _run_projections(self, plan: PhysicalPlan, scans, final: Joined) -> None:
         for step in (s for s in plan.steps if s.kind == "project"):

@@ -13,11 +13,6 @@ from quail_engine.errors import ExecutionError
 from quail_engine.infer.api import PrefixHandle
 from quail_engine.plan.cost import Work, request_work
 
-# the share of the KV arena the documents filters leave resident for a later join may hold; the
-# join encodes the rest again (its own chunks, and the prompts' own tokens, need the other half)
-CARRY_SHARE = 0.5
-# the share a chunk of documents held at once (a filter chunk's, a join's anchors) may hold
-CHUNK_SHARE = 0.25
 # resident documents extended by a question stem per engine call (DocKV._extend) where the KV
 # store copies a document to extend it (the CPU's); a paged arena shares the document's whole
 # pages and copies only its last partial one, so there a whole chunk of anchors goes in one

@@ -18,7 +18,7 @@ from functools import partial
 import numpy as np
 
 from quail_engine.exec.answer_store import AnswerStore
-from quail_engine.exec.doc_kv import CHUNK_SHARE, DocKV, kv_capacity_tokens, kv_page_tokens
+from quail_engine.exec.doc_kv import DocKV, kv_capacity_tokens, kv_page_tokens
 from quail_engine.exec.join_values import bound_aliases, combo_values, pair_values, tuple_values
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.rides import (
@@ -32,15 +32,11 @@ from quail_engine.exec.rides import (
     ride_alongs,
 )
 from quail_engine.exec.scans import ScanData
+from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.join_order import JoinStep
 from quail_engine.plan.physical import PhysicalPlan
 
 log = logging.getLogger(__name__)
-ANCHORS_PER_CHUNK = 128  # anchors encoded together where the KV store is unbounded (the CPU)
-# ... and at most this many on a bounded arena, where CHUNK_SHARE of it in tokens is the limit:
-# each chunk is one operator call per join, with a fixed cost the device waits for, so short
-# documents go in large chunks
-MAX_ANCHORS_PER_CHUNK = 1024
 ROW = np.int32  # a scan row index in Joined (a chain's joined rows can number 10^8)
 
 
@@ -123,10 +119,11 @@ def _unique_ints(key: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: AnswerStore,
-         carry: DocKV | None, every_pair: bool = True, share: bool = False,
+         carry: DocKV | None, chunking: Chunking, every_pair: bool = True, share: bool = False,
          rides: list[Ride] = (), projections: list[PairProjection] = ()) -> list[bool]:
     """Answer `values` (distinct binding tuples) of the AI join `step`, anchors grouped so that
-    a chunk of them is encoded once while all its partners run; -> whether each passes.
+    a chunk of them (the plan's `chunking`) is encoded once while all its partners run; ->
+    whether each passes.
     `every_pair`: these are all the pairs the join will ask (the operator is then complete).
     `share`: the anchors' documents stay in `carry` for a later join (else they move out).
     `rides`: later joins asked over each chunk's documents while they are resident (Ride);
@@ -140,7 +137,7 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
             store.put(step.op, v, None)
             continue
         by_anchor.setdefault(tuple(v[i] for i in slots), []).append(v)
-    groups = anchor_chunks(list(by_anchor), by_anchor, layout, runner)
+    groups = anchor_chunks(list(by_anchor), by_anchor, layout, runner, chunking)
     chunks = [[v for a in group for v in by_anchor[a]] for group in groups]
     with ThreadPoolExecutor(1, thread_name_prefix="quail-prepare") as helper:
         ahead: list[Future] = []
@@ -201,39 +198,36 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
     return [op.passes(store.get(step.op, v)) for v in values]
 
 
-def anchor_chunks(anchors: list[tuple], by_anchor: dict, layout, runner: OpRunner
-                   ) -> list[list[tuple]]:
-    """Anchors in chunks encoded together: ANCHORS_PER_CHUNK where the KV store is unbounded;
-    on a bounded KV arena, at most CHUNK_SHARE of it in tokens (a chunk of long reports would not
-    fit) and MAX_ANCHORS_PER_CHUNK."""
+def anchor_chunks(anchors: list[tuple], by_anchor: dict, layout, runner: OpRunner,
+                  chunking: Chunking) -> list[list[tuple]]:
+    """Anchors in chunks encoded together, as the plan's `chunking` bounds them on the engine's
+    KV arena (none: by count alone); on an arena, documents the engine's prefix cache still
+    holds first."""
     capacity = kv_capacity_tokens(runner.engine) if anchors else None
     if capacity is None:
-        return [anchors[c:c + ANCHORS_PER_CHUNK]
-                for c in range(0, len(anchors), ANCHORS_PER_CHUNK)]
-    sizer = runner.doc_kv()
-    texts = [layout.texts(by_anchor[a][0])[0] for a in anchors]
-    anchors = runner.cached_first(anchors, texts)  # documents still cached by content first
-    texts = [layout.texts(by_anchor[a][0])[0] for a in anchors]
-    sizer.tokenize(texts)
-    budget, out, cur, used = capacity * CHUNK_SHARE, [], [], 0
-    # each document may also hold a copy of its last page with the question stem after it
-    # (DocKV.set_stem on resident documents: PagedKVArena.join)
-    page = kv_page_tokens(runner.engine)
-    for anchor, text in zip(anchors, texts):
-        n = len(sizer.heads[text]) + page
-        if cur and (len(cur) >= MAX_ANCHORS_PER_CHUNK or used + n > budget):
-            out.append(cur)
-            cur, used = [], 0
-        cur.append(anchor)
-        used += n
-    return out + [cur] if cur else out
+        sizes = chunking.anchor_chunks(None, [0] * len(anchors))
+    else:
+        sizer = runner.doc_kv()
+        texts = [layout.texts(by_anchor[a][0])[0] for a in anchors]
+        anchors = runner.cached_first(anchors, texts)  # documents still cached by content first
+        texts = [layout.texts(by_anchor[a][0])[0] for a in anchors]
+        sizer.tokenize(texts)
+        # each document may also hold a copy of its last page with the question stem after it
+        # (DocKV.set_stem on resident documents: PagedKVArena.join)
+        page = kv_page_tokens(runner.engine)
+        sizes = chunking.anchor_chunks(capacity, [len(sizer.heads[t]) + page for t in texts])
+    out, c = [], 0
+    for n in sizes:
+        out.append(anchors[c:c + n])
+        c += n
+    return out
 
 
 def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
             survivors: list[int], ai_ops, runner: OpRunner, store: AnswerStore,
-            carry: DocKV | None, materialize: bool = True, count: bool = True,
-            share: bool = False, rides: list[Ride] = (), project: list[int] = (),
-            keep: list[str] | None = None) -> Joined:
+            carry: DocKV | None, chunking: Chunking, materialize: bool = True,
+            count: bool = True, share: bool = False, rides: list[Ride] = (),
+            project: list[int] = (), keep: list[str] | None = None) -> Joined:
     """`cur` joined with `alias`'s survivors: pairs restricted by the equality keys (shared
     k_<n> scan columns), then by `step`'s AI predicate, asked once per distinct binding pair.
     Without `materialize` (the last join, when nothing reads the joined rows) the rows are
@@ -271,7 +265,8 @@ def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
         values = pair_values(step.op, op, scans, proj, bound_rows, alias, flat)
         projections = project_pairs(list(project), ai_ops, scans, proj, bound_rows, alias,
                                      flat, values, runner) if project else []
-        ok = _ask(step, op, values, runner, store, carry, every_pair=count, share=share,
+        ok = _ask(step, op, values, runner, store, carry, chunking, every_pair=count,
+                  share=share,
                   rides=rides, projections=projections)
         passing = [[] for _ in cands]
         for (d, j), good in zip(flat, ok):
@@ -304,14 +299,14 @@ def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
 
 
 def _filter(step: JoinStep, cur: Joined, scans, ai_ops, runner: OpRunner, store: AnswerStore,
-            carry: DocKV | None) -> Joined:
+            carry: DocKV | None, chunking: Chunking) -> Joined:
     """The rows of `cur` that pass `step`'s AI predicate (over aliases already joined), asked
     once per distinct binding tuple."""
     op = ai_ops[step.op]
     bound = bound_aliases(step.op, op, scans, cur.aliases)
     distinct, inv = cur.distinct(bound)
     ok = np.array(_ask(step, op, tuple_values(step.op, op, scans, bound, distinct), runner,
-                       store, carry), dtype=bool)
+                       store, carry, chunking), dtype=bool)
     keep = ok[inv] if len(cur) else np.zeros(0, bool)
     rep = runner.report.op(step.op, op.op)
     rep.rows_in += cur.size
@@ -321,7 +316,7 @@ def _filter(step: JoinStep, cur: Joined, scans, ai_ops, runner: OpRunner, store:
 
 def ask_anchor_pair_ahead(step: JoinStep, nxt: JoinStep, cur: Joined,
                           scans: dict[str, ScanData], survivors: dict[str, list[int]], ai_ops,
-                          runner: OpRunner, store: AnswerStore) -> None:
+                          runner: OpRunner, store: AnswerStore, chunking: Chunking) -> None:
     """Two joins in a row anchored on the relation the first brings in (e.g.
     reviews r2 joined to the aspects a1 the chain holds, then to the aspects a2): asked ahead
     in chunks of that relation's rows, each chunk's documents encoded once, by the first join
@@ -350,15 +345,16 @@ def ask_anchor_pair_ahead(step: JoinStep, nxt: JoinStep, cur: Joined,
     held = Joined({a: distinct[:, k].astype(ROW) for k, a in enumerate(bound)})
     sample = dict(zip(bound, distinct[0].tolist()))
     by_anchor = {i: [combo_values(step.op, op, scans, {**sample, anchor: i})] for i in rows}
-    for group in anchor_chunks(rows, by_anchor, layout, runner):
+    for group in anchor_chunks(rows, by_anchor, layout, runner, chunking):
         kv = runner.doc_kv()
         try:
-            first = expand(step, held, anchor, scans, group, ai_ops, runner, store, kv,
+            first = expand(step, held, anchor, scans, group, ai_ops, runner, store, kv, chunking,
                            count=False, share=True)
             kept = np.unique(first.cols[anchor]) if len(first) else np.zeros(0, ROW)
             if len(kept):
                 expand(nxt, Joined({anchor: kept.astype(ROW)}), nxt.alias, scans, partners,
-                       ai_ops, runner, store, kv, materialize=False, count=False, share=True)
+                       ai_ops, runner, store, kv, chunking, materialize=False, count=False,
+                       share=True)
         finally:
             kv.release()
 
@@ -403,7 +399,7 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
             reuse = carry if s.anchor is not None and s.anchor == carry_alias else None
             if n == 0 and len(group) == 1 and steps and reuse is None:
                 ask_anchor_pair_ahead(s, steps[0], cur, scans, survivors, ai_ops, runner,
-                                      store)
+                                      store, plan.chunking)
             if n == 0:
                 last = len(joined) + 1 == len(aliases) and len(group) == 1
                 keep = None
@@ -412,12 +408,13 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
                     keep = _reads(steps[0], ai_ops, scans, [*joined, step.alias])
                 rides = ride_alongs(s, group[1:] + steps, cur, scans, survivors, ai_ops, runner)
                 cur = expand(s, cur, step.alias, scans, survivors.get(step.alias, []), ai_ops,
-                              runner, store, reuse, materialize=rows_needed or not last,
+                              runner, store, reuse, plan.chunking,
+                              materialize=rows_needed or not last,
                               rides=rides,
                               project=last_join_projections(plan, ai_ops) if last else (),
                               keep=keep)
             elif s.op is not None:
-                cur = _filter(s, cur, scans, ai_ops, runner, store, reuse)
+                cur = _filter(s, cur, scans, ai_ops, runner, store, reuse, plan.chunking)
             if reuse is not None:
                 reuse.release()
                 carry_alias = None

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.cost import Work, request_work
 from quail_engine.plan.join_choice import choose_join
@@ -35,6 +36,13 @@ class Step:
     rows_out: float = 0.0
     work: Work = Work()
     est_seconds: float = 0.0
+
+    @property
+    def is_read_once(self) -> bool:
+        """This step encodes its document and releases it right after (a document a join
+        carries is not released by its filter): one full prompt per row (one pass) beats a
+        prefix pass plus a question pass, and its rows need not be chunked."""
+        return self.encode and self.doc in self.release
 
     def text(self) -> str:
         head = self.kind if self.op is None else f"{self.kind} #{self.op}"
@@ -67,7 +75,8 @@ class Carry:
 class PhysicalPlan:
     """`relations`, `edges`, `context`: what `replan_joins` plans the joins again from.
     `star`: the relation a star of joins anchors on (plan/strategy.py); `filter_order`: the
-    relations in the order their filters run."""
+    relations in the order their filters run; `chunking`: how many documents the executor
+    holds resident at once (plan/chunking.py)."""
 
     logical: Node
     steps: tuple[Step, ...]
@@ -79,13 +88,19 @@ class PhysicalPlan:
     context: PlanContext | None = field(default=None, compare=False, repr=False)
     star: str | None = None
     filter_order: tuple[str, ...] = ()
+    chunking: Chunking = Chunking()
 
     def text(self) -> str:
         return "\n".join([*(s.text() for s in self.steps), *self.strategy_lines()])
 
     def strategy_lines(self) -> list[str]:
-        """How the executor runs the joins beyond the steps' order: a star's chunks, the carry."""
+        """How the executor runs the steps beyond their order: the chunks it holds resident (where
+        a step keeps its documents resident or joins), a star's joins, the carry."""
         out = []
+        resident = any(s.kind in ("filter", "project") and not s.is_read_once
+                       for s in self.steps)
+        if resident or self.has_joins:
+            out.append(self.chunking.text(resident, self.has_joins, self.carry is not None))
         if self.star is not None:
             ops = ",".join(f"#{s.op}" for s in self.candidates[0].steps)
             out.append(f"star anchor={self.star} joins {ops}")

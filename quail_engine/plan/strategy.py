@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from quail_engine.plan import chunking
 from quail_engine.plan.join_order import Candidate
 from quail_engine.plan.physical import PhysicalPlan
 
@@ -62,8 +63,8 @@ def filter_order(relations: Sequence[str], carried: str | None) -> tuple[str, ..
 
 
 def with_strategy(plan: PhysicalPlan) -> PhysicalPlan:
-    """`plan` with its star, its carry's early ask and its filter order decided, the filter
-    steps in that order."""
+    """`plan` with its star, its carry's early ask, its filter order (the filter steps in that
+    order) and its chunking decided."""
     cand = plan.candidates[0] if plan.candidates else None
     carry = plan.carry
     if carry is not None:
@@ -77,4 +78,4 @@ def with_strategy(plan: PhysicalPlan) -> PhysicalPlan:
     for n, step in zip(at, filters):
         steps[n] = step
     return replace(plan, steps=tuple(steps), carry=carry, star=star_anchor(cand),
-                   filter_order=order)
+                   filter_order=order, chunking=chunking.DEFAULT)

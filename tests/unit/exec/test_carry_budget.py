@@ -1,5 +1,5 @@
 """Documents a filter leaves resident for a later join (the plan's `carry`) hold at most
-CARRY_SHARE of a bounded KV arena; the join encodes the others again. QUAIL-B's IMDB-3 at sf0.1
+the plan's carry share of a bounded KV arena; the join encodes the others again. QUAIL-B's IMDB-3 at sf0.1
 (a filter over 5,000 reviews, then a join on the same reviews) filled the H200's arena with the
 carried reviews and failed with `KV arena full`."""
 
@@ -7,8 +7,9 @@ import pytest
 from exec_fakes import FakeEngine, review_db
 
 from quail_engine.errors import ExecutionError
-from quail_engine.exec.doc_kv import CARRY_SHARE, kv_capacity_tokens
+from quail_engine.exec.doc_kv import kv_capacity_tokens
 from quail_engine.exec.session import QuailSession
+from quail_engine.plan.chunking import DEFAULT as CHUNKING
 from quail_engine.plan.cost import DeviceSpec
 
 FILLER = " ".join(f"w{j}" for j in range(20))  # reviews long next to product names: anchors
@@ -130,7 +131,7 @@ def test_carried_documents_beyond_their_share_are_encoded_again_when_the_join_ca
     rows, report, engine = _run(16384)
     assert rows == reference and engine.peak <= 16384 < unbounded.peak
     remark = next(r for r in report["remarks"] if "encoded again" in r)
-    assert f"{CARRY_SHARE:.0%} of the KV arena" in remark
+    assert f"{CHUNKING.carry_share:.0%} of the KV arena" in remark
     assert engine.stats.fresh_tokens > unbounded.stats.fresh_tokens
 
 

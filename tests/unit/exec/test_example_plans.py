@@ -46,12 +46,14 @@ GOLDEN = [
         'scan r',
         'scan p',
         'join #0 p anchor=r release r:anchors#0',
+        'chunks arena_share=0.25 anchors=128/1024',
     ]),
     ('bigquery/reviews.sql', [
         'project[#0](ai_filter#1(scan(reviews; cols=b_1_0,b_0_0)))',
         'scan reviews',
         'filter #1 reviews encode reviews:review',
         'project #0 reviews reuse reviews:review release reviews:review',
+        'chunks arena_share=0.25 filter_rows=256',
     ]),
     ('databricks/classify_group.sql', [
         'project[#0](scan(reviews; cols=b_0_0))',
@@ -68,12 +70,14 @@ GOLDEN = [
         'scan p',
         'scan r',
         'join #0 r anchor=r release r:anchors#0',
+        'chunks arena_share=0.25 anchors=128/1024',
     ]),
     ('databricks/reviews.sql', [
         'project[#0](ai_filter#1(scan(reviews; cols=b_1_0,b_0_0)))',
         'scan reviews',
         'filter #1 reviews encode reviews:review',
         'project #0 reviews reuse reviews:review release reviews:review',
+        'chunks arena_share=0.25 filter_rows=256',
     ]),
     ('duckdb/classify_group.sql', [
         'project[#0](scan(reviews; cols=b_0_0))',
@@ -85,18 +89,21 @@ GOLDEN = [
         'scan reviews',
         'filter #1 reviews encode reviews:review',
         'project #0 reviews reuse reviews:review release reviews:review',
+        'chunks arena_share=0.25 filter_rows=256',
     ]),
     ('duckdb/join.sql', [
         'ai_join#0(scan(r; cols=b_0_0), scan(p; cols=b_0_1))',
         'scan r',
         'scan p',
         'join #0 p anchor=r release r:anchors#0',
+        'chunks arena_share=0.25 anchors=128/1024',
     ]),
     ('duckdb/reviews.sql', [
         'project[#0](ai_filter#1(scan(reviews; cols=b_1_0,b_0_0)))',
         'scan reviews',
         'filter #1 reviews encode reviews:review',
         'project #0 reviews reuse reviews:review release reviews:review',
+        'chunks arena_share=0.25 filter_rows=256',
     ]),
     ('snowflake/classify_group.sql', [
         'project[#0](scan(reviews; cols=b_0_0))',
@@ -108,18 +115,21 @@ GOLDEN = [
         'scan reviews',
         'filter #1 reviews encode reviews:review',
         'project #0 reviews reuse reviews:review release reviews:review',
+        'chunks arena_share=0.25 filter_rows=256',
     ]),
     ('snowflake/join.sql', [
         'ai_join#0(scan(r; cols=b_0_0), scan(p; cols=b_0_1))',
         'scan r',
         'scan p',
         'join #0 p anchor=r release r:anchors#0',
+        'chunks arena_share=0.25 anchors=128/1024',
     ]),
     ('snowflake/reviews.sql', [
         'project[#0](ai_filter#1(scan(r; cols=b_1_0,b_0_0)))',
         'scan r',
         'filter #1 r encode r:r.review',
         'project #0 r reuse r:r.review release r:r.review',
+        'chunks arena_share=0.25 filter_rows=256',
     ]),
 ]
 

@@ -3,6 +3,8 @@ Joined): a chain reviews-aspects-reviews-aspects (QUAIL-B's IMDB-9) whose joined
 the product of its fan-outs asks each distinct (review, aspect) pair once per join and returns
 the same rows as DuckDB answering the predicates row by row."""
 
+from dataclasses import replace
+
 import numpy as np
 from exec_fakes import FakeEngine
 
@@ -182,9 +184,10 @@ def test_two_joins_anchored_on_the_relation_the_chain_brings_in_encode_it_once()
     def run(ahead: bool, rides: bool):
         engine = Encodings()
         import quail_engine.exec.join_runner as jr
+        import quail_engine.plan.chunking as chunking
 
-        saved = jr.ask_anchor_pair_ahead, jr.ride_alongs, jr.ANCHORS_PER_CHUNK
-        jr.ANCHORS_PER_CHUNK = 5  # six chunks of the 30 reviews
+        saved = jr.ask_anchor_pair_ahead, jr.ride_alongs, chunking.DEFAULT
+        chunking.DEFAULT = replace(chunking.DEFAULT, anchors=5)  # six chunks of the 30 reviews
         if not ahead:
             jr.ask_anchor_pair_ahead = lambda *a, **k: None
         if not rides:
@@ -194,7 +197,7 @@ def test_two_joins_anchored_on_the_relation_the_chain_brings_in_encode_it_once()
                                    device_spec=DeviceSpec("toy", 1e11, 2e10))
             rows = session.execute(sql, "snowflake").to_pylist()
         finally:
-            jr.ask_anchor_pair_ahead, jr.ride_alongs, jr.ANCHORS_PER_CHUNK = saved
+            jr.ask_anchor_pair_ahead, jr.ride_alongs, chunking.DEFAULT = saved
         return rows, engine, session.report
 
     rows, engine, report = run(ahead=True, rides=True)

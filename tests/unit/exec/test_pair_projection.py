@@ -2,9 +2,12 @@
 review toward the aspect it was joined with) is answered by the plan for the joined pairs, not
 row by row inside DuckDB's final statement."""
 
+from dataclasses import replace
+
 from exec_fakes import FakeEngine, review_db
 
 from quail_engine.exec.session import QuailSession
+from quail_engine.plan import chunking
 from quail_engine.plan.cost import DeviceSpec
 
 REVIEWS = [(i, f"note {i} about the widget" if i % 2 else f"note {i} on a gadget battery", 1)
@@ -48,7 +51,8 @@ def test_the_projection_is_asked_for_each_chunk_of_pairs_while_its_documents_are
             return real(pr, values, runner, store)
 
         monkeypatch.setattr(jr, "ask_projection", spy)
-        monkeypatch.setattr(jr, "ANCHORS_PER_CHUNK", 3)  # three chunks of the 8 reviews
+        monkeypatch.setattr(chunking, "DEFAULT", replace(chunking.DEFAULT, anchors=3))  # three
+        #                                                    chunks of the 8 reviews
         if not ride:
             monkeypatch.setattr(jr, "last_join_projections", lambda plan, ai_ops: [])
         s = QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine, use_cache=False,

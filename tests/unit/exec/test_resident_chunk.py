@@ -6,12 +6,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from quail_engine.exec.core_runner import CHUNK_ROWS, CoreRunner, own_tokens
-from quail_engine.exec.doc_kv import CHUNK_SHARE
+from quail_engine.exec.core_runner import CoreRunner, own_tokens
 from quail_engine.exec.scans import ScanData
+from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.context import OpInfo
 from quail_engine.plan.sharing import common_prefix_len
 from quail_engine.sql.ir import AiOp, Binding, binding_column
+
+CHUNKING = Chunking()
 
 PAGE = 64
 ARENA_PAGES = 400  # 25,600 tokens; a chunk may hold a quarter: 6,400
@@ -55,29 +57,29 @@ def test_snapshots_that_grow_fill_a_chunk_by_their_own_pages(monkeypatch):
     # 40 snapshots of one trace, each 100 characters (~100 tokens) more than the last
     rows = ["".join(f"step {i:04d} " + "x" * 89 for i in range(n)) for n in range(1, 41)]
     mean = sum(map(len, rows)) / len(rows)  # one token a character
-    budget = ARENA_PAGES * PAGE * CHUNK_SHARE
+    budget = ARENA_PAGES * PAGE * CHUNKING.chunk_share
     runner, scan, steps = _runner(rows, mean, True, monkeypatch)
-    shared = runner._resident_chunk("t", steps, scan, 0)
+    shared = runner._resident_chunk(CHUNKING, "t", steps, scan, 0)
     runner, scan, steps = _runner(rows, mean, False, monkeypatch)
-    whole = runner._resident_chunk("t", steps, scan, 0)
+    whole = runner._resident_chunk(CHUNKING, "t", steps, scan, 0)
     assert whole == int(budget / mean)  # counted whole: 6,400 / 2,050
     # counted by own pages: the first 100 tokens, then 100 + a page each: (6,400-100)/164 + 1
     assert shared == 39 > whole
     # from row 30: its 3,000 tokens whole, then 164 each
-    assert runner._resident_chunk("t", steps, scan, 30) == whole
+    assert runner._resident_chunk(CHUNKING, "t", steps, scan, 30) == whole
     runner, scan, steps = _runner(rows, mean, True, monkeypatch)
     assert 3100 + 164 * 9 <= budget  # the 10 rows left fit
-    assert runner._resident_chunk("t", steps, scan, 30) == 10
+    assert runner._resident_chunk(CHUNKING, "t", steps, scan, 30) == 10
 
 
 def test_documents_that_share_nothing_are_counted_whole(monkeypatch):
     # rows that share a character or two: a page copied costs more than their own tokens
     rows = [f"{i:03d} " + "y" * 96 for i in range(600)]
     runner, scan, steps = _runner(rows, 100.0, True, monkeypatch)
-    assert runner._resident_chunk("t", steps, scan, 0) == 64  # 6,400 / 100
+    assert runner._resident_chunk(CHUNKING, "t", steps, scan, 0) == 64  # 6,400 / 100
     rows = [f"{i:03d} " + "y" * 6 for i in range(600)]  # short: the row cap binds
     runner, scan, steps = _runner(rows, 10.0, True, monkeypatch)
-    assert runner._resident_chunk("t", steps, scan, 0) == CHUNK_ROWS
+    assert runner._resident_chunk(CHUNKING, "t", steps, scan, 0) == CHUNKING.filter_rows
 
 
 def test_an_unqualified_binding_reads_its_scan_column(monkeypatch):
@@ -85,6 +87,6 @@ def test_an_unqualified_binding_reads_its_scan_column(monkeypatch):
     rows = ["".join(f"step {i:04d} " + "x" * 89 for i in range(n)) for n in range(1, 41)]
     mean = sum(map(len, rows)) / len(rows)
     runner, scan, steps = _runner(rows, mean, True, monkeypatch, Binding(0, "trace"))
-    assert runner._resident_chunk("t", steps, scan, 0) == 39
+    assert runner._resident_chunk(CHUNKING, "t", steps, scan, 0) == 39
     full, own = own_tokens(["", ""], mean_tokens=50.0)  # nothing to measure: the mean
     assert full.tolist() == own.tolist() == [50.0, 50.0]

@@ -76,6 +76,7 @@ def test_physical_plan_kv_lifecycle_one_encoding_released_after_last_reader():
         "filter #1 r encode r:r.review",
         "filter #0 r reuse r:r.review",
         "project #2 r reuse r:r.review release r:r.review",
+        "chunks arena_share=0.25 filter_rows=256",
     ]
     assert [round(s.rows_out, 6) for s in plan.steps] == [200, 20, 18, 18]
 
@@ -193,5 +194,6 @@ def test_join_anchors_on_the_document_its_filter_left_resident():
         "scan p",
         "filter #0 r encode r:r.review",
         "join #1 p anchor=r reuse r:r.review release r:r.review",
+        "chunks arena_share=0.25 filter_rows=256 anchors=128/1024 carry_share=0.5",
         "carry r:r.review early=pair",
     ]
