@@ -35,6 +35,7 @@ from quail_engine.exec.scans import ScanData
 from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.join_order import JoinStep
 from quail_engine.plan.physical import PhysicalPlan
+from quail_engine.plan.riding import kept_rows
 
 log = logging.getLogger(__name__)
 ROW = np.int32  # a scan row index in Joined (a chain's joined rows can number 10^8)
@@ -152,10 +153,10 @@ def _ask(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: Answe
             prep = ahead.pop().result() if ahead else None
             texts = [layout.texts(by_anchor[a][0])[0] for a in group]
             # once some of its pairs are answered, the later joins worth it ride along, judged
-            # by the rows this join kept so far (the planner's sampled estimate can be far
-            # off for a rare match), their pairs prepared on the helper while the engine runs
-            # this join's (else the engine waits for that host work on every call)
-            kept = asked and passed / asked * step.rows_in
+            # again at each chunk from the rows this join kept so far (plan/riding.py), their
+            # pairs prepared on the helper while the engine runs this join's (else the engine
+            # waits for that host work on every call)
+            kept = kept_rows(asked, passed, step.rows_in)
             riding = [(r, helper.submit(prepare_ride, r, texts, runner, store))
                       for r in rides if asked and r.worth(kept)]
             for r, _ in riding:

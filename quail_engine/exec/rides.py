@@ -4,8 +4,7 @@ documents are this join's (Ride), and an AI projection over the pairs the core's
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,6 +16,7 @@ from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.scans import ScanData
 from quail_engine.plan.join_order import JoinStep
 from quail_engine.plan.physical import PhysicalPlan
+from quail_engine.plan.riding import is_ride_worth
 from quail_engine.sql.ir import binding_column
 
 if TYPE_CHECKING:
@@ -52,13 +52,10 @@ class Ride:
                            self.partner, pairs)
 
     def worth(self, rows_out: float) -> bool:
-        """Whether riding is worth it when this join keeps `rows_out` rows: the documents the
-        riding join would encode again at its turn outweigh the questions it asks for rows
-        the joins between eliminate, reach x documents > (1 - reach) x questions x partners
-        (ride_reach)."""
-        steps = [replace(self.steps[0], rows_out=rows_out), *self.steps[1:]]
-        reach = ride_reach((self.anchor, self.partner), steps, self.joined, self.candidates)
-        return reach * self.documents > (1.0 - reach) * self.questions * len(self.partners)
+        """Whether it rides when this join keeps `rows_out` rows (plan/riding.py)."""
+        return is_ride_worth((self.anchor, self.partner), self.steps, self.joined,
+                             self.candidates, rows_out, self.documents, self.questions,
+                             len(self.partners))
 
 
 def prepare_ride(ride: Ride, texts: list[str], runner: OpRunner, store: AnswerStore):
@@ -189,23 +186,3 @@ def ride_alongs(step: JoinStep, later: list[JoinStep], cur: Joined, scans: dict[
                         {a: len(c) for a, c in candidates.items()},
                         sum(map(len, rows_of)), questions))
     return out
-
-
-def ride_reach(aliases, steps: list[JoinStep], joined, candidates: dict[str, int]) -> float:
-    """The share of a riding join's pairs (its `aliases`' candidate rows x each other) the
-    planner expects it to ask at its turn, `steps[-1]`, when the aliases `joined` are joined
-    and `steps[0]` comes next. A relation's rows are spread over the joined rows: each join
-    after it is in keeps 1 - exp(-rows out / its rows then) of them (so does the join that
-    brings it in, of its candidates); the riding join itself asks all it has."""
-    reach = 1.0
-    for alias in aliases:
-        rows = float(candidates.get(alias, 0))
-        present = alias in joined
-        for t in steps[:-1]:
-            present = present or t.alias == alias
-            if present:
-                kept = 1.0 - math.exp(-t.rows_out / max(1.0, rows))
-                reach, rows = reach * kept, rows * kept
-        if not present and steps[-1].alias != alias:
-            return 0.0
-    return reach

@@ -223,33 +223,3 @@ def test_two_joins_anchored_on_the_relation_the_chain_brings_in_encode_it_once()
     assert max(ahead) <= 2, ahead  # once as r1 (join #0), once as r2 (joins #1 and #2)
     assert riding[5:] == [1] * (len(texts) - 5) and max(riding) <= 2, riding
     assert sum(riding) < sum(ahead), (riding, ahead)
-
-
-def test_the_reach_of_a_riding_join_follows_the_joins_before_its_turn():
-    """rides.ride_reach: a relation brought in or already joined keeps
-    1 - exp(-rows out / its rows) of its rows through each join before the riding join's turn;
-    the riding join asks all it has; a relation nothing brings in gives no reach."""
-    from quail_engine.exec.rides import ride_reach
-    from quail_engine.plan.join_order import JoinStep
-
-    cur = {"r1"}
-    rows = {"r2": 5000, "a2": 12, "a1": 12}
-    first = JoinStep("a1", op=0, anchor="r1", rows_out=17559.0)
-
-    def chain(r2_rows_out: float):
-        return [first, JoinStep("r2", op=1, anchor="r2", rows_out=r2_rows_out),
-                JoinStep("a2", op=2, anchor="r2", rows_out=1e6)]
-
-    # QUAIL-B IMDB-9: ~25 M rows out of the join that brings r2 in; every review survives it
-    assert ride_reach(("r2", "a2"), chain(2.5e7), cur, rows) > 0.99
-    # a selective join in between: 500 rows over 5,000 reviews keep ~9.5% of them
-    assert abs(ride_reach(("r2", "a2"), chain(500.0), cur, rows) - (1 - np.exp(-0.1))) < 1e-9
-    # the join that brings r2 in, riding: all of r2's candidates; a1 kept by the first join
-    assert ride_reach(("r2", "a1"), chain(500.0)[:2], cur, rows) > 0.99
-    # a relation already joined (FEV-7's claims): the first join keeps 1 - exp(-321 / 500)
-    claims = {"c"}
-    steps = [JoinStep("e", op=0, anchor="e", rows_out=321.0),
-             JoinStep("e2", op=1, anchor="e2", rows_out=300.0)]
-    reach = ride_reach(("e2", "c"), steps, claims, {"e2": 287, "c": 500})
-    assert abs(reach - (1 - np.exp(-321 / 500))) < 1e-9
-    assert ride_reach(("r3", "a2"), chain(500.0), cur, rows) == 0.0

@@ -1,0 +1,58 @@
+"""Whether a later join rides along an earlier one's resident anchor chunks: the re-planning
+point of a join's chunks.
+
+A later join of a chain whose anchor documents are an earlier join's (another alias of the same
+table) can be asked over each of the earlier join's anchor chunks while their KV is resident,
+ahead of its turn, for every pair it may read then. That saves encoding those documents again at
+its turn, and costs the questions of the pairs the joins in between eliminate. How many they
+eliminate depends on the rows the earlier join keeps, which the sampled estimate can put far off
+for a rare match; so the decision is taken again at each of its chunks (the observation point),
+from the rows it kept so far (`kept_rows`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from quail_engine.plan.join_order import JoinStep
+
+
+def kept_rows(asked: int, passed: int, rows_in: float) -> float:
+    """The rows a join is expected to keep of its `rows_in` candidates, once `passed` of the
+    `asked` pairs so far passed (0 before any is asked)."""
+    return passed / asked * rows_in if asked else 0.0
+
+
+def ride_reach(aliases, steps: Sequence[JoinStep], joined, candidates: Mapping[str, int]
+               ) -> float:
+    """The share of a riding join's pairs (its `aliases`' candidate rows x each other) the
+    planner expects it to ask at its turn, `steps[-1]`, when the aliases `joined` are joined
+    and `steps[0]` comes next. A relation's rows are spread over the joined rows: each join
+    after it is in keeps 1 - exp(-rows out / its rows then) of them (so does the join that
+    brings it in, of its candidates); the riding join itself asks all it has."""
+    reach = 1.0
+    for alias in aliases:
+        rows = float(candidates.get(alias, 0))
+        present = alias in joined
+        for t in steps[:-1]:
+            present = present or t.alias == alias
+            if present:
+                kept = 1.0 - math.exp(-t.rows_out / max(1.0, rows))
+                reach, rows = reach * kept, rows * kept
+        if not present and steps[-1].alias != alias:
+            return 0.0
+    return reach
+
+
+def is_ride_worth(aliases, steps: Sequence[JoinStep], joined, candidates: Mapping[str, int],
+                  rows_out: float, documents: int, questions: int, partners: int) -> bool:
+    """Whether the join `steps[-1]` rides along `steps[0]`'s anchor chunks when `steps[0]`
+    keeps `rows_out` rows: the documents it would encode again at its turn (`documents`
+    characters) outweigh the questions (`questions` characters per partner, `partners` of
+    them) it asks for rows the joins between eliminate: reach x documents > (1 - reach) x
+    questions x partners."""
+    steps = [replace(steps[0], rows_out=rows_out), *steps[1:]]
+    reach = ride_reach(aliases, steps, joined, candidates)
+    return reach * documents > (1.0 - reach) * questions * partners

@@ -1,0 +1,59 @@
+"""Whether a later join rides along an earlier join's resident anchor chunks (plan/riding.py):
+the share of its pairs it is expected to ask at its turn, and the decision taken at each chunk
+from the rows the earlier join kept so far."""
+
+import math
+
+import pytest
+
+from quail_engine.plan.join_order import JoinStep
+from quail_engine.plan.riding import is_ride_worth, kept_rows, ride_reach
+
+
+def test_the_reach_of_a_riding_join_follows_the_joins_before_its_turn():
+    """A relation brought in or already joined keeps
+    1 - exp(-rows out / its rows) of its rows through each join before the riding join's turn;
+    the riding join asks all it has; a relation nothing brings in gives no reach."""
+    cur = {"r1"}
+    rows = {"r2": 5000, "a2": 12, "a1": 12}
+    first = JoinStep("a1", op=0, anchor="r1", rows_out=17559.0)
+
+    def chain(r2_rows_out: float):
+        return [first, JoinStep("r2", op=1, anchor="r2", rows_out=r2_rows_out),
+                JoinStep("a2", op=2, anchor="r2", rows_out=1e6)]
+
+    # QUAIL-B IMDB-9: ~25 M rows out of the join that brings r2 in; every review survives it
+    assert ride_reach(("r2", "a2"), chain(2.5e7), cur, rows) > 0.99
+    # a selective join in between: 500 rows over 5,000 reviews keep ~9.5% of them
+    assert abs(ride_reach(("r2", "a2"), chain(500.0), cur, rows) - (1 - math.exp(-0.1))) < 1e-9
+    # the join that brings r2 in, riding: all of r2's candidates; a1 kept by the first join
+    assert ride_reach(("r2", "a1"), chain(500.0)[:2], cur, rows) > 0.99
+    # a relation already joined (FEV-7's claims): the first join keeps 1 - exp(-321 / 500)
+    claims = {"c"}
+    steps = [JoinStep("e", op=0, anchor="e", rows_out=321.0),
+             JoinStep("e2", op=1, anchor="e2", rows_out=300.0)]
+    reach = ride_reach(("e2", "c"), steps, claims, {"e2": 287, "c": 500})
+    assert abs(reach - (1 - math.exp(-321 / 500))) < 1e-9
+    assert ride_reach(("r3", "a2"), chain(500.0), cur, rows) == 0.0
+
+
+@pytest.mark.parametrize("asked,passed,rows_in,expected", [
+    (0, 0, 1000.0, 0.0), (10, 5, 1000.0, 500.0), (100, 0, 1000.0, 0.0)])
+def test_kept_rows(asked, passed, rows_in, expected):
+    assert kept_rows(asked, passed, rows_in) == expected
+
+
+# FEV-7's shape: claims c joined; evidence e, then e2 (riding), each read with the claims
+STEPS = [JoinStep("e", op=0, anchor="e", rows_out=0.0),
+         JoinStep("e2", op=1, anchor="e2", rows_out=300.0)]
+
+
+@pytest.mark.parametrize("kept,documents,expected", [
+    (321.0, 287 * 1000, True),  # the first join keeps many claims: long documents ride
+    (0.0, 287 * 1000, False),   # it keeps none: the riding join would ask for nothing
+    (321.0, 10, False),         # short documents: the questions it may waste weigh more
+])
+def test_a_join_rides_when_its_documents_outweigh_the_questions_it_may_waste(
+        kept, documents, expected):
+    assert is_ride_worth(("e2", "c"), STEPS, {"c"}, {"e2": 287, "c": 500}, kept, documents,
+                         500 * 50, 1) is expected
