@@ -6,13 +6,16 @@ the GPU waits. Here the next step is launched from the current step's tokens whe
 on the device, before the host reads them: the host's work for step N (reading its tokens,
 ending sequences, admitting new ones, preparing step N+2) runs while the GPU computes step N+1.
 
-This holds for sequences whose next token is the plain argmax (no grammar, stop string or
-repetition penalty: those need the token on the host before the next step) on a runner whose
-decode steps take and give tokens on the device (`decode_next`). The tokens are the same ones
-`greedy_decode` picks (the argmax of the same logits); what changes is when the host learns
-them: a sequence that ends with EOS is known one step late, so it runs one step in vain and
-that step's token is dropped. Its KV never exceeds what admission reserved for it (a prompt
-and `max_tokens` answer tokens), so the arena still never overflows.
+This holds for every sequence but one under a repetition penalty (its next choice needs the
+tokens so far on the host) on a runner whose decode steps take and give tokens on the device
+(`decode_next`). A grammar's choice waits for its masks, which need the sequence's tokens so
+far: they are computed on the host while the step's forward pass runs (the matchers take the
+previous token as the host reads it), and the masked choice is queued behind the pass. The
+tokens are the ones `greedy_decode` picks (the same argmax of the same logits, under the same
+masks); what changes is when the host learns them: a sequence that ends (EOS, a stop string,
+its grammar complete) is known one step late, so it runs one step in vain and that step's
+token is dropped. Its KV never exceeds what admission reserved for it (a prompt and
+`max_tokens` answer tokens), so the arena still never overflows.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from quail_engine.infer.decode import DecodeSeq, _admit, _end
+from quail_engine.infer.decode import DecodeSeq, _admit, _advance_grammars, _end, _take
 from quail_engine.infer.runner import SeqJob
 
 
@@ -29,18 +32,19 @@ def overlappable(runner: Any, seqs: Sequence[DecodeSeq]) -> bool:
     """Whether `seqs` can decode with the host off the critical path on `runner`."""
     return (getattr(runner, "decode_next", None) is not None
             and getattr(runner, "decode_overlap", False)
-            and all(s.grammar is None and not s.stop and s.repetition_penalty == 1.0
-                    for s in seqs))
+            and all(s.repetition_penalty == 1.0 for s in seqs))
 
 
 def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
-                      detokenize: Callable[[list[int]], str],
+                      detokenize: Callable[[list[int]], str], grammars: Any = None,
                       room: Callable[[], tuple[int, int]] | None = None) -> None:
-    """What `decode.greedy_decode` does for `overlappable` seqs (continuous batching and
-    admission by arena room included), each step launched before the previous one's tokens
-    reach the host."""
+    """What `decode.greedy_decode` does for `overlappable` seqs (grammars, stop strings,
+    continuous batching and admission by arena room included), each step launched before the
+    previous one's tokens reach the host."""
     import torch
 
+    if grammars is None and any(s.grammar is not None for s in seqs):
+        raise ValueError("a sequence has a grammar but the engine has no grammar masks")
     for s in seqs:
         if s.max_tokens <= 0:
             s.finish = "length"
@@ -50,29 +54,28 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
     group: list[DecodeSeq] = []  # the sequences whose next token is in flight, in row order
     tokens = host = ready = None  # those tokens on the device; their host copy and its event
     while group or waiting:
-        # 1. the next step, for the sequences whose in-flight token does not end them by
-        #    length (one that ends with EOS is not known yet: it runs this step in vain)
+        # 1. the next step's forward pass, for the sequences whose in-flight token does not
+        #    end them by length (one that ends otherwise is not known yet: it runs in vain)
         rows = [k for k, s in enumerate(group) if not s.finish and issued[id(s)] < s.max_tokens]
         stepped = [group[k] for k in rows]
-        following = None
+        following = kept = None
         if rows:
             ids = tokens if len(rows) == len(group) else tokens[_index(rows, tokens.device)]
-            following = runner.decode_next([kv[id(s)] for s in stepped], ids)
+            keep = [k for k, s in enumerate(stepped) if s.grammar is not None]
+            following, kept = runner.decode_next([kv[id(s)] for s in stepped], ids, keep)
             for s in stepped:
                 issued[id(s)] += 1
-        # 2. read the in-flight tokens (the GPU meanwhile runs the step just launched)
+        # 2. read the in-flight tokens (the GPU meanwhile runs the pass just launched)
         if group:
             if ready is not None:
                 ready.synchronize()
-            for s, token in zip(group, host[:len(group)].tolist()):
-                if s.finish:
-                    continue  # ended earlier: this was its step in vain
-                if token in eos_ids:
-                    _end(s, "eos", detokenize)
-                else:
-                    s.out_tokens.append(token)
-                    if len(s.out_tokens) >= s.max_tokens:
-                        _end(s, "length", detokenize)
+            live = [(s, t) for s, t in zip(group, host[:len(group)].tolist()) if not s.finish]
+            taken = _advance_grammars([s for s, _ in live], [t for _, t in live], eos_ids,
+                                      grammars)
+            for (s, token), ok in zip(live, taken):
+                if _take(s, token, eos_ids, detokenize, ok) and \
+                        len(s.out_tokens) >= s.max_tokens:
+                    _end(s, "length", detokenize)
                 if s.finish:
                     del kv[id(s)], issued[id(s)]  # its pages go back to the arena
         # 3. admit waiting sequences into the room the ended ones left
@@ -84,8 +87,14 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
             runner.run(jobs)
             for s, job in zip(admitted, jobs):
                 kv[id(s)], issued[id(s)] = job.kv, 1
-            firsts = torch.stack([job.logits[-1] for job in jobs]).argmax(dim=-1)
+            first_logits = torch.stack([job.logits[-1] for job in jobs])
+            firsts = first_logits.argmax(dim=-1)
             del jobs
+        # 4. the grammars' choices: masks from the tokens read in 2 (while the pass runs)
+        if grammars is not None:
+            following, firsts = _grammar_choices(grammars, stepped, following, kept,
+                                                 admitted, firsts,
+                                                 first_logits if admitted else None)
         group = stepped + admitted
         parts = [t for t in (following, firsts) if t is not None]
         if not parts:
@@ -93,6 +102,35 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
             continue
         tokens = parts[0] if len(parts) == 1 else torch.cat(parts)
         host, ready = _to_host(tokens)
+
+
+def _grammar_choices(grammars, stepped, following, kept, admitted, firsts, first_logits):
+    """`following` (the step's tokens) and `firsts` (the admitted sequences' first tokens)
+    with each live constrained sequence's token replaced by its grammar's choice (one mask
+    computation for both). A sequence that ended in vain keeps its plain token: it is
+    dropped."""
+    import torch
+
+    rows = [(0, k, k_kept) for k_kept, k in enumerate(
+        k for k, s in enumerate(stepped) if s.grammar is not None) if not stepped[k].finish]
+    rows += [(1, k, k) for k, s in enumerate(admitted) if s.grammar is not None]
+    if not rows:
+        return following, firsts
+    logits = torch.cat([(kept if side == 0 else first_logits)[src:src + 1]
+                        for side, _, src in rows])
+    seqs = [(stepped if side == 0 else admitted)[k] for side, k, _ in rows]
+    for s in seqs:
+        if s.matcher is None:
+            s.matcher = grammars.matcher(s.grammar, logits.shape[-1])
+    chosen = grammars.choose_on_device(logits, [s.matcher for s in seqs])
+    out = [following, firsts]
+    for side in (0, 1):
+        at = [j for j, (sd, _, _) in enumerate(rows) if sd == side]
+        if at:
+            out[side] = out[side].clone()
+            out[side][_index([rows[j][1] for j in at], chosen.device)] = \
+                chosen[_index(at, chosen.device)]
+    return out[0], out[1]
 
 
 def _index(rows: list[int], device):

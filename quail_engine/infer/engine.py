@@ -255,13 +255,10 @@ class LocalEngine:
                               repetition_penalty=requests[i].readout.repetition_penalty,
                               grammar=requests[i].readout.grammar)
                     for i in gen]
-            if overlappable(self.runner, seqs):
-                overlapped_decode(self.runner, seqs, self.codec.eos_ids, self.codec.decode,
-                                  self._decode_room())
-            else:
-                greedy_decode(self.runner, seqs, self.codec.eos_ids, self.codec.decode,
-                              self._grammar_masks() if any(s.grammar for s in seqs) else None,
-                              self._decode_room())
+            decode = overlapped_decode if overlappable(self.runner, seqs) else greedy_decode
+            decode(self.runner, seqs, self.codec.eos_ids, self.codec.decode,
+                   self._grammar_masks() if any(s.grammar for s in seqs) else None,
+                   self._decode_room())
             for i, s in zip(gen, seqs):
                 answers[i] = Answer(value=s.text if s.complete else None)
         return answers  # type: ignore[return-value]

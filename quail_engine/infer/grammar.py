@@ -132,6 +132,31 @@ class GrammarMasks:
         t0 = time.perf_counter()
         packed = pending.result() if pending is not None else self._masks(matchers)
         self.wait_s += time.perf_counter() - t0
+        best, leaves, empty = self._masked(logits, packed)
+        best, leaves, empty = torch.stack([best, leaves.long(), empty.long()]).tolist()
+        return [self._eos[0] if e or (out and m.is_accepting()) else int(t)
+                for t, e, out, m in zip(best, empty, leaves, matchers)]
+
+    def choose_on_device(self, logits, matchers: Sequence[Any]):
+        """What `choose` picks, as a tensor on the logits' device, without the host waiting
+        for the GPU: the masks are computed now (the matchers have taken every token so far)
+        and the choice is queued behind the pass that writes `logits` (the overlapped decode,
+        infer/decode_overlap.py, computes them while that pass runs)."""
+        import torch
+
+        packed = self._masks(matchers)
+        accepting = torch.tensor([m.is_accepting() for m in matchers], dtype=torch.bool)
+        if logits.device.type == "cuda":
+            accepting = accepting.pin_memory()
+        accepting = accepting.to(logits.device, non_blocking=True)
+        best, leaves, empty = self._masked(logits, packed)
+        return torch.where(empty | (leaves & accepting), self._eos[0], best)
+
+    def _masked(self, logits, packed):
+        """On the logits' device: each row's best allowed token, whether the row's own best
+        token lies outside its mask, and whether its mask allows nothing."""
+        import torch
+
         n, width = logits.shape
         bits = packed.to(logits.device, non_blocking=True)
         shifts = torch.arange(32, device=logits.device, dtype=torch.int32)
@@ -139,6 +164,5 @@ class GrammarMasks:
         best = torch.where(allowed, logits, float("-inf")).argmax(dim=-1)
         leaves = ~allowed.gather(1, logits.argmax(dim=-1, keepdim=True)).squeeze(1)
         empty = ~allowed.any(dim=-1)
-        best, leaves, empty = torch.stack([best, leaves.long(), empty.long()]).tolist()
-        return [self._eos[0] if e or (out and m.is_accepting()) else int(t)
-                for t, e, out, m in zip(best, empty, leaves, matchers)]
+        return best, leaves, empty
+

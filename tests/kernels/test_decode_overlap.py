@@ -32,7 +32,7 @@ def test_overlapped_decode_equals_step_by_step_decode(device):
         eos = {free[0].out_tokens[3], free[4].out_tokens[9]}
         want, got = _seqs(tok, 20), _seqs(tok, 20)
         greedy_decode(runner, want, eos, tok.decode, None, room)
-        overlapped_decode(runner, got, eos, tok.decode, room)
+        overlapped_decode(runner, got, eos, tok.decode, None, room)
     assert {s.finish for s in want} == {"eos", "length"}
     for w, g in zip(want, got):
         assert (g.out_tokens, g.text, g.finish) == (w.out_tokens, w.text, w.finish)
@@ -44,16 +44,32 @@ def test_overlapped_decode_equals_step_by_step_decode(device):
     assert fast.arena.num_free_pages == fast.arena.num_pages
 
 
-def test_a_sequence_that_needs_its_tokens_on_the_host_is_not_overlapped(device):
+def test_decode_next_keeps_the_rows_a_grammar_chooses_from(device):
+    """decode_next's tokens are the argmax of the step's logits, and the rows it keeps are
+    those logits (decode_step's, for the same sequences at the same point)."""
+    from quail_engine.infer.runner import SeqJob
+
     config, _, fast = _models("qwen3", device)
     tok = CharTokenizer()
-    runner = GpuEngine(fast, tok, config, token_budget=64).runner
-    plain = _seqs(tok, 4)
-    assert overlappable(runner, plain)
-    for change in ({"stop": ("x",)}, {"repetition_penalty": 1.2}, {"grammar": object()}):
-        seqs = _seqs(tok, 4)
-        for key, value in change.items():
-            setattr(seqs[2], key, value)
-        assert not overlappable(runner, seqs)
-    runner.decode_overlap = False
-    assert not overlappable(runner, plain)
+    gpu = GpuEngine(fast, tok, config, token_budget=64)
+    runner = gpu.runner
+    prompts = [tok.encode(f"prompt {i}: " + "ab" * i) for i in range(5)]
+    with torch.inference_mode():
+        results = []
+        for step in ("decode_step", "decode_next"):
+            jobs = [SeqJob(tokens=p, store_kv=True, on_device=True) for p in prompts]
+            runner.run(jobs)
+            kvs = [j.kv for j in jobs]
+            first = torch.stack([j.logits[-1] for j in jobs]).argmax(dim=-1)
+            if step == "decode_step":
+                steps = [SeqJob(tokens=[int(t)], prefix=kv, store_kv=True, on_device=True)
+                         for t, kv in zip(first.tolist(), kvs)]
+                runner.decode_step(steps)
+                results.append(torch.stack([j.logits[-1] for j in steps]))
+            else:
+                tokens, kept = runner.decode_next(kvs, first, keep=[1, 3])
+                results.append((tokens, kept))
+            del jobs, kvs
+    logits, (tokens, kept) = results
+    assert tokens.tolist() == logits.argmax(dim=-1).tolist()
+    assert torch.equal(kept, logits[[1, 3]])

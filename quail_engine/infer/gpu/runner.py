@@ -105,14 +105,21 @@ class GpuRunner:
                 job.logits = logits[k:k + 1]
 
     @torch.inference_mode()
-    def decode_next(self, prefixes: Sequence, ids: torch.Tensor) -> torch.Tensor:
+    def decode_next(self, prefixes: Sequence, ids: torch.Tensor,
+                    keep: Sequence[int] = ()) -> tuple[torch.Tensor, torch.Tensor | None]:
         """One greedy decode step that never waits for the GPU: token b (`ids`, on the
-        device) continues `prefixes[b]`, which grows by it in place as in `decode_step`;
-        returns each row's most likely next token, on the device. The host can prepare the
-        next step (and read this step's tokens later) while this one runs
-        (decode.overlapped_decode)."""
-        parts = self._decode_parts(ids, prefixes, keep=False)
-        return torch.cat([logits.argmax(dim=-1) for _, logits in parts])
+        device) continues `prefixes[b]`, which grows by it in place as in `decode_step`.
+        Returns each row's most likely next token, on the device, and the whole logits of
+        the rows in `keep` (a copy, [len(keep), V]: rows whose choice a grammar makes later).
+        The host can prepare the next step (and read this step's tokens later) while this
+        one runs (decode_overlap.py)."""
+        tokens, kept = [], []
+        for lo, logits in self._decode_parts(ids, prefixes, keep=False):
+            tokens.append(logits.argmax(dim=-1))
+            rows = [k - lo for k in keep if lo <= k < lo + len(logits)]
+            if rows:  # (before a later part replays the same graph over this output)
+                kept.append(logits[to_device(rows, self.device)])
+        return torch.cat(tokens), (torch.cat(kept) if kept else None)
 
     def _decode_parts(self, ids, prefixes: Sequence, keep: bool):
         """Yield (first row, logits) per part of one decode step (at most the largest decode

@@ -1,0 +1,122 @@
+"""The overlapped decode loop (infer/decode_overlap.py) on the embedded writer (real weights,
+CPU, float32): grammar answers, stop strings and plain answers in one batch, admitted in waves
+into a small room, give the same texts and finishes as the step-by-step loop
+(decode.greedy_decode), although each sequence's end is read a step late.
+
+The CPU runner stores each step's KV apart and joins it (a new KV object per step); the
+overlapped loop holds each sequence's KV handle and expects it to grow in place, as the GPU
+runner's does: `InPlace` gives the CPU runner that interface (decode_next) over boxes whose
+content each step replaces."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from quail_engine.infer.api import Grammar
+
+pytestmark = pytest.mark.model
+
+OBJECT = {"type": "object", "additionalProperties": False, "required": ["name", "city"],
+          "properties": {"name": {"type": ["string", "null"]},
+                         "city": {"type": ["string", "null"]}}}
+TEXTS = ["Order 1234 shipped to Alice Smith in Paris on May 3.",
+         "Bob paid 45 dollars for two lamps in Rome.",
+         "The blender broke after two days."]
+
+
+class Box:
+    def __init__(self, kv):
+        self.kv = kv
+
+
+class InPlace:
+    """A CPU Runner with the GPU runner's decode interface: a sequence's KV is a Box whose
+    content each decode step replaces (as the GPU arena grows a prefix in place)."""
+
+    decode_overlap = True
+
+    def __init__(self, runner):
+        self.inner = runner
+        self.steps = []  # rows per decode step
+
+    def run(self, jobs, count_as_decode=False):
+        self.inner.run(jobs, count_as_decode)
+        for job in jobs:
+            if job.store_kv:
+                job.kv = Box(job.kv)
+
+    def decode_next(self, prefixes, ids, keep=()):
+        import torch
+
+        from quail_engine.infer.runner import SeqJob
+
+        jobs = [SeqJob(tokens=[int(t)], prefix=box.kv, store_kv=True, on_device=True)
+                for box, t in zip(prefixes, ids.tolist())]
+        self.inner.run(jobs, count_as_decode=True)
+        for box, job in zip(prefixes, jobs):
+            box.kv = job.kv
+        logits = torch.stack([job.logits[-1] for job in jobs])
+        self.steps.append(len(jobs))
+        return logits.argmax(dim=-1), (logits[list(keep)] if keep else None)
+
+
+@pytest.fixture(scope="module")
+def engine(require_embedded):
+    require_embedded("smollm2-135m")
+    import torch
+
+    from quail_engine.infer.engine import LocalEngine
+
+    return LocalEngine.load("smollm2-135m", dtype=torch.float32)
+
+
+def _seqs(engine):
+    from quail_engine.infer.decode import DecodeSeq
+
+    obj = Grammar(json.dumps(OBJECT))
+    seqs = []
+    for t in TEXTS:
+        head, tail = engine.chat_split(f"{t}\n\nExtract a JSON object with keys name and city.",
+                                       "")
+        seqs.append(DecodeSeq(head + tail, max_tokens=40, grammar=obj))
+        head, tail = engine.chat_split(f"{t}\n\nSummarize in a few words.", "")
+        seqs.append(DecodeSeq(head + tail, max_tokens=12))
+        seqs.append(DecodeSeq(head + tail, max_tokens=30, stop=(" ",)))
+    return seqs
+
+
+def test_overlapped_loop_answers_as_the_step_by_step_loop(engine):
+    from quail_engine.infer.decode import greedy_decode
+    from quail_engine.infer.decode_overlap import overlappable, overlapped_decode
+
+    page = 16
+
+    def room():  # a fake arena's free room: about two answers beside the running ones
+        return 2 * (100 // page + 2) * page, page
+
+    want, got = _seqs(engine), _seqs(engine)
+    masks = engine._grammar_masks()
+    greedy_decode(engine.runner, want, engine.codec.eos_ids, engine.codec.decode, masks, room)
+    runner = InPlace(engine.runner)
+    assert overlappable(runner, got)
+    overlapped_decode(runner, got, engine.codec.eos_ids, engine.codec.decode, masks, room)
+    assert [(s.text, s.finish, s.out_tokens) for s in got] == \
+        [(s.text, s.finish, s.out_tokens) for s in want]
+    assert {s.finish for s in want} >= {"grammar", "stop", "length"}
+    assert all(json.loads(s.text).keys() == {"name", "city"} for s in got if s.grammar)
+    assert max(runner.steps) < len(got)  # admitted in waves, never all at once
+
+
+def test_a_repetition_penalty_keeps_the_step_by_step_loop():
+    from quail_engine.infer.decode import DecodeSeq
+    from quail_engine.infer.decode_overlap import overlappable
+
+    runner = InPlace(None)
+    seqs = [DecodeSeq([1, 2], max_tokens=4), DecodeSeq([1], max_tokens=4, stop=("x",))]
+    assert overlappable(runner, seqs)
+    seqs[1].repetition_penalty = 1.2
+    assert not overlappable(runner, seqs)
+    runner.decode_overlap = False
+    assert not overlappable(runner, seqs[:1])
