@@ -64,7 +64,7 @@ def gpu_name(device: str = "cuda") -> str:
     except (ImportError, RuntimeError, AssertionError, ValueError):
         return ""
 
-CACHE_KINDS = ("models", "answers", "tokens", "probe", "locks", "digests")
+CACHE_KINDS = ("models", "answers", "tokens", "probe", "locks", "digests", "kernels")
 
 
 def prefix_sharing_enabled(env: dict[str, str] | None = None) -> bool:

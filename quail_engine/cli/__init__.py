@@ -1,4 +1,4 @@
-"""`quail` command line: query | explain | transpile | migrate.
+"""`quail` command line: query | explain | transpile | migrate | warmup.
 
 Each subcommand lives in its own module exposing `add_parser(subparsers)` and `run(args) -> int`.
 User errors (QuailError) print their message on one line and exit 2; an unexpected exception
@@ -18,7 +18,7 @@ import traceback
 from quail_engine.cli.stages import show_stages
 from quail_engine.errors import QuailError, shorten
 
-COMMANDS = ("query", "explain", "transpile", "migrate")
+COMMANDS = ("query", "explain", "transpile", "migrate", "warmup")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,12 +1,21 @@
-"""Triton kernel compilations, counted and logged. The engine's warm-up compiles the variants a
-query needs while the model loads; a compilation later, inside a query, costs that query its
-seconds and names a variant the warm-up missed (`totals()` before and after a query says how
-many and how long)."""
+"""Triton kernel compilations, counted and logged, and kept under the quail cache root. The
+engine's warm-up compiles the variants a query needs while the model loads; a compilation
+later, inside a query, costs that query its seconds and names a variant the warm-up missed
+(`totals()` before and after a query says how many and how long).
+
+Triton keeps what it compiled in its cache directory and loads it from there next time
+(milliseconds, not seconds a kernel). `use_cache_dir()` points that directory at the quail cache
+root's `kernels/` (settings.cache_path) unless TRITON_CACHE_DIR is set, so `quail warmup` (or a
+first query) fills it once per machine and later processes load instead of compiling; the folder
+can be copied to another machine of the same GPU, Triton and CUDA (Triton's cache keys hold
+them)."""
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -14,12 +23,37 @@ _compiles, _seconds = 0, 0.0
 _installed = False
 
 
+def use_cache_dir() -> Path:
+    """Triton's cache directory: $TRITON_CACHE_DIR when set, else set to the quail cache root's
+    `kernels/` (before the first compilation: Triton reads it at each one)."""
+    from quail_engine.settings import cache_path
+
+    if not os.environ.get("TRITON_CACHE_DIR"):
+        os.environ["TRITON_CACHE_DIR"] = str(cache_path("kernels"))
+    return Path(os.environ["TRITON_CACHE_DIR"])
+
+
+def cache_inventory(directory: Path | None = None) -> dict:
+    """What a Triton cache directory holds: its path, compiled kernels (one folder per
+    variant) and bytes; zeros for a missing one."""
+    directory = Path(directory or use_cache_dir())
+    kernels = nbytes = 0
+    if directory.is_dir():
+        for entry in directory.iterdir():
+            if entry.is_dir():
+                kernels += 1
+                nbytes += sum(f.stat().st_size for f in entry.iterdir() if f.is_file())
+    return {"dir": str(directory), "kernels": kernels, "bytes": nbytes}
+
+
 def install() -> None:
-    """Listen to Triton's compiler (knobs.compilation.listener, Triton >= 3.4); a no-op where
+    """Keep compiled kernels under the quail cache root (`use_cache_dir`) and listen to
+    Triton's compiler (knobs.compilation.listener, Triton >= 3.4); the listener is skipped where
     that hook is missing or another listener holds it."""
     global _installed
     if _installed:
         return
+    use_cache_dir()
     try:
         from triton import knobs
         if knobs.compilation.listener not in (None, _listener):

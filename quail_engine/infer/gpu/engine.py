@@ -108,6 +108,7 @@ class GpuEngine(LocalEngine):
         from the files to the GPU directly (gpu/load.py); fp8 quantizes there (an FP8
         checkpoint's blocks are used as they are). `tokenizer`: the model's tokenizer when the
         caller has it loaded already."""
+        compile_log.install()  # kernels the load itself compiles go to the kept cache too
         state, tokenizer, config = load_checkpoint(spec, device, dtype, tokenizer)
         options = {"fp8_proj": fp8_proj} if fp8_proj is not None else {}
         model = GpuCausalLM(config, state, fp8=fp8, device=device, fp8_block=fp8_block,
