@@ -22,7 +22,7 @@ from quail_engine.exec.join_runner import ROW, Joined, anchor_chunks, expand, ru
 from quail_engine.exec.join_values import bound_aliases, combo_values, tuple_values
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.prompts import OpPrompt
-from quail_engine.exec.rides import last_join_projections, ride_alongs
+from quail_engine.exec.rides import ride_alongs
 from quail_engine.exec.scans import ScanData, load_scan, op_values
 from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.context import PlanContext
@@ -90,8 +90,8 @@ class CoreRunner:
                 with phase("joins"):
                     self._ask_star_in_chunks(plan, scans, survivors)
                     final = run_joins(plan, scans, survivors, self.ai_ops, self.runner,
-                                      self.store, self.carry, rows_needed=any(
-                                          s.kind == "project" for s in plan.steps))
+                                      self.store, self.carry,
+                                      rows_needed=plan.reads_joined_rows)
         finally:
             self.carry.release()
         share = plan.chunking.carry_share
@@ -105,11 +105,9 @@ class CoreRunner:
                 f"{self.carry_dropped} documents the filters computed were encoded again by the "
                 f"join: keeping them resident would take more than {share:.0%} of the KV "
                 "arena")
-        if has_joins:
-            kinds = {self.ai_ops[o].join.kind for o in planned.joins if self.ai_ops[o].join}
-            if kinds <= {"inner", "cross"}:
-                with phase("projections"):
-                    self._run_projections(plan, scans, final)
+        if has_joins and plan.projects_after_joins:
+            with phase("projections"):
+                self._run_projections(plan, scans, final)
         with phase("answer_keys"):
             self._key_answers(ops, scans)
         self.runner.report.plans.append(plan.logical.text() + "\n" + plan.text())
@@ -287,7 +285,7 @@ class CoreRunner:
                 new, new_rows = carry.alias, self.carry_rows
             expand(step, cur, new, scans, new_rows, self.ai_ops, self.runner, self.store,
                    self.carry, materialize=False, count=False, chunking=plan.chunking,
-                   project=last_join_projections(plan, self.ai_ops))
+                   project=plan.pair_projections)
         self.carry.release()
         self.carry_rows = []
         self.carry_flushes += 1

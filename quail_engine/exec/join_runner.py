@@ -26,7 +26,6 @@ from quail_engine.exec.rides import (
     Ride,
     ask_projection,
     ask_riding,
-    last_join_projections,
     prepare_ride,
     project_pairs,
     ride_alongs,
@@ -412,7 +411,7 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
                               runner, store, reuse, plan.chunking,
                               materialize=rows_needed or not last,
                               rides=rides,
-                              project=last_join_projections(plan, ai_ops) if last else (),
+                              project=plan.pair_projections if last else (),
                               keep=keep)
             elif s.op is not None:
                 cur = _filter(s, cur, scans, ai_ops, runner, store, reuse, plan.chunking)

@@ -15,7 +15,6 @@ from quail_engine.exec.join_values import bound_aliases, pair_values
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.scans import ScanData
 from quail_engine.plan.join_order import JoinStep
-from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.riding import is_ride_worth
 from quail_engine.sql.ir import binding_column
 
@@ -98,16 +97,6 @@ class PairProjection:
     def values(self, chunk: list[tuple], answers: list[object], join_op) -> list[tuple]:
         return list(dict.fromkeys(self.of[v] for v, a in zip(chunk, answers)
                                   if join_op.passes(a) and v in self.of))
-
-
-def last_join_projections(plan: PhysicalPlan, ai_ops) -> list[int]:
-    """The AI projections over several relations that read the rows the core's joins keep,
-    when the joins are all inner (core_runner asks projections after them only then)."""
-    kinds = {ai_ops[s.op].join.kind for s in plan.steps
-             if s.kind == "join" and s.op is not None and ai_ops[s.op].join}
-    if not kinds <= {"inner", "cross"}:
-        return []
-    return [s.op for s in plan.steps if s.kind == "project" and not s.alias]
 
 
 def project_pairs(ops: list[int], ai_ops, scans: dict[str, ScanData], proj: list[str],

@@ -76,7 +76,9 @@ class PhysicalPlan:
     """`relations`, `edges`, `context`: what `replan_joins` plans the joins again from.
     `star`: the relation a star of joins anchors on (plan/strategy.py); `filter_order`: the
     relations in the order their filters run; `chunking`: how many documents the executor
-    holds resident at once (plan/chunking.py)."""
+    holds resident at once (plan/chunking.py); `pair_projections`: the projections asked for
+    each chunk of the last join's kept pairs; `projects_after_joins`: whether the projections
+    run over the joined rows (all joins inner), else DuckDB asks them."""
 
     logical: Node
     steps: tuple[Step, ...]
@@ -89,6 +91,8 @@ class PhysicalPlan:
     star: str | None = None
     filter_order: tuple[str, ...] = ()
     chunking: Chunking = Chunking()
+    pair_projections: tuple[int, ...] = ()
+    projects_after_joins: bool = True
 
     def text(self) -> str:
         return "\n".join([*(s.text() for s in self.steps), *self.strategy_lines()])
@@ -106,7 +110,18 @@ class PhysicalPlan:
             out.append(f"star anchor={self.star} joins {ops}")
         if self.carry is not None:
             out.append(self.carry.text())
+        if self.pair_projections:
+            ops = ",".join(f"#{op}" for op in self.pair_projections)
+            out.append(f"project {ops} with the last join's chunks")
+        if self.has_joins and not self.projects_after_joins and self.reads_joined_rows:
+            out.append("projections left to the statement (an outer join)")
         return out
+
+    @property
+    def reads_joined_rows(self) -> bool:
+        """Whether a step after the joins reads their rows (a projection); else the last join
+        counts its rows instead of building them (DuckDB joins them again from the answers)."""
+        return any(s.kind == "project" for s in self.steps)
 
     @property
     def est_seconds(self) -> float:

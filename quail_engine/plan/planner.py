@@ -49,4 +49,4 @@ def plan_core(core, ai_ops: Sequence, ctx: PlanContext) -> PhysicalPlan:
     # re-planned from observed counts over the core's relations in written order, every
     # anchor costed as encoded
     return with_strategy(replace(plan, relations=tuple(r.alias for r in core.relations),
-                                 edges=edges, context=ctx))
+                                 edges=edges, context=ctx), core.joins, ai_ops)

@@ -62,9 +62,28 @@ def filter_order(relations: Sequence[str], carried: str | None) -> tuple[str, ..
     return tuple(sorted(relations, key=lambda alias: alias == carried))
 
 
-def with_strategy(plan: PhysicalPlan) -> PhysicalPlan:
+def outer_free(joins: Sequence[int], ai_ops: Sequence) -> bool:
+    """Whether the AI joins `joins` are all inner (or cross): then the joined rows the planned
+    joins keep are the statement's, and projections over them can be asked for those alone
+    (an outer join keeps rows no pair passes for, which DuckDB's final statement asks)."""
+    return {ai_ops[o].join.kind for o in joins if ai_ops[o].join} <= {"inner", "cross"}
+
+
+def pair_projections(plan: PhysicalPlan, ai_ops: Sequence) -> tuple[int, ...]:
+    """The AI projections over several relations that read the rows the core's joins keep,
+    asked for each chunk of the last join's pairs while its documents are resident, when the
+    joins are all inner."""
+    if not outer_free([s.op for s in plan.steps if s.kind == "join" and s.op is not None],
+                      ai_ops):
+        return ()
+    return tuple(s.op for s in plan.steps if s.kind == "project" and not s.alias)
+
+
+def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequence = ()
+                  ) -> PhysicalPlan:
     """`plan` with its star, its carry's early ask, its filter order (the filter steps in that
-    order) and its chunking decided."""
+    order), its chunking and its projections' place decided; `joins`: the core's AI joins,
+    `ai_ops` the query's operators by id."""
     cand = plan.candidates[0] if plan.candidates else None
     carry = plan.carry
     if carry is not None:
@@ -77,5 +96,7 @@ def with_strategy(plan: PhysicalPlan) -> PhysicalPlan:
     steps = list(plan.steps)
     for n, step in zip(at, filters):
         steps[n] = step
-    return replace(plan, steps=tuple(steps), carry=carry, star=star_anchor(cand),
+    plan = replace(plan, steps=tuple(steps), carry=carry, star=star_anchor(cand),
                    filter_order=order, chunking=chunking.DEFAULT)
+    return replace(plan, pair_projections=pair_projections(plan, ai_ops) if ai_ops else (),
+                   projects_after_joins=outer_free(joins, ai_ops))

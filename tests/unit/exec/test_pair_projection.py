@@ -7,7 +7,7 @@ from dataclasses import replace
 from exec_fakes import FakeEngine, review_db
 
 from quail_engine.exec.session import QuailSession
-from quail_engine.plan import chunking
+from quail_engine.plan import chunking, strategy
 from quail_engine.plan.cost import DeviceSpec
 
 REVIEWS = [(i, f"note {i} about the widget" if i % 2 else f"note {i} on a gadget battery", 1)
@@ -54,7 +54,7 @@ def test_the_projection_is_asked_for_each_chunk_of_pairs_while_its_documents_are
         monkeypatch.setattr(chunking, "DEFAULT", replace(chunking.DEFAULT, anchors=3))  # three
         #                                                    chunks of the 8 reviews
         if not ride:
-            monkeypatch.setattr(jr, "last_join_projections", lambda plan, ai_ops: [])
+            monkeypatch.setattr(strategy, "pair_projections", lambda plan, ai_ops: ())
         s = QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine, use_cache=False,
                          device_spec=DeviceSpec("toy", 1e11, 2e10))
         rows = s.execute(SQL, "snowflake").to_pylist()

@@ -11,8 +11,10 @@ from quail_engine.plan.strategy import (
     EARLY_STAR,
     early_ask,
     filter_order,
+    outer_free,
     star_anchor,
 )
+from quail_engine.sql.ir import AiOp, JoinInfo
 
 
 def _cand(start, *steps):
@@ -67,3 +69,14 @@ def test_early_ask(carried, cand, relations, expected):
 ])
 def test_the_carried_relation_filters_last(relations, carried, expected):
     assert filter_order(relations, carried) == expected
+
+
+def _join(kind):
+    return AiOp("ai_join", "Does {0} match {1}?", join=JoinInfo(kind, ("r",), ("p",), ()))
+
+
+@pytest.mark.parametrize("kinds,expected", [
+    ((), True), (("inner",), True), (("inner", "cross"), True), (("inner", "left"), False)])
+def test_projections_run_over_the_joined_rows_only_under_inner_joins(kinds, expected):
+    ai_ops = [_join(k) for k in kinds]
+    assert outer_free(range(len(ai_ops)), ai_ops) is expected
