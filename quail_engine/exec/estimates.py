@@ -1,11 +1,9 @@
 """Planner inputs measured on the data: prompt token lengths and selectivities.
 
-A selectivity hint (Options.selectivity) wins; otherwise, when the core has a choice that
-selectivities decide (two or more AI predicates: the filters' order, the joins' order, what a
-join sees of a filtered side), the predicate runs on a small evenly spaced sample first (its
-answers are stored, so they are not computed again) and the planner uses the observed rate
-(plan/selectivity.py). A core with one AI predicate is planned the same at any selectivity, so
-it is not sampled: on the GPU the sample's first small pass costs seconds.
+A selectivity hint (Options.selectivity) wins; otherwise, where the planner says a sample can
+change the plan (plan/selectivity.is_sampled), the predicate runs on a small evenly spaced sample
+first (its answers are stored, so they are not computed again) and the planner uses the observed
+rate.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.scans import ScanData, op_values
 from quail_engine.plan.build import doc_key
 from quail_engine.plan.context import OpInfo
-from quail_engine.plan.selectivity import estimate, sample_size
+from quail_engine.plan.selectivity import estimate, is_sampled, sample_size
 from quail_engine.plan.sharing import shared_prefix_fraction
 from quail_engine.settings import prefix_sharing_enabled
 from quail_engine.sql.ir import PREDICATE_KINDS, OpKind, binding_column
@@ -137,7 +135,7 @@ def _sample_join(op_id: int, op, scans, runner: OpRunner, store: AnswerStore,
 def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], runner: OpRunner,
              store: AnswerStore, num_samples: int) -> dict[int, OpInfo]:
     out: dict[int, OpInfo] = {}
-    choices = sum(1 for o in ops if ai_ops[o].op in PREDICATE_KINDS) > 1
+    choices = is_sampled(ai_ops[o].op for o in ops)
     for op_id in ops:
         op = ai_ops[op_id]
         shared: dict[str, float] = {}

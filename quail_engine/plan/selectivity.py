@@ -6,7 +6,10 @@ that all passed must not make the planner believe a predicate never filters anyt
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from quail_engine.plan.context import DEFAULT_SELECTIVITY
+from quail_engine.sql.ir import PREDICATE_KINDS
 
 
 def estimate(hint: float | None, hits: int = 0, sampled: int = 0) -> tuple[float, str]:
@@ -18,6 +21,14 @@ def estimate(hint: float | None, hits: int = 0, sampled: int = 0) -> tuple[float
     if sampled > 0:
         return (hits + 0.5) / (sampled + 1), "sample"
     return DEFAULT_SELECTIVITY, "default"
+
+
+def is_sampled(kinds: Iterable[str]) -> bool:
+    """Whether a core with operators of `kinds` samples its predicates' selectivities: only
+    where they can change its plan (two or more AI predicates: the filters' order, the joins'
+    order, what a join sees of a filtered side). A core with one is planned the same at any
+    selectivity, and on the GPU a sample's first small pass costs seconds."""
+    return sum(1 for kind in kinds if kind in PREDICATE_KINDS) > 1
 
 
 def sample_size(requested: int, rows: int) -> int:
