@@ -35,6 +35,7 @@ from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.join_order import JoinStep
 from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.riding import kept_rows
+from quail_engine.plan.strategy import REPLAN_FILTERS, REPLAN_JOIN
 
 log = logging.getLogger(__name__)
 ROW = np.int32  # a scan row index in Joined (a chain's joined rows can number 10^8)
@@ -381,7 +382,7 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
     best = plan.candidates[0]
     aliases = plan.relations
     rows = {a: float(len(survivors.get(a, []))) for a in aliases}
-    observed = plan.replan_joins(rows)  # the filters' real survivors
+    observed = plan.replan_joins(rows) if REPLAN_FILTERS in plan.replans else None
     if observed is not None and observed.text() != best.text():
         runner.report.remarks.append(f"re-planned joins from observed survivors {rows}: "
                                      f"{observed.text()} instead of {best.text()}")
@@ -419,7 +420,7 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
                 reuse.release()
                 carry_alias = None
         joined.add(step.alias)
-        if len(joined) < len(aliases):
+        if len(joined) < len(aliases) and REPLAN_JOIN in plan.replans:
             replanned = plan.replan_joins(rows, start=(frozenset(joined), float(cur.size)))
             if replanned is not None and replanned.steps:
                 new_steps = list(replanned.steps)

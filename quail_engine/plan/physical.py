@@ -78,7 +78,8 @@ class PhysicalPlan:
     relations in the order their filters run; `chunking`: how many documents the executor
     holds resident at once (plan/chunking.py); `pair_projections`: the projections asked for
     each chunk of the last join's kept pairs; `projects_after_joins`: whether the projections
-    run over the joined rows (all joins inner), else DuckDB asks them."""
+    run over the joined rows (all joins inner), else DuckDB asks them; `replans`: where the
+    executor plans the joins again from observed row counts (plan/strategy.py)."""
 
     logical: Node
     steps: tuple[Step, ...]
@@ -93,6 +94,7 @@ class PhysicalPlan:
     chunking: Chunking = Chunking()
     pair_projections: tuple[int, ...] = ()
     projects_after_joins: bool = True
+    replans: tuple[str, ...] = ()
 
     def text(self) -> str:
         return "\n".join([*(s.text() for s in self.steps), *self.strategy_lines()])
@@ -110,6 +112,8 @@ class PhysicalPlan:
             out.append(f"star anchor={self.star} joins {ops}")
         if self.carry is not None:
             out.append(self.carry.text())
+        if self.replans:
+            out.append("replan joins after " + ",".join(self.replans))
         if self.pair_projections:
             ops = ",".join(f"#{op}" for op in self.pair_projections)
             out.append(f"project {ops} with the last join's chunks")

@@ -23,6 +23,9 @@ from quail_engine.plan.physical import PhysicalPlan
 EARLY_PAIR = "pair"        # a core of two relations joined by one AI join: every surviving pair
 EARLY_STAR = "star"        # a star on the carried relation: its joins in turn, documents shared
 EARLY_LEADING = "leading"  # a longer plan's first join, from and anchored on the carried relation
+# where the joins are planned again from observed row counts (PhysicalPlan.replans)
+REPLAN_FILTERS = "filters"  # the filters' survivors, before the first join
+REPLAN_JOIN = "join"        # the joined rows, after each join that leaves relations to join
 
 
 def star_anchor(cand: Candidate | None) -> str | None:
@@ -79,10 +82,19 @@ def pair_projections(plan: PhysicalPlan, ai_ops: Sequence) -> tuple[int, ...]:
     return tuple(s.op for s in plan.steps if s.kind == "project" and not s.alias)
 
 
+def replans(plan: PhysicalPlan) -> tuple[str, ...]:
+    """The observation points where the executor plans the joins again (`replan_joins`): the
+    filters' survivors are counted, not estimated, before the first join; each join's rows
+    before the next, where one follows."""
+    if not plan.candidates:
+        return ()
+    return (REPLAN_FILTERS, REPLAN_JOIN) if len(plan.relations) > 2 else (REPLAN_FILTERS,)
+
+
 def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequence = ()
                   ) -> PhysicalPlan:
     """`plan` with its star, its carry's early ask, its filter order (the filter steps in that
-    order), its chunking and its projections' place decided; `joins`: the core's AI joins,
+    order), its chunking, its projections' place and its re-planning points decided; `joins`: the core's AI joins,
     `ai_ops` the query's operators by id."""
     cand = plan.candidates[0] if plan.candidates else None
     carry = plan.carry
@@ -99,4 +111,4 @@ def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequenc
     plan = replace(plan, steps=tuple(steps), carry=carry, star=star_anchor(cand),
                    filter_order=order, chunking=chunking.DEFAULT)
     return replace(plan, pair_projections=pair_projections(plan, ai_ops) if ai_ops else (),
-                   projects_after_joins=outer_free(joins, ai_ops))
+                   projects_after_joins=outer_free(joins, ai_ops), replans=replans(plan))

@@ -47,6 +47,7 @@ GOLDEN = [
         'scan p',
         'join #0 p anchor=r release r:anchors#0',
         'chunks arena_share=0.25 anchors=128/1024',
+        'replan joins after filters',
     ]),
     ('bigquery/reviews.sql', [
         'project[#0](ai_filter#1(scan(reviews; cols=b_1_0,b_0_0)))',
@@ -71,6 +72,7 @@ GOLDEN = [
         'scan r',
         'join #0 r anchor=r release r:anchors#0',
         'chunks arena_share=0.25 anchors=128/1024',
+        'replan joins after filters',
     ]),
     ('databricks/reviews.sql', [
         'project[#0](ai_filter#1(scan(reviews; cols=b_1_0,b_0_0)))',
@@ -97,6 +99,7 @@ GOLDEN = [
         'scan p',
         'join #0 p anchor=r release r:anchors#0',
         'chunks arena_share=0.25 anchors=128/1024',
+        'replan joins after filters',
     ]),
     ('duckdb/reviews.sql', [
         'project[#0](ai_filter#1(scan(reviews; cols=b_1_0,b_0_0)))',
@@ -123,6 +126,7 @@ GOLDEN = [
         'scan p',
         'join #0 p anchor=r release r:anchors#0',
         'chunks arena_share=0.25 anchors=128/1024',
+        'replan joins after filters',
     ]),
     ('snowflake/reviews.sql', [
         'project[#0](ai_filter#1(scan(r; cols=b_1_0,b_0_0)))',

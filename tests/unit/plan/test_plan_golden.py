@@ -196,4 +196,5 @@ def test_join_anchors_on_the_document_its_filter_left_resident():
         "join #1 p anchor=r reuse r:r.review release r:r.review",
         "chunks arena_share=0.25 filter_rows=256 anchors=128/1024 carry_share=0.5",
         "carry r:r.review early=pair",
+        "replan joins after filters",
     ]

@@ -5,6 +5,8 @@ import pytest
 
 from quail_engine.plan.cost import Work
 from quail_engine.plan.join_order import Candidate, JoinStep
+from quail_engine.plan.nodes import Scan
+from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.strategy import (
     EARLY_LEADING,
     EARLY_PAIR,
@@ -12,6 +14,7 @@ from quail_engine.plan.strategy import (
     early_ask,
     filter_order,
     outer_free,
+    replans,
     star_anchor,
 )
 from quail_engine.sql.ir import AiOp, JoinInfo
@@ -80,3 +83,13 @@ def _join(kind):
 def test_projections_run_over_the_joined_rows_only_under_inner_joins(kinds, expected):
     ai_ops = [_join(k) for k in kinds]
     assert outer_free(range(len(ai_ops)), ai_ops) is expected
+
+
+@pytest.mark.parametrize("relations,cand,expected", [
+    (("r", "p"), PAIR, ("filters",)),                     # one join: its survivors only
+    (("r", "p", "q"), STAR, ("filters", "join")),          # and after each join but the last
+    (("r",), None, ()),
+])
+def test_the_joins_are_planned_again_where_rows_are_observed(relations, cand, expected):
+    plan = PhysicalPlan(Scan("r"), (), (cand,) if cand else (), relations=relations)
+    assert replans(plan) == expected
