@@ -1,10 +1,10 @@
 """Precompute the answers of one core in the planned order.
 
 Scans each relation on DuckDB, estimates tokens and selectivities (hints win, else a small
-sample whose answers are kept), plans, then runs the AI filters per relation in chunks with the
-document KV resident across the predicates that share it, the AI joins in the chosen order
-(re-planned from observed counts after each join) with anchor documents resident while their
-partners run, and the AI projections over the survivors.
+sample whose answers are kept), plans, then follows the plan: the AI filters per relation in its
+filter order, in chunks within its bounds with the document KV resident across the predicates
+that share it, the AI joins in the chosen order (re-planned where the plan says) with anchor
+documents resident while their partners run, and the AI projections where the plan puts them.
 """
 
 from __future__ import annotations

@@ -5,9 +5,12 @@ join orderer's order, anchors chosen), AI projections over the survivors. Each s
 documents whose KV it must encode (`encode`) and those it releases afterwards (`release`): a
 document stays resident exactly until the last step that reads it. When the first join anchors
 on the documents its anchor relation's last filter read, the plan names that KV (`carry`): the
-filters keep it for their survivors and the join takes it instead of encoding them again. The
-executor re-plans the joins from observed row counts (`replan_joins`) before the first join and
-after each one.
+filters keep it for their survivors and the join takes it instead of encoding them again.
+
+The plan is the executor's program: beside the steps it carries how the executor runs them (the
+carry's early ask, a star's anchor, the filter order, where projections run, the points where the
+joins are re-planned from observed row counts: plan/strategy.py) and the bounds on documents held
+resident at once (plan/chunking.py); `text()` shows all of it (`quail explain`).
 """
 
 from __future__ import annotations
