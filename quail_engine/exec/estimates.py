@@ -171,5 +171,6 @@ def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], r
                             if len(aliases) == 2 else {},
                             selectivity_source=source, anchor_hint=anchor,
                             document=document,
-                            as_written=op.options.order == "as_written")
+                            as_written=op.options.order == "as_written",
+                            shares_document=runner.layout(op).is_shared)
     return out

@@ -35,7 +35,7 @@ from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.join_order import JoinStep
 from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.riding import kept_rows
-from quail_engine.plan.strategy import REPLAN_FILTERS, REPLAN_JOIN
+from quail_engine.plan.strategy import REPLAN_FILTERS, REPLAN_JOIN, shares_anchor_chunks
 
 log = logging.getLogger(__name__)
 ROW = np.int32  # a scan row index in Joined (a chain's joined rows can number 10^8)
@@ -324,20 +324,13 @@ def ask_anchor_pair_ahead(step: JoinStep, nxt: JoinStep, cur: Joined,
     that misses an answer, and held for the second (DocKV.source), instead of each join
     encoding them all. The answers wait in the store; run_joins then asks nothing again. Only
     when the second join reads just those two relations and no equality key ties them to the
-    chain (then every pair it can ask depends on the chunk alone)."""
+    chain (then every pair it can ask depends on the chunk alone): where the plan pairs them
+    (plan/strategy.shares_anchor_chunks)."""
     anchor = step.alias
-    if step.op is None or nxt.op is None or step.anchor != anchor or nxt.anchor != anchor \
-            or nxt.alias in cur.aliases or not len(cur):
+    if not len(cur):
         return
-    op, nop = ai_ops[step.op], ai_ops[nxt.op]
+    op = ai_ops[step.op]
     layout = runner.layout(op)
-    if not layout.is_shared or not runner.layout(nop).is_shared:
-        return
-    every = [*cur.aliases, anchor, nxt.alias]
-    if set(bound_aliases(nxt.op, nop, scans, every)) != {anchor, nxt.alias} or any(
-            scans[a].key_columns & scans[b].key_columns
-            for a in (anchor, nxt.alias) for b in every if b != a):
-        return
     rows, partners = survivors.get(anchor, []), survivors.get(nxt.alias, [])
     if not rows or not partners:
         return
@@ -398,7 +391,8 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
             group.append(steps.pop(0))
         for n, s in enumerate(group):
             reuse = carry if s.anchor is not None and s.anchor == carry_alias else None
-            if n == 0 and len(group) == 1 and steps and reuse is None:
+            if n == 0 and len(group) == 1 and steps and reuse is None and \
+                    shares_anchor_chunks(plan.context, s, steps[0], joined):
                 ask_anchor_pair_ahead(s, steps[0], cur, scans, survivors, ai_ops, runner,
                                       store, plan.chunking)
             if n == 0:

@@ -37,6 +37,7 @@ class OpInfo:
     document: str | None = None  # an AI join's document relation (its prompt's first
     #                              argument's): the only anchor the prompt's layout shares
     as_written: bool = False
+    shares_document: bool = True  # its prompt's layout puts a document in a shareable prefix
 
     def doc_tokens(self, alias: str | None = None) -> float:
         alias = alias or (self.aliases[0] if self.aliases else "")
@@ -66,6 +67,10 @@ class PlanContext:
 
     def fraction(self, a: str, b: str) -> float:
         return float(self.pair_fraction.get(tuple(sorted((a, b))), 1.0))
+
+    def is_keyed(self, a: str, b: str) -> bool:
+        """Whether an equality key ties aliases `a` and `b` (their pairs' fraction is known)."""
+        return tuple(sorted((a, b))) in self.pair_fraction
 
     def seconds(self, work: Work) -> float:
         return seconds(self.model, self.device, work,

@@ -82,7 +82,9 @@ class PhysicalPlan:
     holds resident at once (plan/chunking.py); `pair_projections`: the projections asked for
     each chunk of the last join's kept pairs; `projects_after_joins`: whether the projections
     run over the joined rows (all joins inner), else DuckDB asks them; `replans`: where the
-    executor plans the joins again from observed row counts (plan/strategy.py)."""
+    executor plans the joins again from observed row counts (plan/strategy.py);
+    `paired_joins`: joins of this order asked ahead together over shared anchor chunks (decided
+    again wherever the joins are re-planned)."""
 
     logical: Node
     steps: tuple[Step, ...]
@@ -98,6 +100,7 @@ class PhysicalPlan:
     pair_projections: tuple[int, ...] = ()
     projects_after_joins: bool = True
     replans: tuple[str, ...] = ()
+    paired_joins: tuple[tuple[int, int], ...] = ()
 
     def text(self) -> str:
         return "\n".join([*(s.text() for s in self.steps), *self.strategy_lines()])
@@ -115,6 +118,8 @@ class PhysicalPlan:
             out.append(f"star anchor={self.star} joins {ops}")
         if self.carry is not None:
             out.append(self.carry.text())
+        for first, second in self.paired_joins:
+            out.append(f"joins #{first},#{second} share anchor chunks")
         if self.replans:
             out.append("replan joins after " + ",".join(self.replans))
         if self.pair_projections:

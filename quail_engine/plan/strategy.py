@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from quail_engine.plan import chunking
-from quail_engine.plan.join_order import Candidate
+from quail_engine.plan.context import PlanContext
+from quail_engine.plan.join_order import Candidate, JoinStep
 from quail_engine.plan.physical import PhysicalPlan
 
 # how the joins are asked early for the carried documents (PhysicalPlan.carry.early)
@@ -82,6 +83,46 @@ def pair_projections(plan: PhysicalPlan, ai_ops: Sequence) -> tuple[int, ...]:
     return tuple(s.op for s in plan.steps if s.kind == "project" and not s.alias)
 
 
+def shares_anchor_chunks(ctx: PlanContext, step: JoinStep, nxt: JoinStep, joined) -> bool:
+    """Whether join `step`, with the aliases `joined` joined, and `nxt` after it are asked ahead
+    together in chunks of the relation `step` brings in, each chunk's documents encoded once for
+    both: both anchored on that relation and sharing its documents, `nxt` bringing in a relation
+    not joined yet and reading just those two, and no equality key tying either to the chain
+    (then every pair `nxt` can ask depends on the chunk alone). Decided again wherever the joins
+    are re-planned."""
+    anchor = step.alias
+    if step.op is None or nxt.op is None or step.anchor != anchor or nxt.anchor != anchor \
+            or nxt.alias in joined:
+        return False
+    if not ctx.ops[step.op].shares_document or not ctx.ops[nxt.op].shares_document:
+        return False
+    every = {*joined, anchor, nxt.alias}
+    if set(ctx.ops[nxt.op].aliases) & every != {anchor, nxt.alias}:
+        return False
+    return not any(ctx.is_keyed(a, b) for a in (anchor, nxt.alias) for b in every if b != a)
+
+
+def paired_joins(plan: PhysicalPlan) -> tuple[tuple[int, int], ...]:
+    """The joins of the plan's order that `shares_anchor_chunks` pairs, as (op, next op)."""
+    if not plan.candidates or plan.context is None:
+        return ()
+    cand = plan.candidates[0]
+    joined, out = set(cand.start), []
+    carried = plan.carry.alias if plan.carry is not None else None
+    steps = list(cand.steps)
+    for k, step in enumerate(steps):
+        single = (k == 0 or steps[k - 1].alias != step.alias) and (
+            k + 1 == len(steps) or steps[k + 1].alias != step.alias)
+        reuse = carried is not None and step.anchor == carried  # the join takes the carry
+        if single and not reuse and k + 1 < len(steps) and shares_anchor_chunks(
+                plan.context, step, steps[k + 1], joined):
+            out.append((step.op, steps[k + 1].op))
+        if reuse:
+            carried = None
+        joined.add(step.alias)
+    return tuple(out)
+
+
 def replans(plan: PhysicalPlan) -> tuple[str, ...]:
     """The observation points where the executor plans the joins again (`replan_joins`): the
     filters' survivors are counted, not estimated, before the first join; each join's rows
@@ -111,4 +152,5 @@ def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequenc
     plan = replace(plan, steps=tuple(steps), carry=carry, star=star_anchor(cand),
                    filter_order=order, chunking=chunking.DEFAULT)
     return replace(plan, pair_projections=pair_projections(plan, ai_ops) if ai_ops else (),
-                   projects_after_joins=outer_free(joins, ai_ops), replans=replans(plan))
+                   projects_after_joins=outer_free(joins, ai_ops), replans=replans(plan),
+                   paired_joins=paired_joins(plan))

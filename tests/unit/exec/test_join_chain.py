@@ -206,6 +206,7 @@ def test_two_joins_anchored_on_the_relation_the_chain_brings_in_encode_it_once()
     assert rows == ahead_rows == plain_rows and rows
     plan = report.plans[0]
     assert "join #1 r2 anchor=r2" in plan and "join #2 a2 anchor=r2" in plan, plan
+    assert "joins #1,#2 share anchor chunks" in plan.splitlines(), plan
     assert {"join #1 was asked over join #0's anchor documents while they were resident",
             "join #2 was asked over join #0's anchor documents while they were resident"
             } <= set(report.remarks), report.remarks

@@ -1,7 +1,11 @@
 """The executor's join strategy decided from the join order (plan/strategy.py): the anchor of a
-star, how the joins are asked early for documents a filter carries, the order filters run."""
+star, how the joins are asked early for documents a filter carries, the order filters run, where
+projections run, where the joins are re-planned, which two joins share anchor chunks."""
+
+from dataclasses import replace
 
 import pytest
+from plan_fakes import context, info
 
 from quail_engine.plan.cost import Work
 from quail_engine.plan.join_order import Candidate, JoinStep
@@ -15,6 +19,7 @@ from quail_engine.plan.strategy import (
     filter_order,
     outer_free,
     replans,
+    shares_anchor_chunks,
     star_anchor,
 )
 from quail_engine.sql.ir import AiOp, JoinInfo
@@ -93,3 +98,27 @@ def test_projections_run_over_the_joined_rows_only_under_inner_joins(kinds, expe
 def test_the_joins_are_planned_again_where_rows_are_observed(relations, cand, expected):
     plan = PhysicalPlan(Scan("r"), (), (cand,) if cand else (), relations=relations)
     assert replans(plan) == expected
+
+
+def _ctx(nxt_aliases=("r2", "a2"), keyed=None, shares=True):
+    ops = [info(1, "ai_join", ["r2", "a1"], {"r2": 200, "a1": 3}),
+           replace(info(2, "ai_join", list(nxt_aliases), dict.fromkeys(nxt_aliases, 3)),
+                   shares_document=shares)]
+    return context(ops, {"r1": 10, "a1": 5, "r2": 10, "a2": 5}, pair_fraction=keyed)
+
+
+R2 = JoinStep("r2", 1, "r2")
+A2 = JoinStep("a2", 2, "r2")
+
+
+@pytest.mark.parametrize("ctx,step,nxt,expected", [
+    (_ctx(), R2, A2, True),                                   # IMDB-10's last two joins
+    (_ctx(("r2", "a2", "a1")), R2, A2, False),                # the second reads the chain too
+    (_ctx(keyed={("a2", "r2"): 0.5}), R2, A2, False),         # an equality key ties them
+    (_ctx(shares=False), R2, A2, False),                      # no shared document
+    (_ctx(), JoinStep("r2", 1, "a1"), A2, False),             # the first anchored elsewhere
+    (_ctx(), R2, JoinStep("a1", 2, "r2"), False),             # the second's relation joined
+])
+def test_two_joins_share_the_anchor_chunks_of_the_relation_the_first_brings_in(
+        ctx, step, nxt, expected):
+    assert shares_anchor_chunks(ctx, step, nxt, {"r1", "a1"}) is expected
