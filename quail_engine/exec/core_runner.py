@@ -267,7 +267,7 @@ class CoreRunner:
             expand(first, cur, first.alias, scans, rows_of[first.alias], self.ai_ops,
                    self.runner, self.store, self.carry, materialize=False, count=False, chunking=plan.chunking,
                    rides=ride_alongs(first, list(cand.steps[1:]), cur, scans, survivors,
-                                     self.ai_ops, self.runner))
+                                     self.ai_ops, self.runner, plan.context))
         elif carry.early == EARLY_STAR:
             cur = Joined({carry.alias: rows})
             for n, step in enumerate(cand.steps):

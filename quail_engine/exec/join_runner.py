@@ -401,7 +401,8 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
                 if (not rows_needed and len(group) == 1 and len(steps) == 1
                         and len(joined) + 2 == len(aliases)):
                     keep = _reads(steps[0], ai_ops, scans, [*joined, step.alias])
-                rides = ride_alongs(s, group[1:] + steps, cur, scans, survivors, ai_ops, runner)
+                rides = ride_alongs(s, group[1:] + steps, cur, scans, survivors, ai_ops, runner,
+                                    plan.context)
                 cur = expand(s, cur, step.alias, scans, survivors.get(step.alias, []), ai_ops,
                               runner, store, reuse, plan.chunking,
                               materialize=rows_needed or not last,

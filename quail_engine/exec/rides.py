@@ -11,11 +11,12 @@ import numpy as np
 
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.doc_kv import DocKV
-from quail_engine.exec.join_values import bound_aliases, pair_values
+from quail_engine.exec.join_values import pair_values
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.scans import ScanData
+from quail_engine.plan.context import PlanContext
 from quail_engine.plan.join_order import JoinStep
-from quail_engine.plan.riding import is_ride_worth
+from quail_engine.plan.riding import is_ride_worth, ride_partners
 from quail_engine.sql.ir import binding_column
 
 if TYPE_CHECKING:
@@ -129,34 +130,18 @@ def _holds(op_id: int, op, scans: dict[str, ScanData], aliases) -> bool:
 
 
 def ride_alongs(step: JoinStep, later: list[JoinStep], cur: Joined, scans: dict[str, ScanData],
-                survivors: dict[str, list[int]], ai_ops, runner: OpRunner) -> list[Ride]:
-    """The later joins (`later`: the plan's remaining steps) that may ride along `step`'s
-    anchor chunks (Ride): a join anchored on an alias not joined yet whose prompt reads just
-    that alias and one partner, neither tied to another relation by an equality key (then
-    the pairs it can ask are known now: the anchor's survivors x the partner's candidates).
-    Whether one rides is decided chunk by chunk from the rows `step` keeps (Ride.worth)."""
-    if step.op is None or step.anchor is None:
-        return []
-    if not runner.layout(ai_ops[step.op]).is_shared:
-        return []
-    every = list(dict.fromkeys([*cur.aliases, step.alias, *(s.alias for s in later)]))
+                survivors: dict[str, list[int]], ai_ops, runner: OpRunner, ctx: PlanContext
+                ) -> list[Ride]:
+    """Ride of each later join (`later`: the plan's remaining steps) the plan lets ride along
+    `step`'s anchor chunks (plan/riding.ride_partners) that has rows to ask: its anchor's
+    survivors x its partner's candidates. Whether one rides is decided chunk by chunk from the
+    rows `step` keeps (Ride.worth)."""
     ahead = [step, *later]
     out: list[Ride] = []
-    for k, late in enumerate(later):
-        anchor = late.anchor
-        if late.op is None or late.op == step.op or anchor is None or anchor in cur.aliases \
-                or anchor in (step.anchor, step.alias):
-            continue
+    for k, anchor, partner in ride_partners(ctx, step, later, frozenset(cur.aliases)):
+        late = later[k]
         op = ai_ops[late.op]
         layout = runner.layout(op)
-        bound = bound_aliases(late.op, op, scans, every)
-        if not layout.is_shared or anchor not in bound or len(bound) != 2:
-            continue
-        partner = next(a for a in bound if a != anchor)
-        if not _holds(late.op, op, scans, (anchor, partner)) or any(
-                scans[a].key_columns & scans[b].key_columns
-                for a in (anchor, partner) for b in every if b != a):
-            continue
         candidates = {a: (np.unique(cur.cols[a]).tolist() if a in cur.aliases
                           else list(survivors.get(a, []))) for a in (anchor, partner)}
         rows, partners = candidates[anchor], candidates[partner]

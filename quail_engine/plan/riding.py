@@ -16,7 +16,37 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from quail_engine.plan.context import PlanContext
 from quail_engine.plan.join_order import JoinStep
+
+
+def ride_partners(ctx: PlanContext, step: JoinStep, later: Sequence[JoinStep], joined
+                  ) -> list[tuple[int, str, str]]:
+    """(index in `later`, anchor, partner) of the later joins that may ride along `step`'s
+    anchor chunks when the aliases `joined` are joined: a join anchored on an alias not joined
+    yet whose prompt reads just that alias and one partner, both sharing a document, neither
+    tied to another relation by an equality key (then the pairs it can ask are known now: the
+    anchor's survivors x the partner's candidates). Whether one does is `is_ride_worth`'s, at
+    each chunk."""
+    if step.op is None or step.anchor is None or not ctx.ops[step.op].shares_document:
+        return []
+    every = {*joined, step.alias, *(s.alias for s in later)}
+    out = []
+    for k, late in enumerate(later):
+        anchor = late.anchor
+        if late.op is None or late.op == step.op or anchor is None or anchor in joined \
+                or anchor in (step.anchor, step.alias):
+            continue
+        info = ctx.ops[late.op]
+        bound = [a for a in dict.fromkeys(info.aliases) if a in every]
+        if not info.shares_document or anchor not in bound or len(bound) != 2:
+            continue
+        partner = next(a for a in bound if a != anchor)
+        if not set(info.aliases) <= {anchor, partner} or any(
+                ctx.is_keyed(a, b) for a in (anchor, partner) for b in every if b != a):
+            continue
+        out.append((k, anchor, partner))
+    return out
 
 
 def kept_rows(asked: int, passed: int, rows_in: float) -> float:

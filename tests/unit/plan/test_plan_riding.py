@@ -3,11 +3,13 @@ the share of its pairs it is expected to ask at its turn, and the decision taken
 from the rows the earlier join kept so far."""
 
 import math
+from dataclasses import replace
 
 import pytest
+from plan_fakes import context, info
 
 from quail_engine.plan.join_order import JoinStep
-from quail_engine.plan.riding import is_ride_worth, kept_rows, ride_reach
+from quail_engine.plan.riding import is_ride_worth, kept_rows, ride_partners, ride_reach
 
 
 def test_the_reach_of_a_riding_join_follows_the_joins_before_its_turn():
@@ -57,3 +59,26 @@ def test_a_join_rides_when_its_documents_outweigh_the_questions_it_may_waste(
         kept, documents, expected):
     assert is_ride_worth(("e2", "c"), STEPS, {"c"}, {"e2": 287, "c": 500}, kept, documents,
                          500 * 50, 1) is expected
+
+
+def _chain(second_aliases=("r2", "a2"), keyed=None, shares=True):
+    """reviews r1 - aspects a1 - reviews r2 - aspects a2 (IMDB-10's chain), joins #0-#2."""
+    ops = [info(0, "ai_join", ["r1", "a1"], {"r1": 200, "a1": 3}),
+           info(1, "ai_join", ["r2", "a1"], {"r2": 200, "a1": 3}),
+           replace(info(2, "ai_join", list(second_aliases), dict.fromkeys(second_aliases, 3)),
+                   shares_document=shares)]
+    return context(ops, dict.fromkeys(("r1", "a1", "r2", "a2"), 10.0), pair_fraction=keyed)
+
+
+FIRST = JoinStep("a1", 0, "r1")
+LATER = [JoinStep("r2", 1, "r2"), JoinStep("a2", 2, "r2")]
+
+
+@pytest.mark.parametrize("ctx,expected", [
+    (_chain(), [(0, "r2", "a1"), (1, "r2", "a2")]),       # both later joins anchored on r2
+    (_chain(("r2", "a2", "a1")), [(0, "r2", "a1")]),      # the last reads three relations
+    (_chain(keyed={("a2", "r2"): 0.5}), []),               # a key ties r2 to a2: no pairs known
+    (_chain(shares=False), [(0, "r2", "a1")]),            # the last shares no document
+])
+def test_the_later_joins_that_may_ride_along_a_joins_chunks(ctx, expected):
+    assert ride_partners(ctx, FIRST, LATER, {"r1"}) == expected
