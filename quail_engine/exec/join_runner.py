@@ -35,7 +35,12 @@ from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.join_order import JoinStep
 from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.riding import kept_rows
-from quail_engine.plan.strategy import REPLAN_FILTERS, REPLAN_JOIN, shares_anchor_chunks
+from quail_engine.plan.strategy import (
+    REPLAN_FILTERS,
+    REPLAN_JOIN,
+    handoff,
+    shares_anchor_chunks,
+)
 
 log = logging.getLogger(__name__)
 ROW = np.int32  # a scan row index in Joined (a chain's joined rows can number 10^8)
@@ -228,7 +233,7 @@ def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
             survivors: list[int], ai_ops, runner: OpRunner, store: AnswerStore,
             carry: DocKV | None, chunking: Chunking, materialize: bool = True,
             count: bool = True, share: bool = False, rides: list[Ride] = (),
-            project: list[int] = (), keep: list[str] | None = None) -> Joined:
+            project: list[int] = (), keep: frozenset[str] | None = None) -> Joined:
     """`cur` joined with `alias`'s survivors: pairs restricted by the equality keys (shared
     k_<n> scan columns), then by `step`'s AI predicate, asked once per distinct binding pair.
     Without `materialize` (the last join, when nothing reads the joined rows) the rows are
@@ -397,10 +402,8 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
                                       store, plan.chunking)
             if n == 0:
                 last = len(joined) + 1 == len(aliases) and len(group) == 1
-                keep = None
-                if (not rows_needed and len(group) == 1 and len(steps) == 1
-                        and len(joined) + 2 == len(aliases)):
-                    keep = _reads(steps[0], ai_ops, scans, [*joined, step.alias])
+                keep = None if rows_needed else handoff(plan.context, s, group[1:] + steps,
+                                                        joined, aliases)
                 rides = ride_alongs(s, group[1:] + steps, cur, scans, survivors, ai_ops, runner,
                                     plan.context)
                 cur = expand(s, cur, step.alias, scans, survivors.get(step.alias, []), ai_ops,

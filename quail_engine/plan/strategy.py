@@ -123,6 +123,22 @@ def paired_joins(plan: PhysicalPlan) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
+def handoff(ctx: PlanContext, step: JoinStep, rest: Sequence[JoinStep], joined,
+            relations: Sequence[str]) -> frozenset[str] | None:
+    """Where the join `step` (the aliases `joined` joined before it) is the second-to-last and
+    `rest` is the last, over another relation: the aliases the last join reads among those joined
+    then (its prompt's, and those an equality key ties to its relation). When nothing reads the
+    joined rows, `step` hands the last join only their distinct tuples, each weighted by the
+    joined rows it stands for, instead of every joined row (a chain's rows can number 10^8).
+    None elsewhere."""
+    if len(rest) != 1 or rest[0].alias == step.alias or len(joined) + 2 != len(relations):
+        return None
+    nxt = rest[0]
+    reads = set(ctx.ops[nxt.op].aliases) if nxt.op is not None else set()
+    return frozenset(a for a in (*joined, step.alias)
+                     if a in reads or ctx.is_keyed(a, nxt.alias))
+
+
 def replans(plan: PhysicalPlan) -> tuple[str, ...]:
     """The observation points where the executor plans the joins again (`replan_joins`): the
     filters' survivors are counted, not estimated, before the first join; each join's rows

@@ -17,6 +17,7 @@ from quail_engine.plan.strategy import (
     EARLY_STAR,
     early_ask,
     filter_order,
+    handoff,
     outer_free,
     replans,
     shares_anchor_chunks,
@@ -122,3 +123,18 @@ A2 = JoinStep("a2", 2, "r2")
 def test_two_joins_share_the_anchor_chunks_of_the_relation_the_first_brings_in(
         ctx, step, nxt, expected):
     assert shares_anchor_chunks(ctx, step, nxt, {"r1", "a1"}) is expected
+
+
+@pytest.mark.parametrize("step,rest,joined,expected", [
+    (R2, [A2], {"r1", "a1"}, frozenset({"r2"})),     # the last join reads r2 (and a2, new)
+    (R2, [A2, JoinStep("x", None)], {"r1", "a1"}, None),  # not the second-to-last
+    (R2, [JoinStep("r2", 2, "r2")], {"r1", "a1"}, None),  # a second join to the same relation
+])
+def test_the_second_to_last_join_hands_the_last_the_tuples_it_reads(step, rest, joined,
+                                                                      expected):
+    assert handoff(_ctx(), step, rest, joined, ("r1", "a1", "r2", "a2")) == expected
+
+
+def test_a_relation_keyed_to_the_last_joins_is_handed_over_too():
+    assert handoff(_ctx(keyed={("a1", "a2"): 0.5}), R2, [A2], {"r1", "a1"},
+                   ("r1", "a1", "r2", "a2")) == frozenset({"r2", "a1"})
