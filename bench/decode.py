@@ -15,7 +15,8 @@ reading the weights and the batch's KV at the HBM bandwidth and its FLOPs at the
 transformers: `generate` (greedy, bf16, one padded batch of `--hf-rows`) on the same model
 directory and the first `--hf-rows` prompts, in the same device call.
 
-A run is ROWSxTOKENS with suffixes: `c` under the JSON schema, `g` a grouped `AI_AGG` over the
+A run is ROWSxTOKENS with suffixes: `c` under the JSON schema, `h` free text after the very
+prompt a `c` run reads (the schema hint included: the two differ only in the grammar), `g` a grouped `AI_AGG` over the
 rows in 20 groups (map-reduce past the context; no speed of light), `s` step by step
 (QUAIL_DECODE_OVERLAP=0: the host reads each step's tokens before the next step starts, the
 loop before infer/decode_overlap.py). `engine s` is the operators' engine time, beside the
@@ -58,13 +59,30 @@ PEAK_FP8, PEAK_BF16, HBM = 1979e12, 989e12, 4.8e12
 GROUPS = 20  # a grouped run's groups (rows spread evenly by id)
 
 
-def sql(max_tokens: int, constrained: bool, grouped: bool = False) -> str:
+def sql(max_tokens: int, constrained: bool, grouped: bool = False,
+        hinted: bool = False) -> str:
+    """The run's query. `hinted`: free text after the very prompt a constrained run reads
+    (its instruction, the document, then the schema hint the executor appends), so that the
+    two differ only in the grammar."""
     if grouped:  # each group's summary: map-reduce past the context (exec/aggregate.py)
         return (f"SELECT id % {GROUPS} AS g, AI_AGG(text, 'Summarize these texts in one "
                 f"sentence.') AS s FROM docs GROUP BY g")
     fmt = f", response_format => {SCHEMA}" if constrained else ""
-    return (f"SELECT id, AI_COMPLETE(model => 'm', prompt => PROMPT('{INSTRUCTION}', text), "
+    prompt = f"PROMPT('{INSTRUCTION}', text)"
+    if hinted:  # (the hint as an argument: its JSON braces are not the template's)
+        prompt = f"PROMPT('{INSTRUCTION}\n\n{{1}}', text, '{schema_hint()}')"
+    return (f"SELECT id, AI_COMPLETE(model => 'm', prompt => {prompt}, "
             f"model_parameters => {{'max_tokens': {max_tokens}}}{fmt}) AS s FROM docs")
+
+
+def schema_hint() -> str:
+    """What the executor appends to a constrained run's prompt (exec/tasks.task_prompt),
+    without its leading blank line."""
+    from quail_engine.exec.tasks import task_prompt
+    from quail_engine.sql.query import parse
+
+    op = parse(sql(1, True), "snowflake").ai_ops[0]
+    return task_prompt(op, "").lstrip("\n").replace("'", "''")
 
 
 @dataclass(frozen=True)
@@ -72,6 +90,7 @@ class Run:
     rows: int
     max_tokens: int
     constrained: bool = False  # under the JSON schema
+    hinted: bool = False       # free, after the constrained run's prompt (schema hint included)
     grouped: bool = False      # AI_AGG over GROUPS groups (max_tokens: the executor's own)
     step_by_step: bool = False  # QUAIL_DECODE_OVERLAP=0: the host reads each step's tokens
     #                             before the next step starts
@@ -79,17 +98,19 @@ class Run:
     @property
     def name(self) -> str:
         return (f"decode-{self.rows}x{self.max_tokens}{'c' if self.constrained else ''}"
+                f"{'h' if self.hinted else ''}"
                 f"{'g' if self.grouped else ''}{'s' if self.step_by_step else ''}")
 
 
 def parse_run(spec: str) -> Run:
-    """'2000x48' -> 2,000 rows, 48 tokens; suffixes: 'c' under the JSON schema, 'g' AI_AGG
-    over 20 groups, 's' step by step (the decode loop without overlap)."""
-    m = re.fullmatch(r"(\d+)x(\d+)(c?)(g?)(s?)", spec)
+    """'2000x48' -> 2,000 rows, 48 tokens; suffixes: 'c' under the JSON schema, 'h' free after
+    the constrained run's prompt, 'g' AI_AGG over 20 groups, 's' step by step (the decode loop
+    without overlap)."""
+    m = re.fullmatch(r"(\d+)x(\d+)(c?)(h?)(g?)(s?)", spec)
     if not m:
-        raise argparse.ArgumentTypeError(f"a run is ROWSxTOKENS[c][g][s], e.g. 2000x48; "
+        raise argparse.ArgumentTypeError(f"a run is ROWSxTOKENS[c][h][g][s], e.g. 2000x48; "
                                          f"got {spec!r}")
-    return Run(int(m.group(1)), int(m.group(2)), *(bool(m.group(k)) for k in (3, 4, 5)))
+    return Run(int(m.group(1)), int(m.group(2)), *(bool(m.group(k)) for k in (3, 4, 5, 6)))
 
 
 def sol_seconds(config, rows: int, prompt_tokens: float, output_tokens: float,
@@ -126,7 +147,7 @@ def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
     log_file = workdir / f"{name}.log"
     report.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "quail_engine", "-v", "query", "-e",
-           sql(max_tokens, constrained, run.grouped),
+           sql(max_tokens, constrained, run.grouped, run.hinted),
            "--dialect", "snowflake", "--device", args.device, "--no-cache", "--report",
            str(report), "--output", str(workdir / f"{name}.parquet"), "-q",
            "--table", f"docs={docs}"]
@@ -143,7 +164,8 @@ def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
         except subprocess.TimeoutExpired:
             code = 124
     row = {"rows": rows, "max_tokens": max_tokens, "constrained": constrained,
-           "grouped": run.grouped, "overlap": not run.step_by_step, "exit": code,
+           "hinted": run.hinted, "grouped": run.grouped, "overlap": not run.step_by_step,
+           "exit": code,
            "process_s": round(time.perf_counter() - t0, 2)}
     text = log_file.read_text()
     if code != 0 or not report.exists():
