@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import functools
 import json
+import re
+from collections.abc import Sequence
 
 from quail_engine.errors import UnsupportedError
 from quail_engine.infer.api import Grammar
 from quail_engine.sql.op_kinds import spec
+from quail_engine.sql.prompt import render_prompt
 from quail_engine.sql.response_schema import json_schema
 from quail_engine.sql.task_prompts import FORMAT_HINTS, SCHEMA_HINT, fill, task_template
 
@@ -90,6 +93,20 @@ def shape_text(op, text: str | None) -> object:
     if kind == "BOOLEAN":
         return value if isinstance(value, bool) else None
     return json.dumps(value)
+
+
+def masked(op, values: Sequence[object], mentions: str | None) -> str | None:
+    """A mask's answer: the row's text with every occurrence (any case, whole words) of each
+    mention the model copied replaced by [MASKED]; a mention the text does not hold changes
+    nothing, and the rest of the text stays as written. None: the model did not finish."""
+    if mentions is None:
+        return None
+    text = render_prompt(op, list(values))
+    found = [m.strip() for m in json.loads(mentions).values() if isinstance(m, str)]
+    for mention in sorted((m for m in found if len(m) >= 2), key=len, reverse=True):
+        text = re.sub(rf"(?<!\w){re.escape(mention)}(?!\w)", "[MASKED]", text,
+                      flags=re.IGNORECASE)
+    return text
 
 
 def details_object(text: str | None, created: int, model: str | None,

@@ -24,7 +24,7 @@ from sqlglot import exp
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.prompts import is_decoded
-from quail_engine.exec.tasks import details_object
+from quail_engine.exec.tasks import details_object, masked
 from quail_engine.sql.ir import PREDICATE_KINDS, placeholder_name
 from quail_engine.sql.nesting import deep_stack
 from quail_engine.sql.op_kinds import spec
@@ -144,6 +144,8 @@ def create_ai_function(con, name: str, op,
     from `usage` (null without it)."""
     if shows_details(op):
         answer = _with_details(answer, usage, int(time.time()))
+    if op.task == "mask":
+        answer = _with_masks(op, answer)
     # an aggregate's bindings are its group's values, list(...) of the cast texts: a list
     # reaches it as a list (DuckDB would cast it to one text, '[a, b]', quotes and all)
     kind = "VARCHAR[]" if spec(op.op).is_aggregate else "VARCHAR"
@@ -171,6 +173,14 @@ def _with_details(answer: Callable[[list[tuple]], Sequence[object]], usage: Usag
         return [details_object(t, created, model, tokens)
                 for t, (model, tokens) in zip(texts, facts)]
     return detailed
+
+
+def _with_masks(op, answer: Callable[[list[tuple]], Sequence[object]]
+                ) -> Callable[[list[tuple]], list[object]]:
+    """A mask's rows answered as their text with the mentions the model found masked."""
+    def masking(rows: list[tuple]) -> list[object]:
+        return [masked(op, row, found) for row, found in zip(rows, answer(rows))]
+    return masking
 
 
 def _usage(op, runner: OpRunner, lock: threading.Lock) -> Usage:

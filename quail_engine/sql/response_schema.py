@@ -27,6 +27,7 @@ from sqlglot.errors import ParseError
 
 from quail_engine.sql.ir import OpKind
 from quail_engine.sql.literals import literal
+from quail_engine.sql.task_prompts import mask_kinds
 
 KEYWORDS = ("type", "properties", "required", "items", "enum", "const", "anyOf", "oneOf",
             "minItems", "maxItems", "minimum", "maximum", "minLength", "maxLength", "pattern",
@@ -60,6 +61,9 @@ def json_schema(op) -> dict | None:
             lb.name: {"type": ["string", "null"]} for lb in op.labels or ()}})
     if op.op != OpKind.AI_GENERATE:
         return None
+    if op.task == "mask":  # each kind's mention, copied (task_prompts.MASK_MENTIONS)
+        return _closed({"type": "object", "properties": {
+            kind: {"type": ["string", "null"]} for kind in mask_kinds(op)}})
     if "response_format" in args:
         return snowflake_format(args["response_format"])
     if "responseFormat" in args:

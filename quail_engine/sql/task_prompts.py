@@ -34,6 +34,13 @@ KIND_TASKS = {
     OpKind.AI_SIMILARITY: ("Text 1: {text1}\nText 2: {text2}\nDo these two texts mean the same "
                            "thing? Answer yes or no."),
 }
+# a mask is answered as an extraction of each kind's mention (response_schema: one nullable
+# string per kind) and the text with each mention replaced (exec/tasks.masked): the embedded
+# writer asked to rewrite the text dropped it ('Alice Smith emailed alice@example.com about the
+# refund.' became 'MASKED.'); TASKS' rewrite wording is what a warehouse model is asked
+# (sql/emit: task_prefix)
+MASK_MENTIONS = KIND_TASKS[OpKind.AI_EXTRACT]
+MASK_QUESTION = "Which {kind} is named?"
 DEFAULT_AGGREGATE = "Summarize these texts."  # an aggregate's instruction when the SQL has none
 DEFAULT_TARGET = "en"                         # a translation's target language when none is given
 DEFAULT_MASKED = "personal information"       # what a mask replaces when no labels are given
@@ -66,7 +73,14 @@ if {*TASKS, *(t for t, _ in QUESTIONS if t)} != set(TASK_NAMES):
 
 def task_template(op) -> str | None:
     """The user-turn template of `op` (an ir.AiOp): its kind's, else its task's, else None."""
+    if op.task == "mask":
+        return MASK_MENTIONS
     return KIND_TASKS.get(op.op) or TASKS.get(op.task)
+
+
+def mask_kinds(op) -> tuple[str, ...]:
+    """What a mask replaces: its labels, else DEFAULT_MASKED."""
+    return tuple(lb.name for lb in op.labels or ()) or (DEFAULT_MASKED,)
 
 
 def fill(template: str, op, text: str, field_names: tuple[str, ...] = ()) -> str:
@@ -77,12 +91,14 @@ def fill(template: str, op, text: str, field_names: tuple[str, ...] = ()) -> str
     first, _, second = text.partition("\n")
     named = [(lb.name, lb.description or lb.name) for lb in op.labels or ()] or [
         (name, name) for name in field_names]
+    if op.task == "mask":
+        named = [(kind, MASK_QUESTION.format(kind=kind)) for kind in mask_kinds(op)]
     return template.format(
         text=text, text1=first, text2=second,
         words=f" in at most {limit} words" if limit and limit != "0" else "",
         source=f" from {args['source_language']}" if args.get("source_language") else "",
         target=args.get("target_language", DEFAULT_TARGET),
-        kinds=", ".join(lb.name for lb in op.labels or ()) or DEFAULT_MASKED,
+        kinds=", ".join(mask_kinds(op)),
         fields="; ".join(f'"{name}": {question}' for name, question in named),
         instruction=op.instruction or DEFAULT_AGGREGATE)
 

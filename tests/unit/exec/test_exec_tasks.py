@@ -19,7 +19,7 @@ B0 = (Binding(0, "t.x", "t", "x"),)
     (AiOp("ai_generate", "{0}", B0, task="translate", task_args=(("target_language", "fr"),)),
      "to fr"),
     (AiOp("ai_generate", "{0}", B0, task="mask", labels=(Label("person"),)),
-     "replacing every person with [MASKED]"),
+     "\"person\": Which person is named?"),
     (AiOp("ai_extract", "{0}", B0, labels=(Label("mood", "What mood?"),), output_type="JSON"),
      '"mood": What mood?'),
     (AiOp("ai_aggregate", "{0}", B0, instruction="Name the common theme"), "Name the common theme"),
