@@ -109,6 +109,8 @@ def totals(rows: list[dict]) -> dict:
                    x_sol_quailb=round(run_q / sol_q, 2),
                    x_sol_quailb_geomean=_round(geomean([r.get("x_sol_quailb")
                                                          for r in anchor])))
+        if len(anchor) < len(done):  # ours over the same queries, like for like
+            out["x_sol_same_queries"] = round(run_q / sum(r["sol_s"] for r in anchor), 2)
     if hf:
         out["hf_s"] = round(sum(r["hf_s"] for r in hf), 3)
         out["hf_speedup_geomean"] = _round(geomean([r["hf_s"] / r["run_s"] for r in hf
@@ -174,7 +176,9 @@ def markdown(result: dict) -> str:
               f"minimum {t['min_tokens']:,}"
               + (f"; in quail-bench's convention (attention at the bf16 rate, sol_quailb.py) "
                  f"x_sol {t['x_sol_quailb']} (geometric mean {t['x_sol_quailb_geomean']}) over "
-                 f"{t['queries_quailb']} queries" if "x_sol_quailb" in t else "")
+                 f"{t['queries_quailb']} queries"
+                 + (f" (ours over the same queries: {t['x_sol_same_queries']})"
+                    if "x_sol_same_queries" in t else "") if "x_sol_quailb" in t else "")
               + (f"; transformers {t['hf_s']} s"
                  + (" (extrapolated from samples)" if t.get("hf_extrapolated") else "")
                  + f", geometric-mean speedup {t['hf_speedup_geomean']}x" if "hf_s" in t
