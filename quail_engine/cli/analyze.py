@@ -35,7 +35,7 @@ def wants_plan(args: argparse.Namespace) -> bool:
 
 
 def plan_json(plans) -> list[dict]:
-    return [{"logical": p.logical.text(), "remarks": list(p.remarks), "steps": [
+    return [{"logical": p.logical.text(), "remarks": [*p.hint_remarks, *p.remarks], "steps": [
         {"step": s.text(), "kind": s.kind, "op": s.op, "alias": s.alias, "anchor": s.anchor,
          "est_rows_in": s.rows_in, "est_rows_out": s.rows_out,
          "est_fresh_tokens": s.work.fresh_tokens, "est_seconds": s.est_seconds}
@@ -50,7 +50,7 @@ def plan_text(plans) -> str:
             lines.append(f"  {s.text():<48} rows {s.rows_in:>9.1f} -> {s.rows_out:>9.1f}  "
                          f"tokens {s.work.fresh_tokens:>10.0f}  est {s.est_seconds:.3g} s")
         lines += [f"  {line}" for line in p.strategy_lines()]
-        lines += [f"  remark: {r}" for r in p.remarks]
+        lines += [f"  remark: {r}" for r in (*p.hint_remarks, *p.remarks)]
     return "\n".join(lines)
 
 

@@ -71,6 +71,7 @@ class CoreRunner:
                                   a: s.columns for a, s in scans.items()})
             planned = planned_core(core, set(ops))
             plan = plan_core(planned, self.ai_ops, ctx)
+            self.runner.report.remarks.extend(plan.hint_remarks)
         self._record_estimates(plan, infos)
         has_joins = plan.has_joins
         self.carry = self.runner.doc_kv()

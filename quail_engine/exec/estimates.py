@@ -157,19 +157,11 @@ def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], r
         sel, source = estimate(hint, hits, n)
         doc = doc_key(op, aliases[0]) if len(aliases) == 1 else ""
         document = _document_alias(op_id, op, scans, runner)
-        anchor = op.options.anchor
-        if anchor is not None and document is not None and anchor != document:
-            runner.report.remarks.append(
-                f"{op.op} #{op_id}: the anchor hint {anchor!r} is not followed: an AI join's "
-                f"document is its first argument's relation ({document!r}), whatever the "
-                f"plan, so that its answers do not depend on the plan; write the prompt with "
-                f"{anchor!r}'s column first to make it the document")
-            anchor = None
         out[op_id] = OpInfo(op_id, op.op, aliases, doc=doc, tokens=tokens,
                             question_tokens=question, selectivity=sel, shared=shared,
                             stem_tokens=_stem_tokens(op_id, op, scans, runner)
                             if len(aliases) == 2 else {},
-                            selectivity_source=source, anchor_hint=anchor,
+                            selectivity_source=source, anchor_hint=op.options.anchor,
                             document=document,
                             as_written=op.options.order == "as_written",
                             shares_document=runner.layout(op).is_shared)

@@ -84,7 +84,8 @@ class PhysicalPlan:
     run over the joined rows (all joins inner), else DuckDB asks them; `replans`: where the
     executor plans the joins again from observed row counts (plan/strategy.py);
     `paired_joins`: joins of this order asked ahead together over shared anchor chunks (decided
-    again wherever the joins are re-planned)."""
+    again wherever the joins are re-planned); `hint_remarks`: the hints the plan does not
+    follow, and why."""
 
     logical: Node
     steps: tuple[Step, ...]
@@ -101,6 +102,7 @@ class PhysicalPlan:
     projects_after_joins: bool = True
     replans: tuple[str, ...] = ()
     paired_joins: tuple[tuple[int, int], ...] = ()
+    hint_remarks: tuple[str, ...] = ()
 
     def text(self) -> str:
         return "\n".join([*(s.text() for s in self.steps), *self.strategy_lines()])

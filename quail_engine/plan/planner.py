@@ -33,8 +33,26 @@ def _resident_anchors(logical: Node, ai_ops: Sequence) -> frozenset[tuple[int, s
     return frozenset(out)
 
 
+def _followed_hints(ctx: PlanContext) -> tuple[PlanContext, tuple[str, ...]]:
+    """`ctx` without the anchor hints that name another relation than their AI join's document,
+    and a remark for each: a join's document is its first argument's relation whatever the plan,
+    so that its answers do not depend on the plan."""
+    ops, remarks = dict(ctx.ops), []
+    for op, info in ctx.ops.items():
+        hint, document = info.anchor_hint, info.document
+        if hint is not None and document is not None and hint != document:
+            remarks.append(
+                f"{info.kind} #{op}: the anchor hint {hint!r} is not followed: an AI join's "
+                f"document is its first argument's relation ({document!r}), whatever the "
+                f"plan, so that its answers do not depend on the plan; write the prompt with "
+                f"{hint!r}'s column first to make it the document")
+            ops[op] = replace(info, anchor_hint=None)
+    return (replace(ctx, ops=ops) if remarks else ctx), tuple(remarks)
+
+
 def plan_core(core, ai_ops: Sequence, ctx: PlanContext) -> PhysicalPlan:
     """`core` follows sql.query.Core; `ai_ops` are the query's operators by id."""
+    ctx, hint_remarks = _followed_hints(ctx)
     logical = optimize(build_logical(core, ai_ops), ctx)
     aliases = [n.alias for n in walk(logical) if isinstance(n, Scan)]
     rows = {a: float(ctx.rows.get(a, 0.0)) for a in aliases}
@@ -49,4 +67,5 @@ def plan_core(core, ai_ops: Sequence, ctx: PlanContext) -> PhysicalPlan:
     # re-planned from observed counts over the core's relations in written order, every
     # anchor costed as encoded
     return with_strategy(replace(plan, relations=tuple(r.alias for r in core.relations),
-                                 edges=edges, context=ctx), core.joins, ai_ops)
+                                 edges=edges, context=ctx, hint_remarks=hint_remarks),
+                         core.joins, ai_ops)

@@ -46,6 +46,18 @@ def test_estimates_without_model(files, monkeypatch, capsys):
     assert "r.product_id = p.product_id" in plan["logical"]
 
 
+def test_estimates_say_which_anchor_hint_they_do_not_follow(files, monkeypatch, capsys):
+    """A hint naming the side that is not the join's document: the plan anchors on the document
+    and says why (explain's estimates used to fail on it)."""
+    monkeypatch.setattr(analyze, "model_spec", lambda model: ModelSpec(
+        "toy", 4, 64, 4, 1, 16, 128, 1000))
+    sql = SQL.replace("r.review, p.name))", "r.review, p.name), {'anchor': 'p'})", 1)
+    assert run_analyze(args_for(files), parse(sql, "snowflake")) == 0
+    out = capsys.readouterr().out
+    assert "anchor=r" in out
+    assert "remark: ai_join #0: the anchor hint 'p' is not followed" in out, out
+
+
 def test_analyze_runs_and_reports_actuals(files, monkeypatch, capsys):
     patch_fake_model(monkeypatch)
     args = args_for(files, "--analyze", "--report", str(files / "rep.json"))

@@ -119,6 +119,22 @@ def test_anchor_hint_is_honoured_with_a_remark():
     assert plan.remarks and "anchor hint kept" in plan.remarks[0]
 
 
+def test_an_anchor_hint_off_the_joins_document_is_not_followed_with_a_remark():
+    """A join's document is its prompt's first argument's relation whatever the plan: a hint
+    naming the other side is dropped before the joins are ordered (and re-planned), and said."""
+    from dataclasses import replace
+
+    core, ai_ops = _join_core()
+    ops = [info(0, "ai_filter", ["r"], {"r": 40}, sel=1.0, doc="r.review"),
+           replace(info(1, "ai_join", ["r", "p"], {"r": 40, "p": 400}, anchor="p"),
+                   document="r")]
+    plan = plan_core(core, ai_ops, context(ops, {"r": 100, "p": 100}))
+    assert [s.anchor for s in plan.steps if s.kind == "join"] == ["r"]
+    assert plan.context.ops[1].anchor_hint is None
+    assert len(plan.hint_remarks) == 1
+    assert plan.hint_remarks[0].startswith("ai_join #1: the anchor hint 'p' is not followed")
+
+
 def test_equality_fraction_shrinks_candidate_pairs():
     ops = [info(1, "ai_join", ["r", "p"], {"r": 40, "p": 400})]
     edges = [JoinEdge(1, "r", "p")]
