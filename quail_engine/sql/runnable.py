@@ -63,7 +63,14 @@ def refuse_op(built: Built, name: str, node: exp.Expr, dialect: str) -> None:
                     name, len(built.op.examples))
     media = [e for b, e in zip(built.op.bindings, built.exprs) if b.modality != "text"]
     media += [n for n in node.walk() if isinstance(n, exp.ToFile) or (
-        isinstance(n, exp.Anonymous) and n.name.upper() in FILE_FUNCTIONS)]
+        isinstance(n, exp.Anonymous) and n.name.upper() in FILE_FUNCTIONS) or _is_object_ref(n)]
     if media:
         raise UnsupportedError(f"{name} with a file argument ({fragment(media[0], dialect)}) is "
                                f"not supported: {TEXT_ONLY}", origin, dialect)
+
+
+def _is_object_ref(node: exp.Expr) -> bool:
+    """BigQuery's `OBJ.MAKE_REF(...)`, `OBJ.GET_ACCESS_URL(...)`, ...: an ObjectRef (a file in
+    Cloud Storage), https://cloud.google.com/bigquery/docs/reference/standard-sql/objectref_functions"""
+    return (isinstance(node, exp.Dot) and isinstance(node.this, exp.Column | exp.Identifier)
+            and node.this.name.upper() == "OBJ" and isinstance(node.expression, exp.Anonymous))

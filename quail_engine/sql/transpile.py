@@ -87,6 +87,7 @@ def _rewrite(sql: str, read: str, write: str, keep_source: bool) -> str:
             args = [e.sql(dialect=dialects.sqlglot_dialect(write)) for e in built.exprs]
             texts[token] = _emitted(ops[op_id], args, read, write)
             _warn_model(ops[op_id], read, write)
+            _warn_files(ops[op_id], read, write)
             if built.shape and built.shape not in shapes.PORTABLE and write != read and \
                     not built.extra.get("tvf"):
                 log.warning("%s -> %s: the %s result shape of %s is rebuilt with JSON/STRUCT "
@@ -147,6 +148,16 @@ def _warn_model(op: AiOp, read: str, write: str) -> None:
         log.warning("%s -> %s: the model %s of %s is a %s name; replace it with a %s model or "
                     "endpoint", read, write, shorten(repr(op.options.model), 80),
                     shorten(_name(op), 80), read, write)
+
+
+def _warn_files(op: AiOp, read: str, write: str) -> None:
+    """A file argument (Snowflake FILE, Databricks files =>, BigQuery ObjectRef) becomes a
+    slot of the target's prompt: its file function is the source warehouse's."""
+    files = [b.sql for b in op.bindings if b.modality != "text"]
+    if files and read != write:
+        log.warning("%s -> %s: the file argument %s of %s is written as part of the prompt; "
+                    "rewrite it with %s's own file reference", read, write,
+                    shorten(files[0], 80), shorten(_name(op), 80), write)
 
 
 def _drop_json_transforms(tree: exp.Expr) -> None:

@@ -21,6 +21,7 @@ from quail_engine.sql.call import Call, Signature, bind
 from quail_engine.sql.dialects.common import (
     Wrapper,
     append,
+    as_file,
     climb_json,
     text_input,
     text_prompt,
@@ -80,12 +81,16 @@ def _build_query(call: Call) -> Built:
                                                                   "top_p", "stop")}
     task_args = tuple((k, string(a[k], k, call.name, NAME)) for k in ("responseFormat",
                                                                        "returnType") if k in a)
-    return make(OpKind.AI_GENERATE, text_input(a["request"], call.name, NAME), call,
-                shape=None if is_fail else "result_error_struct", task_args=task_args,
-                output_type=_return_type(dict(task_args).get("returnType"), call),
-                options=Options(model=string(a["endpoint"], "the endpoint", call.name, NAME),
-                                gen=gen_params(params), on_error="fail" if is_fail else "details",
-                                vendor=vendor_items(rest)))
+    prompt = text_input(a["request"], call.name, NAME)
+    if "files" in a:  # read, so that running it is refused (sql/runnable.py), not dropped
+        prompt = append(prompt, a["files"])
+    built = make(OpKind.AI_GENERATE, prompt, call,
+                 shape=None if is_fail else "result_error_struct", task_args=task_args,
+                 output_type=_return_type(dict(task_args).get("returnType"), call),
+                 options=Options(model=string(a["endpoint"], "the endpoint", call.name, NAME),
+                                 gen=gen_params(params), on_error="fail" if is_fail else "details",
+                                 vendor=vendor_items(rest)))
+    return built if "files" not in a else as_file(built, a["files"])
 
 
 def _return_type(ddl: str | None, call: Call) -> str | None:

@@ -168,3 +168,29 @@ def test_other_dialects_readings_log_no_sqlglot_warnings(caplog):
     with caplog.at_level(logging.WARNING):
         dialect_hint(sql, "databricks")
     assert not [r for r in caplog.records if r.name.startswith("sqlglot")], caplog.records
+
+
+@pytest.mark.parametrize(("dialect", "sql", "quoted"), [
+    ("databricks", "SELECT ai_query('ep', body, files => f) FROM t", "(f)"),
+    ("bigquery", "SELECT AI.GENERATE(('Describe ', OBJ.GET_ACCESS_URL(OBJ.MAKE_REF(uri, "
+                 "'us.conn'), 'r'))).result FROM t", "(OBJ.GET_ACCESS_URL("),
+    ("bigquery", "SELECT AI.IF(('Is it a cat? ', OBJ.MAKE_REF(uri, 'us.conn'))) FROM t",
+     "(OBJ.MAKE_REF("),
+])
+def test_file_arguments_refused_for_running(dialect, sql, quoted):
+    """Databricks' files => was dropped (the prompt asked without it); BigQuery ObjectRefs were
+    planned and failed in DuckDB."""
+    with pytest.raises(UnsupportedError, match="with a file argument") as info:
+        parse(sql, dialect)
+    assert quoted in str(info.value)
+
+
+@pytest.mark.parametrize(("read", "write", "sql"), [
+    ("databricks", "bigquery", "SELECT ai_query('ep', body, files => f) FROM t"),
+    ("snowflake", "databricks", "SELECT AI_COMPLETE('m', 'describe', TO_FILE('@s', 'a.png')) "
+                                "FROM t"),
+])
+def test_a_file_written_into_another_warehouses_prompt_is_warned_about(read, write, sql, caplog):
+    with caplog.at_level(logging.WARNING, logger="quail_engine.sql.transpile"):
+        transpile(sql, read, write)
+    assert [w for w in _warnings(caplog) if "file argument" in w], _warnings(caplog)
