@@ -266,8 +266,8 @@ class CoreRunner:
             first = cand.steps[0]         # another alias ride along)
             cur = Joined({carry.alias: rows})
             expand(first, cur, first.alias, scans, rows_of[first.alias], self.ai_ops,
-                   self.runner, self.store, self.carry, materialize=False, count=False, chunking=plan.chunking,
-                   rides=ride_alongs(first, list(cand.steps[1:]), cur, scans, survivors,
+                   self.runner, self.store, self.carry, plan.chunking, materialize=False,
+                   count=False, rides=ride_alongs(first, list(cand.steps[1:]), cur, scans, survivors,
                                      self.ai_ops, self.runner, plan.context))
         elif carry.early == EARLY_STAR:
             cur = Joined({carry.alias: rows})

@@ -108,8 +108,9 @@ class PhysicalPlan:
         return "\n".join([*(s.text() for s in self.steps), *self.strategy_lines()])
 
     def strategy_lines(self) -> list[str]:
-        """How the executor runs the steps beyond their order: the chunks it holds resident (where
-        a step keeps its documents resident or joins), a star's joins, the carry."""
+        """How the executor runs the steps beyond their order (plan/strategy.py): the chunks it
+        holds resident (where a step keeps its documents resident or joins), a star's joins, the
+        carry, paired joins, re-planning points, where projections run."""
         out = []
         resident = any(s.kind in ("filter", "project") and not s.is_read_once
                        for s in self.steps)

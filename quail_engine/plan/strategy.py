@@ -1,6 +1,9 @@
-"""How the executor runs a core's joins around the filters, decided from the plan's join order:
-the relation a star of joins anchors on, when the joins are asked early for the documents the
-filters carry, and the order the relations' filters run in.
+"""How the executor runs a core's steps, decided from the plan's join order: the relation a star
+of joins anchors on, when the joins are asked early for the documents the filters carry, the order
+the relations' filters run in, where projections run, where the joins are planned again from
+observed rows, which two joins share anchor chunks and what a chain's last join is handed. The
+decisions over a join order the executor re-plans (`shares_anchor_chunks`, `handoff`) are taken
+again by the executor at each re-planning point, through these functions.
 
 A star (every join anchored on one relation, each bringing in another) depends on a set of its
 anchor rows alone, so its anchor rows can be asked every join in chunks, each chunk's documents
@@ -151,8 +154,8 @@ def replans(plan: PhysicalPlan) -> tuple[str, ...]:
 def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequence = ()
                   ) -> PhysicalPlan:
     """`plan` with its star, its carry's early ask, its filter order (the filter steps in that
-    order), its chunking, its projections' place and its re-planning points decided; `joins`: the core's AI joins,
-    `ai_ops` the query's operators by id."""
+    order), its chunking, its projections' place, its re-planning points and its paired joins
+    decided; `joins`: the core's AI joins, `ai_ops` the query's operators by id."""
     cand = plan.candidates[0] if plan.candidates else None
     carry = plan.carry
     if carry is not None:
