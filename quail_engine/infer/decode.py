@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from quail_engine.infer.runner import Runner, SeqJob
 
 
@@ -45,8 +47,6 @@ def _next_token(logits, seq: DecodeSeq) -> int:
     """The argmax of `logits` after `seq`'s repetition penalty on the tokens it generated."""
     if seq.repetition_penalty == 1.0 or not seq.out_tokens:
         return int(logits.argmax())
-    import torch
-
     seen = torch.tensor(sorted(set(seq.out_tokens)), device=logits.device)
     logits = logits.float().clone()
     values = logits[seen]
@@ -156,8 +156,6 @@ def _choose(live: Sequence[DecodeSeq], jobs: Sequence[SeqJob], grammars: Any,
     tokens = [0] * len(live)
     constrained = [k for k, s in enumerate(live) if s.grammar is not None]
     if constrained:
-        import torch
-
         if grammars is None:
             raise ValueError("a sequence has a grammar but the engine has no grammar masks")
         width = jobs[constrained[0]].logits.shape[-1]
@@ -171,8 +169,6 @@ def _choose(live: Sequence[DecodeSeq], jobs: Sequence[SeqJob], grammars: Any,
     plain = [k for k, s in enumerate(live)
              if s.grammar is None and (s.repetition_penalty == 1.0 or not s.out_tokens)]
     if plain:  # one argmax and one copy to the host for all of them, not one per seq
-        import torch
-
         best = torch.stack([jobs[k].logits[-1] for k in plain]).argmax(dim=-1).tolist()
         for k, token in zip(plain, best):
             tokens[k] = int(token)

@@ -24,6 +24,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import torch
+
 from quail_engine.infer.decode import DecodeSeq, _admit, _advance_grammars, _end, _take
 from quail_engine.infer.runner import SeqJob
 
@@ -41,8 +43,6 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
     """What `decode.greedy_decode` does for `overlappable` seqs (grammars, stop strings,
     continuous batching and admission by arena room included), each step launched before the
     previous one's tokens reach the host."""
-    import torch
-
     if grammars is None and any(s.grammar is not None for s in seqs):
         raise ValueError("a sequence has a grammar but the engine has no grammar masks")
     for s in seqs:
@@ -109,8 +109,6 @@ def _grammar_choices(grammars, stepped, following, kept, admitted, firsts, first
     with each live constrained sequence's token replaced by its grammar's choice (one mask
     computation for both). A sequence that ended in vain keeps its plain token: it is
     dropped."""
-    import torch
-
     rows = [(0, k, k_kept) for k_kept, k in enumerate(
         k for k, s in enumerate(stepped) if s.grammar is not None) if not stepped[k].finish]
     rows += [(1, k, k) for k, s in enumerate(admitted) if s.grammar is not None]
@@ -136,8 +134,6 @@ def _grammar_choices(grammars, stepped, following, kept, admitted, firsts, first
 def _index(rows: list[int], device):
     """`rows` as an index tensor on `device`, copied from pinned memory so that the host does
     not wait for the GPU's queued work (a copy from pageable memory would)."""
-    import torch
-
     index = torch.tensor(rows, dtype=torch.long)
     if device.type == "cuda":
         index = index.pin_memory()
@@ -147,8 +143,6 @@ def _index(rows: list[int], device):
 def _to_host(tokens):
     """A copy of `tokens` on the host that arrives without the host waiting, and the CUDA event
     that says it has (None off the GPU, where the copy is done on return)."""
-    import torch
-
     if tokens.device.type != "cuda":
         return tokens.clone(), None
     host = torch.empty(tokens.shape, dtype=tokens.dtype, pin_memory=True)

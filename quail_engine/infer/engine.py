@@ -34,6 +34,7 @@ from quail_engine.infer.decode_overlap import overlappable, overlapped_decode
 from quail_engine.infer.kv import KVArena
 from quail_engine.infer.kv_pages import CpuPageStore, pages_for_bytes
 from quail_engine.infer.labels import label_answers, score_labels
+from quail_engine.infer.loader import load_model
 from quail_engine.infer.prefix_cache import PrefixCache
 from quail_engine.infer.radix import shared_runs
 from quail_engine.infer.readout import (
@@ -47,6 +48,7 @@ from quail_engine.infer.readout import (
 from quail_engine.infer.runner import Runner, SeqJob
 from quail_engine.infer.scheduler import Scheduler
 from quail_engine.infer.textio import TextCodec
+from quail_engine.settings import prefix_sharing_enabled
 
 log = logging.getLogger(__name__)
 SPAN_READS = 256       # span positions per runner call: their full-vocabulary logits are held
@@ -73,8 +75,6 @@ class LocalEngine:
         self._token_sets: dict[tuple, Any] = {}
         self._grammars = None  # grammar.GrammarMasks, made for the first constrained answer
         if prefix_sharing is None:
-            from quail_engine.settings import prefix_sharing_enabled
-
             prefix_sharing = prefix_sharing_enabled()
         self.prefix_cache = self._prefix_cache() if prefix_sharing else None
         self._pinned: dict[int, list] = {}  # arena entry -> radix nodes its prefix holds
@@ -93,8 +93,6 @@ class LocalEngine:
              tokenizer: Any = None, **kwargs: Any) -> LocalEngine:
         """Load a model (see infer/loader.py for the specs) and wrap it. `tokenizer`: the
         model's tokenizer, when the caller has it loaded already."""
-        from quail_engine.infer.loader import load_model
-
         model, tokenizer, config = load_model(spec, device, dtype, tokenizer)
         return cls(model, tokenizer, config, model_id=spec, device=device, **kwargs)
 
@@ -314,6 +312,7 @@ class LocalEngine:
 
     def _grammar_masks(self):
         if self._grammars is None:
+            # (llguidance loads only for a constrained answer: plain runs never need it)
             from quail_engine.infer.grammar import GrammarMasks
 
             self._grammars = GrammarMasks(self.codec.tokenizer, self.codec.eos_ids)

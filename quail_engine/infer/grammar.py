@@ -16,6 +16,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import llguidance
+import torch
+
 from quail_engine.errors import ExecutionError
 from quail_engine.infer.api import Grammar
 
@@ -38,8 +41,6 @@ def tokenizer_json(tokenizer: Any) -> str:
 def compile_grammar(grammar: Grammar) -> str:
     """`grammar` as llguidance's grammar text; a schema it cannot compile is an error that
     quotes the schema."""
-    import llguidance
-
     if grammar.kind != "json_schema":
         raise ExecutionError(f"unknown grammar kind {grammar.kind!r}")
     text = llguidance.LLMatcher.grammar_from_json_schema(grammar.source, defaults=JSON_STYLE)
@@ -68,8 +69,6 @@ class GrammarMasks:
         self.wait_s = 0.0  # the decode loop waiting for masks
 
     def _lltokenizer(self, width: int):
-        import llguidance
-
         if self._ll is None or width != self._width:
             self._ll = llguidance.LLTokenizer(tokenizer_json(self._tokenizer), n_vocab=width,
                                               eos_token=self._eos)
@@ -79,8 +78,6 @@ class GrammarMasks:
 
     def matcher(self, grammar: Grammar, width: int):
         """A fresh matcher of `grammar` for one sequence whose logits have `width` entries."""
-        import llguidance
-
         if grammar not in self._compiled:
             self._compiled[grammar] = compile_grammar(grammar)
         matcher = llguidance.LLMatcher(self._lltokenizer(width), self._compiled[grammar],
@@ -108,8 +105,6 @@ class GrammarMasks:
     def _masks(self, matchers: Sequence[Any]):
         """The packed masks of `matchers` (n x words int32, 32 tokens a word), in a buffer
         reused across steps (page-locked where a GPU reads it)."""
-        import torch
-
         t0 = time.perf_counter()
         n, words = len(matchers), (self._width + 31) // 32
         if self._buffer is None or self._buffer.shape[0] < n or self._buffer.shape[1] != words:
@@ -127,8 +122,6 @@ class GrammarMasks:
         error state allows nothing and gets an EOS id. Where the grammar is complete and the
         model's own choice lies outside it, the answer ends (EOS): '8' then ' legs' is the
         number 8, not 8 followed by whatever digits score best."""
-        import torch
-
         t0 = time.perf_counter()
         packed = pending.result() if pending is not None else self._masks(matchers)
         self.wait_s += time.perf_counter() - t0
@@ -142,8 +135,6 @@ class GrammarMasks:
         for the GPU: the masks are computed now (the matchers have taken every token so far)
         and the choice is queued behind the pass that writes `logits` (the overlapped decode,
         infer/decode_overlap.py, computes them while that pass runs)."""
-        import torch
-
         packed = self._masks(matchers)
         accepting = torch.tensor([m.is_accepting() for m in matchers], dtype=torch.bool)
         if logits.device.type == "cuda":
@@ -155,8 +146,6 @@ class GrammarMasks:
     def _masked(self, logits, packed):
         """On the logits' device: each row's best allowed token, whether the row's own best
         token lies outside its mask, and whether its mask allows nothing."""
-        import torch
-
         n, width = logits.shape
         bits = packed.to(logits.device, non_blocking=True)
         shifts = torch.arange(32, device=logits.device, dtype=torch.int32)
