@@ -25,7 +25,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from quail_engine.settings import Precision
+from quail_engine.errors import ModelError, QuailError
+from quail_engine.infer.embedded import source_sha256
+from quail_engine.infer.reask import ReaskingEngine, band_for
+from quail_engine.settings import Precision, compute_dtype
+
+# The engines (torch; the GPU path also Triton, which a machine may lack) and the checkpoint
+# reader (torch) are imported where an engine is made: resolving a precision for a session,
+# before any weights load, imports neither.
 
 log = logging.getLogger(__name__)
 
@@ -51,23 +58,16 @@ def _on_gpu(device: str) -> bool:
 
 def resolve_precision(spec: str, device: str, precision: Precision) -> Precision:
     """`precision` with auto replaced by what it means for `spec` on `device` (above)."""
-    from quail_engine.errors import QuailError
-    from quail_engine.infer.embedded import source_sha256
-    from quail_engine.infer.reask import band_for
-
     known = (*PRECISIONS, *CPU_ONLY, *BANDED)
     if precision != "auto" and precision not in known:
         raise QuailError(f"precision must be one of auto, {', '.join(known)}; got {precision!r}")
     if precision != "auto":
         return precision
     if not _on_gpu(device):
-        from quail_engine.settings import compute_dtype
-
         if compute_dtype("cpu") != "bfloat16":
             return "fp32"  # what this CPU computes bf16 models in anyway
         band = band_for(source_sha256(spec), CPU_BAND)
         return "bf16-band" if band is not None and band.faster_than_reference else "fp32"
-    from quail_engine.errors import ModelError
     from quail_engine.infer.loader import checkpoint_precision
 
     try:
@@ -82,7 +82,6 @@ def resolve_precision(spec: str, device: str, precision: Precision) -> Precision
 
 def load_engine(spec: str = "default", device: str = "cpu", precision: Precision = "auto",
                 **kwargs: Any):
-    from quail_engine.errors import QuailError
     from quail_engine.infer.engine import LocalEngine
 
     requested = precision
@@ -100,7 +99,6 @@ def load_engine(spec: str = "default", device: str = "cpu", precision: Precision
 
 def _plain(spec: str, device: str, precision: Precision, requested: Precision,
            kwargs: dict[str, Any]):
-    from quail_engine.errors import QuailError
     from quail_engine.infer.engine import LocalEngine
 
     if precision != "bf16" and not _on_gpu(device):
@@ -127,10 +125,7 @@ def _banded(spec: str, device: str, fast: Precision, requested: Precision,
             kwargs: dict[str, Any]):
     """`fast`'s answers, the decisions inside its measured band re-asked in float32 by the
     plain-torch engine on the same device, loaded on the first re-ask (infer/reask.py)."""
-    from quail_engine.errors import QuailError
-    from quail_engine.infer.embedded import source_sha256
     from quail_engine.infer.engine import LocalEngine
-    from quail_engine.infer.reask import ReaskingEngine, band_for
 
     if fast != "bf16" and not _on_gpu(device):
         raise QuailError(f"precision '{fast}-band' runs only on a cuda device; use bf16-band "
