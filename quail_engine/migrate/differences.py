@@ -65,12 +65,16 @@ def _model_note(op: AiOp) -> str:
 def _kind_notes(op: AiOp, function: str) -> list[str]:
     kind = op.op
     if kind == OpKind.AI_CLASSIFY and op.multi:
-        return ["multi-label: returns the one best label (in a one-element list)"]
+        return ["multi-label: one decision per label over the same document (on the default "
+                "model a likelihood threshold chosen on labelled data), not the vendor's model"]
     if kind == OpKind.AI_SCORE and op.task == "sentiment":
         return ["2 * P(the text is positive) - 1 in -1..1, from one yes/no prefill, not "
                 "Snowflake's sentiment model"]
     if kind == OpKind.AI_SCORE:
-        return ["returns a probability in 0..1 (of a yes answer), whatever scale the prompt names"]
+        scale = dict(op.task_args).get("range")
+        where = f"placed on the {scale.replace('..', '-')} scale the prompt states" if scale \
+            else "in 0..1 (the prompt states no scale)"
+        return [f"the probability of a yes answer {where}, not a number the model writes"]
     if kind == OpKind.AI_SIMILARITY:
         return ["a yes/no 'same meaning' probability scaled to the vendor's range, not the cosine "
                 "of two embeddings"]

@@ -85,3 +85,16 @@ def test_a_difference_names_the_model_the_call_asked_for():
 
 def test_a_node_that_did_not_compile_has_no_calls():
     assert find_calls(CompiledNode("model.p.m", "m.sql", "snowflake", None, "boom")) == []
+
+
+@pytest.mark.parametrize(("dialect", "sql", "words"), [
+    ("bigquery", "select AI.SCORE(('Rate urgency from 1 to 10: ', t)) from r",
+     "placed on the 1-10 scale the prompt states"),
+    ("bigquery", "select AI.SCORE(('How urgent is this? ', t)) from r",
+     "in 0..1 (the prompt states no scale)"),
+    ("snowflake", "select AI_CLASSIFY(t, ['a', 'b'], {'output_mode': 'multi'}) from r",
+     "multi-label: one decision per label"),
+])
+def test_a_difference_note_says_what_quail_answers(dialect, sql, words):
+    (call,) = find_calls(CompiledNode("model.p.m", "m.sql", dialect, sql, None))
+    assert call.status == "difference" and words in call.note
