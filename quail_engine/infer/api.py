@@ -125,7 +125,9 @@ class EngineStats:
     """Counters the execution report reads. requested = every prompt token a request names
     (its prefix's tokens included); fresh = prompt tokens actually run through the model
     (prefix computation, request suffixes, calibration prompts, teacher-forced label tokens);
-    decode_tokens = tokens fed back during greedy decode; forward_passes counts every pass;
+    decode_tokens = tokens of answers fed back during greedy decode (vain_decode_tokens: those
+    fed for sequences that had ended, which the overlapped decode learns a step late);
+    forward_passes counts every pass;
     gpu_pass_s = GPU seconds from each forward pass's first kernel to its last (CUDA events in
     stream order, so gaps between passes are not in it; 0 on the CPU), counted as passes
     complete. kv_hit_tokens = prompt tokens read from content-shared KV pages (prefix sharing
@@ -136,6 +138,7 @@ class EngineStats:
     forward_passes: int = 0
     gpu_pass_s: float = 0.0
     decode_tokens: int = 0
+    vain_decode_tokens: int = 0
     prefixes_resident: int = 0
     kv_hit_tokens: int = 0
 

@@ -72,12 +72,15 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
             live = [(s, t) for s, t in zip(group, host[:len(group)].tolist()) if not s.finish]
             taken = _advance_grammars([s for s, _ in live], [t for _, t in live], eos_ids,
                                       grammars)
+            vain, ran = 0, {id(s) for s in stepped}
             for (s, token), ok in zip(live, taken):
                 if _take(s, token, eos_ids, detokenize, ok) and \
                         len(s.out_tokens) >= s.max_tokens:
                     _end(s, "length", detokenize)
                 if s.finish:
                     del kv[id(s)], issued[id(s)]  # its pages go back to the arena
+                    vain += id(s) in ran  # (stepped in 1 before its end was known)
+            _count_vain(runner, vain)
         # 3. admit waiting sequences into the room the ended ones left
         admitted = _admit(waiting, [s for s in stepped if not s.finish], room, slack=2)
         firsts = None
@@ -129,6 +132,15 @@ def _grammar_choices(grammars, stepped, following, kept, admitted, firsts, first
             out[side][_index([rows[j][1] for j in at], chosen.device)] = \
                 chosen[_index(at, chosen.device)]
     return out[0], out[1]
+
+
+def _count_vain(runner: Any, tokens: int) -> None:
+    """Steps run for sequences already ended count as work (`vain_decode_tokens`), not as
+    tokens of answers (`decode_tokens`, which then equals the step-by-step loop's)."""
+    stats = getattr(runner, "stats", None)
+    if tokens and stats is not None:
+        stats.decode_tokens -= tokens
+        stats.vain_decode_tokens += tokens
 
 
 def _index(rows: list[int], device):

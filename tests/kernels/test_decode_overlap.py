@@ -31,8 +31,14 @@ def test_overlapped_decode_equals_step_by_step_decode(device):
         # EOS ids the answers write part way: some sequences end early, mid-flight
         eos = {free[0].out_tokens[3], free[4].out_tokens[9]}
         want, got = _seqs(tok, 20), _seqs(tok, 20)
+        before = gpu.stats.decode_tokens
         greedy_decode(runner, want, eos, tok.decode, None, room)
+        decoded, before = gpu.stats.decode_tokens - before, gpu.stats.decode_tokens
         overlapped_decode(runner, got, eos, tok.decode, None, room)
+    # the answers' tokens fed back are the same; the steps run in vain are counted apart
+    assert gpu.stats.decode_tokens - before == decoded
+    assert gpu.stats.vain_decode_tokens == sum(s.finish == "eos" and len(s.out_tokens) + 1 <
+                                               s.max_tokens for s in got)
     assert {s.finish for s in want} == {"eos", "length"}
     for w, g in zip(want, got):
         assert (g.out_tokens, g.text, g.finish) == (w.out_tokens, w.text, w.finish)

@@ -39,6 +39,7 @@ class InPlace:
 
     def __init__(self, runner):
         self.inner = runner
+        self.stats = getattr(runner, "stats", None)
         self.steps = []  # rows per decode step
 
     def run(self, jobs, count_as_decode=False):
@@ -98,10 +99,19 @@ def test_overlapped_loop_answers_as_the_step_by_step_loop(engine):
 
     want, got = _seqs(engine), _seqs(engine)
     masks = engine._grammar_masks()
+    stats = engine.stats
+    before = stats.decode_tokens
     greedy_decode(engine.runner, want, engine.codec.eos_ids, engine.codec.decode, masks, room)
+    decoded, before = stats.decode_tokens - before, stats.decode_tokens
     runner = InPlace(engine.runner)
     assert overlappable(runner, got)
+    vain = stats.vain_decode_tokens
     overlapped_decode(runner, got, engine.codec.eos_ids, engine.codec.decode, masks, room)
+    # the answers' tokens fed back are the same; at most one step in vain per sequence that
+    # ended otherwise than by length (none for one that ended on its last allowed token)
+    assert stats.decode_tokens - before == decoded
+    ended = [s for s in got if s.finish != "length" and len(s.out_tokens) + 1 < s.max_tokens]
+    assert len(ended) <= stats.vain_decode_tokens - vain <= sum(s.finish != "length" for s in got)
     assert [(s.text, s.finish, s.out_tokens) for s in got] == \
         [(s.text, s.finish, s.out_tokens) for s in want]
     assert {s.finish for s in want} >= {"grammar", "stop", "length"}
