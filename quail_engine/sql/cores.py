@@ -4,9 +4,11 @@ are top-level AND-conjuncts of WHERE / inner-join ON, and the AI projections.
 
 A conjunct `NOT <AI predicate>` (Snowflake's `NOT AI_FILTER(...)`, Databricks' `= 'FALSE'`) is
 planned like the predicate itself, with the op marked `negated`: the same prompt (so the same
-answers and document KV), rows answering FALSE pass. AI predicates under OR, under a NOT of
-anything else, or in an outer join's ON stay out of `filters`/`joins`: DuckDB still evaluates
-them through `quail_ai_<id>(...)` in `duckdb_sql`, they are just not planned.
+answers and document KV), rows answering FALSE pass. AI predicates under OR or in an outer
+join's ON stay out of `filters`/`joins`: DuckDB still evaluates them through
+`quail_ai_<id>(...)` in `duckdb_sql`, they are just not planned. Calls DuckDB asks of every
+row or group outside the select list (ORDER BY, QUALIFY, HAVING, a WHERE call that is no
+conjunct of it) are the core's projections (`_row_calls`).
 
 A conjunct comparing a single-label classification to string literals (`= 'x'`, `<>`, `IN`,
 `NOT IN`) is planned as a filter of it, its passing labels in `AiOp.pass_labels`; a CTE's
@@ -123,10 +125,17 @@ def _extract(select: exp.Select, ops: list[AiOp], absorbed: set[int]) -> Core | 
             op_id = op_id_of(call)
             if op_id is None or call.find_ancestor(exp.Select) is not select:
                 continue
-            target = pending.aggregates if ops[op_id].op in AGGREGATE_OPS else pending.projections
+            aggregate = ops[op_id].op in AGGREGATE_OPS
+            if not aggregate and not _row_level(call):
+                continue
+            target = pending.aggregates if aggregate else pending.projections
             if _reads_only(ops[op_id], pending.sources) and op_id not in target \
                     and op_id not in pending.filters:
                 target.append(op_id)
+    for op_id in _row_calls(select):
+        if op_id not in (*pending.filters, *pending.joins, *pending.projections) and \
+                ops[op_id].op not in AGGREGATE_OPS and _reads_only(ops[op_id], pending.sources):
+            pending.projections.append(op_id)
     if pending.filters or pending.joins or pending.projections or pending.aggregates:
         return _core(pending)
     return None
@@ -156,6 +165,50 @@ def _scannable(select: exp.Select) -> dict[str, exp.Expr]:
     sources depend on another relation's row, so AI ops reading them are not planned."""
     return {a: s for a, s in sources_of(select).items() if isinstance(s, exp.Table | exp.Subquery)
             and not isinstance(s.this, exp.Unnest)}
+
+
+ROW_CLAUSES = ("where", "order", "qualify", "having")
+
+
+def _row_calls(select: exp.Select) -> list[int]:
+    """AI calls of `select` outside its select list that DuckDB would ask of every row (or
+    group) the core's filters leave: in ORDER BY, QUALIFY, HAVING, and in WHERE where they are
+    no conjunct of it (inside a CASE, compared with a value). They are planned as projections
+    over the core's rows, so they run batched and cost-ordered like the select list's, and the
+    statement reads their answers. A call under OR is left to DuckDB, which asks it only of
+    the rows the other side leaves undecided (answered on the fly, a DuckDB vector at a
+    time)."""
+    out = []
+    for key in ROW_CLAUSES:
+        clause = select.args.get(key)
+        if clause is None:
+            continue
+        for call in clause.find_all(exp.Anonymous):
+            op_id = op_id_of(call)
+            if op_id is None or call.find_ancestor(exp.Select) is not select:
+                continue
+            if key in ("where", "having", "qualify") and _under_or(call, clause):
+                continue
+            if _row_level(call):
+                out.append(op_id)
+    return out
+
+
+def _row_level(call: exp.Expr) -> bool:
+    """Whether an AI call's arguments are values of one row: one that reads an aggregate or
+    a window (a group's LISTAGG) has values only DuckDB forms, so it is left to DuckDB (its
+    scan would aggregate the whole relation)."""
+    return next((n for n in call.find_all(exp.AggFunc, exp.Window) if n is not call), None) \
+        is None
+
+
+def _under_or(node: exp.Expr, clause: exp.Expr) -> bool:
+    parent = node.parent
+    while parent is not None and parent is not clause:
+        if isinstance(parent, exp.Or):
+            return True
+        parent = parent.parent
+    return False
 
 
 def _reads_only(op: AiOp, sources) -> bool:

@@ -39,7 +39,7 @@ def explain_json(q: ParsedQuery) -> dict[str, Any]:
 
 def explain_text(q: ParsedQuery) -> str:
     """Operators (marked `unplanned` when DuckDB alone evaluates them: under OR, in an
-    outer join's ON, in ORDER BY, ...), cores with their scans, and the DuckDB SQL."""
+    outer join's ON, over a group's aggregate), cores with their scans, and the DuckDB SQL."""
     planned = {i for c in q.cores for i in (*c.filters, *c.joins, *c.projections, *c.aggregates)}
     lines = [f"dialect: {q.dialect}", "ai operators:"]
     lines += [f"  #{i} [{op.context}{'' if i in planned else ', unplanned'}] {op.to_text()}"

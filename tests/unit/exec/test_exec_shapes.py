@@ -83,3 +83,25 @@ def test_a_literal_argument_is_planned(con, dialect, sql):
     expected = plain.execute(sql, dialect).to_pylist()
     assert planned.execute(sql, dialect).to_pylist() == expected and expected
     assert [o.unplanned for o in planned.report.ops.values()] == [0]
+
+
+ROW_CLAUSES = [  # AI calls DuckDB asks of every row or group: planned as the core's projections
+    ("snowflake", "SELECT id FROM reviews WHERE id > 1 ORDER BY AI_FILTER(PROMPT('Mentions "
+                  "PRICE? {0}', review)) DESC NULLS LAST, id"),
+    ("snowflake", "SELECT id FROM reviews WHERE CASE WHEN id > 3 THEN AI_FILTER(PROMPT("
+                  "'Mentions BATTERY? {0}', review)) ELSE id = 1 END ORDER BY id"),
+    ("snowflake", "SELECT review, count(*) AS n FROM reviews GROUP BY review HAVING AI_FILTER("
+                  "PROMPT('Mentions WIDGET? {0}', review)) ORDER BY review"),
+    ("snowflake", "SELECT id FROM reviews QUALIFY AI_FILTER(PROMPT('Is it GOOD? {0}', review)) "
+                  "AND row_number() OVER (PARTITION BY product_id ORDER BY id) = 1 ORDER BY id"),
+    ("bigquery", "SELECT id FROM reviews WHERE id < 7 ORDER BY AI.SCORE(('Rate from 1 to 10 "
+                 "how GOOD: ', review)), id"),
+]
+
+
+@pytest.mark.parametrize("dialect,sql", ROW_CLAUSES)
+def test_row_clause_calls_are_planned(con, dialect, sql):
+    planned, plain = _planned_and_plain(con)
+    expected = plain.execute(sql, dialect).to_pylist()
+    assert planned.execute(sql, dialect).to_pylist() == expected and expected
+    assert [o.unplanned for o in planned.report.ops.values()] == [0]

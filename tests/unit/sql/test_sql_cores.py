@@ -47,8 +47,30 @@ CASES = [
      "SELECT id FROM reviews WHERE NOT ai_filter('Is {0} positive?', review)",
      ['core(relations=[reviews[b_0_0]]; filters=[0]; joins=[]; projections=[])'],
      [[40]]),
-    ('not_is_true_is_unplanned', 'duckdb',
+    # a WHERE call that is no conjunct of it, every row's: a projection of the core
+    ('not_is_true_is_a_projection', 'duckdb',
      "SELECT id FROM reviews WHERE NOT (ai_filter('Is {0} positive?', review) IS TRUE)",
+     ['core(relations=[reviews[b_0_0]]; filters=[]; joins=[]; projections=[0])'],
+     [[40]]),
+    ('order_by_planned', 'snowflake',
+     "SELECT id FROM reviews WHERE id < 10 ORDER BY AI_FILTER(PROMPT('Is {0} positive?', review)), id",
+     ['core(relations=[reviews[b_0_0]]; filters=[]; joins=[]; projections=[0])'],
+     [[9]]),
+    ('case_in_where_planned', 'snowflake',
+     "SELECT id FROM reviews WHERE CASE WHEN id > 30 THEN AI_FILTER(PROMPT('Is {0} positive?', review)) ELSE id < 3 END",
+     ['core(relations=[reviews[b_0_0]]; filters=[]; joins=[]; projections=[0])'],
+     [[40]]),
+    ('having_planned', 'snowflake',
+     "SELECT review, COUNT(*) AS n FROM reviews GROUP BY review HAVING AI_FILTER(PROMPT('Is {0} positive?', review))",
+     ['core(relations=[reviews[b_0_0]]; filters=[]; joins=[]; projections=[0])'],
+     [[40]]),
+    ('qualify_predicate_planned', 'snowflake',
+     "SELECT id, product_id FROM reviews QUALIFY AI_FILTER(PROMPT('Is {0} positive?', review)) AND ROW_NUMBER() OVER (PARTITION BY product_id ORDER BY id) <= 2",
+     ['core(relations=[reviews[b_0_0]]; filters=[]; joins=[]; projections=[0])'],
+     [[40]]),
+    # an argument only DuckDB forms (a group's aggregate) is left to DuckDB, in any clause
+    ('aggregate_argument_unplanned', 'snowflake',
+     "SELECT product_id, AI_FILTER(PROMPT('Good? {0}', LISTAGG(review, ' '))) AS g FROM reviews GROUP BY product_id HAVING AI_FILTER(PROMPT('Is {0} great?', LISTAGG(review, ' ')))",
      [],
      []),
     ('left_join_on_unplanned', 'snowflake',
@@ -137,7 +159,16 @@ ORACLES = {
                     + " WHERE p.product_id < 5",
     "or_is_unplanned": "SELECT id FROM reviews WHERE " + GOOD.format("review") + " OR id = 1",
     "not_is_planned_negated": "SELECT id FROM reviews WHERE NOT " + GOOD.format("review"),
-    "not_is_true_is_unplanned": "SELECT id FROM reviews WHERE NOT " + GOOD.format("review"),
+    "not_is_true_is_a_projection": "SELECT id FROM reviews WHERE NOT " + GOOD.format("review"),
+    "order_by_planned": "SELECT id FROM reviews WHERE id < 10 ORDER BY " + GOOD.format("review")
+                        + ", id",
+    "case_in_where_planned": "SELECT id FROM reviews WHERE CASE WHEN id > 30 THEN "
+                             + GOOD.format("review") + " ELSE id < 3 END",
+    "having_planned": "SELECT review, COUNT(*) AS n FROM reviews GROUP BY review HAVING "
+                      + GOOD.format("review"),
+    "qualify_predicate_planned": "SELECT id, product_id FROM reviews QUALIFY "
+                                 + GOOD.format("review") + " AND ROW_NUMBER() OVER (PARTITION "
+                                 "BY product_id ORDER BY id) <= 2",
     "left_join_on_unplanned": "SELECT r.id, p.name FROM reviews r LEFT JOIN products p ON "
                               "r.product_id = p.product_id AND "
                               + GOOD.format("r.review || p.name"),
