@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from quail_engine import settings
 from quail_engine.errors import QuailError
 from quail_engine.infer import embedded, factory, reask
 from quail_engine.infer.engine import LocalEngine
@@ -26,8 +25,9 @@ def bands(tmp_path, monkeypatch):
     path = tmp_path / "bands.json"
     path.write_text(json.dumps({"models": {"fast": entry("f", 6.0), "slow": entry("s", 12.0)}}))
     monkeypatch.setattr(reask, "BANDS_FILE", path)
-    monkeypatch.setattr(embedded, "source_sha256",
-                        lambda spec: {"fast": "f", "slow": "s"}.get(spec))
+    sha = {"fast": "f", "slow": "s"}.get
+    monkeypatch.setattr(embedded, "source_sha256", sha)
+    monkeypatch.setattr(factory, "source_sha256", sha)  # (the name factory imported)
     from quail_engine.infer import loader
 
     monkeypatch.setattr(loader, "checkpoint_precision", lambda spec: "bf16")
@@ -37,7 +37,7 @@ def bands(tmp_path, monkeypatch):
     ("fast", "bfloat16", "bf16-band"), ("slow", "bfloat16", "fp32"), ("none", "bfloat16", "fp32"),
     ("fast", "float32", "fp32")])
 def test_auto_on_a_cpu_gives_float32_decisions(bands, monkeypatch, spec, cpu_dtype, expected):
-    monkeypatch.setattr(settings, "compute_dtype", lambda device: cpu_dtype)
+    monkeypatch.setattr(factory, "compute_dtype", lambda device: cpu_dtype)
     assert factory.resolve_precision(spec, "cpu", "auto") == expected
 
 
