@@ -134,7 +134,7 @@ def _extract(select: exp.Select, ops: list[AiOp], absorbed: set[int]) -> Core | 
                 target.append(op_id)
     for op_id in _row_calls(select):
         if op_id not in (*pending.filters, *pending.joins, *pending.projections) and \
-                ops[op_id].op not in AGGREGATE_OPS and _reads_only(ops[op_id], pending.sources):
+                ops[op_id].op not in AGGREGATE_OPS and _reads_one(ops[op_id], pending.sources):
             pending.projections.append(op_id)
     if pending.filters or pending.joins or pending.projections or pending.aggregates:
         return _core(pending)
@@ -209,6 +209,14 @@ def _under_or(node: exp.Expr, clause: exp.Expr) -> bool:
             return True
         parent = parent.parent
     return False
+
+
+def _reads_one(op: AiOp, sources) -> bool:
+    """Reads one of the core's relations: a row clause's call over two relations is asked
+    by DuckDB only of the pairs its joins form, which a projection over the core's relations
+    would not know (it is left to DuckDB)."""
+    read = {b.alias for b in op.bindings if not is_literal(b)}
+    return len(read) == 1 and read <= set(sources)
 
 
 def _reads_only(op: AiOp, sources) -> bool:
