@@ -120,13 +120,14 @@ def _extract(select: exp.Select, ops: list[AiOp], absorbed: set[int]) -> Core | 
     if not pending.sources:
         return None
     _predicates(pending, absorbed)
+    aliases = {e.alias for e in select.expressions if e.alias}
     for node in select.expressions:
         for call in node.find_all(exp.Anonymous):
             op_id = op_id_of(call)
             if op_id is None or call.find_ancestor(exp.Select) is not select:
                 continue
             aggregate = ops[op_id].op in AGGREGATE_OPS
-            if not aggregate and not _row_level(call):
+            if not aggregate and not _row_level(call) or _reads_alias(call, aliases):
                 continue
             target = pending.aggregates if aggregate else pending.projections
             if _reads_only(ops[op_id], pending.sources) and op_id not in target \
@@ -179,6 +180,7 @@ def _row_calls(select: exp.Select) -> list[int]:
     the rows the other side leaves undecided (answered on the fly, a DuckDB vector at a
     time)."""
     out = []
+    aliases = {e.alias for e in select.expressions if e.alias}
     for key in ROW_CLAUSES:
         clause = select.args.get(key)
         if clause is None:
@@ -189,9 +191,15 @@ def _row_calls(select: exp.Select) -> list[int]:
                 continue
             if key in ("where", "having", "qualify") and _under_or(call, clause):
                 continue
-            if _row_level(call):
+            if _row_level(call) and not _reads_alias(call, aliases):
                 out.append(op_id)
     return out
+
+
+def _reads_alias(call: exp.Expr, aliases: set[str]) -> bool:
+    """Whether an argument names a select-list alias (`ORDER BY AI_FILTER(b)` with `body AS
+    b`): only DuckDB resolves it, the relation's scan has no such column."""
+    return any(not c.table and c.name in aliases for c in call.find_all(exp.Column))
 
 
 def _row_level(call: exp.Expr) -> bool:

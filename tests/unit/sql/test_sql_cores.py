@@ -68,6 +68,15 @@ CASES = [
      "SELECT id, product_id FROM reviews QUALIFY AI_FILTER(PROMPT('Is {0} positive?', review)) AND ROW_NUMBER() OVER (PARTITION BY product_id ORDER BY id) <= 2",
      ['core(relations=[reviews[b_0_0]]; filters=[]; joins=[]; projections=[0])'],
      [[40]]),
+    # an argument naming a select-list alias: only DuckDB resolves it
+    ('order_by_alias_argument_unplanned', 'snowflake',
+     "SELECT id, review AS b FROM reviews WHERE id < 10 ORDER BY AI_FILTER(PROMPT('Is {0} positive?', b)), id",
+     [],
+     []),
+    ('select_lateral_alias_argument_unplanned', 'snowflake',
+     "SELECT id, review AS b, AI_FILTER(PROMPT('Is {0} positive?', b)) AS p FROM reviews WHERE id < 10",
+     [],
+     []),
     # a row clause's call over two relations: DuckDB asks only the pairs its joins form
     ('case_in_where_over_two_relations_unplanned', 'snowflake',
      "SELECT r.id FROM reviews r, products p WHERE r.product_id = p.product_id AND CASE WHEN r.id > 30 THEN AI_FILTER(PROMPT('Does {0} fit {1}?', r.review, p.name)) ELSE FALSE END",
