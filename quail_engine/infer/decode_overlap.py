@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from quail_engine.infer.decode import DecodeSeq, _admit, _advance_grammars, _end, _take
+from quail_engine.infer.gpu.staging import to_device
 from quail_engine.infer.runner import SeqJob
 
 
@@ -60,7 +61,7 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
         stepped = [group[k] for k in rows]
         following = kept = None
         if rows:
-            ids = tokens if len(rows) == len(group) else tokens[_index(rows, tokens.device)]
+            ids = tokens if len(rows) == len(group) else tokens[to_device(rows, tokens.device)]
             keep = [k for k, s in enumerate(stepped) if s.grammar is not None]
             following, kept = runner.decode_next([kv[id(s)] for s in stepped], ids, keep)
             for s in stepped:
@@ -129,8 +130,8 @@ def _grammar_choices(grammars, stepped, following, kept, admitted, firsts, first
         at = [j for j, (sd, _, _) in enumerate(rows) if sd == side]
         if at:
             out[side] = out[side].clone()
-            out[side][_index([rows[j][1] for j in at], chosen.device)] = \
-                chosen[_index(at, chosen.device)]
+            out[side][to_device([rows[j][1] for j in at], chosen.device)] = \
+                chosen[to_device(at, chosen.device)]
     return out[0], out[1]
 
 
@@ -141,15 +142,6 @@ def _count_vain(runner: Any, tokens: int) -> None:
     if tokens and stats is not None:
         stats.decode_tokens -= tokens
         stats.vain_decode_tokens += tokens
-
-
-def _index(rows: list[int], device):
-    """`rows` as an index tensor on `device`, copied from pinned memory so that the host does
-    not wait for the GPU's queued work (a copy from pageable memory would)."""
-    index = torch.tensor(rows, dtype=torch.long)
-    if device.type == "cuda":
-        index = index.pin_memory()
-    return index.to(device, non_blocking=True)
 
 
 def _to_host(tokens):

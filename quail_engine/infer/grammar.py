@@ -21,6 +21,7 @@ import torch
 
 from quail_engine.errors import ExecutionError
 from quail_engine.infer.api import Grammar
+from quail_engine.infer.gpu.staging import to_device
 
 JSON_STYLE = {"item_separator": ", ", "key_separator": ": ", "whitespace_flexible": False}
 
@@ -136,10 +137,7 @@ class GrammarMasks:
         and the choice is queued behind the pass that writes `logits` (the overlapped decode,
         infer/decode_overlap.py, computes them while that pass runs)."""
         packed = self._masks(matchers)
-        accepting = torch.tensor([m.is_accepting() for m in matchers], dtype=torch.bool)
-        if logits.device.type == "cuda":
-            accepting = accepting.pin_memory()
-        accepting = accepting.to(logits.device, non_blocking=True)
+        accepting = to_device([m.is_accepting() for m in matchers], logits.device, torch.bool)
         best, leaves, empty = self._masked(logits, packed)
         return torch.where(empty | (leaves & accepting), self._eos[0], best)
 

@@ -133,7 +133,7 @@ def _extract(select: exp.Select, ops: list[AiOp], absorbed: set[int]) -> Core | 
             if _reads_only(ops[op_id], pending.sources) and op_id not in target \
                     and op_id not in pending.filters:
                 target.append(op_id)
-    for op_id in _row_calls(select):
+    for op_id in _row_calls(select, aliases):
         if op_id not in (*pending.filters, *pending.joins, *pending.projections) and \
                 ops[op_id].op not in AGGREGATE_OPS and _reads_one(ops[op_id], pending.sources):
             pending.projections.append(op_id)
@@ -171,7 +171,7 @@ def _scannable(select: exp.Select) -> dict[str, exp.Expr]:
 ROW_CLAUSES = ("where", "order", "qualify", "having")
 
 
-def _row_calls(select: exp.Select) -> list[int]:
+def _row_calls(select: exp.Select, aliases: set[str]) -> list[int]:
     """AI calls of `select` outside its select list that DuckDB would ask of every row (or
     group) the core's filters leave: in ORDER BY, QUALIFY, HAVING, and in WHERE where they are
     no conjunct of it (inside a CASE, compared with a value). They are planned as projections
@@ -180,7 +180,6 @@ def _row_calls(select: exp.Select) -> list[int]:
     the rows the other side leaves undecided (answered on the fly, a DuckDB vector at a
     time)."""
     out = []
-    aliases = {e.alias for e in select.expressions if e.alias}
     for key in ROW_CLAUSES:
         clause = select.args.get(key)
         if clause is None:

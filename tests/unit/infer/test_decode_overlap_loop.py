@@ -13,17 +13,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_grammar_decode import OBJECT, TEXTS
 
 from quail_engine.infer.api import Grammar
 
 pytestmark = pytest.mark.model
-
-OBJECT = {"type": "object", "additionalProperties": False, "required": ["name", "city"],
-          "properties": {"name": {"type": ["string", "null"]},
-                         "city": {"type": ["string", "null"]}}}
-TEXTS = ["Order 1234 shipped to Alice Smith in Paris on May 3.",
-         "Bob paid 45 dollars for two lamps in Rome.",
-         "The blender broke after two days."]
 
 
 class Box:
