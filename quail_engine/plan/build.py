@@ -9,18 +9,6 @@ from collections.abc import Sequence
 from quail_engine.plan.nodes import AiFilter, Cross, Node, Project, Scan, Select
 
 
-def conjunct_aliases(sql: str) -> frozenset[str]:
-    """Relation aliases a DuckDB SQL conjunct reads (`a.k = b.k` -> {a, b})."""
-    import sqlglot  # only planning a join with equalities parses SQL; the planner stays a leaf
-    from sqlglot import exp
-
-    try:
-        tree = sqlglot.parse_one(sql, read="duckdb")
-    except sqlglot.errors.ParseError:
-        return frozenset()
-    return frozenset(c.table for c in tree.find_all(exp.Column) if c.table)
-
-
 def doc_key(op, alias: str) -> str:
     """Document key of `op`'s part over `alias`: its binding expressions, in slot order."""
     return ",".join(b.sql for b in op.bindings if b.alias in (alias, None))
@@ -36,8 +24,13 @@ def build_logical(core, ai_ops: Sequence) -> Node:
         plan = Cross(plan, Scan(rel.alias))
     for op_id in core.joins:
         join = ai_ops[op_id].join
-        for conj in (join.equi if join is not None else ()):
-            plan = Select(plan, conj, conjunct_aliases(conj))
+        if join is None:
+            continue
+        # the front end keeps an equality as the join's only when one side reads each side of
+        # the join (sql/cores.py `_core`): the aliases it reads are the join's own
+        sides = frozenset((*join.left, *join.right))
+        for conj in join.equi:
+            plan = Select(plan, conj, sides)
     for rel in relations:
         for conj in getattr(rel, "conjuncts", ()) or ():
             plan = Select(plan, conj, frozenset((rel.alias,)))
