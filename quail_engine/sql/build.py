@@ -47,8 +47,9 @@ def binding(index: int, node: exp.Expr) -> Binding:
         alias, column = (node.table or None), node.name
     modality = "image" if isinstance(node, exp.Anonymous) and node.name.upper() in (
         "TO_FILE", "FL_GET_FILE") else "text"
+    # a copy: the statement's tree is rewritten after lowering, the binding keeps what it read
     return Binding(index=index, sql=node.sql(dialect="duckdb"), alias=alias, column=column,
-                   modality=modality)
+                   modality=modality, node=node.copy())
 
 
 def make(op: str, prompt: Prompt, call: Call, *, shape: str | None = None,

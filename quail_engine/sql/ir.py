@@ -60,7 +60,10 @@ class Binding:
 
     `alias`/`column` name the source when the expression is a plain column reference
     (`alias` is the relation alias as written, or None when unqualified and unresolved);
-    `sql` is the expression in DuckDB SQL, so any expression can be evaluated.
+    `sql` is the expression's DuckDB text, written once by the front end: the IR's text form
+    and the key of the document it reads. `node` is the expression as the front end parsed it
+    (a sqlglot node, opaque here so the IR imports no sqlglot; None in a binding built by
+    hand): the front end rewrites it and puts it into scans, and never reads `sql` back.
     """
 
     index: int
@@ -69,6 +72,7 @@ class Binding:
     column: str | None = None
     type: str = "VARCHAR"
     modality: str = "text"
+    node: Any = field(default=None, compare=False, repr=False, metadata={"tree": True})
 
     def to_text(self) -> str:
         return f"{{{self.index}}}={self.sql}"
@@ -241,7 +245,8 @@ def _options_text(o: Options) -> str:
 
 def _to_plain(value: Any) -> Any:
     if hasattr(value, "__dataclass_fields__"):
-        return {f.name: _to_plain(getattr(value, f.name)) for f in fields(value)}
+        return {f.name: _to_plain(getattr(value, f.name)) for f in fields(value)
+                if not f.metadata.get("tree")}
     if isinstance(value, tuple | list):
         return [_to_plain(v) for v in value]
     return value

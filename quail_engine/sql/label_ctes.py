@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import sqlglot
 from sqlglot import exp
 
 from quail_engine.sql.ir import AiOp, OpKind
@@ -222,7 +221,7 @@ def _rebind(op: AiOp, inner: str, alias: str) -> AiOp:
     bindings = []
     for b in op.bindings:
         if b.alias == inner or (b.alias is None and b.column is not None):
-            sql = _requalify(sqlglot.parse_one(b.sql, read="duckdb"), inner, alias)
-            b = dataclasses.replace(b, alias=alias, sql=sql.sql(dialect="duckdb"))
+            node = _requalify(b.node.copy(), inner, alias)
+            b = dataclasses.replace(b, alias=alias, sql=node.sql(dialect="duckdb"), node=node)
         bindings.append(b)
     return dataclasses.replace(op, bindings=tuple(bindings))

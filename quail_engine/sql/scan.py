@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
-import sqlglot
 from sqlglot import exp
 
 from quail_engine.sql.ir import AiOp, Binding, binding_column, key_column
@@ -31,17 +29,7 @@ class Pending:
 def is_literal(b: Binding) -> bool:
     """A constant argument (`PROMPT('... {1}?', review, 'delivery')`): it reads no relation, so
     the scan of the op's first relation carries it, one value a row."""
-    return b.alias is None and b.column is None and _is_literal_sql(b.sql)
-
-
-@lru_cache(maxsize=1024)
-def _is_literal_sql(sql: str) -> bool:
-    """Parsed once per text: planning asks for each binding several times."""
-    try:
-        node = sqlglot.parse_one(sql, read="duckdb")
-    except sqlglot.errors.SqlglotError:  # parse and tokenize errors: not a literal we know
-        return False
-    return isinstance(node, exp.Literal | exp.Boolean)
+    return b.alias is None and b.column is None and isinstance(b.node, exp.Literal | exp.Boolean)
 
 
 def scan_relation(p: Pending, alias: str):

@@ -102,7 +102,8 @@ def lower_table_functions(tree: exp.Expr, dialect: str) -> list[Built]:
                                              origin, dialect)
             columns = list(TEXT_COLUMNS[key])
         alias = table.alias or name.split(".")[1].lower()
-        binding = Binding(0, "prompt", alias=input_alias(op_id), column="prompt")
+        binding = Binding(0, "prompt", alias=input_alias(op_id), column="prompt",
+                          node=exp.column("prompt"))
         one.op = dataclasses.replace(one.op, context="select", origin=origin, bindings=(binding,))
         one.extra["tvf"] = True
         table.replace(_map_subquery(node.expression, op_id, columns, alias))
