@@ -7,7 +7,7 @@ with the content-free "N/A" document):
   knowledge: yes/no world-knowledge questions (reported only; small models are near chance)
 Prompts are the engine's fixed layouts (quail_engine/infer/prompt_layout.py); nothing is tuned to this set.
 
-    python -m bench accuracy        # writes bench/results/cpu-accuracy-<date>.json|md
+    python -m bench accuracy        # writes bench/results/accuracy.json|md
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
               "questions": {"filter": FILTER_Q, "classify": CLASSIFY_TASK,
                             "knowledge": KNOWLEDGE_Q},
               "models": results}
-    write_result(result, "cpu-accuracy", markdown, args.out)
+    write_result(result, "accuracy", markdown, args.out)
     return 0
 
 

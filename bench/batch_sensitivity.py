@@ -12,7 +12,7 @@ counts the TRUE/FALSE decisions that flip and how far the margins move, per comp
 with prefix sharing on and off.
 
     python -m bench.batch_sensitivity [--dtypes bfloat16,float32] [--rebatchings 2]
-                                      [--out bench/results/cpu-batch-sensitivity.json]
+                                      [--out bench/results/batch-sensitivity.json]
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
               "command": " ".join(["python -m bench.batch_sensitivity", *argv]),
               "machine": f"{cpuinfo_fields().get('model name') or platform.machine()}, "
                          f"{affinity_cpus()} CPUs visible"}
-    write_result(result, "cpu-batch-sensitivity", markdown, args.out)
+    write_result(result, "batch-sensitivity", markdown, args.out)
 
 
 if __name__ == "__main__":

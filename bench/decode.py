@@ -25,9 +25,9 @@ run's wall time.
     # H200 (device call: carry [".whl", ".carry/tok-smollm2"]):
     python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && \\
       PYTHONPATH=/tmp/site:$PWD python3 -m bench decode --runs 2000x48 2000x48c 2000x256 \\
-      --tokenizer .carry/tok-smollm2 --out $OUT/decode_gpu.json
+      --tokenizer .carry/tok-smollm2 --out $OUT/decode-gpu.json
     # CPU (the embedded writer, SmolLM2-135M):
-    python -m bench decode --device cpu --runs 16x48 --out bench/results/decode_cpu.json
+    python -m bench decode --device cpu --runs 16x48     # writes bench/results/decode-cpu.json
 """
 
 from __future__ import annotations
@@ -335,7 +335,7 @@ def main(argv=None) -> int:
     result = {"date": time.strftime("%Y-%m-%d"), "machine": machine, "model": model,
               "command": "python -m bench decode " + " ".join(argv or sys.argv[1:]),
               "runs": runs, "transformers": hf}
-    write_result(result, "decode_gpu" if gpu else "decode_cpu", markdown, args.out)
+    write_result(result, "decode-gpu" if gpu else "decode-cpu", markdown, args.out)
     return 0 if all(r["exit"] == 0 for r in runs) else 1
 
 

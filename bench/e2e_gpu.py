@@ -9,7 +9,7 @@ One command on the H200 (the device call carries .carry/e2e, made by --prepare o
   (c) runs `quail query --device cuda --precision P --no-cache --report r.json` in a
       subprocess on a filter and a join query (Snowflake SQL), and reads its report,
   (d) runs the engine alone (bench/gpu/quail_runs.py) on the same token shapes,
-and writes e2e_gpu.json + e2e_gpu.md under $OUT (or bench/results/local).
+and writes e2e-gpu.json + e2e-gpu.md under $OUT (or bench/results/local).
 Rates count time after the model is loaded (QUAIL-B's rule); load_s and wall_s are beside them.
 
     python -m bench e2e-gpu --prepare                      # once, on the CPU
@@ -357,7 +357,7 @@ def main(argv=None) -> int:
     from quail_engine.infer.tokenizer import load_tokenizer
 
     clock = Clock(args.budget_s)
-    res = Results("e2e_gpu.json")
+    res = Results("e2e-gpu.json")
     res.data["command"] = " ".join(["python -m bench e2e-gpu", *(argv or sys.argv[1:])])
     if args.device == "cuda":
         from quail_testing.gpu import env_info
@@ -405,7 +405,7 @@ def main(argv=None) -> int:
         if "dbt" in args.paths and "filter" in args.workloads:
             add(f"dbt_{precision}", dbt_row, args, precision, paths, clock)
     md = table(rows) + pass_tables(rows)
-    (out_dir() / "e2e_gpu.md").write_text(md + "\n")
+    (out_dir() / "e2e-gpu.md").write_text(md + "\n")
     print(md)
     return 0
 

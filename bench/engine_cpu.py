@@ -12,7 +12,7 @@ requested tokens = every prompt token of every request; fresh = tokens actually 
 `--quail-only` skips the transformers baselines; PYTHONPATH=<an older checkout> measures that
 checkout's engine.
 
-    python -m bench engine-cpu                      # writes bench/results/cpu-engine-<date>.json|md
+    python -m bench engine-cpu                      # writes bench/results/engine-cpu.json|md
     python -m bench engine-cpu --quail-only --busy 1 --out /tmp/contended.json
 """
 
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         "decision_agreement": agreement, "rows": rows,
         "ratios_requested_tokens_per_s": ratios,
     }
-    write_result(result, "cpu-engine", markdown, args.out)
+    write_result(result, "engine-cpu", markdown, args.out)
     return 0
 
 

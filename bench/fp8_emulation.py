@@ -19,7 +19,7 @@ bench/data), the two-argument pair layout over tests/data/pairs_labelled.jsonl (
 the document; the default model only, where the product uses that layout), and random-token
 prompts (sign of logit[1000] - logit[2000] at the last token, as the GPU device check).
 
-    python -m bench fp8-emulation     # writes bench/results/cpu-fp8-emulation-<date>.json|md
+    python -m bench fp8-emulation     # writes bench/results/fp8-emulation.json|md
 """
 
 from __future__ import annotations
@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
               "prompts": args.prompts, "variants": args.variants, "load_before": load_before,
               "load_after": round(os.getloadavg()[0], 2),
               "seconds": round(time.perf_counter() - start, 1), "trained": trained_results}
-    write_result(result, "cpu-fp8-emulation", markdown, args.out)
+    write_result(result, "fp8-emulation", markdown, args.out)
     return 0
 
 

@@ -26,7 +26,7 @@ closer to what the GPU path computes, and scheme changes to the block scheme:
   fp8_block_bf16_layers_<i>_<j>...  the same with the named layers in bf16 (e.g. the ones
                       --sensitivity finds loudest)
 
-    python -m bench fp8-margins     # writes bench/results/cpu-fp8-margins-<date>.json|md
+    python -m bench fp8-margins     # writes bench/results/fp8-margins.json|md
     python -m bench fp8-margins --variants fp8_block_g64 --reuse <earlier .json>
 """
 
@@ -418,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
               "load_after": round(os.getloadavg()[0], 2),
               "seconds": round(time.perf_counter() - start, 1), "reused": reused,
               "analysis": analysis, "sensitivity": sensitivity, "measured": measured}
-    write_result(result, "cpu-fp8-margins", markdown, args.out)
+    write_result(result, "fp8-margins", markdown, args.out)
     return 0
 
 

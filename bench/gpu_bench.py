@@ -1,6 +1,6 @@
 """GPU benchmark (one command on the H200): filter and join workloads, quail (bf16, fp8) vs
 transformers (sdpa, bf16, padded) and transformers with hand-rolled prefix reuse, on random
-weights of the Qwen3-4B and Qwen3-0.6B shapes. Writes gpu_bench.json and gpu_bench.md under
+weights of the Qwen3-4B and Qwen3-0.6B shapes. Writes gpu.json and gpu.md under
 $OUT (or bench/results/local) and prints the table last.
 
     python -m bench gpu --filter-docs 20000 --join-anchors 500 --join-partners 1100
@@ -136,7 +136,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     args.dtypes = args.dtypes.split(",")
     setup_logging()
-    res = Results("gpu_bench.json")
+    res = Results("gpu.json")
     res.data["command"] = " ".join(["python -m bench gpu", *(argv or sys.argv[1:])])
     res.section("env", env_info)
     peaks = res.section("ceilings", measure_ceilings)
@@ -156,7 +156,7 @@ def main(argv=None) -> int:
         res.data["rows"] = [r for r in rows if "workload" in r]
         res.path.write_text(json.dumps(res.data, indent=1, default=str))
     md = table(rows)
-    (out_dir() / "gpu_bench.md").write_text(md + "\n")
+    (out_dir() / "gpu.md").write_text(md + "\n")
     print(json.dumps(peaks))
     print(md)
     return 0

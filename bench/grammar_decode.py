@@ -15,7 +15,7 @@ that parse as the schema (an answer the grammar did not complete within the toke
   every row to `--max-tokens`: the comparison is step for step.
 
     python -m bench grammar [--device cuda --tokenizer DIR] [--rows 64 ...] [--max-tokens 48]
-                            [--out bench/results/grammar_decode.json]
+                            [--out FILE]   # default bench/results/grammar-{cpu,gpu}.json
 """
 
 from __future__ import annotations
@@ -177,8 +177,7 @@ def main(argv=None) -> int:
             print(row, flush=True)
     result = {"date": time.strftime("%Y-%m-%d"), "machine": machine, "model": model,
               "command": "python " + " ".join(sys.argv), "rows": rows}
-    default = Path(__file__).resolve().parent / "results" / f"grammar_decode_{args.device}.json"
-    write_result(result, "grammar_decode", markdown, out=args.out or default)
+    write_result(result, "grammar-cpu" if args.device == "cpu" else "grammar-gpu", markdown, args.out)
     return 0
 
 

@@ -148,7 +148,7 @@ def main(argv: list[str]) -> int:
     result = {"date": time.strftime("%Y-%m-%d"), "machine": _machine(),
               "command": "python " + " ".join(["-m bench injection", *argv]),
               "model": args.model, "prompts": len(rows), "layouts": runs}
-    write_result(result, "cpu-injection", markdown, args.out)
+    write_result(result, "injection", markdown, args.out)
     return 0
 
 

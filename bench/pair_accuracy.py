@@ -11,7 +11,7 @@
   examples  every examples/<dialect>/<query>.sql through QuailSession (what `quail query` runs),
             scored against tests/data/examples_expected.jsonl.
 
-    python -m bench pair-accuracy      # writes bench/results/cpu-pair-accuracy-<date>.json|md
+    python -m bench pair-accuracy      # writes bench/results/pair-accuracy.json|md
 """
 
 from __future__ import annotations
@@ -151,8 +151,7 @@ def run_example(engine, name: str, writer=None) -> tuple[list[dict], float]:
         from quail_engine.exec.prompt_text import PromptText
 
         decoder = (PromptText.of_engine(lambda: writer), lambda: writer)
-    out = QuailSession(con, lambda: engine, cache_dir=None, use_cache=False,
-                       decoder=decoder).execute(
+    out = QuailSession(con, lambda: engine, decoder=decoder).execute(
         (EXAMPLES / name).read_text(), dialect)
     return out.to_pylist(), round(time.perf_counter() - start, 2)
 
@@ -227,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             result["examples"][spec["example"]] = {**score_example(spec, rows),
                                                    "seconds": seconds}
     result["seconds"] = round(time.perf_counter() - start, 1)
-    write_result(result, "cpu-pair-accuracy", markdown, args.out)
+    write_result(result, "pair-accuracy", markdown, args.out)
     return 0
 
 

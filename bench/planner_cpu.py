@@ -1,7 +1,7 @@
 """Planner benchmark on CPU: a two-filter + one-join query over a few hundred rows, run planned
 (filter order by sampled selectivity, document KV shared, anchors chosen) and as written (DuckDB's
 order, every prompt encoded in full), same engine, same run. Writes
-bench/results/planner-cpu-<date>.json and .md.
+bench/results/planner-cpu.json and .md.
 
     python -m bench planner-cpu --rows 200
 """
@@ -15,11 +15,11 @@ import platform
 import random
 import sys
 import time
-from pathlib import Path
 
 import duckdb
 
 from bench.results_io import write_result
+from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.session import QuailSession
 from quail_engine.infer.engine import LocalEngine
 from quail_engine.plan.device import cpu_spec
@@ -61,8 +61,7 @@ def make_data(con, rows: int, seed: int = 0) -> None:
 
 
 def run(engine, con, planned: bool, device) -> dict:
-    session = QuailSession(con.cursor(), lambda: engine, use_cache=False, plan=planned,
-                           share_kv=planned, device_spec=device)
+    session = QuailSession(con.cursor(), lambda: engine, SessionConfig(use_cache=False, plan=planned, share_kv=planned, device="cpu"), device_spec=device)
     start = time.perf_counter()
     table = session.execute(SQL, "snowflake")
     wall = time.perf_counter() - start
@@ -80,14 +79,14 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="default")
     ap.add_argument("--dtype", default=None, help="bfloat16 (default) or float32")
     ap.add_argument("--repeat", type=int, default=2, help="runs per mode (best wall kept)")
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    ap.add_argument("--out", default=None, help="result file (default bench/results/planner-cpu.json)")
     args = ap.parse_args(argv)
     load_before = os.getloadavg()
     device = cpu_spec(refresh=True)  # one probe for every SoL figure of this run
     engine = LocalEngine.load(args.model, device="cpu", dtype=args.dtype)
     con = duckdb.connect()
     make_data(con, args.rows)
-    QuailSession(con.cursor(), lambda: engine, use_cache=False).execute(  # warm-up
+    QuailSession(con.cursor(), lambda: engine).execute(  # warm-up
         "SELECT AI_FILTER(PROMPT('Is this review positive? {0}', review)) FROM reviews "
         "WHERE id <= 4", "snowflake")
     runs = []
@@ -114,8 +113,7 @@ def main(argv=None) -> int:
         "fresh_token_ratio": baseline["fresh_tokens"] / max(1, planned["fresh_tokens"]),
         "same_result_rows": same, "result_rows_differing": differing, "all_walls": all_walls,
     }
-    name = f"planner-cpu-{dt.date.today().isoformat()}-{args.dtype or 'bfloat16'}.json"
-    write_result(result, "planner-cpu", markdown, Path(args.out) / name)
+    write_result(result, "planner-cpu", markdown, args.out)
     return 0
 
 

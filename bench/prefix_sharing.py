@@ -225,7 +225,7 @@ def main(argv=None) -> int:
     path = args.workdir / "agent_traces.parquet"
     pq.write_table(table, path)
     if args.out is None and args.device == "cuda":  # the device machine's $OUT comes back
-        args.out = out_dir() / "prefix_sharing.json"
+        args.out = out_dir() / "prefix-sharing-gpu.json"
     result = {
         "command": " ".join(["python -m bench prefix-sharing", *(argv or sys.argv[1:])]),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -244,10 +244,10 @@ def main(argv=None) -> int:
         result["device"] = result["runs"][0].get("device", args.device)
         result["answers_equal"] = len({json.dumps(a) for a in answers if a is not None}) == 1
         result["load_average"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
-        write_result(result, "cpu-prefix-sharing", markdown, args.out)
+        write_result(result, "prefix-sharing-cpu", markdown, args.out)
     if args.hf:
         result["hf"] = hf_baseline(args, table)
-        write_result(result, "cpu-prefix-sharing", markdown, args.out)
+        write_result(result, "prefix-sharing-cpu", markdown, args.out)
     return 0 if all("error" not in r for r in result["runs"]) else 1
 
 

@@ -27,8 +27,8 @@ cp312-manylinux2014_x86_64.whl && python3 -m pip install -q --no-index --no-deps
 Ray also imports jsonschema, which the GPU image lacks: install jsonschema,
 jsonschema-specifications, referencing and rpds-py from .carry/e2e/whl with it (the 2026-12-02
 run did so through bench/gpu/device_session.sh's `ray` step).
-The CPU run writes bench/results/cpu-ray-scaling-<date>.json/.md with `uptime`'s load average;
-the GPU run writes ray_scaling.json under $OUT (quail_testing/results.py).
+The CPU run writes bench/results/ray-scaling-cpu.json/.md with `uptime`'s load average;
+the GPU run writes ray-scaling-gpu.json under $OUT (quail_testing/results.py).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def connection(paths):
 def run_query(con, engine, text, sql: str) -> dict:
     from quail_engine.exec.session import QuailSession
 
-    session = QuailSession(con.cursor(), lambda: engine, cache_dir=None, text=text)
+    session = QuailSession(con.cursor(), lambda: engine, text=text)
     t0 = time.perf_counter()
     table = session.execute(sql)
     rep = session.report
@@ -363,7 +363,7 @@ def main(argv=None) -> int:
                     "sizes": {"filter_docs": args.filter_docs, "join_anchors": args.join_anchors,
                               "join_partners": args.join_partners},
                     "ray": ray.__version__}
-    gpu = Results("ray_scaling.json") if args.device == "cuda" else None
+    gpu = Results("ray-scaling-gpu.json") if args.device == "cuda" else None
     for name, workers in [("plain", None), *((f"ray-{n}", n) for n in args.worker_counts)]:
         if gpu is not None:
             row = gpu.section(name, configuration, args, name, workers, con, text, tokenizer)
@@ -382,7 +382,7 @@ def main(argv=None) -> int:
         gpu.save()
         print(markdown(result))
     else:
-        write_result(result, "cpu-ray-scaling", markdown, args.out)
+        write_result(result, "ray-scaling-cpu", markdown, args.out)
     return 0
 
 

@@ -43,7 +43,7 @@ export PYTHONPATH=/tmp/site:$(pwd) PYTHONUNBUFFERED=1 DO_NOT_TRACK=1
 
 # the suite's latest result: this machine's own from an earlier call while it stayed warm, else
 # the committed one the tree carries
-quailb_resume() { ls $RES/quailb/quailb_gpu.json 2>/dev/null || echo bench/results/quailb_gpu.json; }
+quailb_resume() { ls $RES/quailb/quailb-gpu.json 2>/dev/null || echo bench/results/quailb-gpu.json; }
 
 have_model() { [ -f $MODEL/model.safetensors ] && echo "--model $MODEL"; }
 
@@ -69,11 +69,11 @@ command_of() {  # the command line of a step
     quailb) echo "python3 -m bench quailb --device cuda --scale sf0.1 --random-model qwen3-4b \
       --precision fp8 --override --workdir /tmp/quail-e2e --budget-s $(( $2 - ${QUAILB_TAIL:-60} )) \
       ${QUAILB_ONLY:+--only $QUAILB_ONLY} ${QUAILB_REDO:+--redo $QUAILB_REDO} \
-      --resume $(quailb_resume) --out \$OUT/quailb_gpu.json" ;;
+      --resume $(quailb_resume) --out \$OUT/quailb-gpu.json" ;;
     quailb-sf1) echo "python3 -m bench quailb --device cuda --scale sf1.0 --only BIO-4 \
       --sample reports=${SF1_REPORTS:-200} --random-model qwen3-4b --precision fp8 --override \
       --workdir /tmp/quail-e2e --baseline-sample ${SF1_BASELINE:-32} \
-      --out \$OUT/quailb_gpu_bio4_sf1.json" ;;
+      --out \$OUT/quailb-gpu-bio4-sf1.json" ;;
     fp8probe) echo "python3 -m bench.probes.fp8_attention" ;;
     profile) echo "python3 -m bench.probes.profile_query ${PROFILE_ROUTES:+--routes} \
       --ids \"${PROFILE_IDS-BIO-2,AGENT-1}\" --first ${PROFILE_FIRST:-8} --count ${PROFILE_COUNT:-6} \

@@ -3,7 +3,7 @@ the time between consecutive engine batches, split into gaps at an operator call
 call ended or began between the two batches: the next call's setup, the last batch's store)
 and gaps inside one call; with the batches' own span and their GPU pass seconds beside it.
 
-    python -m bench.probes.engine_gaps bench/results/quailb_reports/BIO-2-snowflake.json ...
+    python -m bench.probes.engine_gaps bench/results/quailb-gpu-reports/BIO-2-snowflake.json ...
 """
 
 from __future__ import annotations

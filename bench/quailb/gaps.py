@@ -1,5 +1,5 @@
 """Where each QUAIL-B query's time above the speed of light goes, from the committed device
-results alone (bench/results/quailb_gpu.json and quailb_reports/): its run against the speed of
+results alone (bench/results/quailb-gpu.json and quailb-gpu-reports/): its run against the speed of
 light of its minimum tokens (x_sol) split into host x kernel x work (as the table), and the
 kernel part split by pass size: the GPU seconds of its large passes (>= LARGE tokens) against
 their own speed of light, the small passes' likewise, and the share of GPU time the small ones
@@ -10,8 +10,7 @@ small passes (short rows over long shared beginnings, attention-heavy) ran at 3.
 of light and its large ones at 2.9x; packed into large passes (session 20) they ran no faster.
 
     python -m bench.quailb.gaps [--out FILE.md]
-    python -m bench.quailb.gaps --result bench/results/quailb_gpu_bio4_sf1.json \
-        --reports bench/results/quailb_reports_sf1
+    python -m bench.quailb.gaps --result bench/results/quailb-gpu-bio4-sf1.json
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ import math
 from pathlib import Path
 
 from bench.pass_summary import passes
+from bench.quailb import reports_dir
 from quail_engine.plan.cost import ModelSpec, Work, seconds
 from quail_engine.plan.device import gpu_spec
 from quail_testing.random_weights import shape_config
@@ -94,13 +94,13 @@ def markdown(result: dict, rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--result", type=Path, default=RESULTS / "quailb_gpu.json")
+    ap.add_argument("--result", type=Path, default=RESULTS / "quailb-gpu.json")
     ap.add_argument("--reports", type=Path, default=None,
-                    help="the rows' execution reports (default: quailb_reports/ beside --result)")
+                    help="the rows' execution reports (default: RESULT-reports/ beside --result)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     result = json.loads(args.result.read_text())
-    text = markdown(result, gaps(result, args.reports or args.result.parent / "quailb_reports"))
+    text = markdown(result, gaps(result, args.reports or reports_dir(args.result)))
     if args.out:
         args.out.write_text(text)
     print(text)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import pass_summary
-from bench.quailb import baseline, sol_quailb
+from bench.quailb import baseline, reports_dir, sol_quailb
 from bench.quailb.run import ROOT, _cases, geomean, twin_check
 from quail_engine.infer.gpu import compile_log
 from quail_testing.quailb import data
@@ -78,7 +78,7 @@ def quailb_sol(row: dict, model, sheet) -> None:
 
 def _where_time_went(row: dict, report: dict | None, specs, reports: Path) -> None:
     """The query's phases, operators and GPU passes (grouped against their own speed of light)
-    into its row; the whole execution report beside the table, reports/ID-DIALECT.json."""
+    into its row; the whole execution report beside the table, RESULT-reports/ID-DIALECT.json."""
     if not report:
         return
     model, sheet, _ = specs
@@ -201,7 +201,7 @@ def run_table(args, ids: list[str]) -> int:
                         args.device)
         model = str(model_dir)
     precision = args.precision or ("fp8" if cuda else "bf16")
-    out = Path(args.out) if args.out else out_dir() / "quailb_gpu.json"
+    out = Path(args.out) if args.out else out_dir() / "quailb-gpu.json"
     result: dict[str, Any] = {"device": args.device, "scale": args.scale,
                               "model": args.random_model or args.model, "precision": precision,
                               "override": args.override, **_sampled(args.sample, args.scale),
@@ -255,7 +255,7 @@ def run_table(args, ids: list[str]) -> int:
         row.update(compiles=count, compile_s=round(seconds, 3))
         if "run_s" in row:
             _speed_of_light(row, engine.minimum(), specs)
-            _where_time_went(row, suite.last_report, specs, out.parent / "reports")
+            _where_time_went(row, suite.last_report, specs, reports_dir(out))
             prompts, total = engine.sample()
             row.update(baseline.measure(hf, baseline.cap(prompts[:args.baseline_sample]), total))
         result["queries"][-1] = row

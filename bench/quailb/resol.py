@@ -7,7 +7,7 @@ measured (2026-12-02: a prefix's KV read once for all its requests, ledger.py). 
 only when the replay asked the same minimum tokens as the device did (or within --tolerance,
 noted in the row: prompts changed since a row was measured); the others are listed.
 
-    python -m bench.quailb.resol --result bench/results/quailb_gpu.json [--only BIO-2,...] --write
+    python -m bench.quailb.resol --result bench/results/quailb-gpu.json [--only BIO-2,...] --write
 
 `--anchor-only`: leave our speed of light as it is and add the replay's work counts
 (`min_work`) and the anchor's speed of light of them (`sol_quailb_s`, `x_sol_quailb`:
@@ -56,7 +56,7 @@ def replay_model(workdir: Path, carry: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--result", type=Path, default=ROOT / "bench/results/quailb_gpu.json")
+    ap.add_argument("--result", type=Path, default=ROOT / "bench/results/quailb-gpu.json")
     ap.add_argument("--only", default="", help="comma-separated ids (default: every row run)")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/quail-resol"))
     ap.add_argument("--carry", type=Path, default=ROOT / ".carry" / "e2e")

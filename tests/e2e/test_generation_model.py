@@ -1,6 +1,6 @@
 """Generated text on the default model is written by the embedded instruct model: the default
 (a base model) copied the review or rambled when asked to summarize (bigquery/generate.sql:
-text within the word limit on 0 of 5 before; bench/results/cpu-pair-accuracy-2026-12-01.md)."""
+text within the word limit on 0 of 5 before; bench/results/pair-accuracy.md)."""
 
 from pathlib import Path
 

@@ -59,7 +59,7 @@ class Quail:
         """`quail query` in float32: in bfloat16 a row's margin moves with the rows batched
         beside it (up to 0.1 logits; these prompts' closest margin is 0.005), so a retry that
         batches the rows no killed attempt answered differently could flip a near tie
-        (bench/results/cpu-batch-sensitivity-2026-12-04.md)."""
+        (bench/results/batch-sensitivity.md)."""
         with stderr.open("w") as err:
             return subprocess.Popen(
                 [sys.executable, "-m", "quail_engine", "query", "-e", sql, "--table",
