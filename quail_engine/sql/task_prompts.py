@@ -31,9 +31,11 @@ KIND_TASKS = {
                         "{fields}. Use null for a key the text does not answer. Reply with the "
                         "JSON object only."),
     OpKind.AI_AGGREGATE: "{instruction}\n\nTexts: {text}",
-    OpKind.AI_SIMILARITY: ("Text 1: {text1}\nText 2: {text2}\nDo these two texts mean the same "
-                           "thing? Answer yes or no."),
 }
+# a similarity reads its second text as the answer to this question about its first (the pair
+# layout, exec/prompts.py): how much the first text raises the second's likelihood ranks
+# related texts above unrelated ones, where the yes/no "do these mean the same?" was at chance
+SIMILARITY_STEM = "Write a text that means the same as the text above."
 # a mask is answered as an extraction of each kind's mention (response_schema: one nullable
 # string per kind) and the text with each mention replaced (exec/tasks.masked): the embedded
 # writer asked to rewrite the text dropped it ('Alice Smith emailed alice@example.com about the
@@ -88,13 +90,12 @@ def fill(template: str, op, text: str, field_names: tuple[str, ...] = ()) -> str
     `field_names`: an extraction's fields when its labels name none (its schema's)."""
     args = dict(op.task_args)
     limit = args.get("max_words")
-    first, _, second = text.partition("\n")
     named = [(lb.name, lb.description or lb.name) for lb in op.labels or ()] or [
         (name, name) for name in field_names]
     if op.task == "mask":
         named = [(kind, MASK_QUESTION.format(kind=kind)) for kind in mask_kinds(op)]
     return template.format(
-        text=text, text1=first, text2=second,
+        text=text,
         words=f" in at most {limit} words" if limit and limit != "0" else "",
         source=f" from {args['source_language']}" if args.get("source_language") else "",
         target=args.get("target_language", DEFAULT_TARGET),

@@ -241,3 +241,33 @@ def test_null_and_empty_inputs_are_null_not_an_answer(session, dialect, expr):
     sql = (f"SELECT {expr} AS v FROM (SELECT * FROM (VALUES (1, NULL), (2, ''), (3, '  ')) "
            "AS t(id, body)) ORDER BY id")
     assert session.execute(sql, dialect).column("v").to_pylist() == [None, None, None]
+
+
+SIMILAR = [  # anchor, a text that means the same, texts about something else
+    ("comfortable running shoes", "Great shoes, very comfortable",
+     ["It is okay, nothing special", "The soup was too salty"]),
+    ("The battery dies after two hours.", "Battery life is terrible, it runs out quickly.",
+     ["The screen is bright and sharp.", "Delivery was on time."]),
+    ("I want a refund.", "Please give me my money back.",
+     ["The manual is in French.", "Cats sleep a lot."]),
+    ("The customer service was rude.", "The support agent was impolite to me.",
+     ["The price was fair.", "The river flows to the sea."]),
+]
+
+
+@pytest.mark.parametrize("dialect,call,low,high", [
+    ("snowflake", "AI_SIMILARITY(a, b)", -1.0, 1.0),
+    ("databricks", "ai_similarity(a, b)", 0.0, 1.0),
+])
+def test_similarity_ranks_a_paraphrase_above_unrelated_texts(session, dialect, call, low, high):
+    """Against each anchor, the text that means the same scores above every unrelated one (the
+    yes/no readout it replaced put 'It is okay, nothing special' at 0.92 above 'Great shoes,
+    very comfortable' at 0.87), in the vendor's range."""
+    rows = [(i, a, b) for i, (a, same, others) in enumerate(SIMILAR) for b in [same, *others]]
+    values = ", ".join(f"({i}, '{a}', '{b}')" for i, a, b in rows)
+    sql = f"SELECT i, b, {call} AS s FROM (VALUES {values}) AS t(i, a, b)"
+    table = session.execute(sql, dialect)
+    scores = {(i, b): s for i, b, s in zip(*(table.column(k).to_pylist() for k in range(3)))}
+    for i, (_, same, others) in enumerate(SIMILAR):
+        assert all(low <= scores[i, b] <= high for b in [same, *others])
+        assert all(scores[i, same] > scores[i, b] for b in others), (i, scores)

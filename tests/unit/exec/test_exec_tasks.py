@@ -5,9 +5,9 @@ import json
 import pytest
 
 from quail_engine.errors import UnsupportedError
-from quail_engine.exec.prompts import OpPrompt, sql_value
+from quail_engine.exec.prompts import SIMILARITY_CENTRE, SIMILARITY_SPREAD, OpPrompt, sql_value
 from quail_engine.exec.tasks import check_supported
-from quail_engine.infer.api import Answer, GenerateReadout, ScoreReadout
+from quail_engine.infer.api import Answer, GenerateReadout, ScoreReadout, SpanReadout
 from quail_engine.sql.ir import AiOp, Binding, Label
 
 B0 = (Binding(0, "t.x", "t", "x"),)
@@ -85,11 +85,23 @@ def test_free_text_generation_has_no_grammar():
     assert sql_value(op, Answer("  a haiku \n")) == "a haiku"
 
 
-def test_similarity_is_a_score_in_the_vendor_range():
+def test_similarity_reads_the_second_text_after_the_first_in_the_vendor_range():
+    """The second text is the span a span readout scores after the first (a multi-line first
+    text stays whole); the PMI's margin over the centre is the middle of the range at 0 and
+    rises towards its top."""
     op = AiOp("ai_similarity", "{0}\n{1}", B0 + (Binding(1, "'x'"),),
               task_args=(("range", "-1..1"),), output_type="DOUBLE")
-    assert isinstance(OpPrompt.for_op(op).readout(), ScoreReadout)
-    assert sql_value(op, Answer(0.75)) == 0.5
+    layout = OpPrompt.for_op(op)
+    readout = layout.readout()
+    assert isinstance(readout, SpanReadout) and readout.threshold == SIMILARITY_CENTRE
+    prefix, suffix = layout.texts(("line one\nline two", "other text"))
+    assert prefix.startswith("Text:\nline one\nline two\n\n") and suffix == ""
+    assert prefix.endswith(f"{readout.cue} other text")
+    assert sql_value(op, Answer(False, 0.5, 0.0)) == 0.0
+    assert 0.9 < sql_value(op, Answer(True, 1.0, 3 * SIMILARITY_SPREAD)) < 1.0
+    assert -1.0 < sql_value(op, Answer(False, 0.0, -3 * SIMILARITY_SPREAD)) < -0.9
+    same = AiOp("ai_similarity", "{0}\n{0}", B0, output_type="DOUBLE")
+    assert OpPrompt.for_op(same).texts(("a",))[0].endswith(f"{readout.cue} a")
 
 
 def test_multi_label_classify_is_asked_one_decision_per_label():

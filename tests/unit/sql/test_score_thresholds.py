@@ -22,6 +22,8 @@ def test_the_numbers_a_score_is_compared_with(sql, dialect, thresholds):
 
 
 def test_the_readout_gets_them_as_probabilities():
-    op = parse("SELECT id FROM t WHERE AI_SIMILARITY(x, 'lamp') > 0.5", "snowflake").ai_ops[0]
-    assert OpPrompt.for_op(op).readout().thresholds == (0.75,)  # -1..1: p = (0.5 + 1) / 2
-    assert "thresholds=[0.5]" in op.to_text()
+    op = parse("SELECT id FROM t WHERE AI.SCORE(('Rate from 1 to 10 how positive: ', x)) > 7.3",
+               "bigquery").ai_ops[0]
+    [p] = OpPrompt.for_op(op).readout().thresholds
+    assert p == pytest.approx(0.7)  # 1..10: p = (7.3 - 1) / 9
+    assert "thresholds=[7.3]" in op.to_text()
