@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def markdown(r: dict) -> str:
-    lines = [f"# Answer accuracy ({r['date']})", "", f"`{r['command']}` ({r['dtype']}, {r['data']})",
+    lines = [f"# Answer accuracy ({r['date']})", "", f"`{r['command']}` on {r.get('machine', 'a machine not recorded')} ({r['dtype']}, {r['data']})",
              "", "| model | mode | filter | classify | knowledge |", "|---|---|---:|---:|---:|"]
     for spec, res in r["models"].items():
         for mode in ("raw", "calibrated"):

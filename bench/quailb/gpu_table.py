@@ -26,9 +26,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from bench import pass_summary
 from bench.quailb import baseline, reports_dir, sol_quailb
 from bench.quailb.run import ROOT, _cases, geomean, twin_check
+from bench.results_io import machine
 from quail_engine.infer.gpu import compile_log
 from quail_testing.quailb import data
 from quail_testing.quailb.queries import tables_read
@@ -145,6 +148,7 @@ def markdown(result: dict) -> str:
              "(excluded)"
              + "".join(f"; sampled: {t} {n:,} of {total:,} rows (the first, a uniform sample)"
                        for t, (n, total) in result.get("sample", {}).items()), "",
+             f"`{result['command']}` on {result.get('machine', result['device'])}", "",
              "| query | dialect | ok | rows | run s | fresh tok | requested tok | min tok | "
              "SoL s | SoL sust. s | x SoL | x SoL (quail-bench) | GPU pass s | transformers s | "
              "note |",
@@ -235,6 +239,7 @@ def run_table(args, ids: list[str]) -> int:
     start = time.perf_counter()
     engine = suite.load()
     result["load_s"] = round(time.perf_counter() - start, 2)
+    result["machine"] = torch.cuda.get_device_name() if cuda else machine()
     specs = _specs(engine, precision)
     hf = baseline.load(Path(model), args.device) if args.baseline_sample else "no baseline"
     for case in cases:

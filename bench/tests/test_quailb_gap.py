@@ -25,13 +25,14 @@ def test_a_row_without_its_parts_has_no_factors(missing):
 
 
 def test_the_markdown_lists_the_factors_and_the_operators_gpu_seconds():
-    result = {"device": "cuda", "scale": "0.1", "model": "m", "precision": "fp8",
-              "override": True, "queries": [_row(), {"id": "Q-2", "dialect": "snowflake",
+    result = {"device": "cuda", "command": "python -m bench quailb", "scale": "0.1", "model": "m",
+              "precision": "fp8", "override": True, "queries": [_row(), {"id": "Q-2", "dialect": "snowflake",
                                                      "ok": False, "error": "x"}],
               "totals": {"queries": 1, "ok": 1, "run_s": 12.0, "sol_s": 2.0, "x_sol": 6.0,
                          "x_sol_geomean": 6.0, "fresh_tokens": 0, "requested_tokens": 0,
                          "min_tokens": 0}}
     md = markdown(result)
+    assert "`python -m bench quailb` on cuda" in md  # the command and machine it ran on
     assert "| Q-1 | 6.00 | 1.50 | 2.00 | 2.00 |" in md
     assert "| 6.00 | - | 8 |" in md  # x SoL, ours then (no work counts) the anchor's, then the
     # operators' GPU pass seconds

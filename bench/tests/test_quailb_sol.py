@@ -68,6 +68,7 @@ def test_rows_and_totals_carry_both_conventions():
     assert t["x_sol_same_queries"] == 3.0  # ours over alone: 6 s over 2 s
     assert t["x_sol_quailb"] == round(6.0 / (rows[0]["sol_quailb_s"] + rows[1]["sol_quailb_s"]),
                                       2)
-    md = markdown({"device": "cuda", "scale": "0.1", "model": "m", "precision": "fp8",
-                   "override": True, "queries": rows, "totals": t})
+    md = markdown({"device": "cuda", "command": "python -m bench quailb", "scale": "0.1",
+                   "model": "m", "precision": "fp8", "override": True, "queries": rows,
+                   "totals": t})
     assert f"| {rows[0]['x_sol_quailb']:.2f} |" in md and "quail-bench's convention" in md
