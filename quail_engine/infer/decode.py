@@ -57,7 +57,8 @@ def _next_token(logits, seq: DecodeSeq) -> int:
 
 def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
                   detokenize: Callable[[list[int]], str], grammars: Any = None,
-                  room: Callable[[], tuple[int, int]] | None = None) -> None:
+                  room: Callable[[], tuple[int, int]] | None = None,
+                  prefill: Callable[[Sequence[DecodeSeq]], list[SeqJob]] | None = None) -> None:
     """Fill each seq's `out_tokens`, `text` and `finish` (EOS and stop strings not included).
     `grammars` (grammar.GrammarMasks) serves the seqs that have a grammar. Per step the host
     does little per sequence: tokens are picked on the logits' device in one argmax, grammar
@@ -68,7 +69,11 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
     unbounded). Sequences are admitted while their whole answer fits beside what the running
     ones may still grow to, and the rest wait in order: as running ones finish and release
     their pages, waiting ones are prefilled and join the next steps (continuous batching), so
-    any number of sequences completes and the arena never overflows."""
+    any number of sequences completes and the arena never overflows.
+
+    `prefill`: admitted seqs -> their prompts' jobs, run (default `prefill_prompts`; an engine
+    with a prefix cache computes the beginnings the prompts share once: engine.py)."""
+    prefill = prefill or (lambda admitted: prefill_prompts(runner, admitted))
     for s in seqs:
         if s.max_tokens <= 0:
             s.finish = "length"
@@ -97,10 +102,7 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
                                             on_device=True))
             del jobs, job  # the finished seqs' KV goes back to the arena before admitting
         admitted = _admit(waiting, still, room, slack)
-        new_jobs = [SeqJob(tokens=list(s.tokens), prefix=s.prefix, store_kv=True,
-                           on_device=True) for s in admitted]
-        if new_jobs:
-            runner.run(new_jobs)
+        new_jobs = prefill(admitted) if admitted else []
         if step_jobs:
             constrained = [s.matcher for s in still if s.grammar is not None]
             pending = grammars.start(constrained) if constrained and not admitted else None
@@ -109,6 +111,15 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
             else:
                 runner.run(step_jobs, count_as_decode=True)
         live, jobs = still + admitted, step_jobs + new_jobs
+
+
+def prefill_prompts(runner: Runner, seqs: Sequence[DecodeSeq]) -> list[SeqJob]:
+    """Run `seqs`' prompts (each after its own prefix), keeping their KV on the device for the
+    decode steps; their jobs, whose `logits` give each first token."""
+    jobs = [SeqJob(tokens=list(s.tokens), prefix=s.prefix, store_kv=True, on_device=True)
+            for s in seqs]
+    runner.run(jobs)
+    return jobs
 
 
 def _admit(waiting: deque, running: Sequence[DecodeSeq],

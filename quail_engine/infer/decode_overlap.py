@@ -26,7 +26,14 @@ from typing import Any
 
 import torch
 
-from quail_engine.infer.decode import DecodeSeq, _admit, _advance_grammars, _end, _take
+from quail_engine.infer.decode import (
+    DecodeSeq,
+    _admit,
+    _advance_grammars,
+    _end,
+    _take,
+    prefill_prompts,
+)
 from quail_engine.infer.gpu.staging import to_device
 from quail_engine.infer.runner import SeqJob
 
@@ -40,10 +47,13 @@ def overlappable(runner: Any, seqs: Sequence[DecodeSeq]) -> bool:
 
 def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
                       detokenize: Callable[[list[int]], str], grammars: Any = None,
-                      room: Callable[[], tuple[int, int]] | None = None) -> None:
+                      room: Callable[[], tuple[int, int]] | None = None,
+                      prefill: Callable[[Sequence[DecodeSeq]], list[SeqJob]] | None = None
+                      ) -> None:
     """What `decode.greedy_decode` does for `overlappable` seqs (grammars, stop strings,
-    continuous batching and admission by arena room included), each step launched before the
-    previous one's tokens reach the host."""
+    continuous batching, admission by arena room and `prefill` included), each step launched
+    before the previous one's tokens reach the host."""
+    prefill = prefill or (lambda admitted: prefill_prompts(runner, admitted))
     if grammars is None and any(s.grammar is not None for s in seqs):
         raise ValueError("a sequence has a grammar but the engine has no grammar masks")
     for s in seqs:
@@ -86,9 +96,7 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
         admitted = _admit(waiting, [s for s in stepped if not s.finish], room, slack=2)
         firsts = None
         if admitted:
-            jobs = [SeqJob(tokens=list(s.tokens), prefix=s.prefix, store_kv=True,
-                           on_device=True) for s in admitted]
-            runner.run(jobs)
+            jobs = prefill(admitted)
             for s, job in zip(admitted, jobs):
                 kv[id(s)], issued[id(s)] = job.kv, 1
             first_logits = torch.stack([job.logits[-1] for job in jobs])

@@ -12,6 +12,7 @@ run whole).
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -78,6 +79,8 @@ class LocalEngine:
             prefix_sharing = prefix_sharing_enabled()
         self.prefix_cache = self._prefix_cache() if prefix_sharing else None
         self._pinned: dict[int, list] = {}  # arena entry -> radix nodes its prefix holds
+        # decoding sequences' KV (weakly) and the cached pages it begins with (_decode_prefill)
+        self._decode_holds: list[tuple[weakref.ref, tuple]] = []
 
     def _prefix_cache(self) -> PrefixCache:
         """Content-shared pages on the CPU: copies of computed KV, up to SHARED_KV_BYTES."""
@@ -256,7 +259,7 @@ class LocalEngine:
             decode = overlapped_decode if overlappable(self.runner, seqs) else greedy_decode
             decode(self.runner, seqs, self.codec.eos_ids, self.codec.decode,
                    self._grammar_masks() if any(s.grammar for s in seqs) else None,
-                   self._decode_room())
+                   self._decode_room(), self._decode_prefill())
             for i, s in zip(gen, seqs):
                 answers[i] = Answer(value=s.text if s.complete else None)
         return answers  # type: ignore[return-value]
@@ -309,6 +312,50 @@ class LocalEngine:
                 cache.store.done(shared[j].kv)
         finally:
             self._end_batch(cache)
+
+    def _decode_prefill(self):
+        """The decode loops' prompt prefill with the prefix cache (None without one): the
+        beginnings two or more admitted prompts share (a chat template's system text, the
+        instruction before each row's document, few-shot examples) are computed once and
+        indexed, and each prompt computes only what follows the longest cached chain of pages
+        it begins with, in one pass. A sequence's KV then holds those pages by reference (its
+        decode steps grow it in place after them, copying nothing)."""
+        cache = self.prefix_cache
+        if cache is None:
+            return None
+        bounded = self._decode_room() is not None
+
+        def prefill(seqs: Sequence[DecodeSeq]) -> list[SeqJob]:
+            fresh = [list(s.tokens) for s in seqs if s.prefix is None]
+            jobs, chains = [], []
+            try:
+                if len(fresh) > 1:
+                    cache.warm(self.runner, fresh, SeqJob)
+                hits0 = cache.hit_tokens
+                for s in seqs:
+                    chain, prefix = cache.lookup(s.tokens) if s.prefix is None \
+                        else ([], s.prefix)
+                    start = chain[-1].num_tokens if chain else 0
+                    jobs.append(SeqJob(tokens=list(s.tokens[start:]), prefix=prefix,
+                                       store_kv=True, on_device=True))
+                    chains.append(chain)
+                self.stats.kv_hit_tokens += cache.hit_tokens - hits0
+                self.runner.run(jobs)
+            finally:
+                cache.end_batch()
+            if bounded:
+                self._decode_holds += [(weakref.ref(job.kv), tuple(n.page for n in chain))
+                                       for job, chain in zip(jobs, chains) if chain]
+            return jobs
+        return prefill
+
+    def _decode_held_pages(self) -> int:
+        """Cached pages that decoding sequences' KV holds: the index counts them, but evicting
+        them frees nothing while that KV lives (its sequence running, or its last step still in
+        flight)."""
+        self._decode_holds = [(kv, pages) for kv, pages in self._decode_holds
+                              if (held := kv()) is not None and held.refs > 0]
+        return len({p for _, pages in self._decode_holds for p in pages})
 
     def _grammar_masks(self):
         if self._grammars is None:

@@ -173,6 +173,57 @@ def test_gpu_engine_decodes_more_answers_than_its_arena_holds_at_once(device):
     assert fast.arena.num_free_pages == fast.arena.num_pages
 
 
+def test_gpu_decode_shares_prompt_beginnings_within_the_arena(device):
+    """Decode prompts that begin alike (two pages here) compute that beginning once and hold
+    its pages by reference while they decode, in an arena too small for all at once: the texts
+    equal the plain path's, and the room admission reads never counts the cached pages the
+    running sequences hold as room (evicting them frees nothing), so it never exceeds the
+    pages an allocation could really get."""
+    import gc
+
+    from quail_engine.infer.api import GenerateReadout
+
+    config, ref, fast = _models("qwen3", device)
+    tok = CharTokenizer()
+    page = fast.arena.page_size
+    common = "a common instruction before each row:" + "." * (2 * page)
+    requests = [Request(tuple(tok.encode(common[:2 * page] + f" row {i}")),
+                        GenerateReadout(max_tokens=24)) for i in range(6)]
+    gpu, cpu = GpuEngine(fast, tok, config, token_budget=64), \
+        LocalEngine(ref, tok, config, token_budget=64, prefix_sharing=False)
+    index, arena = gpu.prefix_cache.index, fast.arena
+    rooms = []
+    room_of = gpu._decode_room
+
+    def checked_room():
+        room = room_of()
+
+        def call():
+            tokens, size = room()
+            nodes, stack = [], list(index._root.children.values())
+            while stack:
+                node = stack.pop()
+                nodes.append(node)
+                stack.extend(node.children.values())
+            evictable = sum(node.refs == 0 and arena._refs[node.page] == 1 for node in nodes)
+            rooms.append((tokens // size, arena.num_free_pages + evictable,
+                          gpu._decode_held_pages()))
+            return tokens, size
+        return call
+
+    gpu._decode_room = checked_room
+    with torch.inference_mode():
+        got, want = gpu.run(requests), cpu.run(requests)
+    assert [a.value for a in got] == [a.value for a in want]
+    assert gpu.stats.kv_hit_tokens >= len(requests) * 2 * page
+    assert any(held for _, _, held in rooms)
+    assert all(room <= real for room, real, _ in rooms), [r for r in rooms if r[0] > r[1]]
+    assert gpu._decode_held_pages() == 0
+    gc.collect()
+    index.clear()
+    assert arena.num_free_pages == arena.num_pages
+
+
 def test_gpu_engine_scores_multi_token_labels_like_local_engine(device):
     """Labels whose first tokens collide are scored teacher-forced; the GPU runner returns only
     the label tokens' log-probabilities (normalized on the device), and the choice and its

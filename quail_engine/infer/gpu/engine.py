@@ -85,11 +85,14 @@ class GpuEngine(LocalEngine):
         return (arena.num_free_pages + self.prefix_cache.index.num_pages) * arena.page_size // 4
 
     def _decode_room(self):
-        """Free pages and the prefix cache's (evicted on demand when an allocation is short)."""
+        """Free pages and the prefix cache's (evicted on demand when an allocation is short), less
+        the cached pages running decode sequences read (evicting those frees nothing)."""
         arena = self.model.arena
 
         def room() -> tuple[int, int]:
-            cached = self.prefix_cache.index.num_pages if self.prefix_cache is not None else 0
+            cached = 0
+            if self.prefix_cache is not None:
+                cached = self.prefix_cache.index.num_pages - self._decode_held_pages()
             return (arena.num_free_pages + cached) * arena.page_size, arena.page_size
         return room
 

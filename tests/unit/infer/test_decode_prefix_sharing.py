@@ -1,0 +1,67 @@
+"""Decode prompts share their beginnings (infer/engine.py `_decode_prefill`): on the embedded
+writer (real weights, CPU, float32), a batch of prompts that begin alike (the chat template's
+system text and the instruction before each row's document) decodes the same texts, grammar
+answers included, with the beginning computed once instead of once per row."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_grammar_decode import OBJECT, TEXTS
+
+from quail_engine.infer.api import GenerateReadout, Grammar, Request
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+def engines(require_embedded):
+    require_embedded("smollm2-135m")
+    import torch
+
+    from quail_engine.infer.engine import LocalEngine
+
+    return {share: LocalEngine.load("smollm2-135m", dtype=torch.float32, prefix_sharing=share)
+            for share in (False, True)}
+
+
+def _requests(engine) -> list[Request]:
+    obj = Grammar(json.dumps(OBJECT))
+    requests = []
+    for t in TEXTS:
+        head, tail = engine.chat_split(f"Summarize this text in one sentence: {t}", "")
+        requests.append(Request(tuple(head + tail), GenerateReadout(max_tokens=12)))
+        head, tail = engine.chat_split(f"Extract a JSON object with keys name and city: {t}", "")
+        requests.append(Request(tuple(head + tail), GenerateReadout(max_tokens=40, grammar=obj)))
+    return requests
+
+
+def test_shared_beginnings_decode_the_same_texts_computed_once(engines):
+    got = {}
+    for share, engine in engines.items():
+        stats = engine.stats
+        fresh0, hits0, decoded0 = stats.fresh_tokens, stats.kv_hit_tokens, stats.decode_tokens
+        requests = _requests(engine)
+        got[share] = ([a.value for a in engine.run(requests)], stats.fresh_tokens - fresh0,
+                      stats.kv_hit_tokens - hits0, stats.decode_tokens - decoded0)
+    (plain, plain_fresh, plain_hits, plain_decoded) = got[False]
+    (shared, shared_fresh, shared_hits, shared_decoded) = got[True]
+    assert shared == plain
+    assert all(json.loads(v).keys() == {"name", "city"} for v in shared[1::2])
+    assert shared_decoded == plain_decoded and plain_hits == 0
+    # each prompt reads the system text and the instruction it shares with others from the
+    # cache; the beginnings themselves are computed once (fresh tokens, counted once)
+    page = engines[True].prefix_cache.page_size
+    prompts = [r.tokens for r in _requests(engines[True])]
+    common = min(_common(prompts[0], p) for p in prompts[1:]) // page * page
+    assert common >= page
+    assert shared_hits >= len(prompts) * common
+    assert plain_fresh == sum(map(len, prompts))
+    assert plain_fresh - shared_fresh >= (len(prompts) - 1) * common
+
+def _common(a, b) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
