@@ -61,7 +61,8 @@ def make_data(con, rows: int, seed: int = 0) -> None:
 
 
 def run(engine, con, planned: bool, device) -> dict:
-    session = QuailSession(con.cursor(), lambda: engine, SessionConfig(use_cache=False, plan=planned, share_kv=planned, device="cpu"), device_spec=device)
+    config = SessionConfig(device="cpu", use_cache=False, plan=planned, share_kv=planned)
+    session = QuailSession(con.cursor(), lambda: engine, config, device_spec=device)
     start = time.perf_counter()
     table = session.execute(SQL, "snowflake")
     wall = time.perf_counter() - start

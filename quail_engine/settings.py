@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -40,6 +41,35 @@ DEFAULT_PRECISION: Precision = "auto"
 
 
 # -- the device -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Device:
+    """A device as the engine places work on it: `name` as torch spells it ("cpu", "cuda:0").
+    `Device.resolve` turns what a user wrote (auto, cpu, cuda, cuda:N) into one, once per
+    session; every later question (is it a GPU, which cost model, which lock) asks this object."""
+
+    name: str
+
+    @classmethod
+    def resolve(cls, spec: str | Device) -> Device:
+        """`spec` with `auto` resolved (`resolve_device`) and a bare `cuda` as `cuda:0`."""
+        if isinstance(spec, Device):
+            return spec
+        name = resolve_device(str(spec))
+        return cls("cuda:0" if name == "cuda" else name)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.name == "cuda" or self.name.startswith("cuda:")
+
+    @property
+    def kind(self) -> Literal["cuda", "cpu"]:
+        """What the cost model and the engine choice tell apart: a CUDA GPU or the CPU."""
+        return "cuda" if self.is_cuda else "cpu"
+
+    def __str__(self) -> str:
+        return self.name
+
+
 def resolve_device(device: str) -> str:
     """`auto` as `cuda` when torch sees a GPU, else `cpu`; any other name unchanged."""
     if device != "auto":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from dataclasses import replace
 
 from quail_engine.errors import QuailError
 from quail_engine.exec import SessionConfig, connect, default_cache_dir, open_session
@@ -102,7 +103,8 @@ def open_args_session(args: argparse.Namespace, con=None):
     con = con if con is not None else connect_args(args)
     from quail_engine.cli.progress import Progress
 
-    return con, open_session(con, session_config(args), display=Progress, queries_only=True)
+    return con, open_session(con, replace(session_config(args), queries_only=True),
+                             display=Progress)
 
 
 def check_paths(args: argparse.Namespace) -> None:

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     load_engine(config)
     count, seconds = compile_log.totals()
-    result = {"model": args.model, "device": config.engine_device,
+    result = {"model": args.model, "device": config.engine_device.name,
               "precision": args.precision, "load_s": round(time.perf_counter() - start, 2),
               "kernels_compiled_or_loaded": count, "kernel_s": round(seconds, 2),
               "kernel_cache_before": before, "kernel_cache": compile_log.cache_inventory()}

@@ -15,8 +15,9 @@ from quail_engine.exec.prompt_text import PromptText
 from quail_engine.exec.prompts import OpPrompt
 from quail_engine.exec.scans import load_scan
 from quail_engine.plan.context import PlanContext
+from quail_engine.plan.cost import ModelSpec
+from quail_engine.plan.device import device_spec
 from quail_engine.plan.planner import plan_core
-from quail_engine.settings import resolve_device
 from quail_engine.sql.ir import binding_column
 
 CHARS_PER_TOKEN = 4
@@ -47,9 +48,7 @@ class _GuessRunner:
 def estimated_plans(con, parsed, config: SessionConfig) -> list:
     """The physical plan of every core of `parsed` over the tables of `con`, costed for the
     model and device `config` names."""
-    from quail_engine.plan.device import device_spec
-
-    device = device_spec("cuda" if resolve_device(config.device) == "cuda" else "cpu")
+    device = device_spec(config.engine_device.kind)
     return estimate_plans(con, parsed, model_spec(config.model), device)
 
 
@@ -77,7 +76,6 @@ def estimate_plans(con, parsed, spec, device) -> list:
 
 def model_spec(model: str):
     """The cost model's view of `model`, from its config (no weights read)."""
-    from quail_engine.infer.loader import read_config, resolve_model_dir
-    from quail_engine.plan.cost import ModelSpec
+    from quail_engine.infer.loader import read_config, resolve_model_dir  # torch
 
     return ModelSpec.from_attrs(read_config(resolve_model_dir(model)), name=model)

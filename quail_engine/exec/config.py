@@ -7,10 +7,13 @@ nothing else (no argparse Namespace, no profile object below this line).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from quail_engine.errors import QuailError
-from quail_engine.settings import DEFAULT_PRECISION, Precision, cache_path, resolve_device
+from quail_engine.infer.embedded import EMBEDDED_CONTEXT, decode_model_for, is_embedded
+from quail_engine.infer.factory import resolve_precision
+from quail_engine.settings import DEFAULT_PRECISION, Device, Precision, cache_path
 
 
 def default_cache_dir() -> Path:
@@ -30,7 +33,15 @@ class SessionConfig:
     (None: the engine's own). `convert_in_child`: convert a GGUF model on first use in a child
     process (dbt: its process never imports transformers). `workers`, `ray_address`: run the
     engine as that many replicas on Ray (a local instance on this host, or the cluster at that
-    address; docs/scale-out.md); neither set: one engine in this process, Ray never imported."""
+    address; docs/scale-out.md); neither set: one engine in this process, Ray never imported.
+    How statements run: `plan=False` runs them as written (AI calls evaluated where DuckDB
+    evaluates them, no precompute); `share_kv=False` encodes every prompt in full (the bench's
+    baseline); `sample_size`: rows sampled per filter and join for selectivity; `calibrate`:
+    calibrated yes/no thresholds; `batch_size`: rows per engine call at most; `queries_only`:
+    statements other than queries are refused.
+
+    `engine_device` and `answer_precision` are resolved on first use and kept: one config, one
+    resolution (open_session asks both when the session opens)."""
 
     model: str = "default"
     device: str = "auto"
@@ -46,6 +57,12 @@ class SessionConfig:
     workers: int | None = None
     ray_address: str | None = None
     generation_model: str = "auto"  # writes generated text; "auto": infer.embedded.decode_model_for
+    plan: bool = True
+    share_kv: bool = True
+    sample_size: int = 8
+    calibrate: bool = True
+    batch_size: int = 65536
+    queries_only: bool = False
 
     def __post_init__(self) -> None:
         if self.workers is not None and (isinstance(self.workers, bool)
@@ -70,27 +87,30 @@ class SessionConfig:
         """The token store's folder, None when caching is off."""
         return cache_path("tokens") if self.use_cache else None
 
-    @property
-    def engine_device(self) -> str:
+    @cached_property
+    def engine_device(self) -> Device:
         """The device the engine loads on: `auto` resolved, `cuda` as `cuda:0`."""
-        device = resolve_device(self.device)
-        return "cuda:0" if device == "cuda" else device
+        return Device.resolve(self.device)
+
+    @cached_property
+    def answer_precision(self) -> Precision:
+        """The precision the engine will run in (`auto` resolved: the checkpoint's own on a GPU,
+        bf16-band or fp32 on the CPU: infer/factory.resolve_precision), without loading
+        weights: the answers' identity in the cache and the peak the cost model uses (an FP8
+        checkpoint's fp8-block answers are not its CPU answers)."""
+        return resolve_precision(self.model, self.engine_device, self.precision)
 
     @property
     def decode_model(self) -> str:
         """The model that writes generative operators' text (the session's model unless
         `generation_model` names another, or the embedded default gives way to the embedded
         instruct model)."""
-        from quail_engine.infer.embedded import decode_model_for
-
         return decode_model_for(self.model, self.generation_model)
 
     @property
     def context_limit(self) -> int | None:
         """The tokens a prompt may hold: `max_context` when set, else the embedded models' own
         limit (infer.embedded.EMBEDDED_CONTEXT) for them, else the model's context (None)."""
-        from quail_engine.infer.embedded import EMBEDDED_CONTEXT, is_embedded
-
         if self.max_context:
             return self.max_context
         return EMBEDDED_CONTEXT if is_embedded(self.model) else None

@@ -96,11 +96,13 @@ def load_engine(config: SessionConfig, text: Any = None) -> Any:
     if config.is_distributed:  # replicas on Ray workers (quail_engine/replicas), Ray imported now
         from quail_engine.replicas.ray_engine import RayEngine
 
+        # a cluster's `auto` is its workers' to resolve (GPUs there, whatever this host has)
         engine = RayEngine.start(config.model, config.device if config.ray_address
                                  else config.engine_device, config.precision, config.workers,
                                  config.ray_address, kwargs)
     else:
         engine = load(config.model, device=config.engine_device, precision=config.precision,
+                      resolved=config.answer_precision,
                       tokenizer=None if text is None else text.tokenizer(), **kwargs)
     if config.context_limit or config.max_new_tokens:
         engine = LimitedEngine(engine, config.context_limit, config.max_new_tokens)
@@ -133,34 +135,22 @@ _AUTO: Any = object()
 
 def open_session(con: Any, config: SessionConfig, *, text: Any = None,
                  engine_factory: Callable[[], Any] | None = None, decoder: Any = _AUTO,
-                 display: Callable[[], Any] | None = None, queries_only: bool = False) -> Any:
+                 display: Callable[[], Any] | None = None) -> Any:
     """A QuailSession on the DuckDB connection `con`. `text`: a `model_text(config)` result
     to share (default: a new one); `engine_factory`: loads the engine on first use (default:
     `load_engine(config, text)`); `display`: makes a progress display per execution, shown when
     `config.progress` (the caller's: exec draws nothing); `decoder`: (PromptText, engine
     factory) of the model that writes generated text, None for the session's own (default:
-    `decoder_of(config)`, or None when `engine_factory` is given); `queries_only`: statements
-    other than queries are refused."""
+    `decoder_of(config)`, or None when `engine_factory` is given). The device and the
+    precision are resolved here, once (`config.engine_device`, `config.answer_precision`)."""
     from quail_engine.exec.session import QuailSession
 
     prompt_text, model_config = text if text is not None else model_text(config)
     factory = engine_factory or (lambda: load_engine(config, prompt_text))
-    return QuailSession(con, factory, cache_dir=config.answers_dir, use_cache=config.use_cache,
-                        device=resolve_device(config.device), progress=config.progress,
-                        on_long=config.on_long, text=prompt_text, model_config=model_config,
-                        precision=answer_precision(config), display=display,
+    return QuailSession(con, factory, config, precision=config.answer_precision,
+                        text=prompt_text, model_config=model_config, display=display,
                         decoder=(decoder if decoder is not _AUTO else
-                                 None if engine_factory is not None else decoder_of(config)),
-                        queries_only=queries_only)
-
-
-def answer_precision(config: SessionConfig) -> str:
-    """The precision the engine will run `config` in (`auto` resolved: the checkpoint's own on
-    a GPU, bf16 elsewhere), without loading weights: the answers' identity in the cache and the
-    peak the cost model uses (an FP8 checkpoint's fp8-block answers are not its CPU answers)."""
-    from quail_engine.infer.factory import resolve_precision
-
-    return resolve_precision(config.model, config.engine_device, config.precision)
+                                 None if engine_factory is not None else decoder_of(config)))
 
 
 def decoder_of(config: SessionConfig) -> tuple[Any, Callable[[], Any]] | None:
@@ -188,7 +178,7 @@ class RowAnswers:
         from quail_engine.exec.device_lock import device_lock
         from quail_engine.exec.prompts import is_decoded
 
-        with device_lock(self.config.engine_device):
+        with device_lock(self.config.engine_device.name):
             runner = self._op_runner()
             if is_decoded(op) and self.config.decode_model != self.config.model:
                 runner = self._decoder_runner()

@@ -23,6 +23,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from quail_engine.errors import ModelError
+from quail_engine.infer import fingerprint
+from quail_engine.infer.embedded import EMBEDDED, embedded_gguf
+from quail_engine.infer.json_tokenizer import JsonTokenizer
+from quail_engine.infer.model_ref import ModelRef
+from quail_engine.settings import Device
+
 stage_log = logging.getLogger("quail_engine.stage")
 _CONVERTED: set[str] = set()
 _CONVERT_LOCK = threading.Lock()
@@ -54,8 +61,7 @@ def ensure_converted(spec: str) -> None:
 def _unconverted_gguf(spec: str) -> Path | None:
     """The GGUF file behind `spec` when it still needs converting (mirrors
     infer/loader.resolve_model_dir's choice of a GGUF), else None."""
-    from quail_engine.infer.embedded import EMBEDDED, embedded_gguf
-    from quail_engine.infer.gguf import cache_dir_for
+    from quail_engine.infer.gguf import cache_dir_for  # torch
 
     if spec == "default" or spec in EMBEDDED:
         path: Path | None = embedded_gguf(spec)
@@ -72,8 +78,6 @@ def _unconverted_gguf(spec: str) -> Path | None:
 
 
 def _convert_in_child(spec: str, source: Path) -> None:
-    from quail_engine.errors import ModelError
-
     stage_log.info("converting the model %s (%s) on first use, ~30 s", spec, source.name)
     done = subprocess.run([sys.executable, "-c", _CHILD, str(source)], capture_output=True,
                           text=True, check=False)
@@ -85,8 +89,6 @@ def _convert_in_child(spec: str, source: Path) -> None:
 def describe_model(spec: str | None, device: str) -> list[str]:
     """Two lines about the model `spec` on `device` (family, size, identity, folder; tokenizer,
     weights, device); a QuailError naming the problem when something is missing or broken."""
-    from quail_engine.infer.model_ref import ModelRef
-
     spec = spec or "default"
     ensure_converted(spec)
     ref = ModelRef.resolve(spec)
@@ -106,8 +108,7 @@ def _fingerprint_line(directory: Path) -> str:
     """The committed fingerprint of the GGUF the model was converted from, recomputed here in
     float32 on the CPU (a ModelError when it differs); models without one are said to have
     none."""
-    from quail_engine.infer import fingerprint
-    from quail_engine.infer.loader import load_model
+    from quail_engine.infer.loader import load_model  # torch
 
     source = json.loads((directory / "config.json").read_text()).get("quail_source_sha256")
     reference = fingerprint.reference_for(source) if source else None
@@ -120,9 +121,6 @@ def _fingerprint_line(directory: Path) -> str:
 
 
 def _tokenizer_line(directory: Path) -> str:
-    from quail_engine.errors import ModelError
-    from quail_engine.infer.json_tokenizer import JsonTokenizer
-
     try:
         tokenizer = JsonTokenizer.load(directory)
     except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception on bad JSON
@@ -140,8 +138,6 @@ def _tokenizer_line(directory: Path) -> str:
 
 def _weights_line(directory: Path) -> str:
     """Every *.safetensors file's header parses and its tensors end where the file does."""
-    from quail_engine.errors import ModelError
-
     files = sorted(directory.glob("*.safetensors"))
     if not files:
         raise ModelError(f"no *.safetensors weights in {str(directory)!r}")
@@ -155,8 +151,6 @@ def _weights_line(directory: Path) -> str:
 
 
 def _safetensors_tensors(path: Path) -> int:
-    from quail_engine.errors import ModelError
-
     size = path.stat().st_size
     with path.open("rb") as handle:
         raw = handle.read(8)
@@ -175,15 +169,14 @@ def _safetensors_tensors(path: Path) -> int:
     return len(header)
 
 
-def _check_device(device: str) -> None:
-    from quail_engine.errors import ModelError
-
-    if not device.startswith("cuda"):
+def _check_device(spec: str) -> None:
+    device = Device.resolve(spec)
+    if not device.is_cuda:
         return
-    import torch
+    import torch  # only to count a machine's GPUs
 
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    index = int(device.partition(":")[2] or 0)
+    index = int(device.name.partition(":")[2] or 0)
     if index >= count:
         raise ModelError(f"device {device} is not available (this machine has {count} CUDA "
                          "device(s)); set device: cpu or auto in the profile")

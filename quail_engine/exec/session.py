@@ -13,13 +13,13 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import pyarrow as pa
 
 from quail_engine.errors import QuailError
 from quail_engine.exec.answer_cache import AnswerCache
 from quail_engine.exec.answer_store import AnswerStore
+from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.core_runner import CoreRunner
 from quail_engine.exec.device_lock import StatementLock, device_lock
 from quail_engine.exec.gc_tuning import relaxed_gc
@@ -27,6 +27,7 @@ from quail_engine.exec.limit_pushdown import push_limit
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.pass_tables import register_pass_tables, unregister_pass_tables
 from quail_engine.exec.progress_sink import NullProgress
+from quail_engine.exec.prompt_text import PromptText
 from quail_engine.exec.prompts import DECODED
 from quail_engine.exec.report import Report
 from quail_engine.exec.scans import query_arrow
@@ -41,7 +42,10 @@ from quail_engine.exec.udfs import (
 )
 from quail_engine.exec.user_errors import statement_error
 from quail_engine.plan.cost import ModelSpec, Work, num_passes, seconds
+from quail_engine.plan.device import device_spec
+from quail_engine.settings import Device
 from quail_engine.sql.placeholder import placeholder_ids
+from quail_engine.sql.query import parse
 
 log = logging.getLogger(__name__)
 
@@ -73,44 +77,41 @@ class _LazyEngine:
 class QuailSession:
     """`execute(sql, dialect) -> pyarrow.Table`; `report` describes the last execution.
 
-    `plan=False` runs the statement as written (AI calls evaluated where DuckDB evaluates them,
-    no precompute); `share_kv=False` encodes every prompt in full (the baseline of the bench).
-    `text`: the PromptText prompts are tokenized through and answers are cached under (default:
-    the engine's tokenizer and model id, which loads the engine); `model_config`: the model's
+    `config`: what the session runs on and how (exec/config.SessionConfig; default: the CPU,
+    no answer cache); its device is resolved here, once. `precision`: the precision `config`
+    resolves to (`SessionConfig.answer_precision`, as open_session passes it), part of the
+    answers' identity; empty where the engine's is not known (a test's fake engine). `text`:
+    the PromptText prompts are tokenized through and answers are cached under (default: the
+    engine's tokenizer and model id, which loads the engine); `model_config`: the model's
     config for the cost model without loading weights (default: the engine's). With both, a
-    query whose answers are all cached loads no model. `precision` is part of the answers'
-    identity. `display`: makes the progress display of one execution (the caller's, e.g.
-    cli/progress.Progress), used when `progress` is true; exec/progress_sink.py says what it
-    is told. `decoder`: (PromptText, engine factory) of another model that writes the text of
-    generative operators (loaded on first use), None when this session's model writes it.
+    query whose answers are all cached loads no model. `display`: makes the progress display of
+    one execution (the caller's, e.g. cli/progress.Progress), used when `config.progress`;
+    exec/progress_sink.py says what it is told. `decoder`: (PromptText, engine factory) of
+    another model that writes the text of generative operators (loaded on first use), None when
+    this session's model writes it. `device_spec`: the cost model's device (default: probed
+    from the device on first use).
     """
 
-    def __init__(self, con, engine_factory: Callable[[], object], cache_dir: str | Path | None =
-                 None, *, use_cache: bool = True, device: str = "cpu", progress: bool = False,
-                 sample_size: int = 8, on_long: str = "truncate", calibrate: bool = True,
-                 plan: bool = True, share_kv: bool = True, device_spec=None,
-                 batch_size: int = 65536, text=None, model_config: Callable[[], object] | None
-                 = None, precision: str = "", display: Callable[[], object] | None = None,
+    def __init__(self, con, engine_factory: Callable[[], object],
+                 config: SessionConfig | None = None, *, precision: str = "", text=None,
+                 model_config: Callable[[], object] | None = None,
                  decoder: tuple[object, Callable[[], object]] | None = None,
-                 queries_only: bool = False):
-        from quail_engine.exec.prompt_text import PromptText
-
+                 display: Callable[[], object] | None = None, device_spec=None):
         self.con = con
+        self.config = config if config is not None else SessionConfig(device="cpu",
+                                                                       use_cache=False)
+        self.device = Device.resolve(self.config.device)
+        self.precision = precision
         self.text = text if text is not None else PromptText.of_engine(lambda: self.engine)
         self._engine = _LazyEngine(engine_factory, lambda: getattr(self.text, "load_s", 0.0))
         self._model_config = model_config
-        self.precision = precision
         self.decoder_text, self._decoder = None, None
         if decoder is not None:
             self.decoder_text = decoder[0]
             self._decoder = _LazyEngine(decoder[1],
                                         lambda: getattr(self.decoder_text, "load_s", 0.0))
-        self.cache = AnswerCache.in_dir(cache_dir if use_cache else None)
-        self.device, self.show_progress, self.display = device, progress, display
-        self.sample_size, self.on_long, self.calibrate = sample_size, on_long, calibrate
-        self.plan, self.share_kv, self.device_spec = plan, share_kv, device_spec
-        self.batch_size = batch_size
-        self.queries_only = queries_only  # other statements are refused (ParsedQuery.check_query)
+        self.cache = AnswerCache.in_dir(self.config.answers_dir)
+        self.display, self.device_spec = display, device_spec
         self.report = Report()
         self.parsed = None
         self._text_load0 = self._decoder_text_load0 = 0.0
@@ -125,8 +126,6 @@ class QuailSession:
         return self._decoder.get()
 
     def parse(self, sql: str, dialect: str):
-        from quail_engine.sql.query import parse
-
         return parse(sql, dialect)
 
     def execute(self, sql: str, dialect: str = "duckdb") -> pa.Table:
@@ -137,14 +136,14 @@ class QuailSession:
         start = time.perf_counter()
         self._text_load0 = getattr(self.text, "load_s", 0.0)  # the text may be shared
         self._decoder_text_load0 = getattr(self.decoder_text, "load_s", 0.0)
-        self.report = Report(device=self.device)
+        self.report = Report(device=self.device.name)
         with self.report.phase("parse"):
             parsed = self.parse(sql, dialect)
-            if self.queries_only:
+            if self.config.queries_only:  # other statements are refused
                 parsed.check_query()
         self.parsed = parsed
         store = AnswerStore()
-        progress = (self.display() if self.show_progress and self.display is not None
+        progress = (self.display() if self.config.progress and self.display is not None
                     else NullProgress())
         progress.set_token_counter(self._fresh_tokens)
         runner = _SessionRunner(self, progress)
@@ -153,7 +152,7 @@ class QuailSession:
         if parsed.ai_ops:  # read once; the statements DuckDB runs are derived from this tree
             tree, limit = push_limit(read_statement(parsed))
             statement = emit(prepare(tree, suffix))
-        lock = device_lock(self.device)
+        lock = device_lock(self.device.name)
         udf_lock = StatementLock(lock)
         names = register_udfs(self.con, parsed.ai_ops, store, runner, udf_lock, suffix)
         tables: list[str] = []
@@ -164,7 +163,7 @@ class QuailSession:
                 lock.acquire()
             try:
                 udf_lock.held_by_statement = True
-                if self.plan and parsed.ai_ops:
+                if self.config.plan and parsed.ai_ops:
                     self._run_cores(parsed, runner, store, suffix, limit)
             finally:
                 udf_lock.held_by_statement = False
@@ -198,15 +197,12 @@ class QuailSession:
         specs = functools.cache(self._specs)
         for core in dependency_order(parsed.cores):
             CoreRunner(self.con, core.ops_of(parsed.ai_ops), runner, store, specs,
-                       self.sample_size,
+                       self.config.sample_size,
                        lambda sql: prepare_sql(sql, suffix)).run(
                            core, limit if len(parsed.cores) == 1 else None)
 
     def close(self) -> None:
         self.cache.close()
-
-    def _device_name(self) -> str:
-        return "cuda" if str(self.device).startswith("cuda") else "cpu"
 
     def _fresh_tokens(self) -> int:
         """The engine's token counter, read by the progress display; loads nothing."""
@@ -230,12 +226,10 @@ class QuailSession:
         return spec, self._device_spec()
 
     def _device_spec(self):
-        from quail_engine.plan.device import device_spec
-
         if self.device_spec is None:  # probed once per session: every figure uses the same
             # on a GPU this imports torch and starts CUDA (seconds): model load, not query work
             with self.report.phase("device_start"):
-                self.device_spec = device_spec(self._device_name(), self.precision or "bf16")
+                self.device_spec = device_spec(self.device.kind, self.precision or "bf16")
         return self.device_spec
 
     def _speed_of_light(self, rep: Report, writer) -> None:
@@ -252,9 +246,7 @@ class QuailSession:
             if dev is None:
                 dev = self._device_spec()
         sheet = None
-        if self._device_name() == "cuda":
-            from quail_engine.plan.device import device_spec
-
+        if self.device.is_cuda:
             sheet = device_spec("cuda", self.precision or "bf16", datasheet=True)
         rep.sol_seconds = rep.sol_seconds_sustained = 0.0
         for model, ops in groups:
@@ -284,7 +276,7 @@ class QuailSession:
         # the GPU (torch and CUDA, when the cost model first asks its name; on the CPU that
         # phase is the CPU probe, not a load), each as it happened here and counted once
         text_s = getattr(self.text, "load_s", 0.0) - self._text_load0
-        start_s = rep.phases.get("device_start", 0.0) if self._device_name() == "cuda" else 0.0
+        start_s = rep.phases.get("device_start", 0.0) if self.device.is_cuda else 0.0
         rep.load_s = self._engine.load_s + max(0.0, text_s - self._engine.nested_s) + start_s
         self._engine.load_s = self._engine.nested_s = 0.0
         if self._decoder is not None:
@@ -327,12 +319,12 @@ class _SessionRunner(OpRunner):
     def __init__(self, session: QuailSession, progress, writes: bool = False):
         self._session, self._writes = session, writes
         super().__init__(None, session.cache, session.report, progress,
-                         on_long=session.on_long, calibrate=session.calibrate,
-                         batch_size=session.batch_size,
+                         on_long=session.config.on_long, calibrate=session.config.calibrate,
+                         batch_size=session.config.batch_size,
                          text=session.decoder_text if writes else session.text,
                          precision=session.precision)
-        self.share_kv = session.share_kv
-        self.plan_rate_first = session._device_name() == "cuda"
+        self.share_kv = session.config.share_kv
+        self.plan_rate_first = session.device.is_cuda
         if not writes and session.decoder_text is not None:
             self.decoder = _SessionRunner(session, progress, writes=True)
 

@@ -28,7 +28,7 @@ from typing import Any
 from quail_engine.errors import ModelError, QuailError
 from quail_engine.infer.embedded import source_sha256
 from quail_engine.infer.reask import ReaskingEngine, band_for
-from quail_engine.settings import Precision, compute_dtype
+from quail_engine.settings import Device, Precision, compute_dtype
 
 # The engines (torch; the GPU path also Triton, which a machine may lack) and the checkpoint
 # reader (torch) are imported where an engine is made: resolving a precision for a session,
@@ -47,28 +47,24 @@ BANDED: dict[Precision, Precision] = {"bf16-band": "bf16", "fp8-band": "fp8",
 CPU_BAND = "bf16-cpu"  # the band bf16-band reads on a CPU (infer/bands.json)
 
 
-def band_key(precision: Precision, device: str) -> str:
+def band_key(precision: Precision, device: str | Device) -> str:
     """The bands.json key of the fast precision `precision` on `device`."""
-    return f"{precision}-cuda" if _on_gpu(device) else f"{precision}-cpu"
+    return f"{precision}-{Device.resolve(device).kind}"
 
 
-def _on_gpu(device: str) -> bool:
-    return str(device).startswith("cuda")
-
-
-def resolve_precision(spec: str, device: str, precision: Precision) -> Precision:
+def resolve_precision(spec: str, device: str | Device, precision: Precision) -> Precision:
     """`precision` with auto replaced by what it means for `spec` on `device` (above)."""
     known = (*PRECISIONS, *CPU_ONLY, *BANDED)
     if precision != "auto" and precision not in known:
         raise QuailError(f"precision must be one of auto, {', '.join(known)}; got {precision!r}")
     if precision != "auto":
         return precision
-    if not _on_gpu(device):
+    if not Device.resolve(device).is_cuda:
         if compute_dtype("cpu") != "bfloat16":
             return "fp32"  # what this CPU computes bf16 models in anyway
         band = band_for(source_sha256(spec), CPU_BAND)
         return "bf16-band" if band is not None and band.faster_than_reference else "fp32"
-    from quail_engine.infer.loader import checkpoint_precision
+    from quail_engine.infer.loader import checkpoint_precision  # torch
 
     try:
         own = checkpoint_precision(spec)
@@ -80,36 +76,38 @@ def resolve_precision(spec: str, device: str, precision: Precision) -> Precision
     return own
 
 
-def load_engine(spec: str = "default", device: str = "cpu", precision: Precision = "auto",
+def load_engine(spec: str = "default", device: str | Device = "cpu",
+                precision: Precision = "auto", *, resolved: Precision | None = None,
                 **kwargs: Any):
-    from quail_engine.infer.engine import LocalEngine
-
-    requested = precision
-    precision = resolve_precision(spec, device, precision)
-    on_gpu = _on_gpu(device)
+    """The engine of `spec` on `device` in `precision` (above); `resolved`: what `precision`
+    resolves to, when the caller has resolved it already (a session does once, as it opens)."""
+    from quail_engine.infer.engine import LocalEngine  # torch
+    requested, device = precision, Device.resolve(device)
+    precision = resolved or resolve_precision(spec, device, precision)
+    on_gpu = device.is_cuda
     if precision in BANDED:
         return _banded(spec, device, BANDED[precision], requested, kwargs)
     if precision in CPU_ONLY:
         if on_gpu:
             raise QuailError(f"precision {precision!r} runs only on the CPU (--device cpu); "
-                             f"this run is on {device!r}: use bf16 or an fp8 precision")
-        return LocalEngine.load(spec, device=device, dtype=CPU_ONLY[precision], **kwargs)
+                             f"this run is on {device.name!r}: use bf16 or an fp8 precision")
+        return LocalEngine.load(spec, device=device.name, dtype=CPU_ONLY[precision], **kwargs)
     return _plain(spec, device, precision, requested, kwargs)
 
 
-def _plain(spec: str, device: str, precision: Precision, requested: Precision,
+def _plain(spec: str, device: Device, precision: Precision, requested: Precision,
            kwargs: dict[str, Any]):
-    from quail_engine.infer.engine import LocalEngine
+    from quail_engine.infer.engine import LocalEngine  # torch
 
-    if precision != "bf16" and not _on_gpu(device):
+    if precision != "bf16" and not device.is_cuda:
         raise QuailError(f"precision {precision!r} runs only on the GPU path (a cuda device); "
-                         f"this run is on {device!r}: use bf16 or fp32")
-    if not _on_gpu(device):  # the CPU's compute dtype: bf16 where it multiplies bf16
-        return LocalEngine.load(spec, device=device, **kwargs)
+                         f"this run is on {device.name!r}: use bf16 or fp32")
+    if not device.is_cuda:  # the CPU's compute dtype: bf16 where it multiplies bf16
+        return LocalEngine.load(spec, device=device.name, **kwargs)
     try:
-        from quail_engine.infer.gpu.engine import GpuEngine
+        from quail_engine.infer.gpu.engine import GpuEngine  # Triton, which a machine may lack
 
-        return GpuEngine.load(spec, device=device, **PRECISIONS[precision], **kwargs)
+        return GpuEngine.load(spec, device=device.name, **PRECISIONS[precision], **kwargs)
     except (ImportError, ValueError) as exc:
         if requested != "auto" and precision != "bf16":
             raise QuailError(f"precision {precision!r} needs the GPU path, which cannot run "
@@ -117,29 +115,29 @@ def _plain(spec: str, device: str, precision: Precision, requested: Precision,
         # ValueError: a family or feature the GPU path does not implement (attention bias,
         # RoPE scaling, families other than llama/qwen2/qwen3/gemma3); ImportError: no Triton
         log.warning("GPU kernels unavailable for %r (%s); running the plain-torch engine on %s",
-                    spec, exc, device)
-        return LocalEngine.load(spec, device=device, **kwargs)
+                    spec, exc, device.name)
+        return LocalEngine.load(spec, device=device.name, **kwargs)
 
 
-def _banded(spec: str, device: str, fast: Precision, requested: Precision,
+def _banded(spec: str, device: Device, fast: Precision, requested: Precision,
             kwargs: dict[str, Any]):
     """`fast`'s answers, the decisions inside its measured band re-asked in float32 by the
     plain-torch engine on the same device, loaded on the first re-ask (infer/reask.py)."""
-    from quail_engine.infer.engine import LocalEngine
+    from quail_engine.infer.engine import LocalEngine  # torch
 
-    if fast != "bf16" and not _on_gpu(device):
+    if fast != "bf16" and not device.is_cuda:
         raise QuailError(f"precision '{fast}-band' runs only on a cuda device; use bf16-band "
                          "or fp32 on the CPU")
     band = band_for(source_sha256(spec), band_key(fast, device))
     if band is None:
         raise QuailError(f"precision '{fast}-band' needs a measured band for {spec!r} on "
-                         f"{'a GPU' if _on_gpu(device) else 'the CPU'} and none is committed "
+                         f"{'a GPU' if device.is_cuda else 'the CPU'} and none is committed "
                          "(infer/bands.json; `python -m bench trust --bands` measures one); use "
-                         f"{'fp32 (the same answers) or ' if not _on_gpu(device) else ''}"
+                         f"{'fp32 (the same answers) or ' if not device.is_cuda else ''}"
                          f"{fast} (its close calls may differ from float32's)")
     engine = _plain(spec, device, fast, requested, kwargs)
     codec = getattr(engine, "codec", None)  # the tokenizer read once, where the engine has one
     if "tokenizer" not in kwargs and codec is not None:
         kwargs = {**kwargs, "tokenizer": codec.tokenizer}
-    return ReaskingEngine(engine, lambda: LocalEngine.load(spec, device=device, dtype="float32",
-                                                           **kwargs), band)
+    return ReaskingEngine(engine, lambda: LocalEngine.load(spec, device=device.name,
+                                                           dtype="float32", **kwargs), band)

@@ -17,7 +17,8 @@ import socket
 from typing import Any
 
 from quail_engine.errors import QuailError
-from quail_engine.settings import cpu_threads
+from quail_engine.replicas.worker import EngineWorker
+from quail_engine.settings import Device, cpu_threads
 
 log = logging.getLogger(__name__)
 stage = logging.getLogger("quail_engine.stage")
@@ -97,13 +98,10 @@ def actor_resources(ray: Any, workers: int, on_gpu: bool) -> dict[str, float]:
     return {"num_cpus": max(1, int(total.get("CPU", 1)) // workers)}
 
 
-def start_workers(ray: Any, workers: int, spec: str, device: str, precision: str,
+def start_workers(ray: Any, workers: int, spec: str, device: Device, precision: str,
                   engine_kwargs: dict[str, Any]) -> list:
     """`workers` EngineWorker actors (constructed; their models load in parallel)."""
-    from quail_engine.replicas.worker import EngineWorker
-
-    on_gpu = device.startswith("cuda")
-    resources = actor_resources(ray, workers, on_gpu)
+    resources = actor_resources(ray, workers, device.is_cuda)
     total = ray.cluster_resources()  # busy ones free up (the actors wait); too few never do
     for key, name in (("num_cpus", "CPU"), ("num_gpus", "GPU")):
         need = resources.get(key, 0) * workers
@@ -112,5 +110,6 @@ def start_workers(ray: Any, workers: int, spec: str, device: str, precision: str
                                f"{workers} workers need {need:g}")
     actor = ray.remote(max_restarts=0, max_task_retries=0, **resources)(EngineWorker)
     log.info("starting %d engine workers (%s each)", workers, resources)
-    return [actor.remote(i, spec, "cuda:0" if on_gpu else "cpu", precision, engine_kwargs)
+    return [actor.remote(i, spec, "cuda:0" if device.is_cuda else "cpu", precision,
+                         engine_kwargs)
             for i in range(workers)]

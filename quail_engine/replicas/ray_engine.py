@@ -31,6 +31,7 @@ from quail_engine.replicas import cluster, sharding
 from quail_engine.replicas.cluster import ClusterError
 from quail_engine.replicas.wire import pack_requests, unpack_answers
 from quail_engine.replicas.worker import CRASH_ENV, WorkerInfo
+from quail_engine.settings import Device
 
 log = logging.getLogger(__name__)
 stage = logging.getLogger("quail_engine.stage")
@@ -69,18 +70,19 @@ class RayEngine:
         self._crashed: set[int] = set()
 
     @classmethod
-    def start(cls, spec: str, device: str, precision: str = "bf16", workers: int | None = None,
+    def start(cls, spec: str, device: str | Device, precision: str = "bf16",
+              workers: int | None = None,
               address: str | None = None, engine_kwargs: dict[str, Any] | None = None
               ) -> RayEngine:
         """Replicas of `spec` on `workers` Ray workers (default: one per GPU of the cluster, or
         one per node on the CPU). `device`: auto (cuda when the cluster has GPUs), cpu, cuda."""
         ray = cluster.connect(address)
-        on_gpu = (str(device).startswith("cuda") or (
-            device == "auto" and ray.cluster_resources().get("GPU", 0) > 0))
+        on_gpu = (ray.cluster_resources().get("GPU", 0) > 0 if device == "auto"
+                  else Device.resolve(device).is_cuda)
         n = workers or cluster.default_workers(ray, on_gpu)
         stage.info("loading %s on %d Ray workers (%s)", spec, n, "cuda" if on_gpu else "cpu")
-        actors = cluster.start_workers(ray, n, spec, "cuda" if on_gpu else "cpu", precision,
-                                       engine_kwargs or {})
+        actors = cluster.start_workers(ray, n, spec, Device("cuda:0" if on_gpu else "cpu"),
+                                       precision, engine_kwargs or {})
         try:
             return cls(ray, actors, spec)
         except BaseException:

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from quail_engine.exec.answer_cache import AnswerCache
+from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.prompts import OpPrompt
 from quail_engine.exec.report import Report
@@ -120,7 +121,8 @@ def cache_dir(tmp_path_factory):
 @pytest.mark.parametrize("dialect,kind", CASES)
 def test_query_matches_one_question_at_a_time(con, engine, reference, cache_dir, dialect, kind):
     sql = QUERIES[dialect][kind]
-    session = QuailSession(con.cursor(), lambda: engine, cache_dir=cache_dir)
+    session = QuailSession(con.cursor(), lambda: engine,
+                           SessionConfig(cache_dir=cache_dir, device="cpu"))
     got = [tuple(r.values()) for r in session.execute(sql, dialect).to_pylist()]
     parsed = parse(sql, dialect)
     assert got == expected_rows(con, parsed, reference)  # the reference knows no plan

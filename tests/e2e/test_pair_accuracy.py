@@ -32,7 +32,7 @@ def run(engine, sql: str, **tables) -> list[dict]:
     con = duckdb.connect()
     for name, table in tables.items():
         con.register(name, pa.table(table))
-    return QuailSession(con, lambda: engine, cache_dir=None).execute(sql, "snowflake").to_pylist()
+    return QuailSession(con, lambda: engine).execute(sql, "snowflake").to_pylist()
 
 
 def sql_text(template: str) -> str:

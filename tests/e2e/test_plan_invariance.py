@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.session import QuailSession
 
 pytestmark = pytest.mark.model
@@ -35,8 +36,9 @@ KEEPS_EVERY_PAIR = " AND r.id + p.product_id > 0"
 
 def _run(con, engine, sql, tmp_path, **options):
     cache = options.pop("cache_dir", None)
-    session = QuailSession(con.cursor(), lambda: engine, cache_dir=cache,
-                           use_cache=cache is not None, **options)
+    config = SessionConfig(device="cpu", cache_dir=cache, use_cache=cache is not None,
+                           **options)
+    session = QuailSession(con.cursor(), lambda: engine, config)
     return [tuple(r.values()) for r in session.execute(sql, "snowflake").to_pylist()]
 
 

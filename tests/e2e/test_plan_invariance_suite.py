@@ -45,6 +45,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.session import QuailSession
 from quail_testing.quailb import data as quailb_data
 from quail_testing.quailb.queries import QUERIES
@@ -196,8 +197,9 @@ def connections(tmp_path_factory):
 def _asked(connections, engine, question: Question, sql: str | None = None, dialect: str = "",
            cache_dir: Path | None = None, **options) -> tuple[list[tuple], QuailSession]:
     """The rows of `sql` (default: the question's) and the session that asked it."""
-    session = QuailSession(connections[question.data].cursor(), lambda: engine,
-                           cache_dir=cache_dir, use_cache=cache_dir is not None, **options)
+    config = SessionConfig(device="cpu", cache_dir=cache_dir, use_cache=cache_dir is not None,
+                           **options)
+    session = QuailSession(connections[question.data].cursor(), lambda: engine, config)
     table = session.execute(question.sql if sql is None else sql, dialect or question.dialect)
     rows = [tuple(r.values()) for r in table.to_pylist()]
     return (rows if question.ordered else sorted(rows, key=repr)), session

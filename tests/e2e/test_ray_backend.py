@@ -67,7 +67,7 @@ def con():
 
 
 def rows(con, engine, sql):
-    session = QuailSession(con.cursor(), lambda: engine, cache_dir=None)
+    session = QuailSession(con.cursor(), lambda: engine)
     return session.execute(sql).to_pylist(), session.report
 
 

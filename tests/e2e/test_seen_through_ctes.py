@@ -5,6 +5,7 @@ once (the CTE's own core finds the outer core's answers)."""
 
 import pytest
 
+from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.session import QuailSession
 
 pytestmark = pytest.mark.model
@@ -26,9 +27,10 @@ QUERIES = {
 @pytest.mark.parametrize("name", sorted(QUERIES))
 def test_seen_through_rows_equal_the_unplanned_statement(con, engine, name):
     sql = QUERIES[name]
-    planned = QuailSession(con.cursor(), lambda: engine, use_cache=False)
+    planned = QuailSession(con.cursor(), lambda: engine)
     rows = planned.execute(sql, "snowflake").to_pylist()
-    plain = QuailSession(con.cursor(), lambda: engine, use_cache=False, plan=False)
+    plain = QuailSession(con.cursor(), lambda: engine,
+                         SessionConfig(use_cache=False, plan=False, device="cpu"))
     assert plain.execute(sql, "snowflake").to_pylist() == rows
     assert planned.parsed.cores[0].ops  # the outer core saw through the CTE
     report = {o["op"]: o for o in planned.report.to_json()["operators"]}

@@ -40,7 +40,7 @@ def test_filter_and_classify_reach_085_from_sql(engine, reviews, dialect):
     con.register("reviews", pa.table({"id": list(range(len(reviews))),
                                       "review": [r["text"] for r in reviews],
                                       "truth": [r["sentiment"] for r in reviews]}))
-    out = QuailSession(con, lambda: engine, cache_dir=None).execute(
+    out = QuailSession(con, lambda: engine).execute(
         QUERIES[dialect], dialect).to_pylist()
     assert len(out) == len(reviews) >= 40
     filter_acc = sum(r["is_positive"] == (r["truth"] == "positive") for r in out) / len(out)

@@ -4,6 +4,8 @@ no module outside exec/ (cli/, migrate/, the adapter, ...) imports an exec modul
 facade."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -56,3 +58,17 @@ def test_exec_has_no_argparse_and_writes_no_stdout(path):
 def test_only_the_facade_of_exec_is_imported_outside_it(path):
     inner = {n for n in _imports(path) - FACADE if n.startswith("quail_engine.exec.")}
     assert not inner, f"{path.relative_to(ROOT)} imports {sorted(inner)}: use exec/facade.py"
+
+
+def test_the_cli_and_the_exec_facade_import_no_torch():
+    """`quail --help`, `quail transpile` and a fully cached query stay fast on any machine: the
+    CLI's modules and the facade leave torch (and Triton, transformers, Ray) to the engine's
+    load."""
+    modules = sorted(f"quail_engine.{p.relative_to(ROOT / 'quail_engine').with_suffix('')}"
+                     .replace("/", ".") for p in (ROOT / "quail_engine" / "cli").glob("*.py"))
+    code = (f"import sys, quail_engine.exec, quail_engine.exec.config, {', '.join(modules)}\n"
+            "heavy = [m for m in ('torch', 'triton', 'transformers', 'ray') if m in sys.modules]\n"
+            "assert not heavy, heavy\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stderr

@@ -67,7 +67,7 @@ class AiRunner:
 
     @property
     def device(self) -> str:
-        return self.config.engine_device
+        return self.config.engine_device.name
 
     def _statement_lock(self) -> threading.Lock:
         with self._GUARD:

@@ -113,7 +113,7 @@ def test_sharing_keeps_rows_and_reports_hits_fresh_and_minimum(engines):
     _traces(con)
     out = {}
     for name, engine in zip(("shared", "plain"), engines):
-        session = QuailSession(con.cursor(), lambda e=engine: e, use_cache=False)
+        session = QuailSession(con.cursor(), lambda e=engine: e)
         rows = [r["id"] for r in session.execute(SQL, "duckdb").to_pylist()]
         out[name] = rows, session.report.to_json()
     (rows_on, on), (rows_off, off) = out["shared"], out["plain"]

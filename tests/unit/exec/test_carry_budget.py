@@ -7,6 +7,7 @@ import pytest
 from exec_fakes import FakeEngine, review_db
 
 from quail_engine.errors import ExecutionError
+from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.doc_kv import kv_capacity_tokens
 from quail_engine.exec.session import QuailSession
 from quail_engine.plan.chunking import DEFAULT as CHUNKING
@@ -70,7 +71,7 @@ def _run(capacity_tokens, sql=SQL, extends=False):
         engines.append(bounded_engine(capacity_tokens, extends)())
         return engines[-1]
 
-    session = QuailSession(review_db(REVIEWS, PRODUCTS), factory, use_cache=False,
+    session = QuailSession(review_db(REVIEWS, PRODUCTS), factory,
                            device_spec=DeviceSpec("toy", 1e11, 2e10))
     rows = session.execute(sql, "snowflake").to_pylist()
     return rows, session.report.to_json(), engines[0]
@@ -159,7 +160,7 @@ def _run_recording(extends: bool):
 
     engines = []
     session = QuailSession(review_db(REVIEWS, PRODUCTS),
-                           lambda: engines.append(Recording()) or engines[-1], use_cache=False,
+                           lambda: engines.append(Recording()) or engines[-1],
                            device_spec=DeviceSpec("toy", 1e11, 2e10))
     rows = session.execute(SQL, "snowflake").to_pylist()
     return rows, session.report.to_json(), engines[0], prompts
@@ -272,7 +273,8 @@ def test_a_star_answered_from_the_cache_encodes_nothing(tmp_path):
     for _ in range(2):
         engine = bounded_engine(16384, True)()
         session = QuailSession(review_db(REVIEWS, PRODUCTS), lambda e=engine: e,
-                               cache_dir=tmp_path, device_spec=DeviceSpec("toy", 1e11, 2e10))
+                               SessionConfig(cache_dir=tmp_path, device="cpu"),
+                               device_spec=DeviceSpec("toy", 1e11, 2e10))
         runs.append((session.execute(sql, "snowflake").to_pylist(), engine))
     (first, cold), (second, warm) = runs
     assert first == second and len(first) > 100

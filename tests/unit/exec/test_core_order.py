@@ -4,6 +4,7 @@ core, so the classification is planned, not computed row by row inside DuckDB's 
 
 from exec_fakes import FakeEngine, review_db
 
+from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.session import QuailSession, dependency_order
 from quail_engine.plan.cost import DeviceSpec
 from quail_engine.sql.query import parse
@@ -22,7 +23,7 @@ ORDER BY c.id, p.name"""
 
 
 def _session():
-    return QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine, use_cache=False,
+    return QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine,
                         device_spec=DeviceSpec("toy", 1e11, 2e10))
 
 
@@ -53,5 +54,6 @@ def test_the_cte_classification_is_planned_inside_the_outer_core():
     assert s2.execute(apart, "duckdb").to_pylist() == rows
     assert "join #0 p anchor=c reuse c:c.review" in s.report.plans[0]
     assert fused < s2.engine.stats.fresh_tokens
-    plain = QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine, use_cache=False, plan=False)
+    plain = QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine,
+                         SessionConfig(use_cache=False, plan=False, device="cpu"))
     assert plain.execute(SQL, "duckdb").to_pylist() == rows

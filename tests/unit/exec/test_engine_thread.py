@@ -27,7 +27,7 @@ class ThreadRecordingEngine(FakeEngine):
 
 def _session(engine):
     s = QuailSession(review_db(REVIEWS, [(1, "widget")]), lambda: engine,
-                     device_spec=DeviceSpec("toy", 1e11, 2e10), use_cache=False)
+                     device_spec=DeviceSpec("toy", 1e11, 2e10))
     return s
 
 

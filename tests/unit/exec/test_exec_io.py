@@ -11,6 +11,7 @@ from exec_fakes import FakeEngine, bfilter, classify, filters_query, patch_fake_
 
 from quail_engine.cli import main
 from quail_engine.errors import ExecutionError
+from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.session import QuailSession
 from quail_engine.exec.tables import register_table
 from quail_engine.plan.cost import DeviceSpec
@@ -84,7 +85,8 @@ def test_long_document_truncated_and_counted_or_refused(on_long):
     con.execute("INSERT INTO reviews VALUES (1, ?), (2, 'short PRICE price')",
                 [" ".join(f"w{i}" for i in range(200)) + " PRICE price"])
     parsed = filters_query((bfilter("Mentions PRICE?"), classify()), where=(0,), project=(1,))
-    s = QuailSession(con, TinyContext, use_cache=False, on_long=on_long,
+    s = QuailSession(con, TinyContext,
+                     SessionConfig(use_cache=False, on_long=on_long, device="cpu"),
                      device_spec=DeviceSpec("toy", 1e11, 1e10))
     s.parse = lambda sql, dialect: parsed
     if on_long == "error":

@@ -14,6 +14,7 @@ from exec_fakes import (
 )
 
 from quail_engine.errors import ExecutionError
+from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.prompts import OpPrompt, sql_value
 from quail_engine.exec.session import QuailSession
 from quail_engine.infer.api import Request
@@ -38,8 +39,9 @@ def con():
 
 
 def session(con, parsed, engine, tmp_path=None, **kw):
-    s = QuailSession(con, lambda: engine, cache_dir=tmp_path, use_cache=tmp_path is not None,
-                     device_spec=TOY, **kw)
+    config = SessionConfig(device="cpu", cache_dir=tmp_path, use_cache=tmp_path is not None,
+                           **kw)
+    s = QuailSession(con, lambda: engine, config, device_spec=TOY)
     s.parse = lambda sql, dialect: parsed
     return s
 
@@ -275,8 +277,8 @@ def test_a_fully_cached_query_loads_no_model_and_no_tokenizer(con, tmp_path):
 
     def run():
         text = PromptText(make("tokenizer"), "fake-model-identity", tmp_path / "tokens")
-        s = QuailSession(con, make("model"), cache_dir=tmp_path, device_spec=TOY, text=text,
-                         model_config=lambda: None)
+        s = QuailSession(con, make("model"), SessionConfig(cache_dir=tmp_path, device="cpu"),
+                         device_spec=TOY, text=text, model_config=lambda: None)
         s.parse = lambda sql, dialect: parsed
         return s.execute(parsed.duckdb_sql).to_pylist(), s.report
 
@@ -295,8 +297,8 @@ def test_answers_of_another_model_identity_are_not_reused(con, tmp_path):
     hits = []
     for identity in ("model-a", "model-b", "model-a"):
         engine = FakeEngine()
-        s = QuailSession(con, lambda e=engine: e, cache_dir=tmp_path, device_spec=TOY,
-                         text=PromptText(lambda e=engine: e, identity))
+        s = QuailSession(con, lambda e=engine: e, SessionConfig(cache_dir=tmp_path, device="cpu"),
+                         device_spec=TOY, text=PromptText(lambda e=engine: e, identity))
         s.parse = lambda sql, dialect: parsed
         s.execute(parsed.duckdb_sql)
         hits.append(s.report.ops[0].cache_hits)
@@ -436,8 +438,8 @@ def test_an_operators_seconds_leave_out_the_model_load_it_waited_for(con):
 
     ops = (bfilter("Mentions PRICE?"),)
     parsed = filters_query(ops, where=(0,), project=())
-    s = QuailSession(con, load, use_cache=False, device_spec=TOY,
-                     text=PromptText(lambda: engine, "fake"), model_config=lambda: None)
+    s = QuailSession(con, load, device_spec=TOY, text=PromptText(lambda: engine, "fake"),
+                     model_config=lambda: None)
     s.parse = lambda sql, dialect: parsed
     s.execute(parsed.duckdb_sql)
     rep = s.report.to_json()

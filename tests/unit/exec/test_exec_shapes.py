@@ -5,6 +5,7 @@ returns."""
 import pytest
 from exec_fakes import FakeEngine, review_db
 
+from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.session import QuailSession
 from quail_engine.plan.cost import DeviceSpec
 
@@ -54,9 +55,12 @@ def con():
 def _planned_and_plain(con):
     """The planner's session and the row-by-row one (no plan, no shared KV) on a toy device."""
     dev = DeviceSpec("toy", 1e11, 1e10)
-    planned = QuailSession(con, FakeEngine, use_cache=False, device_spec=dev, sample_size=2)
-    plain = QuailSession(con, FakeEngine, use_cache=False, device_spec=dev, plan=False,
-                         share_kv=False)
+    planned = QuailSession(con, FakeEngine,
+                           SessionConfig(use_cache=False, sample_size=2, device="cpu"),
+                           device_spec=dev)
+    plain = QuailSession(con, FakeEngine,
+                         SessionConfig(use_cache=False, plan=False, share_kv=False, device="cpu"),
+                         device_spec=dev)
     return planned, plain
 
 

@@ -70,7 +70,7 @@ def test_a_statement_runs_relaxed():
 
     parsed = filters_query((bfilter("Mentions PRICE?"),), where=(0,), project=())
     s = QuailSession(review_db([(1, "the price", 1), (2, "no", 1)], [(1, "widget")]), Watching,
-                     use_cache=False, device_spec=DeviceSpec("toy", 1e11, 2e10))
+                     device_spec=DeviceSpec("toy", 1e11, 2e10))
     s.parse = lambda sql, dialect: parsed
     before = gc.get_threshold()
     s.execute(parsed.duckdb_sql)

@@ -61,8 +61,7 @@ def test_chain_of_three_ai_joins_asks_distinct_pairs_and_returns_every_joined_ro
         engines.append(Counting())
         return engines[-1]
 
-    session = QuailSession(_db(), factory, use_cache=False,
-                           device_spec=DeviceSpec("toy", 1e11, 2e10))
+    session = QuailSession(_db(), factory, device_spec=DeviceSpec("toy", 1e11, 2e10))
     rows = session.execute(SQL, "snowflake").to_pylist()
     report = session.report.to_json()
     discusses = {(i, a) for i, text, _ in REVIEWS for a in ASPECTS if a in text.split()}
@@ -136,8 +135,7 @@ def test_only_a_plain_conjunct_joins_through_the_pass_table():
 def test_pass_table_hashes_are_computed_per_relation_row_and_hidden_from_stars():
     """The membership reads each side's hash from a column its relation computes once per row
     (not per candidate row of the cross product), and `*` / `alias.*` do not show it."""
-    session = QuailSession(_db(), FakeEngine, use_cache=False,
-                           device_spec=DeviceSpec("toy", 1e11, 2e10))
+    session = QuailSession(_db(), FakeEngine, device_spec=DeviceSpec("toy", 1e11, 2e10))
     star = SQL.replace("SELECT r1.id AS r1, a1.name AS a1, r2.id AS r2, a2.name AS a2",
                        "SELECT *, r2.*").replace("ORDER BY r1, a1, r2, a2", "")
     table = session.execute(star, "snowflake")
@@ -145,7 +143,7 @@ def test_pass_table_hashes_are_computed_per_relation_row_and_hidden_from_stars()
                       "JOIN reviews AS r2 ON TRUE JOIN products AS a2 ON TRUE LIMIT 0")
     assert table.column_names == plain.columns and len(plain.columns) == 13
     assert session.report.to_json()["operators"][0]["unplanned"] == 0
-    named = QuailSession(_db(), FakeEngine, use_cache=False,
+    named = QuailSession(_db(), FakeEngine,
                          device_spec=DeviceSpec("toy", 1e11, 2e10)).execute(SQL, "snowflake")
     assert table.num_rows == named.num_rows > 0
 
@@ -193,8 +191,7 @@ def test_two_joins_anchored_on_the_relation_the_chain_brings_in_encode_it_once()
         if not rides:
             jr.ride_alongs = lambda *a, **k: []
         try:
-            session = QuailSession(_db(), lambda: engine, use_cache=False,
-                                   device_spec=DeviceSpec("toy", 1e11, 2e10))
+            session = QuailSession(_db(), lambda: engine, device_spec=DeviceSpec("toy", 1e11, 2e10))
             rows = session.execute(sql, "snowflake").to_pylist()
         finally:
             jr.ask_anchor_pair_ahead, jr.ride_alongs, chunking.DEFAULT = saved

@@ -4,6 +4,7 @@ again; a lone join is planned the same at any selectivity and is not sampled."""
 
 from exec_fakes import FakeEngine, ajoin, bfilter, join_query, review_db
 
+from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.session import QuailSession
 from quail_engine.plan.cost import DeviceSpec
 
@@ -15,8 +16,9 @@ PRODUCTS = [(1 + i % 2, name) for i, name in enumerate(
 
 
 def _run(parsed, engine):
-    s = QuailSession(review_db(REVIEWS, PRODUCTS), lambda: engine, use_cache=False,
-                     device_spec=DeviceSpec("toy", 1e11, 2e10), sample_size=8)
+    s = QuailSession(review_db(REVIEWS, PRODUCTS), lambda: engine,
+                     SessionConfig(use_cache=False, sample_size=8, device="cpu"),
+                     device_spec=DeviceSpec("toy", 1e11, 2e10))
     s.parse = lambda sql, dialect: parsed
     rows = s.execute(parsed.duckdb_sql).to_pylist()
     return rows, {o["op"]: o for o in s.report.to_json()["operators"]}

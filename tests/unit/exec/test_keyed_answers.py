@@ -17,7 +17,7 @@ PRODUCTS = [(1, "widget"), (2, "gadget"), (3, "battery"), (4, None)]
 def run(parsed, monkeypatch, keyed: bool):
     if not keyed:
         monkeypatch.setattr(keyed_answers, "slot_maps", lambda con, columns: None)
-    s = QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine, use_cache=False,
+    s = QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine,
                      device_spec=DeviceSpec("toy", 1e11, 2e10))
     s.parse = lambda sql, dialect: parsed
     rows = s.execute(parsed.duckdb_sql).to_pylist()

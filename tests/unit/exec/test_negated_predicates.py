@@ -41,7 +41,7 @@ def test_not_in_join_on_is_a_planned_negated_ai_join():
 
 
 def _run(sql):
-    session = QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine, use_cache=False,
+    session = QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine,
                            device_spec=DeviceSpec("toy", 1e11, 2e10))
     rows = session.execute(sql, "snowflake").to_pylist()
     return rows, session.report.to_json()

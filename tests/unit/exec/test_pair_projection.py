@@ -23,7 +23,7 @@ ORDER BY r.id, p.name"""
 
 
 def test_a_projection_over_joined_pairs_runs_planned():
-    s = QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine, use_cache=False,
+    s = QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine,
                      device_spec=DeviceSpec("toy", 1e11, 2e10))
     rows = s.execute(SQL, "snowflake").to_pylist()
     ops = s.report.to_json()["operators"]
@@ -55,7 +55,7 @@ def test_the_projection_is_asked_for_each_chunk_of_pairs_while_its_documents_are
         #                                                    chunks of the 8 reviews
         if not ride:
             monkeypatch.setattr(strategy, "pair_projections", lambda plan, ai_ops: ())
-        s = QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine, use_cache=False,
+        s = QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine,
                          device_spec=DeviceSpec("toy", 1e11, 2e10))
         rows = s.execute(SQL, "snowflake").to_pylist()
         monkeypatch.undo()
@@ -81,7 +81,7 @@ def test_a_comma_join_filtered_by_an_ai_join_in_the_where_returns_the_join_on_ro
              "ORDER BY r.id, p.name")
 
     def rows(sql):
-        s = QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine, use_cache=False,
+        s = QuailSession(review_db(REVIEWS, PRODUCTS), FakeEngine,
                          device_spec=DeviceSpec("toy", 1e11, 2e10))
         out = s.execute(sql, "snowflake").to_pylist()
         assert all(o["unplanned"] == 0 for o in s.report.to_json()["operators"])

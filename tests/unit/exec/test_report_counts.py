@@ -22,7 +22,7 @@ def _con():
 
 
 def _op(sql: str) -> dict:
-    session = QuailSession(_con(), FakeEngine, use_cache=False, device_spec=TOY)
+    session = QuailSession(_con(), FakeEngine, device_spec=TOY)
     session.execute(sql, "duckdb")
     (op,) = session.report.to_json()["operators"]
     return op

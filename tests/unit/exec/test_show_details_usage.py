@@ -21,7 +21,7 @@ def _run(sql: str, dialect: str) -> list:
     con = duckdb.connect()
     con.execute("CREATE TABLE t (id INTEGER, review VARCHAR)")
     con.executemany("INSERT INTO t VALUES (?, ?)", [(1, REVIEW), (2, None), (3, "  ")])
-    session = QuailSession(con, FakeEngine, use_cache=False, device_spec=TOY)
+    session = QuailSession(con, FakeEngine, device_spec=TOY)
     return session.execute(sql, dialect).column("d").to_pylist()
 
 

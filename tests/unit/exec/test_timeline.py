@@ -7,6 +7,7 @@ import json
 import pytest
 from exec_fakes import FakeEngine, bfilter, classify, filters_query, review_db
 
+from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.session import QuailSession
 from quail_engine.exec.timeline import MAX_EVENTS, Timeline
 from quail_engine.plan.cost import DeviceSpec
@@ -23,8 +24,10 @@ def con():
 def run(con, tmp_path, engine):
     parsed = filters_query((bfilter("Mentions PRICE?"), bfilter("Mentions BATTERY?"),
                             classify()))
-    s = QuailSession(con, lambda: engine, cache_dir=tmp_path, device_spec=DeviceSpec(
-        "toy", 1e11, 2e10), sample_size=0)
+    s = QuailSession(con, lambda: engine,
+                     SessionConfig(cache_dir=tmp_path, sample_size=0, device="cpu"),
+                     device_spec=DeviceSpec(
+        "toy", 1e11, 2e10))
     s.parse = lambda sql, dialect: parsed
     s.execute(parsed.duckdb_sql)
     return json.loads(s.report.dumps())

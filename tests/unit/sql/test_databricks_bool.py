@@ -159,7 +159,7 @@ def run(require_embedded):
 
     def execute(sql, dialect):
         if (sql, dialect) not in seen:
-            session = QuailSession(con.cursor(), lambda: engine, use_cache=False)
+            session = QuailSession(con.cursor(), lambda: engine)
             rows = [tuple(r.values()) for r in session.execute(sql, dialect).to_pylist()]
             seen[sql, dialect] = rows, session.report
         return seen[sql, dialect]
