@@ -26,6 +26,7 @@ from typing import Any
 from quail_engine.errors import ModelError
 from quail_engine.infer import fingerprint
 from quail_engine.infer.embedded import EMBEDDED, embedded_gguf
+from quail_engine.infer.gguf_cache import cache_dir_for
 from quail_engine.infer.json_tokenizer import JsonTokenizer
 from quail_engine.infer.model_ref import ModelRef
 from quail_engine.settings import Device
@@ -61,7 +62,6 @@ def ensure_converted(spec: str) -> None:
 def _unconverted_gguf(spec: str) -> Path | None:
     """The GGUF file behind `spec` when it still needs converting (mirrors
     infer/loader.resolve_model_dir's choice of a GGUF), else None."""
-    from quail_engine.infer.gguf import cache_dir_for  # torch
 
     if spec == "default" or spec in EMBEDDED:
         path: Path | None = embedded_gguf(spec)

@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 import tempfile
 from pathlib import Path
 
 from quail_engine.errors import ModelError
+from quail_engine.infer.file_digest import content_digest
+from quail_engine.infer.fingerprint import reference_name
+from quail_engine.infer.gguf_cache import file_lock
 from quail_engine.settings import cache_path
 
 logger = logging.getLogger(__name__)
@@ -75,8 +79,6 @@ def gemma3_270m_gguf() -> Path:
     size = sum(p.stat().st_size for p in parts)
     if target.is_file() and target.stat().st_size == size:
         return target
-    from quail_engine.infer.gguf import file_lock
-
     target.parent.mkdir(parents=True, exist_ok=True)
     with file_lock(cache_path("locks") / f"{target.name}.lock"):
         if target.is_file() and target.stat().st_size == size:  # reassembled while we waited
@@ -153,8 +155,6 @@ def embedded_name(spec: str) -> str:
     Any other spec is returned unchanged."""
     if is_embedded(spec):
         return spec
-    from quail_engine.infer.fingerprint import reference_name
-
     sha = source_sha256(spec)
     return (reference_name(sha) if sha is not None else None) or spec
 
@@ -162,10 +162,6 @@ def embedded_name(spec: str) -> str:
 def source_sha256(spec: str) -> str | None:
     """The SHA-256 of the GGUF file model `spec` comes from (an embedded name, a .gguf path,
     or a directory converted from one), without converting anything; None otherwise."""
-    import json
-
-    from quail_engine.infer.file_digest import content_digest
-
     try:
         if spec == "default" or spec in EMBEDDED:
             return content_digest(embedded_gguf(spec))

@@ -10,7 +10,7 @@ when a GGUF is converted (infer/gguf.py: a conversion that disagrees is not inst
 (`python -m bench trust --device cuda` checks it before measuring).
 
 The module imports no torch until a fingerprint is computed (infer/embedded.py reads the
-references to name a model file).
+references to name a model file); infer/fingerprint_write.py recomputes the committed ones.
 
 Tolerance: float32 logits from different CPUs, thread counts and GPUs differ in the last bits
 of their sums (about 1e-4 at these magnitudes); a wrong tokenizer, a wrong convention (a norm
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ def compute(model: Any, tokenizer: Any, prompts: Sequence[str] = PROMPTS,
             top_k: int = TOP_K) -> list[dict]:
     """Per prompt: its token ids (the tokenizer's own special tokens included) and the top_k
     next-token logits [[id, logit], ...], best first, computed one prompt at a time."""
-    import torch
+    import torch  # torch only where a fingerprint is computed: embedded.py reads the references
 
     device = next(model.parameters()).device
     rows = []
@@ -70,7 +71,7 @@ def differences(measured: Sequence[dict], reference: Sequence[dict],
     """(problems, largest logit difference): the token ids must match exactly; each reference
     top token's logit within `tolerance`; the measured best token the reference's unless the
     two are within `tolerance` of each other."""
-    import torch
+    import torch  # as in compute
 
     problems, worst = [], 0.0
     for n, (got, want) in enumerate(zip(measured, reference, strict=True)):
@@ -115,8 +116,6 @@ def reference_for(sha256: str) -> dict | None:
 
 
 def library_versions() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     found = []
     for package in ("torch", "gguf", "tokenizers", "numpy", "safetensors"):
         try:
@@ -140,42 +139,3 @@ def check(model: Any, tokenizer: Any, reference: dict, what: str,
             "this with those versions; pinning them to requirements/constraints.txt's restores "
             "the tested combination")
     return worst
-
-
-def write_references(names: Sequence[str]) -> None:
-    """Recompute the committed fingerprints of the embedded models `names` in float32 on this
-    CPU (a maintainer's step, after checking a conversion by hand: what is written here is what
-    every later conversion and runtime is held to)."""
-    import torch
-
-    from quail_engine.infer.embedded import embedded_gguf
-    from quail_engine.infer.file_digest import content_digest
-    from quail_engine.infer.loader import load_model
-
-    data = json.loads(REFERENCE_FILE.read_text()) if REFERENCE_FILE.exists() else {"models": {}}
-    for name in names:
-        model, tokenizer, _ = load_model(name, "cpu", torch.float32)
-        rows = [{"ids": r["ids"], "top": r["top"]} for r in compute(model, tokenizer)]
-        data["models"][name] = {"gguf_sha256": content_digest(embedded_gguf(name)),
-                                "prompts": list(PROMPTS), "made_with": library_versions(),
-                                "rows": rows}
-    REFERENCE_FILE.write_text(_dumps(data))
-
-
-def _dumps(data: dict) -> str:
-    """JSON with one line per prompt's row, so a changed fingerprint reads as a short diff."""
-    models = []
-    for name, entry in data["models"].items():
-        head = {k: v for k, v in entry.items() if k != "rows"}
-        fields = [f"   {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}"
-                  for k, v in head.items()]
-        rows = ",\n".join(f"    {json.dumps(r)}" for r in entry["rows"])
-        fields.append(f'   "rows": [\n{rows}\n   ]')
-        models.append(f"  {json.dumps(name)}: {{\n" + ",\n".join(fields) + "\n  }")
-    return '{\n "models": {\n' + ",\n".join(models) + "\n }\n}\n"
-
-
-if __name__ == "__main__":
-    import sys
-
-    write_references(sys.argv[1:] or ["gemma3-270m", "smollm2-135m"])

@@ -17,24 +17,26 @@ weights with the +1 folded in (subtracted here, since our Gemma norm multiplies 
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import torch
+from gguf import MODEL_ARCH_NAMES, GGUFReader, dequantize, get_tensor_name_map
 from safetensors.torch import save_file
 
 from quail_engine.errors import ModelError
+from quail_engine.infer import fingerprint
+from quail_engine.infer.file_digest import content_digest
+from quail_engine.infer.gguf_cache import cache_dir_for, file_lock
+from quail_engine.infer.gguf_tokenizer import save_tokenizer
 from quail_engine.infer.models import build_model, config_from_hf
-from quail_engine.infer.weights import BF16_SUBDIR, record_copy_source
-from quail_engine.settings import cache_path
+from quail_engine.infer.tokenizer import load_tokenizer
+from quail_engine.infer.weights import BF16_SUBDIR, load_safetensors_model, record_copy_source
 
 logger = logging.getLogger(__name__)
 stage = logging.getLogger("quail_engine.stage")
@@ -49,39 +51,6 @@ _METADATA = {
     "attention.layer_norm_rms_epsilon": "rms_norm_eps", "attention.sliding_window": "sliding_window",
     "vocab_size": "vocab_size",
 }
-
-
-def cache_root() -> Path:
-    """The models cache: <cache root>/models, whether or not QUAIL_CACHE_DIR is set."""
-    return cache_path("models")
-
-
-CACHE_FORMAT = 3  # bump when the converted layout changes, so old caches are not misread
-
-
-def cache_dir_for(path: Path) -> Path:
-    """The conversion's folder, named by the file's content digest (infer/file_digest.py: the
-    same file reinstalled, in a new virtual environment or a copy, reuses its conversion; other
-    bytes of the same size never do) and by the versions of the libraries that convert it (the
-    gguf reader dequantizes the weights, the tokenizers library writes the tokenizer: another
-    version's conversion is its own, and the model's fingerprint checks it)."""
-    from quail_engine.infer.file_digest import content_digest
-
-    size = path.stat().st_size
-    key = hashlib.sha256(f"{content_digest(path)} {_converter_versions()}".encode())
-    return cache_root() / f"{path.stem}-{size}-{key.hexdigest()[:16]}-v{CACHE_FORMAT}"
-
-
-def _converter_versions() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    names = []
-    for package in ("gguf", "tokenizers"):
-        try:
-            names.append(f"{package}=={version(package)}")
-        except PackageNotFoundError:
-            names.append(f"{package}=none")
-    return " ".join(names)
 
 
 def _field(reader, key: str, default=None):
@@ -124,8 +93,6 @@ def _reverse_llama_permute(weights: np.ndarray, num_heads: int) -> np.ndarray:
 
 def gguf_state_dict(reader, hf: dict) -> dict[str, torch.Tensor]:
     """Dequantized float32 tensors under HF names, llama.cpp conventions undone."""
-    from gguf import MODEL_ARCH_NAMES, dequantize, get_tensor_name_map
-
     config = config_from_hf(hf)
     arch_name = _field(reader, "general.architecture")
     arch = next(a for a, n in MODEL_ARCH_NAMES.items() if n == arch_name)
@@ -154,24 +121,6 @@ def gguf_state_dict(reader, hf: dict) -> dict[str, torch.Tensor]:
             weights = weights.copy()
         state[to_hf[tensor.name]] = torch.from_numpy(weights)
     return state
-
-
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock on `path` (created), held for the block; a no-op where fcntl is
-    missing (Windows: the atomic rename alone keeps the cache consistent there)."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def install_dir(tmp: Path, target: Path) -> None:
@@ -214,10 +163,6 @@ def _remove_leftovers(target: Path) -> None:
 
 
 def _convert(path: Path, target: Path) -> None:
-    from gguf import GGUFReader
-
-    from quail_engine.infer.gguf_tokenizer import save_tokenizer
-
     start = time.perf_counter()
     reader = GGUFReader(str(path))
     hf = hf_config_from_gguf(reader)
@@ -244,11 +189,6 @@ def _check_fingerprint(path: Path, directory: Path, hf: dict) -> str:
     """Hold the converted `directory` to the committed fingerprint of `path`'s bytes, if there
     is one (infer/fingerprint.py): a ModelError, and nothing installed, when it disagrees.
     Returns what config.json records about the check."""
-    from quail_engine.infer import fingerprint
-    from quail_engine.infer.file_digest import content_digest
-    from quail_engine.infer.tokenizer import load_tokenizer
-    from quail_engine.infer.weights import load_safetensors_model
-
     hf["quail_source_sha256"] = content_digest(path)
     reference = fingerprint.reference_for(hf["quail_source_sha256"])
     if reference is None:

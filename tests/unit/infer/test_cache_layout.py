@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from quail_engine.exec import default_cache_dir
-from quail_engine.infer import embedded, gguf
+from quail_engine.infer import embedded, gguf, gguf_cache
 from quail_engine.plan import device
 
 
@@ -21,7 +21,7 @@ def test_every_reader_uses_one_layout(env, tmp_path, monkeypatch):
     else:
         monkeypatch.delenv("QUAIL_CACHE_DIR", raising=False)
     root = tmp_path / "cache" if env else tmp_path / "home" / ".cache" / "quail"
-    assert gguf.cache_root() == root / "models"
+    assert gguf_cache.cache_root() == root / "models"
     assert default_cache_dir() == root / "answers"
     monkeypatch.setattr(device, "probe_cpu", lambda dtype: device.DeviceSpec("cpu", 1, 1))
     device.measured_cpu("float32")
@@ -66,7 +66,7 @@ def test_two_first_uses_convert_into_models_at_once(tmp_path, monkeypatch, requi
     convert = gguf._convert
     monkeypatch.setattr(gguf, "_convert", lambda *a: calls.append(a) or convert(*a))
     results = _race(lambda: gguf.convert_gguf(path))
-    assert results[0] == results[1] == gguf.cache_dir_for(path)
+    assert results[0] == results[1] == gguf_cache.cache_dir_for(path)
     assert results[0].parent == tmp_path / "models"
     assert len(calls) == 1  # the second waited for the first instead of converting again
     leftovers = [p.name for p in (tmp_path / "models").iterdir()
@@ -105,25 +105,25 @@ def test_a_reinstalled_file_reuses_its_conversion_and_other_content_does_not(tmp
         path.parent.mkdir()
         path.write_bytes(data)
     os.utime(again, ns=(1, 1))
-    assert gguf.cache_dir_for(first) == gguf.cache_dir_for(again)
+    assert gguf_cache.cache_dir_for(first) == gguf_cache.cache_dir_for(again)
     variants = []
     for name, at in (("c", size - 1), ("d", 0), ("e", size // 2)):
         path = tmp_path / name / "m.gguf"
         path.parent.mkdir()
         path.write_bytes(data[:at] + bytes([data[at] ^ 1]) + data[at + 1:])
         variants.append(path)
-    assert len({gguf.cache_dir_for(p) for p in (first, *variants)}) == 4
+    assert len({gguf_cache.cache_dir_for(p) for p in (first, *variants)}) == 4
 
 
 def test_the_conversion_folder_names_the_converters_versions(tmp_path, monkeypatch):
     """Another gguf or tokenizers may convert differently: its conversion is its own (and
     transformers, which no longer converts anything, does not split the cache)."""
-    versions = gguf._converter_versions()
+    versions = gguf_cache.converter_versions()
     assert "gguf==" in versions and "tokenizers==" in versions
     assert "transformers" not in versions
     monkeypatch.setenv("QUAIL_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "m.gguf"
     path.write_bytes(b"GGUF" + bytes(100))
-    before = gguf.cache_dir_for(path)
-    monkeypatch.setattr(gguf, "_converter_versions", lambda: "gguf==0.0 tokenizers==0.0")
-    assert gguf.cache_dir_for(path) != before
+    before = gguf_cache.cache_dir_for(path)
+    monkeypatch.setattr(gguf_cache, "converter_versions", lambda: "gguf==0.0 tokenizers==0.0")
+    assert gguf_cache.cache_dir_for(path) != before

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from quail_engine.errors import ModelError
-from quail_engine.infer import fingerprint
+from quail_engine.infer import fingerprint, gguf_cache
 from quail_engine.infer import gguf as quail_gguf
 from quail_engine.infer.file_digest import content_digest
 from quail_engine.infer.loader import load_model
@@ -64,8 +64,8 @@ def test_a_wrong_conversion_is_not_installed(tmp_path, monkeypatch, require_embe
     monkeypatch.setattr(quail_gguf, "_reverse_llama_permute", lambda w, heads: w)
     with pytest.raises(ModelError, match="conversion of SmolLM2.*gguf 0"):
         quail_gguf.convert_gguf(path)
-    assert not quail_gguf.cache_dir_for(path).exists()
-    assert not [p for p in quail_gguf.cache_root().iterdir() if p.is_dir()]
+    assert not gguf_cache.cache_dir_for(path).exists()
+    assert not [p for p in gguf_cache.cache_root().iterdir() if p.is_dir()]
 
 
 def test_conversion_imports_no_transformers(tmp_path, require_embedded):
