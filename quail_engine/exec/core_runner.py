@@ -22,12 +22,13 @@ from quail_engine.exec.join_runner import ROW, Joined, anchor_chunks, expand, ru
 from quail_engine.exec.join_values import bound_aliases, combo_values, tuple_values
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.prompts import OpPrompt
-from quail_engine.exec.rides import ride_alongs
+from quail_engine.exec.rides import Ride, ask_dropped, ride_alongs
 from quail_engine.exec.scans import ScanData, load_scan, op_values
 from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.planner import plan_core
+from quail_engine.plan.riding import kept_rows
 from quail_engine.plan.sharing import common_prefix_len
 from quail_engine.plan.strategy import EARLY_LEADING, EARLY_STAR
 from quail_engine.settings import prefix_sharing_enabled
@@ -158,6 +159,7 @@ class CoreRunner:
             steps = [s for s in plan.steps if s.alias == alias and (
                 s.kind == "filter" or (projections_too and s.kind == "project"))]
             alive_all: list[int] = []
+            rides = self._dropped_rides(plan, scans, survivors) if alias == carry_alias else []
             # documents resident across steps bound the chunk (their KV lives for it); rows
             # whose steps each read their document once run in one pipelined call per step
             resident = any(not st.is_read_once for st in steps)
@@ -197,6 +199,7 @@ class CoreRunner:
                             self.carry.take(kv, keep)
                             kept = set(keep)
                             self.carry_rows += [i for i in alive if text_of[i] in kept]
+                            self._ride_dropped(plan, rides, kv)
                             kv.release()  # documents of rows the filters eliminated
                 finally:
                     for kv in kvs.values():
@@ -234,6 +237,31 @@ class CoreRunner:
         # the chunk's first document counted whole
         return chunking.filter_chunk(capacity, mean, own[start:start + chunking.filter_rows]
                                      .tolist(), float(full[start] - own[start]))
+
+    def _dropped_rides(self, plan: PhysicalPlan, scans: dict[str, ScanData],
+                       survivors: dict[str, list[int]]) -> list[Ride]:
+        """The Ride of each join of the plan's `dropped_rides` over the first join's anchors
+        (the other relations filter before the carried one: their survivors are known)."""
+        if not plan.dropped_rides:
+            return []
+        cand = plan.candidates[0]
+        cur = Joined({a: np.array(survivors.get(a, []), dtype=ROW) for a in cand.start})
+        return [r for r in ride_alongs(cand.steps[0], list(cand.steps[1:]), cur, scans,
+                                       survivors, self.ai_ops, self.runner, plan.context)
+                if r.op_id in plan.dropped_rides]
+
+    def _ride_dropped(self, plan: PhysicalPlan, rides: list[Ride], kv) -> None:
+        """`rides` over the documents `kv` still holds once the carry took its survivors',
+        judged by the rows the first join kept of the pairs the carry's flushes asked, else by
+        the plan's estimate (which has weighed the join's sampled answers already)."""
+        if not rides or not len(kv):
+            return
+        first = plan.candidates[0].steps[0]
+        op = self.ai_ops[first.op]
+        asked = self.store.count(first.op) if self.carry_flushes else 0
+        passed = sum(1 for _, a in self.store.answers(first.op) if op.passes(a)) if asked else 0
+        kept = kept_rows(asked, passed, first.rows_in, before=first.rows_out)
+        ask_dropped(rides, kept, kv, list(kv.handles), self.runner, self.store)
 
     def _carry_fits(self, chunking: Chunking, kv, texts) -> list[str]:
         """The documents of `texts` (resident in `kv`) the join may find still resident: within

@@ -81,6 +81,25 @@ def ask_riding(ride: Ride, values: list[tuple], prep, hold: DocKV, texts: list[s
         kv.release()
 
 
+def ask_dropped(rides: list[Ride], kept: float, hold: DocKV, texts: list[str], runner: OpRunner,
+                store: AnswerStore) -> None:
+    """Each of `rides` worth it when the join they ride along keeps `kept` rows, asked over the
+    documents `texts` that a filter chunk dropped while `hold` keeps them resident (the plan's
+    `dropped_rides`): their anchor alias still reads them, and would encode them again at its
+    turn."""
+    for ride in rides:
+        if not ride.worth(kept):
+            continue
+        need, prep = prepare_ride(ride, texts, runner, store)
+        if not need:
+            continue
+        note = (f"join #{ride.op_id} was asked over the documents the filters dropped while "
+                "they were resident")
+        if note not in runner.report.remarks:
+            runner.report.remarks.append(note)
+        ask_riding(ride, need, prep, hold, texts, runner, store)
+
+
 @dataclass
 class PairProjection:
     """An AI projection over the pairs the core's last join keeps (e.g. the

@@ -84,7 +84,9 @@ class PhysicalPlan:
     run over the joined rows (all joins inner), else DuckDB asks them; `replans`: where the
     executor plans the joins again from observed row counts (plan/strategy.py);
     `paired_joins`: joins of this order asked ahead together over shared anchor chunks (decided
-    again wherever the joins are re-planned); `hint_remarks`: the hints the plan does not
+    again wherever the joins are re-planned); `dropped_rides`: later joins asked over the
+    documents the carried relation's filters drop while they are resident (plan/riding.py);
+    `hint_remarks`: the hints the plan does not
     follow, and why."""
 
     logical: Node
@@ -102,6 +104,7 @@ class PhysicalPlan:
     projects_after_joins: bool = True
     replans: tuple[str, ...] = ()
     paired_joins: tuple[tuple[int, int], ...] = ()
+    dropped_rides: tuple[int, ...] = ()
     hint_remarks: tuple[str, ...] = ()
 
     def text(self) -> str:
@@ -121,6 +124,9 @@ class PhysicalPlan:
             out.append(f"star anchor={self.star} joins {ops}")
         if self.carry is not None:
             out.append(self.carry.text())
+        if self.dropped_rides:
+            ops = ",".join(f"#{op}" for op in self.dropped_rides)
+            out.append(f"ride {ops} over the documents {self.carry.alias}'s filters drop")
         for first, second in self.paired_joins:
             out.append(f"joins #{first},#{second} share anchor chunks")
         if self.replans:

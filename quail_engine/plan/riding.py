@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from quail_engine.plan.context import PlanContext
-from quail_engine.plan.join_order import JoinStep
+from quail_engine.plan.join_order import Candidate, JoinStep
 
 
 def ride_partners(ctx: PlanContext, step: JoinStep, later: Sequence[JoinStep], joined
@@ -49,10 +49,26 @@ def ride_partners(ctx: PlanContext, step: JoinStep, later: Sequence[JoinStep], j
     return out
 
 
-def kept_rows(asked: int, passed: int, rows_in: float) -> float:
+def dropped_rides(ctx: PlanContext, cand: Candidate | None, carried: str) -> tuple[int, ...]:
+    """The later joins asked over the documents the carried relation's filters drop, while each
+    filter chunk still holds them: another alias of the same table that those filters do not
+    restrict reads them too (reviews r2 beside a filtered r1), and releasing them would have its
+    join encode them again. Those `ride_partners` lets ride along the join that takes the carry,
+    except one whose partner is the carried relation (its survivors are known only after its
+    filters). Whether one does is judged at each chunk (`kept_rows`, the plan's estimate
+    before the first join has answers)."""
+    if cand is None or not cand.steps or cand.steps[0].anchor != carried:
+        return ()
+    first, later = cand.steps[0], cand.steps[1:]
+    return tuple(later[k].op for k, _, partner in ride_partners(ctx, first, later,
+                                                                frozenset(cand.start))
+                 if partner != carried)
+
+
+def kept_rows(asked: int, passed: int, rows_in: float, before: float = 0.0) -> float:
     """The rows a join is expected to keep of its `rows_in` candidates, once `passed` of the
-    `asked` pairs so far passed (0 before any is asked)."""
-    return passed / asked * rows_in if asked else 0.0
+    `asked` pairs so far passed (`before` until any is asked)."""
+    return passed / asked * rows_in if asked else before
 
 
 def ride_reach(aliases, steps: Sequence[JoinStep], joined, candidates: Mapping[str, int]

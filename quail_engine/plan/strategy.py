@@ -1,5 +1,6 @@
 """How the executor runs a core's steps, decided from the plan's join order: the relation a star
-of joins anchors on, when the joins are asked early for the documents the filters carry, the order
+of joins anchors on, when the joins are asked early for the documents the filters carry (and
+which later joins ride over the documents they drop: plan/riding.dropped_rides), the order
 the relations' filters run in, where projections run, where the joins are planned again from
 observed rows, which two joins share anchor chunks and what a chain's last join is handed. The
 decisions over a join order the executor re-plans (`shares_anchor_chunks`, `handoff`) are taken
@@ -22,6 +23,7 @@ from quail_engine.plan import chunking
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.join_order import Candidate, JoinStep
 from quail_engine.plan.physical import PhysicalPlan
+from quail_engine.plan.riding import dropped_rides
 
 # how the joins are asked early for the carried documents (PhysicalPlan.carry.early)
 EARLY_PAIR = "pair"        # a core of two relations joined by one AI join: every surviving pair
@@ -153,8 +155,8 @@ def replans(plan: PhysicalPlan) -> tuple[str, ...]:
 
 def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequence = ()
                   ) -> PhysicalPlan:
-    """`plan` with its star, its carry's early ask, its filter order (the filter steps in that
-    order), its chunking, its projections' place, its re-planning points and its paired joins
+    """`plan` with its star, its carry's early ask and the joins riding on what its filters
+    drop, its filter order (the filter steps in that order), its chunking, its projections' place, its re-planning points and its paired joins
     decided; `joins`: the core's AI joins, `ai_ops` the query's operators by id."""
     cand = plan.candidates[0] if plan.candidates else None
     carry = plan.carry
@@ -168,8 +170,9 @@ def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequenc
     steps = list(plan.steps)
     for n, step in zip(at, filters):
         steps[n] = step
+    rides = dropped_rides(plan.context, cand, carry.alias) if carry is not None else ()
     plan = replace(plan, steps=tuple(steps), carry=carry, star=star_anchor(cand),
-                   filter_order=order, chunking=chunking.DEFAULT)
+                   filter_order=order, chunking=chunking.DEFAULT, dropped_rides=rides)
     return replace(plan, pair_projections=pair_projections(plan, ai_ops) if ai_ops else (),
                    projects_after_joins=outer_free(joins, ai_ops), replans=replans(plan),
                    paired_joins=paired_joins(plan))

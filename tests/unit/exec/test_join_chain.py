@@ -221,3 +221,53 @@ def test_two_joins_anchored_on_the_relation_the_chain_brings_in_encode_it_once()
     assert max(ahead) <= 2, ahead  # once as r1 (join #0), once as r2 (joins #1 and #2)
     assert riding[5:] == [1] * (len(texts) - 5) and max(riding) <= 2, riding
     assert sum(riding) < sum(ahead), (riding, ahead)
+
+
+def test_reviews_a_filter_drops_are_encoded_once_for_the_chain_that_reads_them_again(
+        monkeypatch):
+    """The same chain with an AI filter on r1 (QUAIL-B IMDB-10's shape): the filter encodes
+    every review, keeps its survivors' KV for the first join and releases the others; r2 reads
+    those too. The later joins are asked over them while the filter chunk holds them (the
+    plan's `ride ... over the documents r1's filters drop`), so no review the filter dropped is
+    encoded again by r2's joins. The rows are those of the run without it."""
+    positive = ("AI_FILTER(PROMPT('Is the review {0} POSITIVE about the aspect {1}?', "
+                "r2.review, a2.name))")
+    sql = SQL.replace(DISCUSS.replace('R.', 'r2.').replace('A.', 'a2.'), positive).replace(
+        "ORDER BY", "WHERE AI_FILTER(PROMPT('Does the review {0} praise the MUSIC?', r1.review)) "
+        "ORDER BY")
+
+    class Encodings(FakeEngine):
+        def __init__(self):
+            super().__init__()
+            self.encoded: list[tuple[int, ...]] = []
+
+        def add_prefix(self, tokens):
+            self.encoded.append(tuple(tokens))
+            return super().add_prefix(tokens)
+
+    def run(rides: bool):
+        import quail_engine.exec.core_runner as cr
+
+        engine = Encodings()
+        with monkeypatch.context() as m:
+            if not rides:
+                m.setattr(cr, "ask_dropped", lambda *a, **k: None)
+            session = QuailSession(_db(), lambda: engine,
+                                   device_spec=DeviceSpec("toy", 1e11, 2e10))
+            rows = session.execute(sql, "snowflake").to_pylist()
+        return rows, engine, session.report
+
+    rows, engine, report = run(rides=True)
+    plain_rows, plain, _ = run(rides=False)
+    assert rows == plain_rows and rows
+    assert "ride #1,#2 over the documents r1's filters drop" in report.plans[0].splitlines()
+    dropped = [t for _, t, _ in REVIEWS if "music" not in t.split()]
+
+    def times_encoded(e: Encodings, text: str) -> int:
+        ids = tuple(e.vocab.get(w, -1) for w in text.split())
+        return sum(1 for enc in e.encoded
+                   if any(enc[i:i + len(ids)] == ids for i in range(len(enc))))
+
+    assert dropped and [times_encoded(engine, t) for t in dropped] == [1] * len(dropped)
+    # without: r2's joins encode them again (but those the join's selectivity sample answered)
+    assert sum(times_encoded(plain, t) for t in dropped) > 1.5 * len(dropped)

@@ -8,8 +8,15 @@ from dataclasses import replace
 import pytest
 from plan_fakes import context, info
 
-from quail_engine.plan.join_order import JoinStep
-from quail_engine.plan.riding import is_ride_worth, kept_rows, ride_partners, ride_reach
+from quail_engine.plan.cost import Work
+from quail_engine.plan.join_order import Candidate, JoinStep
+from quail_engine.plan.riding import (
+    dropped_rides,
+    is_ride_worth,
+    kept_rows,
+    ride_partners,
+    ride_reach,
+)
 
 
 def test_the_reach_of_a_riding_join_follows_the_joins_before_its_turn():
@@ -39,10 +46,11 @@ def test_the_reach_of_a_riding_join_follows_the_joins_before_its_turn():
     assert ride_reach(("r3", "a2"), chain(500.0), cur, rows) == 0.0
 
 
-@pytest.mark.parametrize("asked,passed,rows_in,expected", [
-    (0, 0, 1000.0, 0.0), (10, 5, 1000.0, 500.0), (100, 0, 1000.0, 0.0)])
-def test_kept_rows(asked, passed, rows_in, expected):
-    assert kept_rows(asked, passed, rows_in) == expected
+@pytest.mark.parametrize("asked,passed,rows_in,before,expected", [
+    (0, 0, 1000.0, 0.0, 0.0), (10, 5, 1000.0, 0.0, 500.0), (100, 0, 1000.0, 0.0, 0.0),
+    (0, 0, 1000.0, 42.0, 42.0), (10, 5, 1000.0, 42.0, 500.0)])
+def test_kept_rows(asked, passed, rows_in, before, expected):
+    assert kept_rows(asked, passed, rows_in, before) == expected
 
 
 # FEV-7's shape: claims c joined; evidence e, then e2 (riding), each read with the claims
@@ -82,3 +90,19 @@ LATER = [JoinStep("r2", 1, "r2"), JoinStep("a2", 2, "r2")]
 ])
 def test_the_later_joins_that_may_ride_along_a_joins_chunks(ctx, expected):
     assert ride_partners(ctx, FIRST, LATER, {"r1"}) == expected
+
+
+def _cand(first: JoinStep, start=("r1",)) -> Candidate:
+    return Candidate(tuple(start), (first, *LATER), 0.0, Work())
+
+
+@pytest.mark.parametrize("ctx,cand,carried,expected", [
+    (_chain(), _cand(FIRST), "r1", (1, 2)),          # r2 reads the reviews r1's filters drop
+    (_chain(), _cand(FIRST), "a1", ()),              # the first join takes no carry from a1
+    (_chain(keyed={("a2", "r2"): 0.5}), _cand(FIRST), "r1", ()),  # no pairs known then
+    (_chain(("r2", "r1")), _cand(FIRST), "r1", (1,)),  # #2's partner is the carried r1
+    (_chain(), None, "r1", ()),
+])
+def test_the_joins_that_ride_over_the_documents_the_carried_filters_drop(
+        ctx, cand, carried, expected):
+    assert dropped_rides(ctx, cand, carried) == expected
