@@ -56,8 +56,7 @@ def plan_text(plans) -> str:
 
 def run_analyze(args: argparse.Namespace, parsed) -> int:
     """Print the plan with estimates, or (--analyze) run the query and print actuals."""
-    # not at the top: every `quail` command imports this module to build its parser, and
-    # this loads the planner, pyarrow and numpy
+    # the planner, pyarrow, numpy: off the start of every `quail` command (it imports this module)
     from quail_engine.exec.facade import estimated_plans
 
     con = connect_args(args)
@@ -75,7 +74,7 @@ def run_analyze(args: argparse.Namespace, parsed) -> int:
     finally:
         write_report(session, args.report)
     if getattr(args, "plot", None):
-        from quail_engine.cli.plot import write_plot
+        from quail_engine.cli.plot import write_plot  # pyarrow, as above
 
         write_plot(session.report.to_json(), args.plot)
     if fmt == "json":

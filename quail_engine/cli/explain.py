@@ -7,7 +7,11 @@ import argparse
 import json
 import sys
 
-from quail_engine.cli.session_args import add_source_args
+from quail_engine.cli.analyze import add_analyze_args, run_analyze, wants_plan
+from quail_engine.cli.session_args import add_source_args, check_paths
+from quail_engine.errors import ExecutionError, SqlError
+from quail_engine.sql.dialect_guess import dialect_hint, with_dialect_hint
+from quail_engine.sql.source_text import read_sql
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -15,22 +19,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
     add_source_args(p)
     p.add_argument("--format", "-f", dest="fmt", default="text", choices=("text", "json"),
                    help="text, or json for tools (default: text)")
-    from quail_engine.cli.analyze import add_analyze_args
-
     add_analyze_args(p)
     p.set_defaults(run=run)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    from quail_engine.cli.analyze import run_analyze, wants_plan
+    # pyarrow and sqlglot: off the start of every `quail` command, which imports this module
     from quail_engine.cli.plot import check_plot
-    from quail_engine.cli.session_args import check_paths
-    from quail_engine.errors import ExecutionError, SqlError
-    from quail_engine.sql.dialect_guess import dialect_hint, with_dialect_hint
     from quail_engine.sql.explain import explain_json, explain_text
     from quail_engine.sql.query import parse
-    from quail_engine.sql.source_text import read_sql
 
     sql = read_sql(args.file, args.expression)
     check_paths(args)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from quail_engine.migrate.prices import parse_credit_price, parse_prices
 from quail_engine.migrate.project import WAREHOUSES
 
 
@@ -43,8 +44,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    # sqlglot: off the start of every `quail` command, which imports this module
     from quail_engine.migrate.inspect import apply, inspect_project, plan_edits
-    from quail_engine.migrate.prices import parse_credit_price, parse_prices
     from quail_engine.migrate.report import render
 
     args.user_prices = parse_prices(args.price)  # a bad value fails before dbt runs
@@ -73,7 +74,7 @@ def _costs(migration, args: argparse.Namespace) -> list[str]:
     if (args.data is None and args.gpu_price is None and not args.user_prices
             and args.credit_usd is None):
         return []
-    from quail_engine.migrate.cost import estimate, render, unmatched_prices
+    from quail_engine.migrate.cost import estimate, render, unmatched_prices  # sqlglot
 
     costs = estimate(migration.nodes, migration.calls, database=args.data,
                      sample_rows=args.sample_rows, gpu_price_per_hour=args.gpu_price,

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
 
 from quail_engine.errors import QuailError
 
@@ -115,14 +117,10 @@ def write_text(path: str, text: str) -> None:
 
 
 def _write_parquet(table: pa.Table, path: str) -> None:
-    import pyarrow.parquet as pq
-
     pq.write_table(table, path)
 
 
 def _write_csv(table: pa.Table, path: str) -> None:
-    import pyarrow.csv as pcsv
-
     pcsv.write_csv(csv_ready(table), path)
 
 
@@ -154,8 +152,6 @@ def to_json_lines(table: pa.Table) -> str:
 
 
 def to_csv(table: pa.Table) -> str:
-    import pyarrow.csv as pcsv
-
     buf = io.BytesIO()
     pcsv.write_csv(csv_ready(table), buf)
     return buf.getvalue().decode("utf-8")

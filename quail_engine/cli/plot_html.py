@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
-from quail_engine.cli.plot import Chart, nice_ticks, op_name
+from quail_engine.cli.chart import Chart, nice_ticks, op_name
 
 WIDTH, LEFT, RIGHT = 1100, 200, 30
 LANE, GAP = 18, 5

@@ -7,7 +7,7 @@ from __future__ import annotations
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from quail_engine.cli.plot import Chart
+from quail_engine.cli.chart import Chart
 
 PHASE_COLOR = "#b0b7bf"
 

@@ -12,6 +12,15 @@ from quail_engine.cli.session_args import (
     open_args_session,
     write_report,
 )
+from quail_engine.exec import (
+    ExecutionError,
+    QuailError,
+    SqlError,
+    split_write,
+    with_dialect_hint,
+    write_rows,
+)
+from quail_engine.sql.source_text import read_sql
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -28,16 +37,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    # pyarrow: off the start of every `quail` command, which imports this module
     from quail_engine.cli.output import check_output, render, write_file
-    from quail_engine.exec import (
-        ExecutionError,
-        QuailError,
-        SqlError,
-        split_write,
-        with_dialect_hint,
-        write_rows,
-    )
-    from quail_engine.sql.source_text import read_sql
 
     sql = read_sql(args.file, args.expression)
     if args.output:

@@ -8,6 +8,7 @@ import argparse
 from collections.abc import Iterator
 from dataclasses import replace
 
+from quail_engine.cli.progress import Progress
 from quail_engine.errors import QuailError
 from quail_engine.exec import SessionConfig, connect, default_cache_dir, open_session
 from quail_engine.settings import DEFAULT_DIALECT, DEFAULT_PRECISION, DIALECTS, PRECISIONS
@@ -101,15 +102,13 @@ def connect_args(args: argparse.Namespace):
 def open_args_session(args: argparse.Namespace, con=None):
     """(connection, QuailSession) for the parsed arguments; the model loads on first use."""
     con = con if con is not None else connect_args(args)
-    from quail_engine.cli.progress import Progress
-
     return con, open_session(con, replace(session_config(args), queries_only=True),
                              display=Progress)
 
 
 def check_paths(args: argparse.Namespace) -> None:
     """Refuse an unwritable --report before any work starts (a QuailError naming it)."""
-    from quail_engine.cli.output import check_writable
+    from quail_engine.cli.output import check_writable  # pyarrow: off every command's start
 
     if getattr(args, "report", None):
         check_writable(args.report, "--report")
@@ -118,6 +117,6 @@ def check_paths(args: argparse.Namespace) -> None:
 def write_report(session, path: str | None) -> None:
     """The execution report as JSON at `path` (the previous file stays whole until then)."""
     if path:
-        from quail_engine.cli.output import write_text
+        from quail_engine.cli.output import write_text  # pyarrow, as above
 
         write_text(path, session.report.dumps() + "\n")

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from quail_engine.errors import SqlError
 from quail_engine.settings import DIALECTS
+from quail_engine.sql.dialect_guess import dialect_hint, with_dialect_hint
+from quail_engine.sql.source_text import read_sql
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -21,10 +24,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from quail_engine.errors import SqlError
-    from quail_engine.sql.dialect_guess import dialect_hint, with_dialect_hint
+    # sqlglot: off the start of every `quail` command, which imports this module
     from quail_engine.sql.query import parse
-    from quail_engine.sql.source_text import read_sql
     from quail_engine.sql.transpile import transpile
 
     sql = read_sql(args.file, args.expression)

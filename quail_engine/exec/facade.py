@@ -18,9 +18,10 @@
   `pair_layout_for`, `DEFAULT_MAX_TOKENS` (exec/prompts.py), `load_scan`, `ScanData`
   (exec/scans.py) and `scan_error`.
 
-Heavy modules (DuckDB, the session, the engine) are imported on first use, not here; so are the
-names of `_HOME` (PEP 562): exec/prompts.py loads sqlglot, exec/analyze.py the planner, pyarrow
-and numpy.
+Modules that load DuckDB, sqlglot, pyarrow or numpy (the session, the SQL front end, the
+planner) are imported on first use, as are the names of `_HOME` (PEP 562): every `quail` command
+imports this module, and its start stays at ~0.15 s instead of ~0.9 s. The engine (torch) loads
+with a model, never here (tests/unit/test_layering.py).
 """
 
 from __future__ import annotations
@@ -31,12 +32,21 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from quail_engine.errors import ExecutionError, ModelError, QuailError, SqlError
+from quail_engine.exec.answer_cache import AnswerCache
 from quail_engine.exec.config import SessionConfig, default_cache_dir
+from quail_engine.exec.device_lock import device_lock
+from quail_engine.exec.engine_limits import LimitedEngine
 from quail_engine.exec.model_check import describe_model, ensure_converted
+from quail_engine.exec.report import Report
 from quail_engine.exec.scans import ScanData, load_scan
 from quail_engine.exec.stage_routing import STAGE_LOGGER, route_stages
+from quail_engine.exec.tables import attach_database, land_rows, register_table, seal
 from quail_engine.exec.user_errors import MissingTableError, scan_error
+from quail_engine.infer.factory import load_engine as load
+from quail_engine.infer.model_ref import ModelRef
+from quail_engine.replicas.ray_engine import RayEngine
 from quail_engine.settings import resolve_device
+from quail_engine.sql.dialect_guess import with_dialect_hint as hinted
 
 if TYPE_CHECKING:
     from quail_engine.exec.analyze import estimated_plans
@@ -68,12 +78,10 @@ def model_text(config: SessionConfig) -> tuple[Any, Callable[[], Any]]:
     """(PromptText, config getter) of the model `config` names: its tokenizer and identity,
     loaded when first needed, and its config for the cost model, without reading weights. A
     query whose answers are all cached never loads the model."""
-    from quail_engine.exec.prompt_text import PromptText
+    from quail_engine.exec.prompt_text import PromptText  # pyarrow
 
     resolve = None
     if config.convert_in_child:
-        from quail_engine.infer.model_ref import ModelRef
-
         def resolve() -> Any:  # a GGUF converted in a child process first
             ensure_converted(config.model)
             return ModelRef.resolve(config.model)
@@ -85,17 +93,12 @@ def model_text(config: SessionConfig) -> tuple[Any, Callable[[], Any]]:
 def load_engine(config: SessionConfig, text: Any = None) -> Any:
     """The engine of `config` (weights read now) with its limits applied; `text`: the
     PromptText whose tokenizer the engine reuses (read once per process)."""
-    from quail_engine.exec.engine_limits import LimitedEngine
-    from quail_engine.infer.factory import load_engine as load
-
     kwargs: dict[str, Any] = {}
     if config.max_batch_tokens:
         kwargs["token_budget"] = config.max_batch_tokens
     if config.convert_in_child or (config.workers and not config.ray_address):
         ensure_converted(config.model)  # once here, not once per local Ray worker
     if config.is_distributed:  # replicas on Ray workers (quail_engine/replicas), Ray imported now
-        from quail_engine.replicas.ray_engine import RayEngine
-
         # a cluster's `auto` is its workers' to resolve (GPUs there, whatever this host has)
         engine = RayEngine.start(config.model, config.device if config.ray_address
                                  else config.engine_device, config.precision, config.workers,
@@ -114,9 +117,7 @@ def connect(tables: Iterable[tuple[str, str]] = (), database: str | None = None,
     """A new DuckDB connection with every table of `database` (a .duckdb file) visible and each
     (name, path) of `tables` registered (exec/tables.py reads the file kinds). `sealed`: SQL on
     it then reads those files alone (exec/tables.seal)."""
-    import duckdb
-
-    from quail_engine.exec.tables import attach_database, register_table, seal
+    import duckdb  # off the CLI's start (above)
 
     con = duckdb.connect()
     files = []
@@ -143,7 +144,7 @@ def open_session(con: Any, config: SessionConfig, *, text: Any = None,
     factory) of the model that writes generated text, None for the session's own (default:
     `decoder_of(config)`, or None when `engine_factory` is given). The device and the
     precision are resolved here, once (`config.engine_device`, `config.answer_precision`)."""
-    from quail_engine.exec.session import QuailSession
+    from quail_engine.exec.session import QuailSession  # sqlglot, pyarrow
 
     prompt_text, model_config = text if text is not None else model_text(config)
     factory = engine_factory or (lambda: load_engine(config, prompt_text))
@@ -175,8 +176,7 @@ class RowAnswers:
         self._decoder: Any = None  # the generation model's runner, made on first use
 
     def answer(self, op: Any, rows: list[tuple]) -> list[Any]:
-        from quail_engine.exec.device_lock import device_lock
-        from quail_engine.exec.prompts import is_decoded
+        from quail_engine.exec.prompts import is_decoded  # sqlglot
 
         with device_lock(self.config.engine_device.name):
             runner = self._op_runner()
@@ -196,9 +196,7 @@ class RowAnswers:
         return self._decoder
 
     def _new_runner(self, engine: Any, text: Any = None) -> Any:
-        from quail_engine.exec.answer_cache import AnswerCache
-        from quail_engine.exec.op_runner import OpRunner
-        from quail_engine.exec.report import Report
+        from quail_engine.exec.op_runner import OpRunner  # sqlglot, pyarrow
 
         return OpRunner(engine, AnswerCache.in_dir(self.config.answers_dir), Report(), text=text)
 
@@ -207,21 +205,21 @@ def create_ai_function(con: Any, name: str, op: Any,
                        answer: Callable[[list[tuple]], Any]) -> str:
     """Register the AI operator `op` on the DuckDB connection `con` as the function `name`,
     answering each vector's distinct argument tuples with one `answer(rows)` call."""
-    from quail_engine.exec.udfs import create_ai_function as create
+    from quail_engine.exec.udfs import create_ai_function as create  # sqlglot, pyarrow
 
     return create(con, name, op, answer)
 
 
 def ai_ops(sql: str, dialect: str) -> tuple:
     """The AI operators (sql.ir.AiOp) of `sql` read as `dialect`."""
-    from quail_engine.sql.query import parse
+    from quail_engine.sql.query import parse  # sqlglot
 
     return tuple(parse(sql, dialect).ai_ops)
 
 
 def to_duckdb_sql(sql: str, dialect: str) -> str:
     """`sql` in `dialect` as DuckDB SQL (AI calls as the executor's functions)."""
-    from quail_engine.sql.query import parse
+    from quail_engine.sql.query import parse  # sqlglot
 
     return parse(sql, dialect).duckdb_sql
 
@@ -229,7 +227,7 @@ def to_duckdb_sql(sql: str, dialect: str) -> str:
 def has_ai_calls(sql: str, dialect: str) -> bool:
     """True when `sql`, read as `dialect`, calls AI functions (a SqlError if it cannot be
     read)."""
-    from quail_engine.sql.query import parse
+    from quail_engine.sql.query import parse  # sqlglot
 
     return bool(parse(sql, dialect).ai_ops)
 
@@ -237,7 +235,7 @@ def has_ai_calls(sql: str, dialect: str) -> bool:
 def split_write(sql: str, dialect: str) -> Any:
     """A CREATE TABLE ... AS / INSERT INTO ... <query> statement as its query and where its
     rows go (sql.writes.Write), or None for any other statement."""
-    from quail_engine.sql.writes import split_write as split
+    from quail_engine.sql.writes import split_write as split  # sqlglot
 
     return split(sql, dialect)
 
@@ -245,8 +243,7 @@ def split_write(sql: str, dialect: str) -> Any:
 def write_rows(database: str, write: Any, table: Any) -> int:
     """Land `table` (the result of `write.query`) in the DuckDB file `database` as `write`
     says, in one transaction; the rows written."""
-    from quail_engine.exec.tables import land_rows
-    from quail_engine.sql.writes import RESULT
+    from quail_engine.sql.writes import RESULT  # sqlglot
 
     return land_rows(database, write.statement, RESULT, table)
 
@@ -255,6 +252,4 @@ def with_dialect_hint(exc: QuailError, sql: str, dialect: str,
                       advice: str = "add --dialect {name}") -> QuailError:
     """`exc`, led by a hint naming the dialect `sql` looks written in when another dialect
     reads it better than `dialect` (`advice` is formatted with that dialect's `name`)."""
-    from quail_engine.sql.dialect_guess import with_dialect_hint as hinted
-
     return hinted(exc, sql, dialect, advice)

@@ -18,45 +18,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
+from sqlglot import exp
+
 from quail_engine.errors import ExecutionError, QuailError
+from quail_engine.exec.facade import SessionConfig, model_text
 from quail_engine.migrate import prices
 from quail_engine.migrate.calls import CompiledNode, FoundCall
+from quail_engine.migrate.cost_table import table_lines
+from quail_engine.migrate.rates import rate
+from quail_engine.migrate.sample_tokens import SampleCounter
 from quail_engine.sql.op_kinds import OpKind, spec
+from quail_engine.sql.query import parse
 
 stage = logging.getLogger("quail_engine.stage")
 _VENDOR_NAME = re.compile(r"\s*(?:GET_PATH\(|TO_BOOLEAN\(|NOT\s+)*([A-Za-z_][\w.]*)\s*\(", re.I)
-
-
-@dataclass(frozen=True)
-class Rate:
-    """A measured speed: `tokens_per_s` of `work` ("prefill": fresh prompt tokens of filters,
-    classify and score; "pairs": a join's requested tokens, anchor document + partner question
-    per pair) on `device`, from the result file `source` (`what` quotes its row)."""
-
-    device: str
-    work: str
-    tokens_per_s: float
-    source: str
-    what: str
-
-
-RATES: tuple[Rate, ...] = (
-    Rate("gpu", "prefill", 121_172.0, "bench/results/gpu-h200-e2e-2026-12-01.md",
-         "1x H200, fp8, Qwen3-4B shape: filter 20,000 docs through quail query, 121,172 fresh "
-         "tokens/s"),
-    Rate("gpu", "pairs", 735.3e6 / 60, "bench/results/gpu-h200-e2e-2026-12-01.md",
-         "1x H200, fp8, Qwen3-4B shape: join 500 x 1,100 through quail query, 735.3 M "
-         "requested tokens/min"),
-    Rate("cpu", "prefill", 1_930.0, "bench/results/cpu-readme-main-2026-12-01.md",
-         "2 vCPU, embedded gemma3-270m, bf16: engine_cpu --quail-only filter, 1,930 tokens/s"),
-    Rate("cpu", "pairs", 8_555.0, "bench/results/cpu-engine-2026-11-29.md",
-         "2 vCPU, embedded model, bf16: join 8 anchors x 64 partners, 8,555 requested "
-         "tokens/s"),
-)
-
-
-def rate(device: str, work: str) -> Rate:
-    return next(r for r in RATES if r.device == device and r.work == work)
 
 
 @dataclass(frozen=True)
@@ -180,11 +156,7 @@ def estimate(nodes: Sequence[CompiledNode], calls: Sequence[FoundCall], *,
         by_node.setdefault(call.node, []).append(call)
     counter = data = None
     if database is not None:
-        from quail_engine.migrate.sample_tokens import SampleCounter
-
         if text is None:
-            from quail_engine.exec.facade import SessionConfig, model_text
-
             text = model_text(SessionConfig())[0]
         data = _DataFile(database)
         counter = SampleCounter(data.con, text, sample_rows)
@@ -219,8 +191,6 @@ class _DataFile:
     another file: `"compile"."main"."reviews"`) views over the same tables."""
 
     def __init__(self, database: str):
-        import duckdb
-
         path = Path(database)
         if not path.is_file():
             raise ExecutionError(f"database {database!r} does not exist")
@@ -236,9 +206,6 @@ class _DataFile:
         self._exposed = {self.catalog.lower()}
 
     def expose(self, parsed) -> None:
-        import duckdb
-        from sqlglot import exp
-
         try:
             tree = parsed.statement()
         except QuailError:
@@ -279,8 +246,6 @@ def _model_cost(node: CompiledNode, found: list[FoundCall], counter, data,
                   for c in found)
     if node.compiled_sql is None:
         return plain, f"tokens unknown: it does not compile ({node.error})"
-    from quail_engine.sql.query import parse
-
     try:
         parsed = parse(node.compiled_sql, node.dialect)
     except QuailError as exc:
@@ -349,6 +314,4 @@ def _vendor_name(origin: str) -> str:
 
 def render(costs: Sequence[ModelCost]) -> list[str]:
     """The estimates as plain-text table lines: one row per model, then what the marks mean."""
-    from quail_engine.migrate.cost_table import table_lines
-
     return table_lines(costs)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from quail_engine.migrate import prices
+from quail_engine.migrate.rates import RATES
 
 HEADER = ("model", "AI calls", "prompts", "input tokens", "output tokens", "warehouse",
           "GPU time", "GPU cost", "CPU time")
@@ -15,8 +16,6 @@ GIVEN = "(given)"
 
 
 def table_lines(costs: Sequence) -> list[str]:
-    from quail_engine.migrate.cost import RATES
-
     rows = [HEADER] + [_row(c) for c in costs]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]

@@ -128,7 +128,7 @@ def _render(value: Any) -> Any:
     """`{{ env_var('X', 'default') }}` in a profile field, rendered as dbt would (env_var only)."""
     if not isinstance(value, str) or "{{" not in value:
         return value
-    import jinja2
+    import jinja2  # only for a templated profile field; cli/migrate imports this module
 
     def env_var(var: str, default: str | None = None) -> str:
         return os.environ.get(var, default if default is not None else "")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from quail_engine.migrate.calls import CompiledNode, FoundCall
+from quail_engine.migrate.calls import CompiledNode, FoundCall, find_calls
 
 STATUS_TEXT = {"unchanged": "moves unchanged", "difference": "moves, differs",
                "refused": "refused"}
@@ -82,6 +82,4 @@ def _s(n: int, one: str = "", many: str = "s") -> str:
 
 
 def calls_of(nodes: Sequence[CompiledNode], kinds: dict[str, str]) -> tuple[FoundCall, ...]:
-    from quail_engine.migrate.calls import find_calls
-
     return tuple(c for n in nodes for c in find_calls(n, kinds.get(n.node, "model")))

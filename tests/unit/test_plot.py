@@ -11,7 +11,8 @@ from html.parser import HTMLParser
 import pytest
 
 from quail_engine.cli import main
-from quail_engine.cli.plot import chart_of, nice_ticks, write_plot
+from quail_engine.cli.chart import chart_of, nice_ticks
+from quail_engine.cli.plot import write_plot
 
 MIB = 2**20
 # recorded from `quail explain --analyze` on the default model (CPU), trimmed, with a third

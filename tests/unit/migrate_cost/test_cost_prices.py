@@ -7,8 +7,9 @@ import pytest
 
 from quail_engine.errors import QuailError
 from quail_engine.migrate import prices
-from quail_engine.migrate.cost import RATES, CallCost, ModelCost, estimate, render
+from quail_engine.migrate.cost import CallCost, ModelCost, estimate, render
 from quail_engine.migrate.prices import Price
+from quail_engine.migrate.rates import RATES
 
 SOURCE = "https://example.invalid/prices"
 TABLE = (Price("snowflake", "AI_FILTER", "credits", 1.5, 1.5, SOURCE),
