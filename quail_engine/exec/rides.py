@@ -5,22 +5,19 @@ documents are this join's (Ride), and an AI projection over the pairs the core's
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.doc_kv import DocKV
 from quail_engine.exec.join_values import pair_values
+from quail_engine.exec.joined import Joined
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.scans import ScanData
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.join_order import JoinStep
 from quail_engine.plan.riding import is_ride_worth, ride_partners
 from quail_engine.sql.ir import binding_column
-
-if TYPE_CHECKING:
-    from quail_engine.exec.join_runner import Joined
 
 
 @dataclass

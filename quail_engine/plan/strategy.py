@@ -156,8 +156,9 @@ def replans(plan: PhysicalPlan) -> tuple[str, ...]:
 def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequence = ()
                   ) -> PhysicalPlan:
     """`plan` with its star, its carry's early ask and the joins riding on what its filters
-    drop, its filter order (the filter steps in that order), its chunking, its projections' place, its re-planning points and its paired joins
-    decided; `joins`: the core's AI joins, `ai_ops` the query's operators by id."""
+    drop, its filter order (the filter steps in that order), its chunking, its projections'
+    place, its re-planning points and its paired joins decided; `joins`: the core's AI joins,
+    `ai_ops` the query's operators by id."""
     cand = plan.candidates[0] if plan.candidates else None
     carry = plan.carry
     if carry is not None:

@@ -125,10 +125,10 @@ def test_carried_documents_beyond_their_share_are_encoded_again_when_the_join_ca
     """Where the join cannot be asked early (`_flush_carry` finds no early ask for the plan:
     here forced, every plan of these fakes has one), the documents past the share are released
     and the join encodes them again: the same rows, the arena's bound kept, and a remark."""
-    from quail_engine.exec.core_runner import CoreRunner
+    from quail_engine.exec.filter_runner import FilterRunner
 
     reference, _, unbounded = _run(None)
-    monkeypatch.setattr(CoreRunner, "_flush_carry", lambda self, *args: False)
+    monkeypatch.setattr(FilterRunner, "_flush_carry", lambda self, *args: False)
     rows, report, engine = _run(16384)
     assert rows == reference and engine.peak <= 16384 < unbounded.peak
     remark = next(r for r in report["remarks"] if "encoded again" in r)
@@ -249,7 +249,7 @@ def test_a_chain_asks_its_first_join_early_for_the_carried_documents(monkeypatch
     on (QUAIL-B IMDB-10: filtered reviews, aspects, reviews again): its first join is asked for
     the carried reviews while resident, none encoded again; the same rows as the fallback that
     encodes them again, with fewer fresh tokens."""
-    from quail_engine.exec.core_runner import CoreRunner
+    from quail_engine.exec.filter_runner import FilterRunner
 
     sql = SQL.replace("WHERE", "JOIN products AS q ON AI_FILTER(PROMPT('Is {0} like {1}?', "
                       "p.name, q.name)) WHERE")
@@ -257,7 +257,7 @@ def test_a_chain_asks_its_first_join_early_for_the_carried_documents(monkeypatch
     assert report["plans"][0].count("ai_join") >= 2
     assert any("the join was asked" in r for r in report["remarks"]), report["remarks"]
     assert not any("encoded again" in r for r in report["remarks"])
-    monkeypatch.setattr(CoreRunner, "_flush_carry", lambda self, *args: False)
+    monkeypatch.setattr(FilterRunner, "_flush_carry", lambda self, *args: False)
     reference, _, fallback = _run(16384, sql)
     assert rows == reference and len(rows) > 100
     assert engine.peak <= 16384

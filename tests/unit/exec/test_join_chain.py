@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 from exec_fakes import FakeEngine
 
-from quail_engine.exec.join_runner import Joined
+from quail_engine.exec.joined import Joined
 from quail_engine.exec.session import QuailSession
 from quail_engine.plan.cost import DeviceSpec
 
@@ -246,7 +246,7 @@ def test_reviews_a_filter_drops_are_encoded_once_for_the_chain_that_reads_them_a
             return super().add_prefix(tokens)
 
     def run(rides: bool):
-        import quail_engine.exec.core_runner as cr
+        import quail_engine.exec.filter_runner as cr
 
         engine = Encodings()
         with monkeypatch.context() as m:

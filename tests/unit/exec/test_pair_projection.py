@@ -40,7 +40,7 @@ def test_the_projection_is_asked_for_each_chunk_of_pairs_while_its_documents_are
     on the GPU the projection's prompts then read the documents' pages through the prefix
     cache instead of encoding them again); the projection asks nothing after the joins, and
     the rows and counts are those of asking it after them."""
-    import quail_engine.exec.join_runner as jr
+    import quail_engine.exec.anchor_chunks as jr
 
     def run(ride: bool):
         asked: list[list[tuple]] = []

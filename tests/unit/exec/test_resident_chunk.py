@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from quail_engine.exec.core_runner import CoreRunner, own_tokens
+from quail_engine.exec.filter_runner import FilterRunner, own_tokens
 from quail_engine.exec.scans import ScanData
 from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.context import OpInfo
@@ -47,8 +47,9 @@ def _runner(rows: list[str], mean: float, sharing: bool, monkeypatch,
     op = AiOp("ai_filter", "Is it done? {0}", (binding,), output_type="BOOLEAN")
     arena = SimpleNamespace(num_pages=ARENA_PAGES, page_size=PAGE)
     engine = SimpleNamespace(model=SimpleNamespace(arena=arena))
-    runner = CoreRunner(None, [op], SimpleNamespace(loaded_engine=lambda: engine), None, None)
-    runner.infos = {0: OpInfo(0, op.op, ("t",), tokens={"t": mean})}
+    runner = FilterRunner([op], SimpleNamespace(loaded_engine=lambda: engine,
+                                                doc_kv=lambda: None), None,
+                          {0: OpInfo(0, op.op, ("t",), tokens={"t": mean})})
     scan = ScanData("t", (binding_column(0, 0),), [{binding_column(0, 0): r} for r in rows])
     return runner, scan, [SimpleNamespace(op=0)]
 

@@ -1,0 +1,257 @@
+"""Run a core's AI filters in the planned order, and the KV they carry into the first join.
+
+Per relation in the plan's filter order, its rows in chunks within the plan's bounds (documents
+resident across the predicates that share them), each chunk through the filter steps in order.
+Where the plan names a carry, the survivors' documents stay resident for the first join (within
+the plan's share of the KV arena: past it the joins are asked early, as the plan's `carry.early`
+says); the documents the filters drop are asked the later joins the plan lets ride over them,
+then released.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from quail_engine.exec.answer_store import AnswerStore
+from quail_engine.exec.doc_kv import kv_capacity_tokens, kv_page_tokens
+from quail_engine.exec.estimates import doc_texts
+from quail_engine.exec.join_runner import expand
+from quail_engine.exec.joined import ROW, Joined
+from quail_engine.exec.op_runner import OpRunner
+from quail_engine.exec.prompts import OpPrompt
+from quail_engine.exec.rides import Ride, ask_dropped, ride_alongs
+from quail_engine.exec.scans import ScanData, op_values
+from quail_engine.plan.chunking import Chunking
+from quail_engine.plan.physical import PhysicalPlan
+from quail_engine.plan.riding import kept_rows
+from quail_engine.plan.sharing import common_prefix_len
+from quail_engine.plan.strategy import EARLY_LEADING, EARLY_STAR
+from quail_engine.settings import prefix_sharing_enabled
+
+
+class FilterRunner:
+    """`infos`: the core's OpInfo by op (their token estimates size the chunks). `carry` holds
+    the documents the filters keep for the first join until the core's joins release it;
+    `carry_flushes` / `carry_dropped` count the early asks and the documents left to the join
+    to encode again."""
+
+    def __init__(self, ai_ops: Sequence, runner: OpRunner, store: AnswerStore, infos):
+        self.ai_ops, self.runner, self.store, self.infos = ai_ops, runner, store, infos
+        self._row_tokens: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+        self.carry = runner.doc_kv()
+        self.carry_dropped = self.carry_flushes = 0
+        self.carry_rows: list[int] = []  # the scan rows whose documents the carry holds
+
+    def run(self, plan: PhysicalPlan, scans: dict[str, ScanData], projections_too: bool,
+            limit=None) -> dict[str, list[int]]:
+        """The surviving scan rows per relation, each relation's filters (and its projections
+        too, with `projections_too`) run in chunks of its rows; `limit` (unordered): stop once
+        that many rows pass."""
+        survivors: dict[str, list[int]] = {}
+        carry_alias = plan.carry.alias if plan.carry is not None else None
+        for alias in plan.filter_order or tuple(scans):
+            scan = scans[alias]
+            steps = [s for s in plan.steps if s.alias == alias and (
+                s.kind == "filter" or (projections_too and s.kind == "project"))]
+            alive_all: list[int] = []
+            rides = self._dropped_rides(plan, scans, survivors) if alias == carry_alias else []
+            # documents resident across steps bound the chunk (their KV lives for it); rows
+            # whose steps each read their document once run in one pipelined call per step
+            resident = any(not st.is_read_once for st in steps)
+            c = 0
+            while c < len(scan.rows):
+                chunk = (self._resident_chunk(plan.chunking, alias, steps, scan, c) if resident
+                         else max(1, len(scan.rows)))
+                if limit is not None and not limit.is_ordered:
+                    if len(alive_all) >= limit.rows:
+                        break  # enough rows pass: the LIMIT keeps no other
+                    chunk = min(chunk, max(plan.chunking.limit_min_rows,
+                                           2 * (limit.rows - len(alive_all))))
+                alive = list(range(c, min(c + chunk, len(scan.rows))))
+                c += chunk
+                kvs: dict[str, object] = {}
+                try:
+                    for step in steps:
+                        alive = self._run_step(step, scan, alive, kvs)
+                        for key in step.release:
+                            kv = kvs.pop(key, None)
+                            if kv is not None:
+                                kv.release()
+                    carry = plan.carry
+                    if carry is not None and carry.alias == alias and steps:
+                        kv = kvs.pop(carry.doc, None)
+                        if kv is not None:
+                            last = self.ai_ops[steps[-1].op]
+                            layout = self.runner.layout(last)
+                            text_of = {i: layout.texts(op_values(scan, steps[-1].op, last, i))[0]
+                                       for i in alive}
+                            texts = list(dict.fromkeys(text_of.values()))  # in row order
+                            keep = self._carry_fits(plan.chunking, kv, texts)
+                            if len(keep) < len(texts) and self._flush_carry(plan, scans,
+                                                                            survivors):
+                                keep = self._carry_fits(plan.chunking, kv, texts)
+                            self.carry_dropped += len(texts) - len(keep)
+                            self.carry.take(kv, keep)
+                            kept = set(keep)
+                            self.carry_rows += [i for i in alive if text_of[i] in kept]
+                            self._ride_dropped(plan, rides, kv)
+                            kv.release()  # documents of rows the filters eliminated
+                finally:
+                    for kv in kvs.values():
+                        kv.release()
+                alive_all += alive
+            if alias == carry_alias and plan.carry.early == EARLY_STAR:  # no later join
+                self._flush_carry(plan, scans, survivors)  # reads the carry: ask them all now
+            survivors[alias] = alive_all
+            # every row that can reach these filters was asked: a miss later is a dead row
+            self.store.complete |= {s.op for s in steps if s.kind == "filter"}
+        return survivors
+
+    def _resident_chunk(self, chunking: Chunking, alias: str, steps, scan: ScanData,
+                        start: int) -> int:
+        """Rows per chunk from row `start` when the steps keep their documents resident for the
+        chunk, as the plan's `chunking` bounds them on the engine's KV arena. With prefix
+        sharing, a document that begins like the row before it holds only its own pages past
+        that beginning (the radix index shares the rest), so the chunk counts those (counted
+        whole, cumulative snapshots of one trace would make chunks of a few rows, each a few
+        small passes)."""
+        engine = self.runner.loaded_engine()
+        if engine is None:  # not loaded yet (nor needed, if every answer is cached): a small
+            return chunking.first_filter_rows  # first chunk, sized again once it is known
+        capacity = kv_capacity_tokens(engine)
+        step = max((s for s in steps if s.op in self.infos),
+                   key=lambda s: self.infos[s.op].tokens.get(alias, 0.0), default=None)
+        mean = self.infos[step.op].tokens.get(alias, 0.0) if step is not None else 0.0
+        if capacity is None or mean <= 0 or not prefix_sharing_enabled():
+            return chunking.filter_chunk(capacity, mean)
+        key = (alias, step.op)
+        if key not in self._row_tokens:
+            self._row_tokens[key] = own_tokens(doc_texts(scan, step.op, self.ai_ops[step.op]),
+                                               mean, kv_page_tokens(engine))
+        full, own = self._row_tokens[key]
+        # the chunk's first document counted whole
+        return chunking.filter_chunk(capacity, mean, own[start:start + chunking.filter_rows]
+                                     .tolist(), float(full[start] - own[start]))
+
+    def _dropped_rides(self, plan: PhysicalPlan, scans: dict[str, ScanData],
+                       survivors: dict[str, list[int]]) -> list[Ride]:
+        """The Ride of each join of the plan's `dropped_rides` over the first join's anchors
+        (the other relations filter before the carried one: their survivors are known)."""
+        if not plan.dropped_rides:
+            return []
+        cand = plan.candidates[0]
+        cur = Joined({a: np.array(survivors.get(a, []), dtype=ROW) for a in cand.start})
+        return [r for r in ride_alongs(cand.steps[0], list(cand.steps[1:]), cur, scans,
+                                       survivors, self.ai_ops, self.runner, plan.context)
+                if r.op_id in plan.dropped_rides]
+
+    def _ride_dropped(self, plan: PhysicalPlan, rides: list[Ride], kv) -> None:
+        """`rides` over the documents `kv` still holds once the carry took its survivors',
+        judged by the rows the first join kept of the pairs the carry's flushes asked, else by
+        the plan's estimate (which has weighed the join's sampled answers already)."""
+        if not rides or not len(kv):
+            return
+        first = plan.candidates[0].steps[0]
+        op = self.ai_ops[first.op]
+        asked = self.store.count(first.op) if self.carry_flushes else 0
+        passed = sum(1 for _, a in self.store.answers(first.op) if op.passes(a)) if asked else 0
+        kept = kept_rows(asked, passed, first.rows_in, before=first.rows_out)
+        ask_dropped(rides, kept, kv, list(kv.handles), self.runner, self.store)
+
+    def _carry_fits(self, chunking: Chunking, kv, texts) -> list[str]:
+        """The documents of `texts` (resident in `kv`) the join may find still resident: within
+        the plan's carry share of the KV arena, in the order given. The others are released
+        with the filters' chunk (after `_flush_carry` made room, when it can) and encoded
+        again by the join (every filtered document kept for the join can fill the arena)."""
+        handles = [kv.handles.get(text) for text in texts]
+        keep = chunking.carry_keep(kv_capacity_tokens(self.runner.engine),
+                                   self.carry.resident_tokens(),
+                                   [h.num_tokens if h is not None else 0 for h in handles])
+        return [text for text, kept in zip(texts, keep) if kept]
+
+    def _flush_carry(self, plan: PhysicalPlan, scans: dict[str, ScanData],
+                     survivors: dict[str, list[int]]) -> bool:
+        """When the carried documents fill their share of the arena: ask the core's AI joins
+        for the pairs of the rows carried so far while their KV is resident, then let it go
+        (the answers wait in the store; the joins later ask only the other pairs), as the
+        plan's `carry.early` says (plan/strategy.py): every surviving pair of a core's one AI
+        join; a star's joins in the plan's order over the carried rows, each reading their
+        documents in turn; or a longer plan's first join. The carried relation filters last,
+        so its partners' survivors are known. Returns whether it flushed."""
+        carry = plan.carry
+        if carry is None or carry.early is None or not self.carry_rows:
+            return False
+        cand = plan.candidates[0]
+        partners = [a for a in plan.relations if a != carry.alias]
+        rows_of = {partner: survivors[partner] for partner in partners}
+        rows = np.array(self.carry_rows, dtype=ROW)
+        if carry.early == EARLY_LEADING:  # (the later joins that read these documents as
+            first = cand.steps[0]         # another alias ride along)
+            cur = Joined({carry.alias: rows})
+            rides = ride_alongs(first, list(cand.steps[1:]), cur, scans, survivors,
+                                self.ai_ops, self.runner, plan.context)
+            expand(first, cur, first.alias, scans, rows_of[first.alias], self.ai_ops,
+                   self.runner, self.store, self.carry, plan.chunking, materialize=False,
+                   count=False, rides=rides)
+        elif carry.early == EARLY_STAR:
+            cur = Joined({carry.alias: rows})
+            for n, step in enumerate(cand.steps):
+                cur = expand(step, cur, step.alias, scans, rows_of[step.alias], self.ai_ops,
+                             self.runner, self.store, self.carry,
+                             materialize=n + 1 < len(cand.steps), count=False, share=True,
+                             chunking=plan.chunking)
+        else:
+            (partner,) = partners
+            step = cand.steps[0]
+            if cand.start[0] == carry.alias:
+                cur, new, new_rows = Joined({carry.alias: rows}), partner, rows_of[partner]
+            else:
+                cur = Joined({partner: np.array(rows_of[partner], dtype=ROW)})
+                new, new_rows = carry.alias, self.carry_rows
+            expand(step, cur, new, scans, new_rows, self.ai_ops, self.runner, self.store,
+                   self.carry, materialize=False, count=False, chunking=plan.chunking,
+                   project=plan.pair_projections)
+        self.carry.release()
+        self.carry_rows = []
+        self.carry_flushes += 1
+        return True
+
+    def _ask(self, op: int, layout: OpPrompt, values: list[tuple], kv) -> None:
+        self.store.fill(op, values, lambda need: self.runner.answer(op, layout, need, kv=kv))
+
+    def _run_step(self, step, scan: ScanData, alive: list[int], kvs: dict) -> list[int]:
+        op = self.ai_ops[step.op]
+        layout = self.runner.layout(op)
+        rep = self.runner.report.op(step.op, op.op)
+        values = [op_values(scan, step.op, op, i) for i in alive]
+        kv = None
+        if layout.is_shared and not step.is_read_once:
+            kv = kvs.setdefault(step.doc, self.runner.doc_kv())
+        if step.kind == "project":
+            self.runner.project(step.op, layout, values, self.store, kv)
+            return alive
+        self._ask(step.op, layout, values, kv)
+        rep.rows_in += len(alive)
+        kept = [i for i, v in zip(alive, values) if op.passes(self.store.get(step.op, v))]
+        rep.rows_out += len(kept)
+        return kept
+
+
+def own_tokens(texts: Sequence[str], mean_tokens: float, page: int = 0
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens of each text, tokens past its common beginning with the text before it, plus
+    the `page` of the shared part's last partial page it copies), estimated from characters
+    at the texts' mean tokens a character."""
+    lengths = np.array([len(t) for t in texts], dtype=np.float64)
+    if not lengths.any():  # no text to measure: every row at the mean
+        full = np.full(len(texts), float(mean_tokens))
+        return full, full.copy()
+    per_char = mean_tokens / float(lengths.mean())
+    common = np.zeros(len(texts))
+    for i in range(1, len(texts)):
+        common[i] = common_prefix_len(texts[i - 1], texts[i])
+    full = lengths * per_char
+    own = np.where(common > 0, np.minimum(full, (lengths - common) * per_char + page), full)
+    return full, own
