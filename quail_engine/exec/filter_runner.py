@@ -67,8 +67,7 @@ class FilterRunner:
                 if limit is not None and not limit.is_ordered:
                     if len(alive_all) >= limit.rows:
                         break  # enough rows pass: the LIMIT keeps no other
-                    chunk = min(chunk, max(plan.chunking.limit_min_rows,
-                                           2 * (limit.rows - len(alive_all))))
+                    chunk = plan.chunking.limit_chunk(chunk, limit.rows - len(alive_all))
                 alive = list(range(c, min(c + chunk, len(scan.rows))))
                 c += chunk
                 kvs: dict[str, object] = {}

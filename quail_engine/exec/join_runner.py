@@ -181,8 +181,6 @@ def ask_star_in_chunks(plan: PhysicalPlan, scans: dict[str, ScanData],
     first = steps[0]
     op = ai_ops[first.op]
     layout = runner.layout(op)
-    if not layout.is_shared:
-        return
     partner = rows_of[first.alias][0]
     by_anchor = {i: [combo_values(first.op, op, scans, {anchor: i, first.alias: partner})]
                  for i in rows_of[anchor]}

@@ -64,6 +64,11 @@ class Chunking:
             rows += 1
         return max(1, rows)
 
+    def limit_chunk(self, chunk: int, missing: int) -> int:
+        """Rows of the next filter chunk of an unordered LIMIT query still `missing` that many
+        passing rows: twice those (some fail), at least `limit_min_rows`, at most `chunk`."""
+        return min(chunk, max(self.limit_min_rows, 2 * missing))
+
     def carry_keep(self, capacity: int | None, resident: int, tokens: Sequence[int]
                    ) -> list[bool]:
         """Which documents of `tokens` (in order) the carry keeps beside the `resident` tokens it

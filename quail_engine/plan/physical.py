@@ -85,7 +85,8 @@ class PhysicalPlan:
     executor plans the joins again from observed row counts (plan/strategy.py);
     `paired_joins`: joins of this order asked ahead together over shared anchor chunks (decided
     again wherever the joins are re-planned); `dropped_rides`: later joins asked over the
-    documents the carried relation's filters drop while they are resident (plan/riding.py);
+    documents the carried relation's filters drop while they are resident, `rides`: those
+    that may ride along a join's anchor chunks, as (join, riders) (plan/riding.py);
     `hint_remarks`: the hints the plan does not
     follow, and why."""
 
@@ -105,6 +106,7 @@ class PhysicalPlan:
     replans: tuple[str, ...] = ()
     paired_joins: tuple[tuple[int, int], ...] = ()
     dropped_rides: tuple[int, ...] = ()
+    rides: tuple[tuple[int, tuple[int, ...]], ...] = ()
     hint_remarks: tuple[str, ...] = ()
 
     def text(self) -> str:
@@ -129,6 +131,9 @@ class PhysicalPlan:
             out.append(f"ride {ops} over the documents {self.carry.alias}'s filters drop")
         for first, second in self.paired_joins:
             out.append(f"joins #{first},#{second} share anchor chunks")
+        for op, riders in self.rides:
+            ops = ",".join(f"#{r}" for r in riders)
+            out.append(f"ride {ops} with join #{op}'s anchor chunks")
         if self.replans:
             out.append("replan joins after " + ",".join(self.replans))
         if self.pair_projections:

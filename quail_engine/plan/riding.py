@@ -49,6 +49,25 @@ def ride_partners(ctx: PlanContext, step: JoinStep, later: Sequence[JoinStep], j
     return out
 
 
+def planned_rides(ctx: PlanContext, cand: Candidate | None
+                  ) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """(join, the later joins that may ride along its anchor chunks) for each join of `cand`'s
+    order that has some (`ride_partners`, the aliases joined before it). Decided again wherever
+    the joins are re-planned; whether one rides is judged at each chunk."""
+    if cand is None:
+        return ()
+    joined, out = set(cand.start), []
+    steps = list(cand.steps)
+    for k, step in enumerate(steps):
+        later = steps[k + 1:]
+        riders = tuple(later[i].op for i, _, _ in ride_partners(ctx, step, later,
+                                                                frozenset(joined)))
+        if riders:
+            out.append((step.op, riders))
+        joined.add(step.alias)
+    return tuple(out)
+
+
 def dropped_rides(ctx: PlanContext, cand: Candidate | None, carried: str) -> tuple[int, ...]:
     """The later joins asked over the documents the carried relation's filters drop, while each
     filter chunk still holds them: another alias of the same table that those filters do not

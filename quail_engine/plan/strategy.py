@@ -23,7 +23,7 @@ from quail_engine.plan import chunking
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.join_order import Candidate, JoinStep
 from quail_engine.plan.physical import PhysicalPlan
-from quail_engine.plan.riding import dropped_rides
+from quail_engine.plan.riding import dropped_rides, planned_rides
 
 # how the joins are asked early for the carried documents (PhysicalPlan.carry.early)
 EARLY_PAIR = "pair"        # a core of two relations joined by one AI join: every surviving pair
@@ -157,7 +157,8 @@ def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequenc
                   ) -> PhysicalPlan:
     """`plan` with its star, its carry's early ask and the joins riding on what its filters
     drop, its filter order (the filter steps in that order), its chunking, its projections'
-    place, its re-planning points and its paired joins decided; `joins`: the core's AI joins,
+    place, its re-planning points, its paired joins and the joins that may ride along another's
+    anchor chunks decided; `joins`: the core's AI joins,
     `ai_ops` the query's operators by id."""
     cand = plan.candidates[0] if plan.candidates else None
     carry = plan.carry
@@ -172,8 +173,12 @@ def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequenc
     for n, step in zip(at, filters):
         steps[n] = step
     rides = dropped_rides(plan.context, cand, carry.alias) if carry is not None else ()
-    plan = replace(plan, steps=tuple(steps), carry=carry, star=star_anchor(cand),
+    star = star_anchor(cand)
+    if star is not None and plan.context is not None and \
+            not plan.context.ops[cand.steps[0].op].shares_document:
+        star = None  # its anchor chunks would hold no document for the joins to share
+    plan = replace(plan, steps=tuple(steps), carry=carry, star=star,
                    filter_order=order, chunking=chunking.DEFAULT, dropped_rides=rides)
     return replace(plan, pair_projections=pair_projections(plan, ai_ops) if ai_ops else (),
                    projects_after_joins=outer_free(joins, ai_ops), replans=replans(plan),
-                   paired_joins=paired_joins(plan))
+                   paired_joins=paired_joins(plan), rides=planned_rides(plan.context, cand))

@@ -41,3 +41,12 @@ def test_carry_keep(capacity, resident, tokens, expected):
 ])
 def test_anchor_chunks(capacity, tokens, expected):
     assert C.anchor_chunks(capacity, tokens) == expected
+
+
+@pytest.mark.parametrize("chunk,missing,expected", [
+    (256, 3, 8),       # few rows missing: at least limit_min_rows
+    (256, 40, 80),     # twice those missing (some fail)
+    (50, 40, 50),      # never past the resident chunk
+])
+def test_limit_chunk(chunk, missing, expected):
+    assert C.limit_chunk(chunk, missing) == expected

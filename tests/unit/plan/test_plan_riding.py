@@ -14,6 +14,7 @@ from quail_engine.plan.riding import (
     dropped_rides,
     is_ride_worth,
     kept_rows,
+    planned_rides,
     ride_partners,
     ride_reach,
 )
@@ -106,3 +107,13 @@ def _cand(first: JoinStep, start=("r1",)) -> Candidate:
 def test_the_joins_that_ride_over_the_documents_the_carried_filters_drop(
         ctx, cand, carried, expected):
     assert dropped_rides(ctx, cand, carried) == expected
+
+
+@pytest.mark.parametrize("ctx,cand,expected", [
+    (_chain(), _cand(FIRST), ((0, (1, 2)),)),                   # both ride along join #0
+    (_chain(("r2", "a2", "a1")), _cand(FIRST), ((0, (1,)),)),  # the last reads three
+    (_chain(), _cand(JoinStep("a1", 0, None)), ()),            # join #0 has no anchor chunks
+    (_chain(), None, ()),
+])
+def test_the_plan_names_the_joins_that_may_ride_along_each_joins_chunks(ctx, cand, expected):
+    assert planned_rides(ctx, cand) == expected

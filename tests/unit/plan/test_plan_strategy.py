@@ -22,6 +22,7 @@ from quail_engine.plan.strategy import (
     replans,
     shares_anchor_chunks,
     star_anchor,
+    with_strategy,
 )
 from quail_engine.sql.ir import AiOp, JoinInfo
 
@@ -138,3 +139,15 @@ def test_the_second_to_last_join_hands_the_last_the_tuples_it_reads(step, rest, 
 def test_a_relation_keyed_to_the_last_joins_is_handed_over_too():
     assert handoff(_ctx(keyed={("a1", "a2"): 0.5}), R2, [A2], {"r1", "a1"},
                    ("r1", "a1", "r2", "a2")) == frozenset({"r2", "a1"})
+
+
+@pytest.mark.parametrize("shares,expected", [(True, "r"), (False, None)])
+def test_a_star_is_asked_in_anchor_chunks_only_where_its_first_join_shares_a_document(
+        shares, expected):
+    ops = [replace(info(0, "ai_join", ["r", "p"], {"r": 50, "p": 5}), shares_document=shares),
+           info(1, "ai_join", ["r", "q"], {"r": 50, "q": 5})]
+    ctx = context(ops, {"r": 10, "p": 5, "q": 5})
+    plan = with_strategy(PhysicalPlan(Scan("r"), (), (STAR,), relations=("r", "p", "q"),
+                                      context=ctx))
+    assert plan.star == expected
+    assert ("star anchor=r joins #0,#1" in plan.strategy_lines()) is (expected is not None)
