@@ -75,7 +75,7 @@ def resolve_device(device: str) -> str:
     if device != "auto":
         return device
     try:
-        import torch
+        import torch  # only to ask for a GPU: every other setting is read without it
 
         return "cuda" if torch.cuda.is_available() else "cpu"
     except ImportError:
@@ -86,7 +86,7 @@ def gpu_name(device: str = "cuda") -> str:
     """The model name of the GPU `device` (cuda or cuda:N) names, as the driver reports it (e.g.
     "NVIDIA H200"); empty when torch sees no GPU. Imports torch and starts CUDA (seconds)."""
     try:
-        import torch
+        import torch  # as in resolve_device
 
         if not torch.cuda.is_available():
             return ""

@@ -101,7 +101,7 @@ def load_engine(config: SessionConfig, text: Any = None) -> Any:
     if config.is_distributed:  # replicas on Ray workers (quail_engine/replicas), Ray imported now
         # a cluster's `auto` is its workers' to resolve (GPUs there, whatever this host has)
         engine = RayEngine.start(config.model, config.device if config.ray_address
-                                 else config.engine_device, config.precision, config.workers,
+                                 else config.engine_device.name, config.precision, config.workers,
                                  config.ray_address, kwargs)
     else:
         engine = load(config.model, device=config.engine_device, precision=config.precision,

@@ -25,6 +25,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tokenizers import (
+    AddedToken,
+    Regex,
+    Tokenizer,
+    decoders,
+    normalizers,
+    pre_tokenizers,
+    processors,
+)
+from tokenizers.models import BPE
+
 from quail_engine.errors import ModelError
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
@@ -91,8 +102,6 @@ def save_tokenizer(reader, directory: Path) -> None:
 
 
 def _sentencepiece_bpe(reader, tokens: list[str], types: list[int]):
-    from tokenizers import Tokenizer, decoders, normalizers
-    from tokenizers.models import BPE
 
     # spaces inside user-defined pieces are U+2581 once the text is normalized
     pieces = [t.replace(" ", SPACE) if types[i] == USER_DEFINED else t
@@ -123,8 +132,6 @@ def _sentencepiece_bpe(reader, tokens: list[str], types: list[int]):
 
 
 def _byte_level_bpe(reader, tokens: list[str], types: list[int]):
-    from tokenizers import Regex, Tokenizer, decoders, pre_tokenizers
-    from tokenizers.models import BPE
 
     pre = _field(reader, "tokenizer.ggml.pre", "default")
     if pre not in _BPE_PRE:
@@ -154,7 +161,6 @@ def _add_special_tokens(tokenizer, tokens: list[str], types: list[int], kind: st
     """Control tokens as special added tokens; user-defined ones as plain added tokens, matched
     whole before the model (in a SentencePiece vocabulary, those with a space excepted: the
     normalizer has replaced every space before they could match)."""
-    from tokenizers import AddedToken
 
     special, plain = [], []
     for token, kind_of in zip(tokens, types):
@@ -168,7 +174,6 @@ def _add_special_tokens(tokenizer, tokens: list[str], types: list[int], kind: st
 
 def _set_post_processor(reader, tokenizer, tokens: list[str]) -> None:
     """The BOS/EOS the model's flags add around each sequence (the pair form as HF writes it)."""
-    from tokenizers import processors
 
     bos = eos = None
     if _field(reader, "tokenizer.ggml.add_bos_token", False):

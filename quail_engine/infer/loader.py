@@ -50,7 +50,7 @@ def resolve_dtype(dtype: torch.dtype | str | None,
 
 
 def _hub_snapshot(repo_id: str) -> Path:
-    from huggingface_hub import snapshot_download
+    from huggingface_hub import snapshot_download  # only for a model named by its hub id
 
     try:
         return Path(snapshot_download(repo_id, local_files_only=True))

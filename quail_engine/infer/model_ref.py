@@ -14,6 +14,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from quail_engine.infer.file_digest import content_digest
+from quail_engine.infer.textio import TextCodec
+from quail_engine.infer.tokenizer import load_tokenizer
+
 _WEIGHT_SUFFIXES = (".safetensors", ".json", ".model", ".txt", ".bin")
 
 
@@ -26,21 +30,19 @@ class ModelRef:
     @classmethod
     def resolve(cls, spec: str) -> ModelRef:
         """The model `spec` names (see infer/loader.py); a GGUF file is converted once here."""
-        from quail_engine.infer.loader import resolve_model_dir
+        from quail_engine.infer.loader import resolve_model_dir  # torch: the loader's module
 
         directory = resolve_model_dir(spec)
         return cls(spec, directory, directory_identity(directory))
 
     def config(self):
-        from quail_engine.infer.loader import read_config
+        from quail_engine.infer.loader import read_config  # torch, as above
 
         return read_config(self.directory)
 
     def codec(self):
         """The model's TextCodec (tokenizer and chat layout), no weights."""
-        from quail_engine.infer.loader import read_config
-        from quail_engine.infer.textio import TextCodec
-        from quail_engine.infer.tokenizer import load_tokenizer
+        from quail_engine.infer.loader import read_config  # torch, as above
 
         return TextCodec(load_tokenizer(self.directory), read_config(self.directory))
 
@@ -49,8 +51,6 @@ def directory_identity(directory: Path) -> str:
     """A hash of config.json and the names and content digests (infer/file_digest.py) of the
     model's files. Not sub-folders: a derived dtype copy there (bf16/) is read only while it
     matches the file it was made from (infer/weights.weights_dir)."""
-    from quail_engine.infer.file_digest import content_digest
-
     digest = hashlib.sha256()
     config = directory / "config.json"
     digest.update(config.read_bytes() if config.exists() else b"")

@@ -68,7 +68,7 @@ def load_tokenizer(directory: str | Path) -> Tokenizer:
         fast = None
     if fast is not None:
         return Tokenizer(fast)
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # the fallback only: slow to import, optional
 
     try:
         hf = AutoTokenizer.from_pretrained(str(directory))

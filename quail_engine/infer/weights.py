@@ -21,6 +21,7 @@ from safetensors.torch import load_file
 
 from quail_engine.errors import ModelError
 from quail_engine.infer.config import ModelConfig
+from quail_engine.infer.file_digest import content_digest
 from quail_engine.infer.models import CausalLM, build_model
 
 logger = logging.getLogger(__name__)
@@ -144,8 +145,6 @@ COPY_SOURCE = "source.json"  # in a derived copy's folder: the digest of the fil
 def record_copy_source(copy_dir: Path, source: Path) -> None:
     """Note in `copy_dir` (a derived copy, e.g. bf16/) which bytes of `source` it was made
     from, so `weights_dir` uses it only while `source` is unchanged."""
-    from quail_engine.infer.file_digest import content_digest
-
     (copy_dir / COPY_SOURCE).write_text(json.dumps({source.name: content_digest(source)}))
 
 
@@ -157,8 +156,6 @@ def weights_dir(directory: Path, dtype: torch.dtype) -> Path:
     copy = directory / BF16_SUBDIR
     if dtype != torch.bfloat16 or not (copy / "model.safetensors").exists():
         return directory
-    from quail_engine.infer.file_digest import content_digest
-
     source = directory / "model.safetensors"
     try:
         recorded = json.loads((copy / COPY_SOURCE).read_text())

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from quail_engine.plan.cost import DeviceSpec
 from quail_engine.settings import (
     affinity_cpus,
@@ -129,12 +131,10 @@ def _matmul_job(dtype: str, m: int, k: int, n: int) -> Callable[[], Callable[[],
     """A product of (m, k) by (k, n) in `dtype` through torch (float32 numpy without torch)."""
     def prepare():
         try:
-            import torch
+            import torch  # the planner imports no torch; the CPU probe uses it where present
 
             a, b = (torch.randn(r, c, dtype=getattr(torch, dtype)) for r, c in ((m, k), (k, n)))
         except ImportError:
-            import numpy as np
-
             rng = np.random.default_rng(0)
             a, b = (rng.standard_normal(shape, dtype=np.float32) for shape in ((m, k), (k, n)))
         return lambda: a @ b
@@ -142,8 +142,6 @@ def _matmul_job(dtype: str, m: int, k: int, n: int) -> Callable[[], Callable[[],
 
 
 def _copy_job():
-    import numpy as np
-
     src, dst = (np.ones(COPY_BYTES // 4, dtype=np.float32) for _ in range(2))  # pages touched
     return lambda: np.copyto(dst, src)
 

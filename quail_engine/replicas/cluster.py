@@ -57,7 +57,7 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
 def connect(address: str | None) -> Any:
     """The `ray` module, initialized: on `address`, or a new local instance."""
     try:
-        import ray
+        import ray  # an optional extra, imported only for --workers / --ray-address
     except ImportError:
         raise ClusterError("--workers/--ray-address need Ray: pip install 'dbt-quail[ray]'"
                            ) from None

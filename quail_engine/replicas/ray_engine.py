@@ -27,6 +27,7 @@ from typing import Any
 
 from quail_engine.errors import ExecutionError, QuailError
 from quail_engine.infer.api import Answer, EngineStats, PrefixHandle, Request
+from quail_engine.infer.model_ref import ModelRef
 from quail_engine.replicas import cluster, sharding
 from quail_engine.replicas.cluster import ClusterError
 from quail_engine.replicas.wire import pack_requests, unpack_answers
@@ -99,8 +100,6 @@ class RayEngine:
     def codec(self) -> Any:
         """The model's TextCodec on this host (tokenizer only, no weights)."""
         if self._codec is None:
-            from quail_engine.infer.model_ref import ModelRef
-
             self._codec = ModelRef.resolve(self.spec).codec()
         return self._codec
 

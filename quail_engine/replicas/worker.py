@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from quail_engine.infer.api import PrefixHandle
+from quail_engine.infer.factory import load_engine
 from quail_engine.replicas.wire import (
     PackedAnswers,
     PackedRequests,
@@ -46,8 +47,6 @@ class EngineWorker:
 
     def __init__(self, index: int, spec: str, device: str, precision: str,
                  engine_kwargs: dict[str, Any]):
-        from quail_engine.infer.factory import load_engine
-
         self.index = index
         self.engine = load_engine(spec, device=device, precision=precision, **engine_kwargs)
         self.handles: dict[int, PrefixHandle] = {}  # the driver's prefix id -> this engine's

@@ -12,6 +12,8 @@ import re
 
 from dbt_common.exceptions import DbtRuntimeError
 
+from quail_engine import exec as quail
+
 _COMMENTS_AND_STRINGS = re.compile(r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'", re.S)
 _AI_CALL = re.compile(
     r"(?<![\w.])(?:snowflake\s*\.\s*)?(?:cortex\s*\.\s*\w+|ai_\w+|ai\s*\.\s*\w+|prompt"
@@ -29,8 +31,6 @@ def to_duckdb(sql: str, dialect: str) -> str:
     """`sql` rewritten from `dialect` into DuckDB SQL; DuckDB SQL is returned unchanged."""
     if dialect == "duckdb":
         return sql
-    from quail_engine import exec as quail
-
     try:
         return quail.to_duckdb_sql(sql, dialect)
     except quail.QuailError as exc:

@@ -58,9 +58,7 @@ class StartedOnRay:
      ("m.gguf", "auto", "bf16", None, "head:6379", {})),
 ])
 def test_a_distributed_config_loads_replicas_on_ray(config, expected, monkeypatch):
-    import quail_engine.replicas.ray_engine as ray_engine
-
-    monkeypatch.setattr(ray_engine, "RayEngine", StartedOnRay)
+    monkeypatch.setattr("quail_engine.exec.facade.RayEngine", StartedOnRay)
     monkeypatch.setattr("quail_engine.exec.facade.ensure_converted", lambda spec: None)
     StartedOnRay.calls = []
     assert isinstance(load_engine(config), StartedOnRay)
