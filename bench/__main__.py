@@ -35,6 +35,8 @@ SUITES = {
     "decode": ("bench.decode", "H200/CPU",
                "AI_COMPLETE through `quail query`: output tokens/s vs the decode speed of light "
                "and transformers"),
+    "decode_band": ("bench.decode_band", "CPU",
+                    "generated text: bf16's step-margin band vs float32, and texts with it"),
     "grammar": ("bench.grammar_decode", "CPU/H200",
                 "decode tokens/s free vs under a JSON schema (constrained decoding)"),
     "injection": ("bench.injection", "CPU",

@@ -152,7 +152,8 @@ def write_band(model: str, measured: dict, command: str, key: str) -> dict:
     data = json.loads(BANDS_FILE.read_text()) if BANDS_FILE.exists() else {"models": {}}
     entry = data["models"].setdefault(embedded_name(model), {"gguf_sha256": source_sha256(model),
                                                           "bands": {}})
-    entry["bands"][key] = {**band, "max_shift": measured["max_shift"],
+    kept = {k: v for k, v in entry["bands"].get(key, {}).items() if k.startswith("decode")}
+    entry["bands"][key] = {**kept, **band, "max_shift": measured["max_shift"],
                                 "matched": measured["matched"], "safety": SAFETY,
                                 "measured_by": command, "machine": machine(),
                                 "date": time.strftime("%Y-%m-%d")}

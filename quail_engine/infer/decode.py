@@ -5,6 +5,7 @@ step for all such sequences: infer/grammar.py) and ends when its grammar is comp
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,10 @@ class DecodeSeq:
     text: str = ""
     finish: str = ""        # "eos", "stop", "length", "grammar" (complete), "error"
     matcher: Any = None
+    # with track_margin: the smallest margin of any step's choice (its two best tokens' logit
+    # gap; a grammar's, see GrammarMasks.choose): a re-ask band compares it (infer/reask.py)
+    track_margin: bool = False
+    margin: float = math.inf
 
     @property
     def complete(self) -> bool:
@@ -45,14 +50,21 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
 
 def _next_token(logits, seq: DecodeSeq) -> int:
     """The argmax of `logits` after `seq`'s repetition penalty on the tokens it generated."""
-    if seq.repetition_penalty == 1.0 or not seq.out_tokens:
-        return int(logits.argmax())
-    seen = torch.tensor(sorted(set(seq.out_tokens)), device=logits.device)
-    logits = logits.float().clone()
-    values = logits[seen]
-    logits[seen] = torch.where(values > 0, values / seq.repetition_penalty,
-                               values * seq.repetition_penalty)
+    if seq.repetition_penalty != 1.0 and seq.out_tokens:
+        seen = torch.tensor(sorted(set(seq.out_tokens)), device=logits.device)
+        logits = logits.float().clone()
+        values = logits[seen]
+        logits[seen] = torch.where(values > 0, values / seq.repetition_penalty,
+                                   values * seq.repetition_penalty)
+    if seq.track_margin:
+        seq.margin = min(seq.margin, _gaps(logits.unsqueeze(0))[0])
     return int(logits.argmax())
+
+
+def _gaps(logits) -> list[float]:
+    """Each row's logit gap between its two best tokens."""
+    top = logits.float().topk(2, dim=-1).values
+    return (top[:, 0] - top[:, 1]).tolist()
 
 
 def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
@@ -175,14 +187,23 @@ def _choose(live: Sequence[DecodeSeq], jobs: Sequence[SeqJob], grammars: Any,
                 live[k].matcher = grammars.matcher(live[k].grammar, width)
         logits = torch.stack([jobs[k].logits[-1] for k in constrained])
         matchers = [live[k].matcher for k in constrained]
-        for k, token in zip(constrained, grammars.choose(logits, matchers, pending)):
+        margins: list[float] | None = \
+            [] if any(live[k].track_margin for k in constrained) else None
+        for k, token in zip(constrained, grammars.choose(logits, matchers, pending, margins)):
             tokens[k] = token
+        for k, m in zip(constrained, margins or ()):
+            live[k].margin = min(live[k].margin, m)
     plain = [k for k, s in enumerate(live)
              if s.grammar is None and (s.repetition_penalty == 1.0 or not s.out_tokens)]
     if plain:  # one argmax and one copy to the host for all of them, not one per seq
-        best = torch.stack([jobs[k].logits[-1] for k in plain]).argmax(dim=-1).tolist()
+        logits = torch.stack([jobs[k].logits[-1] for k in plain])
+        best = logits.argmax(dim=-1).tolist()
         for k, token in zip(plain, best):
             tokens[k] = int(token)
+        tracked = [j for j, k in enumerate(plain) if live[k].track_margin]
+        if tracked:
+            for j, gap in zip(tracked, _gaps(logits[tracked])):
+                live[plain[j]].margin = min(live[plain[j]].margin, gap)
     done = set(plain) | set(constrained)
     for k, s in enumerate(live):
         if k not in done:

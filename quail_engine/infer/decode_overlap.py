@@ -39,10 +39,11 @@ from quail_engine.infer.runner import SeqJob
 
 
 def overlappable(runner: Any, seqs: Sequence[DecodeSeq]) -> bool:
-    """Whether `seqs` can decode with the host off the critical path on `runner`."""
+    """Whether `seqs` can decode with the host off the critical path on `runner` (not a
+    sequence whose step margins a re-ask band reads: the steps' logits stay on the device)."""
     return (getattr(runner, "decode_next", None) is not None
             and getattr(runner, "decode_overlap", False)
-            and all(s.repetition_penalty == 1.0 for s in seqs))
+            and all(s.repetition_penalty == 1.0 and not s.track_margin for s in seqs))
 
 
 def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],

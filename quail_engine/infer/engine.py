@@ -75,6 +75,9 @@ class LocalEngine:
         self._references: dict[tuple, torch.Tensor] = {}
         self._token_sets: dict[tuple, Any] = {}
         self._grammars = None  # grammar.GrammarMasks, made for the first constrained answer
+        # generated answers carry their steps' smallest margin (set by a re-ask band that
+        # measured one for decoding: infer/reask.py)
+        self.track_decode_margins = False
         if prefix_sharing is None:
             prefix_sharing = prefix_sharing_enabled()
         self.prefix_cache = self._prefix_cache() if prefix_sharing else None
@@ -254,14 +257,16 @@ class LocalEngine:
             seqs = [DecodeSeq(list(requests[i].tokens), prefixes[i], requests[i].readout.max_tokens,
                               tuple(requests[i].readout.stop),
                               repetition_penalty=requests[i].readout.repetition_penalty,
-                              grammar=requests[i].readout.grammar)
+                              grammar=requests[i].readout.grammar,
+                              track_margin=self.track_decode_margins)
                     for i in gen]
             decode = overlapped_decode if overlappable(self.runner, seqs) else greedy_decode
             decode(self.runner, seqs, self.codec.eos_ids, self.codec.decode,
                    self._grammar_masks() if any(s.grammar for s in seqs) else None,
                    self._decode_room(), self._decode_prefill())
             for i, s in zip(gen, seqs):
-                answers[i] = Answer(value=s.text if s.complete else None)
+                answers[i] = Answer(value=s.text if s.complete else None,
+                                    margin=s.margin if s.track_margin else None)
         return answers  # type: ignore[return-value]
 
     def _run_shared(self, jobs: list[SeqJob], fresh: list[int]) -> None:

@@ -12,6 +12,7 @@ whitespace lets a small model pad an answer until it runs out of tokens.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -117,19 +118,45 @@ class GrammarMasks:
         self.mask_s += time.perf_counter() - t0
         return packed
 
-    def choose(self, logits, matchers: Sequence[Any], pending=None) -> list[int]:
+    def choose(self, logits, matchers: Sequence[Any], pending=None,
+               margins: list[float] | None = None) -> list[int]:
         """The argmax of each row of `logits` (n x width) among the tokens its matcher
         allows (`pending`: those masks from `start`, else computed now); a matcher in an
         error state allows nothing and gets an EOS id. Where the grammar is complete and the
         model's own choice lies outside it, the answer ends (EOS): '8' then ' legs' is the
-        number 8, not 8 followed by whatever digits score best."""
+        number 8, not 8 followed by whatever digits score best. `margins`, when given, gets
+        each row's decision margin (see `_margins`)."""
         t0 = time.perf_counter()
         packed = pending.result() if pending is not None else self._masks(matchers)
         self.wait_s += time.perf_counter() - t0
         best, leaves, empty = self._masked(logits, packed)
         best, leaves, empty = torch.stack([best, leaves.long(), empty.long()]).tolist()
+        if margins is not None:
+            margins += self._margins(logits, packed, [m.is_accepting() for m in matchers])
         return [self._eos[0] if e or (out and m.is_accepting()) else int(t)
                 for t, e, out, m in zip(best, empty, leaves, matchers)]
+
+    def _margins(self, logits, packed, accepting: Sequence[bool]) -> list[float]:
+        """How far each row's choice is from going another way, in logits: the gap between
+        its two best allowed tokens and, where the grammar could end here, between the best
+        allowed token and the best one outside the grammar (which one is higher decides
+        whether the answer ends)."""
+        n, width = logits.shape
+        allowed = self._allowed(logits, packed)
+        inside = torch.where(allowed, logits.float(), float("-inf"))
+        top = inside.topk(min(2, width), dim=-1).values
+        gap = (top[:, 0] - top[:, -1]) if width > 1 else torch.full((n,), float("inf"))
+        outside = torch.where(allowed, float("-inf"), logits.float()).amax(dim=-1)
+        cross = (top[:, 0] - outside).abs()
+        ends = to_device(list(accepting), logits.device, torch.bool)
+        margin = torch.where(ends, torch.minimum(gap, cross), gap)
+        return [m if math.isfinite(m) else math.inf for m in margin.tolist()]
+
+    def _allowed(self, logits, packed):
+        n, width = logits.shape
+        bits = packed.to(logits.device, non_blocking=True)
+        shifts = torch.arange(32, device=logits.device, dtype=torch.int32)
+        return ((bits.unsqueeze(-1) >> shifts) & 1).reshape(n, -1)[:, :width].bool()
 
     def choose_on_device(self, logits, matchers: Sequence[Any]):
         """What `choose` picks, as a tensor on the logits' device, without the host waiting
@@ -144,10 +171,7 @@ class GrammarMasks:
     def _masked(self, logits, packed):
         """On the logits' device: each row's best allowed token, whether the row's own best
         token lies outside its mask, and whether its mask allows nothing."""
-        n, width = logits.shape
-        bits = packed.to(logits.device, non_blocking=True)
-        shifts = torch.arange(32, device=logits.device, dtype=torch.int32)
-        allowed = ((bits.unsqueeze(-1) >> shifts) & 1).reshape(n, -1)[:, :width].bool()
+        allowed = self._allowed(logits, packed)
         best = torch.where(allowed, logits, float("-inf")).argmax(dim=-1)
         leaves = ~allowed.gather(1, logits.argmax(dim=-1, keepdim=True)).squeeze(1)
         empty = ~allowed.any(dim=-1)

@@ -14,8 +14,14 @@ unbanded precision on a GPU, whose report says so (infer/factory.py).
 request over a prefix can be asked again in full on the reference engine (loaded on the first
 re-ask). A score (AI_SCORE's probability) the SQL compares with a number is decided at each
 such threshold: it is re-asked when its margin lies within the yes/no band of the threshold's
-(a score only read, and generated text, are values, not decisions, and are not re-asked); the
-report says which answers were re-asked.
+(a score only read is a value, not a decision, and is not re-asked). Generated text is a chain
+of decisions, one per token: where the band measured for decoding holds (`Band.decode`: the
+largest shift of any step's top-two logit gap, teacher-forced on the reference's own tokens,
+`python -m bench decode_band`), an answer none of whose steps came within it is the
+reference's text token for token, and one that did is written again in float32 (where the
+bench found that to be most answers, `decode_direct`, all are written in float32 at once);
+without a measured decode band, generated text is the fast precision's. The report says which answers
+were re-asked.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from typing import Any
 from quail_engine.infer.api import (
     Answer,
     BooleanReadout,
+    GenerateReadout,
     LabelReadout,
     PrefixHandle,
     Request,
@@ -53,6 +60,9 @@ class Band:
     span: float
     reference_s: float | None = None
     banded_s: float | None = None
+    decode: float | None = None  # a generated answer's smallest step margin; None: unmeasured
+    # most generated answers came within `decode` on the bench: write them in float32 at once
+    decode_direct: bool = False
 
     @property
     def faster_than_reference(self) -> bool:
@@ -72,6 +82,8 @@ class Band:
             width = self.label
         elif isinstance(readout, SpanReadout):
             width = self.span
+        elif isinstance(readout, GenerateReadout) and self.decode is not None:
+            width = self.decode
         else:
             return False
         return abs(answer.margin) <= width
@@ -87,7 +99,7 @@ def band_for(sha256: str | None, precision: str) -> Band | None:
             b = entry["bands"][precision]
             seconds = b.get("seconds", {})
             return Band(b["boolean"], b["label"], b["span"], seconds.get("reference"),
-                        seconds.get("banded"))
+                        seconds.get("banded"), b.get("decode"), b.get("decode_direct", False))
     return None
 
 
@@ -104,6 +116,8 @@ class ReaskingEngine:
         self.changed = 0  # of those, the ones whose value the fast engine had wrong
         self._tokens: dict[int, tuple[int, ...]] = {}  # resident prefix id -> its full tokens
         self._refs: dict[int, int] = {}
+        if band.decode is not None:  # generated answers then carry their smallest step margin
+            fast.track_decode_margins = True
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._fast, name)
@@ -163,20 +177,36 @@ class ReaskingEngine:
 
     # -- requests -----------------------------------------------------------------------------
     def run(self, requests: Sequence[Request]) -> list[Answer]:
-        answers = list(self._fast.run(requests))
-        close = [i for i, (r, a) in enumerate(zip(requests, answers))
-                 if self.band.holds(r.readout, a)]
-        if not close:
-            return answers
+        direct = [i for i, r in enumerate(requests) if self._writes_direct(r.readout)]
+        answers: list[Answer | None] = [None] * len(requests)
+        if direct:
+            for i, answer in zip(direct, self._ask_reference([requests[i] for i in direct])):
+                answers[i] = answer
+            self.reasked += len(direct)
+        rest = [i for i in range(len(requests)) if answers[i] is None]
+        if rest:
+            for i, answer in zip(rest, self._fast.run([requests[i] for i in rest])):
+                answers[i] = answer
+        close = [i for i in rest if self.band.holds(requests[i].readout, answers[i])]
+        if close:
+            for i, answer in zip(close, self._ask_reference([requests[i] for i in close])):
+                self.changed += answer.value != answers[i].value
+                answers[i] = answer
+            self.reasked += len(close)
+        return answers  # type: ignore[return-value]
+
+    def _writes_direct(self, readout: Any) -> bool:
+        """Generated text the band would send back nearly always goes to the reference at once
+        (asking the fast precision first would only add its time)."""
+        return (isinstance(readout, GenerateReadout) and self.band.decode is not None
+                and self.band.decode_direct)
+
+    def _ask_reference(self, requests: Sequence[Request]) -> list[Answer]:
         if self._reference is None:
             log.info("loading the reference-precision engine for the re-ask band")
             self._reference = self._make_reference()
-        full = [Request(self._full_tokens(requests[i]), requests[i].readout) for i in close]
-        for i, answer in zip(close, self._reference.run(full)):
-            self.changed += answer.value != answers[i].value
-            answers[i] = answer
-        self.reasked += len(close)
-        return answers
+        return self._reference.run([Request(self._full_tokens(r), r.readout)
+                                    for r in requests])
 
     def _full_tokens(self, request: Request) -> tuple[int, ...]:
         head = self._tokens[request.prefix.id] if request.prefix is not None else ()

@@ -131,3 +131,49 @@ def test_a_score_compared_with_a_threshold_is_re_asked_near_it():
     assert not band.holds(compared, Answer(0.9, margin=cut + 0.6))
     assert not band.holds(ScoreReadout(), Answer(0.7, margin=cut))
     assert not band.holds(ScoreReadout(thresholds=(1.0,)), Answer(0.99, margin=9.0))
+
+
+class FakeWriter(FakeEngine):
+    """Generated answers: text 'fast' or 'ref', margin = the table's smallest step margin."""
+
+    def __init__(self, margins, text):
+        super().__init__(margins)
+        self.text = text
+        self.track_decode_margins = False
+
+    def run(self, requests):
+        fulls = [(self.prefixes[r.prefix.id] if r.prefix else ()) + tuple(r.tokens)
+                 for r in requests]
+        self.calls.append(fulls)
+        return [Answer(self.text, margin=self.margins.get(f)) for f in fulls]
+
+
+def test_generated_text_within_the_decode_band_is_written_again_in_float32():
+    fast = FakeWriter({(1,): 0.3, (2,): 4.0}, "fast")
+    ref = FakeWriter({}, "ref")
+    engine = ReaskingEngine(fast, lambda: ref, Band(0.2, 0.2, 0.2, decode=1.0))
+    assert fast.track_decode_margins  # the band asks the writer for its step margins
+    answers = engine.run([Request((1,), GenerateReadout()), Request((2,), GenerateReadout())])
+    assert [a.value for a in answers] == ["ref", "fast"]
+    assert ref.calls == [[(1,)]] and engine.reasked == 1
+
+
+def test_generated_text_without_a_decode_band_is_the_fast_precisions():
+    fast = FakeWriter({(1,): 0.0}, "fast")
+    engine = ReaskingEngine(fast, lambda: pytest.fail("no reference without a decode band"),
+                            Band(0.2, 0.2, 0.2))
+    assert not fast.track_decode_margins
+    assert [a.value for a in engine.run([Request((1,), GenerateReadout())])] == ["fast"]
+
+
+def test_a_decode_band_that_re_asks_most_answers_writes_them_in_float32_at_once():
+    fast = FakeWriter({(5,): 9.0}, "fast")
+    ref = FakeWriter({}, "ref")
+    engine = ReaskingEngine(fast, lambda: ref,
+                            Band(0.2, 0.2, 0.2, decode=1.0, decode_direct=True))
+    doc = engine.add_prefix([4])
+    answers = engine.run([Request((5,), GenerateReadout(), doc),
+                          Request((6,), BooleanReadout())])
+    assert answers[0].value == "ref" and ref.calls[0] == [(4, 5)]
+    assert fast.calls == [[(6,)]]  # only the yes/no question reached the fast engine
+    assert engine.reasked == 1
