@@ -43,7 +43,6 @@ from quail_engine.exec.udfs import (
 from quail_engine.exec.user_errors import statement_error
 from quail_engine.plan.cost import ModelSpec, Work, num_passes, seconds
 from quail_engine.plan.device import device_spec
-from quail_engine.settings import Device
 from quail_engine.sql.placeholder import placeholder_ids
 from quail_engine.sql.query import parse
 
@@ -78,7 +77,7 @@ class QuailSession:
     """`execute(sql, dialect) -> pyarrow.Table`; `report` describes the last execution.
 
     `config`: what the session runs on and how (exec/config.SessionConfig; default: the CPU,
-    no answer cache); its device is resolved here, once. `precision`: the precision `config`
+    no answer cache). `precision`: the precision `config`
     resolves to (`SessionConfig.answer_precision`, as open_session passes it), part of the
     answers' identity; empty where the engine's is not known (a test's fake engine). `text`:
     the PromptText prompts are tokenized through and answers are cached under (default: the
@@ -100,7 +99,7 @@ class QuailSession:
         self.con = con
         self.config = config if config is not None else SessionConfig(device="cpu",
                                                                        use_cache=False)
-        self.device = Device.resolve(self.config.device)
+        self.device = self.config.engine_device
         self.precision = precision
         self.text = text if text is not None else PromptText.of_engine(lambda: self.engine)
         self._engine = _LazyEngine(engine_factory, lambda: getattr(self.text, "load_s", 0.0))
