@@ -78,25 +78,12 @@ class FilterRunner:
                             kv = kvs.pop(key, None)
                             if kv is not None:
                                 kv.release()
-                    carry = plan.carry
-                    if carry is not None and carry.alias == alias and steps:
-                        kv = kvs.pop(carry.doc, None)
-                        if kv is not None:
-                            last = self.ai_ops[steps[-1].op]
-                            layout = self.runner.layout(last)
-                            text_of = {i: layout.texts(op_values(scan, steps[-1].op, last, i))[0]
-                                       for i in alive}
-                            texts = list(dict.fromkeys(text_of.values()))  # in row order
-                            keep = self._carry_fits(plan.chunking, kv, texts)
-                            if len(keep) < len(texts) and self._flush_carry(plan, scans,
-                                                                            survivors):
-                                keep = self._carry_fits(plan.chunking, kv, texts)
-                            self.carry_dropped += len(texts) - len(keep)
-                            self.carry.take(kv, keep)
-                            kept = set(keep)
-                            self.carry_rows += [i for i in alive if text_of[i] in kept]
-                            self._ride_dropped(plan, rides, kv)
-                            kv.release()  # documents of rows the filters eliminated
+                    kv = kvs.pop(plan.carry.doc, None) if alias == carry_alias and steps \
+                        else None
+                    if kv is not None:
+                        self._carry_chunk(plan, scans, survivors, steps[-1].op, alive, kv)
+                        self._ride_dropped(plan, rides, kv)
+                        kv.release()  # documents of rows the filters eliminated
                 finally:
                     for kv in kvs.values():
                         kv.release()
@@ -107,6 +94,25 @@ class FilterRunner:
             # every row that can reach these filters was asked: a miss later is a dead row
             self.store.complete |= {s.op for s in steps if s.kind == "filter"}
         return survivors
+
+    def _carry_chunk(self, plan: PhysicalPlan, scans: dict[str, ScanData],
+                     survivors: dict[str, list[int]], last_op: int, alive: list[int],
+                     kv) -> None:
+        """The documents of a filter chunk's survivors `alive` (resident in `kv`, read by the
+        filter `last_op`) taken into the carry, within its share of the arena (asking the joins
+        early to make room, where the plan says how)."""
+        scan = scans[plan.carry.alias]
+        last = self.ai_ops[last_op]
+        layout = self.runner.layout(last)
+        text_of = {i: layout.texts(op_values(scan, last_op, last, i))[0] for i in alive}
+        texts = list(dict.fromkeys(text_of.values()))  # in row order
+        keep = self._carry_fits(plan.chunking, kv, texts)
+        if len(keep) < len(texts) and self._flush_carry(plan, scans, survivors):
+            keep = self._carry_fits(plan.chunking, kv, texts)
+        self.carry_dropped += len(texts) - len(keep)
+        self.carry.take(kv, keep)
+        kept = set(keep)
+        self.carry_rows += [i for i in alive if text_of[i] in kept]
 
     def _resident_chunk(self, chunking: Chunking, alias: str, steps, scan: ScanData,
                         start: int) -> int:
