@@ -18,6 +18,7 @@ from sqlglot import exp
 
 from quail_engine.errors import QUOTE_LIMIT, shorten
 from quail_engine.sql import dialects, shapes
+from quail_engine.sql.emit.one_call import bind_once
 from quail_engine.sql.errors import SqlError, UnsupportedError
 from quail_engine.sql.ir import AiOp, placeholder_name
 from quail_engine.sql.nesting import nesting_guard
@@ -98,6 +99,8 @@ def _rewrite(sql: str, read: str, write: str, keep_source: bool) -> str:
         _drop_json_transforms(tree)
     if write in PATH_DIALECTS:
         _paths_on_objects(tree, texts)
+    for token in texts:
+        bind_once(tree, token, write, dialects.sqlglot_dialect(write))
     out = tree.sql(dialect=dialects.sqlglot_dialect(write))
     for token, text in texts.items():
         out = out.replace(f"{token}()", _paren(text))

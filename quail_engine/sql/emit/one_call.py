@@ -1,0 +1,64 @@
+"""One warehouse call where a rebuilt vendor shape reads the call's value twice.
+
+A shape that keeps a NULL answer NULL (`CASE WHEN v IS NOT NULL THEN json_object('labels',
+json_array(v)) END`, sql/shapes.py) names its value two or three times; written around a
+warehouse's AI function it would ask the model that many times per row (and bill it). The
+value is bound once instead, in each target's idiom:
+
+- BigQuery: `(SELECT <shape of v> FROM UNNEST([<call>]) AS v)`, a correlated subquery over a
+  one-element array (NULL elements are allowed inside a query:
+  https://cloud.google.com/bigquery/docs/reference/standard-sql/data-types#array_nulls);
+- Databricks: `transform(array(<call>), v -> <shape of v>)[0]`, a lambda over a one-element
+  array (https://docs.databricks.com/aws/en/sql/language-manual/functions/transform).
+
+DuckDB is left as written: quail plans a statement's identical calls as one operator and reads
+its answers wherever the statement names it. Snowflake's shapes are its own functions' results,
+never rebuilt.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp, parse_one
+
+VALUE = "quail_v"
+FORMS = {
+    "bigquery": "(SELECT {shape} FROM UNNEST([{call}]) AS " + VALUE + ")",
+    "databricks": "TRANSFORM(ARRAY({call}), " + VALUE + " -> {shape})[0]",
+}
+
+
+def bind_once(tree: exp.Expr, token: str, write: str, sqlglot_dialect: str) -> None:
+    """Rewrite, in place, the smallest expression of `tree` naming the call `token()` more
+    than once so that it names it once (FORMS[write]); nothing for one mention, for a target
+    without a form, or when that expression reads columns of its own (then it is more than a
+    shape around one call: the statement's own SQL)."""
+    form = FORMS.get(write)
+    mentions = [n for n in tree.find_all(exp.Anonymous) if n.name == token]
+    if form is None or len(mentions) < 2:
+        return
+    around = _common_ancestor(mentions)
+    while isinstance(around, exp.If) and isinstance(around.parent, exp.Case):
+        around = around.parent  # a WHEN branch is no value of its own: its CASE is
+    if around is None or isinstance(around, exp.Query) or any(around.find_all(exp.Column)):
+        return
+    shape = around.copy()
+    for node in [n for n in shape.find_all(exp.Anonymous) if n.name == token]:
+        node.replace(exp.column(VALUE))
+    text = form.format(shape=shape.sql(dialect=sqlglot_dialect), call=f"{token}()")
+    around.replace(parse_one(text, read=sqlglot_dialect))
+
+
+def _common_ancestor(nodes: list[exp.Expr]) -> exp.Expr | None:
+    chains = []
+    for node in nodes:
+        chain = []
+        while node is not None:
+            chain.append(node)
+            node = node.parent
+        chains.append(chain[::-1])
+    common = None
+    for level in zip(*chains):
+        if any(n is not level[0] for n in level):
+            break
+        common = level[0]
+    return common
