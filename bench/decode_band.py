@@ -15,12 +15,19 @@ plain bf16 and of bf16 with the band (infer/reask.ReaskingEngine) are compared w
 
     python -m bench decode_band [--models smollm2-135m gemma3-270m] [--max-tokens 32]
         [--no-write]
+    on the H200 (trained weights: the GGUF files carried in parts, ../shared/facts.md):
+    python -m bench decode_band --device cuda --precisions bf16 fp8 fp8-block \
+        --models PATH.gguf ... --out $OUT/decode-band-gpu.json
+
+A GPU precision's band is written under its bands.json key (bf16-cuda, fp8-cuda, ...) of the
+model whose file has the same SHA-256 as an embedded one (infer/embedded.py names it).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import sys
 import time
@@ -93,13 +100,23 @@ def shifts(reference, fast) -> list[float]:
     return (fast_gap - ref_gap).abs().amax(dim=-1).tolist()
 
 
-def measure(model: str, max_tokens: int) -> dict:
+def load(model: str, device: str, precision: str):
+    """The plain engine of `model` at `precision` ("fp32": the float32 reference, on the GPU
+    the plain-torch engine, as the band's re-asks use)."""
     import torch
 
     from quail_engine.infer.engine import LocalEngine
+    from quail_engine.infer.factory import load_engine
 
-    ref = LocalEngine.load(model, dtype=torch.float32)
-    fast = LocalEngine.load(model, dtype=torch.bfloat16)
+    if precision == "fp32":
+        return LocalEngine.load(model, device=device, dtype=torch.float32)
+    if device == "cpu":
+        return LocalEngine.load(model, device=device, dtype=torch.bfloat16)
+    return load_engine(model, device, precision)
+
+
+def measure(model: str, max_tokens: int, device: str, precision: str) -> dict:
+    ref, fast = load(model, device, "fp32"), load(model, device, precision)
     token_lists = prompts(ref, measured_reviews())
     _, answers = generate(ref, token_lists, max_tokens)
     steps: list[float] = []
@@ -111,65 +128,72 @@ def measure(model: str, max_tokens: int) -> dict:
             "band": round(SAFETY * widest, 4)}
 
 
-def check(model: str, band: float, max_tokens: int) -> list[dict]:
-    """Agreement with float32's texts on the checked prompts: bf16 plain and with `band`."""
-    import dataclasses
-
-    import torch
-
+def check(model: str, band: float, max_tokens: int, device: str, precision: str,
+          key: str) -> list[dict]:
+    """Agreement with float32's texts on the checked prompts: `precision` plain and with
+    `band` (the precision's other widths from bands.json, or `band` for all)."""
     from quail_engine.infer.api import GenerateReadout, Request
     from quail_engine.infer.embedded import source_sha256
-    from quail_engine.infer.engine import LocalEngine
-    from quail_engine.infer.reask import ReaskingEngine, band_for
+    from quail_engine.infer.reask import Band, ReaskingEngine, band_for
 
     readout = GenerateReadout(max_tokens=max_tokens)
     rows, texts = [], {}
-    base = band_for(source_sha256(model), "bf16-cpu")
-    for name in ("fp32", "bf16", "bf16-band"):  # (the band's row asks bf16 first, as measured)
-        dtype = torch.float32 if name == "fp32" else torch.bfloat16
-        engine = LocalEngine.load(model, dtype=dtype)
+    base = band_for(source_sha256(model), key) or Band(band, band, band)
+    for name in ("fp32", precision, f"{precision}-band"):
+        engine = load(model, device, "fp32" if name == "fp32" else precision)
         token_lists = prompts(engine, checked_reviews())
-        if name == "bf16-band":
-            engine = ReaskingEngine(engine, lambda: LocalEngine.load(model, dtype=torch.float32),
+        if name.endswith("-band"):  # (asks the fast precision first, as measured)
+            engine = ReaskingEngine(engine, lambda: load(model, device, "fp32"),
                                     dataclasses.replace(base, decode=band, decode_direct=False))
         start = time.perf_counter()
         texts[name] = [a.value for a in engine.run([Request(t, readout) for t in token_lists])]
         seconds = time.perf_counter() - start
         agree = sum(a == b for a, b in zip(texts[name], texts.get("fp32", texts[name])))
-        rows.append({"model": model, "precision": name, "prompts": len(token_lists),
+        rows.append({"model": Path(model).name, "device": device, "precision": name,
+                     "prompts": len(token_lists),
                      "agreement": round(agree / len(token_lists), 4),
                      "reasked": round(getattr(engine, "reasked", 0) / len(token_lists), 4),
                      "seconds": round(seconds, 2)})
     return rows
 
 
-def write_band(model: str, measured: dict, reasked: float, command: str) -> None:
+def write_band(model: str, key: str, measured: dict, reasked: float, command: str) -> bool:
+    """Write the decode width into `key`'s band of the embedded model `model` is; False where
+    `model` is no embedded model or has no band at `key` (measured but not written)."""
     from bench.trust import machine
-    from quail_engine.infer.embedded import embedded_name
+    from quail_engine.infer.embedded import embedded_name, source_sha256
     from quail_engine.infer.reask import BANDS_FILE
 
     data = json.loads(BANDS_FILE.read_text())
-    entry = data["models"][embedded_name(model)]["bands"]["bf16-cpu"]
+    sha = source_sha256(model)
+    entry = next((e["bands"].get(key) for e in data["models"].values()
+                  if e["gguf_sha256"] == sha), None) if sha else None
+    if entry is None:
+        print(f"{model}: no {key} band in {BANDS_FILE} (python -m bench trust --bands first); "
+              "the decode width is measured, not written", file=sys.stderr)
+        return False
     entry["decode"] = measured["band"]
     # the band re-asked most answers: writing them all in float32 at once is the faster way
     entry["decode_direct"] = reasked > 0.5
     entry["decode_measured"] = {"max_shift": measured["max_shift"], "steps": measured["steps"],
                                 "prompts": measured["prompts"], "measured_by": command,
-                                "machine": machine(), "date": time.strftime("%Y-%m-%d")}
+                                "machine": machine(), "date": time.strftime("%Y-%m-%d"),
+                                "model": embedded_name(model) or Path(model).name}
     BANDS_FILE.write_text(json.dumps(data, indent=1) + "\n")
+    return True
 
 
 def markdown(result: dict) -> str:
-    lines = ["# Decode band (bf16 on the CPU vs the float32 reference)", "",
+    lines = ["# Decode band (a fast precision's generated text vs the float32 reference)", "",
              f"Machine: {result['machine']}. Command: `{result['command']}`.", "",
              "Measured teacher-forced on the trust bench's 100 reviews x 2 tasks; checked "
              "through the decode loop on examples/data/reviews.csv's 40 reviews x 2 tasks "
              f"(max_tokens {result['max_tokens']}).", "",
-             "| model | steps measured | max shift | band | written in float32 at once |",
-             "|---|---|---|---|---|"]
+             "| model | band key | steps measured | max shift | band | written in float32 at "
+             "once |", "|---|---|---|---|---|---|"]
     for m in result["bands"]:
-        lines.append(f"| {m['model']} | {m['steps']} | {m['max_shift']} | {m['band']} | "
-                     f"{'yes' if m['direct'] else 'no'} |")
+        lines.append(f"| {m['model']} | {m.get('key', 'bf16-cpu')} | {m['steps']} | "
+                     f"{m['max_shift']} | {m['band']} | {'yes' if m['direct'] else 'no'} |")
     lines += ["", "| model | precision | prompts | texts equal to fp32 | re-asked | seconds |",
               "|---|---|---|---|---|---|"]
     for r in result["rows"]:
@@ -186,23 +210,30 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m bench decode_band", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--precisions", nargs="+", default=["bf16"],
+                   help="fast precisions to measure (the GPU path's: bf16 fp8 fp8-block)")
     p.add_argument("--max-tokens", type=int, default=32)
     p.add_argument("--no-write", action="store_true",
                    help="measure and check without writing quail_engine/infer/bands.json")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    command = "python -m bench decode_band " + " ".join(argv)
-    result = {"command": command.strip(), "max_tokens": args.max_tokens, "bands": [],
-              "rows": []}
+    from quail_engine.infer.factory import band_key
+
+    command = ("python -m bench decode_band " + " ".join(argv)).strip()
+    result = {"command": command, "max_tokens": args.max_tokens, "bands": [], "rows": []}
     for model in args.models:
-        measured = measure(model, args.max_tokens)
-        rows = check(model, measured["band"], args.max_tokens)
-        reasked = next(r["reasked"] for r in rows if r["precision"] == "bf16-band")
-        result["bands"].append({"model": model, **measured, "direct": reasked > 0.5})
-        if not args.no_write:
-            write_band(model, measured, reasked, command.strip())
-        result["rows"] += rows
-    write_result(result, "decode-band-cpu", markdown, args.out)
+        for precision in args.precisions:
+            key = band_key(precision, args.device)
+            measured = measure(model, args.max_tokens, args.device, precision)
+            rows = check(model, measured["band"], args.max_tokens, args.device, precision, key)
+            reasked = rows[-1]["reasked"]
+            written = not args.no_write and write_band(model, key, measured, reasked, command)
+            result["bands"].append({"model": Path(model).name, "key": key, **measured,
+                                    "direct": reasked > 0.5, "written": written})
+            result["rows"] += rows
+    device = "gpu" if args.device.startswith("cuda") else "cpu"
+    write_result(result, f"decode-band-{device}", markdown, args.out)
     return 0
 
 
