@@ -121,7 +121,7 @@ EMBEDDED_CONTEXT = 8192
 DECODE_MODEL = "smollm2-135m"
 # greedy decoding on the embedded models repeats itself ("I'm sorry for the inconvenience, but
 # I'm sorry for the inconvenience."); this penalty on generated tokens stops that
-# (bench/results/cpu-pair-accuracy-2026-12-01.md has the texts)
+# (bench/results/pair-accuracy.md has the texts)
 EMBEDDED_REPETITION_PENALTY = 1.2
 
 

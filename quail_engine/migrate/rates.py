@@ -21,15 +21,15 @@ class Rate:
 
 
 RATES: tuple[Rate, ...] = (
-    Rate("gpu", "prefill", 121_172.0, "bench/results/gpu-h200-e2e-2026-12-01.md",
+    Rate("gpu", "prefill", 121_172.0, "a89455df92:bench/results/gpu-h200-e2e-2026-12-01.md",
          "1x H200, fp8, Qwen3-4B shape: filter 20,000 docs through quail query, 121,172 fresh "
          "tokens/s"),
-    Rate("gpu", "pairs", 735.3e6 / 60, "bench/results/gpu-h200-e2e-2026-12-01.md",
+    Rate("gpu", "pairs", 735.3e6 / 60, "a89455df92:bench/results/gpu-h200-e2e-2026-12-01.md",
          "1x H200, fp8, Qwen3-4B shape: join 500 x 1,100 through quail query, 735.3 M "
          "requested tokens/min"),
-    Rate("cpu", "prefill", 1_930.0, "bench/results/cpu-readme-main-2026-12-01.md",
+    Rate("cpu", "prefill", 1_930.0, "bench/results/readme-cpu.md",
          "2 vCPU, embedded gemma3-270m, bf16: engine_cpu --quail-only filter, 1,930 tokens/s"),
-    Rate("cpu", "pairs", 8_555.0, "bench/results/cpu-engine-2026-11-29.md",
+    Rate("cpu", "pairs", 8_555.0, "bench/results/engine-cpu.md",
          "2 vCPU, embedded model, bf16: join 8 anchors x 64 partners, 8,555 requested "
          "tokens/s"),
 )
