@@ -4,7 +4,8 @@
 # but the last to /tmp/g (Gemma: .carry/g0..g3 of `split -n 5 -d`; SmolLM2: .carry/s0 of
 # `split -n 2 -d`), this call carries the last part's folder and .whl (gguf and sqlglot wheels,
 # which that machine lacks). Usage: bash bench/gpu/trust.sh [gemma|smollm2]. Writes
-# $OUT/trust-gpu.json/.md and the bands it measured ($OUT/bands.json).
+# $OUT/trust-gpu.json/.md, then the GPU precisions' decode bands (bench/decode_band.py:
+# $OUT/decode-band-gpu.json/.md), and the bands both measured ($OUT/bands.json).
 set -euo pipefail
 which=${1:-gemma}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -27,4 +28,7 @@ python3 -c "import transformers, tokenizers, torch; print('transformers', transf
 'tokenizers', tokenizers.__version__, 'torch', torch.__version__)"
 python3 -m bench trust --device cuda --bands --models "$gguf" --out "$OUT/trust-gpu.json" \
     2>&1 | grep -v "^yes/no filter on one document" | tee "$OUT/log.txt"
+timeout -k 10 "${DECODE_BAND_S:-400}" python3 -m bench decode_band --device cuda \
+    --precisions bf16 fp8 fp8-block --models "$gguf" --out "$OUT/decode-band-gpu.json" \
+    2>&1 | tee "$OUT/decode-band-log.txt" || true
 cp quail_engine/infer/bands.json "$OUT/bands.json"
