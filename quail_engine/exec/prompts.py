@@ -294,7 +294,7 @@ _TRAILING_NOISE = re.compile(r"^[\s?.!:;,'\")\]]*$")
 def pair_layout_for(model_name: str) -> bool:
     """Whether two-argument questions use the pair layout with `model_name`'s answers: on the
     embedded default model, where it was measured (yes/no answers there are at chance on
-    pairs: bench/results/cpu-pair-accuracy-2026-12-01.md); elsewhere the yes/no readout every
+    pairs: bench/results/pair-accuracy.md); elsewhere the yes/no readout every
     warehouse's AI_FILTER documents (one prefill, a few answer-token logits, no full-vocabulary
     span scoring and no threshold tuned on another model)."""
     return model_name.split("@")[0] in ("default", DEFAULT_MODEL)
