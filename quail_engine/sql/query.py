@@ -5,14 +5,15 @@ Execution contract: DuckDB runs `duckdb_sql`, the whole statement in which each 
 VARCHAR[], DOUBLE, BIGINT, JSON, FLOAT[]); aggregate ops take `list(<binding>)` per group.
 The planner precomputes answers for the `cores`; BigQuery table functions are subqueries
 mapping `quail_ai_<id>(prompt)` over their input (ids in `table_functions`). `statement()` is
-the same statement as the tree the executor runs (`statement_tree`: every AI call's arguments
-cast to VARCHAR, the text the scans and the functions see), so the executor never parses SQL.
+the same statement as the tree the executor runs (the lowered tree with every AI call's
+arguments cast to VARCHAR, the text the scans and the functions see): the executor never parses
+SQL, and `duckdb_sql` is never read back.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlglot import exp
@@ -43,13 +44,16 @@ class ParsedQuery:
     duckdb_sql: str
     cores: tuple[Core, ...]
     table_functions: tuple[int, ...] = ()
+    # the lowered statement `duckdb_sql` was written from; statement() copies it
+    tree: exp.Expr | None = field(default=None, compare=False, repr=False)
 
     def statement(self) -> exp.Expression:
-        """The tree the executor runs (`statement_tree(duckdb_sql)`), built on first use and
-        kept: explain and transpile never need it."""
+        """The tree the executor runs (`runnable(tree)`), built on first use and kept: explain
+        and transpile never need it."""
         tree = self.__dict__.get("_statement")
         if tree is None:
-            tree = statement_tree(self.duckdb_sql, self.group_ops)
+            tree = (runnable(self.tree, self.group_ops) if self.tree is not None
+                    else statement_tree(self.duckdb_sql, self.group_ops))
             object.__setattr__(self, "_statement", tree)
         return tree
 
@@ -143,35 +147,43 @@ def parse(sql: str, dialect: str, *, runnable: bool = True) -> ParsedQuery:
         tvfs = tuple(i for i, b in enumerate(lowered.built) if b.extra.get("tvf"))
         return ParsedQuery(dialect=name, source_sql=sql, ai_ops=tuple(ops),
                            duckdb_sql=to_duckdb(lowered.tree), cores=tuple(cores),
-                           table_functions=tvfs)
+                           table_functions=tvfs, tree=lowered.tree)
 
 
 _VARCHAR = exp.DataType.build("VARCHAR")  # built once, not parsed again per argument
 
 
-def statement_tree(duckdb_sql: str, group_ops: frozenset[int] = frozenset()) -> exp.Expression:
-    """The tree DuckDB runs for `duckdb_sql` (a statement, or a relation's scan): every
-    `quail_ai_<id>(...)` argument cast to VARCHAR, so every binding type works and reaches the
-    function as the same text the scans read; an aggregate's (`group_ops`) group list as a list
-    of VARCHAR. Read as DuckDB SQL: the executor's rewrites (LIMIT, per-run function names) then
-    work on DuckDB's own nodes."""
-    from sqlglot import parse_one
-
+def runnable(tree: exp.Expr, group_ops: frozenset[int] = frozenset()) -> exp.Expression:
+    """A copy of the lowered `tree` as DuckDB runs it: every `quail_ai_<id>(...)` argument cast
+    to VARCHAR, so every binding type works and reaches the function as the same text the
+    scans read; an aggregate's (`group_ops`) group list as a list of VARCHAR."""
     from quail_engine.sql.nesting import deep_stack
     from quail_engine.sql.placeholder import placeholder_id
 
     with deep_stack():  # the front end reads nesting up to its limit; so must this
-        try:
-            tree = parse_one(duckdb_sql, read="duckdb")
-        except (ParseError, TokenError) as exc:  # sqlglot wrote DuckDB SQL it cannot read back
-            raise SqlError(f"the statement has no DuckDB form quail can run: {_first_line(exc)}",
-                           duckdb_sql, "duckdb") from None
+        tree = tree.copy()
         for call in list(tree.find_all(exp.Anonymous)):
             op_id = placeholder_id(call.name)
             if op_id is not None:
                 call.set("expressions", [_as_text(a, op_id in group_ops)
                                          for a in call.expressions])
         return tree
+
+
+def statement_tree(duckdb_sql: str, group_ops: frozenset[int] = frozenset()) -> exp.Expression:
+    """`runnable` of DuckDB SQL text: a relation's scan (its text is what `Relation` holds) or
+    a query built by hand, in tests."""
+    from sqlglot import parse_one
+
+    from quail_engine.sql.nesting import deep_stack
+
+    with deep_stack():
+        try:
+            tree = parse_one(duckdb_sql, read="duckdb")
+        except (ParseError, TokenError) as exc:  # sqlglot wrote DuckDB SQL it cannot read back
+            raise SqlError(f"the statement has no DuckDB form quail can run: {_first_line(exc)}",
+                           duckdb_sql, "duckdb") from None
+        return runnable(tree, group_ops)
 
 
 def _as_text(arg: exp.Expression, group: bool) -> exp.Expression:
