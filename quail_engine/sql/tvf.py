@@ -11,8 +11,8 @@ vendor's output columns computed from `quail_ai_<id>(prompt)`:
 from __future__ import annotations
 
 import dataclasses
+import functools
 
-import sqlglot
 from sqlglot import exp
 
 from quail_engine.sql import shapes
@@ -36,16 +36,19 @@ TEXT_KEYS = ("max_output_tokens", "top_k", "top_p", "temperature", "flatten_json
 TABLE_KEYS = ("output_schema", "max_output_tokens", "top_p", "temperature", "stop_sequences",
               "safety_settings", "request_type")
 SCHEMA_TYPES = {"STRING": "VARCHAR", "INT64": "BIGINT", "FLOAT64": "DOUBLE", "BOOL": "BOOLEAN"}
+# a column's value: a shapes template over the call (`{v}`), a constant node, or a function of
+# the call that builds its node
+NULL_JSON = exp.cast(exp.null(), exp.DataType.build("JSON", dialect="duckdb"))
+EMPTY = exp.Literal.string("")
 TEXT_COLUMNS = {
     "ML.GENERATE_TEXT/flat": (("ml_generate_text_llm_result", "{v}"),
-                              ("ml_generate_text_rai_result", "CAST(NULL AS JSON)"),
-                              ("ml_generate_text_status", "''")),
+                              ("ml_generate_text_rai_result", NULL_JSON),
+                              ("ml_generate_text_status", EMPTY)),
     "ML.GENERATE_TEXT": (("ml_generate_text_result", "json_object('candidates', json_array("
                           "json_object('content', json_object('parts', json_array(json_object("
                           "'text', {v}))))))"),
-                         ("ml_generate_text_status", "''")),
-    "AI.GENERATE_TEXT": (("result", "{v}"), ("full_response", "CAST(NULL AS JSON)"),
-                         ("status", "''")),
+                         ("ml_generate_text_status", EMPTY)),
+    "AI.GENERATE_TEXT": (("result", "{v}"), ("full_response", NULL_JSON), ("status", EMPTY)),
 }
 
 
@@ -90,9 +93,10 @@ def lower_table_functions(tree: exp.Expr, dialect: str) -> list[Built]:
             one = make(OpKind.AI_EXTRACT, prompt, call, options=opts,
                        labels=tuple(Label(f[0]) for f in fields),
                        task_args=(("output_schema", schema),))
-            columns = [(f[0], f"CAST({{v}}->>'{f[0]}' AS "
-                        f"{SCHEMA_TYPES.get(f[1].upper(), 'JSON')})") for f in fields]
-            columns += [("full_response", "{v}"), ("status", "''")]
+            columns = [(f[0], functools.partial(_field, f[0], SCHEMA_TYPES.get(f[1].upper(),
+                                                                               "JSON")))
+                       for f in fields]
+            columns += [("full_response", "{v}"), ("status", EMPTY)]
         else:
             one = make(OpKind.AI_GENERATE, prompt, call, options=opts)
             key = name + ("/flat" if name.startswith("ML.") and params.get("flatten_json_output")
@@ -111,6 +115,15 @@ def lower_table_functions(tree: exp.Expr, dialect: str) -> list[Built]:
     return out
 
 
+def _field(name: str, type_: str, call: exp.Expr) -> exp.Expr:
+    """`CAST(call ->> '$."name"' AS type_)`: one field of the call's JSON object, the schema's
+    name taken as one key (not read as a path)."""
+    path = exp.JSONPath(expressions=[exp.JSONPathRoot(), exp.JSONPathKey(this=name)])
+    value = exp.JSONExtractScalar(this=call, expression=path, only_json_types=False,
+                                  scalar_only=False)
+    return exp.cast(value, exp.DataType.build(type_, dialect="duckdb"))
+
+
 def _map_subquery(source: exp.Expr, op_id: int, columns, alias: str) -> exp.Subquery:
     if isinstance(source, exp.Subquery):
         source = source.this
@@ -123,8 +136,10 @@ def _map_subquery(source: exp.Expr, op_id: int, columns, alias: str) -> exp.Subq
     selects: list[exp.Expr] = [exp.Star()]
     for name, template in columns:
         call = placeholder_call(op_id, [exp.column("prompt")])
-        value = (shapes.wrap(template, call) if "{v}" in template
-                 else sqlglot.parse_one(template, read="duckdb"))
+        if isinstance(template, str):
+            value = shapes.wrap(template, call)
+        else:
+            value = template(call) if callable(template) else template.copy()
         selects.append(exp.alias_(value, name))
     select = exp.Select(expressions=selects).from_(inner)
     return exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias)))
