@@ -4,7 +4,7 @@ Each UDF looks its answers up in the AnswerStore. A miss of an operator the plan
 completely (a core's filter or join) is a row another conjunct already eliminated: it answers
 FALSE (NULL under `NOT`) and no prompt runs. Any other miss is computed on the fly in one batch per DuckDB vector
 (counted as "unplanned" in the report). Arguments are passed as VARCHAR (the front end's
-statement_tree casts them), so every binding type works and matches the scans' text.
+`query.runnable` casts them), so every binding type works and matches the scans' text.
 """
 
 from __future__ import annotations
@@ -102,7 +102,8 @@ def emit(tree: exp.Expression) -> str:
 
 def prepare_sql(duckdb_sql: str, suffix: str = "", keyed: frozenset[int] = frozenset()) -> str:
     """`prepare` over SQL text: a relation's own scan SQL that calls AI functions (read by the
-    front end's statement_tree, arguments cast)."""
+    front end's statement_tree, arguments cast). `Relation` holds its scan as text, so this is
+    the one place the executor reads back SQL the front end wrote."""
     return emit(prepare(statement_tree(duckdb_sql), suffix, keyed))
 
 

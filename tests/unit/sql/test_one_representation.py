@@ -1,0 +1,41 @@
+"""The front end reads the user's SQL once: what it writes itself (a binding's DuckDB text, the
+statement's duckdb_sql) is never parsed again, here or by the executor's statement tree."""
+
+import pytest
+import sqlglot
+
+from quail_engine.sql import parse, query
+
+LITERAL = ("SELECT id FROM reviews WHERE AI_FILTER(PROMPT('Is {0} about {1}?', review, 'price')) "
+           "AND id < 30")
+SEEN_THROUGH = ("WITH c AS (SELECT r.id, r.review, AI_CLASSIFY(r.review, ['positive', "
+                "'negative']):labels[0]::STRING AS sentiment FROM reviews AS r) SELECT c.id, "
+                "AI_CLASSIFY(c.review, ['price', 'quality']):labels[0]::STRING AS topic FROM c "
+                "WHERE c.sentiment = 'negative'")
+
+
+@pytest.fixture
+def no_reading_back(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"SQL text parsed again: {args[:1]}")
+    monkeypatch.setattr(sqlglot, "parse_one", refuse)
+    monkeypatch.setattr(query, "statement_tree", refuse)
+
+
+@pytest.mark.parametrize("sql, cores, statement", [
+    (LITERAL, ["core(relations=[reviews[b_0_0, b_0_1]]; filters=[0]; joins=[]; "
+               "projections=[])"],
+     "SELECT id FROM reviews WHERE quail_ai_0(CAST(review AS TEXT), CAST('price' AS TEXT)) "
+     "AND id < 30"),
+    (SEEN_THROUGH, ["core(relations=[c[b_1_0, b_0_0]]; filters=[1]; joins=[]; projections=[0]; "
+                    "seen_through=[1])",
+                    "core(relations=[r[b_1_0]]; filters=[]; joins=[]; projections=[1])"],
+     None),
+], ids=["literal argument", "CTE classification seen through"])
+def test_planning_and_the_statement_read_no_text_back(no_reading_back, sql, cores, statement):
+    parsed = parse(sql, "snowflake")
+    assert [c.to_text() for c in parsed.cores] == cores
+    tree = parsed.statement()
+    if statement is not None:
+        assert query.to_duckdb(tree) == statement
+    assert "CAST(" in query.to_duckdb(tree) and parsed.duckdb_sql != query.to_duckdb(tree)
