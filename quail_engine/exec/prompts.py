@@ -23,10 +23,10 @@ bench/results/multilabel.md); on any other model, the yes/no question per label.
 A similarity is a pair layout on every model: the second text read as the answer to "write a
 text that means the same" after the first, its PMI with the first (the nats the first text adds
 to its likelihood over the content-free document) mapped onto the vendor's range through a
-logistic curve (`similarity`). On 16 labelled anchors with one paraphrase and two unrelated
-texts each, the paraphrase ranked above both unrelated texts in 32 of 32 comparisons on the
-embedded default model (28 of 32 on smollm2-135m) where the yes/no "do these two texts mean the
-same thing?" ranked 15 of 32 (14); tests/e2e/test_similarity_ranking.py.
+logistic curve (`sql_value`): measured, it ranks paraphrases above unrelated texts where the
+yes/no "do these two texts mean the same thing?" ranked them at chance (commit dc3bf20;
+tests/e2e/test_function_shapes.py checks the ranking). The numbers the SQL compares a
+similarity with are its readout's `thresholds`, for the re-ask band.
 """
 
 from __future__ import annotations
@@ -216,9 +216,10 @@ class OpPrompt:
                                document_text(CONTENT_FREE))
         if self.per_label:
             return BooleanReadout(calibration_tokens=cal)
-        if self.op.op == OpKind.AI_SIMILARITY:
+        if self.op.op == OpKind.AI_SIMILARITY:  # its value's cut points are the SQL's numbers
             return SpanReadout(pair_cue(SIMILARITY_STEM), SIMILARITY_CENTRE,
-                               document_text(CONTENT_FREE))
+                               document_text(CONTENT_FREE), thresholds=tuple(
+                                   similarity_margin(self.op, t) for t in self.op.thresholds))
         if self.partner_slots:  # compares with the content-free document by definition
             return pair_readout(self._cue())
         if kind == "boolean":
@@ -349,6 +350,16 @@ def probability(op, value: float) -> float:
     sql_value, sql/scales.py)."""
     lo, hi = scales.parse(dict(op.task_args).get("range"))
     return (value - lo) / (hi - lo)
+
+
+def similarity_margin(op, value: float) -> float:
+    """The span margin (PMI - centre, nats) at which `op`'s similarity equals `value` in its SQL
+    range (`sql_value`'s curve inverted); a value at or past the range's ends is never a close
+    call (+-inf)."""
+    p = probability(op, value)
+    if p <= 0.0 or p >= 1.0:
+        return math.copysign(math.inf, p - 0.5)
+    return SIMILARITY_SPREAD * math.log(p / (1.0 - p))
 
 
 def value_shape(op) -> tuple:

@@ -84,11 +84,15 @@ class SpanReadout:
     appends. `calibration_prefix`: the text that stands in for the document part ("Text:\\nN/A
     \\n\\n"); its reference is computed once per distinct own-token sequence (once per join
     partner). value: bool; score: sigmoid(PMI - threshold); margin: PMI - threshold.
+
+    `thresholds`: where the answer is a value read from the margin (a similarity) rather than
+    its sign, the margins at which the SQL compares that value (None: the sign is the decision).
     """
 
     cue: str
     threshold: float = 0.0
     calibration_prefix: str | None = None
+    thresholds: tuple[float, ...] | None = None
 
 
 Readout = BooleanReadout | LabelReadout | ScoreReadout | GenerateReadout | SpanReadout

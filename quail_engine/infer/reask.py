@@ -81,6 +81,8 @@ class Band:
         elif isinstance(readout, LabelReadout):
             width = self.label
         elif isinstance(readout, SpanReadout):
+            if readout.thresholds is not None:  # a value the SQL compares at these margins
+                return any(abs(answer.margin - t) <= self.span for t in readout.thresholds)
             width = self.span
         elif isinstance(readout, GenerateReadout) and self.decode is not None:
             width = self.decode

@@ -177,3 +177,12 @@ def test_a_decode_band_that_re_asks_most_answers_writes_them_in_float32_at_once(
     assert answers[0].value == "ref" and ref.calls[0] == [(4, 5)]
     assert fast.calls == [[(6,)]]  # only the yes/no question reached the fast engine
     assert engine.reasked == 1
+
+
+def test_a_span_value_is_re_asked_near_the_sql_s_cut_points_not_its_sign():
+    band = Band(0.2, 0.2, span=0.5)
+    value = SpanReadout("cue", thresholds=(3.0,))
+    assert band.holds(value, Answer(True, margin=2.7))
+    assert not band.holds(value, Answer(True, margin=0.1))  # (no decision at the centre)
+    assert not band.holds(SpanReadout("cue", thresholds=()), Answer(True, margin=0.0))
+    assert band.holds(SpanReadout("cue"), Answer(True, margin=0.1))  # a pair: its sign
