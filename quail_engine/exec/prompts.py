@@ -64,6 +64,7 @@ from quail_engine.infer.prompt_layout import (
 )
 from quail_engine.sql import scales
 from quail_engine.sql.op_kinds import OpKind, kinds, spec
+from quail_engine.sql.scan import is_string_literal
 from quail_engine.sql.task_prompts import SIMILARITY_STEM
 from quail_engine.sql.task_prompts import question as task_question
 
@@ -243,8 +244,7 @@ def _filter_partner(op) -> set[int]:
     """A filter's partner slots: its string literal arguments, else the slot that ends the
     question when another binding precedes it ('Does {0} mention {1}?'); none when every slot
     comes before the question ('Title: {0} Body: {1} Is it spam?' asks about one document)."""
-    literals = {b.index for b in op.bindings
-                if b.alias is None and b.column is None and b.sql.startswith("'")}
+    literals = {b.index for b in op.bindings if is_string_literal(b)}
     if literals or len(op.bindings) < 2:
         return literals
     last = list(SLOT.finditer(op.template))[-1:]

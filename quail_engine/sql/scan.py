@@ -32,6 +32,11 @@ def is_literal(b: Binding) -> bool:
     return b.alias is None and b.column is None and isinstance(b.node, exp.Literal | exp.Boolean)
 
 
+def is_string_literal(b: Binding) -> bool:
+    """A constant string argument (`'delivery'`), by the node the front end parsed."""
+    return is_literal(b) and b.node.is_string
+
+
 def scan_relation(p: Pending, alias: str):
     from quail_engine.sql.cores import Relation
 

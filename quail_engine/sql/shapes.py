@@ -8,6 +8,8 @@ dialects when transpiling.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from sqlglot import exp, parse_one
 
 # the error a vendor reports beside a NULL answer: quail's answers are NULL where the input was
@@ -67,6 +69,12 @@ def ident(text: str) -> str:
     return exp.to_identifier(text, quoted=True).sql(dialect="duckdb")
 
 
+@lru_cache(maxsize=256)
+def _template(template: str) -> exp.Expr:
+    """`template` parsed once; callers copy it before filling the slot."""
+    return parse_one(template.replace("{v}", _SLOT), read="duckdb")
+
+
 def wrap(shape: str | None, value: exp.Expr) -> exp.Expr:
     """`value` packaged as `shape`: a key of SHAPES, several joined by '+' (outermost first),
     or a DuckDB SQL template with `{v}`; `value` itself when shape is None."""
@@ -75,8 +83,7 @@ def wrap(shape: str | None, value: exp.Expr) -> exp.Expr:
     if "{v}" not in shape and "+" in shape:
         outer, inner = shape.split("+", 1)
         return wrap(outer, wrap(inner, value))
-    template = SHAPES.get(shape, shape)
-    tree = parse_one(template.replace("{v}", _SLOT), read="duckdb")
+    tree = _template(SHAPES.get(shape, shape)).copy()
     if isinstance(tree, exp.Column) and tree.name == _SLOT:
         return value
     for col in list(tree.find_all(exp.Column)):

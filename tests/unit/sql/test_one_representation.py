@@ -1,10 +1,13 @@
 """The front end reads the user's SQL once: what it writes itself (a binding's DuckDB text, the
 statement's duckdb_sql) is never parsed again, here or by the executor's statement tree."""
 
+import dataclasses
+
 import pytest
 import sqlglot
 
-from quail_engine.sql import parse, query
+from quail_engine.exec.prompts import _filter_partner
+from quail_engine.sql import parse, query, shapes
 
 LITERAL = ("SELECT id FROM reviews WHERE AI_FILTER(PROMPT('Is {0} about {1}?', review, 'price')) "
            "AND id < 30")
@@ -39,3 +42,20 @@ def test_planning_and_the_statement_read_no_text_back(no_reading_back, sql, core
     if statement is not None:
         assert query.to_duckdb(tree) == statement
     assert "CAST(" in query.to_duckdb(tree) and parsed.duckdb_sql != query.to_duckdb(tree)
+
+
+def test_a_vendor_shape_is_parsed_once(monkeypatch):
+    value = sqlglot.exp.column("v")
+    first = shapes.wrap("labels_object", value).sql("duckdb")
+    monkeypatch.setattr(shapes, "parse_one", lambda *a, **k: pytest.fail("template parsed again"))
+    assert shapes.wrap("labels_object", value).sql("duckdb") == first
+    assert shapes.wrap("labels_object", sqlglot.exp.column("w")).sql("duckdb") == first.replace(
+        "v", "w")
+
+
+def test_a_string_literal_partner_is_read_off_the_node():
+    sql = "SELECT id FROM reviews WHERE AI_FILTER(PROMPT('Is {0} discussed in {1}?', 'price', review))"
+    op = parse(sql, "snowflake").ai_ops[0]
+    unreadable = dataclasses.replace(op, bindings=tuple(
+        dataclasses.replace(b, sql=f"<{b.sql}>") for b in op.bindings))
+    assert _filter_partner(op) == _filter_partner(unreadable) == {0}
