@@ -28,8 +28,9 @@ STRUCTURED_MAX_TOKENS = 128  # an object's fields, when the SQL sets no max_toke
 
 @functools.lru_cache(maxsize=256)
 def _schema(op) -> dict | None:
-    """`op`'s answer schema (read once per operator; not to be modified)."""
-    return json_schema(op)
+    """`op`'s answer schema (not to be modified): the front end's, read from a node built by
+    hand."""
+    return op.schema if op.schema is not None else json_schema(op)
 
 
 @functools.lru_cache(maxsize=256)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +71,7 @@ def make(op: str, prompt: Prompt, call: Call, *, shape: str | None = None,
                              else checked_output_type(output_type, site)),
                 **fields)
     try:  # a response format is read now, not first when the engine decodes under it
-        json_schema(node)
+        node = dataclasses.replace(node, schema=json_schema(node))
     except SchemaError as exc:
         raise ArgumentError(f"{call.name}: {exc}", site.sql, call.dialect) from None
     return Built(op=node, exprs=prompt.exprs, shape=shape)

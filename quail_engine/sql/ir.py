@@ -148,6 +148,10 @@ class AiOp:
     # own units: the decisions the comparison makes of it, which the re-ask band checks
     thresholds: tuple[float, ...] = ()
     origin: str = field(default="", compare=False)
+    # the JSON schema a generated answer must match (sql/response_schema.json_schema), read from
+    # task_args when the front end builds the node, so the executor parses no response format;
+    # None in a node built by hand (read then) or for free text
+    schema: Any = field(default=None, compare=False, repr=False, metadata={"tree": True})
 
     def __post_init__(self) -> None:
         if self.op not in OPS:

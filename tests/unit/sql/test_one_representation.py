@@ -2,12 +2,14 @@
 statement's duckdb_sql) is never parsed again, here or by the executor's statement tree."""
 
 import dataclasses
+import json
 
 import pytest
 import sqlglot
 
+from quail_engine.exec import tasks
 from quail_engine.exec.prompts import _filter_partner
-from quail_engine.sql import parse, query, shapes
+from quail_engine.sql import parse, query, response_schema, shapes
 
 LITERAL = ("SELECT id FROM reviews WHERE AI_FILTER(PROMPT('Is {0} about {1}?', review, 'price')) "
            "AND id < 30")
@@ -59,3 +61,19 @@ def test_a_string_literal_partner_is_read_off_the_node():
     unreadable = dataclasses.replace(op, bindings=tuple(
         dataclasses.replace(b, sql=f"<{b.sql}>") for b in op.bindings))
     assert _filter_partner(op) == _filter_partner(unreadable) == {0}
+
+
+@pytest.mark.parametrize("response_format", [
+    "{'type': 'json', 'schema': {'type': 'object', 'properties': {'s': {'type': 'string'}}}}",
+    "TYPE OBJECT(s STRING)",
+], ids=["object constant", "TYPE OBJECT"])
+def test_the_executor_reads_no_response_format(monkeypatch, response_format):
+    op = parse(f"SELECT AI_COMPLETE('m', t, response_format => {response_format}) FROM d",
+               "snowflake").ai_ops[0]
+    tasks._schema.cache_clear()
+    tasks._schema_text.cache_clear()
+    monkeypatch.setattr(response_schema, "parse_one", lambda *a, **k: pytest.fail("parsed"))
+    monkeypatch.setattr(response_schema, "sql_type_schema", lambda *a: pytest.fail("parsed"))
+    assert json.loads(tasks.task_grammar(op).source) == {
+        "type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"],
+        "additionalProperties": False}
