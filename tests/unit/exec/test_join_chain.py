@@ -158,6 +158,18 @@ def test_pass_table_hashes_are_computed_per_relation_row_and_hidden_from_stars()
                           '"quail_p_0_h1")')
 
 
+class Encodings(FakeEngine):
+    """A FakeEngine that records each document it encodes (its prefix tokens)."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoded: list[tuple[int, ...]] = []
+
+    def add_prefix(self, tokens):
+        self.encoded.append(tuple(tokens))
+        return super().add_prefix(tokens)
+
+
 def test_two_joins_anchored_on_the_relation_the_chain_brings_in_encode_it_once():
     """reviews r1 - aspects a1 - reviews r2 - aspects a2, the last two joins anchored on r2 and
     asking different questions (QUAIL-B IMDB-10's shape): r2's documents are encoded once, by
@@ -169,15 +181,6 @@ def test_two_joins_anchored_on_the_relation_the_chain_brings_in_encode_it_once()
     positive = ("AI_FILTER(PROMPT('Is the review {0} POSITIVE about the aspect {1}?', "
                 "r2.review, a2.name))")
     sql = SQL.replace(DISCUSS.replace('R.', 'r2.').replace('A.', 'a2.'), positive)
-
-    class Encodings(FakeEngine):
-        def __init__(self):
-            super().__init__()
-            self.encoded: list[tuple[int, ...]] = []
-
-        def add_prefix(self, tokens):
-            self.encoded.append(tuple(tokens))
-            return super().add_prefix(tokens)
 
     def run(ahead: bool, rides: bool):
         engine = Encodings()
@@ -235,15 +238,6 @@ def test_reviews_a_filter_drops_are_encoded_once_for_the_chain_that_reads_them_a
     sql = SQL.replace(DISCUSS.replace('R.', 'r2.').replace('A.', 'a2.'), positive).replace(
         "ORDER BY", "WHERE AI_FILTER(PROMPT('Does the review {0} praise the MUSIC?', r1.review)) "
         "ORDER BY")
-
-    class Encodings(FakeEngine):
-        def __init__(self):
-            super().__init__()
-            self.encoded: list[tuple[int, ...]] = []
-
-        def add_prefix(self, tokens):
-            self.encoded.append(tuple(tokens))
-            return super().add_prefix(tokens)
 
     def run(rides: bool):
         import quail_engine.exec.filter_runner as cr
