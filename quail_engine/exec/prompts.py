@@ -34,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,6 +46,8 @@ from quail_engine.infer.api import (
     Readout,
     ScoreReadout,
     SpanReadout,
+    logit,
+    sigmoid,
 )
 from quail_engine.infer.embedded import (
     DECODE_MODEL,
@@ -356,10 +357,7 @@ def similarity_margin(op, value: float) -> float:
     """The span margin (PMI - centre, nats) at which `op`'s similarity equals `value` in its SQL
     range (`sql_value`'s curve inverted); a value at or past the range's ends is never a close
     call (+-inf)."""
-    p = probability(op, value)
-    if p <= 0.0 or p >= 1.0:
-        return math.copysign(math.inf, p - 0.5)
-    return SIMILARITY_SPREAD * math.log(p / (1.0 - p))
+    return SIMILARITY_SPREAD * logit(probability(op, value))
 
 
 def value_shape(op) -> tuple:
@@ -383,13 +381,9 @@ def sql_value(op, answer) -> object:
     if kind == "score":
         lo, hi = scales.parse(dict(op.task_args).get("range"))
         if op.op == OpKind.AI_SIMILARITY:  # a span readout: its margin is PMI - centre
-            value = _logistic(answer.margin / SIMILARITY_SPREAD)
+            value = sigmoid(answer.margin / SIMILARITY_SPREAD)
         return lo + float(value) * (hi - lo)
     return shape_text(op, value if isinstance(value, str) or value is None else str(value))
-
-
-def _logistic(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
 
 def value_text(value: object) -> str:

@@ -9,6 +9,7 @@ This module imports no torch so the planner and its fakes can use it anywhere.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -173,3 +174,18 @@ class Engine(Protocol):
     def release(self, handle: PrefixHandle) -> None: ...
 
     def run(self, requests: Sequence[Request]) -> list[Answer]: ...
+
+
+def sigmoid(x: float) -> float:
+    """The probability a margin (a logit) stands for; stable at both tails."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+def logit(p: float) -> float:
+    """The margin whose sigmoid is `p`; +-inf at or past 0 and 1 (never a close call)."""
+    if p <= 0.0 or p >= 1.0:
+        return math.copysign(math.inf, p - 0.5)
+    return math.log(p / (1.0 - p))

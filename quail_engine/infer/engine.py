@@ -29,6 +29,7 @@ from quail_engine.infer.api import (
     Request,
     ScoreReadout,
     SpanReadout,
+    sigmoid,
 )
 from quail_engine.infer.decode import DecodeSeq, fitting, greedy_decode
 from quail_engine.infer.decode_overlap import overlappable, overlapped_decode
@@ -42,7 +43,6 @@ from quail_engine.infer.readout import (
     BooleanTokens,
     boolean_tokens,
     label_tokens,
-    sigmoid,
     span_bounds,
     span_logprob,
 )

@@ -10,7 +10,6 @@ its log-probability over the content-free document's.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -113,13 +112,6 @@ def label_tokens(encode: Encode, labels: Sequence[str]) -> LabelTokens:
         firsts.append(tuple(dict.fromkeys(e[0] for e in encoded)))
         spellings.append(tuple(dict.fromkeys(tuple(encode(s)) for s in (label, " " + label))))
     return LabelTokens(tuple(labels), tuple(firsts), tuple(spellings))
-
-
-def sigmoid(x: float) -> float:
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    z = math.exp(x)
-    return z / (1.0 + z)
 
 
 def calibrated(values: torch.Tensor, reference: torch.Tensor | None) -> torch.Tensor:

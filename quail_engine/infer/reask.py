@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +42,7 @@ from quail_engine.infer.api import (
     Request,
     ScoreReadout,
     SpanReadout,
+    logit,
 )
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class Band:
         if answer.margin is None:
             return False
         if isinstance(readout, ScoreReadout):  # P(yes) = sigmoid(margin), against each cut
-            return any(abs(answer.margin - _logit(p)) <= self.boolean
+            return any(abs(answer.margin - logit(p)) <= self.boolean
                        for p in readout.thresholds)
         if isinstance(readout, BooleanReadout):
             width = self.boolean
@@ -214,9 +214,3 @@ class ReaskingEngine:
         head = self._tokens[request.prefix.id] if request.prefix is not None else ()
         return head + tuple(request.tokens)
 
-
-def _logit(p: float) -> float:
-    """The margin whose sigmoid is `p` (a threshold at 0 or 1 is never a close call)."""
-    if p <= 0.0 or p >= 1.0:
-        return math.copysign(math.inf, p - 0.5)
-    return math.log(p / (1.0 - p))

@@ -6,12 +6,11 @@ import pytest
 import torch
 from conftest import WordTokenizer, hf_last_logits
 
-from quail_engine.infer.api import BooleanReadout, LabelReadout, Request, ScoreReadout
+from quail_engine.infer.api import BooleanReadout, LabelReadout, Request, ScoreReadout, sigmoid
 from quail_engine.infer.readout import (
     answer_token_ids,
     boolean_tokens,
     label_tokens,
-    sigmoid,
     word_variants,
 )
 
