@@ -129,23 +129,23 @@ class GrammarMasks:
         t0 = time.perf_counter()
         packed = pending.result() if pending is not None else self._masks(matchers)
         self.wait_s += time.perf_counter() - t0
-        best, leaves, empty = self._masked(logits, packed)
+        allowed = self._allowed(logits, packed)
+        best, leaves, empty = self._masked(logits, allowed)
         best, leaves, empty = torch.stack([best, leaves.long(), empty.long()]).tolist()
         if margins is not None:
-            margins += self._margins(logits, packed, [m.is_accepting() for m in matchers])
+            margins += self._margins(logits, allowed, [m.is_accepting() for m in matchers])
         return [self._eos[0] if e or (out and m.is_accepting()) else int(t)
                 for t, e, out, m in zip(best, empty, leaves, matchers)]
 
-    def _margins(self, logits, packed, accepting: Sequence[bool]) -> list[float]:
+    def _margins(self, logits, allowed, accepting: Sequence[bool]) -> list[float]:
         """How far each row's choice is from going another way, in logits: the gap between
         its two best allowed tokens and, where the grammar could end here, between the best
         allowed token and the best one outside the grammar (which one is higher decides
-        whether the answer ends)."""
-        n, width = logits.shape
-        allowed = self._allowed(logits, packed)
+        whether the answer ends). A row with one allowed token has no rival inside (inf), and
+        one with none is no choice at all (its -inf - -inf is nan: inf too)."""
         inside = torch.where(allowed, logits.float(), float("-inf"))
-        top = inside.topk(min(2, width), dim=-1).values
-        gap = (top[:, 0] - top[:, -1]) if width > 1 else torch.full((n,), float("inf"))
+        top = inside.topk(2, dim=-1).values
+        gap = top[:, 0] - top[:, 1]
         outside = torch.where(allowed, float("-inf"), logits.float()).amax(dim=-1)
         cross = (top[:, 0] - outside).abs()
         ends = to_device(list(accepting), logits.device, torch.bool)
@@ -153,6 +153,7 @@ class GrammarMasks:
         return [m if math.isfinite(m) else math.inf for m in margin.tolist()]
 
     def _allowed(self, logits, packed):
+        """[n, width] bool on the logits' device: the tokens each row's packed mask allows."""
         n, width = logits.shape
         bits = packed.to(logits.device, non_blocking=True)
         shifts = torch.arange(32, device=logits.device, dtype=torch.int32)
@@ -165,13 +166,12 @@ class GrammarMasks:
         infer/decode_overlap.py, computes them while that pass runs)."""
         packed = self._masks(matchers)
         accepting = to_device([m.is_accepting() for m in matchers], logits.device, torch.bool)
-        best, leaves, empty = self._masked(logits, packed)
+        best, leaves, empty = self._masked(logits, self._allowed(logits, packed))
         return torch.where(empty | (leaves & accepting), self._eos[0], best)
 
-    def _masked(self, logits, packed):
+    def _masked(self, logits, allowed):
         """On the logits' device: each row's best allowed token, whether the row's own best
         token lies outside its mask, and whether its mask allows nothing."""
-        allowed = self._allowed(logits, packed)
         best = torch.where(allowed, logits, float("-inf")).argmax(dim=-1)
         leaves = ~allowed.gather(1, logits.argmax(dim=-1, keepdim=True)).squeeze(1)
         empty = ~allowed.any(dim=-1)
