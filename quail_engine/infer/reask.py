@@ -20,8 +20,8 @@ largest shift of any step's top-two logit gap, teacher-forced on the reference's
 `python -m bench decode_band`), an answer none of whose steps came within it is the
 reference's text token for token, and one that did is written again in float32 (where the
 bench found that to be most answers, `decode_direct`, all are written in float32 at once);
-without a measured decode band, generated text is the fast precision's. The report says which answers
-were re-asked.
+without a measured decode band, generated text is the fast precision's. The report says which
+answers were re-asked.
 """
 
 from __future__ import annotations
