@@ -11,10 +11,15 @@ from functools import partial
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.doc_kv import DocKV, kv_capacity_tokens, kv_page_tokens
 from quail_engine.exec.op_runner import OpRunner
-from quail_engine.exec.rides import PairProjection, Ride, ask_projection, ask_riding, prepare_ride
+from quail_engine.exec.rides import (
+    PairProjection,
+    Ride,
+    ask_projection,
+    ask_riding,
+    prepare_ride,
+)
 from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.join_order import JoinStep
-from quail_engine.plan.riding import kept_rows
 
 
 def ask_pairs(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: AnswerStore,
@@ -50,13 +55,11 @@ def ask_pairs(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: 
         for c, (group, chunk) in enumerate(zip(groups, chunks)):
             prep = ahead.pop().result() if ahead else None
             texts = [layout.texts(by_anchor[a][0])[0] for a in group]
-            # once some of its pairs are answered, the later joins worth it ride along, judged
-            # again at each chunk from the rows this join kept so far (plan/riding.py), their
-            # pairs prepared on the helper while the engine runs this join's (else the engine
-            # waits for that host work on every call)
-            kept = kept_rows(asked, passed, step.rows_in)
+            # the later joins the plan says ride along at this chunk, given the rows this join
+            # kept so far (PlannedRide.is_worth), their pairs prepared on the helper while the
+            # engine runs this join's (else the engine waits for that host work on every call)
             riding = [(r, helper.submit(prepare_ride, r, texts, runner, store))
-                      for r in rides if asked and r.worth(kept)]
+                      for r in rides if r.worth(asked, passed)]
             for r, _ in riding:
                 note = (f"join #{r.op_id} was asked over join #{step.op}'s anchor documents "
                         "while they were resident")

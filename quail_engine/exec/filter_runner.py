@@ -21,11 +21,10 @@ from quail_engine.exec.join_runner import expand
 from quail_engine.exec.joined import ROW, Joined
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.prompts import OpPrompt
-from quail_engine.exec.rides import Ride, ask_dropped, ride_alongs
+from quail_engine.exec.rides import Ride, ask_dropped, observe_rides
 from quail_engine.exec.scans import ScanData, op_values
 from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.physical import PhysicalPlan
-from quail_engine.plan.riding import kept_rows
 from quail_engine.plan.sharing import common_prefix_len
 from quail_engine.plan.strategy import EARLY_LEADING, EARLY_STAR
 from quail_engine.settings import prefix_sharing_enabled
@@ -148,22 +147,20 @@ class FilterRunner:
             return []
         cand = plan.candidates[0]
         cur = Joined({a: np.array(survivors.get(a, []), dtype=ROW) for a in cand.start})
-        return [r for r in ride_alongs(cand.steps[0], list(cand.steps[1:]), cur, scans,
-                                       survivors, self.ai_ops, self.runner, plan.context)
-                if r.op_id in plan.dropped_rides]
+        return observe_rides(plan.dropped_rides, cur, scans, survivors, self.ai_ops,
+                             self.runner)
 
     def _ride_dropped(self, plan: PhysicalPlan, rides: list[Ride], kv) -> None:
-        """`rides` over the documents `kv` still holds once the carry took its survivors',
-        judged by the rows the first join kept of the pairs the carry's flushes asked, else by
-        the plan's estimate (which has weighed the join's sampled answers already)."""
+        """`rides` over the documents `kv` still holds once the carry took its survivors, as
+        the plan decides from the rows the first join kept of the pairs the carry's flushes
+        asked (before any, from its estimate, which has weighed the join's sampled answers)."""
         if not rides or not len(kv):
             return
         first = plan.candidates[0].steps[0]
         op = self.ai_ops[first.op]
         asked = self.store.count(first.op) if self.carry_flushes else 0
         passed = sum(1 for _, a in self.store.answers(first.op) if op.passes(a)) if asked else 0
-        kept = kept_rows(asked, passed, first.rows_in, before=first.rows_out)
-        ask_dropped(rides, kept, kv, list(kv.handles), self.runner, self.store)
+        ask_dropped(rides, asked, passed, kv, list(kv.handles), self.runner, self.store)
 
     def _carry_fits(self, chunking: Chunking, kv, texts) -> list[str]:
         """The documents of `texts` (resident in `kv`) the join may find still resident: within
@@ -193,10 +190,10 @@ class FilterRunner:
         rows_of = {partner: survivors[partner] for partner in partners}
         rows = np.array(self.carry_rows, dtype=ROW)
         if carry.early == EARLY_LEADING:  # (the later joins that read these documents as
-            first = cand.steps[0]         # another alias ride along)
+            first = cand.steps[0]         # another alias ride along, as the plan's first turn)
             cur = Joined({carry.alias: rows})
-            rides = ride_alongs(first, list(cand.steps[1:]), cur, scans, survivors,
-                                self.ai_ops, self.runner, plan.context)
+            rides = observe_rides(plan.joins.turns[0].rides, cur, scans, survivors,
+                                  self.ai_ops, self.runner)
             expand(first, cur, first.alias, scans, rows_of[first.alias], self.ai_ops,
                    self.runner, self.store, self.carry, plan.chunking, materialize=False,
                    count=False, rides=rides)

@@ -5,7 +5,8 @@ once per distinct pair of (the joined aliases the prompt reads, a survivor of th
 restricted by the equality keys (shared k_<n> scan columns) before any prompt runs; the joined
 rows then grow by index arithmetic. The pairs are asked in anchor chunks
 (exec/anchor_chunks.ask_pairs); a star's anchor rows and two joins that share anchor chunks are
-asked ahead, chunk by chunk, as the plan says.
+asked ahead, chunk by chunk, and later joins ride along a join's chunks, as the plan's turns say
+(plan/join_program.py), those of an order re-planned from the rows observed included.
 """
 
 from __future__ import annotations
@@ -20,17 +21,12 @@ from quail_engine.exec.doc_kv import DocKV
 from quail_engine.exec.join_values import bound_aliases, combo_values, pair_values, tuple_values
 from quail_engine.exec.joined import ROW, Joined
 from quail_engine.exec.op_runner import OpRunner
-from quail_engine.exec.rides import Ride, project_pairs, ride_alongs
+from quail_engine.exec.rides import Ride, observe_rides, project_pairs
 from quail_engine.exec.scans import ScanData
 from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.join_order import JoinStep
 from quail_engine.plan.physical import PhysicalPlan
-from quail_engine.plan.strategy import (
-    REPLAN_FILTERS,
-    REPLAN_JOIN,
-    handoff,
-    shares_anchor_chunks,
-)
+from quail_engine.plan.strategy import REPLAN_FILTERS, REPLAN_JOIN
 
 log = logging.getLogger(__name__)
 def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
@@ -133,7 +129,7 @@ def ask_anchor_pair_ahead(step: JoinStep, nxt: JoinStep, cur: Joined,
     encoding them all. The answers wait in the store; run_joins then asks nothing again. Only
     when the second join reads just those two relations and no equality key ties them to the
     chain (then every pair it can ask depends on the chunk alone): where the plan pairs them
-    (plan/strategy.shares_anchor_chunks)."""
+    (a turn's `paired`: plan/join_program.py)."""
     anchor = step.alias
     if not len(cur):
         return
@@ -212,59 +208,57 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
               ai_ops, runner: OpRunner, store: AnswerStore, carry: DocKV | None = None,
               rows_needed: bool = True) -> Joined:
     """The joined rows (Joined) that satisfy every planned AI join (empty when not
-    `rows_needed`: DuckDB's final statement joins them again from the answers). `carry`: the
-    documents the filters left resident for the join the plan's `carry` names."""
-    carry_alias = plan.carry.alias if plan.carry is not None else None
-    if not plan.candidates:
+    `rows_needed`: DuckDB's final statement joins them again from the answers), the plan's
+    turns taken in order (`plan.joins`), re-planned where the plan says from the rows observed
+    (`replan_joins`: the turns of the order it chooses). `carry`: the documents the filters left
+    resident for the join the plan's `carry` names."""
+    program = plan.joins
+    if not plan.candidates or program is None:
         return Joined()
-    best = plan.candidates[0]
-    aliases = plan.relations
-    rows = {a: float(len(survivors.get(a, []))) for a in aliases}
-    observed = plan.replan_joins(rows) if REPLAN_FILTERS in plan.replans else None
-    if observed is not None and observed.text() != best.text():
-        runner.report.remarks.append(f"re-planned joins from observed survivors {rows}: "
-                                     f"{observed.text()} instead of {best.text()}")
-        best = observed
-    first = best.start[0]
+    carried = plan.carry.alias if plan.carry is not None else None
+    rows = {a: float(len(survivors.get(a, []))) for a in plan.relations}
+    observed = plan.replan_joins(rows, carried=carried) if REPLAN_FILTERS in plan.replans \
+        else None
+    if observed is not None and observed.order.text() != program.order.text():
+        _replanned(runner, f"re-planned joins from observed survivors {rows}: "
+                           f"{observed.text()} instead of {program.text()}")
+        program = observed
+    first = program.order.start[0]
     cur = Joined({first: np.array(survivors.get(first, []), dtype=ROW)})
-    joined = {first}
-    steps = list(best.steps)
-    while len(joined) < len(aliases):
-        step = steps.pop(0)
-        group = [step]
-        while steps and steps[0].alias == step.alias:
-            group.append(steps.pop(0))
-        for n, s in enumerate(group):
-            reuse = carry if s.anchor is not None and s.anchor == carry_alias else None
-            if n == 0 and len(group) == 1 and steps and reuse is None and \
-                    shares_anchor_chunks(plan.context, s, steps[0], joined):
-                ask_anchor_pair_ahead(s, steps[0], cur, scans, survivors, ai_ops, runner,
+    turns = list(program.turns)
+    while turns:
+        turn = turns.pop(0)
+        alias = turn.step.alias
+        for n, s in enumerate(turn.steps):
+            reuse = carry if n == turn.carry_at else None
+            if n == 0 and turn.paired is not None:
+                ask_anchor_pair_ahead(s, turn.paired, cur, scans, survivors, ai_ops, runner,
                                       store, plan.chunking)
             if n == 0:
-                last = len(joined) + 1 == len(aliases) and len(group) == 1
-                keep = None if rows_needed else handoff(plan.context, s, group[1:] + steps,
-                                                        joined, aliases)
-                rides = ride_alongs(s, group[1:] + steps, cur, scans, survivors, ai_ops, runner,
-                                    plan.context)
-                cur = expand(s, cur, step.alias, scans, survivors.get(step.alias, []), ai_ops,
-                              runner, store, reuse, plan.chunking,
-                              materialize=rows_needed or not last,
-                              rides=rides,
-                              project=plan.pair_projections if last else (),
-                              keep=keep)
+                rides = observe_rides(turn.rides, cur, scans, survivors, ai_ops, runner)
+                cur = expand(s, cur, alias, scans, survivors.get(alias, []), ai_ops, runner,
+                             store, reuse, plan.chunking,
+                             materialize=rows_needed or not turn.is_last, rides=rides,
+                             project=plan.pair_projections if turn.is_last else (),
+                             keep=None if rows_needed else turn.handoff)
             elif s.op is not None:
                 cur = _filter(s, cur, scans, ai_ops, runner, store, reuse, plan.chunking)
             if reuse is not None:
                 reuse.release()
-                carry_alias = None
-        joined.add(step.alias)
-        if len(joined) < len(aliases) and REPLAN_JOIN in plan.replans:
-            replanned = plan.replan_joins(rows, start=(frozenset(joined), float(cur.size)))
-            if replanned is not None and replanned.steps:
-                new_steps = list(replanned.steps)
-                if [s.alias for s in new_steps] != [s.alias for s in steps]:
-                    runner.report.remarks.append(
-                        f"re-planned after joining {','.join(sorted(joined))} "
-                        f"({cur.size} rows): {replanned.text()}")
-                steps = new_steps
+                carried = None
+        if turns and REPLAN_JOIN in plan.replans:
+            joined = turn.joined | {alias}
+            replanned = plan.replan_joins(rows, start=(joined, float(cur.size)),
+                                          carried=carried)
+            if replanned is not None and replanned.turns:
+                if [t.text() for t in replanned.turns] != [t.text() for t in turns]:
+                    _replanned(runner, f"re-planned after joining {','.join(sorted(joined))} "
+                                       f"({cur.size} rows): {replanned.text()}")
+                turns = list(replanned.turns)
     return cur
+
+
+def _replanned(runner: OpRunner, remark: str) -> None:
+    """A re-planned program, as the report and the log show it (`quail explain --analyze`)."""
+    log.info(remark)
+    runner.report.remarks.append(remark)

@@ -4,6 +4,7 @@ documents are this join's (Ride), and an AI projection over the pairs the core's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,45 +15,41 @@ from quail_engine.exec.join_values import pair_values
 from quail_engine.exec.joined import Joined
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.scans import ScanData
-from quail_engine.plan.context import PlanContext
-from quail_engine.plan.join_order import JoinStep
-from quail_engine.plan.riding import is_ride_worth, ride_partners
+from quail_engine.plan.riding import PlannedRide, RideSeen
 from quail_engine.sql.ir import binding_column
 
 
 @dataclass
 class Ride:
-    """A later join of the chain whose anchor documents are this join's (another alias of the
-    same table: reviews r2, which the chain's first join reads as r1), asked
-    over each chunk of this join's anchors while their KV is resident, ahead of its turn, for
-    the rows it may read then: its anchor relation's rows with those documents x its partner's
-    candidates. Its answers wait in the store; its own turn then asks nothing again."""
+    """A later join the plan lets ride along this join's anchor chunks (`planned`: another alias
+    of the same table, reviews r2, which the chain's first join reads as r1), asked over each
+    chunk of this join's anchors while their KV is resident, ahead of its turn, for the rows it
+    may read then: its anchor relation's rows with those documents x its partner's candidates.
+    Its answers wait in the store; its own turn then asks nothing again. `seen`: what it
+    observed of them, the inputs to the plan's decision at each chunk."""
 
-    op_id: int
+    planned: PlannedRide
     op: object
     layout: object
-    anchor: str          # the later join's anchor alias (its rows have the documents)
-    partner: str
     partners: list[int]  # the partner's candidate rows
     rows_of: dict[str, list[int]]  # anchor document text -> the anchor alias's rows with it
     scans: dict
-    steps: list[JoinStep]  # this join, the joins between, the riding join
-    joined: frozenset      # the aliases joined before this join
-    candidates: dict[str, int]  # the two aliases' candidate rows now
-    documents: int  # characters of the documents (each once)
-    questions: int  # characters of the questions, one per anchor row
+    seen: RideSeen
+
+    @property
+    def op_id(self) -> int:
+        return self.planned.op
 
     def values(self, texts: list[str]) -> list[tuple]:
         rows = [i for t in dict.fromkeys(texts) for i in self.rows_of.get(t, ())]
         pairs = [(d, j) for d in range(len(rows)) for j in self.partners]
-        return pair_values(self.op_id, self.op, self.scans, [self.anchor], [[i] for i in rows],
-                           self.partner, pairs)
+        return pair_values(self.op_id, self.op, self.scans, [self.planned.anchor],
+                           [[i] for i in rows], self.planned.partner, pairs)
 
-    def worth(self, rows_out: float) -> bool:
-        """Whether it rides when this join keeps `rows_out` rows (plan/riding.py)."""
-        return is_ride_worth((self.anchor, self.partner), self.steps, self.joined,
-                             self.candidates, rows_out, self.documents, self.questions,
-                             len(self.partners))
+    def worth(self, asked: int, passed: int) -> bool:
+        """Whether it rides once `passed` of the `asked` pairs of the join it rides along passed:
+        the plan's decision at this observation point (PlannedRide.is_worth)."""
+        return self.planned.is_worth(self.seen, asked, passed)
 
 
 def prepare_ride(ride: Ride, texts: list[str], runner: OpRunner, store: AnswerStore):
@@ -78,14 +75,15 @@ def ask_riding(ride: Ride, values: list[tuple], prep, hold: DocKV, texts: list[s
         kv.release()
 
 
-def ask_dropped(rides: list[Ride], kept: float, hold: DocKV, texts: list[str], runner: OpRunner,
-                store: AnswerStore) -> None:
-    """Each of `rides` worth it when the join they ride along keeps `kept` rows, asked over the
+def ask_dropped(rides: list[Ride], asked: int, passed: int, hold: DocKV, texts: list[str],
+                runner: OpRunner, store: AnswerStore) -> None:
+    """Each of `rides` worth it once `passed` of the `asked` pairs of the join they ride along
+    passed (before any: by the plan's estimate), asked over the
     documents `texts` that a filter chunk dropped while `hold` keeps them resident (the plan's
     `dropped_rides`): their anchor alias still reads them, and would encode them again at its
     turn."""
     for ride in rides:
-        if not ride.worth(kept):
+        if not ride.worth(asked, passed):
             continue
         need, prep = prepare_ride(ride, texts, runner, store)
         if not need:
@@ -145,25 +143,22 @@ def _holds(op_id: int, op, scans: dict[str, ScanData], aliases) -> bool:
                for i in range(len(op.bindings)))
 
 
-def ride_alongs(step: JoinStep, later: list[JoinStep], cur: Joined, scans: dict[str, ScanData],
-                survivors: dict[str, list[int]], ai_ops, runner: OpRunner, ctx: PlanContext
-                ) -> list[Ride]:
-    """Ride of each later join (`later`: the plan's remaining steps) the plan lets ride along
-    `step`'s anchor chunks (plan/riding.ride_partners) that has rows to ask: its anchor's
-    survivors x its partner's candidates. Whether one rides is decided chunk by chunk from the
-    rows `step` keeps (Ride.worth)."""
-    ahead = [step, *later]
+def observe_rides(planned: Sequence[PlannedRide], cur: Joined, scans: dict[str, ScanData],
+                  survivors: dict[str, list[int]], ai_ops, runner: OpRunner) -> list[Ride]:
+    """The Ride of each of the plan's `planned` rides that has rows to ask: its anchor's
+    survivors (in `cur` once joined) x its partner's candidates, with what the plan decides by
+    at each chunk (RideSeen: their counts, the characters of its documents and questions)."""
     out: list[Ride] = []
-    for k, anchor, partner in ride_partners(ctx, step, later, frozenset(cur.aliases)):
-        late = later[k]
-        op = ai_ops[late.op]
+    for p in planned:
+        anchor, partner = p.anchor, p.partner
+        op = ai_ops[p.op]
         layout = runner.layout(op)
         candidates = {a: (np.unique(cur.cols[a]).tolist() if a in cur.aliases
                           else list(survivors.get(a, []))) for a in (anchor, partner)}
         rows, partners = candidates[anchor], candidates[partner]
         if not rows or not partners:
             continue
-        sample = pair_values(late.op, op, scans, [anchor], [[i] for i in rows], partner,
+        sample = pair_values(p.op, op, scans, [anchor], [[i] for i in rows], partner,
                              [(d, partners[d % len(partners)]) for d in range(len(rows))])
         rows_of: dict[str, list[int]] = {}
         questions = 0
@@ -171,8 +166,7 @@ def ride_alongs(step: JoinStep, later: list[JoinStep], cur: Joined, scans: dict[
             prefix, suffix = layout.texts(v)
             rows_of.setdefault(prefix, []).append(i)
             questions += len(suffix)
-        out.append(Ride(late.op, op, layout, anchor, partner, partners, rows_of, scans,
-                        ahead[:k + 2], frozenset(cur.aliases),
-                        {a: len(c) for a, c in candidates.items()},
-                        sum(map(len, rows_of)), questions))
+        seen = RideSeen({a: len(c) for a, c in candidates.items()}, sum(map(len, rows_of)),
+                        questions, len(partners))
+        out.append(Ride(p, op, layout, partners, rows_of, scans, seen))
     return out

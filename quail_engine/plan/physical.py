@@ -23,7 +23,9 @@ from quail_engine.plan.context import PlanContext
 from quail_engine.plan.cost import Work, request_work
 from quail_engine.plan.join_choice import choose_join
 from quail_engine.plan.join_order import Candidate, JoinEdge
+from quail_engine.plan.join_program import JoinProgram, join_program
 from quail_engine.plan.nodes import AiFilter, Node, Project, Scan, walk
+from quail_engine.plan.riding import PlannedRide
 
 
 @dataclass(frozen=True)
@@ -82,12 +84,11 @@ class PhysicalPlan:
     holds resident at once (plan/chunking.py); `pair_projections`: the projections asked for
     each chunk of the last join's kept pairs; `projects_after_joins`: whether the projections
     run over the joined rows (all joins inner), else DuckDB asks them; `replans`: where the
-    executor plans the joins again from observed row counts (plan/strategy.py);
-    `paired_joins`: joins of this order asked ahead together over shared anchor chunks (decided
-    again wherever the joins are re-planned); `dropped_rides`: later joins asked over the
-    documents the carried relation's filters drop while they are resident, `rides`: those
-    that may ride along a join's anchor chunks, as (join, riders) (plan/riding.py);
-    `hint_remarks`: the hints the plan does not
+    executor plans the joins again from observed row counts (plan/strategy.py); `joins`: the
+    turns the executor takes to join the best order (plan/join_program.py: paired joins,
+    riding joins, the carry's taker, the handoff), made again wherever the joins are re-planned;
+    `dropped_rides`: later joins asked over the documents the carried relation's filters drop
+    while they are resident (plan/riding.py); `hint_remarks`: the hints the plan does not
     follow, and why."""
 
     logical: Node
@@ -104,9 +105,8 @@ class PhysicalPlan:
     pair_projections: tuple[int, ...] = ()
     projects_after_joins: bool = True
     replans: tuple[str, ...] = ()
-    paired_joins: tuple[tuple[int, int], ...] = ()
-    dropped_rides: tuple[int, ...] = ()
-    rides: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    joins: JoinProgram | None = None
+    dropped_rides: tuple[PlannedRide, ...] = ()
     hint_remarks: tuple[str, ...] = ()
 
     def text(self) -> str:
@@ -127,7 +127,7 @@ class PhysicalPlan:
         if self.carry is not None:
             out.append(self.carry.text())
         if self.dropped_rides:
-            ops = ",".join(f"#{op}" for op in self.dropped_rides)
+            ops = ",".join(f"#{r.op}" for r in self.dropped_rides)
             out.append(f"ride {ops} over the documents {self.carry.alias}'s filters drop")
         for first, second in self.paired_joins:
             out.append(f"joins #{first},#{second} share anchor chunks")
@@ -144,6 +144,14 @@ class PhysicalPlan:
         return out
 
     @property
+    def paired_joins(self) -> tuple[tuple[int, int], ...]:
+        return self.joins.paired_joins if self.joins is not None else ()
+
+    @property
+    def rides(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        return self.joins.rides if self.joins is not None else ()
+
+    @property
     def reads_joined_rows(self) -> bool:
         """Whether a step after the joins reads their rows (a projection); else the last join
         counts its rows instead of building them (DuckDB joins them again from the answers)."""
@@ -158,12 +166,15 @@ class PhysicalPlan:
         return any(s.kind == "join" for s in self.steps)
 
     def replan_joins(self, rows: Mapping[str, float],
-                     start: tuple[frozenset[str], float] | None = None) -> Candidate | None:
-        """The best join order for observed row counts: `rows` per relation (the filters'
-        survivors) and `start`, the relations joined so far and their row count."""
+                     start: tuple[frozenset[str], float] | None = None,
+                     carried: str | None = None) -> JoinProgram | None:
+        """The turns joining the best order for observed row counts: `rows` per relation (the
+        filters' survivors) and `start`, the relations joined so far and their row count;
+        `carried`: the relation whose carried documents no join has taken yet."""
         best, _, _ = choose_join(self.relations, self.edges, self.context, rows=rows,
                                  start=start)
-        return best
+        return join_program(self.context, best, self.relations, carried,
+                            hands_off=not self.reads_joined_rows)
 
 
 def filter_chains(plan: Node) -> dict[str, list[AiFilter]]:

@@ -6,15 +6,16 @@ table) can be asked over each of the earlier join's anchor chunks while their KV
 ahead of its turn, for every pair it may read then. That saves encoding those documents again at
 its turn, and costs the questions of the pairs the joins in between eliminate. How many they
 eliminate depends on the rows the earlier join keeps, which the sampled estimate can put far off
-for a rare match; so the decision is taken again at each of its chunks (the observation point),
-from the rows it kept so far (`kept_rows`).
+for a rare match; so the plan names the rides each join may take (`PlannedRide`, on the join's
+turn: plan/join_program.py) and decides at each of its chunks, the observation point, from the
+rows it kept so far and what the executor saw of the riding join (`PlannedRide.is_worth`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.join_order import Candidate, JoinStep
@@ -49,39 +50,68 @@ def ride_partners(ctx: PlanContext, step: JoinStep, later: Sequence[JoinStep], j
     return out
 
 
-def planned_rides(ctx: PlanContext, cand: Candidate | None
-                  ) -> tuple[tuple[int, tuple[int, ...]], ...]:
-    """(join, the later joins that may ride along its anchor chunks) for each join of `cand`'s
-    order that has some (`ride_partners`, the aliases joined before it). Decided again wherever
-    the joins are re-planned; whether one rides is judged at each chunk."""
-    if cand is None:
-        return ()
-    joined, out = set(cand.start), []
-    steps = list(cand.steps)
-    for k, step in enumerate(steps):
-        later = steps[k + 1:]
-        riders = tuple(later[i].op for i, _, _ in ride_partners(ctx, step, later,
-                                                                frozenset(joined)))
-        if riders:
-            out.append((step.op, riders))
-        joined.add(step.alias)
-    return tuple(out)
+@dataclass(frozen=True)
+class RideSeen:
+    """What the executor observed of a riding join before the join it rides along runs: its two
+    aliases' candidate rows, the characters of its documents (each once) and of its questions
+    (one per anchor row), and how many partner rows each of its anchor rows is asked with."""
+
+    candidates: Mapping[str, int]
+    documents: int
+    questions: int
+    partners: int
 
 
-def dropped_rides(ctx: PlanContext, cand: Candidate | None, carried: str) -> tuple[int, ...]:
+@dataclass(frozen=True)
+class PlannedRide:
+    """The join `op` (anchored on `anchor`, read with `partner`) may ride along the anchor
+    chunks of `steps[0]`; `steps`: that join, the joins between and `op`'s; `joined`: the aliases
+    joined before `steps[0]`. Whether it does is decided at each chunk, the observation point,
+    from the rows `steps[0]` kept so far (`is_worth`). `estimate_first`: judged by the plan's
+    estimate of those rows until `steps[0]` has answers (over the documents the filters drop,
+    before it runs), else not before it has some."""
+
+    op: int
+    anchor: str
+    partner: str
+    steps: tuple[JoinStep, ...]
+    joined: frozenset[str]
+    estimate_first: bool = False
+
+    def is_worth(self, seen: RideSeen, asked: int, passed: int) -> bool:
+        """Whether it rides once `passed` of the `asked` pairs of `steps[0]` passed."""
+        first = self.steps[0]
+        if not asked and not self.estimate_first:
+            return False
+        kept = kept_rows(asked, passed, first.rows_in,
+                         first.rows_out if self.estimate_first else 0.0)
+        return is_ride_worth((self.anchor, self.partner), self.steps, self.joined,
+                             seen.candidates, kept, seen.documents, seen.questions,
+                             seen.partners)
+
+
+def rides_along(ctx: PlanContext, step: JoinStep, later: Sequence[JoinStep], joined
+                ) -> tuple[PlannedRide, ...]:
+    """The PlannedRide of each later join `ride_partners` lets ride along `step`'s chunks."""
+    return tuple(PlannedRide(later[k].op, anchor, partner, (step, *later[:k + 1]),
+                             frozenset(joined))
+                 for k, anchor, partner in ride_partners(ctx, step, later, joined))
+
+
+def dropped_rides(ctx: PlanContext, cand: Candidate | None, carried: str
+                  ) -> tuple[PlannedRide, ...]:
     """The later joins asked over the documents the carried relation's filters drop, while each
     filter chunk still holds them: another alias of the same table that those filters do not
     restrict reads them too (reviews r2 beside a filtered r1), and releasing them would have its
     join encode them again. Those `ride_partners` lets ride along the join that takes the carry,
     except one whose partner is the carried relation (its survivors are known only after its
-    filters). Whether one does is judged at each chunk (`kept_rows`, the plan's estimate
-    before the first join has answers)."""
+    filters). Whether one does is judged at each filter chunk (by the plan's estimate of the
+    rows the join keeps until it has answers)."""
     if cand is None or not cand.steps or cand.steps[0].anchor != carried:
         return ()
-    first, later = cand.steps[0], cand.steps[1:]
-    return tuple(later[k].op for k, _, partner in ride_partners(ctx, first, later,
-                                                                frozenset(cand.start))
-                 if partner != carried)
+    return tuple(replace(r, estimate_first=True)
+                 for r in rides_along(ctx, cand.steps[0], cand.steps[1:], frozenset(cand.start))
+                 if r.partner != carried)
 
 
 def kept_rows(asked: int, passed: int, rows_in: float, before: float = 0.0) -> float:

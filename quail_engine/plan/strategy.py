@@ -2,9 +2,9 @@
 of joins anchors on, when the joins are asked early for the documents the filters carry (and
 which later joins ride over the documents they drop: plan/riding.dropped_rides), the order
 the relations' filters run in, where projections run, where the joins are planned again from
-observed rows, which two joins share anchor chunks and what a chain's last join is handed. The
-decisions over a join order the executor re-plans (`shares_anchor_chunks`, `handoff`) are taken
-again by the executor at each re-planning point, through these functions.
+observed rows, and the turns the joins take (plan/join_program.py: which two joins share anchor
+chunks, which ride along another's, what a chain's last join is handed), decided again for each
+order re-planned from observed rows (PhysicalPlan.replan_joins).
 
 A star (every join anchored on one relation, each bringing in another) depends on a set of its
 anchor rows alone, so its anchor rows can be asked every join in chunks, each chunk's documents
@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from quail_engine.plan import chunking
-from quail_engine.plan.context import PlanContext
-from quail_engine.plan.join_order import Candidate, JoinStep
+from quail_engine.plan.join_order import Candidate
+from quail_engine.plan.join_program import join_program
 from quail_engine.plan.physical import PhysicalPlan
-from quail_engine.plan.riding import dropped_rides, planned_rides
+from quail_engine.plan.riding import dropped_rides
 
 # how the joins are asked early for the carried documents (PhysicalPlan.carry.early)
 EARLY_PAIR = "pair"        # a core of two relations joined by one AI join: every surviving pair
@@ -88,62 +88,6 @@ def pair_projections(plan: PhysicalPlan, ai_ops: Sequence) -> tuple[int, ...]:
     return tuple(s.op for s in plan.steps if s.kind == "project" and not s.alias)
 
 
-def shares_anchor_chunks(ctx: PlanContext, step: JoinStep, nxt: JoinStep, joined) -> bool:
-    """Whether join `step`, with the aliases `joined` joined, and `nxt` after it are asked ahead
-    together in chunks of the relation `step` brings in, each chunk's documents encoded once for
-    both: both anchored on that relation and sharing its documents, `nxt` bringing in a relation
-    not joined yet and reading just those two, and no equality key tying either to the chain
-    (then every pair `nxt` can ask depends on the chunk alone). Decided again wherever the joins
-    are re-planned."""
-    anchor = step.alias
-    if step.op is None or nxt.op is None or step.anchor != anchor or nxt.anchor != anchor \
-            or nxt.alias in joined:
-        return False
-    if not ctx.ops[step.op].shares_document or not ctx.ops[nxt.op].shares_document:
-        return False
-    every = {*joined, anchor, nxt.alias}
-    if set(ctx.ops[nxt.op].aliases) & every != {anchor, nxt.alias}:
-        return False
-    return not any(ctx.is_keyed(a, b) for a in (anchor, nxt.alias) for b in every if b != a)
-
-
-def paired_joins(plan: PhysicalPlan) -> tuple[tuple[int, int], ...]:
-    """The joins of the plan's order that `shares_anchor_chunks` pairs, as (op, next op)."""
-    if not plan.candidates or plan.context is None:
-        return ()
-    cand = plan.candidates[0]
-    joined, out = set(cand.start), []
-    carried = plan.carry.alias if plan.carry is not None else None
-    steps = list(cand.steps)
-    for k, step in enumerate(steps):
-        single = (k == 0 or steps[k - 1].alias != step.alias) and (
-            k + 1 == len(steps) or steps[k + 1].alias != step.alias)
-        reuse = carried is not None and step.anchor == carried  # the join takes the carry
-        if single and not reuse and k + 1 < len(steps) and shares_anchor_chunks(
-                plan.context, step, steps[k + 1], joined):
-            out.append((step.op, steps[k + 1].op))
-        if reuse:
-            carried = None
-        joined.add(step.alias)
-    return tuple(out)
-
-
-def handoff(ctx: PlanContext, step: JoinStep, rest: Sequence[JoinStep], joined,
-            relations: Sequence[str]) -> frozenset[str] | None:
-    """Where the join `step` (the aliases `joined` joined before it) is the second-to-last and
-    `rest` is the last, over another relation: the aliases the last join reads among those joined
-    then (its prompt's, and those an equality key ties to its relation). When nothing reads the
-    joined rows, `step` hands the last join only their distinct tuples, each weighted by the
-    joined rows it stands for, instead of every joined row (a chain's rows can number 10^8).
-    None elsewhere."""
-    if len(rest) != 1 or rest[0].alias == step.alias or len(joined) + 2 != len(relations):
-        return None
-    nxt = rest[0]
-    reads = set(ctx.ops[nxt.op].aliases) if nxt.op is not None else set()
-    return frozenset(a for a in (*joined, step.alias)
-                     if a in reads or ctx.is_keyed(a, nxt.alias))
-
-
 def replans(plan: PhysicalPlan) -> tuple[str, ...]:
     """The observation points where the executor plans the joins again (`replan_joins`): the
     filters' survivors are counted, not estimated, before the first join; each join's rows
@@ -157,9 +101,8 @@ def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequenc
                   ) -> PhysicalPlan:
     """`plan` with its star, its carry's early ask and the joins riding on what its filters
     drop, its filter order (the filter steps in that order), its chunking, its projections'
-    place, its re-planning points, its paired joins and the joins that may ride along another's
-    anchor chunks decided; `joins`: the core's AI joins,
-    `ai_ops` the query's operators by id."""
+    place, its re-planning points and its joins' turns (plan/join_program.py) decided;
+    `joins`: the core's AI joins, `ai_ops` the query's operators by id."""
     cand = plan.candidates[0] if plan.candidates else None
     carry = plan.carry
     if carry is not None:
@@ -179,6 +122,10 @@ def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequenc
         star = None  # its anchor chunks would hold no document for the joins to share
     plan = replace(plan, steps=tuple(steps), carry=carry, star=star,
                    filter_order=order, chunking=chunking.DEFAULT, dropped_rides=rides)
+    carried = carry.alias if carry is not None else None
+    program = join_program(plan.context, cand, plan.relations, carried,
+                           hands_off=not plan.reads_joined_rows) \
+        if plan.context is not None else None
     return replace(plan, pair_projections=pair_projections(plan, ai_ops) if ai_ops else (),
                    projects_after_joins=outer_free(joins, ai_ops), replans=replans(plan),
-                   paired_joins=paired_joins(plan), rides=planned_rides(plan.context, cand))
+                   joins=program)

@@ -175,7 +175,7 @@ def test_two_joins_anchored_on_the_relation_the_chain_brings_in_encode_it_once()
     asking different questions (QUAIL-B IMDB-10's shape): r2's documents are encoded once, by
     the first of the two joins that misses an answer, and held for the second
     (join_runner.ask_anchor_pair_ahead); and since r2's documents are r1's, the first join's
-    chunks after its first ask both later joins while they hold them (rides.ride_alongs,
+    chunks after its first ask both later joins while they hold them (rides.observe_rides,
     judged worth it by the rows the first chunk kept): those reviews are encoded once in all.
     The rows are the plain run's every way."""
     positive = ("AI_FILTER(PROMPT('Is the review {0} POSITIVE about the aspect {1}?', "
@@ -187,17 +187,17 @@ def test_two_joins_anchored_on_the_relation_the_chain_brings_in_encode_it_once()
         import quail_engine.exec.join_runner as jr
         import quail_engine.plan.chunking as chunking
 
-        saved = jr.ask_anchor_pair_ahead, jr.ride_alongs, chunking.DEFAULT
+        saved = jr.ask_anchor_pair_ahead, jr.observe_rides, chunking.DEFAULT
         chunking.DEFAULT = replace(chunking.DEFAULT, anchors=5)  # six chunks of the 30 reviews
         if not ahead:
             jr.ask_anchor_pair_ahead = lambda *a, **k: None
         if not rides:
-            jr.ride_alongs = lambda *a, **k: []
+            jr.observe_rides = lambda *a, **k: []
         try:
             session = QuailSession(_db(), lambda: engine, device_spec=DeviceSpec("toy", 1e11, 2e10))
             rows = session.execute(sql, "snowflake").to_pylist()
         finally:
-            jr.ask_anchor_pair_ahead, jr.ride_alongs, chunking.DEFAULT = saved
+            jr.ask_anchor_pair_ahead, jr.observe_rides, chunking.DEFAULT = saved
         return rows, engine, session.report
 
     rows, engine, report = run(ahead=True, rides=True)

@@ -10,11 +10,13 @@ from plan_fakes import context, info
 
 from quail_engine.plan.cost import Work
 from quail_engine.plan.join_order import Candidate, JoinStep
+from quail_engine.plan.join_program import join_program
 from quail_engine.plan.riding import (
+    PlannedRide,
+    RideSeen,
     dropped_rides,
     is_ride_worth,
     kept_rows,
-    planned_rides,
     ride_partners,
     ride_reach,
 )
@@ -106,7 +108,9 @@ def _cand(first: JoinStep, start=("r1",)) -> Candidate:
 ])
 def test_the_joins_that_ride_over_the_documents_the_carried_filters_drop(
         ctx, cand, carried, expected):
-    assert dropped_rides(ctx, cand, carried) == expected
+    rides = dropped_rides(ctx, cand, carried)
+    assert tuple(r.op for r in rides) == expected
+    assert all(r.estimate_first and r.steps[0] == FIRST and r.joined == {"r1"} for r in rides)
 
 
 @pytest.mark.parametrize("ctx,cand,expected", [
@@ -116,4 +120,21 @@ def test_the_joins_that_ride_over_the_documents_the_carried_filters_drop(
     (_chain(), None, ()),
 ])
 def test_the_plan_names_the_joins_that_may_ride_along_each_joins_chunks(ctx, cand, expected):
-    assert planned_rides(ctx, cand) == expected
+    program = join_program(ctx, cand, ("r1", "a1", "r2", "a2"))
+    assert (program.rides if program is not None else ()) == expected
+
+
+def test_a_planned_ride_is_judged_from_the_rows_its_join_kept_so_far():
+    """At each chunk the plan decides from what the executor observed: a ride along a join's
+    chunks waits for that join's first answers; one over the documents the filters drop is
+    judged by the plan's estimate until then; both follow the rows kept once there are
+    answers (FEV-7's shape, as above)."""
+    first = replace(STEPS[0], rows_in=1000.0, rows_out=321.0)
+    ride = PlannedRide(1, "e2", "c", (first, STEPS[1]), frozenset({"c"}))
+    seen = RideSeen({"e2": 287, "c": 500}, 287 * 1000, 500 * 50, 1)
+    assert not ride.is_worth(seen, 0, 0)                 # nothing answered yet
+    assert ride.is_worth(seen, 100, 33)                  # ~330 rows kept: as with 321 above
+    assert not ride.is_worth(seen, 100, 0)               # none kept
+    early = replace(ride, estimate_first=True)
+    assert early.is_worth(seen, 0, 0)                    # the estimate: 321 rows
+    assert not early.is_worth(seen, 100, 0)

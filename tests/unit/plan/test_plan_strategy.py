@@ -9,6 +9,7 @@ from plan_fakes import context, info
 
 from quail_engine.plan.cost import Work
 from quail_engine.plan.join_order import Candidate, JoinStep
+from quail_engine.plan.join_program import handoff, shares_anchor_chunks
 from quail_engine.plan.nodes import Scan
 from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.strategy import (
@@ -17,10 +18,8 @@ from quail_engine.plan.strategy import (
     EARLY_STAR,
     early_ask,
     filter_order,
-    handoff,
     outer_free,
     replans,
-    shares_anchor_chunks,
     star_anchor,
     with_strategy,
 )

@@ -1,0 +1,55 @@
+"""The joins' program (plan/join_program.py): each turn of a join order with what the executor
+does there (which step takes the carry, the next join asked ahead with it, the joins riding along
+its anchor chunks, the handoff), for the plan's order and for an order re-planned from observed
+rows (PhysicalPlan.replan_joins)."""
+
+from dataclasses import replace
+
+import pytest
+from plan_fakes import context, info
+
+from quail_engine.plan.cost import Work
+from quail_engine.plan.join_order import Candidate, JoinEdge, JoinStep
+from quail_engine.plan.join_program import join_program
+from quail_engine.plan.nodes import Scan
+from quail_engine.plan.physical import PhysicalPlan
+
+RELATIONS = ("r1", "a1", "r2", "a2")
+# reviews r1 - aspects a1 - reviews r2 - aspects a2, each join anchored on its reviews
+CTX = context([replace(info(0, "ai_join", ["r1", "a1"], {"r1": 200, "a1": 3}), document="r1"),
+               replace(info(1, "ai_join", ["r2", "a1"], {"r2": 200, "a1": 3}), document="r2"),
+               replace(info(2, "ai_join", ["r2", "a2"], {"r2": 200, "a2": 3}), document="r2")],
+              {"r1": 30, "a1": 4, "r2": 30, "a2": 4})
+CHAIN = Candidate(("r1",), (JoinStep("a1", 0, "r1"), JoinStep("r2", 1, "r2"),
+                            JoinStep("a2", 2, "r2")), 1.0, Work())
+
+
+@pytest.mark.parametrize("carried,hands_off,expected", [
+    # the first join takes the carry, #1 and #2 ride along its chunks; #1 and #2 share r2's
+    ("r1", True, "r1 +a1 ai_join#0(anchor=r1) (takes the carry) (rides #1,#2) "
+                 "+r2 ai_join#1(anchor=r2) (with #2's anchor chunks) (hands on r2) "
+                 "+a2 ai_join#2(anchor=r2)"),
+    # #1 takes r2's carried documents: it is not asked ahead with #2; the rows are read
+    ("r2", False, "r1 +a1 ai_join#0(anchor=r1) (rides #1,#2) "
+                  "+r2 ai_join#1(anchor=r2) (takes the carry) +a2 ai_join#2(anchor=r2)"),
+])
+def test_the_turns_of_a_chain(carried, hands_off, expected):
+    program = join_program(CTX, CHAIN, RELATIONS, carried, hands_off)
+    assert program.text() == expected
+    assert [t.is_last for t in program.turns] == [False, False, True]
+    assert program.rides == ((0, (1, 2)),)
+
+
+def test_a_replanned_order_carries_its_own_turns_and_rides():
+    """Re-planned after r2 and a2 are joined, the order left is a1 (through #1), then r1: join
+    #0 may now ride along #1's chunks, judged from #1's rows; #1 hands #0 its a1 rows."""
+    edges = (JoinEdge(0, "r1", "a1"), JoinEdge(1, "r2", "a1"), JoinEdge(2, "r2", "a2"))
+    plan = PhysicalPlan(Scan("r1"), (), (CHAIN,), relations=RELATIONS, edges=edges, context=CTX)
+    rows = {"r1": 30.0, "a1": 4.0, "r2": 30.0, "a2": 1.0}
+    program = plan.replan_joins(rows, start=(frozenset({"r2", "a2"}), 12.0))
+    assert program.text() == ("a2,r2 +a1 ai_join#1(anchor=r2) (rides #0) (hands on a1) "
+                              "+r1 ai_join#0(anchor=r1)")
+    (ride,) = program.turns[0].rides
+    assert (ride.anchor, ride.partner, ride.joined) == ("r1", "a1", {"r2", "a2"})
+    assert ride.steps == program.order.steps  # judged from the re-planned estimates
+    assert not ride.estimate_first
