@@ -33,8 +33,7 @@ from quail_engine.exec.prompts import (
     is_decoded,
     pair_layout_for,
     repetition_penalty_for,
-    sql_value,
-    value_shape,
+    similarity_value,
     value_text,
     warn_if_weak,
 )
@@ -143,7 +142,7 @@ class OpRunner:
         """The readout as the answer cache keys it: its kind and labels, and the calibration
         prompt's text (not its token ids, which would need the tokenizer)."""
         return repr((self._model_readout(layout.readout()), self._calibration_texts(layout),
-                     self.precision, value_shape(layout.op)))
+                     self.precision, layout.value_shape()))
 
     def _model_readout(self, readout):
         """`readout` with what this runner's model needs on it (a repetition penalty on the
@@ -252,6 +251,8 @@ class OpRunner:
                     op_id, layout, part, kv, unplanned, whole=True))
         if layout.is_multi_label:
             return self._labels(op_id, layout, rows, kv, unplanned)
+        if layout.is_similarity:
+            return self._similarity(op_id, layout, rows, kv, unplanned, ahead)
         rep = self.report.op(op_id, layout.op.op)
         check_supported(layout.op)
         if spec(layout.op.op).readout == "tokens":
@@ -356,6 +357,54 @@ class OpRunner:
             row = decided[k * len(names):(k + 1) * len(names)]
             out.append(None if None in row else [n for n, yes in zip(names, row) if yes])
         return out
+
+    def _similarity(self, op_id: int, layout: OpPrompt, rows: Sequence[Sequence[object]],
+                    kv: DocKV | None, unplanned: bool, ahead) -> list[object]:
+        """A similarity's values: each row asked in both directions in one call
+        (`layout.directions()`: the second text after the first, and the first after the
+        second, each direction's PMI cached by itself), its value the mean of the two through
+        the curve (similarity_value), so exchanging the arguments gives the same number. Rows
+        whose mean is a close call at a number the SQL compares it with are asked again, both
+        directions, at the reference precision (_reask_close)."""
+        one = layout.directions()
+        asked = [*rows, *(layout.swapped(values) for values in rows)]
+        pmis = self.answer(op_id, one, asked, kv=kv, unplanned=unplanned, ahead=ahead)
+        n = len(rows)
+        self._reask_close(op_id, layout, asked, pmis)
+        return [None if x is None or y is None else similarity_value(layout.op, (x + y) / 2)
+                for x, y in zip(pmis[:n], pmis[n:])]
+
+    def _reask_close(self, op_id: int, layout: OpPrompt, asked: list, pmis: list) -> None:
+        """The re-ask band on a similarity's mean: a row whose two directions' mean margin the
+        band holds at one of the SQL's numbers (the margin the whole readout would have) has
+        both directions answered again by the reference precision, in `pmis` and the cache.
+        Each direction alone can be far from the number while their mean is near it, so the
+        engine's own band, which sees one request at a time, is not asked per direction."""
+        readout = layout.readout()
+        if not readout.thresholds:
+            return
+        band = getattr(self.engine, "band", None)  # a ReaskingEngine's (infer/reask.py)
+        n = len(asked) // 2
+        close = [k for k in range(n) if pmis[k] is not None and pmis[n + k] is not None
+                 and band is not None
+                 and band.holds(readout, Answer(0.0, margin=(pmis[k] + pmis[n + k]) / 2))]
+        if not close:
+            return
+        one = layout.directions()
+        again = close + [n + k for k in close]
+        texts = [one.texts(asked[i]) for i in again]
+        limit = self.engine.max_context - 1
+        rep = self.report.op(op_id, layout.op.op)
+        requests = [Request(tuple(self._fit(head + tail, limit, rep)), one.readout())
+                    for head, tail in (self.text.split(p, q) for p, q in texts)]
+        answers = engine_thread.submit(self.engine.ask_reference, requests).result()
+        keyer = AnswerKeys(self.text.identity, self.cache_readout(one))
+        values = {}
+        for i, (p, q), answer in zip(again, texts, answers):
+            pmis[i] = one.sql_value(answer)
+            values[keyer.key(text_digest(p), q)] = pmis[i]
+        self.cache.put_many(values)
+        rep.reasked += len(again)
 
     def cached_first(self, items: list, documents: list[str]) -> list:
         """`items` (one per document text, in the same order) with those whose document the
@@ -483,7 +532,7 @@ class OpRunner:
 
     def _store(self, layout: OpPrompt, batch: list[int], keys: dict, out: list,
                answers: list[Answer]) -> None:
-        values = {keys[i]: sql_value(layout.op, a) for i, a in zip(batch, answers)}
+        values = {keys[i]: layout.sql_value(a) for i, a in zip(batch, answers)}
         self.cache.put_many(values)
         for i in batch:
             out[i] = values[keys[i]]

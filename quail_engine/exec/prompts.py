@@ -20,13 +20,16 @@ itself. On the embedded default model the decision is the label's likelihood aft
 text above mention" against `MULTI_LABEL_THRESHOLD` (its yes/no answer ranks labels below chance:
 bench/results/multilabel.md); on any other model, the yes/no question per label.
 
-A similarity is a pair layout on every model: the second text read as the answer to "write a
-text that means the same" after the first, its PMI with the first (the nats the first text adds
-to its likelihood over the content-free document) mapped onto the vendor's range through a
-logistic curve (`sql_value`): measured, it ranks paraphrases above unrelated texts where the
-yes/no "do these two texts mean the same thing?" ranked them at chance (commit dc3bf20;
-tests/e2e/test_function_shapes.py checks the ranking). The numbers the SQL compares a
-similarity with are its readout's `thresholds`, for the re-ask band.
+A similarity is a pair layout on every model, asked in both directions (`OpPrompt.directions`):
+each text read as the answer to "write a text that means the same" after the other, its PMI with
+the other (the nats the other text adds to its likelihood over the content-free document). The
+value is the mean of the two PMIs mapped onto the vendor's range through a logistic curve
+(`similarity_value`), so it is the same whichever argument comes first, as the vendors' cosine
+is: measured, it ranks paraphrases above unrelated texts where the yes/no "do these two texts
+mean the same thing?" ranked them at chance (commit dc3bf20; bench/similarity.py;
+tests/e2e/test_function_shapes.py checks the ranking and the symmetry). The numbers the SQL
+compares a similarity with are its readout's `thresholds`, for the re-ask band, which decides on
+the mean (exec/op_runner.py).
 """
 
 from __future__ import annotations
@@ -78,9 +81,10 @@ LABEL_STEM = "Does the text above mention"  # a label decision in the pair layou
 # nats a label's likelihood must gain from the document; chosen on the odd ids of
 # bench/data/multilabel.jsonl, reported on the even ids (python -m bench multilabel)
 MULTI_LABEL_THRESHOLD = 2.75
-# a similarity's PMI (nats) at the middle of its range, and the nats that move it by one logistic
-# unit: on the embedded default model paraphrases gained 4.7-18.8 nats, unrelated texts -6.6-7.6
-# (median 1.5), so related pairs land in the range's upper part and unrelated ones below the middle
+# a similarity's PMI (nats, the mean of both directions') at the middle of its range, and the
+# nats that move it by one logistic unit: chosen between the paraphrases and the unrelated texts
+# of bench/data/similarity.jsonl on the embedded default model (python -m bench.similarity), so
+# related pairs land in the range's upper part and most unrelated ones below the middle
 SIMILARITY_CENTRE = 4.0
 SIMILARITY_SPREAD = 3.0
 
@@ -93,6 +97,7 @@ class OpPrompt:
     doc_slots: tuple[int, ...]
     pair: bool = True  # two-argument questions in the pair layout (else yes/no)
     per_label: bool = False  # one decision of a multi-label op: the row's last value a label
+    per_direction: bool = False  # one direction of a similarity: the value is its PMI margin
 
     @classmethod
     def for_op(cls, op, pair: bool = True) -> OpPrompt:
@@ -134,6 +139,42 @@ class OpPrompt:
         return dataclasses.replace(self, per_label=True)
 
     @property
+    def is_similarity(self) -> bool:
+        """Whether rows of this layout are answered as two directions (`directions`)."""
+        return self.op.op == OpKind.AI_SIMILARITY and not self.per_direction
+
+    def directions(self) -> OpPrompt:
+        """The layout of one direction of a similarity: rows are its rows (the second text
+        read after the first) and its rows `swapped` (the first after the second); the answer
+        is that direction's PMI less the centre (`sql_value`), whatever the SQL range."""
+        return dataclasses.replace(self, per_direction=True)
+
+    def swapped(self, values: Sequence[object]) -> tuple[object, ...]:
+        """A similarity row's values with its two texts exchanged: the other direction."""
+        first, second = self._similarity_slots()
+        out = list(values)
+        out[first], out[second] = values[second], values[first]
+        return tuple(out)
+
+    def _similarity_slots(self) -> tuple[int, int]:
+        """The slots of a similarity's first and second text, in template order
+        (`AI_SIMILARITY(x, x)` binds one slot twice)."""
+        slots = [int(m.group(1)) for m in SLOT.finditer(self.op.template)]
+        return slots[0], slots[-1]
+
+    def sql_value(self, answer) -> object:
+        """The value the answer cache keeps for an answer in this layout: one direction's PMI
+        margin, else the operator's SQL value."""
+        if self.per_direction:
+            return None if answer is None else float(answer.margin)
+        return sql_value(self.op, answer)
+
+    def value_shape(self) -> tuple:
+        """`value_shape` of this layout's cached values: one direction's PMI is the same
+        whatever range the SQL maps the mean onto."""
+        return ("similarity pmi",) if self.per_direction else value_shape(self.op)
+
+    @property
     def partner_slots(self) -> tuple[int, ...]:
         """Slots of a pair layout's partner, in template order (empty: not a pair layout)."""
         if self.per_label:
@@ -164,10 +205,9 @@ class OpPrompt:
         return document_text(doc), f"Question: {question}\n{self._instruction()}"
 
     def _similarity_text(self, values: Sequence[str]) -> str:
-        """A similarity's one prompt: its first text as the document, its second read after
-        the stem (in template order; `AI_SIMILARITY(x, x)` binds one slot twice)."""
-        slots = [int(m.group(1)) for m in SLOT.finditer(self.op.template)]
-        first, second = slots[0], slots[-1]
+        """One direction's prompt: the first text as the document, the second read after the
+        stem (`swapped` values give the other direction)."""
+        first, second = self._similarity_slots()
         return f"{document_text(values[first])}{pair_cue(SIMILARITY_STEM)} {values[second]}"
 
     def _label_question(self, label: str) -> str:
@@ -218,10 +258,13 @@ class OpPrompt:
                                document_text(CONTENT_FREE))
         if self.per_label:
             return BooleanReadout(calibration_tokens=cal)
-        if self.op.op == OpKind.AI_SIMILARITY:  # its value's cut points are the SQL's numbers
+        if self.op.op == OpKind.AI_SIMILARITY:
+            # the mean's cut points are the SQL's numbers; a direction alone is a value the
+            # band never decides on (the mean of both is what the SQL compares)
+            cuts = () if self.per_direction else tuple(
+                similarity_margin(self.op, t) for t in self.op.thresholds)
             return SpanReadout(pair_cue(SIMILARITY_STEM), SIMILARITY_CENTRE,
-                               document_text(CONTENT_FREE), thresholds=tuple(
-                                   similarity_margin(self.op, t) for t in self.op.thresholds))
+                               document_text(CONTENT_FREE), thresholds=cuts)
         if self.partner_slots:  # compares with the content-free document by definition
             return pair_readout(self._cue())
         if kind == "boolean":
@@ -360,6 +403,13 @@ def similarity_margin(op, value: float) -> float:
     return SIMILARITY_SPREAD * logit(probability(op, value))
 
 
+def similarity_value(op, margin: float) -> float:
+    """`op`'s similarity in its SQL range at span margin `margin` (PMI - centre, nats; the mean
+    of both directions' for a row): a logistic curve, SIMILARITY_SPREAD nats a unit."""
+    lo, hi = scales.parse(dict(op.task_args).get("range"))
+    return lo + sigmoid(margin / SIMILARITY_SPREAD) * (hi - lo)
+
+
 def value_shape(op) -> tuple:
     """What `sql_value` reads of `op` besides the answer: the answer cache keeps SQL values,
     so two operators that ask the same prompt the same way but type the answer differently
@@ -379,9 +429,9 @@ def sql_value(op, answer) -> object:
     if kind == "boolean":
         return bool(value)
     if kind == "score":
-        lo, hi = scales.parse(dict(op.task_args).get("range"))
         if op.op == OpKind.AI_SIMILARITY:  # a span readout: its margin is PMI - centre
-            value = sigmoid(answer.margin / SIMILARITY_SPREAD)
+            return similarity_value(op, answer.margin)
+        lo, hi = scales.parse(dict(op.task_args).get("range"))
         return lo + float(value) * (hi - lo)
     return shape_text(op, value if isinstance(value, str) or value is None else str(value))
 

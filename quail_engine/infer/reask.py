@@ -197,6 +197,13 @@ class ReaskingEngine:
             self.reasked += len(close)
         return answers  # type: ignore[return-value]
 
+    def ask_reference(self, requests: Sequence[Request]) -> list[Answer]:
+        """`requests` answered at the reference precision, counted as re-asked: for a value
+        made of several answers (a similarity's two directions), whose closeness to the SQL's
+        numbers only the caller that combines them can judge."""
+        self.reasked += len(requests)
+        return self._ask_reference(requests)
+
     def _writes_direct(self, readout: Any) -> bool:
         """Generated text the band would send back nearly always goes to the reference at once
         (asking the fast precision first would only add its time)."""

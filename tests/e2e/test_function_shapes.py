@@ -271,3 +271,22 @@ def test_similarity_ranks_a_paraphrase_above_unrelated_texts(session, dialect, c
     for i, (_, same, others) in enumerate(SIMILAR):
         assert all(low <= scores[i, b] <= high for b in [same, *others])
         assert all(scores[i, same] > scores[i, b] for b in others), (i, scores)
+
+
+@pytest.mark.parametrize("dialect,call,swapped", [
+    ("snowflake", "AI_SIMILARITY(a, b)", "AI_SIMILARITY(b, a)"),
+    ("databricks", "ai_similarity(a, b)", "ai_similarity(b, a)"),
+])
+def test_similarity_is_the_same_whichever_text_comes_first(session, dialect, call, swapped):
+    """The vendors' cosine is symmetric, so exchanging the arguments gives the same value,
+    in one query and in two (each row's two texts are read each after the other and the
+    value is the mean of both directions: before, 'comfortable running shoes' against 'Great
+    shoes, very comfortable' was 0.80 one way and another number the other)."""
+    rows = [(i, a, b) for i, (a, b, _) in enumerate(SIMILAR[:3])]
+    values = ", ".join(f"({i}, '{a}', '{b}')" for i, a, b in rows)
+    source = f"FROM (VALUES {values}) AS t(i, a, b) ORDER BY i"
+    both = session.execute(f"SELECT i, {call} AS ab, {swapped} AS ba {source}", dialect)
+    ab, ba = both.column("ab").to_pylist(), both.column("ba").to_pylist()
+    assert ab == ba and None not in ab, (ab, ba)
+    alone = session.execute(f"SELECT i, {swapped} AS ba {source}", dialect)
+    assert alone.column("ba").to_pylist() == ab
