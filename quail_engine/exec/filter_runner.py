@@ -214,7 +214,7 @@ class FilterRunner:
                 new, new_rows = carry.alias, self.carry_rows
             expand(step, cur, new, scans, new_rows, self.ai_ops, self.runner, self.store,
                    self.carry, materialize=False, count=False, chunking=plan.chunking,
-                   project=plan.pair_projections)
+                   project=plan.joins.turns[-1].projections)
         self.carry.release()
         self.carry_rows = []
         self.carry_flushes += 1

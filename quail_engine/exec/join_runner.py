@@ -239,7 +239,7 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
                 cur = expand(s, cur, alias, scans, survivors.get(alias, []), ai_ops, runner,
                              store, reuse, plan.chunking,
                              materialize=rows_needed or not turn.is_last, rides=rides,
-                             project=plan.pair_projections if turn.is_last else (),
+                             project=turn.projections,
                              keep=None if rows_needed else turn.handoff)
             elif s.op is not None:
                 cur = _filter(s, cur, scans, ai_ops, runner, store, reuse, plan.chunking)

@@ -16,7 +16,6 @@ from quail_engine.exec.joined import Joined
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.scans import ScanData
 from quail_engine.plan.riding import PlannedRide, RideSeen
-from quail_engine.sql.ir import binding_column
 
 
 @dataclass
@@ -117,14 +116,11 @@ class PairProjection:
 def project_pairs(ops: list[int], ai_ops, scans: dict[str, ScanData], proj: list[str],
                   bound: list[list[int]], alias: str, flat: list[tuple[int, int]],
                   values: list[tuple], runner: OpRunner) -> list[PairProjection]:
-    """PairProjection of each op of `ops` that reads only the join's aliases (`proj` and
-    `alias`), over the pairs `flat` whose join values are `values`."""
+    """PairProjection of each op of `ops` (the plan's turn says the join holds every relation
+    it reads: `proj` and `alias`), over the pairs `flat` whose join values are `values`."""
     out = []
-    held = [*proj, alias]
     for op_id in ops:
         op = ai_ops[op_id]
-        if not _holds(op_id, op, scans, held):
-            continue  # it reads a relation this join does not hold
         mine = pair_values(op_id, op, scans, proj, bound, alias, flat)
         out.append(PairProjection(op_id, op, runner.layout(op), dict(zip(values, mine))))
     return out
@@ -135,12 +131,6 @@ def ask_projection(pr: PairProjection, values: list[tuple], runner: OpRunner,
     """`pr`'s `values` (a chunk's kept pairs) asked now, counted as its rows
     (OpRunner.project)."""
     runner.project(pr.op_id, pr.layout, values, store)
-
-
-def _holds(op_id: int, op, scans: dict[str, ScanData], aliases) -> bool:
-    """Whether every binding of `op` is a column of one of `aliases`' scans."""
-    return all(any(binding_column(op_id, i) in scans[a].columns for a in aliases)
-               for i in range(len(op.bindings)))
 
 
 def observe_rides(planned: Sequence[PlannedRide], cur: Joined, scans: dict[str, ScanData],

@@ -53,6 +53,19 @@ def handoff(ctx: PlanContext, step: JoinStep, rest: Sequence[JoinStep], joined,
                      if a in reads or ctx.is_keyed(a, nxt.alias))
 
 
+def held_projections(ctx: PlanContext, step: JoinStep, joined, projections: Sequence[int]
+                     ) -> tuple[int, ...]:
+    """The projections of `projections` (over several relations) that read only the relations
+    the join `step` holds when the aliases `joined` are joined: those its prompt reads, those
+    an equality key ties to its relation, and its relation. Each is asked for the pairs a chunk
+    of its anchors keeps while their documents are resident; the others after the joins."""
+    if step.op is None:
+        return ()
+    reads = ctx.ops[step.op].aliases
+    held = {step.alias, *(a for a in joined if a in reads or ctx.is_keyed(a, step.alias))}
+    return tuple(op for op in projections if set(ctx.ops[op].aliases) <= held)
+
+
 @dataclass(frozen=True)
 class JoinTurn:
     """`step` brings its relation in over the `joined` aliases; `filters`: the other AI joins
@@ -61,7 +74,7 @@ class JoinTurn:
     with this one over the anchor chunks of the relation this one brings in. `rides`: the later
     joins that may ride along this join's anchor chunks. `handoff`: the aliases this join hands
     the last one, as distinct weighted tuples (None: every joined row). `is_last`: the core's
-    last join (its projections are asked with its chunks)."""
+    last join; `projections`: those asked for the pairs its chunks keep (`held_projections`)."""
 
     step: JoinStep
     joined: frozenset[str]
@@ -71,6 +84,7 @@ class JoinTurn:
     rides: tuple[PlannedRide, ...] = ()
     handoff: frozenset[str] | None = None
     is_last: bool = False
+    projections: tuple[int, ...] = ()
 
     @property
     def steps(self) -> tuple[JoinStep, ...]:
@@ -86,6 +100,8 @@ class JoinTurn:
             parts.append("(rides " + ",".join(f"#{r.op}" for r in self.rides) + ")")
         if self.handoff is not None:
             parts.append("(hands on " + ",".join(sorted(self.handoff)) + ")")
+        if self.projections:
+            parts.append("(projects " + ",".join(f"#{op}" for op in self.projections) + ")")
         return " ".join(parts)
 
 
@@ -109,13 +125,20 @@ class JoinProgram:
         """(join, the later joins that may ride along its anchor chunks)."""
         return tuple((t.step.op, tuple(r.op for r in t.rides)) for t in self.turns if t.rides)
 
+    @property
+    def pair_projections(self) -> tuple[int, ...]:
+        """The projections asked with the last join's chunks."""
+        return tuple(op for t in self.turns for op in t.projections)
+
 
 def join_program(ctx: PlanContext, cand: Candidate | None, relations: Sequence[str],
-                 carried: str | None = None, hands_off: bool = False) -> JoinProgram | None:
+                 carried: str | None = None, hands_off: bool = False,
+                 projections: Sequence[int] = ()) -> JoinProgram | None:
     """The turns joining `cand`'s order over the core's `relations`, from its start (the
     relations joined so far); `carried`: the relation whose documents the filters carried, while
     no join took them; `hands_off`: nothing reads the joined rows (a second-to-last join may
-    hand the last its distinct tuples)."""
+    hand the last its distinct tuples); `projections`: those over several relations that may
+    be asked with the last join's chunks (PhysicalPlan.pair_projections)."""
     if cand is None:
         return None
     joined, steps, turns = set(cand.start), list(cand.steps), []
@@ -130,10 +153,11 @@ def join_program(ctx: PlanContext, cand: Candidate | None, relations: Sequence[s
             carried = None
         paired = steps[0] if len(group) == 1 and steps and carry_at != 0 and \
             shares_anchor_chunks(ctx, step, steps[0], joined) else None
+        is_last = len(joined) + 1 == len(relations) and len(group) == 1
         turns.append(JoinTurn(
             step, frozenset(joined), tuple(group[1:]), carry_at, paired,
             rides_along(ctx, step, later, frozenset(joined)),
-            handoff(ctx, step, later, joined, relations) if hands_off else None,
-            len(joined) + 1 == len(relations) and len(group) == 1))
+            handoff(ctx, step, later, joined, relations) if hands_off else None, is_last,
+            held_projections(ctx, step, joined, projections) if is_last else ()))
         joined.add(step.alias)
     return JoinProgram(cand, tuple(turns))

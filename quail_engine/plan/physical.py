@@ -81,8 +81,9 @@ class PhysicalPlan:
     """`relations`, `edges`, `context`: what `replan_joins` plans the joins again from.
     `star`: the relation a star of joins anchors on (plan/strategy.py); `filter_order`: the
     relations in the order their filters run; `chunking`: how many documents the executor
-    holds resident at once (plan/chunking.py); `pair_projections`: the projections asked for
-    each chunk of the last join's kept pairs; `projects_after_joins`: whether the projections
+    holds resident at once (plan/chunking.py); `pair_projections`: the projections over several
+    relations that may be asked for each chunk of the last join's kept pairs (the last turn
+    says which are); `projects_after_joins`: whether the projections
     run over the joined rows (all joins inner), else DuckDB asks them; `replans`: where the
     executor plans the joins again from observed row counts (plan/strategy.py); `joins`: the
     turns the executor takes to join the best order (plan/join_program.py: paired joins,
@@ -136,8 +137,9 @@ class PhysicalPlan:
             out.append(f"ride {ops} with join #{op}'s anchor chunks")
         if self.replans:
             out.append("replan joins after " + ",".join(self.replans))
-        if self.pair_projections:
-            ops = ",".join(f"#{op}" for op in self.pair_projections)
+        asked = self.joins.pair_projections if self.joins is not None else ()
+        if asked:
+            ops = ",".join(f"#{op}" for op in asked)
             out.append(f"project {ops} with the last join's chunks")
         if self.has_joins and not self.projects_after_joins and self.reads_joined_rows:
             out.append("projections left to the statement (an outer join)")
@@ -174,7 +176,8 @@ class PhysicalPlan:
         best, _, _ = choose_join(self.relations, self.edges, self.context, rows=rows,
                                  start=start)
         return join_program(self.context, best, self.relations, carried,
-                            hands_off=not self.reads_joined_rows)
+                            hands_off=not self.reads_joined_rows,
+                            projections=self.pair_projections)
 
 
 def filter_chains(plan: Node) -> dict[str, list[AiFilter]]:

@@ -122,10 +122,10 @@ def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequenc
         star = None  # its anchor chunks would hold no document for the joins to share
     plan = replace(plan, steps=tuple(steps), carry=carry, star=star,
                    filter_order=order, chunking=chunking.DEFAULT, dropped_rides=rides)
+    pairs = pair_projections(plan, ai_ops) if ai_ops else ()
     carried = carry.alias if carry is not None else None
     program = join_program(plan.context, cand, plan.relations, carried,
-                           hands_off=not plan.reads_joined_rows) \
+                           hands_off=not plan.reads_joined_rows, projections=pairs) \
         if plan.context is not None else None
-    return replace(plan, pair_projections=pair_projections(plan, ai_ops) if ai_ops else (),
-                   projects_after_joins=outer_free(joins, ai_ops), replans=replans(plan),
-                   joins=program)
+    return replace(plan, pair_projections=pairs, projects_after_joins=outer_free(joins, ai_ops),
+                   replans=replans(plan), joins=program)

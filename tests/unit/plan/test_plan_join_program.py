@@ -53,3 +53,18 @@ def test_a_replanned_order_carries_its_own_turns_and_rides():
     assert (ride.anchor, ride.partner, ride.joined) == ("r1", "a1", {"r2", "a2"})
     assert ride.steps == program.order.steps  # judged from the re-planned estimates
     assert not ride.estimate_first
+
+
+@pytest.mark.parametrize("keyed,expected", [
+    (None, (4,)),                   # #3 reads r1 and a1, which the last join (+a2) does not hold
+    ({("a1", "a2"): 0.5}, (4, 5)),  # a key ties a1 to a2: the last join holds a1's rows too
+])
+def test_the_last_join_asks_the_projections_over_the_relations_it_holds(keyed, expected):
+    ops = [*CTX.ops.values(), info(3, "ai_classify", ["r1", "a1"], {"r1": 200, "a1": 3}),
+           info(4, "ai_classify", ["r2", "a2"], {"r2": 200, "a2": 3}),
+           info(5, "ai_classify", ["a1", "a2"], {"a1": 3, "a2": 3})]
+    ctx = context(ops, CTX.rows, pair_fraction=keyed)
+    program = join_program(ctx, CHAIN, RELATIONS, projections=(3, 4, 5))
+    assert [t.projections for t in program.turns] == [(), (), expected]
+    assert program.pair_projections == expected
+    assert program.text().endswith("(projects " + ",".join(f"#{op}" for op in expected) + ")")
