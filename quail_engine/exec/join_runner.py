@@ -219,7 +219,7 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
     rows = {a: float(len(survivors.get(a, []))) for a in plan.relations}
     observed = plan.replan_joins(rows, carried=carried) if REPLAN_FILTERS in plan.replans \
         else None
-    if observed is not None and observed.order.text() != program.order.text():
+    if observed is not None and observed is not program:
         _replanned(runner, f"re-planned joins from observed survivors {rows}: "
                            f"{observed.text()} instead of {program.text()}")
         program = observed

@@ -172,9 +172,14 @@ class PhysicalPlan:
                      carried: str | None = None) -> JoinProgram | None:
         """The turns joining the best order for observed row counts: `rows` per relation (the
         filters' survivors) and `start`, the relations joined so far and their row count;
-        `carried`: the relation whose carried documents no join has taken yet."""
+        `carried`: the relation whose carried documents no join has taken yet. Before the
+        first join, an order the observed survivors leave as planned keeps the plan's turns
+        (its rides judged by the plan's estimates)."""
         best, _, _ = choose_join(self.relations, self.edges, self.context, rows=rows,
                                  start=start)
+        if start is None and best is not None and self.joins is not None \
+                and best.text() == self.joins.order.text():
+            return self.joins
         return join_program(self.context, best, self.relations, carried,
                             hands_off=not self.reads_joined_rows,
                             projections=self.pair_projections)

@@ -9,10 +9,12 @@ import pytest
 from plan_fakes import context, info
 
 from quail_engine.plan.cost import Work
+from quail_engine.plan.join_choice import choose_join
 from quail_engine.plan.join_order import Candidate, JoinEdge, JoinStep
 from quail_engine.plan.join_program import join_program
 from quail_engine.plan.nodes import Scan
 from quail_engine.plan.physical import PhysicalPlan
+from quail_engine.plan.strategy import with_strategy
 
 RELATIONS = ("r1", "a1", "r2", "a2")
 # reviews r1 - aspects a1 - reviews r2 - aspects a2, each join anchored on its reviews
@@ -68,3 +70,18 @@ def test_the_last_join_asks_the_projections_over_the_relations_it_holds(keyed, e
     assert [t.projections for t in program.turns] == [(), (), expected]
     assert program.pair_projections == expected
     assert program.text().endswith("(projects " + ",".join(f"#{op}" for op in expected) + ")")
+
+
+def test_before_the_first_join_an_order_the_survivors_confirm_keeps_the_plans_turns():
+    """The filters' re-plan returns the plan's own turns where the observed survivors leave
+    the order as planned (its rides judged by the plan's estimates), else the new order's."""
+    edges = (JoinEdge(0, "r1", "a1"), JoinEdge(1, "r2", "a1"), JoinEdge(2, "r2", "a2"))
+    planned = {"r1": 30.0, "a1": 4.0, "r2": 30.0, "a2": 4.0}
+    best, _, _ = choose_join(RELATIONS, edges, CTX, rows=planned)
+    plan = with_strategy(PhysicalPlan(Scan("r1"), (), (best,), relations=RELATIONS,
+                                      edges=edges, context=CTX))
+    assert plan.replan_joins(planned) is plan.joins
+    observed = plan.replan_joins({**planned, "a1": 1.0})  # one aspect survived: start there
+    assert observed.text() == (
+        "a1 +r2 ai_join#1(anchor=r2) (with #2's anchor chunks) (rides #0) "
+        "+a2 ai_join#2(anchor=r2) (rides #0) (hands on a1) +r1 ai_join#0(anchor=r1)")
