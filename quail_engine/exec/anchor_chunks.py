@@ -114,10 +114,8 @@ def anchor_chunks(anchors: list[tuple], by_anchor: dict, layout, runner: OpRunne
         anchors = runner.cached_first(anchors, texts)  # documents still cached by content first
         texts = [layout.texts(by_anchor[a][0])[0] for a in anchors]
         sizer.tokenize(texts)
-        # each document may also hold a copy of its last page with the question stem after it
-        # (DocKV.set_stem on resident documents: PagedKVArena.join)
-        page = kv_page_tokens(runner.engine)
-        sizes = chunking.anchor_chunks(capacity, [len(sizer.heads[t]) + page for t in texts])
+        sizes = chunking.anchor_chunks(capacity, [len(sizer.heads[t]) for t in texts],
+                                       kv_page_tokens(runner.engine))
     out, c = [], 0
     for n in sizes:
         out.append(anchors[c:c + n])

@@ -83,13 +83,16 @@ class Chunking:
                 room -= n
         return keep
 
-    def anchor_chunks(self, capacity: int | None, tokens: Sequence[int]) -> list[int]:
+    def anchor_chunks(self, capacity: int | None, tokens: Sequence[int], page: int = 0
+                      ) -> list[int]:
         """Sizes of consecutive anchor chunks for anchors of `tokens` each, on an arena of
-        `capacity` tokens (None: unbounded)."""
+        `capacity` tokens (None: unbounded) of `page` tokens a page: each document may also
+        hold a copy of its last page with its questions' stem after it (a resident document
+        extended: PagedKVArena.join), so each counts a page more."""
         if capacity is None:
             return [min(self.anchors, len(tokens) - c) for c in range(0, len(tokens), self.anchors)]
         budget, out, rows, used = capacity * self.chunk_share, [], 0, 0
-        for n in tokens:
+        for n in (n + page for n in tokens):
             if rows and (rows >= self.max_anchors or used + n > budget):
                 out.append(rows)
                 rows, used = 0, 0

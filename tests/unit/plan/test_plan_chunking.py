@@ -32,15 +32,17 @@ def test_carry_keep(capacity, resident, tokens, expected):
     assert C.carry_keep(capacity, resident, tokens) == expected
 
 
-@pytest.mark.parametrize("capacity,tokens,expected", [
-    (None, [0] * 300, [128, 128, 44]),
-    (None, [], []),
-    (400, [50] * 5, [2, 2, 1]),                       # a quarter of 400 tokens per chunk
-    (400, [150, 10, 10], [1, 2]),                     # one past the budget goes alone
-    (10**9, [1] * 2500, [1024, 1024, 452]),           # the anchor cap on a large arena
+@pytest.mark.parametrize("capacity,tokens,page,expected", [
+    (None, [0] * 300, 0, [128, 128, 44]),
+    (None, [], 0, []),
+    (None, [0] * 300, 16, [128, 128, 44]),              # unbounded: pages do not count
+    (400, [50] * 5, 0, [2, 2, 1]),                      # a quarter of 400 tokens per chunk
+    (400, [34] * 5, 16, [2, 2, 1]),                     # each document a page more
+    (400, [150, 10, 10], 0, [1, 2]),                    # one past the budget goes alone
+    (10**9, [1] * 2500, 0, [1024, 1024, 452]),          # the anchor cap on a large arena
 ])
-def test_anchor_chunks(capacity, tokens, expected):
-    assert C.anchor_chunks(capacity, tokens) == expected
+def test_anchor_chunks(capacity, tokens, page, expected):
+    assert C.anchor_chunks(capacity, tokens, page) == expected
 
 
 @pytest.mark.parametrize("chunk,missing,expected", [
