@@ -365,14 +365,25 @@ class OpRunner:
         second, each direction's PMI cached by itself), its value the mean of the two through
         the curve (similarity_value), so exchanging the arguments gives the same number. Rows
         whose mean is a close call at a number the SQL compares it with are asked again, both
-        directions, at the reference precision (_reask_close)."""
-        one = layout.directions()
-        asked = [*rows, *(layout.swapped(values) for values in rows)]
-        pmis = self.answer(op_id, one, asked, kv=kv, unplanned=unplanned, ahead=ahead)
-        n = len(rows)
+        directions, at the reference precision (_reask_close). The values are cached too, by
+        the whole readout (the SQL's numbers included), so a query answered before needs
+        neither the model nor its band."""
+        prep = self.prepare(layout, rows)
+        rep = self.report.op(op_id, layout.op.op)
+        rep.nulls += prep.nulls
+        rep.cache_hits += len(prep.cached)
+        out = [prep.cached.get(prep.keys.get(i)) for i in range(len(rows))]
+        need = [rows[i] for i in prep.todo]
+        asked = [*need, *(layout.swapped(values) for values in need)]
+        pmis = self.answer(op_id, layout.directions(), asked, kv=kv, unplanned=unplanned,
+                           ahead=ahead)
         self._reask_close(op_id, layout, asked, pmis)
-        return [None if x is None or y is None else similarity_value(layout.op, (x + y) / 2)
-                for x, y in zip(pmis[:n], pmis[n:])]
+        values = {}
+        for k, i in enumerate(prep.todo):
+            out[i] = similarity_value(layout.op, (pmis[k] + pmis[len(need) + k]) / 2)
+            values[prep.keys[i]] = out[i]
+        self.cache.put_many(values)
+        return out
 
     def _reask_close(self, op_id: int, layout: OpPrompt, asked: list, pmis: list) -> None:
         """The re-ask band on a similarity's mean: a row whose two directions' mean margin the
@@ -381,13 +392,14 @@ class OpRunner:
         Each direction alone can be far from the number while their mean is near it, so the
         engine's own band, which sees one request at a time, is not asked per direction."""
         readout = layout.readout()
-        if not readout.thresholds:
-            return
+        if not readout.thresholds or not asked or (
+                self.loaded_engine() is None and not self.precision.endswith("-band")):
+            return  # (every direction was cached, and no band could send one back: not loaded)
         band = getattr(self.engine, "band", None)  # a ReaskingEngine's (infer/reask.py)
         n = len(asked) // 2
-        close = [k for k in range(n) if pmis[k] is not None and pmis[n + k] is not None
-                 and band is not None
-                 and band.holds(readout, Answer(0.0, margin=(pmis[k] + pmis[n + k]) / 2))]
+        close = [] if band is None else [
+            k for k in range(n)
+            if band.holds(readout, Answer(0.0, margin=(pmis[k] + pmis[n + k]) / 2))]
         if not close:
             return
         one = layout.directions()

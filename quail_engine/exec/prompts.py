@@ -171,8 +171,13 @@ class OpPrompt:
 
     def value_shape(self) -> tuple:
         """`value_shape` of this layout's cached values: one direction's PMI is the same
-        whatever range the SQL maps the mean onto."""
-        return ("similarity pmi",) if self.per_direction else value_shape(self.op)
+        whatever range the SQL maps the mean onto; a similarity's value is the mean of both
+        directions (not one direction's, as it once was under the same prompt)."""
+        if self.per_direction:
+            return ("similarity pmi",)
+        if self.is_similarity:
+            return (*value_shape(self.op), "mean of both directions")
+        return value_shape(self.op)
 
     @property
     def partner_slots(self) -> tuple[int, ...]:

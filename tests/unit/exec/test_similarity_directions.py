@@ -119,6 +119,35 @@ def test_a_mean_near_the_sqls_number_is_reasked_both_directions():
     assert run.report.op(0, "ai_similarity").reasked == 2
 
 
+class UnloadedRunner(OpRunner):
+    """A session's runner whose model is not loaded: touching the engine fails the test."""
+
+    @property
+    def engine(self):
+        raise AssertionError("the model was loaded")
+
+    @engine.setter
+    def engine(self, value) -> None:
+        pass
+
+    def loaded_engine(self):
+        return None
+
+
+def test_a_value_asked_before_needs_neither_the_model_nor_its_band(tmp_path):
+    """With the SQL's number (a banded precision would need the model for its band), the
+    second run of the same rows reads its values back, the model never loaded."""
+    op = similarity(thresholds=(0.5,))
+    engine, cache = DirectionEngine(), tmp_path / "answers.sqlite"
+    text = PromptText(lambda: engine, "identity", model_name="default")
+    first = OpRunner(engine, AnswerCache(cache), Report(), text=text, precision="bf16-band")
+    rows = [("lamp", "a bright lamp"), ("shoes", None)]
+    values = answer(first, op, rows)
+    again = UnloadedRunner(None, AnswerCache(cache), Report(), text=text, precision="bf16-band")
+    assert answer(again, op, rows) == values and values[0] is not None
+    assert again.report.op(0, "ai_similarity").cache_hits == 1
+
+
 def test_without_a_number_to_compare_nothing_is_reasked():
     fast, reference = DirectionEngine(), DirectionEngine(shift=0.01)
     run = runner(ReaskingEngine(fast, lambda: reference, Band(0.1, 0.1, 100.0)))
