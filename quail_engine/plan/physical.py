@@ -135,6 +135,11 @@ class PhysicalPlan:
         for op, riders in self.rides:
             ops = ",".join(f"#{r}" for r in riders)
             out.append(f"ride {ops} with join #{op}'s anchor chunks")
+        turns = self.joins.turns if self.joins is not None else ()
+        for turn, nxt in zip(turns, turns[1:]):
+            if turn.handoff is not None:
+                out.append(f"join #{turn.step.op} hands join #{nxt.step.op} its distinct "
+                           f"{','.join(sorted(turn.handoff))} rows, weighted")
         if self.replans:
             out.append("replan joins after " + ",".join(self.replans))
         asked = self.joins.pair_projections if self.joins is not None else ()

@@ -13,7 +13,7 @@ from quail_engine.plan.join_choice import choose_join
 from quail_engine.plan.join_order import Candidate, JoinEdge, JoinStep
 from quail_engine.plan.join_program import join_program
 from quail_engine.plan.nodes import Scan
-from quail_engine.plan.physical import PhysicalPlan
+from quail_engine.plan.physical import PhysicalPlan, Step
 from quail_engine.plan.strategy import with_strategy
 
 RELATIONS = ("r1", "a1", "r2", "a2")
@@ -85,3 +85,12 @@ def test_before_the_first_join_an_order_the_survivors_confirm_keeps_the_plans_tu
     assert observed.text() == (
         "a1 +r2 ai_join#1(anchor=r2) (with #2's anchor chunks) (rides #0) "
         "+a2 ai_join#2(anchor=r2) (rides #0) (hands on a1) +r1 ai_join#0(anchor=r1)")
+
+
+def test_explain_shows_what_the_second_to_last_join_hands_the_last():
+    """Where nothing reads the joined rows, `quail explain` shows the handoff exec makes."""
+    plan = with_strategy(PhysicalPlan(Scan("r1"), (), (CHAIN,), relations=RELATIONS,
+                                      context=CTX))
+    assert "join #1 hands join #2 its distinct r2 rows, weighted" in plan.strategy_lines()
+    projected = replace(plan, steps=(Step("project", "", 3),))  # a projection reads them
+    assert not any("hands" in line for line in with_strategy(projected).strategy_lines())
