@@ -166,9 +166,9 @@ def ask_star_in_chunks(plan: PhysicalPlan, scans: dict[str, ScanData],
     join that misses an answer, and held for the next (DocKV.source), the answers left in
     the store (run_joins then asks nothing again), instead of each join encoding them
     all."""
-    anchor = plan.star
-    if anchor is None or plan.carry is not None and plan.carry.alias == anchor:
-        return  # (a carried star was asked by the filters)
+    anchor = plan.star_chunks
+    if anchor is None:
+        return
     steps = plan.candidates[0].steps
     rows_of = {a: survivors.get(a, list(range(len(scans[a].rows))))
                for a in (anchor, *(s.alias for s in steps))}

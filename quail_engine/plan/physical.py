@@ -151,6 +151,15 @@ class PhysicalPlan:
         return out
 
     @property
+    def star_chunks(self) -> str | None:
+        """The star's anchor where the joins ask it in chunks of its rows ahead of the chain;
+        None without a star, or where the filters carry its documents and ask its joins while
+        they are resident (`carry ... early=star`)."""
+        if self.star is None or self.carry is not None and self.carry.alias == self.star:
+            return None
+        return self.star
+
+    @property
     def paired_joins(self) -> tuple[tuple[int, int], ...]:
         return self.joins.paired_joins if self.joins is not None else ()
 

@@ -11,7 +11,7 @@ from quail_engine.plan.cost import Work
 from quail_engine.plan.join_order import Candidate, JoinStep
 from quail_engine.plan.join_program import handoff, shares_anchor_chunks
 from quail_engine.plan.nodes import Scan
-from quail_engine.plan.physical import PhysicalPlan
+from quail_engine.plan.physical import Carry, PhysicalPlan
 from quail_engine.plan.strategy import (
     EARLY_LEADING,
     EARLY_PAIR,
@@ -150,3 +150,15 @@ def test_a_star_is_asked_in_anchor_chunks_only_where_its_first_join_shares_a_doc
                                       context=ctx))
     assert plan.star == expected
     assert ("star anchor=r joins #0,#1" in plan.strategy_lines()) is (expected is not None)
+
+
+@pytest.mark.parametrize("carried,expected", [(None, "r"), ("r", None), ("p", "r")])
+def test_a_star_is_asked_in_chunks_by_the_joins_unless_the_filters_carry_its_documents(
+        carried, expected):
+    ctx = context([info(0, "ai_join", ["r", "p"], {"r": 50, "p": 5}),
+                   info(1, "ai_join", ["r", "q"], {"r": 50, "q": 5})], {"r": 10, "p": 5, "q": 5})
+    carry = Carry(carried, f"{carried}:doc") if carried else None
+    plan = with_strategy(PhysicalPlan(Scan("r"), (), (STAR,), relations=("r", "p", "q"),
+                                      context=ctx, carry=carry))
+    assert plan.star == "r" and plan.star_chunks == expected
+    assert (plan.carry is not None and plan.carry.early == EARLY_STAR) is (carried == "r")
