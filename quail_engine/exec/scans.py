@@ -50,12 +50,13 @@ def fetch_arrow(result):
 
 def load_scan(con, relation, prepare=None) -> ScanData:
     """Run `relation.scan_sql`; binding columns come back as VARCHAR (DuckDB's cast), the same
-    text the AI functions receive inside the query. `prepare`: rewrites a scan that itself calls
-    AI functions (a CTE or subquery with an AI projection) to this statement's registered
-    function names; they are answered as DuckDB reads the rows."""
+    text the AI functions receive inside the query. `prepare` (relation -> SQL,
+    exec/udfs.prepare_scan): the SQL of a scan that itself calls AI functions (a CTE or
+    subquery with an AI projection), with this statement's registered function names; they
+    are answered as DuckDB reads the rows."""
     scan_sql = relation.scan_sql
-    if prepare is not None and "quail_ai_" in scan_sql.lower():
-        scan_sql = prepare(scan_sql)
+    if prepare is not None and relation.calls():
+        scan_sql = prepare(relation)
     try:
         probe = con.execute(f"SELECT * FROM ({scan_sql}) AS q LIMIT 0")
         columns = tuple(d[0] for d in probe.description)

@@ -34,7 +34,7 @@ from quail_engine.exec.scans import query_arrow
 from quail_engine.exec.udfs import (
     emit,
     prepare,
-    prepare_sql,
+    prepare_scan,
     read_statement,
     register_keyed_udfs,
     register_udfs,
@@ -43,7 +43,6 @@ from quail_engine.exec.udfs import (
 from quail_engine.exec.user_errors import statement_error
 from quail_engine.plan.cost import ModelSpec, Work, num_passes, seconds
 from quail_engine.plan.device import device_spec
-from quail_engine.sql.placeholder import placeholder_ids
 from quail_engine.sql.query import parse
 
 log = logging.getLogger(__name__)
@@ -197,7 +196,7 @@ class QuailSession:
         for core in dependency_order(parsed.cores):
             CoreRunner(self.con, core.ops_of(parsed.ai_ops), runner, store, specs,
                        self.config.sample_size,
-                       lambda sql: prepare_sql(sql, suffix)).run(
+                       lambda rel: prepare_scan(rel, suffix, parsed.group_ops)).run(
                            core, limit if len(parsed.cores) == 1 else None)
 
     def close(self) -> None:
@@ -299,7 +298,7 @@ def dependency_order(cores: Sequence) -> list:
     on a cycle)."""
     owner = {op: i for i, c in enumerate(cores)
              for op in (*c.filters, *c.joins, *c.projections)}
-    needs = {i: {owner[k] for r in c.relations for k in placeholder_ids(r.scan_sql)
+    needs = {i: {owner[k] for r in c.relations for k in r.calls()
                  if k in owner and owner[k] != i} for i, c in enumerate(cores)}
     order: list[int] = []
     while len(order) < len(cores):

@@ -29,7 +29,7 @@ from quail_engine.sql.ir import PREDICATE_KINDS, placeholder_name
 from quail_engine.sql.nesting import deep_stack
 from quail_engine.sql.op_kinds import spec
 from quail_engine.sql.placeholder import placeholder_id
-from quail_engine.sql.query import statement_tree
+from quail_engine.sql.query import runnable, statement_tree
 from quail_engine.sql.shapes import shows_details
 
 log = logging.getLogger(__name__)
@@ -100,11 +100,14 @@ def emit(tree: exp.Expression) -> str:
         return tree.sql(dialect="duckdb", normalize_functions=False)
 
 
-def prepare_sql(duckdb_sql: str, suffix: str = "", keyed: frozenset[int] = frozenset()) -> str:
-    """`prepare` over SQL text: a relation's own scan SQL that calls AI functions (read by the
-    front end's statement_tree, arguments cast). `Relation` holds its scan as text, so this is
-    the one place the executor reads back SQL the front end wrote."""
-    return emit(prepare(statement_tree(duckdb_sql), suffix, keyed))
+def prepare_scan(relation, suffix: str = "", group_ops: frozenset[int] = frozenset()) -> str:
+    """The DuckDB SQL of a relation's scan that calls AI functions itself (a CTE's or a
+    subquery's AI projection), `prepare`d to this statement's function names: from its tree
+    (`Relation.scan`), the calls' arguments cast as in the statement (`runnable`). A relation
+    built by hand (tests) has only its text, read by the front end's `statement_tree`."""
+    tree = (runnable(relation.scan, group_ops) if relation.scan is not None
+            else statement_tree(relation.scan_sql, group_ops))
+    return emit(prepare(tree, suffix))
 
 
 def ai_function(op, answer: Callable[[list[tuple]], Sequence[object]]) -> Callable:

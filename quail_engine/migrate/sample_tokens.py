@@ -103,7 +103,7 @@ class SampleCounter:
         return found
 
     def _read(self, relation) -> _Sample | str:
-        if "quail_ai_" in relation.scan_sql.lower():
+        if relation.calls():
             return "its rows come from another AI call's answers: not counted before a run"
         try:
             total = self.con.execute(f"SELECT count(*) FROM ({relation.scan_sql}) AS q"

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
 from quail_engine.sql.build import AGGREGATE_OPS
 from quail_engine.sql.ir import AiOp, JoinInfo, OpKind
 from quail_engine.sql.label_ctes import see_through
-from quail_engine.sql.placeholder import op_id_of
+from quail_engine.sql.placeholder import op_id_of, placeholder_id, placeholder_ids
 from quail_engine.sql.scan import Pending, is_literal, scan_relation
 from quail_engine.sql.sources import is_inner, sources_of
 
@@ -36,13 +36,28 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Relation:
-    """One input of a core. `scan_sql` is a complete DuckDB query returning this relation's
-    candidate rows after the relational conjuncts that touch only it, with exactly `columns`:
-    `b_<op>_<i>` (binding i of op) and `k_<n>` (side of equality conjunct n)."""
+    """One input of a core. `scan` is a complete DuckDB query (a sqlglot tree built from the
+    statement's nodes, sql/scan.py) returning this relation's candidate rows after the
+    relational conjuncts that touch only it, with exactly `columns`: `b_<op>_<i>` (binding i
+    of op) and `k_<n>` (side of equality conjunct n). `scan_sql` is its DuckDB text, written
+    from the tree once: what DuckDB runs and explain shows. A scan that calls AI functions
+    itself (a CTE's or a subquery's AI projection) is rewritten to the statement's function
+    names from the tree (`exec.udfs.prepare_scan`), never from the text. `scan` is None in a
+    relation built by hand (tests), which has its text alone."""
 
     alias: str
     scan_sql: str
     columns: tuple[str, ...]
+    scan: exp.Select | None = field(default=None, compare=False, repr=False,
+                                    metadata={"tree": True})
+
+    def calls(self) -> frozenset[int]:
+        """The op ids of the AI calls the scan makes itself, read off its tree (off the text
+        of a relation built by hand)."""
+        if self.scan is None:
+            return frozenset(placeholder_ids(self.scan_sql))
+        return frozenset(i for n in self.scan.find_all(exp.Anonymous)
+                         if (i := placeholder_id(n.name)) is not None)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ def explain_json(q: ParsedQuery) -> dict[str, Any]:
                 "options": _plain(op.options), "placeholder": placeholder_name(i),
                 "text": op.to_text(), "origin": op.origin, "is_planned": i in planned}
         operators.append(item)
-    cores = [{"relations": [dataclasses.asdict(r) for r in c.relations],
+    cores = [{"relations": [_relation(r) for r in c.relations],
               "filters": list(c.filters), "joins": list(c.joins),
               "projections": list(c.projections), "aggregates": list(c.aggregates),
               "keys": [dataclasses.asdict(k) for k in c.keys],
@@ -71,6 +71,12 @@ def explain(sql: str, dialect: str, fmt: str = "text") -> str | dict[str, Any]:
 def _seen(op_id: int, op) -> dict[str, Any]:
     return {"id": op_id, "bindings": [b.sql for b in op.bindings],
             "pass_labels": None if op.pass_labels is None else list(op.pass_labels)}
+
+
+def _relation(rel) -> dict[str, Any]:
+    """A relation's fields, its scan as the text (the tree is no JSON)."""
+    return {f.name: getattr(rel, f.name) for f in dataclasses.fields(rel)
+            if not f.metadata.get("tree")}
 
 
 def _plain(options) -> dict[str, Any]:

@@ -40,5 +40,6 @@ def placeholder_id(name: str) -> int | None:
 
 
 def placeholder_ids(sql: str) -> set[int]:
-    """The op ids of every `quail_ai_<id>(...)` call in DuckDB SQL text (a relation's scan)."""
+    """The op ids of every `quail_ai_<id>(...)` call in DuckDB SQL text (the scan of a relation
+    built by hand, which has no tree)."""
     return {int(k) for k in _CALL.findall(sql)}

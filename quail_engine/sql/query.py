@@ -171,8 +171,8 @@ def runnable(tree: exp.Expr, group_ops: frozenset[int] = frozenset()) -> exp.Exp
 
 
 def statement_tree(duckdb_sql: str, group_ops: frozenset[int] = frozenset()) -> exp.Expression:
-    """`runnable` of DuckDB SQL text: a relation's scan (its text is what `Relation` holds) or
-    a query built by hand, in tests."""
+    """`runnable` of DuckDB SQL text: a query or a relation's scan built by hand, in tests (the
+    front end's own keep their trees: `ParsedQuery.statement()`, `Relation.scan`)."""
     from sqlglot import parse_one
 
     from quail_engine.sql.nesting import deep_stack

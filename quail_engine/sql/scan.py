@@ -1,7 +1,9 @@
-"""Per-relation scan queries of a core: projection and predicate pushdown in DuckDB SQL."""
+"""Per-relation scan queries of a core: projection and predicate pushdown, each scan a DuckDB
+query tree built from the statement's nodes."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -38,35 +40,38 @@ def is_string_literal(b: Binding) -> bool:
 
 
 def scan_relation(p: Pending, alias: str):
+    """The relation `alias` of core `p`: its scan built as a tree from the statement's nodes
+    (copies of the bindings, equality sides, pushed-down conjuncts and the CTEs they read),
+    and the DuckDB text written from it once."""
     from quail_engine.sql.cores import Relation
 
-    columns: list[tuple[str, str]] = []
+    columns: list[tuple[str, exp.Expr]] = []
     for op_id in dict.fromkeys([*p.filters, *p.joins, *p.projections, *p.aggregates]):
         op = p.ops[op_id]
         for b in op.bindings:
             if b.alias == alias or (is_literal(b) and op.aliases[:1] == (alias,)):
-                columns.append((binding_column(op_id, b.index), b.sql))
+                columns.append((binding_column(op_id, b.index), b.node))
     for n, left, right in p.keys:
         for side_alias, side in (left, right):
             if side_alias == alias:
-                columns.append((key_column(n), side.sql(dialect="duckdb")))
+                columns.append((key_column(n), side))
     if not columns:
-        columns.append(("_row", "1"))
+        columns.append(("_row", exp.Literal.number(1)))
     source = p.sources[alias].copy()
-    source.set("alias", None)
-    conds = [c.sql(dialect="duckdb") for c, join, default in p.relational
-             if _pushable(p, c, join, default, alias)]
     # an unaliased derived table (`FROM (SELECT ...)`, legal in Snowflake and DuckDB) has the
     # alias '': DuckDB needs a name for it, and nothing in the scan refers to it by name
-    name = exp.to_identifier(alias or "_quail_derived").sql(dialect="duckdb")
-    sql = (f"SELECT {', '.join(f'{e} AS {c}' for c, e in columns)} "
-           f"FROM {source.sql(dialect='duckdb')} AS {name}")
+    source.set("alias", exp.TableAlias(this=exp.to_identifier(alias or "_quail_derived")))
+    scan = exp.Select(expressions=[exp.Alias(this=e.copy(), alias=exp.to_identifier(c))
+                                   for c, e in columns], from_=exp.From(this=source))
+    conds = [c.copy() for c, join, default in p.relational
+             if _pushable(p, c, join, default, alias)]
     if conds:
-        sql += " WHERE " + " AND ".join(f"({c})" if len(conds) > 1 else c for c in conds)
+        scan.set("where", exp.Where(this=conds[0] if len(conds) == 1 else functools.reduce(
+            lambda a, b: exp.And(this=a, expression=b), [exp.Paren(this=c) for c in conds])))
     ctes = _ctes_needed(p.select, [p.sources[alias], *(c for c, _, _ in p.relational)])
     if ctes:
-        sql = "WITH " + ", ".join(ctes) + " " + sql
-    return Relation(alias, sql, tuple(c for c, _ in columns))
+        scan.set("with_", exp.With(expressions=ctes))
+    return Relation(alias, scan.sql(dialect="duckdb"), tuple(c for c, _ in columns), scan=scan)
 
 
 def _null_supplying(select: exp.Select, alias: str) -> bool:
@@ -112,7 +117,9 @@ def _reads_only(p: Pending, c: exp.Expr, default: str | None, alias: str) -> boo
     return True
 
 
-def _ctes_needed(select: exp.Select, nodes: list[exp.Expr]) -> list[str]:
+def _ctes_needed(select: exp.Select, nodes: list[exp.Expr]) -> list[exp.CTE]:
+    """Copies of the CTEs visible to `select` that `nodes` read, directly or through another,
+    in written order."""
     visible: dict[str, exp.CTE] = {}
     node: exp.Expr | None = select
     while node is not None:
@@ -128,4 +135,4 @@ def _ctes_needed(select: exp.Select, nodes: list[exp.Expr]) -> list[str]:
             wanted.add(name)
             todo += [t.name for t in visible[name].this.find_all(exp.Table)]
     order = list(visible)
-    return [visible[n].sql(dialect="duckdb") for n in sorted(wanted, key=order.index)]
+    return [visible[n].copy() for n in sorted(wanted, key=order.index)]

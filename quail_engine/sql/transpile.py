@@ -100,7 +100,7 @@ def _rewrite(sql: str, read: str, write: str, keep_source: bool) -> str:
     if write in PATH_DIALECTS:
         _paths_on_objects(tree, texts)
     for token in texts:
-        bind_once(tree, token, write, dialects.sqlglot_dialect(write))
+        bind_once(tree, token, write)
     out = tree.sql(dialect=dialects.sqlglot_dialect(write))
     for token, text in texts.items():
         out = out.replace(f"{token}()", _paren(text))

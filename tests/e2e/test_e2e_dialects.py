@@ -13,7 +13,7 @@ from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.prompts import OpPrompt
 from quail_engine.exec.report import Report
 from quail_engine.exec.session import QuailSession
-from quail_engine.exec.udfs import prepare_sql, sql_type
+from quail_engine.exec.udfs import emit, prepare, read_statement, sql_type
 from quail_engine.sql.query import parse
 
 pytestmark = pytest.mark.model
@@ -110,7 +110,7 @@ def expected_rows(con, parsed, reference):
             f"b{k}", inspect.Parameter.POSITIONAL_ONLY) for k in range(len(op.bindings))])
         ref_con.create_function(f"quail_ai_{i}{suffix}", fn, ["VARCHAR"] * len(op.bindings),
                                 sql_type(op), type="arrow")
-    return ref_con.sql(prepare_sql(parsed.duckdb_sql, suffix)).fetchall()
+    return ref_con.sql(emit(prepare(read_statement(parsed), suffix))).fetchall()
 
 
 @pytest.fixture(scope="module")

@@ -18,16 +18,29 @@ never rebuilt.
 
 from __future__ import annotations
 
-from sqlglot import exp, parse_one
+from sqlglot import exp
 
 VALUE = "quail_v"
-FORMS = {
-    "bigquery": "(SELECT {shape} FROM UNNEST([{call}]) AS " + VALUE + ")",
-    "databricks": "TRANSFORM(ARRAY({call}), " + VALUE + " -> {shape})[0]",
-}
 
 
-def bind_once(tree: exp.Expr, token: str, write: str, sqlglot_dialect: str) -> None:
+def _bigquery(shape: exp.Expr, call: exp.Expr) -> exp.Expr:
+    """`(SELECT <shape> FROM UNNEST([<call>]) AS quail_v)`"""
+    values = exp.Unnest(expressions=[exp.Array(expressions=[call])],
+                        alias=exp.TableAlias(columns=[exp.to_identifier(VALUE)]))
+    return exp.Subquery(this=exp.Select(expressions=[shape], from_=exp.From(this=values)))
+
+
+def _databricks(shape: exp.Expr, call: exp.Expr) -> exp.Expr:
+    """`TRANSFORM(ARRAY(<call>), quail_v -> <shape>)[0]`"""
+    mapped = exp.Transform(this=exp.Array(expressions=[call]), expression=exp.Lambda(
+        this=shape, expressions=[exp.to_identifier(VALUE)]))
+    return exp.Bracket(this=mapped, expressions=[exp.Literal.number(0)])
+
+
+FORMS = {"bigquery": _bigquery, "databricks": _databricks}
+
+
+def bind_once(tree: exp.Expr, token: str, write: str) -> None:
     """Rewrite, in place, the smallest expression of `tree` naming the call `token()` more
     than once so that it names it once (FORMS[write]); nothing for one mention, for a target
     without a form, or when that expression reads columns of its own (then it is more than a
@@ -44,8 +57,7 @@ def bind_once(tree: exp.Expr, token: str, write: str, sqlglot_dialect: str) -> N
     shape = around.copy()
     for node in [n for n in shape.find_all(exp.Anonymous) if n.name == token]:
         node.replace(exp.column(VALUE))
-    text = form.format(shape=shape.sql(dialect=sqlglot_dialect), call=f"{token}()")
-    around.replace(parse_one(text, read=sqlglot_dialect))
+    around.replace(form(shape, exp.Anonymous(this=token)))
 
 
 def _common_ancestor(nodes: list[exp.Expr]) -> exp.Expr | None:

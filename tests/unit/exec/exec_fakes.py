@@ -16,6 +16,7 @@ from quail_engine.infer.api import (
     SpanReadout,
 )
 from quail_engine.sql.ir import AiOp, Binding, JoinInfo, Label, Options
+from quail_engine.sql.placeholder import placeholder_ids
 
 WORD = re.compile(r"\S+")
 LAYOUT_WORDS = {"text", "question", "above"}  # words of the prompt layout itself, not the data
@@ -103,6 +104,10 @@ class FakeEngine:
 class Relation:
     alias: str
     scan_sql: str
+    scan = None  # no tree: built by hand
+
+    def calls(self) -> frozenset[int]:
+        return frozenset(placeholder_ids(self.scan_sql))
 
 
 @dataclass(frozen=True)

@@ -62,9 +62,11 @@ def test_filter_rows_and_nulls_are_the_same_by_hash_and_by_text(monkeypatch):
 
 
 def test_keyed_statement_calls_the_hash_udf():
-    from quail_engine.exec.udfs import prepare_sql
+    from quail_engine.exec.udfs import emit, prepare
+    from quail_engine.sql.query import statement_tree
 
-    sql = prepare_sql("SELECT quail_ai_0(a, b), quail_ai_1(c) FROM t", "_x", frozenset({0}))
+    sql = emit(prepare(statement_tree("SELECT quail_ai_0(a, b), quail_ai_1(c) FROM t"), "_x",
+                       frozenset({0})))
     assert sql == ("SELECT quail_ai_0_k_x(hash(CAST(a AS TEXT)), hash(CAST(b AS TEXT))), "
                    "quail_ai_1_x(CAST(c AS TEXT)) FROM t")
 

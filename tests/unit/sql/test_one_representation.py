@@ -3,13 +3,19 @@ statement's duckdb_sql) is never parsed again, here or by the executor's stateme
 
 import dataclasses
 import json
+import re
 
+import duckdb
 import pytest
 import sqlglot
+from sqlglot.parser import Parser
 
 from quail_engine.exec import tasks
 from quail_engine.exec.prompts import _filter_partner
-from quail_engine.sql import parse, query, response_schema, shapes
+from quail_engine.exec.scans import load_scan
+from quail_engine.exec.session import dependency_order
+from quail_engine.exec.udfs import create_ai_function, prepare_scan
+from quail_engine.sql import parse, query, response_schema, shapes, transpile
 
 LITERAL = ("SELECT id FROM reviews WHERE AI_FILTER(PROMPT('Is {0} about {1}?', review, 'price')) "
            "AND id < 30")
@@ -19,12 +25,25 @@ SEEN_THROUGH = ("WITH c AS (SELECT r.id, r.review, AI_CLASSIFY(r.review, ['posit
                 "WHERE c.sentiment = 'negative'")
 
 
+# what only our own SQL text holds: an AI call's placeholder (`quail_ai_<id>`, transpile's
+# `QUAILOP<id>X`) or a scan's binding column (`b_<op>_<i>`)
+OURS = re.compile(r"quail_ai_\d|QUAILOP|\bb_\d+_\d+\b", re.IGNORECASE)
+
+
 @pytest.fixture
 def no_reading_back(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError(f"SQL text parsed again: {args[:1]}")
     monkeypatch.setattr(sqlglot, "parse_one", refuse)
     monkeypatch.setattr(query, "statement_tree", refuse)
+    for name in ("parse", "parse_into"):  # every parser, however a module imported it
+        method = getattr(Parser, name)
+
+        def guarded(self, *args, _method=method, **kwargs):
+            sql = kwargs.get("sql", args[-1] if args and isinstance(args[-1], str) else "")
+            assert not OURS.search(sql or ""), f"our SQL text parsed again: {sql}"
+            return _method(self, *args, **kwargs)
+        monkeypatch.setattr(Parser, name, guarded)
 
 
 @pytest.mark.parametrize("sql, cores, statement", [
@@ -77,3 +96,45 @@ def test_the_executor_reads_no_response_format(monkeypatch, response_format):
     assert json.loads(tasks.task_grammar(op).source) == {
         "type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"],
         "additionalProperties": False}
+
+
+# the CTE cannot be seen through (its LIMIT): the outer relation's scan runs the CTE, and with
+# it the classification, inside DuckDB
+SCAN_CALLS = ("WITH c AS (SELECT r.id, r.review, AI_CLASSIFY(r.review, ['widget', 'gadget'])"
+              ":labels[0]::STRING AS kind FROM reviews AS r LIMIT 1000) SELECT c.id FROM c "
+              "WHERE AI_FILTER(PROMPT('Is {0} about a battery?', c.review)) AND "
+              "c.kind = 'gadget'")
+
+
+def test_a_scan_that_calls_ai_functions_runs_from_its_tree(no_reading_back):
+    parsed = parse(SCAN_CALLS, "snowflake")
+    outer = dependency_order(parsed.cores)[-1]
+    rel, = outer.relations
+    assert rel.calls() == {1} and outer.filters == (0,)
+    assert rel.scan_sql == (
+        "WITH c AS (SELECT r.id, r.review, QUAIL_AI_1(r.review) AS kind FROM reviews AS r "
+        "LIMIT 1000) SELECT c.review AS b_0_0 FROM c AS c WHERE c.kind = 'gadget'")
+    con = duckdb.connect()
+    con.execute("CREATE TABLE reviews AS SELECT * FROM (VALUES (1, 'a widget'), "
+                "(2, 'a gadget battery'), (3, NULL)) AS t(id, review)")
+    create_ai_function(con, "quail_ai_1_t", parsed.ai_ops[1],
+                       lambda rows: ["gadget" if "gadget" in r[0] else "widget" for r in rows])
+    scan = load_scan(con, rel, lambda r: prepare_scan(r, "_t", parsed.group_ops))
+    assert scan.columns == ("b_0_0",) and scan.rows == [{"b_0_0": "a gadget battery"}]
+
+
+@pytest.fixture(scope="module")
+def targets_loaded():
+    """sqlglot reads some of a dialect's own templates the first time the dialect is used."""
+    for write in ("bigquery", "databricks"):
+        transpile("SELECT AI_CLASSIFY(body, ['a', 'b']) AS c FROM t", "snowflake", write)
+
+
+@pytest.mark.parametrize("write, form", [
+    ("bigquery", "FROM UNNEST([AI.CLASSIFY(body, categories => ['a', 'b'])]) AS quail_v)"),
+    ("databricks", "TRANSFORM(ARRAY(ai_classify(body, ARRAY('a', 'b'))), quail_v -> CASE"),
+])
+def test_a_rebuilt_shape_is_bound_once_on_the_tree(targets_loaded, no_reading_back, write,
+                                                    form):
+    out = transpile("SELECT AI_CLASSIFY(body, ['a', 'b']) AS c FROM t", "snowflake", write)
+    assert form in out, out
