@@ -72,10 +72,13 @@ def assert_same_answers(ours, reference, label_sets, exact):
         if exact:
             assert torch.equal(got, want)
         else:
-            torch.testing.assert_close(got, want, rtol=0, atol=2e-5)
+            # the same log-probabilities summed in another order and another batch layout (the
+            # CPU's matmul blocking differs by instruction set: AVX-512 against AMX): equal to
+            # float32 rounding relative to the scores' size (~30 nats)
+            torch.testing.assert_close(got, want, rtol=4e-6, atol=2e-5)
         ours_answer, answer = (label_answers(lt.labels, s, None) for s in (got, want))
         assert ours_answer.value == answer.value
-        assert ours_answer.margin == pytest.approx(answer.margin, abs=4e-5)
+        assert ours_answer.margin == pytest.approx(answer.margin, abs=2e-4)
 
 
 @pytest.fixture(scope="module")
