@@ -2,14 +2,15 @@
 # The trust bench on the GPU machine (bench/trust.py --device cuda), with an embedded GGUF carried
 # there in parts (../shared/facts.md, "Trained weights on the GPU"): earlier calls copied all parts
 # but the last to /tmp/g (Gemma: .carry/g0..g3 of `split -n 5 -d`; SmolLM2: .carry/s0 of
-# `split -n 2 -d`), this call carries the last part's folder and .whl (gguf and sqlglot wheels,
-# which that machine lacks). Usage: bash bench/gpu/trust.sh [gemma|smollm2]. Writes
+# `split -n 2 -d`), this call carries the last part's folder and a wheel folder ($WHEELS, default
+# .whl: gguf, sqlglot and llguidance, which that machine lacks; duckdb is not needed and would
+# not fit beside a part in one call's 64 MiB). Usage: bash bench/gpu/trust.sh [gemma|smollm2]. Writes
 # $OUT/trust-gpu.json/.md, then the GPU precisions' decode bands (bench/decode_band.py:
 # $OUT/decode-band-gpu.json/.md), and the bands both measured ($OUT/bands.json).
 set -euo pipefail
 which=${1:-gemma}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl
+    --target /tmp/site "${WHEELS:-.whl}"/*.whl
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 QUAIL_CACHE_DIR=/tmp/qc
 mkdir -p /tmp/g /tmp/qc/models
 if [ "$which" = gemma ]; then
