@@ -287,6 +287,9 @@ def test_similarity_is_the_same_whichever_text_comes_first(session, dialect, cal
     source = f"FROM (VALUES {values}) AS t(i, a, b) ORDER BY i"
     both = session.execute(f"SELECT i, {call} AS ab, {swapped} AS ba {source}", dialect)
     ab, ba = both.column("ab").to_pylist(), both.column("ba").to_pylist()
-    assert ab == ba and None not in ab, (ab, ba)
+    # equal up to float32's last digits: the CPU engine sizes its batches by measured speed,
+    # and a request batched otherwise can differ in the seventh digit (the two orders
+    # differed by ~0.03 before)
+    assert None not in ab and ba == pytest.approx(ab, abs=1e-5), (ab, ba)
     alone = session.execute(f"SELECT i, {swapped} AS ba {source}", dialect)
-    assert alone.column("ba").to_pylist() == ab
+    assert alone.column("ba").to_pylist() == pytest.approx(ab, abs=1e-5)
