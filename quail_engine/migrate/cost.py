@@ -37,7 +37,7 @@ _VENDOR_NAME = re.compile(r"\s*(?:GET_PATH\(|TO_BOOLEAN\(|NOT\s+)*([A-Za-z_][\w.
 
 @dataclass(frozen=True)
 class CallCost:
-    """One AI call of a model. `prompts`: rows (pairs for a join) that get a prompt;
+    """One AI call of a model. `prompts`: the prompts Quail asks (sample_tokens.TokenCount);
     `input_tokens`/`output_tokens`: None when unknown (output: an upper bound, for generative
     calls only); `price`: None when no published price was found; `note`: why something is
     unknown. Seconds are None where no rate was measured; `is_decode_excluded`: the seconds
@@ -283,12 +283,15 @@ def _calls(node: CompiledNode, parsed, found: list[FoundCall], counts: dict,
 
 def _timed(call: CallCost, kind: OpKind, refused: bool) -> CallCost:
     """`call` with its time at the measured rates (none for a call that does not move, or
-    whose kind has no measured rate: embeddings, token counts)."""
-    cost = spec(kind).cost
+    whose kind has no measured rate: embeddings, token counts). A kind that asks several
+    prompts per row (`OpSpec.num_requests`: a similarity reads each text after the other), each
+    as long as the row's one, takes that many times its tokens' time."""
+    kind_spec = spec(kind)
+    cost = kind_spec.cost
     if refused or cost is None:
         return call
     work = "pairs" if cost == "pairs" else "prefill"  # a decode: its prompts' prefill
-    tokens = call.input_tokens or 0.0
+    tokens = (call.input_tokens or 0.0) * kind_spec.num_requests
     return dataclasses.replace(call, gpu_seconds=tokens / rate("gpu", work).tokens_per_s,
                                cpu_seconds=tokens / rate("cpu", work).tokens_per_s,
                                is_decode_excluded=cost == "decode")

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from quail_engine.migrate import prices
 from quail_engine.migrate.rates import RATES
+from quail_engine.sql.op_kinds import SPECS
 
 HEADER = ("model", "AI calls", "prompts", "input tokens", "output tokens", "warehouse",
           "GPU time", "GPU cost", "CPU time")
@@ -30,7 +31,9 @@ def table_lines(costs: Sequence) -> list[str]:
         "",
         "~ extrapolated from a sample of the table's rows to its row count"
         + (f" (sampled rows per call: {', '.join(map(str, samples))})" if samples else "")
-        + "; a join's prompts are its candidate pairs (rows x partners).",
+        + "; a join's prompts are its candidate pairs (rows x partners)"
+        + "".join(f"; {k} asks {s.num_requests} prompts per row, each timed"
+                  for k, s in SPECS.items() if s.num_requests > 1) + ".",
         "Tokens are counted with Quail's default model's tokenizer on Quail's prompts; the "
         "warehouse's tokenizer and its own prompt differ, by an amount not measured.",
         "<= output tokens: an upper bound (every prompt answered to its max tokens); only "

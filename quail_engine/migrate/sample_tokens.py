@@ -34,9 +34,12 @@ SEED = 7
 
 @dataclass(frozen=True)
 class TokenCount:
-    """`prompts`: rows (pairs for a join) that get a prompt; `input_tokens`: their prompts'
-    tokens; `output_tokens`: an upper bound (prompts x max tokens) for generative calls, else
-    None; `sampled_rows`: rows read from the data (all relations)."""
+    """`prompts`: the prompts Quail asks: rows (pairs for a join) that get one, times the
+    kind's prompts per row (`OpSpec.num_requests`: a similarity's two directions) and an
+    AI_SENTIMENT's aspects; `input_tokens`: the rows' prompts' tokens, each row's once (what
+    the warehouse reads; `quail migrate` times the kind's every prompt: cost._timed);
+    `output_tokens`: an upper bound (prompts x max tokens) for generative calls, else None;
+    `sampled_rows`: rows read from the data (all relations)."""
 
     prompts: float
     input_tokens: float
@@ -138,7 +141,8 @@ class SampleCounter:
         # AI_SENTIMENT's aspects: one more question per aspect after the same document (its
         # KV shared: the tokens counted are the document's prompt once)
         aspects = dict(op.task_args).get("aspects")
-        prompts = len(kept) * sample.scale * (1 + (len(json.loads(aspects)) if aspects else 0))
+        prompts = len(kept) * sample.scale * spec(op.op).num_requests * (
+            1 + (len(json.loads(aspects)) if aspects else 0))
         return TokenCount(prompts, sum(lengths) * sample.scale, _output(op, prompts),
                           sample.total > len(sample.scan.rows), len(sample.scan.rows))
 
@@ -182,7 +186,8 @@ class SampleCounter:
         a, b = samples[anchor_alias], samples[partner_alias]
         scale = a.scale * b.scale
         extrapolated = a.total > len(anchors.rows) or b.total > len(partners.rows)
-        return TokenCount(pairs * scale, tokens * scale, None, extrapolated,
+        return TokenCount(pairs * scale * spec(op.op).num_requests, tokens * scale, None,
+                          extrapolated,
                           len(anchors.rows) + len(partners.rows))
 
 

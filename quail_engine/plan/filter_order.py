@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.cost import request_work
+from quail_engine.sql.op_kinds import spec
 
 
 def marginal_seconds(op: int, seen_docs: set[str], ctx: PlanContext) -> float:
@@ -19,7 +20,7 @@ def marginal_seconds(op: int, seen_docs: set[str], ctx: PlanContext) -> float:
     info = ctx.ops[op]
     is_new = info.doc not in seen_docs
     work = request_work(info.doc_tokens(), info.question_tokens, is_new, info.shared_tokens())
-    return ctx.seconds(work.scaled(1000.0)) / 1000.0
+    return ctx.seconds(work.scaled(1000.0 * spec(info.kind).num_requests)) / 1000.0
 
 
 def expected_seconds(order: Sequence[int], rows: float, ctx: PlanContext) -> float:

@@ -26,6 +26,7 @@ from quail_engine.plan.join_order import Candidate, JoinEdge
 from quail_engine.plan.join_program import JoinProgram, join_program
 from quail_engine.plan.nodes import AiFilter, Node, Project, Scan, walk
 from quail_engine.plan.riding import PlannedRide
+from quail_engine.sql.op_kinds import spec
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,7 @@ def build_physical(logical: Node, ctx: PlanContext, join: Candidate | None,
             encode = key not in seen
             seen.add(key)
             work = request_work(info.doc_tokens(alias), info.question_tokens, encode,
-                                info.shared_tokens(alias)).scaled(n)
+                                info.shared_tokens(alias)).scaled(n * spec(info.kind).num_requests)
             out = n * info.selectivity
             steps.append(Step("filter", alias, f.op, doc=key, encode=encode, rows_in=n,
                               rows_out=out, work=work, est_seconds=ctx.seconds(work)))
@@ -252,7 +253,8 @@ def build_physical(logical: Node, ctx: PlanContext, join: Candidate | None,
         n = final_rows
         work = request_work(info.doc_tokens(alias) if alias else 0.0,
                             info.question_tokens + (0.0 if alias else info.doc_tokens()),
-                            encode, info.shared_tokens(alias or None)).scaled(n)
+                            encode, info.shared_tokens(alias or None)
+                            ).scaled(n * spec(info.kind).num_requests)
         steps.append(Step("project", alias, op, doc=key, encode=encode, rows_in=n, rows_out=n,
                           work=work, est_seconds=ctx.seconds(work)))
         resident.add(key)

@@ -57,8 +57,11 @@ class OpSpec:
     its KV is a prefix every question over it reuses. `reads_partner`: a second argument (a
     join partner, a filter's string literal) can be read as a scored span after the question
     (the pair layout). `is_calibrated`: the content-free prompt's margin is subtracted.
-    `cost`: the rate `quail migrate` times it at (None: none measured). `refusal`: why a call
-    of this kind is refused when the query is read.
+    `cost`: the rate `quail migrate` times it at (None: none measured). `num_requests`: the
+    prompts the engine answers per row (per candidate pair for a join), each as long as the
+    row's one prompt would be: a similarity reads each text after the other (two directions);
+    the planner's work, `quail migrate`'s prompts and time are that many times one prompt's.
+    `refusal`: why a call of this kind is refused when the query is read.
     """
 
     kind: OpKind
@@ -71,11 +74,12 @@ class OpSpec:
     shares_document: bool = False
     reads_partner: bool = False
     is_calibrated: bool = False
+    num_requests: int = 1
     refusal: str | None = None  # why the local engine refuses this kind (None: it runs)
 
     def __post_init__(self) -> None:
         if self.output_type not in SQL_TYPES or self.readout not in READOUTS or (
-                self.cost is not None and self.cost not in COSTS):
+                self.cost is not None and self.cost not in COSTS) or self.num_requests < 1:
             raise ValueError(f"bad operator spec {self!r}")
 
     @property
@@ -104,7 +108,7 @@ SPECS: dict[OpKind, OpSpec] = {s.kind: s for s in (
     OpSpec(OpKind.AI_AGGREGATE, "VARCHAR", "text", "decode", is_aggregate=True),
     OpSpec(OpKind.AI_EMBED, "FLOAT[]", "vector", None, refusal=(
         "quail has no embedding model (AI_SIMILARITY / ai_similarity is supported)")),
-    OpSpec(OpKind.AI_SIMILARITY, "DOUBLE", "score", "prefill"),
+    OpSpec(OpKind.AI_SIMILARITY, "DOUBLE", "score", "prefill", num_requests=2),
     OpSpec(OpKind.AI_COUNT_TOKENS, "BIGINT", "tokens", None),
 )}
 if set(SPECS) != set(OpKind):
