@@ -43,6 +43,9 @@ SUITES = {
                   "how often an instruction inside a document flips its answer"),
     "multilabel": ("bench.multilabel", "CPU",
                    "multi-label classify: per-label precision/recall, exact sets, fp32"),
+    "similarity": ("bench.similarity", "CPU",
+                   "AI_SIMILARITY: paraphrases ranked above unrelated texts, both argument "
+                   "orders, fp32"),
     "cold_start": ("bench.cold_start", "H200/CPU",
                    "the first query's model load on a fresh machine, before and after "
                    "`quail warmup` kept its GPU kernels"),

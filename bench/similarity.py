@@ -9,7 +9,9 @@ argument orders, and each pair's PMI read back through the curve (exec/prompts.s
 inverted; the value's middle and spread are fitted on these same anchors, so no held-out
 claim). `--time N` also times an N-row query (the model loaded first, not counted).
 
-    python -m bench.similarity [--models default smollm2-135m] [--time 40] [--out FILE]
+    python -m bench similarity [--models default smollm2-135m] [--time 40] [--out FILE]
+
+(`python -m bench.similarity` runs it too.) It writes bench/results/similarity.{json,md}.
 """
 
 from __future__ import annotations
@@ -111,13 +113,13 @@ def markdown(result: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.similarity")
+    parser = argparse.ArgumentParser(prog="python -m bench similarity")
     parser.add_argument("--models", nargs="+", default=["default", "smollm2-135m"])
     parser.add_argument("--time", type=int, default=0, help="rows of a timed query (0: none)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     anchors = load()
-    result = {"command": " ".join(["python -m bench.similarity", *argv]),
+    result = {"command": " ".join(["python -m bench similarity", *argv]),
               "models": [measure(m, anchors, args.time) for m in args.models]}
     write_result(result, "similarity", markdown, args.out)
     return 0
