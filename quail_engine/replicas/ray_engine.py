@@ -14,6 +14,11 @@ Faults: a worker that dies mid-call is dropped and its shard re-runs on the live
 same batch; the prefixes it held are placed and encoded again from their token ids (kept by the
 driver for this reason). Answers already returned (and cached by the executor) are not
 recomputed. The answer cache stays the driver's alone: workers return answers, never write.
+
+Under a banded precision each replica is a ReaskingEngine (infer/reask.py) that re-asks its own
+close calls; the driver shows the executor the same surface one such engine does: the `band`,
+`ask_reference` for a value made of several answers that only the executor can judge close (a
+similarity's two directions), routed like any batch, and `reasked`, the workers' count.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ class RayEngine:
         first = infos[0]
         self.model_id, self.max_context, self.config = first.model_id, first.max_context, \
             first.config
+        self.band = first.band  # every replica loads the same model and precision
         self.nodes = sorted({i.node for i in infos})
         self.stats = EngineStats()
         self._worker_stats: dict[int, dict] = {}
@@ -110,6 +116,12 @@ class RayEngine:
         return self.codec.chat_split(prefix_text, suffix_text)
 
     @property
+    def reasked(self) -> int:
+        """Answers the replicas' re-ask band sent to the reference precision (dead workers'
+        included), as a single ReaskingEngine counts them."""
+        return sum(s.get("reasked", 0) for s in self._worker_stats.values())
+
+    @property
     def worker_tokens(self) -> dict[int, int]:
         """Fresh tokens each worker has run (dead ones included): how the work was shared."""
         return {w: s.get("fresh_tokens", 0) for w, s in sorted(self._worker_stats.items())}
@@ -145,6 +157,17 @@ class RayEngine:
 
     # -- requests -----------------------------------------------------------------------------
     def run(self, requests: Sequence[Request]) -> list[Answer]:
+        return self._answer(requests, reference=False)
+
+    def ask_reference(self, requests: Sequence[Request]) -> list[Answer]:
+        """`requests` answered at the reference precision by the replicas' re-ask band
+        (ReaskingEngine.ask_reference), sharded as `run` shards; counted in `reasked`."""
+        if self.band is None:
+            raise ExecutionError("the Ray workers' engines have no re-ask band: no reference "
+                                 "precision to ask")
+        return self._answer(requests, reference=True)
+
+    def _answer(self, requests: Sequence[Request], reference: bool) -> list[Answer]:
         if not requests:
             return []
         costs = [len(r.tokens) for r in requests]
@@ -154,10 +177,10 @@ class RayEngine:
         crash = self._crash_hook()
         out, failed = self._call(shards, lambda a, w, idx: a.run.remote(
             pack_requests([requests[i] for i in idx]), new.get(w, []),
-            self._take_released(w), w in crash), unpack_answers)
+            self._take_released(w), w in crash, reference), unpack_answers)
         answers = [None if r is None else r[1] for r in out]
         if failed:  # the dead worker's prefixes are placed and encoded again by the nested call
-            for i, a in zip(failed, self.run([requests[i] for i in failed])):
+            for i, a in zip(failed, self._answer([requests[i] for i in failed], reference)):
                 answers[i] = a
         self._sync_stats()
         return answers

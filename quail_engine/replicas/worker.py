@@ -39,6 +39,7 @@ class WorkerInfo:
     config: Any
     pid: int
     node: str
+    band: Any = None  # the replica's re-ask band (infer/reask.Band), None: it has none
 
 
 class EngineWorker:
@@ -54,14 +55,15 @@ class EngineWorker:
     def info(self) -> WorkerInfo:
         e = self.engine
         return WorkerInfo(e.model_id, e.max_context, getattr(e, "config", None), os.getpid(),
-                          os.uname().nodename)
+                          os.uname().nodename, getattr(e, "band", None))
 
     def run(self, requests: PackedRequests, new_prefixes: Sequence[tuple[int, tuple[int, ...]]]
-            = (), released: Sequence[int] = (), crash: bool = False
+            = (), released: Sequence[int] = (), crash: bool = False, reference: bool = False
             ) -> tuple[PackedAnswers, dict]:
         """Answers of a shard (both sides as wire.py columns), after encoding the prefixes the
         driver placed here for it (`new_prefixes`: (driver id, token ids)) and releasing those
-        it no longer needs (`released`: driver ids)."""
+        it no longer needs (`released`: driver ids). `reference`: answered at the re-ask band's
+        reference precision (the replica's ReaskingEngine.ask_reference)."""
         if crash:  # the test hook (CRASH_ENV)
             log.error("worker %d exits on this shard (%s)", self.index, CRASH_ENV)
             os._exit(1)
@@ -69,7 +71,8 @@ class EngineWorker:
         if new_prefixes:
             handles = self.engine.add_prefixes([t for _, t in new_prefixes])
             self.handles.update(zip((i for i, _ in new_prefixes), handles))
-        answers = self.engine.run(unpack_requests(requests, self.handles))
+        ask = self.engine.ask_reference if reference else self.engine.run
+        answers = ask(unpack_requests(requests, self.handles))
         return pack_answers(answers), self._stats()
 
     def release(self, released: Sequence[int]) -> dict:
@@ -83,4 +86,6 @@ class EngineWorker:
                 self.engine.release(handle)
 
     def _stats(self) -> dict:
-        return dataclasses.asdict(self.engine.stats)
+        """The engine's counters, and the answers its re-ask band sent to the reference."""
+        return {**dataclasses.asdict(self.engine.stats),
+                "reasked": getattr(self.engine, "reasked", 0)}
