@@ -26,9 +26,10 @@ from quail_testing.quailb.queries import QUERIES
 
 TIMED = {  # module path -> (owner name or "", attribute)
     "quail_engine.exec.op_runner": [("OpRunner", "answer"), ("OpRunner", "cached_first"),
-                                    ("OpRunner", "_share_stem"), ("OpRunner", "_prepare"),
-                                    ("OpRunner", "_store"), ("OpRunner", "_count_minimum"),
-                                    ("OpRunner", "_execute")],
+                                    ("OpRunner", "_share_stem"), ("OpRunner", "_store")],
+    "quail_engine.exec.batch_pipeline": [("BatchPipeline", "_prepare"),
+                                         ("BatchPipeline", "_count_minimum"),
+                                         ("BatchPipeline", "_execute")],
     "quail_engine.exec.answer_cache": [("AnswerCache", "get_many"),
                                        ("AnswerCache", "put_many")],
     "quail_engine.exec.join_runner": [("", "anchor_chunks"), ("", "_ask")],

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from quail_engine.errors import ExecutionError
-from quail_engine.exec.op_runner import picker
+from quail_engine.exec.call_prep import picker
 from quail_engine.exec.scans import ScanData
 from quail_engine.sql.ir import binding_column
 

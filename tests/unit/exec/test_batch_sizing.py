@@ -6,13 +6,14 @@ few seconds)."""
 from types import SimpleNamespace
 
 from quail_engine.exec.answer_cache import AnswerCache
-from quail_engine.exec.op_runner import (
+from quail_engine.exec.batch_sizing import (
     BATCH_SECONDS,
     FIRST_BATCH_SECONDS,
     FIRST_RATE,
     GROWTH,
-    OpRunner,
+    prompt_tokens,
 )
+from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.report import Report
 
 DOC = ("word " * 264, "Is it good?")  # ~330 tokens at 4 characters a token
@@ -29,13 +30,13 @@ def _run(runner: OpRunner, seconds_of, prompts: int, per_prompt: float) -> list[
     while left or pending is not None:
         submitted = None
         if left:
-            n = min(left, runner._batch_prompts(per_prompt, op=0))
+            n = min(left, runner.sizer.batch_prompts(per_prompt, op=0))
             left -= n
             submitted = n * per_prompt
         if pending is not None:
             seconds = seconds_of(pending)
-            runner._observe(int(pending), seconds)
-            runner._batch_finished(0, pending)
+            runner.sizer.observe(int(pending), seconds)
+            runner.sizer.batch_finished(0, pending)
             times.append(seconds)
         pending = submitted
     return times
@@ -45,10 +46,10 @@ def test_batches_grow_after_a_slow_small_first_batch():
     """A sample slowed by first-shape setup: the batches still reach BATCH_SECONDS (the
     regression of 625 batches of 32 prompts on the H200)."""
     runner = _runner()
-    tokens = runner._prompt_tokens([DOC] * 64, resident_prefix=False)
+    tokens = prompt_tokens([DOC] * 64, resident_prefix=False, engine=runner.engine)
     engine_tokens_per_s = 140_000.0
-    runner._observe(int(8 * tokens), 1.78)  # the sample: 8 prompts, slowed by setup
-    runner._batch_finished(0, 8 * tokens)
+    runner.sizer.observe(int(8 * tokens), 1.78)  # the sample: 8 prompts, slowed by setup
+    runner.sizer.batch_finished(0, 8 * tokens)
     times = _run(runner, lambda t: t / engine_tokens_per_s, 20_000, tokens)
     assert max(times[-4:-1]) >= 0.8 * BATCH_SECONDS, times
     assert len(times) < 30, times
@@ -59,13 +60,14 @@ def test_the_first_batch_at_the_plans_estimate_is_short():
     so the first batches aim at FIRST_BATCH_SECONDS of it; a batch that ran long sets the speed
     the next ones are sized by."""
     runner = _runner()
-    tokens = runner._prompt_tokens([DOC] * 64, resident_prefix=False)
-    runner._plan_rate = 33_000.0
-    first = runner._batch_prompts(tokens)
+    tokens = prompt_tokens([DOC] * 64, resident_prefix=False, engine=runner.engine)
+    runner.sizer.plan_rate = 33_000.0
+    first = runner.sizer.batch_prompts(tokens)
     assert first == int(FIRST_BATCH_SECONDS * 33_000 / tokens)
-    runner._observe(int(first * tokens), 7.0)  # it took 7 s: the estimate was ~7x too fast
-    runner._batch_finished(0, first * tokens)
-    assert runner._batch_prompts(tokens) == int(BATCH_SECONDS * runner._tokens_per_s / tokens)
+    runner.sizer.observe(int(first * tokens), 7.0)  # it took 7 s: the estimate was ~7x too fast
+    runner.sizer.batch_finished(0, first * tokens)
+    assert runner.sizer.batch_prompts(tokens) == int(
+        BATCH_SECONDS * runner.sizer.tokens_per_s / tokens)
 
 
 def test_without_a_trusted_estimate_the_first_batch_is_sized_at_first_rate():
@@ -75,10 +77,11 @@ def test_without_a_trusted_estimate_the_first_batch_is_sized_at_first_rate():
     runner = _runner()
     runner.plan_rate_first = False
     long_doc = ("word " * 4000, "Is it good?")
-    tokens = runner._prompt_tokens([long_doc] * 8, resident_prefix=False)
-    assert runner._batch_prompts(tokens) == 1
-    short = runner._prompt_tokens([("Great kettle.", "Positive?")] * 8, resident_prefix=False)
-    assert runner._batch_prompts(short) == int(FIRST_BATCH_SECONDS * FIRST_RATE / short)
+    tokens = prompt_tokens([long_doc] * 8, resident_prefix=False, engine=runner.engine)
+    assert runner.sizer.batch_prompts(tokens) == 1
+    short = prompt_tokens([("Great kettle.", "Positive?")] * 8, resident_prefix=False,
+                          engine=runner.engine)
+    assert runner.sizer.batch_prompts(short) == int(FIRST_BATCH_SECONDS * FIRST_RATE / short)
 
 
 def test_no_batch_runs_long_when_small_batches_overstate_the_speed():
@@ -111,9 +114,9 @@ def test_rows_that_extend_the_row_before_count_what_they_add_where_the_engine_sh
     for name, engine in (("shared", SimpleNamespace(prefix_cache=object())),
                          ("whole", SimpleNamespace(prefix_cache=None))):
         runner = _runner(engine)
-        runner._observe(int(rate * BATCH_SECONDS), BATCH_SECONDS)
-        runner._batch_finished(0, 1e12)  # batches this large have run
-        sizes[name] = runner._batch_prompts(runner._prompt_tokens(snapshots, False))
+        runner.sizer.observe(int(rate * BATCH_SECONDS), BATCH_SECONDS)
+        runner.sizer.batch_finished(0, 1e12)  # batches this large have run
+        sizes[name] = runner.sizer.batch_prompts(prompt_tokens(snapshots, False, runner.engine))
     # every row but the first adds one turn: the batch is within 10% of BATCH_SECONDS of them
     assert abs(sizes["shared"] * added / rate - BATCH_SECONDS) < 0.1 * BATCH_SECONDS, sizes
     whole = sum(len(p) + len(s) for p, s in snapshots) / 4 / len(snapshots)
@@ -125,23 +128,24 @@ def test_a_generating_batch_holds_two_arena_fulls_of_answers():
     arena holds at once (its decode steps run at the batch the GPU can take, not the engine
     time's few hundred rows); other readouts, and engines whose KV is unbounded, keep the
     time-sized batches."""
-    from quail_engine.exec.op_runner import DECODE_WAVES
+    from quail_engine.exec.batch_sizing import DECODE_WAVES
     from quail_engine.infer.api import BooleanReadout, GenerateReadout
     from quail_engine.infer.decode import fitting
 
     asked = []
 
-    def decode_rows(prompt_tokens, max_tokens):
-        asked.append((prompt_tokens, max_tokens))
-        return fitting(367_680, 64, prompt_tokens + max_tokens, SimpleNamespace(decode_step=1))
+    def decode_rows(prompt_len, max_tokens):
+        asked.append((prompt_len, max_tokens))
+        return fitting(367_680, 64, prompt_len + max_tokens, SimpleNamespace(decode_step=1))
 
     runner = _runner(SimpleNamespace(decode_rows=decode_rows))
-    tokens = runner._prompt_tokens([DOC] * 64, resident_prefix=False)
+    tokens = prompt_tokens([DOC] * 64, resident_prefix=False, engine=runner.engine)
     generate = GenerateReadout(max_tokens=256)
-    assert runner._batch_prompts(tokens, op=0) < 400  # the engine-time size alone
-    rows = runner._decode_rows(generate, tokens)
+    assert runner.sizer.batch_prompts(tokens, op=0) < 400  # the engine-time size alone
+    rows = runner.sizer.decode_rows(runner.engine, generate, tokens)
     # 330 + 256 tokens: 9 whole pages + 2 of slack each, 5,745 pages
     assert rows == DECODE_WAVES * (367_680 // 64 // 11) and asked == [(int(tokens), 256)]
-    assert runner._decode_rows(BooleanReadout(("yes",), ("no",)), tokens) == 1
-    assert _runner(SimpleNamespace(decode_rows=lambda *a: None))._decode_rows(generate,
-                                                                              tokens) == 1
+    boolean = BooleanReadout(("yes",), ("no",))
+    assert runner.sizer.decode_rows(runner.engine, boolean, tokens) == 1
+    unbounded = _runner(SimpleNamespace(decode_rows=lambda *a: None))
+    assert unbounded.sizer.decode_rows(unbounded.engine, generate, tokens) == 1

@@ -54,7 +54,7 @@ def python_ctrl_c():
 def test_ctrl_c_drops_queued_batches_and_interrupts_the_running_one(tmp_path, python_ctrl_c):
     engine = StuckEngine()
     runner = OpRunner(engine, AnswerCache.in_dir(tmp_path), Report(), calibrate=False)
-    runner._batch_prompts = lambda tokens, op=0: 2  # three batches of two rows
+    runner.sizer.batch_prompts = lambda tokens, op=0: 2  # three batches of two rows
     op = bfilter("Is the PRICE right?")
     rows = [(f"review {i} about the price",) for i in range(6)]
 

@@ -1,5 +1,5 @@
 """Multi-label classification: one decision per label over the document's shared prefix, the
-labels decided yes gathered per row (exec/op_runner.OpRunner._labels)."""
+labels decided yes gathered per row (exec/multi_request.answer_labels)."""
 
 import pytest
 from exec_fakes import FakeEngine

@@ -94,11 +94,11 @@ def test_a_question_that_goes_on_after_its_partner_warns_on_the_default_model(ca
 def test_a_join_renders_each_anchor_once_and_its_rows_share_the_string():
     """The executor's text memo: one string object per document across its partners (sorting
     and hashing a join's rows then compare anchors by identity), one per question."""
-    from quail_engine.exec.op_runner import _TextMemo
+    from quail_engine.exec.call_prep import TextMemo
 
     op, = parse("SELECT * FROM r JOIN p ON AI_FILTER(PROMPT('Is this review: {0} about this "
                 "product: {1}?', r.review, p.name))", "snowflake").ai_ops
-    memo = _TextMemo(OpPrompt.for_op(op))
+    memo = TextMemo(OpPrompt.for_op(op))
     rows = [memo((review, name)) for review in ("Dies fast.", "Loud.")
             for name in ("Headphones", "Speaker", "Headphones")]
     assert [p for p, _ in rows] == ["Text:\nDies fast.\n\n"] * 3 + ["Text:\nLoud.\n\n"] * 3

@@ -1,4 +1,4 @@
-"""AI_SIMILARITY asked in both directions (exec/op_runner.OpRunner._similarity): each row's
+"""AI_SIMILARITY asked in both directions (exec/multi_request.answer_similarity): each row's
 texts read each after the other, the value the mean of the two PMIs through the curve, so
 exchanging the arguments gives the same number; the re-ask band decides on that mean."""
 

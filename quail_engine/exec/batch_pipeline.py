@@ -1,0 +1,226 @@
+"""One call's prompts through the engine in batches, the host one batch ahead of the engine.
+
+Shared layouts put the document into a prefix whose KV lives in a DocKV (the caller's, when the
+plan keeps it across steps; otherwise a local one for documents used more than once in the
+call). Batches are sized to take a few seconds of engine time (exec/batch_sizing.py), and
+their answers are handed back after every batch, so an interrupted run keeps what it computed
+and its retry resumes there.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import wait
+
+from quail_engine.errors import ExecutionError
+from quail_engine.exec import engine_thread
+from quail_engine.exec.batch_sizing import prompt_tokens
+from quail_engine.exec.doc_kv import DocKV
+from quail_engine.exec.prompts import OpPrompt
+from quail_engine.infer.api import Answer, Request
+from quail_engine.infer.radix import PrefixCounter
+from quail_engine.plan.cost import Work
+
+log = logging.getLogger(__name__)
+
+
+class BatchPipeline:
+    """The batches of one call of `runner` (an OpRunner: its engine, PromptText, BatchSizer
+    and report) over `layout` read by `readout`, its documents in `kv` where the layout shares
+    them; `rep` the operator's report, `minimum` its PrefixCounter across calls."""
+
+    def __init__(self, runner, layout: OpPrompt, readout, kv: DocKV | None, rep,
+                 minimum: PrefixCounter):
+        self.runner, self.layout, self.readout, self.kv, self.rep = (
+            runner, layout, readout, kv, rep)
+        self.minimum = minimum
+        self.uses_kv = runner.uses_kv(layout, kv)
+        self.releasable: list[str] = []  # documents the engine's worker releases next
+        self.engine_s = 0.0  # engine seconds of the call's batches
+
+    def run(self, texts: list[tuple[str, str]], done, release_done: bool = False,
+            ahead=None) -> None:
+        """Batches through the engine with the host one batch ahead: while the engine (its one
+        worker thread, engine_thread.py) runs batch N, this thread tokenizes batch N+1 and then
+        counts and hands over batch N-1's answers (`done(lo, hi, answers)`), so the device does
+        not wait for the host between batches. With `release_done`, a document whose rows are
+        all answered is released by the worker before its next batch (the worker alone touches
+        the engine). `ahead` runs once, when the first batch's answers are back (the second is
+        then running): not beside the first, whose encoding of the call's documents is the
+        launch-heavy part (a helper thread preparing the next chunk beside it slows those
+        passes); in a call of one batch, as it is handed over (the alternative is the engine
+        waiting for it all)."""
+        runner, rep, sizer = self.runner, self.rep, self.runner.sizer
+        remaining = Counter(p for p, _ in texts) if release_done else None
+        waited, batches = 0.0, 0
+        pending = None
+        in_flight: list = []
+        try:
+            lo = 0
+            while lo < len(texts) or pending is not None:
+                submitted = None
+                if lo < len(texts):
+                    tokens = prompt_tokens(texts[lo:lo + 64], self.uses_kv, runner.engine)
+                    hi = lo + max(sizer.batch_prompts(tokens, rep.op),
+                                  sizer.decode_rows(runner.engine, self.readout, tokens))
+                    guess = (min(hi, len(texts)) - lo) * tokens
+                    prepared = self._prepare(texts[lo:hi])
+                    submitted = (lo, min(hi, len(texts)), guess, engine_thread.submit(
+                        self._execute, texts[lo:hi], prepared, into=in_flight))
+                    lo = hi
+                    batches += 1
+                    if ahead is not None and lo >= len(texts):  # this call's only batch
+                        ahead()
+                        ahead = None
+                if pending is not None:
+                    p_lo, p_hi, p_guess, future = pending
+                    t0 = time.perf_counter()
+                    answers, requests = future.result()
+                    waited += time.perf_counter() - t0
+                    sizer.batch_finished(rep.op, p_guess)
+                    if ahead is not None:
+                        ahead()
+                        ahead = None
+                    self._count_minimum(texts[p_lo:p_hi], requests)
+                    done(p_lo, p_hi, answers)
+                    if remaining is not None:
+                        for p, _ in texts[p_lo:p_hi]:
+                            remaining[p] -= 1
+                            if not remaining[p]:
+                                self.releasable.append(p)
+                pending = submitted
+        except KeyboardInterrupt:
+            self._stop_engine(in_flight)
+            raise
+        finally:  # nothing of this call may still run on the engine once it returns or raises
+            wait(in_flight)
+        rep.engine_s += self.engine_s
+        rep.host_wait_s += waited
+        log.info("%s: %d prompts in %d batches, engine %.2f s, host waited %.2f s for it",
+                 self.layout.op.op, len(texts), batches, self.engine_s, waited)
+
+    def _stop_engine(self, in_flight: list) -> None:
+        """Ctrl-C: batches not started are dropped and the running one stops at the engine's
+        next forward pass or layer (infer/interrupt.py), so control comes back within about a
+        second instead of after the batches in flight."""
+        for future in in_flight:
+            future.cancel()
+        engine = self.runner.loaded_engine()
+        interrupt = getattr(engine, "interrupt", None)
+        if interrupt is None:
+            return
+        interrupt()
+        try:
+            wait(in_flight)
+        finally:
+            engine.resume()
+
+    def _prepare(self, texts: list[tuple[str, str]]):
+        """Host side of a batch: token ids of its questions and documents (a shared document's
+        ids go to its DocKV), so the engine's thread never tokenizes."""
+        text, kv = self.runner.text, self.kv
+        tails = text.tails([s for _, s in texts])
+        if self.uses_kv:
+            before = kv.truncated
+            kv.tokenize([p for p, _ in texts])
+            return None, tails, kv.truncated - before
+        return text.heads([p for p, _ in texts]), tails, 0
+
+    def _execute(self, texts: list[tuple[str, str]], prepared
+                 ) -> tuple[list[Answer], list[Request]]:
+        """Engine side of a batch (runs on the pipeline's worker thread)."""
+        runner, kv, rep, readout = self.runner, self.kv, self.rep, self.readout
+        engine = runner.engine
+        t0, fresh0 = time.perf_counter(), engine.stats.fresh_tokens
+        mark = runner.report.timeline.engine_mark(engine)
+        if kv is not None and self.releasable:
+            done, self.releasable = self.releasable, []
+            kv.release(done)
+        heads, tails, truncated = prepared
+        rep.truncated += truncated
+        reserve = runner.answer_tokens(readout)
+        max_context = engine.max_context
+        requests: list[Request] = []
+        kv_hits = 0
+        prefix_lens: list[int] = []
+        if self.uses_kv:
+            resident = set(kv.handles)
+            kv.ensure([p for p, _ in texts])
+            encoded_now: set[str] = set()
+            for (p, question), tail in zip(texts, tails):
+                handle = kv.get(p)
+                if p in resident or p in encoded_now:
+                    kv_hits += handle.num_tokens
+                encoded_now.add(p)
+                tail = fit_prompt(tail[len(kv.stem):], max_context - handle.num_tokens - reserve,
+                                  rep, runner.on_long, max_context)
+                requests.append(Request(tuple(tail), _for_question(readout, question), handle))
+                prefix_lens.append(handle.num_tokens)
+            rep.work = rep.work + kv.take_work()
+        else:
+            for (_, question), head, tail in zip(texts, heads, tails):
+                tokens = fit_prompt(head + tail, max_context - reserve, rep, runner.on_long,
+                                    max_context)
+                requests.append(Request(tuple(tokens), _for_question(readout, question)))
+                prefix_lens.append(0)
+        rep.work = rep.work + batch_work(prefix_lens, [len(r.tokens) for r in requests])
+        reasked0 = getattr(engine, "reasked", 0)  # a ReaskingEngine's (infer/reask.py)
+        answers = engine.run(requests)
+        rep.reasked += getattr(engine, "reasked", 0) - reasked0
+        runner.report.timeline.engine_batch(rep.op, mark, engine)
+        rep.kv_hit_tokens += kv_hits
+        seconds = time.perf_counter() - t0
+        self.engine_s += seconds
+        runner.sizer.observe(engine.stats.fresh_tokens - fresh0, seconds)
+        return answers, requests
+
+    def _count_minimum(self, texts: list[tuple[str, str]], requests: list[Request]) -> None:
+        """Add a batch's new minimum tokens and attention pairs (infer/radix.PrefixCounter) to
+        the report, on the host thread while the engine runs the next batch: a row over a
+        resident document counts as the document's tokens (once) and its own after them, never
+        concatenated (a join's pairs would copy and compare its long anchors once per pair,
+        with the GPU idle)."""
+        new, pairs = self.minimum.add([r.tokens for r in requests if r.prefix is None])
+        after: dict[str, list[tuple[int, ...]]] = {}
+        for (p, _), r in zip(texts, requests):
+            if r.prefix is not None:
+                after.setdefault(p, []).append(r.tokens)
+        for p, tails in after.items():
+            n, q = self.minimum.add_after(self.kv.heads[p] + self.kv.stem, tails)
+            new, pairs = new + n, pairs + q
+        self.rep.minimum_tokens += new
+        self.rep.minimum_attention_pairs += pairs
+
+
+def fit_prompt(tokens: list[int], limit: int, rep, on_long: str, max_context: int) -> list[int]:
+    """`tokens` within `limit`: a longer prompt keeps its beginning and its end (its question),
+    counted in `rep` as truncated; with on_long 'error' it is refused."""
+    if len(tokens) <= limit:
+        return tokens
+    if on_long == "error":
+        raise ExecutionError(f"a prompt of {len(tokens)} tokens exceeds the context of "
+                             f"{max_context} tokens (on_long='error'; "
+                             "max_context sets the context)")
+    rep.truncated += 1
+    keep_tail = min(len(tokens), max(1, limit // 2))
+    return tokens[:max(0, limit - keep_tail)] + tokens[len(tokens) - keep_tail:]
+
+
+def _for_question(readout, question: str):
+    """The readout of a request asking `question`: `readout`, or its entry when it is a dict
+    by question (yes/no label decisions, each label calibrated on its own)."""
+    return readout[question] if isinstance(readout, dict) else readout
+
+
+def batch_work(prefix_lens: Sequence[int], own_lens: Sequence[int]) -> Work:
+    """Work of requests of `own_lens` tokens over resident prefixes of `prefix_lens` (the sum
+    of plan.cost.request_work over them, without a Work object per request)."""
+    fresh = pairs = reads = 0.0
+    for p, s in zip(prefix_lens, own_lens):
+        fresh += s
+        pairs += s * p + s * (s + 1) / 2
+        reads += p
+    return Work(fresh_tokens=fresh, attention_pairs=pairs, kv_reads=reads)
