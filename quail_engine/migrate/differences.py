@@ -76,8 +76,9 @@ def _kind_notes(op: AiOp, function: str) -> list[str]:
             else "in 0..1 (the prompt states no scale)"
         return [f"the probability of a yes answer {where}, not a number the model writes"]
     if kind == OpKind.AI_SIMILARITY:
-        return ["a yes/no 'same meaning' probability scaled to the vendor's range, not the cosine "
-                "of two embeddings"]
+        return ["the model's PMI of the two texts, each read after the other (the same value "
+                "whichever comes first; two prompts a row), through a logistic curve onto the "
+                "vendor's range, not the cosine of two embeddings"]
     if kind in (OpKind.AI_GENERATE, OpKind.AI_EXTRACT):
         limit = op.options.gen.max_tokens or DEFAULT_MAX_TOKENS
         notes = [f"greedy decoding, at most {limit} new tokens (the profile's max_new_tokens "
