@@ -141,7 +141,7 @@ def join_balance(workers: int = 8, anchors: int = 5000, partners: int = 4144,
     """How even a join's batches are over `workers` when anchors are placed as RayEngine places
     them (sharding.place, per batch), simulated in the executor's order: pairs grouped by
     anchor, `chunk` anchors resident at a time (exec/join_runner.ANCHORS_PER_CHUNK), batches of
-    `batch` pairs (the executor's cap, OpRunner.batch_size). Work = tokens: `own` per partner
+    `batch` pairs (the executor's cap, runner.sizer.batch_size). Work = tokens: `own` per partner
     request, `anchor` per anchor encoded. Returns sum over batches of the busiest worker's work
     over the mean worker's: the batch time relative to a perfect split."""
     from quail_engine.replicas.sharding import place

@@ -32,7 +32,7 @@ TIMED = {  # module path -> (owner name or "", attribute)
                                          ("BatchPipeline", "_execute")],
     "quail_engine.exec.answer_cache": [("AnswerCache", "get_many"),
                                        ("AnswerCache", "put_many")],
-    "quail_engine.exec.join_runner": [("", "anchor_chunks"), ("", "_ask")],
+    "quail_engine.exec.join_runner": [("", "anchor_chunks"), ("", "ask_pairs")],
     "quail_engine.exec.doc_kv": [("DocKV", "release"), ("DocKV", "ensure"),
                                  ("DocKV", "_extend"), ("DocKV", "tokenize")],
     "quail_engine.infer.engine": [("LocalEngine", "extend_prefixes"),
