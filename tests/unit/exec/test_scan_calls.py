@@ -2,16 +2,13 @@
 planning cannot see through) runs from the scan's tree, its calls renamed to the statement's
 functions and their arguments cast as in the statement: no SQL text of ours is parsed again."""
 
-import re
-
 import pytest
 from exec_fakes import FakeEngine, review_db
-from sqlglot.parser import Parser
 
 from quail_engine.exec.session import QuailSession
 from quail_engine.plan.cost import DeviceSpec
+from quail_testing.sql_guard import refuse_our_text
 
-OURS = re.compile(r"quail_ai_\d|\bb_\d+_\d+\b", re.IGNORECASE)  # only our own SQL holds these
 REVIEWS = [(i, f"note {i} about the " + ("gadget battery" if i % 2 else "widget"), i % 3)
            for i in range(1, 9)]
 CLASSIFIED = """
@@ -29,14 +26,7 @@ SELECT g.product_id FROM g WHERE AI_FILTER(PROMPT('Is {0} ABOUT anything?', g.s)
 
 @pytest.fixture
 def no_reading_back(monkeypatch):
-    for name in ("parse", "parse_into"):
-        method = getattr(Parser, name)
-
-        def guarded(self, *args, _method=method, **kwargs):
-            sql = kwargs.get("sql", args[-1] if args and isinstance(args[-1], str) else "")
-            assert not OURS.search(sql or ""), f"our SQL text parsed again: {sql}"
-            return _method(self, *args, **kwargs)
-        monkeypatch.setattr(Parser, name, guarded)
+    refuse_our_text(monkeypatch)
 
 
 @pytest.mark.parametrize("sql, rows", [(CLASSIFIED, [1, 3, 5, 7]), (SUMMARIZED, [0, 1, 2])],

@@ -3,12 +3,10 @@ statement's duckdb_sql) is never parsed again, here or by the executor's stateme
 
 import dataclasses
 import json
-import re
 
 import duckdb
 import pytest
 import sqlglot
-from sqlglot.parser import Parser
 
 from quail_engine.exec import tasks
 from quail_engine.exec.prompts import _filter_partner
@@ -16,6 +14,7 @@ from quail_engine.exec.scans import load_scan
 from quail_engine.exec.session import dependency_order
 from quail_engine.exec.udfs import create_ai_function, prepare_scan
 from quail_engine.sql import parse, query, response_schema, shapes, transpile
+from quail_testing.sql_guard import refuse_our_text
 
 LITERAL = ("SELECT id FROM reviews WHERE AI_FILTER(PROMPT('Is {0} about {1}?', review, 'price')) "
            "AND id < 30")
@@ -25,9 +24,6 @@ SEEN_THROUGH = ("WITH c AS (SELECT r.id, r.review, AI_CLASSIFY(r.review, ['posit
                 "WHERE c.sentiment = 'negative'")
 
 
-# what only our own SQL text holds: an AI call's placeholder (`quail_ai_<id>`, transpile's
-# `QUAILOP<id>X`) or a scan's binding column (`b_<op>_<i>`)
-OURS = re.compile(r"quail_ai_\d|QUAILOP|\bb_\d+_\d+\b", re.IGNORECASE)
 
 
 @pytest.fixture
@@ -36,14 +32,7 @@ def no_reading_back(monkeypatch):
         raise AssertionError(f"SQL text parsed again: {args[:1]}")
     monkeypatch.setattr(sqlglot, "parse_one", refuse)
     monkeypatch.setattr(query, "statement_tree", refuse)
-    for name in ("parse", "parse_into"):  # every parser, however a module imported it
-        method = getattr(Parser, name)
-
-        def guarded(self, *args, _method=method, **kwargs):
-            sql = kwargs.get("sql", args[-1] if args and isinstance(args[-1], str) else "")
-            assert not OURS.search(sql or ""), f"our SQL text parsed again: {sql}"
-            return _method(self, *args, **kwargs)
-        monkeypatch.setattr(Parser, name, guarded)
+    refuse_our_text(monkeypatch)  # every parser, however a module imported it
 
 
 @pytest.mark.parametrize("sql, cores, statement", [
