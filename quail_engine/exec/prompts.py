@@ -29,7 +29,7 @@ is: measured, it ranks paraphrases above unrelated texts where the yes/no "do th
 mean the same thing?" ranked them at chance (commit dc3bf20; bench/similarity.py;
 tests/e2e/test_function_shapes.py checks the ranking and the symmetry). The numbers the SQL
 compares a similarity with are its readout's `thresholds`, for the re-ask band, which decides on
-the mean (exec/op_runner.py).
+the mean (exec/multi_request.py).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ LABEL_STEM = "Does the text above mention"  # a label decision in the pair layou
 MULTI_LABEL_THRESHOLD = 2.75
 # a similarity's PMI (nats, the mean of both directions') at the middle of its range, and the
 # nats that move it by one logistic unit: chosen between the paraphrases and the unrelated texts
-# of bench/data/similarity.jsonl on the embedded default model (python -m bench.similarity), so
+# of bench/data/similarity.jsonl on the embedded default model (python -m bench similarity), so
 # related pairs land in the range's upper part and most unrelated ones below the middle
 SIMILARITY_CENTRE = 4.0
 SIMILARITY_SPREAD = 3.0
