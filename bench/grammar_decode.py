@@ -101,6 +101,36 @@ def run_mode(engine, texts: list[str], grammar, max_tokens: int, schema: dict) -
             "first_run_seconds": round(timings[0][0], 3)}
 
 
+def profile_run(engine, texts: list[str], grammar, max_tokens: int, out: Path) -> None:
+    """One more run of `texts` (under `grammar`, or free) with the host profiled by cProfile
+    and the kernels by torch.profiler: where a constrained step's extra time goes."""
+    import cProfile
+    import io
+    import pstats
+
+    import torch
+
+    from quail_engine.infer.api import GenerateReadout, Request
+
+    readout = GenerateReadout(max_tokens=max_tokens, grammar=grammar)
+    requests = [Request(tuple(sum(engine.chat_split(f"{t}\n\n{QUESTION}", ""), [])), readout)
+                for t in texts]
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    host = cProfile.Profile()
+    with torch.profiler.profile(activities=activities) as kernels:
+        host.enable()
+        engine.run(requests)
+        _sync()
+        host.disable()
+    text = io.StringIO()
+    pstats.Stats(host, stream=text).sort_stats("tottime").print_stats(30)
+    sort = "cuda_time_total" if torch.cuda.is_available() else "cpu_time_total"
+    text.write(kernels.key_averages().table(sort_by=sort, row_limit=30))
+    out.write_text(text.getvalue())
+
+
 def _parses(text, schema) -> bool:
     if text is None:
         return False
@@ -154,6 +184,9 @@ def main(argv=None) -> int:
     p.add_argument("--modes", nargs="+", default=["free", "grammar", "grammar-short"],
                    choices=["free", "grammar", "grammar-short"])
     p.add_argument("--out", default=None)
+    p.add_argument("--profile", metavar="FILE",
+                   help="after the timed runs, run the last mode's batch once more under "
+                        "cProfile and torch.profiler and write where its time went to FILE")
     args = p.parse_args(argv)
     from quail_engine.infer.api import Grammar
 
@@ -175,6 +208,8 @@ def main(argv=None) -> int:
                    **run_mode(engine, texts, g, args.max_tokens, schema or SCHEMA)}
             rows.append(row)
             print(row, flush=True)
+    if args.profile:
+        profile_run(engine, texts, g, args.max_tokens, Path(args.profile))
     result = {"date": time.strftime("%Y-%m-%d"), "machine": machine, "model": model,
               "command": "python " + " ".join(sys.argv), "rows": rows}
     write_result(result, "grammar-cpu" if args.device == "cpu" else "grammar-gpu", markdown, args.out)
