@@ -9,6 +9,9 @@ lse [T, Hq] float32, to be merged (lse_merge) with the suffix's own causal atten
 
 Kernel: grid (cdiv(max_seqlen_q * G, BLOCK_M), S, Hkv); GQA rows as in attention_tile; key
 tiles of BLOCK_N tokens inside one page (PAGE % BLOCK_N == 0), mask only past prefix_len.
+An e4m3 arena (KV_FP8; kv_fp8.py) also passes k_scale/v_scale [P, PAGE, Hkv] float32 (one per
+token and KV head, strides shared): a tile's scales multiply its score columns and its
+probabilities before the PV product, accumulating in float32 as the bf16 arena does.
 """
 
 from __future__ import annotations
@@ -19,17 +22,63 @@ import triton.language as tl
 
 from quail_kernels.attention_tile import LOG2E, default_blocks, finish, gqa_rows, softmax_step
 from quail_kernels.checks import check_tensor
+from quail_kernels.kv_fp8 import KV_FP8, dequantize_kv
 from quail_kernels.varlen_attention import _check_qkv, attend_ref
 
 
 @triton.jit
-def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, bt_ptr, plen_ptr,
-                             pos_ptr, window,
+def _scaled_step(q, k, v, ks, vs, allowed, m_i, l_i, acc, qk_scale, MASKED: tl.constexpr):
+    """softmax_step over an e4m3 tile: k [D, N], v [N, D] as stored, ks/vs [N] their scales.
+    The scales go on the scores' columns and the probabilities' columns (exactly the
+    dequantized tile's product, without a dequantized copy of the tile rounded to q's dtype)."""
+    s = tl.dot(q, k.to(q.dtype)) * (qk_scale * ks[None, :])
+    if MASKED:
+        s = tl.where(allowed, s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+    p = tl.exp2(s - m_safe[:, None])
+    alpha = tl.exp2(m_i - m_safe)
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    acc = acc * alpha[:, None] + tl.dot((p * vs[None, :]).to(q.dtype), v.to(q.dtype))
+    return m_new, l_i, acc
+
+
+@triton.jit
+def _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d, col_ok, allowed,
+          m_i, l_i, acc, qk_scale, s_kp, s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_ss,
+          MASKED: tl.constexpr, KV_FP8: tl.constexpr):
+    """Load one key tile of `page` (slots `slot`; columns past col_ok masked when MASKED) and
+    take its online-softmax step."""
+    k_off = page * s_kp + slot[None, :] * s_ks + kv_head * s_kh + d[:, None]
+    v_off = page * s_vp + slot[:, None] * s_vs + kv_head * s_vh + d[None, :]
+    if MASKED:
+        k = tl.load(k_ptr + k_off, mask=col_ok[None, :], other=0.0)
+        v = tl.load(v_ptr + v_off, mask=col_ok[:, None], other=0.0)
+    else:
+        k = tl.load(k_ptr + k_off)
+        v = tl.load(v_ptr + v_off)
+    if KV_FP8:
+        s_off = page * s_sp + slot * s_ss + kv_head
+        if MASKED:
+            ks = tl.load(ks_ptr + s_off, mask=col_ok, other=0.0)
+            vs = tl.load(vs_ptr + s_off, mask=col_ok, other=0.0)
+        else:
+            ks = tl.load(ks_ptr + s_off)
+            vs = tl.load(vs_ptr + s_off)
+        m_i, l_i, acc = _scaled_step(q, k, v, ks, vs, allowed, m_i, l_i, acc, qk_scale, MASKED)
+    else:
+        m_i, l_i, acc = softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale, MASKED)
+    return m_i, l_i, acc
+
+
+@triton.jit
+def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, lse_ptr, cu_ptr,
+                             bt_ptr, plen_ptr, pos_ptr, window,
                              qk_scale, s_qt, s_qh, s_kp, s_ks, s_kh, s_vp, s_vs, s_vh,
-                             s_ot, s_oh, s_lt, s_bt,
+                             s_sp, s_ss, s_ot, s_oh, s_lt, s_bt,
                              G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                             HAS_WINDOW: tl.constexpr):
+                             HAS_WINDOW: tl.constexpr, KV_FP8: tl.constexpr):
     tile = tl.program_id(0)
     seg = tl.program_id(1)
     kv_head = tl.program_id(2)
@@ -56,38 +105,50 @@ def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, bt_ptr
                 slot = n0 % PAGE + tl.arange(0, BLOCK_N)
                 cols = n0 + tl.arange(0, BLOCK_N)
                 col_ok = cols < prefix_len
-                k = tl.load(k_ptr + page * s_kp + slot[None, :] * s_ks + kv_head * s_kh
-                            + d[:, None], mask=col_ok[None, :], other=0.0)
-                v = tl.load(v_ptr + page * s_vp + slot[:, None] * s_vs + kv_head * s_vh
-                            + d[None, :], mask=col_ok[:, None], other=0.0)
                 allowed = col_ok[None, :] & (qpos[:, None] - cols[None, :] < window)
-                m_i, l_i, acc = softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale, True)
+                m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
+                                      col_ok, allowed, m_i, l_i, acc, qk_scale, s_kp, s_ks,
+                                      s_kh, s_vp, s_vs, s_vh, s_sp, s_ss, True, KV_FP8)
             prefix_len = prefix_len * 0
         for n0 in range(0, full_end, BLOCK_N):  # whole tiles: no mask
             page = tl.load(bt_ptr + seg * s_bt + n0 // PAGE).to(tl.int64)
             slot = n0 % PAGE + tl.arange(0, BLOCK_N)
-            k = tl.load(k_ptr + page * s_kp + slot[None, :] * s_ks + kv_head * s_kh + d[:, None])
-            v = tl.load(v_ptr + page * s_vp + slot[:, None] * s_vs + kv_head * s_vh + d[None, :])
-            m_i, l_i, acc = softmax_step(q, k, v, None, m_i, l_i, acc, qk_scale, False)
+            m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
+                                  None, None, m_i, l_i, acc, qk_scale, s_kp, s_ks, s_kh,
+                                  s_vp, s_vs, s_vh, s_sp, s_ss, False, KV_FP8)
         if full_end < prefix_len:  # the partial last tile
             page = tl.load(bt_ptr + seg * s_bt + full_end // PAGE).to(tl.int64)
             slot = full_end % PAGE + tl.arange(0, BLOCK_N)
             col_ok = full_end + tl.arange(0, BLOCK_N) < prefix_len
-            k = tl.load(k_ptr + page * s_kp + slot[None, :] * s_ks + kv_head * s_kh + d[:, None],
-                        mask=col_ok[None, :], other=0.0)
-            v = tl.load(v_ptr + page * s_vp + slot[:, None] * s_vs + kv_head * s_vh + d[None, :],
-                        mask=col_ok[:, None], other=0.0)
-            m_i, l_i, acc = softmax_step(q, k, v, col_ok[None, :], m_i, l_i, acc, qk_scale, True)
+            m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
+                                  col_ok, col_ok[None, :], m_i, l_i, acc, qk_scale, s_kp,
+                                  s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_ss, True, KV_FP8)
         out, lse = finish(m_i, l_i, acc)
         tl.store(o_ptr + tok64[:, None] * s_ot + head[:, None] * s_oh + d[None, :],
                  out.to(o_ptr.dtype.element_ty), mask=row_ok[:, None])
         tl.store(lse_ptr + tok64 * s_lt + head, lse, mask=row_ok)
 
 
-def _check_arena(q, k_cache, v_cache, cu_seqlens_q, block_table, prefix_lens):
-    check_tensor("k_cache", k_cache, 4)
-    check_tensor("v_cache", v_cache, 4)
-    _check_qkv(q, k_cache[0], v_cache[0])
+def _check_arena(q, k_cache, v_cache, cu_seqlens_q, block_table, prefix_lens, k_scale,
+                 v_scale):
+    fp8 = k_cache.dtype == KV_FP8
+    kv_dtypes = (KV_FP8,) if fp8 else (q.dtype,)
+    check_tensor("k_cache", k_cache, 4, dtypes=kv_dtypes)
+    check_tensor("v_cache", v_cache, 4, dtypes=kv_dtypes)
+    if fp8:
+        if k_scale is None or v_scale is None:
+            raise ValueError("an fp8 KV arena needs k_scale and v_scale [P, PAGE, Hkv]")
+        for name, t in (("k_scale", k_scale), ("v_scale", v_scale)):
+            check_tensor(name, t, 3, dtypes=(torch.float32,))
+            if t.shape != k_cache.shape[:3] or t.stride() != k_scale.stride():
+                raise ValueError(f"{name} {tuple(t.shape)} does not match the arena's "
+                                 f"{tuple(k_cache.shape[:3])} (or k_scale's strides)")
+        _check_qkv(q, *(torch.empty(k_cache.shape[1:], dtype=q.dtype, device="meta")
+                        for _ in range(2)))
+    else:
+        if k_scale is not None or v_scale is not None:
+            raise ValueError(f"scales are for an fp8 arena; this one is {k_cache.dtype}")
+        _check_qkv(q, k_cache[0], v_cache[0])
     check_tensor("cu_seqlens_q", cu_seqlens_q, 1, dtypes=(torch.int32,))
     check_tensor("block_table", block_table, 2, dtypes=(torch.int32,))
     check_tensor("prefix_lens", prefix_lens, 1, dtypes=(torch.int32,))
@@ -102,12 +163,14 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
                      prefix_lens: torch.Tensor, max_seqlen_q: int, scale: float,
                      blocks: tuple[int, int, int, int] | None = None,
                      window: int | None = None, positions: torch.Tensor | None = None,
-                     max_prefix_len: int = 0):
+                     max_prefix_len: int = 0, k_scale: torch.Tensor | None = None,
+                     v_scale: torch.Tensor | None = None):
     """`window` with `positions` [T] (each query's absolute position; prefix keys sit at 0..):
     a query at p sees prefix key j only when p - j < window (Gemma's sliding layers).
     `max_prefix_len`: the longest of prefix_lens if the caller knows it (the tile shape;
-    0: the long-prefix tiles)."""
-    _check_arena(q, k_cache, v_cache, cu_seqlens_q, block_table, prefix_lens)
+    0: the long-prefix tiles). An e4m3 arena (kv_fp8.py) comes with `k_scale`/`v_scale`
+    [P, PAGE, Hkv] float32, applied inside the tiles."""
+    _check_arena(q, k_cache, v_cache, cu_seqlens_q, block_table, prefix_lens, k_scale, v_scale)
     if window is not None and (window < 1 or positions is None
                                or positions.shape != (q.shape[0],)):
         raise ValueError("a sliding window needs window >= 1 and one position per query token")
@@ -124,33 +187,43 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     block_n = min(block_n, page)
     if page % block_n:
         raise ValueError(f"page size {page} is not a multiple of BLOCK_N {block_n}")
+    fp8 = k_scale is not None
+    ks, vs = (k_scale, v_scale) if fp8 else (prefix_lens, prefix_lens)  # (unread without fp8)
     grid = (triton.cdiv(max_seqlen_q, block_m // group), num_segs, k_cache.shape[2])
     _prefix_attention_kernel[grid](
-        q, k_cache, v_cache, out, lse, cu_seqlens_q, block_table, prefix_lens,
+        q, k_cache, v_cache, ks, vs, out, lse, cu_seqlens_q, block_table, prefix_lens,
         positions if window is not None else prefix_lens, window or 0, scale * LOG2E,
         q.stride(0), q.stride(1), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
         v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
+        k_scale.stride(0) if fp8 else 0, k_scale.stride(1) if fp8 else 0,
         out.stride(0), out.stride(1), lse.stride(0), block_table.stride(0),
         G=group, D=head_dim, PAGE=page, BLOCK_M=block_m, BLOCK_N=block_n,
-        HAS_WINDOW=window is not None, num_warps=warps, num_stages=stages)
+        HAS_WINDOW=window is not None, KV_FP8=fp8, num_warps=warps, num_stages=stages)
     return out, lse
 
 
-def gather_prefix(cache: torch.Tensor, pages: torch.Tensor, length: int) -> torch.Tensor:
-    """[P, PAGE, Hkv, D] arena + page ids -> the prefix's [length, Hkv, D] rows."""
-    return cache[pages.long()].flatten(0, 1)[:length]
+def gather_prefix(cache: torch.Tensor, pages: torch.Tensor, length: int,
+                  scale: torch.Tensor | None = None) -> torch.Tensor:
+    """[P, PAGE, Hkv, D] arena + page ids -> the prefix's [length, Hkv, D] rows (an e4m3
+    arena's dequantized with its `scale` [P, PAGE, Hkv], in float32)."""
+    if scale is None:
+        return cache[pages.long()].flatten(0, 1)[:length]
+    index = pages.long()
+    rows = cache.view(torch.uint8)[index].view(KV_FP8).flatten(0, 1)[:length]
+    return dequantize_kv(rows, scale[index].flatten(0, 1)[:length])
 
 
 def prefix_attention_ref(q, k_cache, v_cache, cu_seqlens_q, block_table, prefix_lens,
-                         max_seqlen_q, scale, blocks=None, window=None, positions=None):
+                         max_seqlen_q, scale, blocks=None, window=None, positions=None,
+                         max_prefix_len=0, k_scale=None, v_scale=None):
     out = torch.zeros_like(q)
     lse = torch.full(q.shape[:2], float("-inf"), device=q.device, dtype=torch.float32)
     bounds = cu_seqlens_q.tolist()
     for seg, (start, end) in enumerate(zip(bounds[:-1], bounds[1:])):
         length = int(prefix_lens[seg])
         if end > start and length > 0:
-            k = gather_prefix(k_cache, block_table[seg], length)
-            v = gather_prefix(v_cache, block_table[seg], length)
+            k = gather_prefix(k_cache, block_table[seg], length, k_scale)
+            v = gather_prefix(v_cache, block_table[seg], length, v_scale)
             allowed = torch.ones(end - start, length, dtype=torch.bool, device=q.device)
             if window is not None:
                 diff = positions[start:end, None] - torch.arange(length, device=q.device)
