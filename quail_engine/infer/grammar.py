@@ -64,6 +64,7 @@ class GrammarMasks:
         self._ll = None
         self._width = 0
         self._compiled: dict[Grammar, str] = {}
+        self._fresh: dict[tuple[Grammar, int], Any] = {}  # a matcher no token has advanced
         self._executor = None
         self._pool = None
         self._buffer = None
@@ -79,15 +80,21 @@ class GrammarMasks:
         return self._ll
 
     def matcher(self, grammar: Grammar, width: int):
-        """A fresh matcher of `grammar` for one sequence whose logits have `width` entries."""
-        if grammar not in self._compiled:
-            self._compiled[grammar] = compile_grammar(grammar)
-        matcher = llguidance.LLMatcher(self._lltokenizer(width), self._compiled[grammar],
-                                       log_level=0)
-        if matcher.is_error():
-            raise ExecutionError(f"the response format cannot be decoded under a grammar "
-                                 f"({matcher.get_error()}): {grammar.source}")
-        return matcher
+        """A fresh matcher of `grammar` for one sequence whose logits have `width` entries: a
+        copy of one built once per grammar and width, since building a matcher parses the
+        grammar again (about a thousand times a copy's cost, paid per admitted row while the
+        GPU waits for the step's choices)."""
+        key = (grammar, width)
+        if key not in self._fresh:
+            if grammar not in self._compiled:
+                self._compiled[grammar] = compile_grammar(grammar)
+            matcher = llguidance.LLMatcher(self._lltokenizer(width), self._compiled[grammar],
+                                           log_level=0)
+            if matcher.is_error():
+                raise ExecutionError(f"the response format cannot be decoded under a grammar "
+                                     f"({matcher.get_error()}): {grammar.source}")
+            self._fresh[key] = matcher
+        return self._fresh[key].deep_copy()
 
     def consume(self, steps: Sequence[tuple[Any, int]]) -> list[bool]:
         """Advance each (matcher, token) in one parallel call; whether each token was

@@ -132,3 +132,21 @@ def test_constrained_sequences_admitted_one_at_a_time_match_the_batch(engine):
     one_at_a_time = decode(lambda: (0, 16))  # no room: only ever the one that must run
     assert one_at_a_time == decode(None)
     assert all(finish == "grammar" for _, finish in one_at_a_time)
+
+
+def test_matchers_of_one_grammar_are_independent(engine):
+    """Matchers are copies of one built per grammar: a token one sequence takes must not
+    advance another's, nor the copy the next sequence starts from."""
+    masks = engine._grammar_masks()
+    grammar = Grammar(json.dumps({"type": "integer"}))
+    tokenizer = engine.codec.tokenizer
+    width = engine.config.vocab_size
+    first, second = masks.matcher(grammar, width), masks.matcher(grammar, width)
+    digit = tokenizer.encode("7", add_special_tokens=False)[0]
+    letter = tokenizer.encode("x", add_special_tokens=False)[0]
+    assert masks.consume([(first, digit)]) == [True]
+    assert first.is_accepting() and not second.is_accepting()
+    assert masks.consume([(second, letter)]) == [False]
+    assert not first.is_error() and second.is_error()
+    third = masks.matcher(grammar, width)
+    assert not third.is_error() and not third.is_accepting()
