@@ -161,11 +161,8 @@ class BatchPipeline:
                 prefix_lens.append(handle.num_tokens)
             rep.work = rep.work + kv.take_work()
         else:
-            for (_, question), head, tail in zip(texts, heads, tails):
-                tokens = fit_prompt(head + tail, max_context - reserve, rep, runner.on_long,
-                                    max_context)
-                requests.append(Request(tuple(tokens), _for_question(readout, question)))
-                prefix_lens.append(0)
+            requests = self._whole(texts, heads, tails)
+            prefix_lens = [0] * len(requests)
         rep.work = rep.work + batch_work(prefix_lens, [len(r.tokens) for r in requests])
         reasked0 = getattr(engine, "reasked", 0)  # a ReaskingEngine's (infer/reask.py)
         answers = engine.run(requests)
@@ -176,6 +173,26 @@ class BatchPipeline:
         self.engine_s += seconds
         runner.sizer.observe(engine.stats.fresh_tokens - fresh0, seconds)
         return answers, requests
+
+    def ask_reference(self, texts: list[tuple[str, str]]) -> list[Answer]:
+        """`texts` asked again, each prompt whole, at the re-ask band's reference precision
+        (the engine's `ask_reference`, infer/reask.py), in one engine call: for a value put
+        together from several answers, whose closeness to the SQL's numbers only the caller
+        that combines them can judge (a similarity's mean of its two directions)."""
+        heads, tails, _ = self._prepare(texts)
+        requests = self._whole(texts, heads, tails)
+        return engine_thread.submit(self.runner.engine.ask_reference, requests).result()
+
+    def _whole(self, texts: list[tuple[str, str]], heads: list[list[int]],
+               tails: list[list[int]]) -> list[Request]:
+        """Requests of whole prompts (document and question, no resident prefix), each cut to
+        the context less its answer's tokens."""
+        runner, rep, readout = self.runner, self.rep, self.readout
+        limit = runner.engine.max_context
+        reserve = runner.answer_tokens(readout)
+        return [Request(tuple(fit_prompt(head + tail, limit - reserve, rep, runner.on_long,
+                                         limit)), _for_question(readout, question))
+                for (_, question), head, tail in zip(texts, heads, tails)]
 
     def _count_minimum(self, texts: list[tuple[str, str]], requests: list[Request]) -> None:
         """Add a batch's new minimum tokens and attention pairs (infer/radix.PrefixCounter) to

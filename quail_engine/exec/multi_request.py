@@ -11,12 +11,9 @@ import dataclasses
 import json
 from collections.abc import Sequence
 
-from quail_engine.exec import engine_thread
-from quail_engine.exec.answer_cache import AnswerKeys, text_digest
-from quail_engine.exec.batch_pipeline import fit_prompt
 from quail_engine.exec.doc_kv import DocKV
 from quail_engine.exec.prompts import OpPrompt, similarity_value
-from quail_engine.infer.api import Answer, Request
+from quail_engine.infer.api import Answer
 
 
 def answer_aspects(runner, op_id: int, layout: OpPrompt, rows: Sequence[Sequence[object]],
@@ -103,19 +100,7 @@ def _reask_close(runner, op_id: int, layout: OpPrompt, asked: list, pmis: list) 
         if band.holds(readout, Answer(0.0, margin=(pmis[k] + pmis[n + k]) / 2))]
     if not close:
         return
-    one = layout.directions()
     again = close + [n + k for k in close]
-    texts = [one.texts(asked[i]) for i in again]
-    max_context = runner.engine.max_context
-    rep = runner.report.op(op_id, layout.op.op)
-    requests = [Request(tuple(fit_prompt(head + tail, max_context - 1, rep, runner.on_long,
-                                         max_context)), one.readout())
-                for head, tail in (runner.text.split(p, q) for p, q in texts)]
-    answers = engine_thread.submit(runner.engine.ask_reference, requests).result()
-    keyer = AnswerKeys(runner.text.identity, runner.cache_readout(one))
-    values = {}
-    for i, (p, q), answer in zip(again, texts, answers):
-        pmis[i] = one.sql_value(answer)
-        values[keyer.key(text_digest(p), q)] = pmis[i]
-    runner.cache.put_many(values)
-    rep.reasked += len(again)
+    values = runner.answer_reference(op_id, layout.directions(), [asked[i] for i in again])
+    for i, value in zip(again, values):
+        pmis[i] = value

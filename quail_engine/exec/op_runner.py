@@ -225,14 +225,36 @@ class OpRunner(CallPreparer):
         if n > 0:
             kv.set_stem(first[:n])
 
+    def answer_reference(self, op_id: int, layout: OpPrompt,
+                         rows: Sequence[Sequence[object]]) -> list[object]:
+        """SQL values for `rows` (none NULL) asked again, each prompt whole, at the re-ask
+        band's reference precision (BatchPipeline.ask_reference), replacing in the cache what
+        the faster precision answered: a value put together from several of them (a
+        similarity's two directions) was a close call only its caller could see."""
+        prep = self.prepare(layout, rows)
+        rep = self.report.op(op_id, layout.op.op)
+        pipeline = BatchPipeline(self, layout, self.readout(layout), None, rep,
+                                 self._minimums.setdefault(rep.op, PrefixCounter()))
+        order = list(range(len(rows)))
+        out: list[object] = [None] * len(rows)
+        self._keep(layout, order, prep.keys, out,
+                   pipeline.ask_reference([prep.texts[i] for i in order]))
+        rep.reasked += len(rows)
+        return out
+
     def _store(self, layout: OpPrompt, batch: list[int], keys: dict, out: list,
                answers: list[Answer]) -> None:
+        self._keep(layout, batch, keys, out, answers)
+        if self.progress is not None:
+            self.progress.advance(len(batch), self.engine.stats.fresh_tokens)
+
+    def _keep(self, layout: OpPrompt, batch: list[int], keys: dict, out: list,
+              answers: list[Answer]) -> None:
+        """Rows `batch`'s answers as SQL values, in `out` and the answer cache."""
         values = {keys[i]: layout.sql_value(a) for i, a in zip(batch, answers)}
         self.cache.put_many(values)
         for i in batch:
             out[i] = values[keys[i]]
-        if self.progress is not None:
-            self.progress.advance(len(batch), self.engine.stats.fresh_tokens)
 
     def answer_tokens(self, readout) -> int:
         """The context a prompt leaves for its answer: the tokens it may generate (within the
