@@ -11,9 +11,11 @@ from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.core_runner import pair_fractions, planned_core
 from quail_engine.exec.estimates import op_infos
+from quail_engine.exec.limit_pushdown import push_limit
 from quail_engine.exec.prompt_text import PromptText
 from quail_engine.exec.prompts import OpPrompt
 from quail_engine.exec.scans import load_scan
+from quail_engine.exec.udfs import read_statement
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.cost import ModelSpec
 from quail_engine.plan.device import device_spec
@@ -56,6 +58,7 @@ def estimate_plans(con, parsed, spec, device) -> list:
     """The physical plan of every core, from DuckDB scans and guessed token counts, costed for
     the model `spec` (plan.cost.ModelSpec) on `device` (plan.cost.DeviceSpec)."""
     plans = []
+    limit = push_limit(read_statement(parsed))[1] if parsed.ai_ops else None  # as the session
     # a CTE's operators a core saw through are answered there (it runs first): the CTE's own
     # core asks them again only for rows that core left out, so they are not counted twice
     seen = {op_id: n for n, core in enumerate(parsed.cores) for op_id, _ in core.ops}
@@ -70,7 +73,8 @@ def estimate_plans(con, parsed, spec, device) -> list:
         ctx = PlanContext(infos, {a: float(len(s.rows)) for a, s in scans.items()}, spec,
                           device, pair_fraction=pair_fractions(scans),
                           columns={a: s.columns for a, s in scans.items()})
-        plans.append(plan_core(planned_core(core, set(ops)), ai_ops, ctx))
+        plans.append(plan_core(planned_core(core, set(ops)), ai_ops, ctx, limit,
+                               len(parsed.cores)))
     return plans
 
 

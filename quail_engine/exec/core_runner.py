@@ -26,6 +26,7 @@ from quail_engine.exec.scans import ScanData, load_scan, op_values
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.planner import plan_core
+from quail_engine.plan.row_limit import PROJECT_AFTER_JOINS, PROJECT_LIMITED
 from quail_engine.sql.ir import PREDICATE_KINDS, binding_column
 
 log = logging.getLogger(__name__)
@@ -43,11 +44,10 @@ class CoreRunner:
         self.specs, self.sample_size = specs, sample_size
         self.model = self.device = None
 
-    def run(self, core, limit=None) -> PhysicalPlan:
-        """`limit` (exec/limit_pushdown.Limit, single-relation cores only): the statement keeps
-        only that many rows; unordered, the filters stop once they have found them, and the
-        projections run on those rows alone; ordered, the projections are left to the rows
-        DuckDB keeps (answered on the fly)."""
+    def run(self, core, limit=None, num_cores: int = 1) -> PhysicalPlan:
+        """`limit` (plan/row_limit.RowLimit): the LIMIT of the statement of `num_cores` cores,
+        pushed below its AI calls; the plan says whether it binds this core's filters and where
+        the projections run (plan/row_limit.py)."""
         phase = self.runner.report.phase
         with phase("scan"):
             scans = {rel.alias: load_scan(self.con, rel, self.prepare) for rel in core.relations}
@@ -63,21 +63,19 @@ class CoreRunner:
                               pair_fraction=pair_fractions(scans), columns={
                                   a: s.columns for a, s in scans.items()})
             planned = planned_core(core, set(ops))
-            plan = plan_core(planned, self.ai_ops, ctx)
+            plan = plan_core(planned, self.ai_ops, ctx, limit, num_cores)
             self.runner.report.remarks.extend(plan.hint_remarks)
         self._record_estimates(plan, infos)
         has_joins = plan.has_joins
         filters = FilterRunner(self.ai_ops, self.runner, self.store, infos)
         try:
-            limit = limit if not has_joins and len(scans) == 1 else None
             with phase("filters"):
-                survivors = filters.run(plan, scans, projections_too=not has_joins
-                                        and limit is None, limit=limit)
-            if limit is not None and not limit.is_ordered:
+                survivors = filters.run(plan, scans)
+            if plan.projections_at == PROJECT_LIMITED:
                 (alias, alive), = survivors.items()
                 with phase("projections"):
                     self._run_projections(plan, scans, Joined(
-                        {alias: np.array(alive[:limit.rows], dtype=np.int64)}))
+                        {alias: np.array(alive[:plan.limit.rows], dtype=np.int64)}))
             if has_joins:
                 with phase("joins"):
                     ask_star_in_chunks(plan, scans, survivors, self.ai_ops, self.runner,
@@ -98,7 +96,7 @@ class CoreRunner:
                 f"{filters.carry_dropped} documents the filters computed were encoded again by the "
                 f"join: keeping them resident would take more than {share:.0%} of the KV "
                 "arena")
-        if has_joins and plan.projects_after_joins:
+        if plan.projections_at == PROJECT_AFTER_JOINS:
             with phase("projections"):
                 self._run_projections(plan, scans, final)
         with phase("answer_keys"):

@@ -25,6 +25,7 @@ from quail_engine.exec.rides import Ride, ask_dropped, observe_rides
 from quail_engine.exec.scans import ScanData, op_values
 from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.physical import PhysicalPlan
+from quail_engine.plan.row_limit import PROJECT_WITH_FILTERS
 from quail_engine.plan.sharing import common_prefix_len
 from quail_engine.plan.strategy import EARLY_LEADING, EARLY_STAR
 from quail_engine.settings import prefix_sharing_enabled
@@ -43,11 +44,12 @@ class FilterRunner:
         self.carry_dropped = self.carry_flushes = 0
         self.carry_rows: list[int] = []  # the scan rows whose documents the carry holds
 
-    def run(self, plan: PhysicalPlan, scans: dict[str, ScanData], projections_too: bool,
-            limit=None) -> dict[str, list[int]]:
+    def run(self, plan: PhysicalPlan, scans: dict[str, ScanData]) -> dict[str, list[int]]:
         """The surviving scan rows per relation, each relation's filters (and its projections
-        too, with `projections_too`) run in chunks of its rows; `limit` (unordered): stop once
-        that many rows pass."""
+        too, where the plan runs them with the filters' chunks) run in chunks of its rows,
+        stopped where the plan's LIMIT says once that many rows pass."""
+        projections_too = plan.projections_at == PROJECT_WITH_FILTERS
+        limit = plan.limit if plan.limit is not None and plan.limit.stops_filters else None
         survivors: dict[str, list[int]] = {}
         carry_alias = plan.carry.alias if plan.carry is not None else None
         for alias in plan.filter_order or tuple(scans):
@@ -63,7 +65,7 @@ class FilterRunner:
             while c < len(scan.rows):
                 chunk = (self._resident_chunk(plan.chunking, alias, steps, scan, c) if resident
                          else max(1, len(scan.rows)))
-                if limit is not None and not limit.is_ordered:
+                if limit is not None:
                     if len(alive_all) >= limit.rows:
                         break  # enough rows pass: the LIMIT keeps no other
                     chunk = plan.chunking.limit_chunk(chunk, limit.rows - len(alive_all))

@@ -6,14 +6,14 @@ generate query with LIMIT 5 would prompt for every row. The statement is rewritt
 applies first: the FROM relation becomes `(SELECT * FROM t AS a WHERE ... LIMIT n) AS a` and the
 select list (AI calls included) runs over those rows only. A row-wise `SELECT ... FROM (<inner>)
 LIMIT n` with no WHERE or ORDER BY of its own (dbt show's wrapper, a model's outer projection)
-pushes its LIMIT into `<inner>` first. The limit is also returned, so the
-executor stops a filter once it has found enough rows.
+pushes its LIMIT into `<inner>` first. The limit is also returned, for the planner to place
+in the core's plan (plan/row_limit.py: the filters stop once they have found enough rows).
 
 Applies to one relation with no GROUP BY, DISTINCT, HAVING, window or aggregate, and an ORDER
 BY (if any) on columns of the relation, not on the select list's aliases: the ORDER BY then goes
 inside with the LIMIT (and stays outside). Without ORDER BY, DuckDB keeps insertion order, so
 "the first n rows that pass" is the same set for the executor's scan and for the rewritten
-statement, and the executor may stop its filters there (`Limit.is_ordered` False); with one,
+statement, and the executor may stop its filters there (`RowLimit.is_ordered` False); with one,
 every filter must run, and only the projections are left to the n rows. Where the executor's
 rows and DuckDB's differ, the rows are still right: a row the executor did not precompute is
 answered on the fly.
@@ -21,20 +21,13 @@ answered on the fly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from sqlglot import exp
 
+from quail_engine.plan.row_limit import RowLimit
 from quail_engine.sql.nesting import deep_stack
 
 
-@dataclass(frozen=True)
-class Limit:
-    rows: int
-    is_ordered: bool
-
-
-def push_limit(tree: exp.Expression) -> tuple[exp.Expression, Limit | None]:
+def push_limit(tree: exp.Expression) -> tuple[exp.Expression, RowLimit | None]:
     """(statement, limit): a rewritten copy of the statement `tree` and its row limit, or `tree`
     itself and None when the shape does not allow it."""
     with deep_stack():  # the front end reads nesting up to its limit; so must this
@@ -71,7 +64,7 @@ def _is_plain(select: exp.Select) -> bool:
     return True
 
 
-def _push(tree: exp.Expression) -> tuple[exp.Expression, Limit | None]:
+def _push(tree: exp.Expression) -> tuple[exp.Expression, RowLimit | None]:
     if not isinstance(tree, exp.Select):
         return tree, None
     limit = _literal_limit(tree)
@@ -106,5 +99,5 @@ def _push(tree: exp.Expression) -> tuple[exp.Expression, Limit | None]:
     out.set("limit", None)
     out.set("from_", exp.From(this=exp.Subquery(this=inner, alias=exp.TableAlias(
         this=exp.to_identifier(alias)))))
-    return out, Limit(limit, order is not None)
+    return out, RowLimit(limit, order is not None)
 

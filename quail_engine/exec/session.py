@@ -197,7 +197,7 @@ class QuailSession:
             CoreRunner(self.con, core.ops_of(parsed.ai_ops), runner, store, specs,
                        self.config.sample_size,
                        lambda rel: prepare_scan(rel, suffix, parsed.group_ops)).run(
-                           core, limit if len(parsed.cores) == 1 else None)
+                           core, limit, len(parsed.cores))
 
     def close(self) -> None:
         self.cache.close()

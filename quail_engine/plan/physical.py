@@ -26,6 +26,11 @@ from quail_engine.plan.join_order import Candidate, JoinEdge
 from quail_engine.plan.join_program import JoinProgram, join_program
 from quail_engine.plan.nodes import AiFilter, Node, Project, Scan, walk
 from quail_engine.plan.riding import PlannedRide
+from quail_engine.plan.row_limit import (
+    PROJECT_STATEMENT,
+    PROJECT_WITH_FILTERS,
+    RowLimit,
+)
 from quail_engine.sql.op_kinds import spec
 
 
@@ -84,8 +89,10 @@ class PhysicalPlan:
     relations in the order their filters run; `chunking`: how many documents the executor
     holds resident at once (plan/chunking.py); `pair_projections`: the projections over several
     relations that may be asked for each chunk of the last join's kept pairs (the last turn
-    says which are); `projects_after_joins`: whether the projections
-    run over the joined rows (all joins inner), else DuckDB asks them; `replans`: where the
+    says which are); `projections_at`: where the projections run (plan/row_limit.py: with
+    the filters' chunks, over the LIMIT's rows, over the joined rows after the joins, or left
+    to the statement); `limit`: the statement's LIMIT where it binds this core's filters
+    (plan/row_limit.core_limit); `replans`: where the
     executor plans the joins again from observed row counts (plan/strategy.py); `joins`: the
     turns the executor takes to join the best order (plan/join_program.py: paired joins,
     riding joins, the carry's taker, the handoff), made again wherever the joins are re-planned;
@@ -105,7 +112,8 @@ class PhysicalPlan:
     filter_order: tuple[str, ...] = ()
     chunking: Chunking = Chunking()
     pair_projections: tuple[int, ...] = ()
-    projects_after_joins: bool = True
+    projections_at: str = PROJECT_WITH_FILTERS
+    limit: RowLimit | None = None
     replans: tuple[str, ...] = ()
     joins: JoinProgram | None = None
     dropped_rides: tuple[PlannedRide, ...] = ()
@@ -117,7 +125,7 @@ class PhysicalPlan:
     def strategy_lines(self) -> list[str]:
         """How the executor runs the steps beyond their order (plan/strategy.py): the chunks it
         holds resident (where a step keeps its documents resident or joins), a star's joins, the
-        carry, paired joins, re-planning points, where projections run."""
+        carry, paired joins, re-planning points, where projections run, the LIMIT's place."""
         out = []
         resident = any(s.kind in ("filter", "project") and not s.is_read_once
                        for s in self.steps)
@@ -147,8 +155,11 @@ class PhysicalPlan:
         if asked:
             ops = ",".join(f"#{op}" for op in asked)
             out.append(f"project {ops} with the last join's chunks")
-        if self.has_joins and not self.projects_after_joins and self.reads_joined_rows:
+        if self.has_joins and self.projections_at == PROJECT_STATEMENT and \
+                self.reads_joined_rows:
             out.append("projections left to the statement (an outer join)")
+        if self.limit is not None:
+            out.append(self.limit.text())
         return out
 
     @property

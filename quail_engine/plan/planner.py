@@ -16,6 +16,7 @@ from quail_engine.plan.physical import (
     filter_chains,
     projection_aliases,
 )
+from quail_engine.plan.row_limit import RowLimit
 from quail_engine.plan.strategy import with_strategy
 
 
@@ -50,8 +51,11 @@ def _followed_hints(ctx: PlanContext) -> tuple[PlanContext, tuple[str, ...]]:
     return (replace(ctx, ops=ops) if remarks else ctx), tuple(remarks)
 
 
-def plan_core(core, ai_ops: Sequence, ctx: PlanContext) -> PhysicalPlan:
-    """`core` follows sql.query.Core; `ai_ops` are the query's operators by id."""
+def plan_core(core, ai_ops: Sequence, ctx: PlanContext, limit: RowLimit | None = None,
+              num_cores: int = 1) -> PhysicalPlan:
+    """`core` follows sql.query.Core; `ai_ops` are the query's operators by id; `limit`: the
+    statement's LIMIT pushed below its AI calls (exec/limit_pushdown.py), of a statement of
+    `num_cores` cores (plan/row_limit.core_limit says where it binds)."""
     ctx, hint_remarks = _followed_hints(ctx)
     logical = optimize(build_logical(core, ai_ops), ctx)
     aliases = [n.alias for n in walk(logical) if isinstance(n, Scan)]
@@ -68,4 +72,4 @@ def plan_core(core, ai_ops: Sequence, ctx: PlanContext) -> PhysicalPlan:
     # anchor costed as encoded
     return with_strategy(replace(plan, relations=tuple(r.alias for r in core.relations),
                                  edges=edges, context=ctx, hint_remarks=hint_remarks),
-                         core.joins, ai_ops)
+                         core.joins, ai_ops, limit, num_cores)

@@ -24,6 +24,7 @@ from quail_engine.plan.join_order import Candidate
 from quail_engine.plan.join_program import join_program
 from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.riding import dropped_rides
+from quail_engine.plan.row_limit import RowLimit, core_limit, projections_at
 
 # how the joins are asked early for the carried documents (PhysicalPlan.carry.early)
 EARLY_PAIR = "pair"        # a core of two relations joined by one AI join: every surviving pair
@@ -97,12 +98,14 @@ def replans(plan: PhysicalPlan) -> tuple[str, ...]:
     return (REPLAN_FILTERS, REPLAN_JOIN) if len(plan.relations) > 2 else (REPLAN_FILTERS,)
 
 
-def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequence = ()
-                  ) -> PhysicalPlan:
+def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequence = (),
+                  limit: RowLimit | None = None, num_cores: int = 1) -> PhysicalPlan:
     """`plan` with its star, its carry's early ask and the joins riding on what its filters
     drop, its filter order (the filter steps in that order), its chunking, its projections'
-    place, its re-planning points and its joins' turns (plan/join_program.py) decided;
-    `joins`: the core's AI joins, `ai_ops` the query's operators by id."""
+    place and its LIMIT's (plan/row_limit.py), its re-planning points and its joins' turns
+    (plan/join_program.py) decided; `joins`: the core's AI joins, `ai_ops` the query's
+    operators by id, `limit`: the statement's LIMIT pushed below its AI calls, of a statement
+    of `num_cores` cores."""
     cand = plan.candidates[0] if plan.candidates else None
     carry = plan.carry
     if carry is not None:
@@ -127,5 +130,8 @@ def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequenc
     program = join_program(plan.context, cand, plan.relations, carried,
                            hands_off=not plan.reads_joined_rows, projections=pairs) \
         if plan.context is not None else None
-    return replace(plan, pair_projections=pairs, projects_after_joins=outer_free(joins, ai_ops),
+    limit = core_limit(limit, num_cores, len(plan.relations), plan.has_joins)
+    return replace(plan, pair_projections=pairs, limit=limit,
+                   projections_at=projections_at(limit, plan.has_joins,
+                                                 outer_free(joins, ai_ops)),
                    replans=replans(plan), joins=program)

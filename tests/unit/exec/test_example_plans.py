@@ -92,6 +92,7 @@ GOLDEN = [
         'filter #1 reviews encode reviews:review',
         'project #0 reviews reuse reviews:review release reviews:review',
         'chunks arena_share=0.25 filter_rows=256',
+        "limit 5 ordered: every filter runs; projections left to the statement's 5 rows",
     ]),
     ('duckdb/join.sql', [
         'ai_join#0(scan(r; cols=b_0_0), scan(p; cols=b_0_1))',
@@ -119,6 +120,7 @@ GOLDEN = [
         'filter #1 reviews encode reviews:review',
         'project #0 reviews reuse reviews:review release reviews:review',
         'chunks arena_share=0.25 filter_rows=256',
+        "limit 5 ordered: every filter runs; projections left to the statement's 5 rows",
     ]),
     ('snowflake/join.sql', [
         'ai_join#0(scan(r; cols=b_0_0), scan(p; cols=b_0_1))',
