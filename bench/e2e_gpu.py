@@ -30,6 +30,7 @@ import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -95,10 +96,13 @@ def _rates(row: dict, fresh: float, requested: float, run_s: float, sol: float |
 
 
 def query_row(args, workload: str, precision: str, paths: dict, clock: Clock,
-              sharing: str = "on") -> dict:
+              sharing: str = "on", tree: Path | None = None, turn: int = 0) -> dict:
     """`quail query` as a user runs it; times from its --report. `sharing`: prefix sharing
-    across rows on (the product's default) or off (QUAIL_PREFIX_SHARING=0)."""
-    name = f"query-{workload}-{precision}" + ("" if sharing == "on" else "-sharing-off")
+    across rows on (the product's default) or off (QUAIL_PREFIX_SHARING=0). `tree`: run the
+    packages in that directory (quail_engine and quail_kernels of other code, for an A/B in
+    one call) instead of this checkout's; `turn` numbers the alternating runs."""
+    name = f"query-{workload}-{precision}" + ("" if sharing == "on" else "-sharing-off") + (
+        f"-{'other' if tree else 'head'}-{turn}" if args.ab else "")
     report = args.workdir / f"{name}.report.json"
     report.unlink(missing_ok=True)
     tables = ["docs"] if workload == "filter" else ["reports", "terms"]
@@ -111,9 +115,13 @@ def query_row(args, workload: str, precision: str, paths: dict, clock: Clock,
         cmd += ["--table", f"{t}={paths[t]}"]
     log_file = (out_dir() if args.keep_logs else args.workdir) / f"{name}.log"
     env = dict(_env(args.workdir, name), QUAIL_PREFIX_SHARING="1" if sharing == "on" else "0")
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join((str(tree.resolve()), env["PYTHONPATH"]))
     code, process_s = _run(cmd, env, min(args.query_timeout, clock.left()), log_file)
     row = {"workload": workload, "path": "query", "precision": precision, "sharing": sharing,
            "exit": code, "process_s": process_s}
+    if args.ab:
+        row.update(tree="other" if tree else "head", turn=turn)
     if code != 0 or not report.exists():
         row["error"] = log_file.read_text()[-1500:]
         return row
@@ -275,6 +283,27 @@ def table(rows: list[dict]) -> str:
     return "\n".join([head, *lines])
 
 
+def ab_table(rows: list[dict]) -> str:
+    """Per query shape, each tree's median run seconds (model load excluded) and head's over
+    the other's, when the query path ran as an A/B (--ab)."""
+    groups: dict[tuple, dict[str, list[float]]] = {}
+    for r in rows:
+        if r.get("tree") and r.get("run_s"):
+            key = (r["workload"], r["precision"], r["sharing"])
+            groups.setdefault(key, {}).setdefault(r["tree"], []).append(r["run_s"])
+    if not groups:
+        return ""
+    lines = ["", "| workload | precision | sharing | head run s | other run s | head / other |",
+             "|---|---|---|---|---|---|"]
+    for (workload, precision, sharing), by in groups.items():
+        head, other = (statistics.median(by[t]) if by.get(t) else None
+                       for t in ("head", "other"))
+        ratio = f"{head / other:.3f}" if head and other else "-"
+        lines.append(f"| {workload} | {precision} | {sharing} | {by.get('head')} | "
+                     f"{by.get('other')} | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
 def pass_tables(rows: list[dict]) -> str:
     """Where each query's GPU time went, pass by pass: the per-kind summaries of the `query`
     rows (an engine row's `passes` is its count of forward passes, not a summary)."""
@@ -334,6 +363,11 @@ def parse_args(argv):
     p.add_argument("--kv-fraction", type=float, default=0.5)
     p.add_argument("--token-budget", type=int, default=None)
     p.add_argument("--keep-logs", action="store_true", help="subprocess logs under $OUT")
+    p.add_argument("--ab", type=Path, default=None, metavar="DIR",
+                   help="A/B the query path against the quail_engine and quail_kernels "
+                        "packages in DIR (e.g. `git archive REV quail_engine quail_kernels`): "
+                        "each query runs --ab-rounds times per tree, the trees alternating")
+    p.add_argument("--ab-rounds", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     for key in ("precisions", "workloads", "paths", "sharing"):
@@ -398,13 +432,20 @@ def main(argv=None) -> int:
         for workload in args.workloads:
             for sharing in args.sharing if "query" in args.paths else ():
                 suffix = "" if sharing == "on" else "_sharing_off"
-                add(f"query_{workload}_{precision}{suffix}", query_row, args, workload,
-                    precision, paths, clock, sharing)
+                if not args.ab:
+                    add(f"query_{workload}_{precision}{suffix}", query_row, args, workload,
+                        precision, paths, clock, sharing)
+                    continue
+                for turn in range(args.ab_rounds):
+                    for tree in (None, args.ab):
+                        add(f"query_{workload}_{precision}{suffix}_"
+                            f"{'other' if tree else 'head'}_{turn}", query_row, args,
+                            workload, precision, paths, clock, sharing, tree, turn)
         if "engine" in args.paths:
             add(f"engine_{precision}", engine_rows, args, precision, tokenizer, paths)
         if "dbt" in args.paths and "filter" in args.workloads:
             add(f"dbt_{precision}", dbt_row, args, precision, paths, clock)
-    md = table(rows) + pass_tables(rows)
+    md = table(rows) + ab_table(rows) + pass_tables(rows)
     (out_dir() / "e2e-gpu.md").write_text(md + "\n")
     print(md)
     return 0
