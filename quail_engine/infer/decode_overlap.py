@@ -127,8 +127,14 @@ def _grammar_choices(grammars, stepped, following, kept, admitted, firsts, first
     rows += [(1, k, k) for k, s in enumerate(admitted) if s.grammar is not None]
     if not rows:
         return following, firsts
-    logits = torch.cat([(kept if side == 0 else first_logits)[src:src + 1]
-                        for side, _, src in rows])
+    # (rows list the stepped ones first: one gather from each source, none where all are read)
+    parts = []
+    for side, source in ((0, kept), (1, first_logits)):
+        src = [s for sd, _, s in rows if sd == side]
+        if src:
+            parts.append(source if src == list(range(len(source)))
+                         else source[to_device(src, source.device)])
+    logits = parts[0] if len(parts) == 1 else torch.cat(parts)
     seqs = [(stepped if side == 0 else admitted)[k] for side, k, _ in rows]
     for s in seqs:
         if s.matcher is None:

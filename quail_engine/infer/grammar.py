@@ -68,6 +68,7 @@ class GrammarMasks:
         self._executor = None
         self._pool = None
         self._buffer = None
+        self._byte_bits: dict[Any, torch.Tensor] = {}  # per device: byte value -> its 8 bits
         self.mask_s = 0.0  # computing masks (on the helper thread when started ahead)
         self.wait_s = 0.0  # the decode loop waiting for masks
 
@@ -160,11 +161,18 @@ class GrammarMasks:
         return [m if math.isfinite(m) else math.inf for m in margin.tolist()]
 
     def _allowed(self, logits, packed):
-        """[n, width] bool on the logits' device: the tokens each row's packed mask allows."""
+        """[n, width] bool on the logits' device: the tokens each row's packed mask allows.
+        Token t is bit t % 8 of byte t // 8 of a row's words (little-endian int32s), so each
+        byte is looked up in a 256 x 8 table: one gather that writes the result, where
+        shifting the words out to 32 ints each wrote and read 8x the result's bytes twice."""
         n, width = logits.shape
-        bits = packed.to(logits.device, non_blocking=True)
-        shifts = torch.arange(32, device=logits.device, dtype=torch.int32)
-        return ((bits.unsqueeze(-1) >> shifts) & 1).reshape(n, -1)[:, :width].bool()
+        table = self._byte_bits.get(logits.device)
+        if table is None:
+            values = torch.arange(256, dtype=torch.int32).unsqueeze(-1)
+            table = ((values >> torch.arange(8, dtype=torch.int32)) & 1).bool()
+            table = self._byte_bits[logits.device] = table.to(logits.device)
+        data = packed.to(logits.device, non_blocking=True).view(torch.uint8).flatten()
+        return table.index_select(0, data.int()).reshape(n, -1)[:, :width]
 
     def choose_on_device(self, logits, matchers: Sequence[Any]):
         """What `choose` picks, as a tensor on the logits' device, without the host waiting
