@@ -1,7 +1,7 @@
 """The plan of each core with estimates and no model: `explain --table` without --analyze.
 
 Token counts are ~4 characters per token and selectivities are hints or 0.5 (sampling needs the
-model; `explain --analyze` runs the query instead). The model's config is read, its weights are
+model: the plan names the samples a run takes; `explain --analyze` runs the query instead). The model's config is read, its weights are
 not.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.core_runner import pair_fractions, planned_core
-from quail_engine.exec.estimates import op_infos
+from quail_engine.exec.estimates import op_infos, sample_candidates
 from quail_engine.exec.limit_pushdown import push_limit
 from quail_engine.exec.prompt_text import PromptText
 from quail_engine.exec.prompts import OpPrompt
@@ -20,6 +20,7 @@ from quail_engine.plan.context import PlanContext
 from quail_engine.plan.cost import ModelSpec
 from quail_engine.plan.device import device_spec
 from quail_engine.plan.planner import plan_core
+from quail_engine.plan.sampling import sample_steps
 from quail_engine.sql.ir import binding_column
 
 CHARS_PER_TOKEN = 4
@@ -51,12 +52,14 @@ def estimated_plans(con, parsed, config: SessionConfig) -> list:
     """The physical plan of every core of `parsed` over the tables of `con`, costed for the
     model and device `config` names."""
     device = device_spec(config.engine_device.kind)
-    return estimate_plans(con, parsed, model_spec(config.model), device)
+    return estimate_plans(con, parsed, model_spec(config.model), device, config.sample_size)
 
 
-def estimate_plans(con, parsed, spec, device) -> list:
+def estimate_plans(con, parsed, spec, device, sample_size: int = SessionConfig.sample_size
+                   ) -> list:
     """The physical plan of every core, from DuckDB scans and guessed token counts, costed for
-    the model `spec` (plan.cost.ModelSpec) on `device` (plan.cost.DeviceSpec)."""
+    the model `spec` (plan.cost.ModelSpec) on `device` (plan.cost.DeviceSpec); the samples a
+    run of `sample_size` rows a predicate takes are named, not taken (they need the model)."""
     plans = []
     limit = push_limit(read_statement(parsed))[1] if parsed.ai_ops else None  # as the session
     # a CTE's operators a core saw through are answered there (it runs first): the CTE's own
@@ -69,12 +72,14 @@ def estimate_plans(con, parsed, spec, device) -> list:
                if seen.get(o, n) == n
                and all(any(binding_column(o, i) in s.columns for s in scans.values())
                        for i in range(len(ai_ops[o].bindings)))]
-        infos = op_infos(ops, ai_ops, scans, _GuessRunner(), AnswerStore(), 0)
+        samples = sample_steps(sample_candidates(ops, ai_ops, scans),
+                               {a: len(s.rows) for a, s in scans.items()}, sample_size)
+        infos = op_infos(ops, ai_ops, scans, _GuessRunner(), AnswerStore())
         ctx = PlanContext(infos, {a: float(len(s.rows)) for a, s in scans.items()}, spec,
                           device, pair_fraction=pair_fractions(scans),
                           columns={a: s.columns for a, s in scans.items()})
         plans.append(plan_core(planned_core(core, set(ops)), ai_ops, ctx, limit,
-                               len(parsed.cores)))
+                               len(parsed.cores), samples))
     return plans
 
 

@@ -1,7 +1,8 @@
 """Precompute the answers of one core in the planned order.
 
 Scans each relation on DuckDB, estimates tokens and selectivities (hints win, else a small
-sample whose answers are kept), plans, then follows the plan: the AI filters per relation in its
+sample of the predicates plan/sampling.py names, whose answers are kept), plans, then follows
+the plan: the AI filters per relation in its
 filter order, in chunks within its bounds with the document KV resident across the predicates
 that share it, the AI joins in the chosen order (re-planned where the plan says) with anchor
 documents resident while their partners run, and the AI projections where the plan puts them.
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from quail_engine.exec.answer_store import AnswerStore
-from quail_engine.exec.estimates import op_infos
+from quail_engine.exec.estimates import op_infos, sample_candidates
 from quail_engine.exec.filter_runner import FilterRunner
 from quail_engine.exec.join_runner import ask_star_in_chunks, run_joins
 from quail_engine.exec.join_values import bound_aliases, tuple_values
@@ -27,6 +28,7 @@ from quail_engine.plan.context import PlanContext
 from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.planner import plan_core
 from quail_engine.plan.row_limit import PROJECT_AFTER_JOINS, PROJECT_LIMITED
+from quail_engine.plan.sampling import sample_steps
 from quail_engine.sql.ir import PREDICATE_KINDS, binding_column
 
 log = logging.getLogger(__name__)
@@ -56,14 +58,16 @@ class CoreRunner:
         if ops:
             self.model, self.device = self.specs()
         with phase("estimate"):
-            infos = op_infos(ops, self.ai_ops, scans, self.runner, self.store, self.sample_size)
+            samples = sample_steps(sample_candidates(ops, self.ai_ops, scans),
+                                   {a: len(s.rows) for a, s in scans.items()}, self.sample_size)
+            infos = op_infos(ops, self.ai_ops, scans, self.runner, self.store, samples)
         with phase("plan"):
             rows = {a: float(len(s.rows)) for a, s in scans.items()}
             ctx = PlanContext(infos, rows, self.model, self.device,
                               pair_fraction=pair_fractions(scans), columns={
                                   a: s.columns for a, s in scans.items()})
             planned = planned_core(core, set(ops))
-            plan = plan_core(planned, self.ai_ops, ctx, limit, num_cores)
+            plan = plan_core(planned, self.ai_ops, ctx, limit, num_cores, samples)
             self.runner.report.remarks.extend(plan.hint_remarks)
         self._record_estimates(plan, infos)
         has_joins = plan.has_joins

@@ -1,9 +1,9 @@
 """Planner inputs measured on the data: prompt token lengths and selectivities.
 
-A selectivity hint (Options.selectivity) wins; otherwise, where the planner says a sample can
-change the plan (plan/selectivity.is_sampled), the predicate runs on a small evenly spaced sample
-first (its answers are stored, so they are not computed again) and the planner uses the observed
-rate.
+A selectivity hint (Options.selectivity) wins; otherwise the predicates the planner names
+(plan/sampling.sample_steps: where a sample can change the plan) run on a small evenly spaced
+sample first (their answers are stored, so they are not computed again) and the planner uses the
+observed rate.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.scans import ScanData, op_values
 from quail_engine.plan.build import doc_key
 from quail_engine.plan.context import OpInfo
-from quail_engine.plan.selectivity import estimate, is_sampled, sample_size
+from quail_engine.plan.sampling import SAMPLE_ROWS, SampleCandidate, SampleStep
+from quail_engine.plan.selectivity import estimate
 from quail_engine.plan.sharing import shared_prefix_fraction
 from quail_engine.settings import prefix_sharing_enabled
-from quail_engine.sql.ir import PREDICATE_KINDS, OpKind, binding_column
+from quail_engine.sql.ir import OpKind, binding_column
 
 TOKEN_SAMPLE = 16
 
@@ -132,25 +133,40 @@ def _sample_join(op_id: int, op, scans, runner: OpRunner, store: AnswerStore,
     return sum(1 for x in known if op.passes(x)), len(known)
 
 
+def op_aliases(op_id: int, op, scans: dict[str, ScanData]) -> tuple[str, ...]:
+    """The relations `op`'s bindings read, in binding order."""
+    return tuple(dict.fromkeys(binding_alias(op_id, i, scans) for i in range(len(op.bindings))))
+
+
+def sample_candidates(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData]
+                      ) -> list[SampleCandidate]:
+    """What plan/sampling.sample_steps decides the samples from, per operator of `ops`."""
+    return [SampleCandidate(o, ai_ops[o].op, ai_ops[o].options.selectivity is not None,
+                            op_aliases(o, ai_ops[o], scans)) for o in ops]
+
+
 def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], runner: OpRunner,
-             store: AnswerStore, num_samples: int) -> dict[int, OpInfo]:
+             store: AnswerStore, samples: Sequence[SampleStep] = ()) -> dict[int, OpInfo]:
+    """Each operator's planner inputs; `samples`: the predicates the plan samples first
+    (plan/sampling.py), asked here."""
     out: dict[int, OpInfo] = {}
-    choices = is_sampled(ai_ops[o].op for o in ops)
+    sample_of = {s.op: s for s in samples}
     for op_id in ops:
         op = ai_ops[op_id]
         shared: dict[str, float] = {}
         tokens, question = _token_lengths(op_id, op, scans, runner, shared)
         aliases = tuple(tokens)
         hits, n = 0, 0
-        if choices and op.options.selectivity is None and op.op in PREDICATE_KINDS:
-            k = sample_size(num_samples, min(len(scans[a].rows) for a in aliases))
-            if k and runner.progress is not None:
-                runner.progress.stage(f"sampling {k} rows to estimate the selectivity of "
-                                      f"{op.op} #{op_id}")
-            if k and op.op == OpKind.AI_FILTER:
-                hits, n = _sample_filter(op_id, op, scans[aliases[0]], runner, store, k)
-            elif k:
-                hits, n = _sample_join(op_id, op, scans, runner, store, k)
+        sample = sample_of.get(op_id)
+        if sample is not None:
+            if runner.progress is not None:
+                runner.progress.stage(f"sampling {sample.rows} rows to estimate the "
+                                      f"selectivity of {op.op} #{op_id}")
+            if sample.over == SAMPLE_ROWS:
+                hits, n = _sample_filter(op_id, op, scans[aliases[0]], runner, store,
+                                         sample.rows)
+            else:
+                hits, n = _sample_join(op_id, op, scans, runner, store, sample.rows)
         hint = op.options.selectivity  # the call's; under NOT its complement passes
         if hint is not None and op.negated:
             hint = 1.0 - hint

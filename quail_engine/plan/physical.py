@@ -31,6 +31,7 @@ from quail_engine.plan.row_limit import (
     PROJECT_WITH_FILTERS,
     RowLimit,
 )
+from quail_engine.plan.sampling import SampleStep, samples_text
 from quail_engine.sql.op_kinds import spec
 
 
@@ -98,7 +99,7 @@ class PhysicalPlan:
     riding joins, the carry's taker, the handoff), made again wherever the joins are re-planned;
     `dropped_rides`: later joins asked over the documents the carried relation's filters drop
     while they are resident (plan/riding.py); `hint_remarks`: the hints the plan does not
-    follow, and why."""
+    follow, and why; `samples`: the predicates sampled before planning (plan/sampling.py)."""
 
     logical: Node
     steps: tuple[Step, ...]
@@ -118,6 +119,7 @@ class PhysicalPlan:
     joins: JoinProgram | None = None
     dropped_rides: tuple[PlannedRide, ...] = ()
     hint_remarks: tuple[str, ...] = ()
+    samples: tuple[SampleStep, ...] = ()
 
     def text(self) -> str:
         return "\n".join([*(s.text() for s in self.steps), *self.strategy_lines()])
@@ -125,8 +127,9 @@ class PhysicalPlan:
     def strategy_lines(self) -> list[str]:
         """How the executor runs the steps beyond their order (plan/strategy.py): the chunks it
         holds resident (where a step keeps its documents resident or joins), a star's joins, the
-        carry, paired joins, re-planning points, where projections run, the LIMIT's place."""
-        out = []
+        carry, paired joins, re-planning points, where projections run, the LIMIT's place;
+        first, the samples taken before planning."""
+        out = [samples_text(self.samples)] if self.samples else []
         resident = any(s.kind in ("filter", "project") and not s.is_read_once
                        for s in self.steps)
         if resident or self.has_joins:

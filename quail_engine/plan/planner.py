@@ -17,6 +17,7 @@ from quail_engine.plan.physical import (
     projection_aliases,
 )
 from quail_engine.plan.row_limit import RowLimit
+from quail_engine.plan.sampling import SampleStep
 from quail_engine.plan.strategy import with_strategy
 
 
@@ -52,10 +53,11 @@ def _followed_hints(ctx: PlanContext) -> tuple[PlanContext, tuple[str, ...]]:
 
 
 def plan_core(core, ai_ops: Sequence, ctx: PlanContext, limit: RowLimit | None = None,
-              num_cores: int = 1) -> PhysicalPlan:
+              num_cores: int = 1, samples: tuple[SampleStep, ...] = ()) -> PhysicalPlan:
     """`core` follows sql.query.Core; `ai_ops` are the query's operators by id; `limit`: the
     statement's LIMIT pushed below its AI calls (exec/limit_pushdown.py), of a statement of
-    `num_cores` cores (plan/row_limit.core_limit says where it binds)."""
+    `num_cores` cores (plan/row_limit.core_limit says where it binds); `samples`: those taken
+    before planning, whose rates `ctx` holds (plan/sampling.sample_steps)."""
     ctx, hint_remarks = _followed_hints(ctx)
     logical = optimize(build_logical(core, ai_ops), ctx)
     aliases = [n.alias for n in walk(logical) if isinstance(n, Scan)]
@@ -71,5 +73,6 @@ def plan_core(core, ai_ops: Sequence, ctx: PlanContext, limit: RowLimit | None =
     # re-planned from observed counts over the core's relations in written order, every
     # anchor costed as encoded
     return with_strategy(replace(plan, relations=tuple(r.alias for r in core.relations),
-                                 edges=edges, context=ctx, hint_remarks=hint_remarks),
+                                 edges=edges, context=ctx, hint_remarks=hint_remarks,
+                                 samples=samples),
                          core.joins, ai_ops, limit, num_cores)
