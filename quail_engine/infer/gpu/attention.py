@@ -36,6 +36,7 @@ import torch
 
 from quail_engine.infer.gpu.paged_kv import PagedPrefix
 from quail_engine.infer.gpu.staging import to_device
+from quail_kernels.kv_fp8 import KV_FP8, dequantize_kv
 from quail_kernels.lse_merge import lse_merge
 from quail_kernels.prefix_attention import prefix_attention
 from quail_kernels.varlen_attention import (
@@ -258,19 +259,33 @@ def decode_blocks(q: torch.Tensor, arena_k: torch.Tensor) -> tuple[int, int, int
     return None
 
 
+def lib_pages(cache: torch.Tensor, scales: torch.Tensor | None, pages: torch.Tensor,
+              dtype: torch.dtype) -> torch.Tensor:
+    """A layer's arena `cache` [P, PAGE, Hkv, D] at `pages` -> their [len * PAGE, Hkv, D] rows
+    for the library's kernel (an fp8 arena's dequantized by its `scales` to `dtype`)."""
+    if scales is None:
+        return cache[pages].flatten(0, 1)
+    rows = cache.view(torch.uint8)[pages].view(KV_FP8)  # (gathered as bytes)
+    return dequantize_kv(rows, scales[pages]).to(dtype).flatten(0, 1)
+
+
 def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
                     arena_k: torch.Tensor | None, arena_v: torch.Tensor | None, scale: float,
-                    fp8: bool, lib: LibAttention | None, window: int | None = None):
+                    fp8: bool, lib: LibAttention | None, window: int | None = None,
+                    kv_scales: Sequence[torch.Tensor] | None = None):
     """-> (o [T, Hq * D] in q's dtype or fp8, per-token scale [T, 1] when fp8). `window`: a
-    sliding-window layer (then the batch's plan must not use the library kernel)."""
+    sliding-window layer (then the batch's plan must not use the library kernel).
+    `kv_scales`: (k_scale, v_scale) [P, PAGE, Hkv] of an fp8 arena (PagedKVArena.layer)."""
     num_tokens = q.shape[0]
+    k_scale, v_scale = kv_scales if kv_scales else (None, None)
     if batch.decode:  # each token over its prefix, itself included (batch.pack_decode)
         plan = batch.prefix_plan
         op, lp = prefix_attention(q, arena_k, arena_v, batch.seg_cu, plan.table, plan.lens, 1,
                                   scale, blocks=decode_blocks(q, arena_k),
                                   window=window,
                                   positions=batch.positions if window is not None else None,
-                                  max_prefix_len=plan.max_len)
+                                  max_prefix_len=plan.max_len, k_scale=k_scale,
+                                  v_scale=v_scale)
         return lse_merge(op, lp, fp8=True) if fp8 else (op.view(num_tokens, -1), None)
     plan_c: CausalPlan | None = batch.causal_plan
     if not batch.has_prefix and fp8 and (plan_c is None or not plan_c.lib):
@@ -293,13 +308,14 @@ def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
     op, lp = prefix_attention(q, arena_k, arena_v, batch.seg_cu, plan.table, plan.lens,
                               batch.max_seg_len, scale, window=window,
                               positions=batch.positions if window is not None else None,
-                              max_prefix_len=plan.max_len)
+                              max_prefix_len=plan.max_len, k_scale=k_scale, v_scale=v_scale)
     if not plan.lib_keys:
         return lse_merge(o, lse, op, lp, fp8=fp8)
     rows = torch.empty(num_tokens, o.shape[1] * o.shape[2], device=q.device,
                        dtype=torch.float8_e4m3fn if fp8 else q.dtype)
     scales = torch.empty(num_tokens, 1, device=q.device) if fp8 else None
-    kv = {seg: tuple(cache[plan.lib_pages[seg]].flatten(0, 1) for cache in (arena_k, arena_v))
+    kv = {seg: (lib_pages(arena_k, k_scale, plan.lib_pages[seg], q.dtype),
+                lib_pages(arena_v, v_scale, plan.lib_pages[seg], q.dtype))
           for seg in plan.lib_keys}
     for r0, r1, chunk in plan.runs:
         out = (rows[r0:r1], scales[r0:r1] if fp8 else None)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from typing import Any
 
 import torch
 
+from quail_engine.errors import QuailError
 from quail_engine.infer.api import PrefixHandle
 from quail_engine.infer.engine import LocalEngine
 from quail_engine.infer.gpu import attention, compile_log
@@ -27,33 +29,54 @@ WARM_UP_LENGTHS = (16, 288, 1024)
 
 
 def build_gpu_model(config: Any, state_dict: dict, fp8: bool = False, device: str = "cuda",
-                    kv_fraction: float = 0.4, page_size: int = 64, **options: Any) -> GpuCausalLM:
-    """GpuCausalLM + a paged arena taking `kv_fraction` of the GPU memory free after loading.
-    `options`: GpuCausalLM keywords (fp8_proj, fp32_residual)."""
+                    kv_fraction: float = 0.4, page_size: int = 64, kv_fp8: bool = False,
+                    **options: Any) -> GpuCausalLM:
+    """GpuCausalLM + a paged arena taking `kv_fraction` of the GPU memory free after loading
+    (`kv_fp8`: e4m3 K/V, gpu/paged_kv.py). `options`: GpuCausalLM keywords (fp8_proj,
+    fp32_residual)."""
     return attach_arena(GpuCausalLM(config, state_dict, fp8=fp8, device=device, **options),
-                        kv_fraction, page_size)
+                        kv_fraction, page_size, kv_fp8)
 
 
-def attach_arena(model: GpuCausalLM, kv_fraction: float = 0.4, page_size: int = 64) -> GpuCausalLM:
-    """Give `model` a paged arena of `kv_fraction` of the GPU memory free now."""
+def attach_arena(model: GpuCausalLM, kv_fraction: float = 0.4, page_size: int = 64,
+                 kv_fp8: bool = False) -> GpuCausalLM:
+    """Give `model` a paged arena of `kv_fraction` of the GPU memory free now; an fp8 one
+    (`kv_fp8`) holds about twice the pages in the same bytes."""
     config = model.config
     free, _ = torch.cuda.mem_get_info(model.device)
     model.arena = PagedKVArena.for_budget(config.num_layers, config.num_kv_heads, config.head_dim,
                                           int(free * kv_fraction), page_size, model.dtype,
-                                          model.device)
-    log.info("paged KV arena: %d pages of %d tokens", model.arena.num_pages, page_size)
+                                          model.device, kv_fp8)
+    log.info("paged KV arena: %d pages of %d tokens (%s KV)", model.arena.num_pages, page_size,
+             "fp8" if kv_fp8 else str(model.dtype).removeprefix("torch."))
     return model
 
 
+KV_DTYPES = ("bf16", "fp8")  # QUAIL_KV_DTYPE's values (unset: bf16, the model's dtype)
+
+
+def kv_fp8_requested() -> bool:
+    """Whether QUAIL_KV_DTYPE asks for the fp8 KV arena (off unless set to fp8). An
+    environment setting, as QUAIL_DECODE_OVERLAP is: the arena is the engine's layout, not a
+    precision of the answers' own (it shows in the model id instead: precision_model_id)."""
+    value = os.environ.get("QUAIL_KV_DTYPE", "").strip().lower() or "bf16"
+    if value not in KV_DTYPES:
+        raise QuailError(f"QUAIL_KV_DTYPE must be one of {', '.join(KV_DTYPES)}; got {value!r}")
+    return value == "fp8"
+
+
 def precision_model_id(spec: str, fp8: bool, fp8_proj: tuple[str, ...] | None,
-                       fp8_block: bool = False) -> str:
+                       fp8_block: bool = False, kv_fp8: bool = False) -> str:
     """The engine's model id: fp8 answers differ from bf16 ones beyond rounding, so they are a
     different model to the answer cache and the reports ("spec@fp8", "spec@fp8[gate_up,down]",
-    "spec@fp8-block")."""
+    "spec@fp8-block"); so do an fp8 KV arena's ("spec@kv-fp8", "spec@fp8+kv-fp8")."""
+    kv = "kv-fp8" if kv_fp8 else ""
     if not fp8:
-        return spec
+        return f"{spec}@{kv}" if kv else spec
     name = "fp8-block" if fp8_block else "fp8"
-    return f"{spec}@{name}" if fp8_proj is None else f"{spec}@{name}[{','.join(fp8_proj)}]"
+    if fp8_proj is not None:
+        name = f"{name}[{','.join(fp8_proj)}]"
+    return f"{spec}@{name}+{kv}" if kv else f"{spec}@{name}"
 
 
 class GpuEngine(LocalEngine):
@@ -105,12 +128,15 @@ class GpuEngine(LocalEngine):
     @classmethod
     def load(cls, spec: str = "default", device: str = "cuda", dtype: Any = None,
              fp8: bool = False, fp8_proj: tuple[str, ...] | None = None,
-             tokenizer: Any = None, fp8_block: bool = False, **kwargs: Any) -> GpuEngine:
+             tokenizer: Any = None, fp8_block: bool = False, kv_fp8: bool | None = None,
+             **kwargs: Any) -> GpuEngine:
         """`fp8_proj`: which projections run in fp8 when `fp8` (default: all of them);
         `fp8_block`: block-scaled rather than per-channel fp8 (gpu/linear.py). The weights go
         from the files to the GPU directly (gpu/load.py); fp8 quantizes there (an FP8
         checkpoint's blocks are used as they are). `tokenizer`: the model's tokenizer when the
-        caller has it loaded already."""
+        caller has it loaded already. `kv_fp8`: the KV arena in e4m3 (gpu/paged_kv.py; None:
+        as QUAIL_KV_DTYPE says, off by default)."""
+        kv_fp8 = kv_fp8_requested() if kv_fp8 is None else kv_fp8
         compile_log.install()  # kernels the load itself compiles go to the kept cache too
         state, tokenizer, config = load_checkpoint(spec, device, dtype, tokenizer)
         options = {"fp8_proj": fp8_proj} if fp8_proj is not None else {}
@@ -118,8 +144,9 @@ class GpuEngine(LocalEngine):
                             **options)
         del state  # the bf16 originals of fp8 weights, and the GEMMs' concatenated inputs
         torch.cuda.empty_cache()
-        engine = cls(attach_arena(model), tokenizer, config,
-                     model_id=precision_model_id(spec, fp8, fp8_proj, fp8_block), **kwargs)
+        engine = cls(attach_arena(model, kv_fp8=kv_fp8), tokenizer, config,
+                     model_id=precision_model_id(spec, fp8, fp8_proj, fp8_block, kv_fp8),
+                     **kwargs)
         engine.warm_up()
         return engine
 

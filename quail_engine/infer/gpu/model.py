@@ -173,16 +173,16 @@ class GpuCausalLM:
                                    layer.k_norm, cfg.num_heads, cfg.num_kv_heads,
                                    cfg.rms_norm_eps)
             if b.store_rows is not None:  # (a decode step stores every row, in order)
-                self.arena.k[li].view(-1, cfg.num_kv_heads, cfg.head_dim)[b.store_slots] = \
-                    k if b.decode else k[b.store_rows]
-                self.arena.v[li].view(-1, cfg.num_kv_heads, cfg.head_dim)[b.store_slots] = \
-                    v if b.decode else v[b.store_rows]
-            arena_k = self.arena.k[li] if b.has_prefix else None
-            arena_v = self.arena.v[li] if b.has_prefix else None
+                self.arena.store(li, b.store_slots, k if b.decode else k[b.store_rows],
+                                 v if b.decode else v[b.store_rows])
+            arena_k = arena_v = None
+            kv_scales: list[torch.Tensor] = []  # (an fp8 arena's)
+            if b.has_prefix:
+                arena_k, arena_v, *kv_scales = self.arena.layer(li)
             # block scheme: the attention writes bf16, quantized below in 1 x 128 groups
             a, s = layer_attention(q, k, v, b, arena_k, arena_v, cfg.attention_scale,
                                    q8["o"] and not self.fp8_block, self.lib_attention,
-                                   layer.window)
+                                   layer.window, kv_scales)
             if li == last and not b.decode:  # only the rows that are read go on
                 a, res, s = _rows(a, b.read_index), res[b.read_index], \
                     (s[b.read_index] if s is not None else None)

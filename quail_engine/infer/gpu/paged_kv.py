@@ -8,6 +8,12 @@ chain from the radix index, infer/prefix_cache.py, which holds them too), and a 
 to the free list when its last holder lets go (a prefix's last release or, as a safety net,
 its garbage collection; the index's eviction). An allocation short of free pages first asks
 `reclaim` (the index's LRU eviction of pages no one pins) for room.
+
+`kv_fp8`: K and V held as e4m3 with one float32 scale per (token, KV head) in `k_scale` /
+`v_scale` [num_layers, num_pages, page_size, num_kv_heads] (quail_kernels/kv_fp8.py),
+quantized as they are stored and dequantized by the kernels that read the pages: about half
+the bytes a decode step reads per token, and about twice the tokens in the same memory
+(`page_bytes` counts the scales).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import torch
 
 from quail_engine.errors import ExecutionError
 from quail_engine.infer.gpu.staging import to_device
+from quail_kernels.kv_fp8 import KV_FP8, quantize_kv
 
 log = logging.getLogger(__name__)
 
@@ -64,19 +71,30 @@ class PagedPrefix:
         return pages[rows // size] * size + rows % size
 
 
+def page_bytes_for(num_layers: int, num_kv_heads: int, head_dim: int, page_size: int,
+                   dtype: torch.dtype, kv_fp8: bool = False) -> int:
+    """Bytes of one page of K and V over all layers (with an fp8 arena's scales)."""
+    per_head = head_dim * (1 if kv_fp8 else dtype.itemsize) + (4 if kv_fp8 else 0)
+    return 2 * num_layers * page_size * num_kv_heads * per_head
+
+
 class PagedKVArena:
     def __init__(self, num_layers: int, num_kv_heads: int, head_dim: int, num_pages: int,
                  page_size: int = 64, dtype: torch.dtype = torch.bfloat16,
-                 device: torch.device | str = "cuda"):
+                 device: torch.device | str = "cuda", kv_fp8: bool = False):
         if page_size <= 0 or page_size & (page_size - 1):
             raise ValueError(f"page_size must be a power of two, got {page_size}")
         shape = (num_layers, num_pages, page_size, num_kv_heads, head_dim)
         self.device = torch.device(device)
-        self.k = torch.empty(shape, dtype=dtype, device=self.device)
-        self.v = torch.empty(shape, dtype=dtype, device=self.device)
+        self.is_fp8 = kv_fp8
+        self.k = torch.empty(shape, dtype=KV_FP8 if kv_fp8 else dtype, device=self.device)
+        self.v = torch.empty_like(self.k)
+        self.k_scale = torch.empty(shape[:4], device=self.device) if kv_fp8 else None
+        self.v_scale = torch.empty(shape[:4], device=self.device) if kv_fp8 else None
         self.page_size = page_size
         self.num_pages = num_pages
-        self.page_bytes = 2 * num_layers * page_size * num_kv_heads * head_dim * self.k.element_size()
+        self.page_bytes = page_bytes_for(num_layers, num_kv_heads, head_dim, page_size, dtype,
+                                         kv_fp8)
         self._free = list(range(num_pages - 1, -1, -1))
         self._refs = [0] * num_pages
         self.reclaim = None  # callable(num_pages) -> pages it let go of, or None
@@ -84,10 +102,32 @@ class PagedKVArena:
     @classmethod
     def for_budget(cls, num_layers: int, num_kv_heads: int, head_dim: int, budget_bytes: int,
                    page_size: int = 64, dtype: torch.dtype = torch.bfloat16,
-                   device: torch.device | str = "cuda") -> PagedKVArena:
-        page_bytes = 2 * num_layers * page_size * num_kv_heads * head_dim * dtype.itemsize
+                   device: torch.device | str = "cuda", kv_fp8: bool = False) -> PagedKVArena:
+        page_bytes = page_bytes_for(num_layers, num_kv_heads, head_dim, page_size, dtype,
+                                    kv_fp8)
         num_pages = max(1, budget_bytes // page_bytes)
-        return cls(num_layers, num_kv_heads, head_dim, num_pages, page_size, dtype, device)
+        return cls(num_layers, num_kv_heads, head_dim, num_pages, page_size, dtype, device,
+                   kv_fp8)
+
+    def store(self, layer: int, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Write k, v [N, Hkv, D] of one layer at flat slots [N] (page * page_size + offset),
+        quantized first in an fp8 arena."""
+        for cache, scales, x in ((self.k, self.k_scale, k), (self.v, self.v_scale, v)):
+            rows = cache[layer].flatten(0, 1)
+            if scales is None:
+                rows[slots] = x
+                continue
+            x8, scale = quantize_kv(x)
+            # (as bytes: index_put of float8 tensors is not implemented everywhere)
+            rows.view(torch.uint8)[slots] = x8.view(torch.uint8)
+            scales[layer].flatten(0, 1)[slots] = scale
+
+    def layer(self, layer: int) -> tuple[torch.Tensor, ...]:
+        """One layer's pages for the attention kernels: (k, v) [P, PAGE, Hkv, D], and in an fp8
+        arena their scales (k_scale, v_scale) [P, PAGE, Hkv] after them."""
+        if not self.is_fp8:
+            return self.k[layer], self.v[layer]
+        return self.k[layer], self.v[layer], self.k_scale[layer], self.v_scale[layer]
 
     @property
     def num_free_pages(self) -> int:
@@ -175,8 +215,12 @@ class PagedKVArena:
             return
         src_slots = to_device(torch.cat(src), self.device)
         dst_slots = to_device(torch.cat(dst), self.device)
-        for cache in (self.k, self.v):
+        caches = (self.k, self.v, self.k_scale, self.v_scale) if self.is_fp8 else \
+            (self.k, self.v)
+        for cache in caches:
             flat = cache.flatten(1, 2)
+            if flat.dtype == KV_FP8:
+                flat = flat.view(torch.uint8)
             flat[:, dst_slots] = flat[:, src_slots]
 
     def take_page(self) -> int:
