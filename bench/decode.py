@@ -19,13 +19,20 @@ A run is ROWSxTOKENS with suffixes: `c` under the JSON schema, `h` free text aft
 prompt a `c` run reads (the schema hint included: the two differ only in the grammar), `g` a grouped `AI_AGG` over the
 rows in 20 groups (map-reduce past the context; no speed of light), `s` step by step
 (QUAIL_DECODE_OVERLAP=0: the host reads each step's tokens before the next step starts, the
-loop before infer/decode_overlap.py). `engine s` is the operators' engine time, beside the
-run's wall time.
+loop before infer/decode_overlap.py), `k` the KV arena in fp8 (QUAIL_KV_DTYPE=fp8:
+infer/gpu/paged_kv.py, e4m3 with a scale per token and KV head). `engine s` is the operators'
+engine time, beside the run's wall time.
+
+The speed of light keeps one convention for every run, `k` ones included: bf16 KV bytes per
+token, and the batch a bf16 arena of the same memory would hold (a `k` run's arena, read off
+its log, scaled back by its bytes per token), so a `k` run's sol equals its bf16 twin's and
+their sol fractions compare the two runs' times directly.
 
     # H200 (device call: carry [".whl", ".carry/tok-smollm2"]):
     python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && \\
       PYTHONPATH=/tmp/site:$PWD python3 -m bench decode --runs 2000x48 2000x48c 2000x256 \\
       --tokenizer .carry/tok-smollm2 --out $OUT/decode-gpu.json
+    # fp8 KV against bf16 KV in one call: --runs 2000x48 2000x48k 2000x256 2000x256k
     # CPU (the embedded writer, SmolLM2-135M):
     python -m bench decode --device cpu --runs 16x48     # writes bench/results/decode-cpu.json
 """
@@ -94,23 +101,32 @@ class Run:
     grouped: bool = False      # AI_AGG over GROUPS groups (max_tokens: the executor's own)
     step_by_step: bool = False  # QUAIL_DECODE_OVERLAP=0: the host reads each step's tokens
     #                             before the next step starts
+    kv_fp8: bool = False       # QUAIL_KV_DTYPE=fp8: the paged KV arena in e4m3
 
     @property
     def name(self) -> str:
         return (f"decode-{self.rows}x{self.max_tokens}{'c' if self.constrained else ''}"
                 f"{'h' if self.hinted else ''}"
-                f"{'g' if self.grouped else ''}{'s' if self.step_by_step else ''}")
+                f"{'g' if self.grouped else ''}{'s' if self.step_by_step else ''}"
+                f"{'k' if self.kv_fp8 else ''}")
 
 
 def parse_run(spec: str) -> Run:
     """'2000x48' -> 2,000 rows, 48 tokens; suffixes: 'c' under the JSON schema, 'h' free after
     the constrained run's prompt, 'g' AI_AGG over 20 groups, 's' step by step (the decode loop
-    without overlap)."""
-    m = re.fullmatch(r"(\d+)x(\d+)(c?)(h?)(g?)(s?)", spec)
+    without overlap), 'k' the KV arena in fp8."""
+    m = re.fullmatch(r"(\d+)x(\d+)(c?)(h?)(g?)(s?)(k?)", spec)
     if not m:
-        raise argparse.ArgumentTypeError(f"a run is ROWSxTOKENS[c][h][g][s], e.g. 2000x48; "
+        raise argparse.ArgumentTypeError(f"a run is ROWSxTOKENS[c][h][g][s][k], e.g. 2000x48; "
                                          f"got {spec!r}")
-    return Run(int(m.group(1)), int(m.group(2)), *(bool(m.group(k)) for k in (3, 4, 5, 6)))
+    return Run(int(m.group(1)), int(m.group(2)), *(bool(m.group(k)) for k in (3, 4, 5, 6, 7)))
+
+
+def bf16_arena_tokens(config, tokens: int) -> int:
+    """The tokens a bf16 arena holds in the bytes of an fp8 arena of `tokens` (e4m3 values and
+    a float32 scale per KV head: infer/gpu/paged_kv.page_bytes_for) -> the sol's batch."""
+    d = config.head_dim
+    return tokens * (d + 4) // (2 * d)
 
 
 def sol_seconds(config, rows: int, prompt_tokens: float, output_tokens: float,
@@ -154,7 +170,8 @@ def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
     if args.model_dir:
         cmd += ["--model", str(args.model_dir), "--precision", args.precision]
     env = dict(os.environ, DO_NOT_TRACK="1", QUAIL_CACHE_DIR=str(workdir / f"cache-{name}"),
-               QUAIL_DECODE_OVERLAP="0" if run.step_by_step else "1")
+               QUAIL_DECODE_OVERLAP="0" if run.step_by_step else "1",
+               QUAIL_KV_DTYPE="fp8" if run.kv_fp8 else "bf16")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(ROOT)) if p)
     t0 = time.perf_counter()
     with log_file.open("w") as out:
@@ -165,7 +182,7 @@ def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
             code = 124
     row = {"rows": rows, "max_tokens": max_tokens, "constrained": constrained,
            "hinted": run.hinted, "grouped": run.grouped, "overlap": not run.step_by_step,
-           "exit": code,
+           "kv": "fp8" if run.kv_fp8 else "bf16", "exit": code,
            "process_s": round(time.perf_counter() - t0, 2)}
     text = log_file.read_text()
     if code != 0 or not report.exists():
@@ -187,10 +204,12 @@ def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
     arena = re.search(r"paged KV arena: (\d+) pages of (\d+) tokens", text)
     if args.config is not None and not run.grouped:  # (map-reduce rounds: no such bound)
         pages, page = (int(arena.group(1)), int(arena.group(2))) if arena else (None, 64)
+        tokens = pages * page if pages else None
+        sol_tokens = bf16_arena_tokens(args.config, tokens) if tokens and run.kv_fp8 else tokens
         row.update(sol_seconds(args.config, rows, row["prompt_tokens"] / rows, output,
-                               pages * page if pages else None, page))
+                               sol_tokens, page))
         row["sol_fraction"] = round(row["sol_s"] / run_s, 3) if run_s > 0 else None
-        row["arena_tokens"] = pages * page if pages else None
+        row["arena_tokens"] = tokens
     return row
 
 
@@ -249,13 +268,14 @@ def markdown(result: dict) -> str:
              f"`{result['command']}`.", "",
              "Time: wall less model load. Output tokens: counted (decode tokens fed back + "
              "each answer's last). Speed of light: see bench/decode.py.", "",
-             "| rows | max tokens | constrained | grouped | overlap | exit | load s | run s | "
+             "| rows | max tokens | constrained | grouped | overlap | KV | exit | load s | run s | "
              "engine s | output tokens | tokens/s | sol s | sol fraction | sol batch | "
              "x transformers | NULL |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["runs"]:
         lines.append("| " + " | ".join(str(r.get(k, "")) for k in (
-            "rows", "max_tokens", "constrained", "grouped", "overlap", "exit", "load_s", "run_s",
+            "rows", "max_tokens", "constrained", "grouped", "overlap", "kv", "exit", "load_s",
+            "run_s",
             "engine_s", "output_tokens",
             "output_tokens_per_s", "sol_s", "sol_fraction", "sol_batch", "transformers_ratio",
             "null_answers")) + " |")
@@ -285,6 +305,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
     gpu = args.device.startswith("cuda")
+    if not gpu and any(run.kv_fp8 for run in args.runs):
+        ap.error("a 'k' run (fp8 KV) needs the GPU engine's paged arena: --device cuda")
     args.model_dir = args.config = None
     model = "the embedded writer (SmolLM2-135M), CPU"
     if gpu:

@@ -21,6 +21,13 @@ plain bf16 and of bf16 with the band (infer/reask.ReaskingEngine) are compared w
 
 A GPU precision's band is written under its bands.json key (bf16-cuda, fp8-cuda, ...) of the
 model whose file has the same SHA-256 as an embedded one (infer/embedded.py names it).
+
+`--kv-fp8` (GPU) adds a row per precision: its texts with the KV arena in fp8
+(infer/gpu/paged_kv.py) against float32's, plain (the band was measured over a bf16 arena,
+so no banded row is made for it and nothing of it is written):
+
+    python -m bench decode_band --device cuda --precisions fp8 --kv-fp8 --no-write \
+        --models PATH.gguf ... --out $OUT/decode-band-kv-gpu.json
 """
 
 from __future__ import annotations
@@ -100,9 +107,12 @@ def shifts(reference, fast) -> list[float]:
     return (fast_gap - ref_gap).abs().amax(dim=-1).tolist()
 
 
+KV_FP8 = "+kv-fp8"  # a row's precision suffix: the GPU engine's KV arena in fp8
+
+
 def load(model: str, device: str, precision: str):
     """The plain engine of `model` at `precision` ("fp32": the float32 reference, on the GPU
-    the plain-torch engine, as the band's re-asks use)."""
+    the plain-torch engine, as the band's re-asks use; "P+kv-fp8": P over an fp8 KV arena)."""
     import torch
 
     from quail_engine.infer.engine import LocalEngine
@@ -112,6 +122,8 @@ def load(model: str, device: str, precision: str):
         return LocalEngine.load(model, device=device, dtype=torch.float32)
     if device == "cpu":
         return LocalEngine.load(model, device=device, dtype=torch.bfloat16)
+    if precision.endswith(KV_FP8):
+        return load_engine(model, device, precision.removesuffix(KV_FP8), kv_fp8=True)
     return load_engine(model, device, precision)
 
 
@@ -129,9 +141,10 @@ def measure(model: str, max_tokens: int, device: str, precision: str) -> dict:
 
 
 def check(model: str, band: float, max_tokens: int, device: str, precision: str,
-          key: str) -> list[dict]:
+          key: str, kv_fp8: bool = False) -> list[dict]:
     """Agreement with float32's texts on the checked prompts: `precision` plain and with
-    `band` (the precision's other widths from bands.json, or `band` for all)."""
+    `band` (the precision's other widths from bands.json, or `band` for all); `kv_fp8`:
+    also `precision` plain over an fp8 KV arena."""
     from quail_engine.infer.api import GenerateReadout, Request
     from quail_engine.infer.embedded import source_sha256
     from quail_engine.infer.reask import Band, ReaskingEngine, band_for
@@ -139,8 +152,9 @@ def check(model: str, band: float, max_tokens: int, device: str, precision: str,
     readout = GenerateReadout(max_tokens=max_tokens)
     rows, texts = [], {}
     base = band_for(source_sha256(model), key) or Band(band, band, band)
-    for name in ("fp32", precision, f"{precision}-band"):
-        engine = load(model, device, "fp32" if name == "fp32" else precision)
+    names = ("fp32", precision, f"{precision}-band") + ((precision + KV_FP8,) if kv_fp8 else ())
+    for name in names:
+        engine = load(model, device, name.removesuffix("-band"))
         token_lists = prompts(engine, checked_reviews())
         if name.endswith("-band"):  # (asks the fast precision first, as measured)
             engine = ReaskingEngine(engine, lambda: load(model, device, "fp32"),
@@ -216,8 +230,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("--max-tokens", type=int, default=32)
     p.add_argument("--no-write", action="store_true",
                    help="measure and check without writing quail_engine/infer/bands.json")
+    p.add_argument("--kv-fp8", action="store_true",
+                   help="also each precision's texts over an fp8 KV arena (GPU only)")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
+    if args.kv_fp8 and not args.device.startswith("cuda"):
+        p.error("--kv-fp8 needs the GPU engine's paged arena: --device cuda")
     from quail_engine.infer.factory import band_key
 
     command = ("python -m bench decode_band " + " ".join(argv)).strip()
@@ -226,8 +244,9 @@ def main(argv: list[str]) -> int:
         for precision in args.precisions:
             key = band_key(precision, args.device)
             measured = measure(model, args.max_tokens, args.device, precision)
-            rows = check(model, measured["band"], args.max_tokens, args.device, precision, key)
-            reasked = rows[-1]["reasked"]
+            rows = check(model, measured["band"], args.max_tokens, args.device, precision, key,
+                         args.kv_fp8)
+            reasked = next(r["reasked"] for r in rows if r["precision"].endswith("-band"))
             written = not args.no_write and write_band(model, key, measured, reasked, command)
             result["bands"].append({"model": Path(model).name, "key": key, **measured,
                                     "direct": reasked > 0.5, "written": written})

@@ -1,0 +1,44 @@
+"""bench/decode.py's run names and the speed of light of an fp8-KV run: the same as its bf16
+twin's, its arena scaled back to the tokens a bf16 arena of its bytes holds."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from bench.decode import bf16_arena_tokens, parse_run, sol_seconds
+
+CONFIG = SimpleNamespace(hidden_size=2560, num_heads=32, num_kv_heads=8, head_dim=128,
+                         intermediate_size=9728, num_layers=36, vocab_size=151936)
+
+
+@pytest.mark.parametrize("spec,name,kv_fp8,step_by_step", [
+    ("2000x48", "decode-2000x48", False, False),
+    ("2000x48k", "decode-2000x48k", True, False),
+    ("16x8sk", "decode-16x8sk", True, True),
+])
+def test_run_suffixes(spec, name, kv_fp8, step_by_step):
+    run = parse_run(spec)
+    assert (run.name, run.kv_fp8, run.step_by_step) == (name, kv_fp8, step_by_step)
+
+
+def test_fp8_kv_run_keeps_the_bf16_speed_of_light():
+    bf16_tokens = 200_000
+    page = 64
+    # the fp8 arena of the same bytes: 256 bytes per head and token in bf16, 128 + 4 in fp8
+    fp8_tokens = bf16_tokens * 256 // 132 // page * page
+    assert bf16_arena_tokens(CONFIG, fp8_tokens) == pytest.approx(bf16_tokens, rel=1e-3)
+    same = [sol_seconds(CONFIG, 2000, 300, 96_000, t, page)
+            for t in (bf16_tokens, bf16_arena_tokens(CONFIG, fp8_tokens))]
+    assert same[0]["sol_batch"] == same[1]["sol_batch"]
+    assert same[0]["sol_s"] == pytest.approx(same[1]["sol_s"], rel=1e-3)
+
+
+def test_decode_band_loads_an_fp8_kv_row_with_the_arena_in_fp8(monkeypatch):
+    from bench import decode_band
+    from quail_engine.infer import factory
+
+    calls = []
+    monkeypatch.setattr(factory, "load_engine", lambda *a, **kw: calls.append((a, kw)))
+    decode_band.load("m", "cuda", "fp8")
+    decode_band.load("m", "cuda", "fp8" + decode_band.KV_FP8)
+    assert calls == [(("m", "cuda", "fp8"), {}), (("m", "cuda", "fp8"), {"kv_fp8": True})]
