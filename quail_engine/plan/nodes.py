@@ -8,6 +8,21 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
+from typing import Protocol
+
+from quail_engine.sql.ir import Equality
+
+
+class Predicate(Protocol):
+    """A relational conjunct as the front end parsed it (`sql.ir.Equality`: a tree, not SQL
+    text); `sql` is its text, written for the plan's text form only."""
+
+    @property
+    def sql(self) -> str: ...
+
+
+def _conjoined(predicates) -> str:
+    return " AND ".join(p.sql for p in predicates)
 
 
 class Node(ABC):
@@ -36,7 +51,7 @@ class Scan(Node):
 
     alias: str
     columns: tuple[str, ...] = ()
-    predicates: tuple[str, ...] = ()
+    predicates: tuple[Predicate, ...] = ()
 
     def aliases(self) -> frozenset[str]:
         return frozenset((self.alias,))
@@ -44,7 +59,7 @@ class Scan(Node):
     def text(self) -> str:
         extra = ""
         if self.predicates:
-            extra += "; where " + " AND ".join(self.predicates)
+            extra += "; where " + _conjoined(self.predicates)
         if self.columns:
             extra += "; cols=" + ",".join(self.columns)
         return f"scan({self.alias}{extra})"
@@ -52,10 +67,10 @@ class Scan(Node):
 
 @dataclass(frozen=True)
 class Select(Node):
-    """A relational predicate over `aliases_used` (DuckDB SQL)."""
+    """A relational predicate over `aliases_used`."""
 
     input: Node
-    predicate: str
+    predicate: Predicate
     aliases_used: frozenset[str]
 
     def children(self) -> tuple[Node, ...]:
@@ -65,7 +80,7 @@ class Select(Node):
         return replace(self, input=children[0])
 
     def text(self) -> str:
-        return f"select[{self.predicate}]({self.input.text()})"
+        return f"select[{self.predicate.sql}]({self.input.text()})"
 
 
 @dataclass(frozen=True)
@@ -91,7 +106,7 @@ class EquiJoin(Node):
 
     left: Node
     right: Node
-    equi: tuple[str, ...]
+    equi: tuple[Equality, ...]
 
     def children(self) -> tuple[Node, ...]:
         return (self.left, self.right)
@@ -100,7 +115,7 @@ class EquiJoin(Node):
         return replace(self, left=children[0], right=children[1])
 
     def text(self) -> str:
-        return f"equijoin[{' AND '.join(self.equi)}]({self.left.text()}, {self.right.text()})"
+        return f"equijoin[{_conjoined(self.equi)}]({self.left.text()}, {self.right.text()})"
 
 
 @dataclass(frozen=True)
@@ -132,7 +147,7 @@ class AiJoin(Node):
     left: Node
     right: Node
     op: int
-    equi: tuple[str, ...] = ()
+    equi: tuple[Equality, ...] = ()
     anchor: str | None = None
 
     def children(self) -> tuple[Node, ...]:
@@ -144,7 +159,7 @@ class AiJoin(Node):
     def text(self) -> str:
         attrs = []
         if self.equi:
-            attrs.append(" AND ".join(self.equi))
+            attrs.append(_conjoined(self.equi))
         if self.anchor:
             attrs.append(f"anchor={self.anchor}")
         inner = f"[{'; '.join(attrs)}]" if attrs else ""

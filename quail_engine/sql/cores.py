@@ -21,11 +21,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlglot import exp
 
 from quail_engine.sql.build import AGGREGATE_OPS
-from quail_engine.sql.ir import AiOp, JoinInfo, OpKind
+from quail_engine.sql.ir import AiOp, Equality, JoinInfo, OpKind
 from quail_engine.sql.label_ctes import see_through
 from quail_engine.sql.placeholder import op_id_of, placeholder_id, placeholder_ids
 from quail_engine.sql.scan import Pending, is_literal, scan_relation
@@ -62,13 +63,25 @@ class Relation:
 
 @dataclass(frozen=True)
 class EquiKey:
-    """Equality conjunct `n` of ai_join `join`: column `k_<n>` of both sides' scans."""
+    """Equality conjunct `n` of ai_join `join` (`equality`, its tree; `left` is the join's
+    left relation): column `k_<n>` of both sides' scans."""
 
     join: int
     n: int
-    left: str
-    right: str
-    sql: str
+    equality: Equality
+
+    @property
+    def left(self) -> str:
+        return self.equality.left
+
+    @property
+    def right(self) -> str:
+        return self.equality.right
+
+    def to_json(self) -> dict[str, Any]:
+        """`quail explain`'s form: the conjunct as its DuckDB text."""
+        return {"join": self.join, "n": self.n, "left": self.left, "right": self.right,
+                "sql": self.equality.sql}
 
 
 @dataclass(frozen=True)
@@ -401,8 +414,9 @@ def _core(p: Pending) -> Core:
                 n = len(keys)
                 left, right = sides if sides[0][0] == join.left[0] else sides[::-1]
                 p.keys.append((n, left, right))
-                keys.append(EquiKey(op_id, n, join.left[0], join.right[0], c.sql(dialect="duckdb")))
-                equi.append(c.sql(dialect="duckdb"))
+                equality = Equality(join.left[0], join.right[0], c.copy())
+                keys.append(EquiKey(op_id, n, equality))
+                equi.append(equality)
         p.ops[op_id] = dataclasses.replace(p.ops[op_id],
                                            join=dataclasses.replace(join, equi=tuple(equi)))
     relations = tuple(scan_relation(p, alias) for alias in p.sources)

@@ -24,14 +24,14 @@ def explain_json(q: ParsedQuery) -> dict[str, Any]:
                 "output_type": op.output_type, "context": op.context, "wrapper": op.wrapper,
                 "task": op.task, "task_args": dict(op.task_args), "instruction": op.instruction,
                 "multi": op.multi,
-                "join": None if op.join is None else dataclasses.asdict(op.join),
+                "join": None if op.join is None else op.join.to_json(),
                 "options": _plain(op.options), "placeholder": placeholder_name(i),
                 "text": op.to_text(), "origin": op.origin, "is_planned": i in planned}
         operators.append(item)
     cores = [{"relations": [_relation(r) for r in c.relations],
               "filters": list(c.filters), "joins": list(c.joins),
               "projections": list(c.projections), "aggregates": list(c.aggregates),
-              "keys": [dataclasses.asdict(k) for k in c.keys],
+              "keys": [k.to_json() for k in c.keys],
               "seen_through": [_seen(i, op) for i, op in c.ops]} for c in q.cores]
     return {"dialect": q.dialect, "ai_operators": operators, "cores": cores,
             "table_functions": list(q.table_functions), "duckdb_sql": q.duckdb_sql}

@@ -107,14 +107,35 @@ class Options:
 
 
 @dataclass(frozen=True)
+class Equality:
+    """An equality conjunct between two relations (`r.product_id = p.product_id`): one side
+    reads relation `left` alone, the other `right` alone. `node` is the conjunct as the front
+    end parsed it (a sqlglot EQ, opaque here so the IR imports no sqlglot; the front end's own
+    copy, which nothing rewrites): the IR and the plan hold the tree, and `sql` writes its
+    DuckDB text from it for the text forms (explain, golden plans), never to be read back."""
+
+    left: str
+    right: str
+    node: Any = field(repr=False)
+
+    @property
+    def sql(self) -> str:
+        return self.node.sql(dialect="duckdb")
+
+
+@dataclass(frozen=True)
 class JoinInfo:
     """How an `ai_join` combines its two sides. `left`/`right` are relation aliases; `equi` are
-    equality conjuncts (DuckDB SQL) that restrict candidate pairs before any prompt runs."""
+    the equality conjuncts between them that restrict candidate pairs before any prompt runs."""
 
     kind: str
     left: tuple[str, ...]
     right: tuple[str, ...]
-    equi: tuple[str, ...] = ()
+    equi: tuple[Equality, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "left": list(self.left), "right": list(self.right),
+                "equi": [e.sql for e in self.equi]}
 
 
 @dataclass(frozen=True)
@@ -212,7 +233,8 @@ class AiOp:
         if self.join is not None:
             j = self.join
             parts.append(f"join={j.kind}({','.join(j.left)} x {','.join(j.right)}"
-                         + (f"; {' AND '.join(j.equi)}" if j.equi else "") + ")")
+                         + (f"; {' AND '.join(e.sql for e in j.equi)}" if j.equi else "")
+                         + ")")
         opts = _options_text(self.options)
         if opts:
             parts.append(f"options={{{opts}}}")
@@ -248,6 +270,8 @@ def _options_text(o: Options) -> str:
 
 
 def _to_plain(value: Any) -> Any:
+    if isinstance(value, Equality):
+        return value.sql
     if hasattr(value, "__dataclass_fields__"):
         return {f.name: _to_plain(getattr(value, f.name)) for f in fields(value)
                 if not f.metadata.get("tree")}

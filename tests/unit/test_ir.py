@@ -3,6 +3,7 @@ import json
 import pytest
 
 from quail_engine.sql.ir import AiOp, Binding, GenParams, JoinInfo, Label, Options
+from quail_testing.equalities import equality
 
 FILTER = AiOp(
     op="ai_filter",
@@ -28,7 +29,7 @@ FILTER = AiOp(
         (
             AiOp(op="ai_join", template="Does {0} fit {1}?",
                  bindings=(Binding(0, "a.cv", "a", "cv"), Binding(1, "b.jd", "b", "jd")),
-                 join=JoinInfo("inner", ("a",), ("b",), ("a.k = b.k",)),
+                 join=JoinInfo("inner", ("a",), ("b",), (equality("a.k = b.k"),)),
                  options=Options(selectivity=0.1, anchor="a"), output_type="BOOLEAN"),
             'ai_join(template="Does {0} fit {1}?"; bindings=[{0}=a.cv, {1}=b.jd]; '
             "join=inner(a x b; a.k = b.k); options={selectivity=0.1, anchor='a'}) -> BOOLEAN",

@@ -17,6 +17,7 @@ from quail_engine.infer.api import (
 )
 from quail_engine.sql.ir import AiOp, Binding, JoinInfo, Label, Options
 from quail_engine.sql.placeholder import placeholder_ids
+from quail_testing.equalities import equality
 
 WORD = re.compile(r"\S+")
 LAYOUT_WORDS = {"text", "question", "above"}  # words of the prompt layout itself, not the data
@@ -150,7 +151,7 @@ def ajoin(anchor=None) -> AiOp:
     return AiOp("ai_join", "Does the review {0} mention {1}?",
                 (Binding(0, "r.review", "r", "review"), Binding(1, "p.name", "p", "name")),
                 options=Options(anchor=anchor), output_type="BOOLEAN",
-                join=JoinInfo("inner", ("r",), ("p",), ("r.product_id = p.product_id",)))
+                join=JoinInfo("inner", ("r",), ("p",), (equality("r.product_id = p.product_id"),)))
 
 
 def filters_query(ops, where=(0, 1), project=(2,), table="reviews"):

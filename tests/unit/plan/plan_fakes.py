@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from quail_engine.plan.context import OpInfo, PlanContext
 from quail_engine.plan.cost import DeviceSpec, ModelSpec
 from quail_engine.sql.ir import AiOp, Binding, JoinInfo
+from quail_testing.equalities import Conjunct, equality
 
 MODEL = ModelSpec.from_config({
     "num_hidden_layers": 30, "hidden_size": 576, "num_attention_heads": 9,
@@ -19,7 +20,7 @@ class Rel:
     alias: str
     scan_sql: str = ""
     columns: tuple[str, ...] = ()
-    conjuncts: tuple[str, ...] = ()
+    conjuncts: tuple[Conjunct, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,8 @@ def filter_op(alias: str, column: str, question: str = "Is it good?") -> AiOp:
 def join_op(a: str, ca: str, b: str, cb: str, equi: tuple[str, ...] = ()) -> AiOp:
     return AiOp("ai_join", "Does {0} match {1}?",
                 (Binding(0, f"{a}.{ca}", a, ca), Binding(1, f"{b}.{cb}", b, cb)),
-                output_type="BOOLEAN", join=JoinInfo("inner", (a,), (b,), equi))
+                output_type="BOOLEAN",
+                join=JoinInfo("inner", (a,), (b,), tuple(equality(e) for e in equi)))
 
 
 def info(op: int, kind: str, aliases, tokens, sel=0.5, doc="", question=16.0,

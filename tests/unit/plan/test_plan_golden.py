@@ -9,6 +9,7 @@ from quail_engine.plan.filter_order import choose_order, expected_seconds
 from quail_engine.plan.join_order import Candidate, JoinEdge, pareto, plan_joins
 from quail_engine.plan.optimizer import optimize
 from quail_engine.plan.planner import plan_core
+from quail_testing.equalities import conjunct
 
 # Filter order: (selectivities, document tokens, question tokens, as_written) -> order
 FILTER_ORDER_CASES = [
@@ -82,7 +83,8 @@ def test_physical_plan_kv_lifecycle_one_encoding_released_after_last_reader():
 
 
 def _join_core(equi=(), conj_r=()):
-    core = Core((Rel("r", conjuncts=conj_r), Rel("p")), filters=(0,), joins=(1,))
+    core = Core((Rel("r", conjuncts=tuple(conjunct(c) for c in conj_r)), Rel("p")),
+                filters=(0,), joins=(1,))
     ai_ops = [filter_op("r", "review"), join_op("r", "review", "p", "description", equi)]
     return core, ai_ops
 

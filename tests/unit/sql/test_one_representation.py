@@ -127,3 +127,45 @@ def test_a_rebuilt_shape_is_bound_once_on_the_tree(targets_loaded, no_reading_ba
                                                     form):
     out = transpile("SELECT AI_CLASSIFY(body, ['a', 'b']) AS c FROM t", "snowflake", write)
     assert form in out, out
+
+
+EQUI_JOIN = ("SELECT r.id, p.name FROM reviews r JOIN products p ON r.product_id = p.product_id "
+             "AND AI_FILTER(PROMPT('Does {0} mention {1}?', r.review, p.name)) "
+             "WHERE LOWER(r.lang) = p.lang")
+
+
+def test_a_joins_equalities_are_trees_from_the_front_end_to_the_plan(no_reading_back):
+    from sqlglot import exp
+
+    from quail_engine.plan.build import build_logical
+    from quail_engine.plan.nodes import AiJoin, walk
+    from quail_engine.plan.rules.equi_pairs import equi_pairs
+    from quail_engine.plan.rules.form_ai_join import form_ai_join
+    from quail_engine.sql.ir import Equality
+
+    parsed = parse(EQUI_JOIN, "snowflake")
+    (core,) = parsed.cores
+    equi = parsed.ai_ops[0].join.equi
+    assert all(isinstance(e, Equality) and isinstance(e.node, exp.EQ) for e in equi)
+    assert [(e.left, e.right, e.sql) for e in equi] == [  # WHERE's conjuncts, then ON's
+        ("r", "p", "LOWER(r.lang) = p.lang"), ("r", "p", "r.product_id = p.product_id")]
+    assert [k.equality for k in core.keys] == list(equi)
+    # the equalities fold into one equijoin, which the AI predicate above it makes its join
+    plan = form_ai_join(equi_pairs(build_logical(core, parsed.ai_ops), None), None)
+    (join,) = [n for n in walk(plan) if isinstance(n, AiJoin)]
+    assert join.equi == equi
+    assert join.text() == ("ai_join#0[LOWER(r.lang) = p.lang AND r.product_id = p.product_id]"
+                           "(scan(r), scan(p))")
+
+
+def test_equi_pairs_folds_an_equality_by_its_tree_not_by_an_equals_sign_in_text():
+    from quail_engine.plan.nodes import Cross, EquiJoin, Scan, Select
+    from quail_engine.plan.rules.equi_pairs import equi_pairs
+    from quail_testing.equalities import conjunct, equality
+
+    product = Cross(Scan("a"), Scan("b"))
+    sides = frozenset(("a", "b"))
+    folded = equi_pairs(Select(product, equality("a.k = b.k"), sides), None)
+    assert folded == EquiJoin(Scan("a"), Scan("b"), (equality("a.k = b.k"),))
+    not_equal = Select(product, conjunct("a.k >= b.k"), sides)  # holds '=', is no equality
+    assert equi_pairs(not_equal, None) is not_equal

@@ -280,7 +280,7 @@ def test_join_keys_pair_both_scans():
     (core,) = parsed.cores
     (key,) = core.keys
     assert (key.join, key.n, key.left, key.right) == (0, 0, "r", "p")
-    assert parsed.ai_ops[0].join.equi == ("r.product_id = p.product_id",)
+    assert [e.sql for e in parsed.ai_ops[0].join.equi] == ["r.product_id = p.product_id"]
     assert all("k_0" in r.columns for r in core.relations)
 
 
