@@ -283,9 +283,10 @@ def _calls(node: CompiledNode, parsed, found: list[FoundCall], counts: dict,
 
 def _timed(call: CallCost, kind: OpKind, refused: bool) -> CallCost:
     """`call` with its time at the measured rates (none for a call that does not move, or
-    whose kind has no measured rate: embeddings, token counts). A kind that asks several
-    prompts per row (`OpSpec.num_requests`: a similarity reads each text after the other), each
-    as long as the row's one, takes that many times its tokens' time."""
+    whose kind has no measured rate: embeddings, token counts). A kind that runs several
+    prompts per row (`OpSpec.num_requests`: a similarity reads each text after the other, and
+    its second texts after a content-free document), each as long as the row's one, takes that
+    many times its tokens' time."""
     kind_spec = spec(kind)
     cost = kind_spec.cost
     if refused or cost is None:

@@ -57,11 +57,18 @@ class OpSpec:
     its KV is a prefix every question over it reuses. `reads_partner`: a second argument (a
     join partner, a filter's string literal) can be read as a scored span after the question
     (the pair layout). `is_calibrated`: the content-free prompt's margin is subtracted.
-    `cost`: the rate `quail migrate` times it at (None: none measured). `num_requests`: the
-    prompts the engine answers per row (per candidate pair for a join), each as long as the
-    row's one prompt would be: a similarity reads each text after the other (two directions);
-    the planner's work, `quail migrate`'s prompts and time are that many times one prompt's.
-    `refusal`: why a call of this kind is refused when the query is read.
+    `cost`: the rate `quail migrate` times it at (None: none measured). `num_asks`: the
+    requests asked per row (per candidate pair for a join): a similarity reads each text after
+    the other (two directions). `num_references`: the content-free prompts the engine runs
+    besides them, per row, in prompts of the row's length: a similarity's PMI is the second
+    text's likelihood after the first less after a content-free document, so the engine also
+    reads each distinct second text after that document (infer/engine.py `_span_answers`; the
+    two directions share one prompt per text, kept for the engine's life). Over rows of
+    distinct texts that is two prompts a row, each the row's prompt less its first text:
+    together about one prompt (a constant second text, e.g. a literal to rank rows by, is
+    read once; a text repeated across rows, once). `num_requests`: both, the prompts whose
+    work the planner, `quail migrate`'s prompts and its time count per row, each as long as
+    the row's one prompt. `refusal`: why a call of this kind is refused when the query is read.
     """
 
     kind: OpKind
@@ -74,13 +81,21 @@ class OpSpec:
     shares_document: bool = False
     reads_partner: bool = False
     is_calibrated: bool = False
-    num_requests: int = 1
+    num_asks: int = 1
+    num_references: int = 0
     refusal: str | None = None  # why the local engine refuses this kind (None: it runs)
 
     def __post_init__(self) -> None:
         if self.output_type not in SQL_TYPES or self.readout not in READOUTS or (
-                self.cost is not None and self.cost not in COSTS) or self.num_requests < 1:
+                self.cost is not None and self.cost not in COSTS) or self.num_asks < 1 or (
+                self.num_references < 0):
             raise ValueError(f"bad operator spec {self!r}")
+
+    @property
+    def num_requests(self) -> int:
+        """Prompts the engine runs per row (per candidate pair for a join), each as long as
+        the row's one prompt: those asked and their content-free references."""
+        return self.num_asks + self.num_references
 
     @property
     def is_decoded(self) -> bool:
@@ -108,7 +123,7 @@ SPECS: dict[OpKind, OpSpec] = {s.kind: s for s in (
     OpSpec(OpKind.AI_AGGREGATE, "VARCHAR", "text", "decode", is_aggregate=True),
     OpSpec(OpKind.AI_EMBED, "FLOAT[]", "vector", None, refusal=(
         "quail has no embedding model (AI_SIMILARITY / ai_similarity is supported)")),
-    OpSpec(OpKind.AI_SIMILARITY, "DOUBLE", "score", "prefill", num_requests=2),
+    OpSpec(OpKind.AI_SIMILARITY, "DOUBLE", "score", "prefill", num_asks=2, num_references=1),
     OpSpec(OpKind.AI_COUNT_TOKENS, "BIGINT", "tokens", None),
 )}
 if set(SPECS) != set(OpKind):

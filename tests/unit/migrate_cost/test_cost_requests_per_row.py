@@ -1,7 +1,8 @@
 """`quail migrate` counts and times a call by its kind's prompts per row (OpSpec.num_requests):
-AI_SIMILARITY reads each text after the other, two prompts per row, so its prompts and its
-time are twice a one-prompt call's over the same rows and tokens, while the input tokens (what
-the warehouse reads) are each row's once. Tokens are counted by a word-splitting stand-in for
+AI_SIMILARITY reads each text after the other and their second texts after a content-free
+document, three prompts per row, so its prompts and its time are three times a one-prompt
+call's over the same rows and tokens, while the input tokens (what the warehouse reads) are
+each row's once. Tokens are counted by a word-splitting stand-in for
 the tokenizer: no model is needed."""
 
 from __future__ import annotations
@@ -46,24 +47,24 @@ def cost_of(sql: str, function: str, kind: str, database: str):
     return model, call
 
 
-def test_a_similarity_is_two_prompts_per_row_and_timed_as_both(database):
+def test_a_similarity_is_three_prompts_per_row_and_timed_as_all(database):
     _, sim = cost_of("SELECT AI_SIMILARITY(a, b) AS s FROM pairs", "AI_SIMILARITY",
                      "ai_similarity", database)
     _, one = cost_of("SELECT AI_FILTER(PROMPT('Do {0} and {1} agree?', a, b)) AS f FROM pairs",
                      "AI_FILTER", "ai_filter", database)
     assert sim.note == one.note == ""
-    assert one.prompts == 2 and sim.prompts == 4  # two rows without a NULL
+    assert one.prompts == 2 and sim.prompts == 6  # two rows without a NULL
     assert sim.input_tokens > 0
     for device in ("cpu", "gpu"):
         per_token = 1.0 / rate(device, "prefill").tokens_per_s
         assert getattr(one, f"{device}_seconds") == pytest.approx(one.input_tokens * per_token)
         assert getattr(sim, f"{device}_seconds") == pytest.approx(
-            2 * sim.input_tokens * per_token)
+            3 * sim.input_tokens * per_token)
 
 
 def test_the_table_says_so(database):
     model, _ = cost_of("SELECT AI_SIMILARITY(a, b) AS s FROM pairs", "AI_SIMILARITY",
                        "ai_similarity", database)
     lines = render([model])
-    assert lines[2].split()[2] == "4"  # the prompts column
-    assert any("ai_similarity asks 2 prompts per row" in line for line in lines)
+    assert lines[2].split()[2] == "6"  # the prompts column
+    assert any("ai_similarity asks 3 prompts per row" in line for line in lines)
