@@ -71,7 +71,7 @@ class CoreRunner:
             self.runner.report.remarks.extend(plan.hint_remarks)
         self._record_estimates(plan, infos)
         has_joins = plan.has_joins
-        filters = FilterRunner(self.ai_ops, self.runner, self.store, infos)
+        filters = FilterRunner(self.ai_ops, self.runner, self.store)
         try:
             with phase("filters"):
                 survivors = filters.run(plan, scans)

@@ -24,21 +24,19 @@ from quail_engine.exec.prompts import OpPrompt
 from quail_engine.exec.rides import Ride, ask_dropped, observe_rides
 from quail_engine.exec.scans import ScanData, op_values
 from quail_engine.plan.chunking import Chunking
+from quail_engine.plan.filter_chunks import FLUSH_END, FLUSH_OUTGROWN, FilterRun
 from quail_engine.plan.physical import PhysicalPlan
-from quail_engine.plan.row_limit import PROJECT_WITH_FILTERS
 from quail_engine.plan.sharing import common_prefix_len
 from quail_engine.plan.strategy import EARLY_LEADING, EARLY_STAR
-from quail_engine.settings import prefix_sharing_enabled
 
 
 class FilterRunner:
-    """`infos`: the core's OpInfo by op (their token estimates size the chunks). `carry` holds
-    the documents the filters keep for the first join until the core's joins release it;
-    `carry_flushes` / `carry_dropped` count the early asks and the documents left to the join
-    to encode again."""
+    """Interprets the plan's filter runs (plan/filter_chunks.py). `carry` holds the documents
+    the filters keep for the first join until the core's joins release it; `carry_flushes` /
+    `carry_dropped` count the early asks and the documents left to the join to encode again."""
 
-    def __init__(self, ai_ops: Sequence, runner: OpRunner, store: AnswerStore, infos):
-        self.ai_ops, self.runner, self.store, self.infos = ai_ops, runner, store, infos
+    def __init__(self, ai_ops: Sequence, runner: OpRunner, store: AnswerStore):
+        self.ai_ops, self.runner, self.store = ai_ops, runner, store
         self._row_tokens: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
         self.carry = runner.doc_kv()
         self.carry_dropped = self.carry_flushes = 0
@@ -48,23 +46,19 @@ class FilterRunner:
         """The surviving scan rows per relation, each relation's filters (and its projections
         too, where the plan runs them with the filters' chunks) run in chunks of its rows,
         stopped where the plan's LIMIT says once that many rows pass."""
-        projections_too = plan.projections_at == PROJECT_WITH_FILTERS
         limit = plan.limit if plan.limit is not None and plan.limit.stops_filters else None
         survivors: dict[str, list[int]] = {}
         carry_alias = plan.carry.alias if plan.carry is not None else None
-        for alias in plan.filter_order or tuple(scans):
+        flushes = plan.carry.flushes if plan.carry is not None else ()
+        for run in plan.filter_runs:
+            alias = run.alias
             scan = scans[alias]
-            steps = [s for s in plan.steps if s.alias == alias and (
-                s.kind == "filter" or (projections_too and s.kind == "project"))]
+            steps = [plan.steps[n] for n in run.steps]
             alive_all: list[int] = []
             rides = self._dropped_rides(plan, scans, survivors) if alias == carry_alias else []
-            # documents resident across steps bound the chunk (their KV lives for it); rows
-            # whose steps each read their document once run in one pipelined call per step
-            resident = any(not st.is_read_once for st in steps)
             c = 0
             while c < len(scan.rows):
-                chunk = (self._resident_chunk(plan.chunking, alias, steps, scan, c) if resident
-                         else max(1, len(scan.rows)))
+                chunk = self._chunk_rows(run, plan.chunking, scan, c)
                 if limit is not None:
                     if len(alive_all) >= limit.rows:
                         break  # enough rows pass: the LIMIT keeps no other
@@ -89,8 +83,8 @@ class FilterRunner:
                     for kv in kvs.values():
                         kv.release()
                 alive_all += alive
-            if alias == carry_alias and plan.carry.early == EARLY_STAR:  # no later join
-                self._flush_carry(plan, scans, survivors)  # reads the carry: ask them all now
+            if alias == carry_alias and FLUSH_END in flushes:
+                self._flush_carry(plan, scans, survivors)
             survivors[alias] = alive_all
             # every row that can reach these filters was asked: a miss later is a dead row
             self.store.complete |= {s.op for s in steps if s.kind == "filter"}
@@ -108,38 +102,37 @@ class FilterRunner:
         text_of = {i: layout.texts(op_values(scan, last_op, last, i))[0] for i in alive}
         texts = list(dict.fromkeys(text_of.values()))  # in row order
         keep = self._carry_fits(plan.chunking, kv, texts)
-        if len(keep) < len(texts) and self._flush_carry(plan, scans, survivors):
+        if len(keep) < len(texts) and FLUSH_OUTGROWN in plan.carry.flushes and \
+                self._flush_carry(plan, scans, survivors):
             keep = self._carry_fits(plan.chunking, kv, texts)
         self.carry_dropped += len(texts) - len(keep)
         self.carry.take(kv, keep)
         kept = set(keep)
         self.carry_rows += [i for i in alive if text_of[i] in kept]
 
-    def _resident_chunk(self, chunking: Chunking, alias: str, steps, scan: ScanData,
-                        start: int) -> int:
-        """Rows per chunk from row `start` when the steps keep their documents resident for the
-        chunk, as the plan's `chunking` bounds them on the engine's KV arena. With prefix
-        sharing, a document that begins like the row before it holds only its own pages past
-        that beginning (the radix index shares the rest), so the chunk counts those (counted
-        whole, cumulative snapshots of one trace would make chunks of a few rows, each a few
-        small passes)."""
+    def _chunk_rows(self, run: FilterRun, chunking: Chunking, scan: ScanData,
+                    start: int) -> int:
+        """Rows of the chunk from row `start`, as the plan's `run` sizes it from what is observed
+        here: whether the engine (its arena) is loaded, the arena's size, and where the run
+        counts rows past their shared beginnings, each row's own tokens (estimated from its
+        text once per relation and step)."""
+        if not run.is_resident:
+            return run.rows(chunking, len(scan.rows))
         engine = self.runner.loaded_engine()
-        if engine is None:  # not loaded yet (nor needed, if every answer is cached): a small
-            return chunking.first_filter_rows  # first chunk, sized again once it is known
+        if engine is None:  # not loaded yet (nor needed, if every answer is cached)
+            return run.rows(chunking, len(scan.rows), is_arena_known=False)
         capacity = kv_capacity_tokens(engine)
-        step = max((s for s in steps if s.op in self.infos),
-                   key=lambda s: self.infos[s.op].tokens.get(alias, 0.0), default=None)
-        mean = self.infos[step.op].tokens.get(alias, 0.0) if step is not None else 0.0
-        if capacity is None or mean <= 0 or not prefix_sharing_enabled():
-            return chunking.filter_chunk(capacity, mean)
-        key = (alias, step.op)
+        if capacity is None or not run.counts_own_tokens:
+            return run.rows(chunking, len(scan.rows), capacity=capacity)
+        key = (run.alias, run.sized_by)
         if key not in self._row_tokens:
-            self._row_tokens[key] = own_tokens(doc_texts(scan, step.op, self.ai_ops[step.op]),
-                                               mean, kv_page_tokens(engine))
+            self._row_tokens[key] = own_tokens(
+                doc_texts(scan, run.sized_by, self.ai_ops[run.sized_by]), run.doc_tokens,
+                kv_page_tokens(engine))
         full, own = self._row_tokens[key]
         # the chunk's first document counted whole
-        return chunking.filter_chunk(capacity, mean, own[start:start + chunking.filter_rows]
-                                     .tolist(), float(full[start] - own[start]))
+        return run.rows(chunking, len(scan.rows), capacity=capacity, tokens=own[start:],
+                        first=float(full[start] - own[start]))
 
     def _dropped_rides(self, plan: PhysicalPlan, scans: dict[str, ScanData],
                        survivors: dict[str, list[int]]) -> list[Ride]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.cost import Work, request_work
+from quail_engine.plan.filter_chunks import FilterRun
 from quail_engine.plan.join_choice import choose_join
 from quail_engine.plan.join_order import Candidate, JoinEdge
 from quail_engine.plan.join_program import JoinProgram, join_program
@@ -73,14 +74,17 @@ class Carry:
     """The first join anchors on the documents `alias`'s last filter read: that filter keeps
     their KV (`doc`) for its survivors and the join takes it. `early`: how the joins are asked
     for the carried documents once they outgrow their share of the KV arena
-    (plan/strategy.py), None: the surplus is encoded again by the join."""
+    (plan/strategy.py), None: the surplus is encoded again by the join; `flushes`: when the
+    filters ask them (plan/filter_chunks.carry_flushes)."""
 
     alias: str
     doc: str
     early: str | None = None
+    flushes: tuple[str, ...] = ()
 
     def text(self) -> str:
-        return f"carry {self.doc} early={self.early or 'none'}"
+        flush = f" flush={','.join(self.flushes)}" if self.flushes else ""
+        return f"carry {self.doc} early={self.early or 'none'}{flush}"
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,9 @@ class PhysicalPlan:
     riding joins, the carry's taker, the handoff), made again wherever the joins are re-planned;
     `dropped_rides`: later joins asked over the documents the carried relation's filters drop
     while they are resident (plan/riding.py); `hint_remarks`: the hints the plan does not
-    follow, and why; `samples`: the predicates sampled before planning (plan/sampling.py)."""
+    follow, and why; `samples`: the predicates sampled before planning (plan/sampling.py);
+    `filter_runs`: each relation's filter steps over chunks of its rows, in the filter order
+    (plan/filter_chunks.py)."""
 
     logical: Node
     steps: tuple[Step, ...]
@@ -120,6 +126,7 @@ class PhysicalPlan:
     dropped_rides: tuple[PlannedRide, ...] = ()
     hint_remarks: tuple[str, ...] = ()
     samples: tuple[SampleStep, ...] = ()
+    filter_runs: tuple[FilterRun, ...] = ()
 
     def text(self) -> str:
         return "\n".join([*(s.text() for s in self.steps), *self.strategy_lines()])
@@ -134,6 +141,7 @@ class PhysicalPlan:
                        for s in self.steps)
         if resident or self.has_joins:
             out.append(self.chunking.text(resident, self.has_joins, self.carry is not None))
+        out += [run.text() for run in self.filter_runs if run.is_resident]
         if self.star is not None:
             ops = ",".join(f"#{s.op}" for s in self.candidates[0].steps)
             out.append(f"star anchor={self.star} joins {ops}")

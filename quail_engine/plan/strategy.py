@@ -20,11 +20,18 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from quail_engine.plan import chunking
+from quail_engine.plan.filter_chunks import FilterRun, carry_flushes, filter_run
 from quail_engine.plan.join_order import Candidate
 from quail_engine.plan.join_program import join_program
 from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.riding import dropped_rides
-from quail_engine.plan.row_limit import RowLimit, core_limit, projections_at
+from quail_engine.plan.row_limit import (
+    PROJECT_WITH_FILTERS,
+    RowLimit,
+    core_limit,
+    projections_at,
+)
+from quail_engine.settings import prefix_sharing_enabled
 
 # how the joins are asked early for the carried documents (PhysicalPlan.carry.early)
 EARLY_PAIR = "pair"        # a core of two relations joined by one AI join: every surviving pair
@@ -109,7 +116,8 @@ def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequenc
     cand = plan.candidates[0] if plan.candidates else None
     carry = plan.carry
     if carry is not None:
-        carry = replace(carry, early=early_ask(carry.alias, cand, plan.relations))
+        early = early_ask(carry.alias, cand, plan.relations)
+        carry = replace(carry, early=early, flushes=carry_flushes(early, EARLY_STAR))
     order = filter_order(plan.relations, carry.alias if carry is not None else None)
     rank = {alias: n for n, alias in enumerate(order)}
     filters = sorted((s for s in plan.steps if s.kind == "filter"),
@@ -131,7 +139,25 @@ def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequenc
                            hands_off=not plan.reads_joined_rows, projections=pairs) \
         if plan.context is not None else None
     limit = core_limit(limit, num_cores, len(plan.relations), plan.has_joins)
-    return replace(plan, pair_projections=pairs, limit=limit,
+    plan = replace(plan, pair_projections=pairs, limit=limit,
                    projections_at=projections_at(limit, plan.has_joins,
                                                  outer_free(joins, ai_ops)),
                    replans=replans(plan), joins=program)
+    return replace(plan, filter_runs=filter_runs(plan, prefix_sharing_enabled()))
+
+
+def filter_runs(plan: PhysicalPlan, sharing: bool) -> tuple[FilterRun, ...]:
+    """Each relation's filter steps (and the projections run with them) over chunks of its rows,
+    in the plan's filter order (plan/filter_chunks.py); `sharing`: prefix sharing is on."""
+    ops = plan.context.ops if plan.context is not None else {}
+    with_filters = plan.projections_at == PROJECT_WITH_FILTERS
+    out = []
+    for alias in plan.filter_order:
+        at = [n for n, s in enumerate(plan.steps) if s.alias == alias and (
+            s.kind == "filter" or (with_filters and s.kind == "project"))]
+
+        def tokens_of(op: int, alias: str = alias) -> float | None:
+            return ops[op].tokens.get(alias, 0.0) if op in ops else None
+
+        out.append(filter_run(alias, [plan.steps[n] for n in at], at, tokens_of, sharing))
+    return tuple(out)

@@ -55,6 +55,8 @@ GOLDEN = [
         'filter #1 reviews encode reviews:review',
         'project #0 reviews reuse reviews:review release reviews:review',
         'chunks arena_share=0.25 filter_rows=256',
+        ("filter chunks reviews: sized by #1's documents (16 tokens, past shared "
+         "beginnings); first_filter_rows until the arena is known"),
     ]),
     ('databricks/classify_group.sql', [
         'project[#0](scan(reviews; cols=b_0_0))',
@@ -80,6 +82,8 @@ GOLDEN = [
         'filter #1 reviews encode reviews:review',
         'project #0 reviews reuse reviews:review release reviews:review',
         'chunks arena_share=0.25 filter_rows=256',
+        ("filter chunks reviews: sized by #1's documents (16 tokens, past shared "
+         "beginnings); first_filter_rows until the arena is known"),
     ]),
     ('duckdb/classify_group.sql', [
         'project[#0](scan(reviews; cols=b_0_0))',
@@ -92,6 +96,8 @@ GOLDEN = [
         'filter #1 reviews encode reviews:review',
         'project #0 reviews reuse reviews:review release reviews:review',
         'chunks arena_share=0.25 filter_rows=256',
+        ("filter chunks reviews: sized by #1's documents (16 tokens, past shared "
+         "beginnings); first_filter_rows until the arena is known"),
         "limit 5 ordered: every filter runs; projections left to the statement's 5 rows",
     ]),
     ('duckdb/join.sql', [
@@ -108,6 +114,8 @@ GOLDEN = [
         'filter #1 reviews encode reviews:review',
         'project #0 reviews reuse reviews:review release reviews:review',
         'chunks arena_share=0.25 filter_rows=256',
+        ("filter chunks reviews: sized by #1's documents (16 tokens, past shared "
+         "beginnings); first_filter_rows until the arena is known"),
     ]),
     ('snowflake/classify_group.sql', [
         'project[#0](scan(reviews; cols=b_0_0))',
@@ -120,6 +128,8 @@ GOLDEN = [
         'filter #1 reviews encode reviews:review',
         'project #0 reviews reuse reviews:review release reviews:review',
         'chunks arena_share=0.25 filter_rows=256',
+        ("filter chunks reviews: sized by #1's documents (16 tokens, past shared "
+         "beginnings); first_filter_rows until the arena is known"),
         "limit 5 ordered: every filter runs; projections left to the statement's 5 rows",
     ]),
     ('snowflake/join.sql', [
@@ -136,6 +146,8 @@ GOLDEN = [
         'filter #1 r encode r:r.review',
         'project #0 r reuse r:r.review release r:r.review',
         'chunks arena_share=0.25 filter_rows=256',
+        ("filter chunks r: sized by #1's documents (16 tokens, past shared "
+         "beginnings); first_filter_rows until the arena is known"),
     ]),
 ]
 

@@ -9,7 +9,7 @@ import pytest
 from quail_engine.exec.filter_runner import FilterRunner, own_tokens
 from quail_engine.exec.scans import ScanData
 from quail_engine.plan.chunking import Chunking
-from quail_engine.plan.context import OpInfo
+from quail_engine.plan.filter_chunks import filter_run
 from quail_engine.plan.sharing import common_prefix_len
 from quail_engine.sql.ir import AiOp, Binding, binding_column
 
@@ -43,15 +43,17 @@ QUALIFIED = Binding(0, "t.trace", "t", "trace")
 
 def _runner(rows: list[str], mean: float, sharing: bool, monkeypatch,
             binding: Binding = QUALIFIED) -> tuple:
-    monkeypatch.setenv("QUAIL_PREFIX_SHARING", "1" if sharing else "0")
+    """(a FilterRunner on an arena of ARENA_PAGES pages, the scan, the plan's run of its one
+    filter step as the planner makes it: plan/filter_chunks.filter_run)."""
     op = AiOp("ai_filter", "Is it done? {0}", (binding,), output_type="BOOLEAN")
     arena = SimpleNamespace(num_pages=ARENA_PAGES, page_size=PAGE)
     engine = SimpleNamespace(model=SimpleNamespace(arena=arena))
     runner = FilterRunner([op], SimpleNamespace(loaded_engine=lambda: engine,
-                                                doc_kv=lambda: None), None,
-                          {0: OpInfo(0, op.op, ("t",), tokens={"t": mean})})
+                                                doc_kv=lambda: None), None)
     scan = ScanData("t", (binding_column(0, 0),), [{binding_column(0, 0): r} for r in rows])
-    return runner, scan, [SimpleNamespace(op=0)]
+    step = SimpleNamespace(op=0, is_read_once=False)
+    run = filter_run("t", [step], (0,), lambda op: {0: mean}.get(op), sharing)
+    return runner, scan, run
 
 
 def test_snapshots_that_grow_fill_a_chunk_by_their_own_pages(monkeypatch):
@@ -59,35 +61,35 @@ def test_snapshots_that_grow_fill_a_chunk_by_their_own_pages(monkeypatch):
     rows = ["".join(f"step {i:04d} " + "x" * 89 for i in range(n)) for n in range(1, 41)]
     mean = sum(map(len, rows)) / len(rows)  # one token a character
     budget = ARENA_PAGES * PAGE * CHUNKING.chunk_share
-    runner, scan, steps = _runner(rows, mean, True, monkeypatch)
-    shared = runner._resident_chunk(CHUNKING, "t", steps, scan, 0)
-    runner, scan, steps = _runner(rows, mean, False, monkeypatch)
-    whole = runner._resident_chunk(CHUNKING, "t", steps, scan, 0)
+    runner, scan, run = _runner(rows, mean, True, monkeypatch)
+    shared = runner._chunk_rows(run, CHUNKING, scan, 0)
+    runner, scan, run = _runner(rows, mean, False, monkeypatch)
+    whole = runner._chunk_rows(run, CHUNKING, scan, 0)
     assert whole == int(budget / mean)  # counted whole: 6,400 / 2,050
     # counted by own pages: the first 100 tokens, then 100 + a page each: (6,400-100)/164 + 1
     assert shared == 39 > whole
     # from row 30: its 3,000 tokens whole, then 164 each
-    assert runner._resident_chunk(CHUNKING, "t", steps, scan, 30) == whole
-    runner, scan, steps = _runner(rows, mean, True, monkeypatch)
+    assert runner._chunk_rows(run, CHUNKING, scan, 30) == whole
+    runner, scan, run = _runner(rows, mean, True, monkeypatch)
     assert 3100 + 164 * 9 <= budget  # the 10 rows left fit
-    assert runner._resident_chunk(CHUNKING, "t", steps, scan, 30) == 10
+    assert runner._chunk_rows(run, CHUNKING, scan, 30) == 10
 
 
 def test_documents_that_share_nothing_are_counted_whole(monkeypatch):
     # rows that share a character or two: a page copied costs more than their own tokens
     rows = [f"{i:03d} " + "y" * 96 for i in range(600)]
-    runner, scan, steps = _runner(rows, 100.0, True, monkeypatch)
-    assert runner._resident_chunk(CHUNKING, "t", steps, scan, 0) == 64  # 6,400 / 100
+    runner, scan, run = _runner(rows, 100.0, True, monkeypatch)
+    assert runner._chunk_rows(run, CHUNKING, scan, 0) == 64  # 6,400 / 100
     rows = [f"{i:03d} " + "y" * 6 for i in range(600)]  # short: the row cap binds
-    runner, scan, steps = _runner(rows, 10.0, True, monkeypatch)
-    assert runner._resident_chunk(CHUNKING, "t", steps, scan, 0) == CHUNKING.filter_rows
+    runner, scan, run = _runner(rows, 10.0, True, monkeypatch)
+    assert runner._chunk_rows(run, CHUNKING, scan, 0) == CHUNKING.filter_rows
 
 
 def test_an_unqualified_binding_reads_its_scan_column(monkeypatch):
     # `FROM traces WHERE AI_FILTER(trace)`: the binding names no alias; its column is the scan's
     rows = ["".join(f"step {i:04d} " + "x" * 89 for i in range(n)) for n in range(1, 41)]
     mean = sum(map(len, rows)) / len(rows)
-    runner, scan, steps = _runner(rows, mean, True, monkeypatch, Binding(0, "trace"))
-    assert runner._resident_chunk(CHUNKING, "t", steps, scan, 0) == 39
+    runner, scan, run = _runner(rows, mean, True, monkeypatch, Binding(0, "trace"))
+    assert runner._chunk_rows(run, CHUNKING, scan, 0) == 39
     full, own = own_tokens(["", ""], mean_tokens=50.0)  # nothing to measure: the mean
     assert full.tolist() == own.tolist() == [50.0, 50.0]
