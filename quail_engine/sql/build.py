@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from sqlglot import exp
@@ -54,9 +56,12 @@ def binding(index: int, node: exp.Expr) -> Binding:
 
 
 def make(op: str, prompt: Prompt, call: Call, *, shape: str | None = None,
-         options: Options | None = None, output_type: str | None = None, **fields: Any) -> Built:
+         options: Options | None = None, output_type: str | None = None,
+         read_schema: Callable[[], dict | None] | None = None, **fields: Any) -> Built:
     """An AiOp for `call` with the prompt's template and bindings; option and field values are
-    checked for type and range (validate.py) before the node is built."""
+    checked for type and range (validate.py) before the node is built. `read_schema` reads the
+    answer's schema off the call's own nodes where a dialect has its response format as a tree
+    (else it is read from the node's task arguments: `json_schema`)."""
     site = Site(call.name, call.sql(call.dialect), call.dialect)
     if "task_args" in fields:
         fields["task_args"] = tuple(sorted(fields["task_args"]))
@@ -71,7 +76,7 @@ def make(op: str, prompt: Prompt, call: Call, *, shape: str | None = None,
                              else checked_output_type(output_type, site)),
                 **fields)
     try:  # a response format is read now, not first when the engine decodes under it
-        node = dataclasses.replace(node, schema=json_schema(node))
+        node = dataclasses.replace(node, schema=(read_schema or partial(json_schema, node))())
     except SchemaError as exc:
         raise ArgumentError(f"{call.name}: {exc}", site.sql, call.dialect) from None
     return Built(op=node, exprs=prompt.exprs, shape=shape)

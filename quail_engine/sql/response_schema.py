@@ -86,10 +86,24 @@ def extraction_schema(schema: Any) -> dict:
 
 def snowflake_format(text: str) -> dict:
     """AI_COMPLETE's response_format: `TYPE OBJECT(...)` or an object constant
-    `{'type': 'json', 'schema': {...}}` (stored as written)."""
+    `{'type': 'json', 'schema': {...}}` (stored as written), in a node built by hand or read
+    from another dialect's text argument; the Snowflake front end reads the argument's own
+    tree (`snowflake_format_node`)."""
     if text.upper().startswith("TYPE "):
         return sql_type_schema(text[5:], "snowflake")
-    value = _object_constant(text)
+    return _format_value(_object_constant(text), text)
+
+
+def snowflake_format_node(node: exp.Expr) -> dict:
+    """`snowflake_format` of the argument as the front end parsed it: the tree read, not its
+    Snowflake text written and parsed again."""
+    text = node.sql(dialect="snowflake")  # quoted by messages only
+    if isinstance(node, exp.DataType):
+        return _type(node, text, "snowflake")
+    return _format_value(literal(node, "response_format", "AI_COMPLETE", "snowflake"), text)
+
+
+def _format_value(value: Any, text: str) -> dict:
     if value == {"type": "json"}:  # JSON without a schema: any object
         return {"type": "object"}
     schema = value.get("schema") if isinstance(value, dict) else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from functools import partial
 
 from sqlglot import exp
 from sqlglot.dialects.snowflake import Snowflake
@@ -27,6 +28,7 @@ from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import Label, OpKind, Options
 from quail_engine.sql.literals import flag, gen_params, labels, literal, options, string
 from quail_engine.sql.prompt import Prompt
+from quail_engine.sql.response_schema import snowflake_format_node
 from quail_engine.sql.shapes import SHOW_DETAILS
 from quail_engine.sql.validate import (
     Site,
@@ -207,7 +209,8 @@ def _build_complete(call: Call, legacy: bool = False, try_: bool = False) -> Bui
             ("temperature", "top_p", "max_tokens", "stop")}
     built = make(OpKind.AI_GENERATE, prompt, call, task_args=tuple(task_args),
                  options=Options(model=string(a["model"], "the model", call.name, NAME),
-                                 gen=gen, on_error=on_error, vendor=vendor_items(rest)))
+                                 gen=gen, on_error=on_error, vendor=vendor_items(rest)),
+                 read_schema=None if fmt is None else partial(snowflake_format_node, fmt))
     return built if file is None else as_file(built, file)
 
 

@@ -14,7 +14,7 @@ from quail_engine.exec.scans import load_scan
 from quail_engine.exec.session import dependency_order
 from quail_engine.exec.udfs import create_ai_function, prepare_scan
 from quail_engine.sql import parse, query, response_schema, shapes, transpile
-from quail_testing.sql_guard import refuse_our_text
+from quail_testing.sql_guard import refuse_our_text, refuse_written_text
 
 LITERAL = ("SELECT id FROM reviews WHERE AI_FILTER(PROMPT('Is {0} about {1}?', review, 'price')) "
            "AND id < 30")
@@ -35,6 +35,13 @@ def no_reading_back(monkeypatch):
     refuse_our_text(monkeypatch)  # every parser, however a module imported it
 
 
+@pytest.fixture
+def nothing_written_read_back(no_reading_back, monkeypatch):
+    """No parser reads text a generator wrote either (quail_testing/sql_guard.WrittenText):
+    the query path, unlike transpile's deliberate read-back."""
+    return refuse_written_text(monkeypatch)
+
+
 @pytest.mark.parametrize("sql, cores, statement", [
     (LITERAL, ["core(relations=[reviews[b_0_0, b_0_1]]; filters=[0]; joins=[]; "
                "projections=[])"],
@@ -45,7 +52,8 @@ def no_reading_back(monkeypatch):
                     "core(relations=[r[b_1_0]]; filters=[]; joins=[]; projections=[1])"],
      None),
 ], ids=["literal argument", "CTE classification seen through"])
-def test_planning_and_the_statement_read_no_text_back(no_reading_back, sql, cores, statement):
+def test_planning_and_the_statement_read_no_text_back(nothing_written_read_back, sql, cores,
+                                                      statement):
     parsed = parse(sql, "snowflake")
     assert [c.to_text() for c in parsed.cores] == cores
     tree = parsed.statement()
@@ -87,6 +95,25 @@ def test_the_executor_reads_no_response_format(monkeypatch, response_format):
         "additionalProperties": False}
 
 
+@pytest.mark.parametrize("response_format, schema", [
+    ("TYPE OBJECT(s STRING)", {"type": "object", "properties": {"s": {"type": "string"}},
+                               "required": ["s"], "additionalProperties": False}),
+    ("{'type': 'json'}", {"type": "object"}),
+    ("{'type': 'json', 'schema': {'type': 'object', 'properties': {'n': {'type': 'integer'}}}}",
+     {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+      "additionalProperties": False}),
+], ids=["TYPE OBJECT", "any object", "object constant"])
+def test_a_response_format_is_read_off_its_tree(nothing_written_read_back, response_format,
+                                                schema):
+    """Snowflake's response_format is kept as its text for round trips (`task_args`); the
+    schema is read from the argument's node, not from that text parsed again."""
+    op = parse(f"SELECT AI_COMPLETE('m', t, response_format => {response_format}) FROM d",
+               "snowflake").ai_ops[0]
+    assert op.schema == schema
+    text = dict(op.task_args)["response_format"]
+    assert any(text in written for written in nothing_written_read_back.written)
+
+
 # the CTE cannot be seen through (its LIMIT): the outer relation's scan runs the CTE, and with
 # it the classification, inside DuckDB
 SCAN_CALLS = ("WITH c AS (SELECT r.id, r.review, AI_CLASSIFY(r.review, ['widget', 'gadget'])"
@@ -95,7 +122,7 @@ SCAN_CALLS = ("WITH c AS (SELECT r.id, r.review, AI_CLASSIFY(r.review, ['widget'
               "c.kind = 'gadget'")
 
 
-def test_a_scan_that_calls_ai_functions_runs_from_its_tree(no_reading_back):
+def test_a_scan_that_calls_ai_functions_runs_from_its_tree(nothing_written_read_back):
     parsed = parse(SCAN_CALLS, "snowflake")
     outer = dependency_order(parsed.cores)[-1]
     rel, = outer.relations
@@ -134,7 +161,7 @@ EQUI_JOIN = ("SELECT r.id, p.name FROM reviews r JOIN products p ON r.product_id
              "WHERE LOWER(r.lang) = p.lang")
 
 
-def test_a_joins_equalities_are_trees_from_the_front_end_to_the_plan(no_reading_back):
+def test_a_joins_equalities_are_trees_from_the_front_end_to_the_plan(nothing_written_read_back):
     from sqlglot import exp
 
     from quail_engine.plan.build import build_logical
