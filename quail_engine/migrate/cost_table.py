@@ -32,7 +32,8 @@ def table_lines(costs: Sequence) -> list[str]:
         "~ extrapolated from a sample of the table's rows to its row count"
         + (f" (sampled rows per call: {', '.join(map(str, samples))})" if samples else "")
         + "; a join's prompts are its candidate pairs (rows x partners)"
-        + "".join(f"; {k} asks {s.num_requests} prompts per row, each timed"
+        + "".join(f"; {k} runs {s.num_requests} prompts' work per row ({s.num_asks} asked, "
+                  f"{s.num_references} content-free), each timed"
                   for k, s in SPECS.items() if s.num_requests > 1) + ".",
         "Tokens are counted with Quail's default model's tokenizer on Quail's prompts; the "
         "warehouse's tokenizer and its own prompt differ, by an amount not measured.",

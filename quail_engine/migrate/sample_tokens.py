@@ -35,8 +35,8 @@ SEED = 7
 @dataclass(frozen=True)
 class TokenCount:
     """`prompts`: the prompts Quail asks: rows (pairs for a join) that get one, times the
-    kind's prompts per row (`OpSpec.num_requests`: a similarity's two directions) and an
-    AI_SENTIMENT's aspects; `input_tokens`: the rows' prompts' tokens, each row's once (what
+    kind's prompts per row (`OpSpec.num_requests`: a similarity's two directions and its
+    content-free reference) and an AI_SENTIMENT's aspects; `input_tokens`: the rows' prompts' tokens, each row's once (what
     the warehouse reads; `quail migrate` times the kind's every prompt: cost._timed);
     `output_tokens`: an upper bound (prompts x max tokens) for generative calls, else None;
     `sampled_rows`: rows read from the data (all relations)."""

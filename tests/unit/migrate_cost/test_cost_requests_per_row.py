@@ -67,4 +67,4 @@ def test_the_table_says_so(database):
                        "ai_similarity", database)
     lines = render([model])
     assert lines[2].split()[2] == "6"  # the prompts column
-    assert any("ai_similarity asks 3 prompts per row" in line for line in lines)
+    assert any("ai_similarity runs 3 prompts' work per row (2 asked, 1 content-free)" in line for line in lines)
