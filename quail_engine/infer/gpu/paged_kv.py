@@ -25,7 +25,8 @@ import torch
 
 from quail_engine.errors import ExecutionError
 from quail_engine.infer.gpu.staging import to_device
-from quail_kernels.kv_fp8 import KV_FP8, quantize_kv
+from quail_kernels.kv_fp8 import KV_FP8
+from quail_kernels.kv_store_fp8 import kv_store_fp8, kv_store_fp8_ref
 
 log = logging.getLogger(__name__)
 
@@ -111,16 +112,18 @@ class PagedKVArena:
 
     def store(self, layer: int, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         """Write k, v [N, Hkv, D] of one layer at flat slots [N] (page * page_size + offset),
-        quantized first in an fp8 arena."""
-        for cache, scales, x in ((self.k, self.k_scale, k), (self.v, self.v_scale, v)):
-            rows = cache[layer].flatten(0, 1)
-            if scales is None:
-                rows[slots] = x
-                continue
-            x8, scale = quantize_kv(x)
-            # (as bytes: index_put of float8 tensors is not implemented everywhere)
-            rows.view(torch.uint8)[slots] = x8.view(torch.uint8)
-            scales[layer].flatten(0, 1)[slots] = scale
+        quantized first in an fp8 arena: one Triton launch on a GPU (in torch, a dozen small
+        kernels a layer, which every decode step would pay), the torch reference elsewhere
+        (the Triton interpreter's float -> fp8 cast can halve a value rounding up onto a power
+        of two)."""
+        if not self.is_fp8:
+            self.k[layer].flatten(0, 1)[slots] = k
+            self.v[layer].flatten(0, 1)[slots] = v
+            return
+        pages = (self.k[layer].flatten(0, 1), self.v[layer].flatten(0, 1),
+                 self.k_scale[layer].flatten(0, 1), self.v_scale[layer].flatten(0, 1))
+        store = kv_store_fp8 if self.device.type == "cuda" else kv_store_fp8_ref
+        store(k, v, slots, *pages)
 
     def layer(self, layer: int) -> tuple[torch.Tensor, ...]:
         """One layer's pages for the attention kernels: (k, v) [P, PAGE, Hkv, D], and in an fp8
