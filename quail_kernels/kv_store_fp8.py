@@ -27,9 +27,13 @@ def _quantize_row(x_ptr, c_ptr, sc_ptr, row, slot, s_xt, s_xh, h, d, h_ok, HD: t
                   H: tl.constexpr):
     x = tl.load(x_ptr + row * s_xt + h[:, None] * s_xh + d[None, :], mask=h_ok[:, None],
                 other=0.0).to(tl.float32)
-    # kv_fp8.quantize_kv: amax / 448 (FP8_MAX), at least float32's smallest normal
-    scale = tl.maximum(tl.max(tl.abs(x), axis=1) / 448.0, 1.1754943508222875e-38)
-    q = tl.minimum(tl.maximum(x / scale[:, None], -448.0), 448.0)
+    # kv_fp8.quantize_kv: amax / 448 (FP8_MAX), at least float32's smallest normal; IEEE
+    # divisions (div_rn; Triton's `/` may be approximate), so the bytes equal torch's
+    amax = tl.max(tl.abs(x), axis=1)
+    scale = tl.maximum(tl.div_rn(amax, tl.full(amax.shape, 448.0, tl.float32)),
+                       1.1754943508222875e-38)
+    q = tl.div_rn(x, tl.broadcast_to(scale[:, None], x.shape))
+    q = tl.minimum(tl.maximum(q, -448.0), 448.0)
     tl.store(c_ptr + slot * HD + h[:, None] * (HD // H) + d[None, :],
              q.to(c_ptr.dtype.element_ty), mask=h_ok[:, None])
     tl.store(sc_ptr + slot * H + h, scale, mask=h_ok)
