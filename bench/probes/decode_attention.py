@@ -2,7 +2,10 @@
 graphs' prefix-attention call), timed for several (BLOCK_M, BLOCK_N, warps, stages), at the
 Qwen3-4B head shape, with the KV bytes read per second beside the HBM bandwidth.
 
-    python -m bench.probes.decode_attention [--seqs 512 1024] [--keys 470]
+    python -m bench.probes.decode_attention [--seqs 512 1024] [--keys 470] [--kv-fp8]
+
+`--kv-fp8`: the arena in e4m3 with a scale per token and KV head (infer/gpu/paged_kv.py); the
+bytes per second count its bytes (values and scales).
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seqs", type=int, nargs="+", default=[512, 1024])
     ap.add_argument("--keys", type=int, default=470)
+    ap.add_argument("--kv-fp8", action="store_true")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     args = ap.parse_args(argv)
     import torch
 
+    from quail_kernels.kv_fp8 import quantize_kv
     from quail_kernels.prefix_attention import prefix_attention
 
     hq, hkv, d, page = 32, 8, 128, 64
@@ -40,15 +45,22 @@ def main(argv=None) -> int:
         q = torch.randn(n, hq, d, device="cuda", dtype=torch.bfloat16)
         ref = None
         kv_bytes = 2 * n * args.keys * hkv * d * 2
+        scales = {}
+        if args.kv_fp8:
+            (k, ks), (v, vs) = quantize_kv(k), quantize_kv(v)
+            scales = {"k_scale": ks, "v_scale": vs}
+            kv_bytes = 2 * n * args.keys * hkv * (d + 4)
         for blocks in CANDIDATES:
             try:
-                out, _ = prefix_attention(q, k, v, cu, table, lens, 1, d ** -0.5, blocks=blocks)
+                out, _ = prefix_attention(q, k, v, cu, table, lens, 1, d ** -0.5, blocks=blocks,
+                                          **scales)
                 torch.cuda.synchronize()
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
                     enable_timing=True)
                 start.record()
                 for _ in range(50):
-                    prefix_attention(q, k, v, cu, table, lens, 1, d ** -0.5, blocks=blocks)
+                    prefix_attention(q, k, v, cu, table, lens, 1, d ** -0.5, blocks=blocks,
+                                     **scales)
                 end.record()
                 torch.cuda.synchronize()
                 us = start.elapsed_time(end) * 1000 / 50
@@ -60,7 +72,8 @@ def main(argv=None) -> int:
                          "kv_tb_per_s": round(kv_bytes / us / 1e6, 2),
                          "max_diff": float((out.float() - ref.float()).abs().max())})
             print(json.dumps(rows[-1]), flush=True)
-    Path(args.out, "decode_attention.json").write_text(json.dumps(rows, indent=1))
+    name = "decode_attention_fp8.json" if args.kv_fp8 else "decode_attention.json"
+    Path(args.out, name).write_text(json.dumps(rows, indent=1))
     return 0
 
 

@@ -28,30 +28,6 @@ log = logging.getLogger(__name__)
 WARM_UP_LENGTHS = (16, 288, 1024)
 
 
-def build_gpu_model(config: Any, state_dict: dict, fp8: bool = False, device: str = "cuda",
-                    kv_fraction: float = 0.4, page_size: int = 64, kv_fp8: bool = False,
-                    **options: Any) -> GpuCausalLM:
-    """GpuCausalLM + a paged arena taking `kv_fraction` of the GPU memory free after loading
-    (`kv_fp8`: e4m3 K/V, gpu/paged_kv.py). `options`: GpuCausalLM keywords (fp8_proj,
-    fp32_residual)."""
-    return attach_arena(GpuCausalLM(config, state_dict, fp8=fp8, device=device, **options),
-                        kv_fraction, page_size, kv_fp8)
-
-
-def attach_arena(model: GpuCausalLM, kv_fraction: float = 0.4, page_size: int = 64,
-                 kv_fp8: bool = False) -> GpuCausalLM:
-    """Give `model` a paged arena of `kv_fraction` of the GPU memory free now; an fp8 one
-    (`kv_fp8`) holds about twice the pages in the same bytes."""
-    config = model.config
-    free, _ = torch.cuda.mem_get_info(model.device)
-    model.arena = PagedKVArena.for_budget(config.num_layers, config.num_kv_heads, config.head_dim,
-                                          int(free * kv_fraction), page_size, model.dtype,
-                                          model.device, kv_fp8)
-    log.info("paged KV arena: %d pages of %d tokens (%s KV)", model.arena.num_pages, page_size,
-             "fp8" if kv_fp8 else str(model.dtype).removeprefix("torch."))
-    return model
-
-
 KV_DTYPES = ("bf16", "fp8")  # QUAIL_KV_DTYPE's values (unset: bf16, the model's dtype)
 
 
@@ -63,6 +39,32 @@ def kv_fp8_requested() -> bool:
     if value not in KV_DTYPES:
         raise QuailError(f"QUAIL_KV_DTYPE must be one of {', '.join(KV_DTYPES)}; got {value!r}")
     return value == "fp8"
+
+
+def build_gpu_model(config: Any, state_dict: dict, fp8: bool = False, device: str = "cuda",
+                    kv_fraction: float = 0.4, page_size: int = 64, kv_fp8: bool | None = None,
+                    **options: Any) -> GpuCausalLM:
+    """GpuCausalLM + a paged arena taking `kv_fraction` of the GPU memory free after loading
+    (`kv_fp8`: e4m3 K/V, gpu/paged_kv.py; None: as QUAIL_KV_DTYPE says). `options`:
+    GpuCausalLM keywords (fp8_proj, fp32_residual)."""
+    return attach_arena(GpuCausalLM(config, state_dict, fp8=fp8, device=device, **options),
+                        kv_fraction, page_size, kv_fp8)
+
+
+def attach_arena(model: GpuCausalLM, kv_fraction: float = 0.4, page_size: int = 64,
+                 kv_fp8: bool | None = None) -> GpuCausalLM:
+    """Give `model` a paged arena of `kv_fraction` of the GPU memory free now; an fp8 one
+    (`kv_fp8`; None: as QUAIL_KV_DTYPE says, so benches and probes that build their model
+    follow it too) holds about twice the pages in the same bytes."""
+    kv_fp8 = kv_fp8_requested() if kv_fp8 is None else kv_fp8
+    config = model.config
+    free, _ = torch.cuda.mem_get_info(model.device)
+    model.arena = PagedKVArena.for_budget(config.num_layers, config.num_kv_heads, config.head_dim,
+                                          int(free * kv_fraction), page_size, model.dtype,
+                                          model.device, kv_fp8)
+    log.info("paged KV arena: %d pages of %d tokens (%s KV)", model.arena.num_pages, page_size,
+             "fp8" if kv_fp8 else str(model.dtype).removeprefix("torch."))
+    return model
 
 
 def precision_model_id(spec: str, fp8: bool, fp8_proj: tuple[str, ...] | None,
