@@ -35,12 +35,13 @@ SENTIMENT_LABELS = {
 @dataclass
 class Built:
     """A lowered AI call: the IR node, the binding expressions (source AST) in slot order, and
-    `shape`, the vendor packaging of the bare call's result (a key of `shapes.SHAPES`, or None
-    when the bare call already returns the canonical type)."""
+    `shape`, the vendor packaging of the bare call's result (a key of `shapes.SHAPES`, a tree
+    around `shapes.slot()` where the call's own names make it, or None when the bare call
+    already returns the canonical type)."""
 
     op: AiOp
     exprs: tuple[exp.Expr, ...] = ()
-    shape: str | None = None
+    shape: str | exp.Expr | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

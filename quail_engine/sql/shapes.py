@@ -59,14 +59,11 @@ def shows_details(op) -> bool:
     return SHOW_DETAILS in op.task_args
 
 
-def quoted(text: str) -> str:
-    """`text` as a DuckDB string literal, for user names put into a shape template."""
-    return exp.Literal.string(text).sql(dialect="duckdb")
-
-
-def ident(text: str) -> str:
-    """`text` as a quoted DuckDB identifier."""
-    return exp.to_identifier(text, quoted=True).sql(dialect="duckdb")
+def slot() -> exp.Column:
+    """The value's place in a shape built as a tree (what `{v}` is in a template); `wrap`
+    fills it. A shape made of a call's own names (its fields) is built as a tree, so no text
+    assembled from them is parsed."""
+    return exp.column(_SLOT)
 
 
 @lru_cache(maxsize=256)
@@ -75,15 +72,19 @@ def _template(template: str) -> exp.Expr:
     return parse_one(template.replace("{v}", _SLOT), read="duckdb")
 
 
-def wrap(shape: str | None, value: exp.Expr) -> exp.Expr:
+def wrap(shape: str | exp.Expr | None, value: exp.Expr) -> exp.Expr:
     """`value` packaged as `shape`: a key of SHAPES, several joined by '+' (outermost first),
-    or a DuckDB SQL template with `{v}`; `value` itself when shape is None."""
+    a DuckDB SQL template with `{v}`, or a tree holding `slot()`; `value` itself when shape is
+    None."""
     if shape is None:
         return value
-    if "{v}" not in shape and "+" in shape:
+    if isinstance(shape, exp.Expr):
+        tree = shape.copy()
+    elif "{v}" not in shape and "+" in shape:
         outer, inner = shape.split("+", 1)
         return wrap(outer, wrap(inner, value))
-    tree = _template(SHAPES.get(shape, shape)).copy()
+    else:
+        tree = _template(SHAPES.get(shape, shape)).copy()
     if isinstance(tree, exp.Column) and tree.name == _SLOT:
         return value
     for col in list(tree.find_all(exp.Column)):

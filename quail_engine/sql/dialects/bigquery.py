@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from functools import lru_cache
 
 from sqlglot import exp, parser
 from sqlglot.dialects.bigquery import BigQuery
@@ -122,18 +123,38 @@ def _schema(schema: str, call: Call) -> tuple[tuple[str, str], ...]:
                  for name, kind in schema_fields(schema, call))
 
 
+@lru_cache(maxsize=16)
+def _duckdb_type(name: str) -> exp.DataType:
+    return exp.DataType.build(name, dialect="duckdb")
+
+
+def _generated_struct(fields: tuple[tuple[str, str], ...]) -> exp.Expr:
+    """AI.GENERATE's result under output_schema, around the extraction's JSON answer (the
+    shape's slot): `struct_pack("<field>" := CAST(v->>'<field>' AS <type>), ...,
+    full_response := v, status := '')`, built as a tree from the schema's fields."""
+    def read(name: str, type_: str) -> exp.Expr:
+        path = exp.JSONPath(expressions=[exp.JSONPathRoot(), exp.JSONPathKey(this=name)])
+        return exp.Cast(this=exp.JSONExtractScalar(this=shapes.slot(), expression=path,
+                                                   only_json_types=False, scalar_only=False),
+                        to=_duckdb_type(type_).copy())
+    return exp.Struct(expressions=[
+        *(exp.PropertyEQ(this=exp.to_identifier(n, quoted=True), expression=read(n, t))
+          for n, t in fields),
+        exp.PropertyEQ(this=exp.to_identifier("full_response"), expression=shapes.slot()),
+        exp.PropertyEQ(this=exp.to_identifier("status"), expression=exp.Literal.string(""))])
+
+
 def _build_generate(call: Call, output_type: str = "VARCHAR") -> Built:
     a = bind(call, Signature(("prompt",), 1, (*GENERATIVE, "output_schema")), NAME)
     prompt = text_input(a["prompt"], call.name, NAME)
     if a.get("output_schema") is not None:
         schema = string(a["output_schema"], "output_schema", call.name, NAME)
         fields = _schema(schema, call)
-        cols = ", ".join(f"{shapes.ident(n)} := CAST({{v}}->>'{n}' AS {t})" for n, t in fields)
         built = make(OpKind.AI_EXTRACT, prompt, call, options=_options(a, call),
                      labels=labels(exp.Array(expressions=[exp.Literal.string(n) for n, _ in fields]),
                                    call.name, NAME),
                      task_args=(("output_schema", schema),))
-        built.shape = f"struct_pack({cols}, full_response := {{v}}, status := '')"
+        built.shape = _generated_struct(fields)
         return built
     op = OpKind.AI_FILTER if output_type == "BOOLEAN" else OpKind.AI_GENERATE
     return make(op, prompt, call, shape="result_struct", options=_options(a, call),

@@ -134,7 +134,8 @@ def _build_extract(call: Call) -> Built:
         # a STRUCT of the labels, read from the call's JSON once (a struct_pack of one field
         # access per label repeats the call per label: N labels, N copies of N labels)
         fields = json.dumps({lb.name: "VARCHAR" for lb in found})
-        built.shape = f"json_transform({{v}}, {shapes.quoted(fields)})"
+        built.shape = exp.Anonymous(this="json_transform",
+                                    expressions=[shapes.slot(), exp.Literal.string(fields)])
         return built
     schema = parse_json(string(a["labels"], "the schema", call.name, NAME), "the schema",
                         call.name, a["labels"], NAME)

@@ -95,6 +95,30 @@ def test_the_executor_reads_no_response_format(monkeypatch, response_format):
         "additionalProperties": False}
 
 
+@pytest.mark.parametrize("dialect, sql, duckdb_sql", [
+    ("bigquery", "SELECT AI.GENERATE(('About ', name), output_schema => 'city STRING, pop INT64')"
+                 " AS g FROM t",
+     "SELECT {'city': CAST(quail_ai_0(name) ->> '$.city' AS TEXT), 'pop': CAST(quail_ai_0(name) "
+     "->> '$.pop' AS BIGINT), 'full_response': quail_ai_0(name), 'status': ''} AS g FROM t"),
+    ("databricks", "SELECT ai_extract(body, array('person', 'place')) AS e FROM t",
+     "SELECT json_transform(quail_ai_0(body), '{\"person\": \"VARCHAR\", \"place\": "
+     "\"VARCHAR\"}') AS e FROM t"),
+], ids=["BigQuery output_schema", "Databricks ai_extract labels"])
+def test_a_shape_of_a_calls_own_fields_is_built_as_a_tree(monkeypatch, dialect, sql,
+                                                          duckdb_sql):
+    """A vendor shape made of the call's field names is a tree around the slot: no template
+    text is assembled from the names and parsed (only the fixed SHAPES templates are). The
+    user's schema text is read as a type, so parse_one itself is not refused here."""
+    refuse_written_text(monkeypatch)
+    template = shapes._template
+
+    def fixed_only(text):
+        assert text in {*shapes.SHAPES.values(), shapes.DETAILS_REBUILT}, text
+        return template(text)
+    monkeypatch.setattr(shapes, "_template", fixed_only)
+    assert parse(sql, dialect).duckdb_sql == duckdb_sql
+
+
 @pytest.mark.parametrize("response_format, schema", [
     ("TYPE OBJECT(s STRING)", {"type": "object", "properties": {"s": {"type": "string"}},
                                "required": ["s"], "additionalProperties": False}),
