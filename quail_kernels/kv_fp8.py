@@ -8,8 +8,12 @@ within one head's vector, which a per-tensor or per-page scale would pay for in 
 
 x [..., Hkv, D] -> (x8 [..., Hkv, D] float8_e4m3fn, scale [..., Hkv] float32), and back:
 dequantize_kv(x8, scale) = x8 * scale in float32. The arena quantizes as it stores
-(gpu/paged_kv.PagedKVArena.store); the kernels that read it (prefix_attention) dequantize
-inside their tiles; this module is both the writer and the readers' reference.
+(gpu/paged_kv.PagedKVArena.store, kv_store_fp8.py); the kernels that read it
+(prefix_attention) dequantize inside their tiles; this module is the readers' reference.
+
+In the arena a page's scales lie head-major, [P, Hkv, PAGE] (`scales_by_head`), beside values
+[P, PAGE, Hkv, D]: a key tile of one head reads its scales as one contiguous run rather than
+one float every Hkv.
 """
 
 from __future__ import annotations
@@ -31,3 +35,13 @@ def quantize_kv(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def dequantize_kv(x8: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     """(e4m3 [..., D], scale [...]) -> float32 [..., D]."""
     return x8.float() * scale[..., None]
+
+
+def scales_by_head(scale: torch.Tensor) -> torch.Tensor:
+    """Per-token scales [P, PAGE, Hkv] -> the arena's layout [P, Hkv, PAGE] (contiguous)."""
+    return scale.transpose(1, 2).contiguous()
+
+
+def scales_by_token(scale: torch.Tensor) -> torch.Tensor:
+    """The arena's [..., Hkv, PAGE] scales -> [..., PAGE, Hkv] (a view), beside the values."""
+    return scale.transpose(-1, -2)

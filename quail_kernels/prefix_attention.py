@@ -9,9 +9,10 @@ lse [T, Hq] float32, to be merged (lse_merge) with the suffix's own causal atten
 
 Kernel: grid (cdiv(max_seqlen_q * G, BLOCK_M), S, Hkv); GQA rows as in attention_tile; key
 tiles of BLOCK_N tokens inside one page (PAGE % BLOCK_N == 0), mask only past prefix_len.
-An e4m3 arena (KV_FP8; kv_fp8.py) also passes k_scale/v_scale [P, PAGE, Hkv] float32 (one per
-token and KV head, strides shared): a tile's scales multiply its score columns and its
-probabilities before the PV product, accumulating in float32 as the bf16 arena does.
+An e4m3 arena (KV_FP8; kv_fp8.py) also passes k_scale/v_scale [P, Hkv, PAGE] float32 (one per
+token and KV head, head-major within a page, contiguous): a tile's scales multiply its score
+columns and its probabilities before the PV product, accumulating in float32 as the bf16
+arena does.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import triton.language as tl
 
 from quail_kernels.attention_tile import LOG2E, default_blocks, finish, gqa_rows, softmax_step
 from quail_kernels.checks import check_tensor
-from quail_kernels.kv_fp8 import KV_FP8, dequantize_kv
+from quail_kernels.kv_fp8 import KV_FP8, dequantize_kv, scales_by_token
 from quail_kernels.varlen_attention import _check_qkv, attend_ref
 
 
@@ -45,7 +46,7 @@ def _scaled_step(q, k, v, ks, vs, allowed, m_i, l_i, acc, qk_scale, MASKED: tl.c
 
 @triton.jit
 def _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d, col_ok, allowed,
-          m_i, l_i, acc, qk_scale, s_kp, s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_ss,
+          m_i, l_i, acc, qk_scale, s_kp, s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_sh,
           MASKED: tl.constexpr, KV_FP8: tl.constexpr):
     """Load one key tile of `page` (slots `slot`; columns past col_ok masked when MASKED) and
     take its online-softmax step."""
@@ -58,7 +59,7 @@ def _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d, col_ok, allow
         k = tl.load(k_ptr + k_off)
         v = tl.load(v_ptr + v_off)
     if KV_FP8:
-        s_off = page * s_sp + slot * s_ss + kv_head
+        s_off = page * s_sp + kv_head * s_sh + slot
         if MASKED:
             ks = tl.load(ks_ptr + s_off, mask=col_ok, other=0.0)
             vs = tl.load(vs_ptr + s_off, mask=col_ok, other=0.0)
@@ -75,7 +76,7 @@ def _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d, col_ok, allow
 def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, lse_ptr, cu_ptr,
                              bt_ptr, plen_ptr, pos_ptr, window,
                              qk_scale, s_qt, s_qh, s_kp, s_ks, s_kh, s_vp, s_vs, s_vh,
-                             s_sp, s_ss, s_ot, s_oh, s_lt, s_bt,
+                             s_sp, s_sh, s_ot, s_oh, s_lt, s_bt,
                              G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                              HAS_WINDOW: tl.constexpr, KV_FP8: tl.constexpr):
@@ -108,21 +109,21 @@ def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, lse_ptr
                 allowed = col_ok[None, :] & (qpos[:, None] - cols[None, :] < window)
                 m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
                                       col_ok, allowed, m_i, l_i, acc, qk_scale, s_kp, s_ks,
-                                      s_kh, s_vp, s_vs, s_vh, s_sp, s_ss, True, KV_FP8)
+                                      s_kh, s_vp, s_vs, s_vh, s_sp, s_sh, True, KV_FP8)
             prefix_len = prefix_len * 0
         for n0 in range(0, full_end, BLOCK_N):  # whole tiles: no mask
             page = tl.load(bt_ptr + seg * s_bt + n0 // PAGE).to(tl.int64)
             slot = n0 % PAGE + tl.arange(0, BLOCK_N)
             m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
                                   None, None, m_i, l_i, acc, qk_scale, s_kp, s_ks, s_kh,
-                                  s_vp, s_vs, s_vh, s_sp, s_ss, False, KV_FP8)
+                                  s_vp, s_vs, s_vh, s_sp, s_sh, False, KV_FP8)
         if full_end < prefix_len:  # the partial last tile
             page = tl.load(bt_ptr + seg * s_bt + full_end // PAGE).to(tl.int64)
             slot = full_end % PAGE + tl.arange(0, BLOCK_N)
             col_ok = full_end + tl.arange(0, BLOCK_N) < prefix_len
             m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
                                   col_ok, col_ok[None, :], m_i, l_i, acc, qk_scale, s_kp,
-                                  s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_ss, True, KV_FP8)
+                                  s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_sh, True, KV_FP8)
         out, lse = finish(m_i, l_i, acc)
         tl.store(o_ptr + tok64[:, None] * s_ot + head[:, None] * s_oh + d[None, :],
                  out.to(o_ptr.dtype.element_ty), mask=row_ok[:, None])
@@ -137,12 +138,13 @@ def _check_arena(q, k_cache, v_cache, cu_seqlens_q, block_table, prefix_lens, k_
     check_tensor("v_cache", v_cache, 4, dtypes=kv_dtypes)
     if fp8:
         if k_scale is None or v_scale is None:
-            raise ValueError("an fp8 KV arena needs k_scale and v_scale [P, PAGE, Hkv]")
+            raise ValueError("an fp8 KV arena needs k_scale and v_scale [P, Hkv, PAGE]")
+        want = (k_cache.shape[0], k_cache.shape[2], k_cache.shape[1])
         for name, t in (("k_scale", k_scale), ("v_scale", v_scale)):
             check_tensor(name, t, 3, dtypes=(torch.float32,))
-            if t.shape != k_cache.shape[:3] or t.stride() != k_scale.stride():
+            if t.shape != want or t.stride() != k_scale.stride():
                 raise ValueError(f"{name} {tuple(t.shape)} does not match the arena's "
-                                 f"{tuple(k_cache.shape[:3])} (or k_scale's strides)")
+                                 f"[P, Hkv, PAGE] {want} (or k_scale's strides)")
         _check_qkv(q, *(torch.empty(k_cache.shape[1:], dtype=q.dtype, device="meta")
                         for _ in range(2)))
     else:
@@ -169,7 +171,7 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     a query at p sees prefix key j only when p - j < window (Gemma's sliding layers).
     `max_prefix_len`: the longest of prefix_lens if the caller knows it (the tile shape;
     0: the long-prefix tiles). An e4m3 arena (kv_fp8.py) comes with `k_scale`/`v_scale`
-    [P, PAGE, Hkv] float32, applied inside the tiles."""
+    [P, Hkv, PAGE] float32, applied inside the tiles."""
     _check_arena(q, k_cache, v_cache, cu_seqlens_q, block_table, prefix_lens, k_scale, v_scale)
     if window is not None and (window < 1 or positions is None
                                or positions.shape != (q.shape[0],)):
@@ -205,12 +207,12 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
 def gather_prefix(cache: torch.Tensor, pages: torch.Tensor, length: int,
                   scale: torch.Tensor | None = None) -> torch.Tensor:
     """[P, PAGE, Hkv, D] arena + page ids -> the prefix's [length, Hkv, D] rows (an e4m3
-    arena's dequantized with its `scale` [P, PAGE, Hkv], in float32)."""
+    arena's dequantized with its `scale` [P, Hkv, PAGE], in float32)."""
     if scale is None:
         return cache[pages.long()].flatten(0, 1)[:length]
     index = pages.long()
     rows = cache.view(torch.uint8)[index].view(KV_FP8).flatten(0, 1)[:length]
-    return dequantize_kv(rows, scale[index].flatten(0, 1)[:length])
+    return dequantize_kv(rows, scales_by_token(scale[index]).flatten(0, 1)[:length])
 
 
 def prefix_attention_ref(q, k_cache, v_cache, cu_seqlens_q, block_table, prefix_lens,

@@ -17,7 +17,7 @@ from quail_engine.infer.gpu.attention import lib_pages
 from quail_engine.infer.gpu.engine import GpuEngine, kv_fp8_requested, precision_model_id
 from quail_engine.infer.gpu.model import GpuCausalLM
 from quail_engine.infer.gpu.paged_kv import PagedKVArena
-from quail_kernels.kv_fp8 import dequantize_kv, quantize_kv
+from quail_kernels.kv_fp8 import dequantize_kv, quantize_kv, scales_by_head, scales_by_token
 from quail_testing.random_weights import random_state_dict
 
 
@@ -38,7 +38,7 @@ def test_fp8_arena_holds_about_twice_the_pages_of_a_bf16_one():
     assert bf16.page_bytes == 2 * 36 * 64 * 8 * 128 * 2
     assert fp8.page_bytes == 2 * 36 * 64 * 8 * (128 + 4)
     assert fp8.num_pages == (1 << 30) // fp8.page_bytes and fp8.num_pages > 1.9 * bf16.num_pages
-    assert fp8.k.dtype == torch.float8_e4m3fn and fp8.k_scale.shape == (36, fp8.num_pages, 64, 8)
+    assert fp8.k.dtype == torch.float8_e4m3fn and fp8.k_scale.shape == (36, fp8.num_pages, 8, 64)
 
 
 def test_fp8_arena_stores_quantized_and_copies_scales_with_values():
@@ -58,8 +58,9 @@ def test_fp8_arena_stores_quantized_and_copies_scales_with_values():
     def read(p, layer, num_tokens=None):
         k, v, ks, vs = arena.layer(layer)
         flat = p.slots()[:num_tokens]
-        keys = dequantize_kv(k.flatten(0, 1)[flat], ks.flatten(0, 1)[flat])
-        assert torch.equal(dequantize_kv(v.flatten(0, 1)[flat], vs.flatten(0, 1)[flat]), -keys)
+        keys, values = (dequantize_kv(x.flatten(0, 1)[flat], scales_by_token(s).flatten(0, 1)[flat])
+                        for x, s in ((k, ks), (v, vs)))
+        assert torch.equal(values, -keys)
         return keys
 
     (joined,) = arena.join([(doc, stem)])
@@ -77,7 +78,7 @@ def test_library_pages_of_an_fp8_arena_are_dequantized():
     k = torch.randn(4, 8, 2, 16)
     k8, ks = quantize_kv(k)
     pages = torch.tensor([2, 0])
-    got = lib_pages(k8, ks, pages, torch.float32)
+    got = lib_pages(k8, scales_by_head(ks), pages, torch.float32)
     assert torch.equal(got, dequantize_kv(k8, ks)[pages].flatten(0, 1))
     assert torch.equal(lib_pages(k, None, pages, torch.float32), k[pages].flatten(0, 1))
 

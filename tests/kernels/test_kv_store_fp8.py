@@ -9,11 +9,13 @@ from kernel_checks import interpreted
 from quail_kernels.kv_fp8 import KV_FP8
 from quail_kernels.kv_store_fp8 import kv_store_fp8, kv_store_fp8_ref
 
+PAGE = 4
 
-def _arena(num_slots, heads, head_dim, device):
-    caches = [torch.full((num_slots, heads, head_dim), 7.0).to(KV_FP8).to(device)
+
+def _arena(num_pages, heads, head_dim, device):
+    caches = [torch.full((num_pages * PAGE, heads, head_dim), 7.0).to(KV_FP8).to(device)
               for _ in range(2)]
-    scales = [torch.full((num_slots, heads), -1.0, device=device) for _ in range(2)]
+    scales = [torch.full((num_pages, heads, PAGE), -1.0, device=device) for _ in range(2)]
     return caches + scales
 
 
@@ -46,9 +48,9 @@ def test_kv_store_fp8_matches_reference(device, num_tokens, heads, head_dim, str
         k = (torch.randn(num_tokens, heads, head_dim, generator=g) * size).to(device)
         v = (torch.randn(num_tokens, heads, head_dim, generator=g) / size).to(device)
     k[0, 0] = 0.0  # a head of zeros
-    num_slots = 3 * num_tokens + 4
-    slots = torch.randperm(num_slots, generator=g)[:num_tokens].to(device)
-    got, want = _arena(num_slots, heads, head_dim, device), _arena(num_slots, heads, head_dim,
+    num_pages = num_tokens + 1
+    slots = torch.randperm(num_pages * PAGE, generator=g)[:num_tokens].to(device)
+    got, want = _arena(num_pages, heads, head_dim, device), _arena(num_pages, heads, head_dim,
                                                                    device)
     kv_store_fp8(k, v, slots, *got)
     kv_store_fp8_ref(k, v, slots, *want)
@@ -61,6 +63,10 @@ def test_kv_store_fp8_matches_reference(device, num_tokens, heads, head_dim, str
 
 def test_kv_store_fp8_rejects_a_cache_of_another_shape(device):
     k = torch.randn(2, 2, 16, device=device)
-    caches = _arena(8, 2, 32, device)
+    caches = _arena(2, 2, 32, device)
     with pytest.raises(ValueError, match="k_cache"):
+        kv_store_fp8(k, k, torch.tensor([0, 1], device=device), *caches)
+    caches = _arena(2, 2, 16, device)
+    caches[2] = caches[2].transpose(1, 2)  # (scales by token: not the arena's layout)
+    with pytest.raises(ValueError, match="k_scale"):
         kv_store_fp8(k, k, torch.tensor([0, 1], device=device), *caches)

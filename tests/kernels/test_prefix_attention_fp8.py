@@ -6,7 +6,13 @@ import pytest
 import torch
 from kernel_checks import fp32_tol, rel_err
 
-from quail_kernels.kv_fp8 import FP8_MAX, KV_FP8, dequantize_kv, quantize_kv
+from quail_kernels.kv_fp8 import (
+    FP8_MAX,
+    KV_FP8,
+    dequantize_kv,
+    quantize_kv,
+    scales_by_head,
+)
 from quail_kernels.prefix_attention import prefix_attention, prefix_attention_ref
 
 # e4m3 keeps 3 mantissa bits: each value within 1/16 of itself (half a step); the output's
@@ -34,6 +40,12 @@ def _case(q_lens, prefix_lens, hq, hkv, page, device, seed, head_dim=32):
     return [t.to(device) for t in (q, k, v, cu, table, plen)]
 
 
+def _quantized(x):
+    """[P, PAGE, Hkv, D] -> (e4m3 values, dequantized, the arena's [P, Hkv, PAGE] scales)."""
+    x8, scale = quantize_kv(x)
+    return x8, dequantize_kv(x8, scale), scales_by_head(scale)
+
+
 def test_quantize_kv_scales_each_head_by_its_largest_value():
     x = torch.tensor([[[1.0, -3.0, 0.5], [0.0, 0.0, 0.0]]])  # [1 token, 2 heads, 3]
     x8, scale = quantize_kv(x)
@@ -54,10 +66,10 @@ CASES = [  # (q_lens, prefix_lens, hq, hkv, page)
 def test_fp8_arena_matches_attention_over_dequantized_kv(device, q_lens, prefix_lens, hq, hkv,
                                                          page):
     q, k, v, cu, table, plen = _case(q_lens, prefix_lens, hq, hkv, page, device, 11)
-    (k8, ks), (v8, vs) = quantize_kv(k), quantize_kv(v)
+    (k8, kd, ks), (v8, vd, vs) = _quantized(k), _quantized(v)
     args = (cu, table, plen, max(q_lens), 0.17)
     out, lse = prefix_attention(q, k8, v8, *args, k_scale=ks, v_scale=vs)
-    ref, ref_lse = prefix_attention_ref(q, dequantize_kv(k8, ks), dequantize_kv(v8, vs), *args)
+    ref, ref_lse = prefix_attention_ref(q, kd, vd, *args)
     assert rel_err(out, ref) < fp32_tol()
     finite = torch.isfinite(ref_lse)
     assert torch.equal(finite, torch.isfinite(lse))
@@ -74,23 +86,22 @@ def test_fp8_arena_matches_attention_over_dequantized_kv(device, q_lens, prefix_
 def test_fp8_arena_sliding_window_matches_dequantized_reference(device, window):
     q_lens, prefix_lens = [4, 2], [50, 20]
     q, k, v, cu, table, plen = _case(q_lens, prefix_lens, 4, 2, 16, device, 3)
-    (k8, ks), (v8, vs) = quantize_kv(k), quantize_kv(v)
+    (k8, kd, ks), (v8, vd, vs) = _quantized(k), _quantized(v)
     positions = torch.tensor([50, 51, 52, 53, 20, 21], device=device)
     args = (cu, table, plen, max(q_lens), 0.3)
     out, _ = prefix_attention(q, k8, v8, *args, window=window, positions=positions,
                               k_scale=ks, v_scale=vs)
-    ref, _ = prefix_attention_ref(q, dequantize_kv(k8, ks), dequantize_kv(v8, vs), *args,
-                                  window=window, positions=positions)
+    ref, _ = prefix_attention_ref(q, kd, vd, *args, window=window, positions=positions)
     assert rel_err(out, ref) < fp32_tol()
 
 
 def test_fp8_arena_needs_its_scales_and_a_bf16_arena_takes_none(device):
     q, k, v, cu, table, plen = _case([2], [20], 2, 1, 16, device, 5)
-    (k8, ks), (v8, vs) = quantize_kv(k), quantize_kv(v)
+    (k8, _, ks), (v8, _, vs) = _quantized(k), _quantized(v)
     args = (cu, table, plen, 2, 0.3)
     with pytest.raises(ValueError, match="needs k_scale"):
         prefix_attention(q, k8, v8, *args)
-    with pytest.raises(ValueError, match="does not match"):
-        prefix_attention(q, k8, v8, *args, k_scale=ks, v_scale=vs[:, :8])
+    with pytest.raises(ValueError, match="does not match"):  # (per token, not by head)
+        prefix_attention(q, k8, v8, *args, k_scale=quantize_kv(k)[1], v_scale=vs)
     with pytest.raises(ValueError, match="scales are for an fp8 arena"):
         prefix_attention(q, k, v, *args, k_scale=ks, v_scale=vs)

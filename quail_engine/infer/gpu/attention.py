@@ -36,7 +36,7 @@ import torch
 
 from quail_engine.infer.gpu.paged_kv import PagedPrefix
 from quail_engine.infer.gpu.staging import to_device
-from quail_kernels.kv_fp8 import KV_FP8, dequantize_kv
+from quail_kernels.kv_fp8 import KV_FP8, dequantize_kv, scales_by_token
 from quail_kernels.lse_merge import lse_merge
 from quail_kernels.prefix_attention import prefix_attention
 from quail_kernels.varlen_attention import (
@@ -262,11 +262,12 @@ def decode_blocks(q: torch.Tensor, arena_k: torch.Tensor) -> tuple[int, int, int
 def lib_pages(cache: torch.Tensor, scales: torch.Tensor | None, pages: torch.Tensor,
               dtype: torch.dtype) -> torch.Tensor:
     """A layer's arena `cache` [P, PAGE, Hkv, D] at `pages` -> their [len * PAGE, Hkv, D] rows
-    for the library's kernel (an fp8 arena's dequantized by its `scales` to `dtype`)."""
+    for the library's kernel (an fp8 arena's dequantized by its `scales` [P, Hkv, PAGE] to
+    `dtype`)."""
     if scales is None:
         return cache[pages].flatten(0, 1)
     rows = cache.view(torch.uint8)[pages].view(KV_FP8)  # (gathered as bytes)
-    return dequantize_kv(rows, scales[pages]).to(dtype).flatten(0, 1)
+    return dequantize_kv(rows, scales_by_token(scales[pages])).to(dtype).flatten(0, 1)
 
 
 def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
@@ -275,7 +276,7 @@ def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
                     kv_scales: Sequence[torch.Tensor] | None = None):
     """-> (o [T, Hq * D] in q's dtype or fp8, per-token scale [T, 1] when fp8). `window`: a
     sliding-window layer (then the batch's plan must not use the library kernel).
-    `kv_scales`: (k_scale, v_scale) [P, PAGE, Hkv] of an fp8 arena (PagedKVArena.layer)."""
+    `kv_scales`: (k_scale, v_scale) [P, Hkv, PAGE] of an fp8 arena (PagedKVArena.layer)."""
     num_tokens = q.shape[0]
     k_scale, v_scale = kv_scales if kv_scales else (None, None)
     if batch.decode:  # each token over its prefix, itself included (batch.pack_decode)

@@ -10,7 +10,7 @@ its garbage collection; the index's eviction). An allocation short of free pages
 `reclaim` (the index's LRU eviction of pages no one pins) for room.
 
 `kv_fp8`: K and V held as e4m3 with one float32 scale per (token, KV head) in `k_scale` /
-`v_scale` [num_layers, num_pages, page_size, num_kv_heads] (quail_kernels/kv_fp8.py),
+`v_scale` [num_layers, num_pages, num_kv_heads, page_size] (quail_kernels/kv_fp8.py),
 quantized as they are stored and dequantized by the kernels that read the pages: about half
 the bytes a decode step reads per token, and about twice the tokens in the same memory
 (`page_bytes` counts the scales).
@@ -90,8 +90,9 @@ class PagedKVArena:
         self.is_fp8 = kv_fp8
         self.k = torch.empty(shape, dtype=KV_FP8 if kv_fp8 else dtype, device=self.device)
         self.v = torch.empty_like(self.k)
-        self.k_scale = torch.empty(shape[:4], device=self.device) if kv_fp8 else None
-        self.v_scale = torch.empty(shape[:4], device=self.device) if kv_fp8 else None
+        scale_shape = (num_layers, num_pages, num_kv_heads, page_size)  # (kv_fp8.scales_by_head)
+        self.k_scale = torch.empty(scale_shape, device=self.device) if kv_fp8 else None
+        self.v_scale = torch.empty(scale_shape, device=self.device) if kv_fp8 else None
         self.page_size = page_size
         self.num_pages = num_pages
         self.page_bytes = page_bytes_for(num_layers, num_kv_heads, head_dim, page_size, dtype,
@@ -120,14 +121,14 @@ class PagedKVArena:
             self.k[layer].flatten(0, 1)[slots] = k
             self.v[layer].flatten(0, 1)[slots] = v
             return
-        pages = (self.k[layer].flatten(0, 1), self.v[layer].flatten(0, 1),
-                 self.k_scale[layer].flatten(0, 1), self.v_scale[layer].flatten(0, 1))
+        pages = (self.k[layer].flatten(0, 1), self.v[layer].flatten(0, 1), self.k_scale[layer],
+                 self.v_scale[layer])
         store = kv_store_fp8 if self.device.type == "cuda" else kv_store_fp8_ref
         store(k, v, slots, *pages)
 
     def layer(self, layer: int) -> tuple[torch.Tensor, ...]:
         """One layer's pages for the attention kernels: (k, v) [P, PAGE, Hkv, D], and in an fp8
-        arena their scales (k_scale, v_scale) [P, PAGE, Hkv] after them."""
+        arena their scales (k_scale, v_scale) [P, Hkv, PAGE] after them."""
         if not self.is_fp8:
             return self.k[layer], self.v[layer]
         return self.k[layer], self.v[layer], self.k_scale[layer], self.v_scale[layer]
@@ -218,13 +219,16 @@ class PagedKVArena:
             return
         src_slots = to_device(torch.cat(src), self.device)
         dst_slots = to_device(torch.cat(dst), self.device)
-        caches = (self.k, self.v, self.k_scale, self.v_scale) if self.is_fp8 else \
-            (self.k, self.v)
-        for cache in caches:
+        for cache in (self.k, self.v):
             flat = cache.flatten(1, 2)
             if flat.dtype == KV_FP8:
                 flat = flat.view(torch.uint8)
             flat[:, dst_slots] = flat[:, src_slots]
+        if self.is_fp8:  # [L, P, Hkv, PAGE]: by page and offset
+            size = self.page_size
+            for scales in (self.k_scale, self.v_scale):
+                scales[:, dst_slots // size, :, dst_slots % size] = \
+                    scales[:, src_slots // size, :, src_slots % size]
 
     def take_page(self) -> int:
         """One free page, held once by the caller (evicting cached pages if none is free)."""
