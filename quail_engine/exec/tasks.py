@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from quail_engine.errors import UnsupportedError
 from quail_engine.infer.api import Grammar
+from quail_engine.sql.ir import FREE_TEXT
 from quail_engine.sql.op_kinds import spec
 from quail_engine.sql.prompt import render_prompt
 from quail_engine.sql.response_schema import json_schema
@@ -28,9 +29,11 @@ STRUCTURED_MAX_TOKENS = 128  # an object's fields, when the SQL sets no max_toke
 
 @functools.lru_cache(maxsize=256)
 def _schema(op) -> dict | None:
-    """`op`'s answer schema (not to be modified): the front end's, read from a node built by
-    hand."""
-    return op.schema if op.schema is not None else json_schema(op)
+    """`op`'s answer schema (not to be modified), None for free text: the front end's, read
+    from a node built by hand."""
+    if op.schema is None:
+        return json_schema(op)
+    return None if op.schema == FREE_TEXT else op.schema
 
 
 @functools.lru_cache(maxsize=256)

@@ -12,7 +12,7 @@ from sqlglot import exp
 
 from quail_engine.sql.call import Call
 from quail_engine.sql.errors import ArgumentError
-from quail_engine.sql.ir import AiOp, Binding, Options
+from quail_engine.sql.ir import FREE_TEXT, AiOp, Binding, Options
 from quail_engine.sql.op_kinds import OpKind, kinds, spec
 from quail_engine.sql.prompt import Prompt
 from quail_engine.sql.response_schema import SchemaError, json_schema
@@ -77,7 +77,8 @@ def make(op: str, prompt: Prompt, call: Call, *, shape: str | None = None,
                              else checked_output_type(output_type, site)),
                 **fields)
     try:  # a response format is read now, not first when the engine decodes under it
-        node = dataclasses.replace(node, schema=(read_schema or partial(json_schema, node))())
+        schema = (read_schema or partial(json_schema, node))()
+        node = dataclasses.replace(node, schema=FREE_TEXT if schema is None else schema)
     except SchemaError as exc:
         raise ArgumentError(f"{call.name}: {exc}", site.sql, call.dialect) from None
     return Built(op=node, exprs=prompt.exprs, shape=shape)

@@ -51,6 +51,7 @@ def is_key_column(column: str) -> bool:
 
 
 ON_ERROR = ("null", "fail", "details")
+FREE_TEXT = "free text"  # AiOp.schema of an answer the front end found no schema for
 JOIN_KINDS = ("inner", "left", "semi", "anti", "cross")
 
 
@@ -169,9 +170,9 @@ class AiOp:
     # own units: the decisions the comparison makes of it, which the re-ask band checks
     thresholds: tuple[float, ...] = ()
     origin: str = field(default="", compare=False)
-    # the JSON schema a generated answer must match (sql/response_schema.json_schema), read from
-    # task_args when the front end builds the node, so the executor parses no response format;
-    # None in a node built by hand (read then) or for free text
+    # the JSON schema a generated answer must match (sql/response_schema.json_schema), read when
+    # the front end builds the node, so the executor parses no response format or return type;
+    # FREE_TEXT where it found none; None in a node built by hand (read then)
     schema: Any = field(default=None, compare=False, repr=False, metadata={"tree": True})
 
     def __post_init__(self) -> None:

@@ -138,6 +138,20 @@ def test_a_response_format_is_read_off_its_tree(nothing_written_read_back, respo
     assert any(text in written for written in nothing_written_read_back.written)
 
 
+@pytest.mark.parametrize("dialect, call", [
+    ("databricks", "ai_query('e', t, returnType => 'STRING')"),
+    ("snowflake", "AI_COMPLETE('m', t)"),
+], ids=["a STRING return type", "no response format"])
+def test_the_executor_reads_nothing_again_for_free_text(monkeypatch, dialect, call):
+    """The front end marks an answer it found no schema for as free text, so the executor
+    does not read the call's arguments (a return type's text) again to find that out."""
+    op = parse(f"SELECT {call} FROM d", dialect).ai_ops[0]
+    tasks._schema.cache_clear()
+    tasks._schema_text.cache_clear()
+    monkeypatch.setattr(tasks, "json_schema", lambda *a: pytest.fail("read again"))
+    assert tasks.task_grammar(op) is None
+
+
 # the CTE cannot be seen through (its LIMIT): the outer relation's scan runs the CTE, and with
 # it the classification, inside DuckDB
 SCAN_CALLS = ("WITH c AS (SELECT r.id, r.review, AI_CLASSIFY(r.review, ['widget', 'gadget'])"
