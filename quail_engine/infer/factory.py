@@ -128,6 +128,14 @@ def _banded(spec: str, device: Device, fast: Precision, requested: Precision,
     if fast != "bf16" and not device.is_cuda:
         raise QuailError(f"precision '{fast}-band' runs only on a cuda device; use bf16-band "
                          "or fp32 on the CPU")
+    if device.is_cuda:
+        from quail_engine.infer.gpu.engine import kv_fp8_requested  # Triton, as _plain's
+
+        if kv_fp8_requested():  # the bands were measured over a KV cache in the model dtype
+            raise QuailError(f"precision '{fast}-band' re-asks by a band measured with the KV "
+                             "cache in bf16, and QUAIL_KV_DTYPE=fp8 has none measured: unset "
+                             f"QUAIL_KV_DTYPE, or run '{fast}' (its close calls may differ "
+                             "from float32's)")
     band = band_for(source_sha256(spec), band_key(fast, device))
     if band is None:
         raise QuailError(f"precision '{fast}-band' needs a measured band for {spec!r} on "

@@ -90,3 +90,16 @@ def test_fp8_engines_are_a_different_model_to_the_answer_cache():
     assert gpu.precision_model_id("m", False, None) == "m"
     assert gpu.precision_model_id("m", True, None) == "m@fp8"
     assert gpu.precision_model_id("m", True, ("gate_up", "down")) == "m@fp8[gate_up,down]"
+
+
+def test_a_band_is_refused_over_an_fp8_kv_cache(monkeypatch):
+    """The committed bands were measured with the KV cache in bf16: re-asking by them over an
+    fp8 arena would keep answers its rounding moved outside the band."""
+    gpu = pytest.importorskip("quail_engine.infer.gpu.engine")
+    from quail_engine.errors import QuailError
+
+    monkeypatch.setattr(gpu.GpuEngine, "load", classmethod(lambda cls, *a, **kw: "gpu"))
+    monkeypatch.setenv("QUAIL_KV_DTYPE", "fp8")
+    with pytest.raises(QuailError, match="'fp8-band'.*QUAIL_KV_DTYPE=fp8 has none measured"):
+        factory.load_engine("default", "cuda:0", precision="fp8-band")
+    assert factory.load_engine("default", "cuda:0", precision="fp8") == "gpu"
