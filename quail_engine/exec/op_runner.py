@@ -27,6 +27,7 @@ from quail_engine.exec.report import Report
 from quail_engine.exec.tasks import check_supported
 from quail_engine.infer.api import Answer, GenerateReadout
 from quail_engine.infer.radix import PrefixCounter
+from quail_engine.plan.call_order import CACHED_FIRST, held_first
 from quail_engine.sql.op_kinds import spec
 
 QUESTION_RESERVE = 256  # tokens kept free for the question when a document is cut
@@ -54,6 +55,7 @@ class OpRunner(CallPreparer):
         # near it; a CPU runs the embedded models far below its probed GEMM peak, so there it
         # is sized at FIRST_RATE
         self.plan_rate_first = True
+        self.call_order = CACHED_FIRST  # the plan's (plan/call_order.py), as the core sets it
         self.decoder: OpRunner | None = None
         self._minimums: dict[int, PrefixCounter] = {}  # per operator, across its calls
 
@@ -182,12 +184,12 @@ class OpRunner(CallPreparer):
         return out
 
     def cached_first(self, items: list, documents: list[str]) -> list:
-        """`items` (one per document text, in the same order) with those whose document the
-        engine's prefix cache still holds first, order otherwise kept: pages an earlier
-        operator of the statement left by content (a chain of joins that reads one table
-        twice: the documents its first join encoded, asked again by a later join) are read
-        before new
-        documents evict them. Documents only ever read inside a full prompt are not cached."""
+        """`items` (one per document text, in the same order) in the plan's call order
+        (plan/call_order.py): with CACHED_FIRST, those whose document the engine's prefix cache
+        still holds (observed here) first. Documents only ever read inside a full prompt are
+        not cached."""
+        if self.call_order != CACHED_FIRST:
+            return items
         lookup = getattr(self.engine, "cached_tokens", None)
         cache = getattr(self.engine, "prefix_cache", None)
         if lookup is None or not items or (cache is not None and not cache.index.num_pages):
@@ -197,8 +199,7 @@ class OpRunner(CallPreparer):
         held = dict(zip(distinct, engine_thread.submit(lookup, heads).result()))
         if not any(held.values()):
             return items
-        order = sorted(range(len(items)), key=lambda k: held[documents[k]] == 0)
-        return [items[k] for k in order]
+        return [items[k] for k in held_first([held[d] for d in documents])]
 
     def _loaded_stats(self):
         """(the engine's stats, seconds its load took now): the first use loads the model, the

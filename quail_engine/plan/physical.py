@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from quail_engine.plan.call_order import CACHED_FIRST, call_order_text
 from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.cost import Work, request_work
@@ -105,7 +106,8 @@ class PhysicalPlan:
     while they are resident (plan/riding.py); `hint_remarks`: the hints the plan does not
     follow, and why; `samples`: the predicates sampled before planning (plan/sampling.py);
     `filter_runs`: each relation's filter steps over chunks of its rows, in the filter order
-    (plan/filter_chunks.py)."""
+    (plan/filter_chunks.py); `call_order`: the order each operator call asks its rows in
+    (plan/call_order.py)."""
 
     logical: Node
     steps: tuple[Step, ...]
@@ -127,6 +129,7 @@ class PhysicalPlan:
     hint_remarks: tuple[str, ...] = ()
     samples: tuple[SampleStep, ...] = ()
     filter_runs: tuple[FilterRun, ...] = ()
+    call_order: str = CACHED_FIRST
 
     def text(self) -> str:
         return "\n".join([*(s.text() for s in self.steps), *self.strategy_lines()])
@@ -137,6 +140,8 @@ class PhysicalPlan:
         carry, paired joins, re-planning points, where projections run, the LIMIT's place;
         first, the samples taken before planning."""
         out = [samples_text(self.samples)] if self.samples else []
+        if any(s.op is not None for s in self.steps):
+            out.append(call_order_text(self.call_order))
         resident = any(s.kind in ("filter", "project") and not s.is_read_once
                        for s in self.steps)
         if resident or self.has_joins:
