@@ -9,8 +9,11 @@ filters keep it for their survivors and the join takes it instead of encoding th
 
 The plan is the executor's program: beside the steps it carries how the executor runs them (the
 carry's early ask, a star's anchor, the filter order, where projections run, the points where the
-joins are re-planned from observed row counts: plan/strategy.py) and the bounds on documents held
-resident at once (plan/chunking.py); `text()` shows all of it (`quail explain`).
+joins are re-planned from observed row counts: plan/strategy.py), the bounds on documents held
+resident at once (plan/chunking.py), each relation's filter chunks and the carry's flushes
+(plan/filter_chunks.py), the LIMIT's place (plan/row_limit.py), the predicates sampled before
+planning (plan/sampling.py) and the order a call asks its rows in (plan/call_order.py); `text()`
+shows all of it (`quail explain`).
 """
 
 from __future__ import annotations
@@ -138,7 +141,9 @@ class PhysicalPlan:
         """How the executor runs the steps beyond their order (plan/strategy.py): the chunks it
         holds resident (where a step keeps its documents resident or joins), a star's joins, the
         carry, paired joins, re-planning points, where projections run, the LIMIT's place;
-        first, the samples taken before planning."""
+        first, the samples taken before planning and the calls' order. A relation's filter
+        chunks are shown where its documents stay resident; elsewhere its steps, each encoding
+        and releasing its document, run over every row at once."""
         out = [samples_text(self.samples)] if self.samples else []
         if any(s.op is not None for s in self.steps):
             out.append(call_order_text(self.call_order))
