@@ -70,7 +70,7 @@ class CoreRunner:
             plan = plan_core(planned, self.ai_ops, ctx, limit, num_cores, samples)
             self.runner.report.remarks.extend(plan.hint_remarks)
         self._record_estimates(plan, infos)
-        self.runner.call_order = plan.call_order
+        self.runner.call_order, self.runner.sizer.batching = plan.call_order, plan.batching
         has_joins = plan.has_joins
         filters = FilterRunner(self.ai_ops, self.runner, self.store)
         try:

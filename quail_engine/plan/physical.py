@@ -12,8 +12,8 @@ carry's early ask, a star's anchor, the filter order, where projections run, the
 joins are re-planned from observed row counts: plan/strategy.py), the bounds on documents held
 resident at once (plan/chunking.py), each relation's filter chunks and the carry's flushes
 (plan/filter_chunks.py), the LIMIT's place (plan/row_limit.py), the predicates sampled before
-planning (plan/sampling.py) and the order a call asks its rows in (plan/call_order.py); `text()`
-shows all of it (`quail explain`).
+planning (plan/sampling.py), the order a call asks its rows in (plan/call_order.py) and its
+batches' sizes (plan/batching.py); `text()` shows all of it (`quail explain`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from quail_engine.plan.batching import DEFAULT as BATCHING
+from quail_engine.plan.batching import Batching
 from quail_engine.plan.call_order import CACHED_FIRST, call_order_text
 from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.context import PlanContext
@@ -110,7 +112,8 @@ class PhysicalPlan:
     follow, and why; `samples`: the predicates sampled before planning (plan/sampling.py);
     `filter_runs`: each relation's filter steps over chunks of its rows, in the filter order
     (plan/filter_chunks.py); `call_order`: the order each operator call asks its rows in
-    (plan/call_order.py)."""
+    (plan/call_order.py); `batching`: how many prompts each engine batch holds, from the
+    speed observed on the batches before (plan/batching.py)."""
 
     logical: Node
     steps: tuple[Step, ...]
@@ -133,6 +136,7 @@ class PhysicalPlan:
     samples: tuple[SampleStep, ...] = ()
     filter_runs: tuple[FilterRun, ...] = ()
     call_order: str = CACHED_FIRST
+    batching: Batching = BATCHING
 
     def text(self) -> str:
         return "\n".join([*(s.text() for s in self.steps), *self.strategy_lines()])
@@ -141,12 +145,12 @@ class PhysicalPlan:
         """How the executor runs the steps beyond their order (plan/strategy.py): the chunks it
         holds resident (where a step keeps its documents resident or joins), a star's joins, the
         carry, paired joins, re-planning points, where projections run, the LIMIT's place;
-        first, the samples taken before planning and the calls' order. A relation's filter
+        first, the samples taken before planning, the calls' order and their batches. A relation's filter
         chunks are shown where its documents stay resident; elsewhere its steps, each encoding
         and releasing its document, run over every row at once."""
         out = [samples_text(self.samples)] if self.samples else []
         if any(s.op is not None for s in self.steps):
-            out.append(call_order_text(self.call_order))
+            out += [call_order_text(self.call_order), self.batching.text()]
         resident = any(s.kind in ("filter", "project") and not s.is_read_once
                        for s in self.steps)
         if resident or self.has_joins:
