@@ -19,6 +19,13 @@ MODEL = ModelSpec.from_config({
 DEVICE = DeviceSpec("toy-cpu", flops=100e9, bandwidth=20e9)
 
 
+@pytest.fixture(autouse=True)
+def _prefix_sharing_on(monkeypatch):
+    """The plans as the product's default runs them (a filter chunk counts rows past their
+    shared beginnings only with prefix sharing on)."""
+    monkeypatch.setenv("QUAIL_PREFIX_SHARING", "1")
+
+
 def example_plan_text(name: str) -> str:
     """Each core's logical plan and physical steps for examples/`name` over examples/data."""
     con = duckdb.connect()

@@ -11,6 +11,14 @@ from quail_engine.plan.optimizer import optimize
 from quail_engine.plan.planner import plan_core
 from quail_testing.equalities import conjunct
 
+
+@pytest.fixture(autouse=True)
+def _prefix_sharing_on(monkeypatch):
+    """Plans as the product's default runs them (plan/filter_chunks.py: with prefix sharing a
+    filter chunk counts rows past their shared beginnings)."""
+    monkeypatch.setenv("QUAIL_PREFIX_SHARING", "1")
+
+
 # Filter order: (selectivities, document tokens, question tokens, as_written) -> order
 FILTER_ORDER_CASES = [
     # different documents, equal cost: most selective first
