@@ -15,6 +15,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 from quail_kernels.add_rmsnorm import _add_rmsnorm_kernel  # noqa: E402
+from quail_kernels.kv_store_fp8 import _kv_store_fp8_kernel  # noqa: E402
 from quail_kernels.lse_merge import _lse_merge_kernel  # noqa: E402
 from quail_kernels.prefix_attention import _prefix_attention_kernel  # noqa: E402
 from quail_kernels.qk_norm_rope import _qk_norm_rope_kernel  # noqa: E402
@@ -59,8 +60,13 @@ def attention_kernels(head_dim: int, window: bool) -> None:
                      warps, stages)
         _compile(_seq_amax_kernel, {"x_ptr": BF16, "cu_ptr": I32, "out_ptr": F32}, {},
                  {"N": 8 * head_dim, "BLOCK": 8 * head_dim, "ROWS": 16}, 4)
-        _compile(_prefix_attention_kernel, ATTN, {"qk_scale": "fp32"}, {**common, "PAGE": 64},
-                 warps, stages)
+        # the arena in the model dtype, and in fp8 with a scale per token and KV head
+        for kv_fp8 in (False, True):
+            kv = FP8 if kv_fp8 else BF16
+            _compile(_prefix_attention_kernel,
+                     {**ATTN, "k_ptr": kv, "v_ptr": kv, "ks_ptr": F32, "vs_ptr": F32},
+                     {"qk_scale": "fp32"}, {**common, "PAGE": 64, "KV_FP8": kv_fp8},
+                     warps, stages)
 
 
 # (hidden block, intermediate blocks, query heads, KV heads, head_dim): Qwen3-4B, Gemma-3-270M
@@ -97,6 +103,15 @@ def qk_norm_rope(has_norm: bool, shape: str) -> None:
               "BLOCK_H": triton.next_power_of_2(hkv), "HAS_NORM": has_norm}, 4)
 
 
+def kv_store(shape: str) -> None:
+    """The fp8 KV arena's store (QUAIL_KV_DTYPE=fp8) at the model's KV heads and head size."""
+    _, _, _, hkv, head_dim = SHAPES[shape]
+    _compile(_kv_store_fp8_kernel, {"k_ptr": BF16, "v_ptr": BF16, "slot_ptr": "*i64",
+                                    "kc_ptr": FP8, "vc_ptr": FP8, "ks_ptr": F32, "vs_ptr": F32},
+             {}, {"H": hkv, "D": head_dim, "PAGE": 64, "BLOCK_H": triton.next_power_of_2(hkv)},
+             4)
+
+
 def _in_child(call: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     code = f"import test_compile_sm90 as t; t.{call}"
@@ -121,3 +136,8 @@ def test_row_kernels_compile(fp8, shape):
 @pytest.mark.parametrize("has_norm", [False, True])
 def test_qk_norm_rope_compiles(has_norm, shape):
     _in_child(f"qk_norm_rope({has_norm}, {shape!r})")
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_kv_store_compiles(shape):
+    _in_child(f"kv_store({shape!r})")
