@@ -20,16 +20,19 @@ from quail_engine.exec.rides import (
 )
 from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.join_order import JoinStep
+from quail_engine.plan.join_program import PLAIN, SHARE, ChunkKV
 
 
 def ask_pairs(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: AnswerStore,
-         carry: DocKV | None, chunking: Chunking, every_pair: bool = True, share: bool = False,
-         rides: list[Ride] = (), projections: list[PairProjection] = ()) -> list[bool]:
+         carry: DocKV | None, chunking: Chunking, every_pair: bool = True,
+         chunk_kv: ChunkKV = PLAIN, rides: list[Ride] = (), projections: list[PairProjection] = ()) -> list[bool]:
     """Answer `values` (distinct binding tuples) of the AI join `step`, anchors grouped so that
     a chunk of them (the plan's `chunking`) is encoded once while all its partners run; ->
     whether each passes.
     `every_pair`: these are all the pairs the join will ask (the operator is then complete).
-    `share`: the anchors' documents stay in `carry` for a later join (else they move out).
+    `chunk_kv`: the plan's KV lifetimes inside each chunk (plan/join_program.ChunkKV): whether
+    the chunk's documents are held for the rides and projections, whether the join's own KV is
+    private, and whether the anchors' documents stay in `carry` for a later join or move out.
     `rides`: later joins asked over each chunk's documents while they are resident (Ride);
     `projections`: projections asked for each chunk's passing pairs then (PairProjection)."""
     layout = runner.layout(op)
@@ -65,12 +68,13 @@ def ask_pairs(step: JoinStep, op, values: list[tuple], runner: OpRunner, store: 
                         "while they were resident")
                 if note not in runner.report.remarks:
                     runner.report.remarks.append(note)
+            share = chunk_kv.handed == SHARE
             hold = None  # the chunk's plain document KV, for this join and those riding along
-            if riding or projections:
+            if chunk_kv.holds and (riding or projections):
                 hold = runner.doc_kv()
                 if carry is not None:
                     (hold.share if share else hold.take)(carry, texts)
-            kv = runner.doc_kv(private=True)  # this chunk's alone (its question stem extends it)
+            kv = runner.doc_kv(private=chunk_kv.private)  # (its question stem extends it)
             if hold is not None:
                 kv.share(hold, texts)
             elif carry is not None:  # the anchors' documents, as the filters left them resident

@@ -191,14 +191,14 @@ class FilterRunner:
                                   self.ai_ops, self.runner)
             expand(first, cur, first.alias, scans, rows_of[first.alias], self.ai_ops,
                    self.runner, self.store, self.carry, plan.chunking, materialize=False,
-                   count=False, rides=rides)
+                   count=False, chunk_kv=plan.joins.turns[0].kv, rides=rides)
         elif carry.early == EARLY_STAR:
             cur = Joined({carry.alias: rows})
             for n, step in enumerate(cand.steps):
                 cur = expand(step, cur, step.alias, scans, rows_of[step.alias], self.ai_ops,
                              self.runner, self.store, self.carry,
-                             materialize=n + 1 < len(cand.steps), count=False, share=True,
-                             chunking=plan.chunking)
+                             materialize=n + 1 < len(cand.steps), count=False,
+                             chunk_kv=plan.joins.star_kv, chunking=plan.chunking)
         else:
             (partner,) = partners
             step = cand.steps[0]
@@ -209,7 +209,7 @@ class FilterRunner:
                 new, new_rows = carry.alias, self.carry_rows
             expand(step, cur, new, scans, new_rows, self.ai_ops, self.runner, self.store,
                    self.carry, materialize=False, count=False, chunking=plan.chunking,
-                   project=plan.joins.turns[-1].projections)
+                   chunk_kv=plan.joins.turns[-1].kv, project=plan.joins.turns[-1].projections)
         self.carry.release()
         self.carry_rows = []
         self.carry_flushes += 1

@@ -25,6 +25,7 @@ from quail_engine.exec.rides import Ride, observe_rides, project_pairs
 from quail_engine.exec.scans import ScanData
 from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.join_order import JoinStep
+from quail_engine.plan.join_program import PLAIN, SHARED, ChunkKV
 from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.strategy import REPLAN_FILTERS, REPLAN_JOIN
 
@@ -32,14 +33,16 @@ log = logging.getLogger(__name__)
 def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
             survivors: list[int], ai_ops, runner: OpRunner, store: AnswerStore,
             carry: DocKV | None, chunking: Chunking, materialize: bool = True,
-            count: bool = True, share: bool = False, rides: list[Ride] = (),
+            count: bool = True, chunk_kv: ChunkKV = PLAIN, rides: list[Ride] = (),
             project: list[int] = (), keep: frozenset[str] | None = None) -> Joined:
     """`cur` joined with `alias`'s survivors: pairs restricted by the equality keys (shared
     k_<n> scan columns), then by `step`'s AI predicate, asked once per distinct binding pair.
     Without `materialize` (the last join, when nothing reads the joined rows) the rows are
     counted, not built: an empty Joined. Without `count`, the report is left alone and the
     operator not marked complete (a join asked ahead for some rows; run_joins asks the rest and
-    counts every row later). `share`: `carry`'s documents stay there for a later join.
+    counts every row later). `chunk_kv`: the plan's KV lifetimes inside the anchor chunks
+    (a turn's `kv`; plan/join_program.ChunkKV), whether `carry`'s documents stay there for a
+    later join among them.
     `rides`: later joins asked over the anchors' chunks (Ride); `project`: AI projections
     over the pairs this join keeps, the core's last (PairProjection). `keep`: the aliases the
     only join left reads (its prompt's and equality keys'), when nothing else reads the joined
@@ -72,7 +75,7 @@ def expand(step: JoinStep, cur: Joined, alias: str, scans: dict[str, ScanData],
         projections = project_pairs(list(project), ai_ops, scans, proj, bound_rows, alias,
                                      flat, values, runner) if project else []
         ok = ask_pairs(step, op, values, runner, store, carry, chunking, every_pair=count,
-                       share=share, rides=rides, projections=projections)
+                       chunk_kv=chunk_kv, rides=rides, projections=projections)
         passing = [[] for _ in cands]
         for (d, j), good in zip(flat, ok):
             if good:
@@ -121,7 +124,8 @@ def _filter(step: JoinStep, cur: Joined, scans, ai_ops, runner: OpRunner, store:
 
 def ask_anchor_pair_ahead(step: JoinStep, nxt: JoinStep, cur: Joined,
                           scans: dict[str, ScanData], survivors: dict[str, list[int]], ai_ops,
-                          runner: OpRunner, store: AnswerStore, chunking: Chunking) -> None:
+                          runner: OpRunner, store: AnswerStore, chunking: Chunking,
+                          chunk_kv: ChunkKV = SHARED) -> None:
     """Two joins in a row anchored on the relation the first brings in (e.g.
     reviews r2 joined to the aspects a1 the chain holds, then to the aspects a2): asked ahead
     in chunks of that relation's rows, each chunk's documents encoded once, by the first join
@@ -129,7 +133,7 @@ def ask_anchor_pair_ahead(step: JoinStep, nxt: JoinStep, cur: Joined,
     encoding them all. The answers wait in the store; run_joins then asks nothing again. Only
     when the second join reads just those two relations and no equality key ties them to the
     chain (then every pair it can ask depends on the chunk alone): where the plan pairs them
-    (a turn's `paired`: plan/join_program.py)."""
+    (a turn's `paired`: plan/join_program.py), both asks with the turn's `ahead_kv`."""
     anchor = step.alias
     if not len(cur):
         return
@@ -147,12 +151,12 @@ def ask_anchor_pair_ahead(step: JoinStep, nxt: JoinStep, cur: Joined,
         kv = runner.doc_kv()
         try:
             first = expand(step, held, anchor, scans, group, ai_ops, runner, store, kv, chunking,
-                           count=False, share=True)
+                           count=False, chunk_kv=chunk_kv)
             kept = np.unique(first.cols[anchor]) if len(first) else np.zeros(0, ROW)
             if len(kept):
                 expand(nxt, Joined({anchor: kept.astype(ROW)}), nxt.alias, scans, partners,
                        ai_ops, runner, store, kv, chunking, materialize=False, count=False,
-                       share=True)
+                       chunk_kv=chunk_kv)
         finally:
             kv.release()
 
@@ -170,6 +174,8 @@ def ask_star_in_chunks(plan: PhysicalPlan, scans: dict[str, ScanData],
     if anchor is None:
         return
     steps = plan.candidates[0].steps
+    star_kv = plan.joins.star_kv if plan.joins is not None else None
+    star_kv = star_kv if star_kv is not None else SHARED
     rows_of = {a: survivors.get(a, list(range(len(scans[a].rows))))
                for a in (anchor, *(s.alias for s in steps))}
     if not all(rows_of.values()):
@@ -188,8 +194,8 @@ def ask_star_in_chunks(plan: PhysicalPlan, scans: dict[str, ScanData],
             for n, step in enumerate(steps):
                 cur = expand(step, cur, step.alias, scans, rows_of[step.alias],
                              ai_ops, runner, store, kv,
-                             materialize=n + 1 < len(steps), count=False, share=True,
-                             chunking=plan.chunking)
+                             materialize=n + 1 < len(steps), count=False,
+                             chunk_kv=star_kv, chunking=plan.chunking)
         finally:
             kv.release()
 
@@ -233,12 +239,13 @@ def run_joins(plan: PhysicalPlan, scans: dict[str, ScanData], survivors: dict[st
             reuse = carry if n == turn.carry_at else None
             if n == 0 and turn.paired is not None:
                 ask_anchor_pair_ahead(s, turn.paired, cur, scans, survivors, ai_ops, runner,
-                                      store, plan.chunking)
+                                      store, plan.chunking, turn.ahead_kv)
             if n == 0:
                 rides = observe_rides(turn.rides, cur, scans, survivors, ai_ops, runner)
                 cur = expand(s, cur, alias, scans, survivors.get(alias, []), ai_ops, runner,
                              store, reuse, plan.chunking,
-                             materialize=rows_needed or not turn.is_last, rides=rides,
+                             materialize=rows_needed or not turn.is_last,
+                             chunk_kv=turn.kv, rides=rides,
                              project=turn.projections,
                              keep=None if rows_needed else turn.handoff)
             elif s.op is not None:

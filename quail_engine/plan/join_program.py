@@ -5,8 +5,9 @@ A turn brings one relation in: its first AI join over the joined rows' distinct 
 other AI join to the same relation as a filter over the joined rows. The plan says per turn
 which step takes the documents the filters carried, whether the turn's join is asked ahead with
 the next one over shared anchor chunks, which later joins may ride along its anchor chunks, and
-what a chain's second-to-last join hands the last. Each is a function of the order, the aliases
-joined before the turn and whether the carry is still held, so a re-planned order gets its own.
+what a chain's second-to-last join hands the last, and the KV lifetimes inside its anchor chunks
+(ChunkKV). Each is a function of the order, the aliases joined before the turn and whether the
+carry is still held, so a re-planned order gets its own.
 """
 
 from __future__ import annotations
@@ -66,6 +67,53 @@ def held_projections(ctx: PlanContext, step: JoinStep, joined, projections: Sequ
     return tuple(op for op in projections if set(ctx.ops[op].aliases) <= held)
 
 
+TAKE, SHARE = "take", "share"
+
+
+@dataclass(frozen=True)
+class ChunkKV:
+    """The KV lifetimes inside one ask of a join's anchor chunks (exec/anchor_chunks.ask_pairs).
+    `holds`: each chunk's plain document KV is held past the join's own call, for the later joins
+    riding at that chunk (those PlannedRide.is_worth keeps) and the projections over its kept
+    pairs (else the join's call is the documents' last reader in the chunk). `private`: the join
+    reads a KV of the chunk's own that its question stem extends, over the documents held or
+    handed in (the stem's tokens are the join's alone: no later reader may see them). `handed`:
+    how a chunk gets documents already resident (the filters' carry, a star's or a pair's chunk
+    KV): SHARE leaves them there for a later join of the same chunk, TAKE moves them out (no
+    later join reads them there)."""
+
+    holds: bool = False
+    private: bool = True
+    handed: str = TAKE
+
+    def text(self) -> str:
+        parts = ["held for rides/projections"] if self.holds else []
+        if self.private:
+            parts.append("private per chunk")
+        parts.append("resident documents " + ("shared" if self.handed == SHARE else "taken"))
+        return ", ".join(parts)
+
+
+# an ask no later reader of its chunk follows (an AI join applied as a filter of a turn)
+PLAIN = ChunkKV()
+# an ask over a chunk KV held for the next join of the same documents (a pair, a star)
+SHARED = ChunkKV(handed=SHARE)
+
+
+def star_anchor(cand: Candidate | None) -> str | None:
+    """The relation a star of AI joins anchors on: the join order starts with it alone and each
+    join brings in another relation through an AI join anchored on it, so the joins of a set of
+    its rows depend on those rows alone. None for any other order."""
+    if cand is None or len(cand.steps) < 2 or len(cand.start) != 1:
+        return None
+    (anchor,) = cand.start
+    aliases = [s.alias for s in cand.steps]
+    if len(set(aliases)) != len(aliases) or anchor in aliases or not all(
+            s.op is not None and s.anchor == anchor for s in cand.steps):
+        return None
+    return anchor
+
+
 @dataclass(frozen=True)
 class JoinTurn:
     """`step` brings its relation in over the `joined` aliases; `filters`: the other AI joins
@@ -74,7 +122,10 @@ class JoinTurn:
     with this one over the anchor chunks of the relation this one brings in. `rides`: the later
     joins that may ride along this join's anchor chunks. `handoff`: the aliases this join hands
     the last one, as distinct weighted tuples (None: every joined row). `is_last`: the core's
-    last join; `projections`: those asked for the pairs its chunks keep (`held_projections`)."""
+    last join; `projections`: those asked for the pairs its chunks keep (`held_projections`).
+    `kv`: the KV lifetimes of its join's anchor chunks (held where it has rides or projections;
+    the carry taken); `ahead_kv`: those of the two joins asked ahead over the pair's shared
+    chunks (where `paired`); the turn's filters ask as PLAIN."""
 
     step: JoinStep
     joined: frozenset[str]
@@ -85,6 +136,8 @@ class JoinTurn:
     handoff: frozenset[str] | None = None
     is_last: bool = False
     projections: tuple[int, ...] = ()
+    kv: ChunkKV = PLAIN
+    ahead_kv: ChunkKV | None = None
 
     @property
     def steps(self) -> tuple[JoinStep, ...]:
@@ -104,13 +157,24 @@ class JoinTurn:
             parts.append("(projects " + ",".join(f"#{op}" for op in self.projections) + ")")
         return " ".join(parts)
 
+    def kv_text(self) -> str:
+        """Its join's anchor chunks' KV lifetimes, as `quail explain` prints them."""
+        out = f"join #{self.step.op} chunk KV: {self.kv.text()}"
+        if self.ahead_kv is not None:
+            out += f"; ahead with #{self.paired.op}: {self.ahead_kv.text()}"
+        return out
+
 
 @dataclass(frozen=True)
 class JoinProgram:
-    """The turns the executor takes to join `order` (a Candidate: its start, steps, estimates)."""
+    """The turns the executor takes to join `order` (a Candidate: its start, steps, estimates).
+    `star_kv`: the KV lifetimes of a star's joins (`star_anchor`) asked in chunks of its
+    anchor's rows or of the rows the filters carried (`carry ... early=star`), each chunk's
+    documents held for the next join (None where the order is no star)."""
 
     order: Candidate
     turns: tuple[JoinTurn, ...]
+    star_kv: ChunkKV | None = None
 
     def text(self) -> str:
         return " ".join([",".join(self.order.start), *(t.text() for t in self.turns)])
@@ -154,10 +218,11 @@ def join_program(ctx: PlanContext, cand: Candidate | None, relations: Sequence[s
         paired = steps[0] if len(group) == 1 and steps and carry_at != 0 and \
             shares_anchor_chunks(ctx, step, steps[0], joined) else None
         is_last = len(joined) + 1 == len(relations) and len(group) == 1
+        rides = rides_along(ctx, step, later, frozenset(joined))
+        held = held_projections(ctx, step, joined, projections) if is_last else ()
         turns.append(JoinTurn(
-            step, frozenset(joined), tuple(group[1:]), carry_at, paired,
-            rides_along(ctx, step, later, frozenset(joined)),
+            step, frozenset(joined), tuple(group[1:]), carry_at, paired, rides,
             handoff(ctx, step, later, joined, relations) if hands_off else None, is_last,
-            held_projections(ctx, step, joined, projections) if is_last else ()))
+            held, ChunkKV(holds=bool(rides or held)), SHARED if paired is not None else None))
         joined.add(step.alias)
-    return JoinProgram(cand, tuple(turns))
+    return JoinProgram(cand, tuple(turns), SHARED if star_anchor(cand) is not None else None)

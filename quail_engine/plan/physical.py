@@ -170,6 +170,11 @@ class PhysicalPlan:
             ops = ",".join(f"#{r}" for r in riders)
             out.append(f"ride {ops} with join #{op}'s anchor chunks")
         turns = self.joins.turns if self.joins is not None else ()
+        out += [turn.kv_text() for turn in turns if turn.step.op is not None]
+        if self.joins is not None and self.joins.star_kv is not None and \
+                (self.star_chunks is not None or
+                 self.carry is not None and self.carry.early == "star"):
+            out.append(f"star chunk KV: {self.joins.star_kv.text()}")
         for turn, nxt in zip(turns, turns[1:]):
             if turn.handoff is not None:
                 out.append(f"join #{turn.step.op} hands join #{nxt.step.op} its distinct "

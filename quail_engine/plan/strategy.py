@@ -22,7 +22,7 @@ from dataclasses import replace
 from quail_engine.plan import chunking
 from quail_engine.plan.filter_chunks import FilterRun, carry_flushes, filter_run
 from quail_engine.plan.join_order import Candidate
-from quail_engine.plan.join_program import join_program
+from quail_engine.plan.join_program import join_program, star_anchor
 from quail_engine.plan.physical import PhysicalPlan
 from quail_engine.plan.riding import dropped_rides
 from quail_engine.plan.row_limit import (
@@ -40,20 +40,6 @@ EARLY_LEADING = "leading"  # a longer plan's first join, from and anchored on th
 # where the joins are planned again from observed row counts (PhysicalPlan.replans)
 REPLAN_FILTERS = "filters"  # the filters' survivors, before the first join
 REPLAN_JOIN = "join"        # the joined rows, after each join that leaves relations to join
-
-
-def star_anchor(cand: Candidate | None) -> str | None:
-    """The relation a star of AI joins anchors on: the join order starts with it alone and each
-    join brings in another relation through an AI join anchored on it, so the joins of a set of
-    its rows depend on those rows alone. None for any other order."""
-    if cand is None or len(cand.steps) < 2 or len(cand.start) != 1:
-        return None
-    (anchor,) = cand.start
-    aliases = [s.alias for s in cand.steps]
-    if len(set(aliases)) != len(aliases) or anchor in aliases or not all(
-            s.op is not None and s.anchor == anchor for s in cand.steps):
-        return None
-    return anchor
 
 
 def early_ask(carried: str, cand: Candidate | None, relations: Sequence[str]) -> str | None:

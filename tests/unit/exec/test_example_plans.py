@@ -60,6 +60,7 @@ GOLDEN = [
         'calls: cached answers skipped, prefix-cached documents first (observed per call)',
         'batches: ~1 s first, then ~5 s at the speed measured per batch, at most 4x growth',
         'chunks arena_share=0.25 anchors=128/1024',
+        'join #0 chunk KV: private per chunk, resident documents taken',
         'replan joins after filters',
     ]),
     ('bigquery/reviews.sql', [
@@ -95,6 +96,7 @@ GOLDEN = [
         'calls: cached answers skipped, prefix-cached documents first (observed per call)',
         'batches: ~1 s first, then ~5 s at the speed measured per batch, at most 4x growth',
         'chunks arena_share=0.25 anchors=128/1024',
+        'join #0 chunk KV: private per chunk, resident documents taken',
         'replan joins after filters',
     ]),
     ('databricks/reviews.sql', [
@@ -135,6 +137,7 @@ GOLDEN = [
         'calls: cached answers skipped, prefix-cached documents first (observed per call)',
         'batches: ~1 s first, then ~5 s at the speed measured per batch, at most 4x growth',
         'chunks arena_share=0.25 anchors=128/1024',
+        'join #0 chunk KV: private per chunk, resident documents taken',
         'replan joins after filters',
     ]),
     ('duckdb/reviews.sql', [
@@ -175,6 +178,7 @@ GOLDEN = [
         'calls: cached answers skipped, prefix-cached documents first (observed per call)',
         'batches: ~1 s first, then ~5 s at the speed measured per batch, at most 4x growth',
         'chunks arena_share=0.25 anchors=128/1024',
+        'join #0 chunk KV: private per chunk, resident documents taken',
         'replan joins after filters',
     ]),
     ('snowflake/reviews.sql', [

@@ -265,3 +265,37 @@ def test_reviews_a_filter_drops_are_encoded_once_for_the_chain_that_reads_them_a
     assert dropped and [times_encoded(engine, t) for t in dropped] == [1] * len(dropped)
     # without: r2's joins encode them again (but those the join's selectivity sample answered)
     assert sum(times_encoded(plain, t) for t in dropped) > 1.5 * len(dropped)
+
+
+def test_each_join_asks_its_anchor_chunks_with_the_kv_lifetimes_its_turn_names(monkeypatch):
+    """exec/anchor_chunks.ask_pairs holds a chunk's documents, and takes or shares those handed
+    in, as the plan's turn says (JoinTurn.kv, plan/join_program.py): the chain's joins are
+    asked with exactly the ChunkKV of the turns explain prints (a pair asked ahead, with its
+    `ahead_kv`)."""
+    from quail_engine.exec import join_runner
+
+    seen = []  # (join, the ChunkKV it was asked with)
+    ask = join_runner.ask_pairs
+
+    def spying(step, *args, **kwargs):
+        seen.append((step.op, kwargs.get("chunk_kv")))
+        return ask(step, *args, **kwargs)
+
+    monkeypatch.setattr(join_runner, "ask_pairs", spying)
+    session = QuailSession(_db(), FakeEngine, device_spec=DeviceSpec("toy", 1e11, 2e10))
+    session.execute(SQL, "snowflake")
+    (plan,) = session.report.plans
+    kv_lines = [line for line in plan.splitlines() if " chunk KV: " in line]
+    assert len(kv_lines) == 3, plan
+    assert seen and all(kv is not None for _, kv in seen), seen
+    named: dict[int, set[str]] = {}  # join -> the ChunkKV texts explain names for its asks
+    for line in kv_lines:  # "join #0 chunk KV: ...[; ahead with #1: ...]"
+        own, *ahead = line.split("; ")
+        op = int(own.split()[1][1:])
+        named.setdefault(op, set()).add(own.split(": ", 1)[1])
+        for part in ahead:  # the pair asked ahead: both joins with the one ChunkKV
+            head, text = part.split(": ", 1)
+            named[op].add(text)
+            named.setdefault(int(head.split("#")[1]), set()).add(text)
+    for op, kv in seen:
+        assert kv.text() in named[op], (op, kv, kv_lines)

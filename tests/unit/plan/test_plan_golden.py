@@ -230,5 +230,6 @@ def test_join_anchors_on_the_document_its_filter_left_resident():
         "filter chunks r: sized by #0's documents (300 tokens, past shared beginnings); "
         "first_filter_rows until the arena is known",
         "carry r:r.review early=pair flush=outgrown",
+        "join #1 chunk KV: private per chunk, resident documents taken",
         "replan joins after filters",
     ]

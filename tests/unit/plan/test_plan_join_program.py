@@ -11,7 +11,7 @@ from plan_fakes import context, info
 from quail_engine.plan.cost import Work
 from quail_engine.plan.join_choice import choose_join
 from quail_engine.plan.join_order import Candidate, JoinEdge, JoinStep
-from quail_engine.plan.join_program import join_program
+from quail_engine.plan.join_program import SHARE, TAKE, ChunkKV, join_program
 from quail_engine.plan.nodes import Scan
 from quail_engine.plan.physical import PhysicalPlan, Step
 from quail_engine.plan.strategy import with_strategy
@@ -94,3 +94,32 @@ def test_explain_shows_what_the_second_to_last_join_hands_the_last():
     assert "join #1 hands join #2 its distinct r2 rows, weighted" in plan.strategy_lines()
     projected = replace(plan, steps=(Step("project", "", 3),))  # a projection reads them
     assert not any("hands" in line for line in with_strategy(projected).strategy_lines())
+
+
+def test_each_turn_names_the_kv_lifetimes_of_its_anchor_chunks():
+    """The plan, not the executor, says which chunks hold their documents past the join's call
+    (where later joins ride along or projections ask the kept pairs), that each chunk's own KV
+    is private, how the documents handed in pass (taken by a turn, shared by a pair asked
+    ahead), and explain prints it per join."""
+    program = join_program(CTX, CHAIN, RELATIONS, "r1", True)
+    first, second, last = program.turns
+    assert first.kv == ChunkKV(holds=True, private=True, handed=TAKE)  # #1, #2 ride along
+    assert second.kv == ChunkKV() and second.ahead_kv == ChunkKV(handed=SHARE)  # paired
+    assert last.kv.holds is False and last.ahead_kv is None
+    assert program.star_kv is None  # a chain, no star
+    assert first.kv_text() == ("join #0 chunk KV: held for rides/projections, private per "
+                               "chunk, resident documents taken")
+    assert second.kv_text() == ("join #1 chunk KV: private per chunk, resident documents taken; "
+                                "ahead with #2: private per chunk, resident documents shared")
+    ops = [*CTX.ops.values(), info(4, "ai_classify", ["r2", "a2"], {"r2": 200, "a2": 3})]
+    projected = join_program(context(ops, CTX.rows), CHAIN, RELATIONS, projections=(4,))
+    assert [t.kv.holds for t in projected.turns] == [True, False, True]  # the last projects
+
+
+def test_a_star_shares_each_anchor_chunks_documents_between_its_joins():
+    star = Candidate(("r",), (JoinStep("a1", 0, "r"), JoinStep("a2", 1, "r")), 1.0, Work())
+    ctx = context([replace(info(0, "ai_join", ["r", "a1"], {"r": 200, "a1": 3}), document="r"),
+                   replace(info(1, "ai_join", ["r", "a2"], {"r": 200, "a2": 3}), document="r")],
+                  {"r": 30, "a1": 4, "a2": 4})
+    program = join_program(ctx, star, ("r", "a1", "a2"))
+    assert program.star_kv == ChunkKV(handed=SHARE)
