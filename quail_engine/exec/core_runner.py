@@ -70,7 +70,9 @@ class CoreRunner:
             plan = plan_core(planned, self.ai_ops, ctx, limit, num_cores, samples)
             self.runner.report.remarks.extend(plan.hint_remarks)
         self._record_estimates(plan, infos)
-        self.runner.call_order, self.runner.sizer.batching = plan.call_order, plan.batching
+        self.runner.call_order = plan.call_order
+        if self.device is not None:  # (a plan costed on no device sizes no batch of its own)
+            self.runner.sizer.batching = plan.batching
         has_joins = plan.has_joins
         filters = FilterRunner(self.ai_ops, self.runner, self.store)
         try:

@@ -51,10 +51,6 @@ class OpRunner(CallPreparer):
         self.progress, self.on_long = progress, on_long
         self.sizer = BatchSizer(batch_size)
         self.share_kv = True
-        # the first batch sized by the plan's speed (the device's speed of light): on a GPU
-        # near it; a CPU runs the embedded models far below its probed GEMM peak, so there it
-        # is sized at FIRST_RATE
-        self.plan_rate_first = True
         self.call_order = CACHED_FIRST  # the plan's (plan/call_order.py), as the core sets it
         self.decoder: OpRunner | None = None
         self._minimums: dict[int, PrefixCounter] = {}  # per operator, across its calls
@@ -143,9 +139,8 @@ class OpRunner(CallPreparer):
                   and len(set(prefixes)) < len(prefixes))  # some document is asked twice
         if own_kv:
             kv = self.doc_kv(private=True)
-        self.sizer.plan_rate = (rep.est_tokens / rep.est_seconds
-                                if self.plan_rate_first and rep.est_seconds and rep.est_tokens
-                                else None)
+        # the first batch at the plan's speed where the plan's batching says (plan/batching.py)
+        self.sizer.plan_rate = self.sizer.batching.plan_rate(rep.est_tokens, rep.est_seconds)
         stats, load_s = self._loaded_stats()
         todo = self.cached_first(todo, [texts[i][0] for i in todo])
         fresh0, req0 = stats.fresh_tokens, stats.requested_tokens

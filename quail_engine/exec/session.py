@@ -41,6 +41,7 @@ from quail_engine.exec.udfs import (
     unregister_udfs,
 )
 from quail_engine.exec.user_errors import statement_error
+from quail_engine.plan import batching
 from quail_engine.plan.cost import ModelSpec, Work, num_passes, seconds
 from quail_engine.plan.device import device_spec
 from quail_engine.sql.query import parse
@@ -322,7 +323,9 @@ class _SessionRunner(OpRunner):
                          text=session.decoder_text if writes else session.text,
                          precision=session.precision)
         self.share_kv = session.config.share_kv
-        self.plan_rate_first = session.device.is_cuda
+        # the planner's batching for the engine's device until a core's plan sets its own (the
+        # same choice: plan/batching.for_spec), e.g. for the generation model's runner
+        self.sizer.batching = batching.for_device(session.device.is_cuda)
         if not writes and session.decoder_text is not None:
             self.decoder = _SessionRunner(session, progress, writes=True)
 

@@ -9,7 +9,10 @@ whatever the guess says, and a batch grows at most `growth` times past the large
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from quail_engine.plan.cost import DeviceSpec
+from quail_engine.plan.device import DEVICES
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,10 @@ class Batching:
     with the embedded models). `decode_waves`: a generating batch holds at least this many
     arena-fulls of answers (continuous batching keeps the arena full while the first answers
     finish and the next start). `rate_min_tokens`: a smaller batch (a sample) understates the
-    engine's speed."""
+    engine's speed. `plan_rate_first`: an operator's first batch is sized at the plan's speed
+    (its estimated tokens over its estimated seconds, the device's speed of light) rather than
+    `first_rate`: on a GPU, which runs near it (`for_device`); a CPU runs the embedded models
+    far below its probed GEMM peak."""
 
     seconds: float = 5.0
     first_seconds: float = 1.0
@@ -33,6 +39,15 @@ class Batching:
     first_rate: float = 400.0
     decode_waves: int = 2
     rate_min_tokens: int = 16384
+    plan_rate_first: bool = True
+
+    def plan_rate(self, est_tokens: float, est_seconds: float) -> float | None:
+        """The speed an operator's first batch is sized at from the plan's estimate of it
+        (`est_tokens` fresh tokens in `est_seconds`): None (`first_rate` then) unless
+        `plan_rate_first` and the estimate is known."""
+        if not self.plan_rate_first or not est_seconds or not est_tokens:
+            return None
+        return est_tokens / est_seconds
 
     def prompts(self, tokens: float, batch_size: int, measured: float | None,
                 plan_rate: float | None, largest: float | None) -> int:
@@ -74,8 +89,24 @@ class Batching:
         return current, current_tokens
 
     def text(self) -> str:
-        return (f"batches: ~{self.first_seconds:g} s first, then ~{self.seconds:g} s at the "
-                f"speed measured per batch, at most {self.growth:g}x growth")
+        first = " at the plan's speed" if self.plan_rate_first else ""
+        return (f"batches: ~{self.first_seconds:g} s first{first}, then ~{self.seconds:g} s at "
+                f"the speed measured per batch, at most {self.growth:g}x growth")
 
 
 DEFAULT = Batching()
+# a CPU: every operator's first batch sized at first_rate
+CPU = replace(DEFAULT, plan_rate_first=False)
+
+
+def for_device(gpu: bool) -> Batching:
+    """The batching the planner picks for the engine's device: on a GPU (`gpu`) the first
+    batch at the plan's speed, on a CPU at `first_rate`."""
+    return DEFAULT if gpu else CPU
+
+
+def for_spec(device: DeviceSpec) -> Batching:
+    """`for_device` of the cost model's `device`: a GPU is one costed by a GPU's figures
+    (plan/device.DEVICES: named as one of them, or `<gpu> as <one of them>`)."""
+    name = device.name
+    return for_device(name in DEVICES or any(name.endswith(f" as {d}") for d in DEVICES))

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from quail_engine.plan import chunking
+from quail_engine.plan.batching import for_spec
 from quail_engine.plan.filter_chunks import FilterRun, carry_flushes, filter_run
 from quail_engine.plan.join_order import Candidate
 from quail_engine.plan.join_program import join_program, star_anchor
@@ -128,7 +129,10 @@ def with_strategy(plan: PhysicalPlan, joins: Sequence[int] = (), ai_ops: Sequenc
     plan = replace(plan, pair_projections=pairs, limit=limit,
                    projections_at=projections_at(limit, plan.has_joins,
                                                  outer_free(joins, ai_ops)),
-                   replans=replans(plan), joins=program)
+                   replans=replans(plan), joins=program,
+                   batching=for_spec(plan.context.device)
+                   if plan.context is not None and plan.context.device is not None
+                   else plan.batching)
     return replace(plan, filter_runs=filter_runs(plan, prefix_sharing_enabled()))
 
 

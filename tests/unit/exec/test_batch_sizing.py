@@ -15,6 +15,7 @@ from quail_engine.exec.batch_sizing import (
 )
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.report import Report
+from quail_engine.plan.batching import CPU
 
 DOC = ("word " * 264, "Is it good?")  # ~330 tokens at 4 characters a token
 
@@ -75,7 +76,7 @@ def test_without_a_trusted_estimate_the_first_batch_is_sized_at_first_rate():
     FIRST_BATCH_SECONDS at FIRST_RATE, not a fixed number of prompts (32 prompts of long
     documents would run for minutes on a slow CPU)."""
     runner = _runner()
-    runner.plan_rate_first = False
+    runner.sizer.batching = CPU
     long_doc = ("word " * 4000, "Is it good?")
     tokens = prompt_tokens([long_doc] * 8, resident_prefix=False, engine=runner.engine)
     assert runner.sizer.batch_prompts(tokens) == 1
@@ -89,7 +90,7 @@ def test_no_batch_runs_long_when_small_batches_overstate_the_speed():
     chosen by shape, a cache that spills): the speed the small batches showed never sizes a
     batch far past the largest one timed, so no batch runs much past BATCH_SECONDS."""
     runner = _runner()
-    runner.plan_rate_first = False
+    runner.sizer.batching = CPU
 
     def seconds_of(tokens: float) -> float:
         return tokens / (5_000.0 if tokens < 3_000 else 300.0)

@@ -1,9 +1,18 @@
 """How many prompts an engine batch holds (plan/batching.py): the plan's rule, applied by the
 executor (exec/batch_sizing.BatchSizer) to the speed it measures per batch."""
 
-import pytest
+from dataclasses import replace
 
-from quail_engine.plan.batching import DEFAULT, Batching
+import pytest
+from plan_fakes import DEVICE as FAKE_DEVICE
+from plan_fakes import context, info
+
+from quail_engine.plan.batching import CPU, DEFAULT, Batching, for_device, for_spec
+from quail_engine.plan.cost import DeviceSpec
+from quail_engine.plan.device import H100_SXM
+from quail_engine.plan.nodes import Scan
+from quail_engine.plan.physical import PhysicalPlan
+from quail_engine.plan.strategy import with_strategy
 
 B = Batching()
 
@@ -48,8 +57,29 @@ def test_decode_prompts_and_explain_line():
     assert B.decode_prompts(None, 64) == 1
     assert B.decode_prompts(40, 64) == 64
     assert B.decode_prompts(10, 64) == 20
-    assert DEFAULT.text() == ("batches: ~1 s first, then ~5 s at the speed measured per batch, "
-                              "at most 4x growth")
+    assert CPU.text() == ("batches: ~1 s first, then ~5 s at the speed measured per batch, "
+                          "at most 4x growth")
+    assert DEFAULT.text() == ("batches: ~1 s first at the plan's speed, then ~5 s at the speed "
+                              "measured per batch, at most 4x growth")
+
+
+def test_the_planner_sizes_the_first_batch_at_the_plans_speed_only_on_a_gpu():
+    """Which speed an operator's first batch is sized at is the plan's batching, picked from
+    the device (a CPU runs the embedded models far below its probed peak: first_rate there)."""
+    assert for_device(True).plan_rate_first and not for_device(False).plan_rate_first
+    assert for_spec(H100_SXM) == DEFAULT
+    assert for_spec(DeviceSpec("NVIDIA L40S as h200-sustained", 1e12, 1e12)) == DEFAULT
+    assert for_spec(DeviceSpec("cpu-float32", 1e11, 2e10)) == CPU
+    assert DEFAULT.plan_rate(30_000.0, 2.0) == 15_000.0
+    assert CPU.plan_rate(30_000.0, 2.0) is None
+    assert DEFAULT.plan_rate(30_000.0, 0.0) is None  # no estimate: first_rate
+
+
+@pytest.mark.parametrize("device,expected", [(H100_SXM, DEFAULT), (FAKE_DEVICE, CPU)])
+def test_a_core_plan_carries_its_devices_batching(device, expected):
+    ctx = replace(context([info(0, "ai_filter", ["r"], {"r": 300})], {"r": 100}), device=device)
+    plan = with_strategy(PhysicalPlan(Scan("r"), (), context=ctx))
+    assert plan.batching == expected
 
 
 def test_the_sizer_follows_the_plans_batching():
