@@ -124,8 +124,8 @@ def test_gpu_engine_decodes_over_an_fp8_arena_and_returns_every_page(device):
     for kv_fp8, static in ((True, False), (False, False), (True, True)):
         config, fast = _model("qwen3", device, kv_fp8=kv_fp8)
         gpu = GpuEngine(fast, tok, config, token_budget=64)
+        gpu.runner.decode_graphs = static  # (on by default on a CUDA device: eager asked here)
         if static:
-            gpu.runner.decode_graphs = True
             gpu.runner._graphs = DecodeGraphs(fast, capture=False, buckets=(4, 8))
         with torch.inference_mode():
             handle = gpu.add_prefix(tok.encode("Instruction shared by all: "))
