@@ -74,6 +74,13 @@ command_of() {  # the command line of a step
       --sample reports=${SF1_REPORTS:-200} --random-model qwen3-4b --precision fp8 --override \
       --workdir /tmp/quail-e2e --baseline-sample ${SF1_BASELINE:-32} \
       --out \$OUT/quailb-gpu-bio4-sf1.json" ;;
+    e2e-ab) echo "python3 -m bench e2e-gpu --precisions fp8 --workloads ${AB_WORKLOADS:-filter} --paths query \
+      --filter-docs 20000 --ab ${AB_TREE:-.carry/old} --ab-rounds ${AB_ROUNDS:-2} --query-timeout 200 \
+      --keep-logs --budget-s $(( $2 - 15 ))" ;;
+    cold) echo "python3 -m bench cold_start --random-model qwen3-4b --tokenizer .carry/tok-smollm2 \
+      --device cuda --precision fp8 --timeout $(( $2 / 3 )) --out \$OUT/cold_start.json" ;;
+    decodetiles) echo "python3 -m bench.probes.decode_attention --seqs 1024 2048 --out \$OUT \
+      && python3 -m bench.probes.decode_attention --seqs 1024 2048 --kv-fp8 --out \$OUT" ;;
     fp8probe) echo "python3 -m bench.probes.fp8_attention" ;;
     profile) echo "python3 -m bench.probes.profile_query ${PROFILE_ROUTES:+--routes} \
       --ids \"${PROFILE_IDS-BIO-2,AGENT-1}\" --first ${PROFILE_FIRST:-8} --count ${PROFILE_COUNT:-6} \

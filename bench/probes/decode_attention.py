@@ -28,7 +28,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import torch
 
-    from quail_kernels.kv_fp8 import quantize_kv
+    from quail_kernels.kv_fp8 import quantize_kv, scales_by_head
     from quail_kernels.prefix_attention import prefix_attention
 
     hq, hkv, d, page = 32, 8, 128, 64
@@ -48,7 +48,7 @@ def main(argv=None) -> int:
         scales = {}
         if args.kv_fp8:
             (k, ks), (v, vs) = quantize_kv(k), quantize_kv(v)
-            scales = {"k_scale": ks, "v_scale": vs}
+            scales = {"k_scale": scales_by_head(ks), "v_scale": scales_by_head(vs)}
             kv_bytes = 2 * n * args.keys * hkv * (d + 4)
         for blocks in CANDIDATES:
             try:
