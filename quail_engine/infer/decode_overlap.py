@@ -9,8 +9,11 @@ ending sequences, admitting new ones, preparing step N+2) runs while the GPU com
 This holds for every sequence but one under a repetition penalty (its next choice needs the
 tokens so far on the host) on a runner whose decode steps take and give tokens on the device
 (`decode_next`). A grammar's choice waits for its masks, which need the sequence's tokens so
-far: they are computed on the host while the step's forward pass runs (the matchers take the
-previous token as the host reads it), and the masked choice is queued behind the pass. The
+far: they are computed on the grammars' helper thread while the step's forward pass runs (the
+matchers take the previous token as the host reads it), and the masked choice is queued behind
+the pass. Meanwhile this thread stages the step after (`decode_stage`: the sequences' KV
+growth, positions and block table), so that once the masks are in only the choice and one
+graph launch stand between the pass and the next. The
 tokens are the ones `greedy_decode` picks (the same argmax of the same logits, under the same
 masks); what changes is when the host learns them: a sequence that ends (EOS, a stop string,
 its grammar complete) is known one step late, so it runs one step in vain and that step's
@@ -65,16 +68,20 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
     issued: dict[int, int] = {}  # tokens each running sequence has been given, read or not
     group: list[DecodeSeq] = []  # the sequences whose next token is in flight, in row order
     tokens = host = ready = None  # those tokens on the device; their host copy and its event
+    stage = getattr(runner, "decode_stage", None)
+    staged = None  # the next step's inputs, staged at the end of the last iteration
     while group or waiting:
         # 1. the next step's forward pass, for the sequences whose in-flight token does not
         #    end them by length (one that ends otherwise is not known yet: it runs in vain)
-        rows = [k for k, s in enumerate(group) if not s.finish and issued[id(s)] < s.max_tokens]
+        rows = _next_rows(group, issued)
         stepped = [group[k] for k in rows]
         following = kept = None
         if rows:
             ids = tokens if len(rows) == len(group) else tokens[to_device(rows, tokens.device)]
             keep = [k for k, s in enumerate(stepped) if s.grammar is not None]
-            following, kept = runner.decode_next([kv[id(s)] for s in stepped], ids, keep)
+            prefixes = [kv[id(s)] for s in stepped]
+            following, kept = (runner.decode_next(prefixes, ids, keep) if staged is None else
+                               runner.decode_next(prefixes, ids, keep, staged=staged))
             for s in stepped:
                 issued[id(s)] += 1
         # 2. read the in-flight tokens (the GPU meanwhile runs the pass just launched)
@@ -103,12 +110,20 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
             first_logits = torch.stack([job.logits[-1] for job in jobs])
             firsts = first_logits.argmax(dim=-1)
             del jobs
-        # 4. the grammars' choices: masks from the tokens read in 2 (while the pass runs)
+        # 4. the grammars' masks, from the tokens read in 2, start on the grammars' helper
+        #    thread while this one stages the next step's inputs (the pass launched in 1 still
+        #    runs); then the masked choices are queued behind that pass
+        masks = None
         if grammars is not None:
-            following, firsts = _grammar_choices(grammars, stepped, following, kept,
-                                                 admitted, firsts,
-                                                 first_logits if admitted else None)
+            masks = _start_masks(grammars, stepped, kept, admitted,
+                                 first_logits if admitted else None)
         group = stepped + admitted
+        following_rows = _next_rows(group, issued)
+        staged = None
+        if stage is not None and following_rows:
+            staged = stage([kv[id(group[k])] for k in following_rows])
+        if masks is not None:
+            following, firsts = _grammar_choices(grammars, masks, following, firsts)
         parts = [t for t in (following, firsts) if t is not None]
         if not parts:
             tokens = host = ready = None
@@ -117,16 +132,22 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
         host, ready = _to_host(tokens)
 
 
-def _grammar_choices(grammars, stepped, following, kept, admitted, firsts, first_logits):
-    """`following` (the step's tokens) and `firsts` (the admitted sequences' first tokens)
-    with each live constrained sequence's token replaced by its grammar's choice (one mask
-    computation for both). A sequence that ended in vain keeps its plain token: it is
-    dropped."""
+def _next_rows(group: Sequence[DecodeSeq], issued: dict[int, int]) -> list[int]:
+    """The rows of `group` the next step runs: those not ended and not given their
+    `max_tokens` tokens yet."""
+    return [k for k, s in enumerate(group) if not s.finish and issued[id(s)] < s.max_tokens]
+
+
+def _start_masks(grammars, stepped, kept, admitted, first_logits):
+    """Start the masks of each live constrained sequence (the stepped ones, whose logits
+    `kept` holds, then the admitted ones, `first_logits`) on the grammars' helper thread ->
+    (rows, their logits, their matchers, the pending masks), or None when there are none.
+    rows: (side, row in `stepped` (0) or `admitted` (1), row in its logits)."""
     rows = [(0, k, k_kept) for k_kept, k in enumerate(
         k for k, s in enumerate(stepped) if s.grammar is not None) if not stepped[k].finish]
     rows += [(1, k, k) for k, s in enumerate(admitted) if s.grammar is not None]
     if not rows:
-        return following, firsts
+        return None
     # (rows list the stepped ones first: one gather from each source, none where all are read)
     parts = []
     for side, source in ((0, kept), (1, first_logits)):
@@ -139,7 +160,17 @@ def _grammar_choices(grammars, stepped, following, kept, admitted, firsts, first
     for s in seqs:
         if s.matcher is None:
             s.matcher = grammars.matcher(s.grammar, logits.shape[-1])
-    chosen = grammars.choose_on_device(logits, [s.matcher for s in seqs])
+    matchers = [s.matcher for s in seqs]
+    return rows, logits, matchers, grammars.start(matchers)
+
+
+def _grammar_choices(grammars, masks, following, firsts):
+    """`following` (the step's tokens) and `firsts` (the admitted sequences' first tokens)
+    with each live constrained sequence's token replaced by its grammar's choice under the
+    masks `_start_masks` started. A sequence that ended in vain keeps its plain token: it is
+    dropped."""
+    rows, logits, matchers, pending = masks
+    chosen = grammars.choose_on_device(logits, matchers, pending)
     out = [following, firsts]
     for side in (0, 1):
         at = [j for j, (sd, _, _) in enumerate(rows) if sd == side]

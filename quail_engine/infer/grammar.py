@@ -174,12 +174,15 @@ class GrammarMasks:
         data = packed.to(logits.device, non_blocking=True).view(torch.uint8).flatten()
         return table.index_select(0, data.int()).reshape(n, -1)[:, :width]
 
-    def choose_on_device(self, logits, matchers: Sequence[Any]):
+    def choose_on_device(self, logits, matchers: Sequence[Any], pending=None):
         """What `choose` picks, as a tensor on the logits' device, without the host waiting
-        for the GPU: the masks are computed now (the matchers have taken every token so far)
-        and the choice is queued behind the pass that writes `logits` (the overlapped decode,
-        infer/decode_overlap.py, computes them while that pass runs)."""
-        packed = self._masks(matchers)
+        for the GPU: the masks (`pending`, from `start`, else computed now; the matchers have
+        taken every token so far) and the choice queued behind the pass that writes `logits`
+        (the overlapped decode, infer/decode_overlap.py, computes them while that pass runs)."""
+        t0 = time.perf_counter()
+        packed = pending.result() if pending is not None else self._masks(matchers)
+        if pending is not None:
+            self.wait_s += time.perf_counter() - t0
         accepting = to_device([m.is_accepting() for m in matchers], logits.device, torch.bool)
         best, leaves, empty = self._masked(logits, self._allowed(logits, packed))
         return torch.where(empty | (leaves & accepting), self._eos[0], best)

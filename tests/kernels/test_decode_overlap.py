@@ -5,6 +5,7 @@ while the next step already runs, by length, and admitted as the small arena fre
 
 import gc
 
+import pytest
 import torch
 from test_gpu_engine import CharTokenizer
 from test_gpu_model import _models
@@ -19,11 +20,19 @@ def _seqs(tok, max_tokens):
     return [DecodeSeq(tok.encode(t), None, max_tokens) for t in texts]
 
 
-def test_overlapped_decode_equals_step_by_step_decode(device):
+@pytest.mark.parametrize("static", [False, True])
+def test_overlapped_decode_equals_step_by_step_decode(device, static):
+    """`static`: the decode graphs' steps (uncaptured off CUDA), each staged while the last
+    one runs (runner.decode_stage) and launched from its tokens."""
     config, _, fast = _models("qwen3", device)
     tok = CharTokenizer()
     gpu = GpuEngine(fast, tok, config, token_budget=64)
     runner, room = gpu.runner, gpu._decode_room()
+    runner.decode_graphs = static  # (on by default on a CUDA device)
+    launched = []  # per decode_next: whether its step was staged
+    step = runner.decode_next
+    runner.decode_next = lambda *a, staged=None: launched.append(staged is not None) or step(
+        *a, staged=staged)
     assert overlappable(runner, _seqs(tok, 4))
     with torch.inference_mode():
         free = _seqs(tok, 20)
@@ -47,7 +56,9 @@ def test_overlapped_decode_equals_step_by_step_decode(device):
     del want, got, free
     gc.collect()
     gpu.prefix_cache.index.clear()
-    assert fast.arena.num_free_pages == fast.arena.num_pages
+    assert fast.arena.num_free_pages == fast.arena.num_pages - static  # (the scratch page)
+    # with the graphs' steps, each step's inputs were staged during the last iteration
+    assert launched and all(launched) == static and any(launched) == static
 
 
 def test_decode_next_keeps_the_rows_a_grammar_chooses_from(device):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -80,16 +81,18 @@ class StaticDecode:
         """One step for len(ids) <= rows sequences -> their logits [n, V] (a view of the
         step's output buffer: read before the next step). `ids` on the host or the device
         (then copied there without the host waiting)."""
-        n = len(ids)
+        return self.launch(ids, self.stage(prefixes))
+
+    def stage(self, prefixes: Sequence[PagedPrefix]) -> int:
+        """The step's inputs but its token ids: each prefix grows by the slot its next token's
+        KV goes to, and the positions, slots, lengths and block-table rows are copied to the
+        fixed buffers behind whatever the stream runs now (a step in flight reads them before
+        the copies land). Returns the number of rows staged, for `launch`."""
+        n = len(prefixes)
         slots, lens, rows = grow_rows(prefixes, self.model.arena, self.scratch)
         width = len(rows[0])
         pad = self.rows - n
         dev = self.model.device
-        if isinstance(ids, torch.Tensor):
-            self.ids[:n].copy_(ids, non_blocking=True)
-            self.ids[n:].zero_()
-        else:
-            self.ids.copy_(to_device(list(ids) + [0] * pad, dev), non_blocking=True)
         self.positions.copy_(to_device([m - 1 for m in lens] + [0] * pad, dev),
                              non_blocking=True)
         self.slots.copy_(to_device(slots + [self.scratch * self.page] * pad, dev),
@@ -98,6 +101,18 @@ class StaticDecode:
         rows += [[self.scratch] * width] * pad
         self.table[:, :width].copy_(to_device(torch.tensor(rows, dtype=torch.int32), dev),
                                     non_blocking=True)
+        return n
+
+    def launch(self, ids: Sequence[int] | torch.Tensor, n: int) -> torch.Tensor:
+        """Run the step staged for `n` rows on token `ids` -> their logits [n, V]."""
+        if len(ids) != n:
+            raise ValueError(f"{len(ids)} token ids for a step staged for {n} sequences")
+        dev = self.model.device
+        if isinstance(ids, torch.Tensor):
+            self.ids[:n].copy_(ids, non_blocking=True)
+            self.ids[n:].zero_()
+        else:
+            self.ids.copy_(to_device(list(ids) + [0] * (self.rows - n), dev), non_blocking=True)
         if self.graph is not None:
             self.graph.replay()
         else:
@@ -124,13 +139,19 @@ class DecodeGraphs:
 
     def run(self, ids: Sequence[int] | torch.Tensor,
             prefixes: Sequence[PagedPrefix]) -> torch.Tensor:
+        return self.launch(ids, self.stage(prefixes))
+
+    def stage(self, prefixes: Sequence[PagedPrefix]) -> Staged:
+        """A step of `prefixes` with its inputs in place but its token ids (StaticDecode.stage),
+        for `launch`: the host's part of a step, done before the ids exist."""
         longest = max(p.num_tokens for p in prefixes)
         if longest >= self.model.config.max_position:
             raise ValueError(f"position {longest} beyond max_position "
                              f"{self.model.config.max_position}")
-        rows = bucket_for(len(ids), self.buckets)
+        rows = bucket_for(len(prefixes), self.buckets)
         if rows is None:
-            raise ValueError(f"{len(ids)} sequences in one graph step; at most {self.largest}")
+            raise ValueError(f"{len(prefixes)} sequences in one graph step; at most "
+                             f"{self.largest}")
         if self.scratch is None:
             self.scratch = self.model.arena.take_page()  # held for the model's life
         step = self.steps.get(rows)
@@ -139,4 +160,17 @@ class DecodeGraphs:
             self.steps[rows] = step
             log.info("decode step of %d rows %s", rows,
                      "captured as a CUDA graph" if self.capture else "on static buffers")
-        return step.run(ids, prefixes)
+        return Staged(step, step.stage(prefixes), tuple(map(id, prefixes)))
+
+    def launch(self, ids: Sequence[int] | torch.Tensor, staged: Staged) -> torch.Tensor:
+        """Run a staged step on its token `ids` -> logits [n, V] (a view, as `run`'s)."""
+        return staged.step.launch(ids, staged.n)
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A decode step whose inputs are in its graph's buffers, waiting for its token ids;
+    `prefixes`: the identities of the prefixes it grew, in row order."""
+    step: StaticDecode
+    n: int
+    prefixes: tuple[int, ...]

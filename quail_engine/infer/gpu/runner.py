@@ -105,27 +105,43 @@ class GpuRunner:
                 job.logits = logits[k:k + 1]
 
     @torch.inference_mode()
+    def decode_stage(self, prefixes: Sequence):
+        """The host's part of the next `decode_next` over `prefixes` (their growth, the
+        step's positions, slots and block table copied behind the step in flight), done while
+        the host would otherwise wait (decode_overlap.py: during a grammar's masks); None
+        where the step is not one graph's (graphs off, or more rows than the largest)."""
+        graphs = self._decode_graphs()
+        if graphs is None or not prefixes or len(prefixes) > min(
+                self.scheduler.token_budget, graphs.largest):
+            return None
+        return graphs.stage(prefixes)
+
+    @torch.inference_mode()
     def decode_next(self, prefixes: Sequence, ids: torch.Tensor,
-                    keep: Sequence[int] = ()) -> tuple[torch.Tensor, torch.Tensor | None]:
+                    keep: Sequence[int] = (), staged=None
+                    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """One greedy decode step that never waits for the GPU: token b (`ids`, on the
         device) continues `prefixes[b]`, which grows by it in place as in `decode_step`.
         Returns each row's most likely next token, on the device, and the whole logits of
         the rows in `keep` (a copy, [len(keep), V]: rows whose choice a grammar makes later).
         The host can prepare the next step (and read this step's tokens later) while this
-        one runs (decode_overlap.py)."""
+        one runs (decode_overlap.py). `staged`: `decode_stage(prefixes)` done already."""
+        if staged is not None and staged.prefixes != tuple(map(id, prefixes)):
+            raise ValueError("decode_next over other prefixes than were staged")
         tokens, kept = [], []
-        for lo, logits in self._decode_parts(ids, prefixes, keep=False):
+        for lo, logits in self._decode_parts(ids, prefixes, keep=False, staged=staged):
             tokens.append(logits.argmax(dim=-1))
             rows = [k - lo for k in keep if lo <= k < lo + len(logits)]
             if rows:  # (before a later part replays the same graph over this output)
                 kept.append(logits[to_device(rows, self.device)])
         return torch.cat(tokens), (torch.cat(kept) if kept else None)
 
-    def _decode_parts(self, ids, prefixes: Sequence, keep: bool):
+    def _decode_parts(self, ids, prefixes: Sequence, keep: bool, staged=None):
         """Yield (first row, logits) per part of one decode step (at most the largest decode
-        graph's rows a part). A graph's logits are a view of its output buffer, which a later
-        part replaying the same graph overwrites: `keep` clones them, else the caller must
-        read each part before taking the next."""
+        graph's rows a part; `staged`: the one part `decode_stage` staged). A graph's logits
+        are a view of its output buffer, which a later part replaying the same graph
+        overwrites: `keep` clones them, else the caller must read each part before taking the
+        next."""
         graphs = self._decode_graphs()
         n = len(prefixes)
         size = max(1, min(self.scheduler.token_budget, graphs.largest if graphs else n))
@@ -138,7 +154,9 @@ class GpuRunner:
                           torch.cuda.Event(enable_timing=True),
                           {"tokens": len(part), "seqs": len(part)})
                 timing[0].record()
-            if graphs is not None:
+            if staged is not None:
+                logits = graphs.launch(part_ids, staged)
+            elif graphs is not None:
                 logits = graphs.run(part_ids, part)
                 if keep and lo + size < n:  # a later part may replay the same graph
                     logits = logits.clone()

@@ -57,6 +57,23 @@ class InPlace:
         return logits.argmax(dim=-1), (logits[list(keep)] if keep else None)
 
 
+class Staging(InPlace):
+    """InPlace with the GPU runner's `decode_stage`: the loop stages each step's sequences
+    while the grammars' masks are computed, and must launch that step over the same ones."""
+
+    def __init__(self, runner):
+        super().__init__(runner)
+        self.staged = 0
+
+    def decode_stage(self, prefixes):
+        return tuple(map(id, prefixes))
+
+    def decode_next(self, prefixes, ids, keep=(), staged=None):
+        assert staged == tuple(map(id, prefixes)), "a step launched over other sequences"
+        self.staged += 1
+        return super().decode_next(prefixes, ids, keep)
+
+
 @pytest.fixture(scope="module")
 def engine(require_embedded):
     require_embedded("smollm2-135m")
@@ -82,7 +99,8 @@ def _seqs(engine):
     return seqs
 
 
-def test_overlapped_loop_answers_as_the_step_by_step_loop(engine):
+@pytest.mark.parametrize("shim", [InPlace, Staging])
+def test_overlapped_loop_answers_as_the_step_by_step_loop(engine, shim):
     from quail_engine.infer.decode import greedy_decode
     from quail_engine.infer.decode_overlap import overlappable, overlapped_decode
 
@@ -97,7 +115,7 @@ def test_overlapped_loop_answers_as_the_step_by_step_loop(engine):
     before = stats.decode_tokens
     greedy_decode(engine.runner, want, engine.codec.eos_ids, engine.codec.decode, masks, room)
     decoded, before = stats.decode_tokens - before, stats.decode_tokens
-    runner = InPlace(engine.runner)
+    runner = shim(engine.runner)
     assert overlappable(runner, got)
     vain = stats.vain_decode_tokens
     overlapped_decode(runner, got, engine.codec.eos_ids, engine.codec.decode, masks, room)
@@ -111,6 +129,7 @@ def test_overlapped_loop_answers_as_the_step_by_step_loop(engine):
     assert {s.finish for s in want} >= {"grammar", "stop", "length"}
     assert all(json.loads(s.text).keys() == {"name", "city"} for s in got if s.grammar)
     assert max(runner.steps) < len(got)  # admitted in waves, never all at once
+    assert getattr(runner, "staged", len(runner.steps)) == len(runner.steps)
 
 
 def test_a_repetition_penalty_keeps_the_step_by_step_loop():
