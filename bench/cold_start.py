@@ -164,7 +164,7 @@ def _query(args, model: str, table: Path, root: Path, name: str) -> dict:
     if report.exists():
         rep = json.loads(report.read_text())
         step.update(load_s=round(rep["load_s"], 2), wall_s=round(rep["wall_s"], 2),
-                    rows=rep.get("rows"))
+                    rows=rep.get("rows"), load_phases=rep.get("load_phases", {}))
     step.update(kernels_before=before["kernels"],
                 kernels_after=compile_log.cache_inventory(root / "kernels")["kernels"],
                 compiled=_compiled(root.parent / f"{name}.log"))

@@ -69,6 +69,9 @@ class Report:
     remarks: list[str] = field(default_factory=list)
     rows: int = 0
     load_s: float = 0.0  # model loading, included in wall_s
+    # what that load was made of, where the engine says (gpu/engine.GpuEngine.load_phases),
+    # with the device start and the tokenizer; empty when nothing loaded
+    load_phases: dict[str, float] = field(default_factory=dict)
     # wall seconds by phase (parse, check, device_wait, device_start, scan, estimate, plan,
     # filters, joins, projections, answer_keys, statement); the model load shows inside the
     # phase that first needed it (and as a `model_load` span in the timeline when an operator's
@@ -134,7 +137,7 @@ class Report:
             "sol_seconds_sustained": self.sol_seconds_sustained,
             "cache_hits": self.cache_hits, "truncated": self.truncated, "rows": self.rows,
             "reasked": self.reasked,
-            "load_s": self.load_s, "phases": {k: round(v, 4) for k, v in self.phases.items()},
+            "load_s": self.load_s, "load_phases": self.load_phases, "phases": {k: round(v, 4) for k, v in self.phases.items()},
             "device": self.device, "model": self.model, "plans": self.plans,
             "generation_model": self.generation_model,
             "remarks": self.remarks, "timeline": self.timeline.to_json(),

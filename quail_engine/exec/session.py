@@ -276,7 +276,13 @@ class QuailSession:
         # phase is the CPU probe, not a load), each as it happened here and counted once
         text_s = getattr(self.text, "load_s", 0.0) - self._text_load0
         start_s = rep.phases.get("device_start", 0.0) if self.device.is_cuda else 0.0
-        rep.load_s = self._engine.load_s + max(0.0, text_s - self._engine.nested_s) + start_s
+        tokenizer_s = max(0.0, text_s - self._engine.nested_s)
+        rep.load_s = self._engine.load_s + tokenizer_s + start_s
+        if self._engine.load_s:
+            rep.load_phases = {"device_start_s": round(start_s, 3),
+                               "tokenizer_s": round(tokenizer_s, 3),
+                               "engine_s": round(self._engine.load_s, 3),
+                               **getattr(self._engine.loaded, "load_phases", {})}
         self._engine.load_s = self._engine.nested_s = 0.0
         if self._decoder is not None:
             dec_text_s = getattr(self.decoder_text, "load_s", 0.0) - self._decoder_text_load0

@@ -87,6 +87,9 @@ class GpuEngine(LocalEngine):
         super().__init__(model, tokenizer, config, model_id=model_id, device=model.device,
                          **kwargs)
         self.runner = GpuRunner(model, self.stats, token_budget)
+        # where `load` spent its time (checkpoint_s, model_s, arena_s, warm_up_s, and the
+        # warm-up's kernels and kernel_s): what a cold start's load is made of
+        self.load_phases: dict[str, float] = {}
 
     def _prefix_cache(self) -> PrefixCache:
         """Content-shared pages live in the paged arena itself: the index holds each page it
@@ -140,16 +143,30 @@ class GpuEngine(LocalEngine):
         as QUAIL_KV_DTYPE says, off by default)."""
         kv_fp8 = kv_fp8_requested() if kv_fp8 is None else kv_fp8
         compile_log.install()  # kernels the load itself compiles go to the kept cache too
+        clock = time.perf_counter()
+        phases = {}
+
+        def lap(name: str) -> None:  # (seconds since the last lap, for `load_phases`)
+            nonlocal clock
+            now = time.perf_counter()
+            phases[name] = round(now - clock, 3)
+            clock = now
+
         state, tokenizer, config = load_checkpoint(spec, device, dtype, tokenizer)
+        lap("checkpoint_s")
         options = {"fp8_proj": fp8_proj} if fp8_proj is not None else {}
         model = GpuCausalLM(config, state, fp8=fp8, device=device, fp8_block=fp8_block,
                             **options)
         del state  # the bf16 originals of fp8 weights, and the GEMMs' concatenated inputs
         torch.cuda.empty_cache()
+        lap("model_s")
         engine = cls(attach_arena(model, kv_fp8=kv_fp8), tokenizer, config,
                      model_id=precision_model_id(spec, fp8, fp8_proj, fp8_block, kv_fp8),
                      **kwargs)
+        lap("arena_s")
         engine.warm_up()
+        lap("warm_up_s")
+        engine.load_phases = {**phases, **engine.load_phases}
         return engine
 
     def warm_up(self) -> None:
@@ -217,6 +234,7 @@ class GpuEngine(LocalEngine):
         count, seconds = (a - b for a, b in zip(compile_log.totals(), compiled))
         log.info("warmed up the GPU kernels in %.2f s (%d Triton kernels compiled or loaded in "
                  "%.2f s)", time.perf_counter() - start, count, seconds)
+        self.load_phases.update(kernels=count, kernel_s=round(seconds, 3))
 
     def release(self, handle: PrefixHandle) -> None:
         entry = self.arena.get(handle.id)

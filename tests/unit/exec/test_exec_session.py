@@ -431,6 +431,7 @@ def test_an_operators_seconds_leave_out_the_model_load_it_waited_for(con):
     from quail_engine.exec.prompt_text import PromptText
 
     engine = FakeEngine()
+    engine.load_phases = {"checkpoint_s": 0.4, "warm_up_s": 0.1}
 
     def load():
         time.sleep(0.5)
@@ -446,6 +447,11 @@ def test_an_operators_seconds_leave_out_the_model_load_it_waited_for(con):
     spans = [p for p in rep["timeline"]["phases"] if p["name"] == "model_load"]
     assert len(spans) == 1 and spans[0]["end"] - spans[0]["start"] >= 0.5
     assert rep["load_s"] >= 0.5
+    # what the load was made of: the engine's own phases beside the load as the session saw it
+    phases = rep["load_phases"]
+    assert phases["engine_s"] >= 0.5 and phases["checkpoint_s"] == 0.4
+    assert phases["engine_s"] + phases["tokenizer_s"] + phases["device_start_s"] == \
+        pytest.approx(rep["load_s"], abs=2e-3)
     # the load and the operator's own seconds are disjoint parts of the filter phase; counted
     # in the operator too, their sum would pass the phase by the load's 0.5 s
     assert rep["operators"][0]["seconds"] + rep["load_s"] <= rep["phases"]["filters"] + 1e-3
