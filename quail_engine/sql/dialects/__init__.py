@@ -1,5 +1,5 @@
-"""One module per dialect: a sqlglot subclass, `FUNCTIONS` (vendor name -> IR builder),
-`lookup`, `is_ai_name` and `unwrap` (result wrappers)."""
+"""One module per dialect: a sqlglot subclass, `FUNCTIONS` (vendor name -> IR builder, filled
+from quail_engine.sql.functions), `lookup`, `is_ai_name` and `unwrap` (result wrappers)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ __all__ = ["DIALECTS", "get", "sqlglot_dialect"]
 
 
 def get(name: str) -> ModuleType:
-    """The dialect module for `name` (case-insensitive)."""
+    """The dialect module for `name` (case-insensitive), its `FUNCTIONS` filled: each kind's
+    vendor spellings live in quail_engine.sql.functions, which fills the tables when imported."""
     key = (name or "").lower()
     if key not in DIALECTS:
         raise SqlError(f"unknown dialect {name!r}; expected one of {', '.join(DIALECTS)}")
+    importlib.import_module("quail_engine.sql.functions")
     return importlib.import_module(f"quail_engine.sql.dialects.{key}")
 
 

@@ -55,7 +55,7 @@ class QuailBigQuery(BigQuery):
             return super()._parse_column_ops(this)
 
 
-def _options(a: dict, call: Call) -> Options:
+def read_options(a: dict, call: Call) -> Options:
     endpoint = a.get("endpoint")
     ratio = a.get("max_error_ratio")
     params = options(a.get("model_params"), "model_params", call.name, NAME)
@@ -78,7 +78,7 @@ def _options(a: dict, call: Call) -> Options:
                    gen=gen_params(params), vendor=vendor_items(vendor))
 
 
-def _examples(a: dict, call: Call) -> tuple[tuple[str, str], ...]:
+def read_examples(a: dict, call: Call) -> tuple[tuple[str, str], ...]:
     if a.get("examples") is None:
         return ()
     items = literal(a["examples"], "examples", call.name, NAME)
@@ -88,33 +88,12 @@ def _examples(a: dict, call: Call) -> tuple[tuple[str, str], ...]:
     return tuple((str(i[0]), json.dumps(i[1])) for i in items)
 
 
-def _build_if(call: Call) -> Built:
-    a = bind(call, Signature(("prompt",), 1, MANAGED), NAME)
-    return make(OpKind.AI_FILTER, text_input(a["prompt"], call.name, NAME), call,
-                options=_options(a, call), examples=_examples(a, call))
-
-
-def _build_classify(call: Call) -> Built:
-    a = bind(call, Signature(("input", "categories"), 2, (*MANAGED, "output_mode")), NAME)
-    mode = a.get("output_mode")
-    mode = None if mode is None else text(Site(call.name, call.sql(NAME), NAME), "output_mode",
-                                          string(mode, "output_mode", call.name, NAME),
-                                          ("single", "multi"))
-    opts = _options(a, call)
-    if mode == "single":
-        opts = dataclasses.replace(opts, vendor=(*opts.vendor, ("output_mode", "single")))
-    return make(OpKind.AI_CLASSIFY, text_input(a["input"], call.name, NAME), call,
-                shape="list1" if mode == "single" else None,
-                labels=labels(a["categories"], call.name, NAME, min_count=2),
-                multi=mode == "multi", options=opts, examples=_examples(a, call))
-
-
 def _build_score(call: Call) -> Built:
     a = bind(call, Signature(("prompt",), 1, MANAGED), NAME)
     prompt = text_input(a["prompt"], call.name, NAME)
     # the scale the prompt states ("rate from 1 to 10") is the score's range (sql/scales.py)
     scale = stated_range(prompt.template)
-    return make(OpKind.AI_SCORE, prompt, call, options=_options(a, call),
+    return make(OpKind.AI_SCORE, prompt, call, options=read_options(a, call),
                 task_args=(("range", range_text(*scale)),) if scale else ())
 
 
@@ -150,14 +129,14 @@ def _build_generate(call: Call, output_type: str = "VARCHAR") -> Built:
     if a.get("output_schema") is not None:
         schema = string(a["output_schema"], "output_schema", call.name, NAME)
         fields = _schema(schema, call)
-        built = make(OpKind.AI_EXTRACT, prompt, call, options=_options(a, call),
+        built = make(OpKind.AI_EXTRACT, prompt, call, options=read_options(a, call),
                      labels=labels(exp.Array(expressions=[exp.Literal.string(n) for n, _ in fields]),
                                    call.name, NAME),
                      task_args=(("output_schema", schema),))
         built.shape = _generated_struct(fields)
         return built
     op = OpKind.AI_FILTER if output_type == "BOOLEAN" else OpKind.AI_GENERATE
-    return make(op, prompt, call, shape="result_struct", options=_options(a, call),
+    return make(op, prompt, call, shape="result_struct", options=read_options(a, call),
                 output_type=output_type)
 
 
@@ -166,32 +145,30 @@ def _build_agg(call: Call) -> Built:
     return make(OpKind.AI_AGGREGATE, text_input(a["input"], call.name, NAME), call,
                 instruction=string(a["instruction"], "the instruction", call.name, NAME),
                 task_args=(("distinct", "true"),) if call.is_distinct else (),
-                options=_options(a, call))
+                options=read_options(a, call))
 
 
 def _build_count_tokens(call: Call) -> Built:
     a = bind(call, Signature(("input",), 1, ("endpoint",)), NAME)
     return make(OpKind.AI_COUNT_TOKENS, text_input(a["input"], call.name, NAME), call,
-                shape="result_struct", options=_options(a, call))
+                shape="result_struct", options=read_options(a, call))
 
 
 def _build_embed(call: Call) -> Built:
     a = bind(call, Signature(("content",), 1, ("endpoint", "connection_id", "task_type",
                                                 "title", "model_params")), NAME)
     return make(OpKind.AI_EMBED, text_input(a["content"], call.name, NAME), call,
-                shape="result_struct", options=_options(a, call))
+                shape="result_struct", options=read_options(a, call))
 
 
 def _build_similarity(call: Call) -> Built:
     a = bind(call, Signature(("content1", "content2"), 2, ("endpoint", "connection_id",
                                                             "model_params")), NAME)
     return make(OpKind.AI_SIMILARITY, append(text_prompt(a["content1"]), a["content2"]), call,
-                task_args=(("range", "-1..1"),), options=_options(a, call))
+                task_args=(("range", "-1..1"),), options=read_options(a, call))
 
 
 FUNCTIONS = {
-    "AI.IF": _build_if,
-    "AI.CLASSIFY": _build_classify,
     "AI.SCORE": _build_score,
     "AI.GENERATE": _build_generate,
     "AI.GENERATE_BOOL": lambda call: _build_generate(call, "BOOLEAN"),

@@ -16,7 +16,7 @@ from sqlglot.generators.databricks import DatabricksGenerator
 from sqlglot.parsers.databricks import DatabricksParser
 
 from quail_engine.sql import shapes
-from quail_engine.sql.build import SENTIMENT_LABELS, Built, make, vendor_items
+from quail_engine.sql.build import Built, make, vendor_items
 from quail_engine.sql.call import Call, Signature, bind
 from quail_engine.sql.dialects.common import (
     Wrapper,
@@ -40,11 +40,9 @@ from quail_engine.sql.literals import (
     whole,
 )
 from quail_engine.sql.response_schema import SchemaError, sql_type_schema
-from quail_engine.sql.validate import Site, boolean, known_keys, label_count, language
+from quail_engine.sql.validate import Site, language
 
 NAME = "databricks"
-# https://docs.databricks.com/aws/en/sql/language-manual/functions/ai_classify (v2 options)
-CLASSIFY_KEYS = ("version", "instructions", "multilabel")
 # https://docs.databricks.com/aws/en/sql/language-manual/functions/ai_translate
 LANGUAGES = ("en", "de", "fr", "it", "pt", "hi", "es", "th")
 
@@ -106,25 +104,6 @@ def _return_type(ddl: str | None, call: Call) -> str | None:
             "boolean": "BOOLEAN"}.get(kind, "JSON")
 
 
-def _build_classify(call: Call) -> Built:
-    a = bind(call, Signature(("content", "labels", "options"), 2), NAME)
-    prompt = text_input(a["content"], call.name, NAME)
-    found = labels(a["labels"], call.name, NAME, min_count=2)
-    site = Site(call.name, call.sql(NAME), NAME)
-    if isinstance(a["labels"], exp.Array):
-        label_count(site, found, 20, "with an ARRAY of labels (v1)")
-        return make(OpKind.AI_CLASSIFY, prompt, call, labels=found)
-    label_count(site, found, 500, "with JSON labels (v2)")
-    opts = {k: str(v) for k, v in options(a.get("options"), "options", call.name, NAME).items()}
-    known_keys(site, "the options", opts, CLASSIFY_KEYS)
-    is_multi = boolean(Site(call.name, call.sql(NAME), NAME), "multilabel",
-                       opts.pop("multilabel", "false"))
-    return make(OpKind.AI_CLASSIFY, prompt, call, labels=found, multi=is_multi,
-                shape="response_object_multi" if is_multi else "response_object",
-                instruction=opts.pop("instructions", None),
-                options=Options(vendor=vendor_items({"labels_json": "true", **opts})))
-
-
 def _build_extract(call: Call) -> Built:
     a = bind(call, Signature(("content", "labels", "options"), 2), NAME)
     prompt = text_input(a["content"], call.name, NAME)
@@ -154,12 +133,6 @@ def _one(task: str | None, op: str = OpKind.AI_GENERATE):
         a = bind(call, Signature(("content",), 1), NAME)
         return make(op, text_input(a["content"], call.name, NAME), call, task=task)
     return build
-
-
-def _build_sentiment(call: Call) -> Built:
-    a = bind(call, Signature(("content",), 1), NAME)
-    return make(OpKind.AI_CLASSIFY, text_input(a["content"], call.name, NAME), call,
-                task="sentiment", labels=tuple(Label(x) for x in SENTIMENT_LABELS[NAME]))
 
 
 DEFAULT_SUMMARY_WORDS = 50  # ai_summarize's documented default
@@ -201,9 +174,7 @@ def _build_parse_document(call: Call) -> Built:
 
 FUNCTIONS = {
     "AI_QUERY": _build_query,
-    "AI_CLASSIFY": _build_classify,
     "AI_EXTRACT": _build_extract,
-    "AI_ANALYZE_SENTIMENT": _build_sentiment,
     "AI_SUMMARIZE": _build_summarize,
     "AI_TRANSLATE": _build_translate,
     "AI_SIMILARITY": _build_similarity,
@@ -214,9 +185,6 @@ FUNCTIONS = {
 }
 
 WRAPPERS = {
-    "response_object": {"response[0]": Wrapper("response[0]"),
-                        "response": Wrapper("response", "list1")},
-    "response_object_multi": {"response": Wrapper("response")},
     "response_extract": {"response": Wrapper("response")},
 }
 

@@ -45,7 +45,7 @@ class QuailDuckDB(DuckDB):
         FUNCTIONS = untyped_ai(DuckDBParser.FUNCTIONS)
 
 
-def _named(call: Call) -> tuple[Options, dict, tuple[tuple[str, str], ...]]:
+def named_args(call: Call) -> tuple[Options, dict, tuple[tuple[str, str], ...]]:
     """Named arguments as options, AiOp fields and task arguments (NULL means not given); an
     unknown name is refused with the list of known ones."""
     known = {k.lower(): k for k in (*OPTION_KEYS, *GEN_KEYS, *FIELD_KEYS, "labels", *TASK_ARGS)}
@@ -86,7 +86,7 @@ def _range(site: Site, value: object) -> str:
     return scales.range_text(lo, hi)
 
 
-def _prompt(call: Call, args: list[exp.Expr]) -> Prompt:
+def read_prompt(call: Call, args: list[exp.Expr]) -> Prompt:
     if not args:
         raise ArgumentError(f"{call.name} needs a prompt", call.sql(NAME), NAME)
     if len(args) == 1:
@@ -95,42 +95,33 @@ def _prompt(call: Call, args: list[exp.Expr]) -> Prompt:
                      call.name, NAME, origin=call.node)
 
 
-def _count(call: Call, n: int) -> None:
+def check_count(call: Call, n: int) -> None:
     if len(call.args) != n:
         raise ArgumentError(f"{call.name} takes {n} positional argument{'s' * (n != 1)}, got "
                             f"{len(call.args)}", call.sql(NAME), NAME)
 
 
-def _once(call: Call, fields: dict, name: str) -> None:
+def check_once(call: Call, fields: dict, name: str) -> None:
     """Refuse `name := ...` when the same value is also given positionally."""
     if name in fields:
         raise ArgumentError(f"{call.name}: {name} given twice (positionally and as "
                             f"{name} := ...)", call.sql(NAME), NAME)
 
 
-def _templated(op: str):
+def templated(op: str):
     def build(call: Call) -> Built:
-        opts, fields, task_args = _named(call)
-        return make(op, _prompt(call, call.args), call, options=opts, task_args=task_args,
+        opts, fields, task_args = named_args(call)
+        return make(op, read_prompt(call, call.args), call, options=opts, task_args=task_args,
                     **fields)
     return build
-
-
-def _build_classify(call: Call) -> Built:
-    _count(call, 2)
-    opts, fields, task_args = _named(call)
-    _once(call, fields, "labels")
-    return make(OpKind.AI_CLASSIFY, _prompt(call, call.args[:1]), call, options=opts,
-                labels=labels(call.args[1], call.name, NAME, min_count=2), task_args=task_args,
-                **fields)
 
 
 def _build_extract(call: Call) -> Built:
     if len(call.args) not in (1, 2):
         raise ArgumentError(f"{call.name} takes an input and a field list", call.sql(NAME), NAME)
-    opts, fields, task_args = _named(call)
+    opts, fields, task_args = named_args(call)
     if len(call.args) == 2:
-        _once(call, fields, "labels")
+        check_once(call, fields, "labels")
     found = labels(call.args[1], call.name, NAME) if len(call.args) == 2 else fields.pop(
         "labels", None)
     if found is None and "schema" not in dict(task_args) and fields.get("task") is None:
@@ -139,7 +130,7 @@ def _build_extract(call: Call) -> Built:
     schema = dict(task_args).get("schema")
     if schema is not None:  # a JSON schema: read now, not when some emitter needs it
         parse_json(schema, "the schema", call.name, call.node, NAME)
-    return make(OpKind.AI_EXTRACT, _prompt(call, call.args[:1]), call, options=opts, labels=found,
+    return make(OpKind.AI_EXTRACT, read_prompt(call, call.args[:1]), call, options=opts, labels=found,
                 task_args=task_args, **fields)
 
 
@@ -147,35 +138,33 @@ def _build_aggregate(call: Call) -> Built:
     if len(call.args) not in (1, 2):
         raise ArgumentError(f"{call.name} takes an input and an instruction",
                             call.sql(NAME), NAME)
-    opts, fields, task_args = _named(call)
+    opts, fields, task_args = named_args(call)
     if len(call.args) == 2:
-        _once(call, fields, "instruction")
+        check_once(call, fields, "instruction")
         fields["instruction"] = literal(call.args[1], "the instruction", call.name, NAME)
-    return make(OpKind.AI_AGGREGATE, _prompt(call, call.args[:1]), call, options=opts,
+    return make(OpKind.AI_AGGREGATE, read_prompt(call, call.args[:1]), call, options=opts,
                 task_args=(*task_args, *((("distinct", "true"),) if call.is_distinct else ())),
                 **fields)
 
 
-def _build_unary(op: str, n: int):
+def unary(op: str, n: int):
     def build(call: Call) -> Built:
-        _count(call, n)
-        opts, fields, task_args = _named(call)
-        prompt = _prompt(call, call.args[:1]) if n == 1 else append(text_prompt(call.args[0]),
+        check_count(call, n)
+        opts, fields, task_args = named_args(call)
+        prompt = read_prompt(call, call.args[:1]) if n == 1 else append(text_prompt(call.args[0]),
                                                                      call.args[1])
         return make(op, prompt, call, options=opts, task_args=task_args, **fields)
     return build
 
 
 FUNCTIONS = {
-    "AI_FILTER": _templated(OpKind.AI_FILTER),
-    "AI_CLASSIFY": _build_classify,
-    "AI_SCORE": _templated(OpKind.AI_SCORE),
-    "AI_GENERATE": _templated(OpKind.AI_GENERATE),
+    "AI_SCORE": templated(OpKind.AI_SCORE),
+    "AI_GENERATE": templated(OpKind.AI_GENERATE),
     "AI_EXTRACT": _build_extract,
     "AI_AGGREGATE": _build_aggregate,
-    "AI_EMBED": _build_unary(OpKind.AI_EMBED, 1),
-    "AI_SIMILARITY": _build_unary(OpKind.AI_SIMILARITY, 2),
-    "AI_COUNT_TOKENS": _build_unary(OpKind.AI_COUNT_TOKENS, 1),
+    "AI_EMBED": unary(OpKind.AI_EMBED, 1),
+    "AI_SIMILARITY": unary(OpKind.AI_SIMILARITY, 2),
+    "AI_COUNT_TOKENS": unary(OpKind.AI_COUNT_TOKENS, 1),
 }
 
 

@@ -11,7 +11,7 @@ from sqlglot.dialects.snowflake import Snowflake
 from sqlglot.generators.snowflake import SnowflakeGenerator
 from sqlglot.parsers.snowflake import SnowflakeParser
 
-from quail_engine.sql.build import SENTIMENT_LABELS, Built, make, vendor_items
+from quail_engine.sql.build import Built, make, vendor_items
 from quail_engine.sql.call import Call, Signature, bind, fragment
 from quail_engine.sql.dialects.common import (
     Wrapper,
@@ -33,10 +33,8 @@ from quail_engine.sql.shapes import SHOW_DETAILS
 from quail_engine.sql.validate import (
     Site,
     known_keys,
-    label_count,
     language,
     number,
-    refuse,
     text,
 )
 
@@ -94,84 +92,23 @@ def _flattened_labels(lateral: exp.Expr | None) -> exp.Unnest | None:
                       alias=exp.TableAlias(this=name, columns=[exp.to_identifier("value")]))
 
 
-def _on_error(args: dict, call: Call, default: str = "null") -> tuple[str, str | None]:
+def read_on_error(args: dict, call: Call, default: str = "null") -> tuple[str, str | None]:
     if flag(args.get("return_error_details"), "return_error_details", call):
         return "details", "value_error_object"
     return default, None
 
 
-def _compose(outer: str | None, inner: str | None) -> str | None:
+def compose(outer: str | None, inner: str | None) -> str | None:
     return "+".join(s for s in (outer, inner) if s) or None
 
 
-HINT_KEYS = ("selectivity", "anchor", "order")
 # the documented keys of each options object (a misspelled key is refused, not ignored)
 COMPLETE_KEYS = ("temperature", "top_p", "max_tokens", "guardrails")
-CLASSIFY_KEYS = ("task_description", "output_mode", "examples")
-CLASSIFY_TEXT_KEYS = ("task_description",)
 MAX_TOKENS = 8192  # https://docs.snowflake.com/en/sql-reference/functions/ai_complete
 # AI_TRANSLATE's language codes ('' = detect the source), from its usage notes:
 # https://docs.snowflake.com/en/sql-reference/functions/ai_translate
 LANGUAGES = ("", "ar", "zh", "hr", "cs", "nl", "en", "fi", "fr", "de", "el", "he", "hi", "it",
              "ja", "ko", "no", "pl", "pt", "ro", "ru", "es", "sv", "tr")
-
-
-def _build_filter(call: Call) -> Built:
-    a = bind(call, Signature(("input", "file", "return_error_details"), 1, ("predicate",)), NAME)
-    if "predicate" in a:
-        a.setdefault("input", a.pop("predicate"))
-    file = a.get("file")
-    if isinstance(file, exp.Boolean):
-        a["return_error_details"], file = a.pop("file"), None
-    hints = {}
-    if isinstance(file, (exp.Struct, exp.Map, exp.VarMap)):  # Quail's planner hints
-        hints, file = _hints(file, call), None
-    on_error, shape = _on_error(a, call)
-    prompt = text_input(a["input"], call.name, NAME)
-    if file is not None:
-        prompt = append(prompt, file)
-    built = make(OpKind.AI_FILTER, prompt, call, shape=shape,
-                 options=Options(on_error=on_error, **hints))
-    return built if file is None else as_file(built, file)
-
-
-def _hints(node: exp.Expr, call: Call) -> dict:
-    """Quail's extension: an object as AI_FILTER's second argument holds planner hints
-    (`{'selectivity': 0.1}`, `'anchor'`, `'order'`), never prompt text (Snowflake's second
-    argument is a FILE; an object there was read into the prompt, silently)."""
-    hints = options(node, "the planner hints", call.name, NAME)
-    unknown = sorted(set(hints) - set(HINT_KEYS))
-    if unknown:
-        raise ArgumentError(f"{call.name}: unknown planner hint {unknown[0]!r}; expected one of "
-                            f"{', '.join(HINT_KEYS)}", call.sql(NAME), NAME)
-    return hints
-
-
-def _build_classify(call: Call, legacy: bool = False) -> Built:
-    names = ("input", "list_of_categories", "config_object", "return_error_details")
-    a = bind(call, Signature(names, 2, ("categories", "config", "options")), NAME)
-    cats = a.get("list_of_categories", a.get("categories"))
-    config = options(a.get("config_object", a.get("config", a.get("options"))), "the config",
-                     call.name, NAME)
-    site = Site(call.name, call.sql(NAME), NAME)
-    known_keys(site, "the options" if legacy else "the config", config,
-               CLASSIFY_TEXT_KEYS if legacy else CLASSIFY_KEYS)
-    found = labels(cats, call.name, NAME, min_count=2)
-    label_count(site, found, 100 if legacy else 500)
-    is_multi = text(site, "output_mode", config.pop("output_mode", "single"),
-                    ("single", "multi")) == "multi"
-    examples = config.pop("examples", None) or []
-    if not isinstance(examples, list) or not all(isinstance(e, dict) for e in examples):
-        raise refuse(site, "examples", "a list of {'input': ..., 'labels': [...]} objects",
-                     examples)
-    examples = tuple((str(e.get("input")), json.dumps(e.get("labels"))) for e in examples)
-    instruction = config.pop("task_description", None)
-    on_error, details = _on_error(a, call)
-    base = "label_object" if legacy else ("labels_object_multi" if is_multi else "labels_object")
-    return make(OpKind.AI_CLASSIFY, text_input(a["input"], call.name, NAME), call,
-                shape=_compose(details, base), labels=found,
-                multi=is_multi, instruction=instruction, examples=examples,
-                options=Options(on_error=on_error, vendor=vendor_items(config)))
 
 
 def _build_complete(call: Call, legacy: bool = False, try_: bool = False) -> Built:
@@ -251,29 +188,6 @@ def _build_summarize_agg(call: Call) -> Built:
     return make(OpKind.AI_AGGREGATE, text_input(a["expr"], call.name, NAME), call, task="summarize")
 
 
-def _build_sentiment(call: Call) -> Built:
-    a = bind(call, Signature(("text", "categories", "return_error_details"), 1), NAME)
-    if isinstance(a.get("categories"), exp.Boolean):
-        a["return_error_details"] = a.pop("categories")
-    on_error, details = _on_error(a, call)
-    sentiments = tuple(Label(x) for x in SENTIMENT_LABELS[NAME])
-    if a.get("categories") is not None:
-        # the answer is the whole {"categories": [overall, then each aspect]} object: the
-        # executor asks each aspect's sentiment over the same document (exec: aspects)
-        aspects = [lb.name for lb in labels(a["categories"], call.name, NAME)]
-        site = Site(call.name, call.sql(NAME), NAME)
-        if len(aspects) > 10 or any(len(x) > 30 for x in aspects):
-            raise refuse(site, "categories", "at most 10 names of at most 30 characters",
-                         aspects)
-        return make(OpKind.AI_CLASSIFY, text_input(a["text"], call.name, NAME), call,
-                    shape=_compose(details, None), task="sentiment", labels=sentiments,
-                    output_type="JSON", task_args=(("aspects", json.dumps(aspects)),),
-                    options=Options(on_error=on_error))
-    return make(OpKind.AI_CLASSIFY, text_input(a["text"], call.name, NAME), call,
-                shape=_compose(details, "sentiment_object"), task="sentiment",
-                labels=sentiments, options=Options(on_error=on_error))
-
-
 def _build_extract(call: Call) -> Built:
     a = bind(call, Signature(("text", "responseFormat"), 0, ("file", "scores", "config")), NAME)
     source = a.get("text", a.get("file"))
@@ -297,7 +211,7 @@ def _build_extract(call: Call) -> Built:
 def _build_translate(call: Call) -> Built:
     names = ("text", "source_language", "target_language", "return_error_details")
     a = bind(call, Signature(names, 3), NAME)
-    on_error, shape = _on_error(a, call)
+    on_error, shape = read_on_error(a, call)
     site = Site(call.name, call.sql(NAME), NAME)
     langs = tuple((k, language(site, k, string(a[k], k, call.name, NAME),
                                LANGUAGES if k == "source_language" else LANGUAGES[1:]))
@@ -348,12 +262,9 @@ def _build_embed_text(call: Call) -> Built:
 
 
 FUNCTIONS = {
-    "AI_FILTER": _build_filter,
-    "AI_CLASSIFY": _build_classify,
     "AI_COMPLETE": _build_complete,
     "AI_AGG": _build_agg,
     "AI_SUMMARIZE_AGG": _build_summarize_agg,
-    "AI_SENTIMENT": _build_sentiment,
     "AI_EXTRACT": _build_extract,
     "AI_TRANSLATE": _build_translate,
     "AI_SIMILARITY": _build_similarity,
@@ -361,7 +272,6 @@ FUNCTIONS = {
     "AI_COUNT_TOKENS": build_count_tokens,
     CORTEX + "COMPLETE": lambda call: _build_complete(call, legacy=True),
     CORTEX + "TRY_COMPLETE": lambda call: _build_complete(call, legacy=True, try_=True),
-    CORTEX + "CLASSIFY_TEXT": lambda call: _build_classify(call, legacy=True),
     CORTEX + "SENTIMENT": _build_legacy_sentiment,
     CORTEX + "SUMMARIZE": _build_summarize,
     CORTEX + "TRANSLATE": _build_translate,
@@ -371,10 +281,6 @@ FUNCTIONS = {
 }
 
 WRAPPERS = {
-    "labels_object": {"labels[0]": Wrapper("labels[0]"), "labels": Wrapper("labels", "list1")},
-    "labels_object_multi": {"labels": Wrapper("labels")},
-    "label_object": {"label": Wrapper("label")},
-    "sentiment_object": {"categories[0].sentiment": Wrapper("categories[0].sentiment")},
     "extract_object": {"response": Wrapper("response")},
 }
 

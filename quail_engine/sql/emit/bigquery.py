@@ -10,7 +10,6 @@ from quail_engine.sql.emit.common import (
     lit,
     parts,
     refuse,
-    refuse_aspects,
     similarity_range,
     task_prefix,
     warn,
@@ -23,26 +22,26 @@ NAME = "bigquery"
 TYPED = {"BIGINT": "AI.GENERATE_INT", "DOUBLE": "AI.GENERATE_DOUBLE"}
 
 
-def _prompt(op: AiOp, args: list[str], prefix: str = "") -> str:
+def prompt_sql(op: AiOp, args: list[str], prefix: str = "") -> str:
     pieces = parts(op, args, NAME, prefix)
     return pieces[0] if len(pieces) == 1 else f"({', '.join(pieces)})"
 
 
-def _endpoint(op: AiOp) -> str:
+def endpoint(op: AiOp) -> str:
     return f", endpoint => {lit(op.options.model, NAME)}" if op.options.model else ""
 
 
-def _managed(fn: str, op: AiOp) -> str:
+def managed(fn: str, op: AiOp) -> str:
     g = op.options.gen
     if any(v not in (None, ()) for v in (g.temperature, g.top_p, g.max_tokens, g.stop or None)):
         warn(fn, NAME, "managed AI functions take no generation parameters; they are dropped")
-    extra = _endpoint(op)
+    extra = endpoint(op)
     if op.options.max_error_ratio is not None:
         extra += f", max_error_ratio => {op.options.max_error_ratio}"
     return extra
 
 
-def _examples(op: AiOp) -> str:
+def examples_sql(op: AiOp) -> str:
     """`examples => [(input, output), ...]`: a filter's TRUE/FALSE, a single-label
     classification's label, a multi-label one's ARRAY of labels."""
     if not op.examples:
@@ -59,31 +58,12 @@ def _examples(op: AiOp) -> str:
     return f", examples => [{', '.join(pairs)}]"
 
 
-def _filter(op: AiOp, args: list[str]) -> str:
-    return f"AI.IF({_prompt(op, args)}{_examples(op)}{_managed('AI.IF', op)})"
-
-
-def _classify(op: AiOp, args: list[str]) -> str:
-    if op.task == "sentiment":
-        refuse_aspects("AI_SENTIMENT", NAME, op)
-        warn("sentiment", NAME, "AI.CLASSIFY over the sentiment labels stands in for the vendor's "
-             "sentiment function")
-    if op.instruction:
-        warn("AI.CLASSIFY", NAME, "AI.CLASSIFY has no task description; it is dropped")
-    cats = ", ".join(f"STRUCT({lit(lb.name, NAME)} AS label, {lit(lb.description, NAME)} AS "
-                     f"description)" if lb.description else lit(lb.name, NAME)
-                     for lb in op.labels)
-    mode = ", output_mode => 'multi'" if op.multi else ""
-    return (f"AI.CLASSIFY({_prompt(op, args)}, categories => [{cats}]{mode}{_examples(op)}"
-            f"{_managed('AI.CLASSIFY', op)})")
-
-
 def _score(op: AiOp, args: list[str]) -> str:
     prefix = task_prefix(op)
     if prefix:
         warn("SENTIMENT", NAME, "AI.SCORE with a -1..1 sentiment rubric stands in for the "
              "sentiment score")
-    return f"AI.SCORE({_prompt(op, args, prefix)}{_managed('AI.SCORE', op)})"
+    return f"AI.SCORE({prompt_sql(op, args, prefix)}{managed('AI.SCORE', op)})"
 
 
 def _model_params(op: AiOp) -> str:
@@ -104,7 +84,7 @@ def _generate(op: AiOp, args: list[str]) -> str:
         warn("ai_generate", NAME, "the response format is dropped (AI.GENERATE takes an "
              "output_schema of its own)")
     fn = TYPED.get(op.output_type, "AI.GENERATE")
-    return f"{fn}({_prompt(op, args, prefix)}{_endpoint(op)}{_model_params(op)}).result"
+    return f"{fn}({prompt_sql(op, args, prefix)}{endpoint(op)}{_model_params(op)}).result"
 
 
 def _extract(op: AiOp, args: list[str]) -> str:
@@ -117,8 +97,8 @@ def _extract(op: AiOp, args: list[str]) -> str:
     if any(lb.description and lb.description != lb.name for lb in op.labels):
         warn("ai_extract", NAME, "field questions are dropped; output_schema names the fields")
     schema = ", ".join(f"{lb.name} STRING" for lb in op.labels)
-    return (f"TO_JSON(AI.GENERATE({_prompt(op, args)}, output_schema => {lit(schema, NAME)}"
-            f"{_endpoint(op)}))")
+    return (f"TO_JSON(AI.GENERATE({prompt_sql(op, args)}, output_schema => {lit(schema, NAME)}"
+            f"{endpoint(op)}))")
 
 
 def _aggregate(op: AiOp, args: list[str]) -> str:
@@ -127,28 +107,25 @@ def _aggregate(op: AiOp, args: list[str]) -> str:
         instruction = DEFAULT_AGGREGATE
         warn("AI_SUMMARIZE_AGG", NAME, f"spelled as AI.AGG with the instruction {instruction!r}")
     distinct = "DISTINCT " if ("distinct", "true") in op.task_args else ""
-    return f"AI.AGG({distinct}{_prompt(op, args)}, {lit(instruction, NAME)}{_endpoint(op)})"
+    return f"AI.AGG({distinct}{prompt_sql(op, args)}, {lit(instruction, NAME)}{endpoint(op)})"
 
 
 def _embed(op: AiOp, args: list[str]) -> str:
-    return f"AI.EMBED({_prompt(op, args)}{_endpoint(op)}).result"
+    return f"AI.EMBED({prompt_sql(op, args)}{endpoint(op)}).result"
 
 
 def _similarity(op: AiOp, args: list[str]) -> str:
     if similarity_range(op) != "-1..1":
         raise refuse("ai_similarity", NAME, f"the source similarity ranges over "
                      f"{similarity_range(op)}, AI.SIMILARITY (cosine) over -1..1", op)
-    return f"AI.SIMILARITY(content1 => {args[0]}, content2 => {args[1]}{_endpoint(op)})"
+    return f"AI.SIMILARITY(content1 => {args[0]}, content2 => {args[1]}{endpoint(op)})"
 
 
 def _count_tokens(op: AiOp, args: list[str]) -> str:
-    return f"AI.COUNT_TOKENS({_prompt(op, args)}{_endpoint(op)}).result"
+    return f"AI.COUNT_TOKENS({prompt_sql(op, args)}{endpoint(op)}).result"
 
 
 EMITTERS = {
-    OpKind.AI_FILTER: _filter,
-    OpKind.AI_JOIN: _filter,
-    OpKind.AI_CLASSIFY: _classify,
     OpKind.AI_SCORE: _score,
     OpKind.AI_GENERATE: _generate,
     OpKind.AI_EXTRACT: _extract,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 
@@ -53,7 +54,9 @@ def task_prefix(op: AiOp) -> str:
 
 def dispatch(emitters: dict, op: AiOp, args: list[str], target: str) -> str:
     """`op` in `target`'s spelling: its kind's entry of the dialect's `emitters` table; a kind
-    the table lacks has no spelling there and is refused, naming the kind."""
+    the table lacks has no spelling there and is refused, naming the kind. The tables are
+    filled when quail_engine.sql.functions is imported, here first."""
+    importlib.import_module("quail_engine.sql.functions")
     emitter = emitters.get(op.op)
     if emitter is None:
         raise refuse(str(op.op), target, f"{target} has no function for it", op)

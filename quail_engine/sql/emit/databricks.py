@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import json
 
-from quail_engine.sql.build import SENTIMENT_LABELS
 from quail_engine.sql.emit.common import (
     concat,
     dispatch,
     drop_examples,
-    labels_json,
     lit,
     refuse,
-    refuse_aspects,
     similarity_range,
     task_prefix,
     warn,
@@ -23,17 +20,17 @@ from quail_engine.sql.ir import AiOp, OpKind
 NAME = "databricks"
 
 
-def _p(op: AiOp, args: list[str], prefix: str = "") -> str:
+def prompt_sql(op: AiOp, args: list[str], prefix: str = "") -> str:
     return concat(op, args, NAME, prefix)
 
 
-def _fail_on_error(fn: str, op: AiOp) -> None:
+def fail_on_error(fn: str, op: AiOp) -> None:
     if op.options.on_error == "null":
         warn(fn, NAME, "ai_query fails the whole query on an error row where the source "
              "returns NULL")
 
 
-def _params(op: AiOp) -> str:
+def model_params(op: AiOp) -> str:
     g = op.options.gen
     items = [(k, v) for k, v in (("max_tokens", g.max_tokens), ("temperature", g.temperature),
                                  ("top_p", g.top_p)) if v is not None]
@@ -43,72 +40,40 @@ def _params(op: AiOp) -> str:
     return f", modelParameters => named_struct({inner})"
 
 
-def _filter(op: AiOp, args: list[str]) -> str:
-    if op.options.model:
-        _fail_on_error("ai_query", op)
-        return f"ai_query({lit(op.options.model, NAME)}, {_p(op, args)}{_params(op)}) = 'yes'"
-    return f"ai_classify({_p(op, args)}, ARRAY('yes', 'no')) = 'yes'"
-
-
-def _classify(op: AiOp, args: list[str]) -> str:
-    names = tuple(lb.name for lb in op.labels)
-    if op.task == "sentiment":
-        refuse_aspects("AI_SENTIMENT", NAME, op)
-        if names != SENTIMENT_LABELS[NAME]:
-            warn("ai_analyze_sentiment", NAME, f"labels {list(names)} become Databricks' "
-                 f"{list(SENTIMENT_LABELS[NAME])}")
-        return f"ai_analyze_sentiment({_p(op, args)})"
-    if op.options.model:
-        warn("ai_classify", NAME, f"task functions choose their own model; {op.options.model!r} "
-             "is dropped")
-    is_v1 = (not op.multi and not op.instruction and len(names) <= 20
-             and not any(lb.description for lb in op.labels))
-    if is_v1:
-        return f"ai_classify({_p(op, args)}, ARRAY({', '.join(lit(n, NAME) for n in names)}))"
-    opts = []
-    if op.multi:
-        opts += ["'multilabel'", "'true'"]
-    if op.instruction:
-        opts += ["'instructions'", lit(op.instruction, NAME)]
-    extra = f", map({', '.join(opts)})" if opts else ""
-    path = ":response" if op.multi else ":response[0]"
-    return f"ai_classify({_p(op, args)}, {lit(labels_json(op), NAME)}{extra}){path}"
-
-
 def _score(op: AiOp, args: list[str]) -> str:
     if not op.options.model:
         raise refuse("ai_score", NAME, "Databricks has no scoring function (ai_query needs a "
                      "serving endpoint: set a model)", op)
     warn("ai_score", NAME, "spelled as ai_query(...) cast to DOUBLE")
-    return f"CAST(ai_query({lit(op.options.model, NAME)}, {_p(op, args, task_prefix(op))}) AS DOUBLE)"
+    return f"CAST(ai_query({lit(op.options.model, NAME)}, {prompt_sql(op, args, task_prefix(op))}) AS DOUBLE)"
 
 
 def _generate(op: AiOp, args: list[str]) -> str:
     a = dict(op.task_args)
     if op.task == "summarize":
         words = f", {a['max_words']}" if a.get("max_words") else ""
-        return f"ai_summarize({_p(op, args)}{words})"
+        return f"ai_summarize({prompt_sql(op, args)}{words})"
     if op.task == "translate":
         if a.get("source_language"):
             warn("ai_translate", NAME, "ai_translate detects the source language; "
                  f"{a['source_language']!r} is dropped")
-        return f"ai_translate({_p(op, args)}, {lit(a.get('target_language', 'en'), NAME)})"
+        return f"ai_translate({prompt_sql(op, args)}, {lit(a.get('target_language', 'en'), NAME)})"
     if op.task == "fix_grammar":
-        return f"ai_fix_grammar({_p(op, args)})"
+        return f"ai_fix_grammar({prompt_sql(op, args)})"
     if op.task == "mask":
-        return f"ai_mask({_p(op, args)}, ARRAY({', '.join(lit(lb.name, NAME) for lb in op.labels)}))"
+        return f"ai_mask({prompt_sql(op, args)}, ARRAY({', '.join(lit(lb.name, NAME) for lb in op.labels)}))"
     if op.task is not None:
         raise refuse(f"ai_{op.task}", NAME, "Databricks has no such task function", op)
     if "response_format" in a:
         warn("AI_COMPLETE", NAME, "a Snowflake response_format has no ai_query spelling; dropped")
     fmt = f", responseFormat => {lit(a['responseFormat'], NAME)}" if "responseFormat" in a else ""
     if op.options.model:
-        _fail_on_error("ai_query", op)
-        sql = f"ai_query({lit(op.options.model, NAME)}, {_p(op, args)}{_params(op)}{fmt})"
+        fail_on_error("ai_query", op)
+        sql = f"ai_query({lit(op.options.model, NAME)}, {prompt_sql(op, args)}{model_params(op)}{fmt})"
     else:
-        if _params(op):
+        if model_params(op):
             warn("ai_gen", NAME, "ai_gen takes no generation parameters; they are dropped")
-        sql = f"ai_gen({_p(op, args)})"
+        sql = f"ai_gen({prompt_sql(op, args)})"
     if op.output_type in ("BIGINT", "DOUBLE"):
         warn("ai_generate", NAME, f"typed generation becomes a cast of free text to {op.output_type}")
         return f"TRY_CAST({sql} AS {op.output_type})"
@@ -120,7 +85,7 @@ def _extract(op: AiOp, args: list[str]) -> str:
     if any(lb.description and lb.description != lb.name for lb in op.labels or ()):
         warn("ai_extract", NAME, "field questions are dropped; the schema names the fields")
     fmt = schema if schema is not None else json.dumps([lb.name for lb in op.labels or ()])
-    return f"ai_extract({_p(op, args)}, {lit(fmt, NAME)}):response"
+    return f"ai_extract({prompt_sql(op, args)}, {lit(fmt, NAME)}):response"
 
 
 def _similarity(op: AiOp, args: list[str]) -> str:
@@ -130,24 +95,21 @@ def _similarity(op: AiOp, args: list[str]) -> str:
     return f"ai_similarity({args[0]}, {args[1]})"
 
 
-def _none(fn: str, why: str):
+def refused(fn: str, why: str):
     def emit(op: AiOp, args: list[str]) -> str:
         raise refuse(fn, NAME, why, op)
     return emit
 
 
 EMITTERS = {
-    OpKind.AI_FILTER: _filter,
-    OpKind.AI_JOIN: _filter,
-    OpKind.AI_CLASSIFY: _classify,
     OpKind.AI_SCORE: _score,
     OpKind.AI_GENERATE: _generate,
     OpKind.AI_EXTRACT: _extract,
-    OpKind.AI_AGGREGATE: _none("ai_aggregate", "Databricks has no AI aggregate function"),
-    OpKind.AI_EMBED: _none("ai_embed", "Databricks has no embedding function (only ai_query "
+    OpKind.AI_AGGREGATE: refused("ai_aggregate", "Databricks has no AI aggregate function"),
+    OpKind.AI_EMBED: refused("ai_embed", "Databricks has no embedding function (only ai_query "
                            "against an embedding endpoint)"),
     OpKind.AI_SIMILARITY: _similarity,
-    OpKind.AI_COUNT_TOKENS: _none("ai_count_tokens", "Databricks has no token-counting function"),
+    OpKind.AI_COUNT_TOKENS: refused("ai_count_tokens", "Databricks has no token-counting function"),
 }
 
 

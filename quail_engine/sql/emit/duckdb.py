@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from quail_engine.sql.emit.common import drop_examples, lit, single
+from quail_engine.sql.emit.common import dispatch, drop_examples, lit, single
 from quail_engine.sql.ir import AiOp, OpKind, Options
 from quail_engine.sql.op_kinds import spec
 from quail_engine.sql.shapes import shows_details
@@ -22,18 +22,18 @@ def _value(v) -> str:
     return lit(str(v), NAME)
 
 
-def _prompt(op: AiOp, args: list[str]) -> str:
+def prompt_sql(op: AiOp, args: list[str]) -> str:
     return single(op, args, NAME) or f"prompt({', '.join([lit(op.template, NAME), *args])})"
 
 
-def _labels(op: AiOp) -> str:
+def labels_sql(op: AiOp) -> str:
     if any(lb.description for lb in op.labels):
         return "{" + ", ".join(f"{lit(lb.name, NAME)}: {lit(lb.description or '', NAME)}"
                                for lb in op.labels) + "}"
     return "[" + ", ".join(lit(lb.name, NAME) for lb in op.labels) + "]"
 
 
-def _named(op: AiOp) -> list[str]:
+def _named(op: AiOp, positional_fields: tuple[str, ...]) -> list[str]:
     o, d, out = op.options, Options(), []
     for key in ("model", "selectivity", "anchor", "order", "on_error", "max_error_ratio"):
         if getattr(o, key) != getattr(d, key):
@@ -45,12 +45,12 @@ def _named(op: AiOp) -> list[str]:
         out.append(f"stop := {_value(list(o.gen.stop))}")
     if op.task:
         out.append(f"task := {_value(op.task)}")
-    if op.instruction and op.op != OpKind.AI_AGGREGATE:
+    if op.instruction and "instruction" not in positional_fields:
         out.append(f"instruction := {_value(op.instruction)}")
     if op.multi:
         out.append("multi := true")
-    if op.labels is not None and op.op not in (OpKind.AI_CLASSIFY, OpKind.AI_EXTRACT):
-        out.append(f"labels := {_labels(op)}")
+    if op.labels is not None and "labels" not in positional_fields:
+        out.append(f"labels := {labels_sql(op)}")
     if op.output_type not in (spec(op.op).output_type, spec(op.op).default_type(op.multi)) \
             and not shows_details(op):  # show_details := true says the type
         out.append(f"output_type := {_value(op.output_type)}")
@@ -68,16 +68,49 @@ def _decode(value: str):
     return decoded if isinstance(decoded, bool | int | float) else value
 
 
+def spelled(op: AiOp, positional: list[str], name: str | None = None,
+            positional_fields: tuple[str, ...] = ()) -> str:
+    """`name(positional..., key := value...)`: every IR field the `positional` arguments do
+    not carry (`positional_fields`: which of labels and instruction they do) spelled as a
+    named argument; `name` defaults to the kind's own."""
+    distinct = "DISTINCT " if ("distinct", "true") in op.task_args else ""
+    named = _named(op, positional_fields)
+    return f"{name or op.op}({distinct}{', '.join(positional + named)})"
+
+
+def prompt_call(op: AiOp, args: list[str]) -> str:
+    """A kind whose one positional argument is its prompt: `ai_<kind>(prompt, ...)`."""
+    return spelled(op, [prompt_sql(op, args)])
+
+
+def _extract(op: AiOp, args: list[str]) -> str:
+    positional = [prompt_sql(op, args)] + ([labels_sql(op)] if op.labels is not None else [])
+    return spelled(op, positional, positional_fields=("labels",))
+
+
+def _aggregate(op: AiOp, args: list[str]) -> str:
+    positional = [prompt_sql(op, args)]
+    if op.instruction is not None:
+        positional.append(lit(op.instruction, NAME))
+    return spelled(op, positional, positional_fields=("instruction",))
+
+
+def _similarity(op: AiOp, args: list[str]) -> str:
+    return spelled(op, args[:2])
+
+
+# OpKind -> emitter(op, args); the rest filled by quail_engine.sql.functions
+EMITTERS: dict = {
+    OpKind.AI_SCORE: prompt_call,
+    OpKind.AI_GENERATE: prompt_call,
+    OpKind.AI_EXTRACT: _extract,
+    OpKind.AI_AGGREGATE: _aggregate,
+    OpKind.AI_EMBED: prompt_call,
+    OpKind.AI_SIMILARITY: _similarity,
+    OpKind.AI_COUNT_TOKENS: prompt_call,
+}
+
+
 def emit(op: AiOp, args: list[str]) -> str:
     drop_examples(str(op.op), NAME, op)  # quail's functions take no examples
-    name = OpKind.AI_FILTER if op.op == OpKind.AI_JOIN else op.op
-    if op.op == OpKind.AI_SIMILARITY:
-        positional = args[:2]
-    else:
-        positional = [_prompt(op, args)]
-    if op.op == OpKind.AI_CLASSIFY or (op.op == OpKind.AI_EXTRACT and op.labels is not None):
-        positional.append(_labels(op))
-    if op.op == OpKind.AI_AGGREGATE and op.instruction is not None:
-        positional.append(lit(op.instruction, NAME))
-    distinct = "DISTINCT " if ("distinct", "true") in op.task_args else ""
-    return f"{name}({distinct}{', '.join(positional + _named(op))})"
+    return dispatch(EMITTERS, op, args, NAME)
