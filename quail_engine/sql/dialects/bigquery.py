@@ -19,7 +19,7 @@ from sqlglot.tokens import TokenType
 from quail_engine.sql import shapes
 from quail_engine.sql.build import Built, make, vendor_items
 from quail_engine.sql.call import Call, Signature, bind
-from quail_engine.sql.dialects.common import append, text_input, text_prompt, untyped_ai
+from quail_engine.sql.dialects.common import text_input, untyped_ai
 from quail_engine.sql.ir import OpKind, Options
 from quail_engine.sql.literals import (
     gen_params,
@@ -29,7 +29,6 @@ from quail_engine.sql.literals import (
     schema_fields,
     string,
 )
-from quail_engine.sql.scales import range_text, stated_range
 from quail_engine.sql.validate import Site, refuse, text
 
 NAME = "bigquery"
@@ -88,15 +87,6 @@ def read_examples(a: dict, call: Call) -> tuple[tuple[str, str], ...]:
     return tuple((str(i[0]), json.dumps(i[1])) for i in items)
 
 
-def _build_score(call: Call) -> Built:
-    a = bind(call, Signature(("prompt",), 1, MANAGED), NAME)
-    prompt = text_input(a["prompt"], call.name, NAME)
-    # the scale the prompt states ("rate from 1 to 10") is the score's range (sql/scales.py)
-    scale = stated_range(prompt.template)
-    return make(OpKind.AI_SCORE, prompt, call, options=read_options(a, call),
-                task_args=(("range", range_text(*scale)),) if scale else ())
-
-
 def _schema(schema: str, call: Call) -> tuple[tuple[str, str], ...]:
     return tuple((name, SCHEMA_TYPES.get(kind.upper(), "JSON"))
                  for name, kind in schema_fields(schema, call))
@@ -140,44 +130,11 @@ def _build_generate(call: Call, output_type: str = "VARCHAR") -> Built:
                 output_type=output_type)
 
 
-def _build_agg(call: Call) -> Built:
-    a = bind(call, Signature(("input", "instruction"), 2, ("connection_id", "endpoint")), NAME)
-    return make(OpKind.AI_AGGREGATE, text_input(a["input"], call.name, NAME), call,
-                instruction=string(a["instruction"], "the instruction", call.name, NAME),
-                task_args=(("distinct", "true"),) if call.is_distinct else (),
-                options=read_options(a, call))
-
-
-def _build_count_tokens(call: Call) -> Built:
-    a = bind(call, Signature(("input",), 1, ("endpoint",)), NAME)
-    return make(OpKind.AI_COUNT_TOKENS, text_input(a["input"], call.name, NAME), call,
-                shape="result_struct", options=read_options(a, call))
-
-
-def _build_embed(call: Call) -> Built:
-    a = bind(call, Signature(("content",), 1, ("endpoint", "connection_id", "task_type",
-                                                "title", "model_params")), NAME)
-    return make(OpKind.AI_EMBED, text_input(a["content"], call.name, NAME), call,
-                shape="result_struct", options=read_options(a, call))
-
-
-def _build_similarity(call: Call) -> Built:
-    a = bind(call, Signature(("content1", "content2"), 2, ("endpoint", "connection_id",
-                                                            "model_params")), NAME)
-    return make(OpKind.AI_SIMILARITY, append(text_prompt(a["content1"]), a["content2"]), call,
-                task_args=(("range", "-1..1"),), options=read_options(a, call))
-
-
 FUNCTIONS = {
-    "AI.SCORE": _build_score,
     "AI.GENERATE": _build_generate,
     "AI.GENERATE_BOOL": lambda call: _build_generate(call, "BOOLEAN"),
     "AI.GENERATE_INT": lambda call: _build_generate(call, "BIGINT"),
     "AI.GENERATE_DOUBLE": lambda call: _build_generate(call, "DOUBLE"),
-    "AI.AGG": _build_agg,
-    "AI.COUNT_TOKENS": _build_count_tokens,
-    "AI.EMBED": _build_embed,
-    "AI.SIMILARITY": _build_similarity,
 }
 
 

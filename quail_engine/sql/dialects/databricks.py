@@ -24,7 +24,6 @@ from quail_engine.sql.dialects.common import (
     as_file,
     climb_json,
     text_input,
-    text_prompt,
     untyped_ai,
 )
 from quail_engine.sql.dialects.databricks_bool import read_boolean
@@ -155,12 +154,6 @@ def _build_translate(call: Call) -> Built:
                 task="translate", task_args=(("target_language", lang),))
 
 
-def _build_similarity(call: Call) -> Built:
-    a = bind(call, Signature(("expr1", "expr2"), 2), NAME)
-    return make(OpKind.AI_SIMILARITY, append(text_prompt(a["expr1"]), a["expr2"]), call,
-                task_args=(("range", "0..1"),))
-
-
 def _build_mask(call: Call) -> Built:
     a = bind(call, Signature(("content", "labels"), 2), NAME)
     return make(OpKind.AI_GENERATE, text_input(a["content"], call.name, NAME), call, task="mask",
@@ -177,7 +170,6 @@ FUNCTIONS = {
     "AI_EXTRACT": _build_extract,
     "AI_SUMMARIZE": _build_summarize,
     "AI_TRANSLATE": _build_translate,
-    "AI_SIMILARITY": _build_similarity,
     "AI_MASK": _build_mask,
     "AI_FIX_GRAMMAR": _one("fix_grammar"),
     "AI_GEN": _one(None),

@@ -134,19 +134,6 @@ def _build_extract(call: Call) -> Built:
                 task_args=task_args, **fields)
 
 
-def _build_aggregate(call: Call) -> Built:
-    if len(call.args) not in (1, 2):
-        raise ArgumentError(f"{call.name} takes an input and an instruction",
-                            call.sql(NAME), NAME)
-    opts, fields, task_args = named_args(call)
-    if len(call.args) == 2:
-        check_once(call, fields, "instruction")
-        fields["instruction"] = literal(call.args[1], "the instruction", call.name, NAME)
-    return make(OpKind.AI_AGGREGATE, read_prompt(call, call.args[:1]), call, options=opts,
-                task_args=(*task_args, *((("distinct", "true"),) if call.is_distinct else ())),
-                **fields)
-
-
 def unary(op: str, n: int):
     def build(call: Call) -> Built:
         check_count(call, n)
@@ -158,13 +145,8 @@ def unary(op: str, n: int):
 
 
 FUNCTIONS = {
-    "AI_SCORE": templated(OpKind.AI_SCORE),
     "AI_GENERATE": templated(OpKind.AI_GENERATE),
     "AI_EXTRACT": _build_extract,
-    "AI_AGGREGATE": _build_aggregate,
-    "AI_EMBED": unary(OpKind.AI_EMBED, 1),
-    "AI_SIMILARITY": unary(OpKind.AI_SIMILARITY, 2),
-    "AI_COUNT_TOKENS": unary(OpKind.AI_COUNT_TOKENS, 1),
 }
 
 

@@ -20,10 +20,8 @@ from quail_engine.sql.dialects.common import (
     climb_json,
     joined,
     text_input,
-    text_prompt,
     untyped_ai,
 )
-from quail_engine.sql.dialects.snowflake_tokens import build_count_tokens
 from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import Label, OpKind, Options
 from quail_engine.sql.literals import flag, gen_params, labels, literal, options, string
@@ -177,17 +175,6 @@ def _history(node: exp.Array, call: Call) -> Prompt:
     return joined([*lines, turns[-1][1]])
 
 
-def _build_agg(call: Call) -> Built:
-    a = bind(call, Signature(("expr", "instruction"), 2), NAME)
-    return make(OpKind.AI_AGGREGATE, text_input(a["expr"], call.name, NAME), call,
-                instruction=string(a["instruction"], "the instruction", call.name, NAME))
-
-
-def _build_summarize_agg(call: Call) -> Built:
-    a = bind(call, Signature(("expr",), 1), NAME)
-    return make(OpKind.AI_AGGREGATE, text_input(a["expr"], call.name, NAME), call, task="summarize")
-
-
 def _build_extract(call: Call) -> Built:
     a = bind(call, Signature(("text", "responseFormat"), 0, ("file", "scores", "config")), NAME)
     source = a.get("text", a.get("file"))
@@ -220,28 +207,6 @@ def _build_translate(call: Call) -> Built:
                 task="translate", task_args=langs, options=Options(on_error=on_error))
 
 
-def _build_similarity(call: Call) -> Built:
-    a = bind(call, Signature(("input1", "input2", "config_object"), 2), NAME)
-    config = options(a.get("config_object"), "the config", call.name, NAME)
-    known_keys(Site(call.name, call.sql(NAME), NAME), "the config", config, ("model",))
-    model = config.pop("model", None)
-    prompt = append(text_prompt(a["input1"]), a["input2"])
-    return make(OpKind.AI_SIMILARITY, prompt, call, task_args=(("range", "-1..1"),),
-                options=Options(model=model, vendor=vendor_items(config)))
-
-
-def _build_embed(call: Call) -> Built:
-    a = bind(call, Signature(("model", "input"), 2), NAME)
-    return make(OpKind.AI_EMBED, text_input(a["input"], call.name, NAME), call,
-                options=Options(model=string(a["model"], "the model", call.name, NAME)))
-
-
-def _build_legacy_sentiment(call: Call) -> Built:
-    a = bind(call, Signature(("text",), 1), NAME)
-    return make(OpKind.AI_SCORE, text_input(a["text"], call.name, NAME), call, task="sentiment",
-                task_args=(("range", "-1..1"),))
-
-
 def _build_summarize(call: Call) -> Built:
     a = bind(call, Signature(("text",), 1), NAME)
     return make(OpKind.AI_GENERATE, text_input(a["text"], call.name, NAME), call, task="summarize")
@@ -254,30 +219,15 @@ def _build_extract_answer(call: Call) -> Built:
                 shape="answer_array", task="extract_answer", labels=(Label("answer", question),))
 
 
-def _build_embed_text(call: Call) -> Built:
-    built = _build_embed(call)
-    dim = call.name.rsplit("_", 1)[-1]
-    return dataclasses.replace(built, op=dataclasses.replace(built.op,
-                                                             task_args=(("dimensions", dim),)))
-
-
 FUNCTIONS = {
     "AI_COMPLETE": _build_complete,
-    "AI_AGG": _build_agg,
-    "AI_SUMMARIZE_AGG": _build_summarize_agg,
     "AI_EXTRACT": _build_extract,
     "AI_TRANSLATE": _build_translate,
-    "AI_SIMILARITY": _build_similarity,
-    "AI_EMBED": _build_embed,
-    "AI_COUNT_TOKENS": build_count_tokens,
     CORTEX + "COMPLETE": lambda call: _build_complete(call, legacy=True),
     CORTEX + "TRY_COMPLETE": lambda call: _build_complete(call, legacy=True, try_=True),
-    CORTEX + "SENTIMENT": _build_legacy_sentiment,
     CORTEX + "SUMMARIZE": _build_summarize,
     CORTEX + "TRANSLATE": _build_translate,
     CORTEX + "EXTRACT_ANSWER": _build_extract_answer,
-    CORTEX + "EMBED_TEXT_768": _build_embed_text,
-    CORTEX + "EMBED_TEXT_1024": _build_embed_text,
 }
 
 WRAPPERS = {

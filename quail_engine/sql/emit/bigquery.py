@@ -10,13 +10,11 @@ from quail_engine.sql.emit.common import (
     lit,
     parts,
     refuse,
-    similarity_range,
     task_prefix,
     warn,
 )
 from quail_engine.sql.ir import AiOp, OpKind
 from quail_engine.sql.literals import IDENTIFIER
-from quail_engine.sql.task_prompts import DEFAULT_AGGREGATE
 
 NAME = "bigquery"
 TYPED = {"BIGINT": "AI.GENERATE_INT", "DOUBLE": "AI.GENERATE_DOUBLE"}
@@ -58,14 +56,6 @@ def examples_sql(op: AiOp) -> str:
     return f", examples => [{', '.join(pairs)}]"
 
 
-def _score(op: AiOp, args: list[str]) -> str:
-    prefix = task_prefix(op)
-    if prefix:
-        warn("SENTIMENT", NAME, "AI.SCORE with a -1..1 sentiment rubric stands in for the "
-             "sentiment score")
-    return f"AI.SCORE({prompt_sql(op, args, prefix)}{managed('AI.SCORE', op)})"
-
-
 def _model_params(op: AiOp) -> str:
     g = op.options.gen
     config = {k: v for k, v in (("maxOutputTokens", g.max_tokens), ("temperature", g.temperature),
@@ -101,38 +91,9 @@ def _extract(op: AiOp, args: list[str]) -> str:
             f"{endpoint(op)}))")
 
 
-def _aggregate(op: AiOp, args: list[str]) -> str:
-    instruction = op.instruction
-    if instruction is None:
-        instruction = DEFAULT_AGGREGATE
-        warn("AI_SUMMARIZE_AGG", NAME, f"spelled as AI.AGG with the instruction {instruction!r}")
-    distinct = "DISTINCT " if ("distinct", "true") in op.task_args else ""
-    return f"AI.AGG({distinct}{prompt_sql(op, args)}, {lit(instruction, NAME)}{endpoint(op)})"
-
-
-def _embed(op: AiOp, args: list[str]) -> str:
-    return f"AI.EMBED({prompt_sql(op, args)}{endpoint(op)}).result"
-
-
-def _similarity(op: AiOp, args: list[str]) -> str:
-    if similarity_range(op) != "-1..1":
-        raise refuse("ai_similarity", NAME, f"the source similarity ranges over "
-                     f"{similarity_range(op)}, AI.SIMILARITY (cosine) over -1..1", op)
-    return f"AI.SIMILARITY(content1 => {args[0]}, content2 => {args[1]}{endpoint(op)})"
-
-
-def _count_tokens(op: AiOp, args: list[str]) -> str:
-    return f"AI.COUNT_TOKENS({prompt_sql(op, args)}{endpoint(op)}).result"
-
-
 EMITTERS = {
-    OpKind.AI_SCORE: _score,
     OpKind.AI_GENERATE: _generate,
     OpKind.AI_EXTRACT: _extract,
-    OpKind.AI_AGGREGATE: _aggregate,
-    OpKind.AI_EMBED: _embed,
-    OpKind.AI_SIMILARITY: _similarity,
-    OpKind.AI_COUNT_TOKENS: _count_tokens,
 }
 
 

@@ -11,8 +11,6 @@ from quail_engine.sql.emit.common import (
     drop_examples,
     lit,
     refuse,
-    similarity_range,
-    task_prefix,
     warn,
 )
 from quail_engine.sql.ir import AiOp, OpKind
@@ -38,14 +36,6 @@ def model_params(op: AiOp) -> str:
         return ""
     inner = ", ".join(f"{lit(k, NAME)}, {v}" for k, v in items)
     return f", modelParameters => named_struct({inner})"
-
-
-def _score(op: AiOp, args: list[str]) -> str:
-    if not op.options.model:
-        raise refuse("ai_score", NAME, "Databricks has no scoring function (ai_query needs a "
-                     "serving endpoint: set a model)", op)
-    warn("ai_score", NAME, "spelled as ai_query(...) cast to DOUBLE")
-    return f"CAST(ai_query({lit(op.options.model, NAME)}, {prompt_sql(op, args, task_prefix(op))}) AS DOUBLE)"
 
 
 def _generate(op: AiOp, args: list[str]) -> str:
@@ -88,13 +78,6 @@ def _extract(op: AiOp, args: list[str]) -> str:
     return f"ai_extract({prompt_sql(op, args)}, {lit(fmt, NAME)}):response"
 
 
-def _similarity(op: AiOp, args: list[str]) -> str:
-    if similarity_range(op) != "0..1":
-        raise refuse("ai_similarity", NAME, f"the source similarity ranges over "
-                     f"{similarity_range(op)}, Databricks' ai_similarity over 0..1", op)
-    return f"ai_similarity({args[0]}, {args[1]})"
-
-
 def refused(fn: str, why: str):
     def emit(op: AiOp, args: list[str]) -> str:
         raise refuse(fn, NAME, why, op)
@@ -102,14 +85,8 @@ def refused(fn: str, why: str):
 
 
 EMITTERS = {
-    OpKind.AI_SCORE: _score,
     OpKind.AI_GENERATE: _generate,
     OpKind.AI_EXTRACT: _extract,
-    OpKind.AI_AGGREGATE: refused("ai_aggregate", "Databricks has no AI aggregate function"),
-    OpKind.AI_EMBED: refused("ai_embed", "Databricks has no embedding function (only ai_query "
-                           "against an embedding endpoint)"),
-    OpKind.AI_SIMILARITY: _similarity,
-    OpKind.AI_COUNT_TOKENS: refused("ai_count_tokens", "Databricks has no token-counting function"),
 }
 
 

@@ -88,26 +88,10 @@ def _extract(op: AiOp, args: list[str]) -> str:
     return spelled(op, positional, positional_fields=("labels",))
 
 
-def _aggregate(op: AiOp, args: list[str]) -> str:
-    positional = [prompt_sql(op, args)]
-    if op.instruction is not None:
-        positional.append(lit(op.instruction, NAME))
-    return spelled(op, positional, positional_fields=("instruction",))
-
-
-def _similarity(op: AiOp, args: list[str]) -> str:
-    return spelled(op, args[:2])
-
-
 # OpKind -> emitter(op, args); the rest filled by quail_engine.sql.functions
 EMITTERS: dict = {
-    OpKind.AI_SCORE: prompt_call,
     OpKind.AI_GENERATE: prompt_call,
     OpKind.AI_EXTRACT: _extract,
-    OpKind.AI_AGGREGATE: _aggregate,
-    OpKind.AI_EMBED: prompt_call,
-    OpKind.AI_SIMILARITY: _similarity,
-    OpKind.AI_COUNT_TOKENS: prompt_call,
 }
 
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 from quail_engine.sql.emit.common import (
     dispatch,
     lit,
     refuse,
-    similarity_range,
     single,
     warn,
 )
@@ -48,13 +46,6 @@ def no_model(fn: str, op: AiOp) -> None:
     if op.options.model:
         warn(fn, NAME, f"Snowflake task functions choose their own model; {op.options.model!r} "
              "is dropped")
-
-
-def _score(op: AiOp, args: list[str]) -> str:
-    if op.task == "sentiment" and similarity_range(op) == "-1..1":
-        return f"SNOWFLAKE.CORTEX.SENTIMENT({prompt_sql(op, args)})"
-    raise refuse("ai_score", NAME, "Cortex has no scoring function (AI.SCORE's rubric "
-                 "scoring has no equivalent)", op)
 
 
 def model_params(op: AiOp) -> str:
@@ -111,79 +102,9 @@ def _extract(op: AiOp, args: list[str]) -> str:
     return f"AI_EXTRACT({prompt_sql(op, args)}, {fmt}):response"
 
 
-def _aggregate(op: AiOp, args: list[str]) -> str:
-    if ("distinct", "true") in op.task_args:
-        raise refuse("AI.AGG(DISTINCT ...)", NAME, "AI_AGG has no DISTINCT form", op)
-    if op.instruction is None:
-        return f"AI_SUMMARIZE_AGG({prompt_sql(op, args)})"
-    return f"AI_AGG({prompt_sql(op, args)}, {lit(op.instruction, NAME)})"
-
-
-def _embed(op: AiOp, args: list[str]) -> str:
-    model = op.options.model or DEFAULT_EMBED
-    if op.options.model is None:
-        warn("AI_EMBED", NAME, f"AI_EMBED needs a model; using {DEFAULT_EMBED!r}")
-    return f"AI_EMBED({lit(model, NAME)}, {prompt_sql(op, args)})"
-
-
-def _similarity(op: AiOp, args: list[str]) -> str:
-    if similarity_range(op) != "-1..1":
-        raise refuse("ai_similarity", NAME, f"the source similarity ranges over "
-                     f"{similarity_range(op)}, Snowflake's AI_SIMILARITY over -1..1", op)
-    config = f", {object_text({'model': op.options.model})}" if op.options.model else ""
-    return f"AI_SIMILARITY({args[0]}, {args[1]}{config})"
-
-
-# AI_COUNT_TOKENS's arguments after the input, each one line of the op's template
-COUNT_EXTRAS = {"ai_translate": 2, "ai_similarity": 1, "ai_classify": 1}
-
-
-def _count_tokens(op: AiOp, args: list[str]) -> str:
-    """`AI_COUNT_TOKENS(fn, [model,] input[, extras][, options])`: the special forms' extra
-    arguments are the last lines of the template (dialects/snowflake_tokens.py writes them so)."""
-    a = dict(op.task_args)
-    fn = a.get("function", "ai_complete")
-    config = dict(op.options.vendor)
-    n = COUNT_EXTRAS.get(fn, 0) + (fn == "ai_classify" and bool(config))
-    head, *tail = op.template.rsplit("\n", n) if n else (op.template,)
-    if len(tail) != n:
-        raise refuse(f"AI_COUNT_TOKENS({fn!r}, ...)", NAME, "the counted text has no "
-                     "separate arguments to pass to this form", op)
-    if fn == "ai_classify":
-        cats = ", ".join(object_text({"label": lb.name, "description": lb.description})
-                         if lb.description else lit(lb.name, NAME) for lb in op.labels or ())
-        extras = [f"[{cats}]"]
-    else:
-        extras = [prompt_sql(dataclasses.replace(op, template=t), args) for t in tail]
-    model, lead = op.options.model, []
-    if fn in ("ai_complete", "ai_embed"):
-        if model is None:
-            model = DEFAULT_MODEL if fn == "ai_complete" else DEFAULT_EMBED
-            warn("AI_COUNT_TOKENS", NAME, f"{fn} needs a model; using {model!r}")
-        lead = [lit(model, NAME)]
-    elif fn == "ai_similarity" and model:
-        config["model"] = model
-    if config:
-        extras.append(object_text({k: _vendor_value(v) for k, v in config.items()}))
-    body = [*lead, prompt_sql(dataclasses.replace(op, template=head), args), *extras]
-    return f"AI_COUNT_TOKENS({lit(fn, NAME)}, {', '.join(body)})"
-
-
-def _vendor_value(text: str):
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
 EMITTERS = {
-    OpKind.AI_SCORE: _score,
     OpKind.AI_GENERATE: _generate,
     OpKind.AI_EXTRACT: _extract,
-    OpKind.AI_AGGREGATE: _aggregate,
-    OpKind.AI_EMBED: _embed,
-    OpKind.AI_SIMILARITY: _similarity,
-    OpKind.AI_COUNT_TOKENS: _count_tokens,
 }
 
 

@@ -22,9 +22,6 @@ import importlib
 import pkgutil
 from types import ModuleType
 
-from quail_engine.settings import DIALECTS
-from quail_engine.sql.op_kinds import OpKind
-
 MODULES: dict[str, ModuleType] = {}  # module name -> module, in name order
 
 
