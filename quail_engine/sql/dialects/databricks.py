@@ -8,18 +8,15 @@ read as ai_filter in databricks_bool.py.
 from __future__ import annotations
 
 import dataclasses
-import json
 
 from sqlglot import exp
 from sqlglot.dialects.databricks import Databricks
 from sqlglot.generators.databricks import DatabricksGenerator
 from sqlglot.parsers.databricks import DatabricksParser
 
-from quail_engine.sql import shapes
 from quail_engine.sql.build import Built, make, vendor_items
 from quail_engine.sql.call import Call, Signature, bind
 from quail_engine.sql.dialects.common import (
-    Wrapper,
     append,
     as_file,
     climb_json,
@@ -27,14 +24,13 @@ from quail_engine.sql.dialects.common import (
     untyped_ai,
 )
 from quail_engine.sql.dialects.databricks_bool import read_boolean
-from quail_engine.sql.errors import ArgumentError, UnsupportedError
-from quail_engine.sql.ir import Label, OpKind, Options
+from quail_engine.sql.errors import ArgumentError
+from quail_engine.sql.ir import OpKind, Options
 from quail_engine.sql.literals import (
     flag,
     gen_params,
     labels,
     options,
-    parse_json,
     string,
     whole,
 )
@@ -103,30 +99,6 @@ def _return_type(ddl: str | None, call: Call) -> str | None:
             "boolean": "BOOLEAN"}.get(kind, "JSON")
 
 
-def _build_extract(call: Call) -> Built:
-    a = bind(call, Signature(("content", "labels", "options"), 2), NAME)
-    prompt = text_input(a["content"], call.name, NAME)
-    if isinstance(a["labels"], exp.Array):
-        found = labels(a["labels"], call.name, NAME)
-        built = make(OpKind.AI_EXTRACT, prompt, call, labels=found)
-        # a STRUCT of the labels, read from the call's JSON once (a struct_pack of one field
-        # access per label repeats the call per label: N labels, N copies of N labels)
-        fields = json.dumps({lb.name: "VARCHAR" for lb in found})
-        built.shape = exp.Anonymous(this="json_transform",
-                                    expressions=[shapes.slot(), exp.Literal.string(fields)])
-        return built
-    schema = parse_json(string(a["labels"], "the schema", call.name, NAME), "the schema",
-                        call.name, a["labels"], NAME)
-    opts = options(a.get("options"), "options", call.name, NAME)
-    if isinstance(schema, list):
-        return make(OpKind.AI_EXTRACT, prompt, call, shape="response_extract",
-                    labels=tuple(Label(str(s)) for s in schema),
-                    options=Options(vendor=vendor_items({"labels_json": "true", **opts})))
-    return make(OpKind.AI_EXTRACT, prompt, call, shape="response_extract",
-                task_args=(("schema", json.dumps(schema, sort_keys=True)),),
-                options=Options(vendor=vendor_items(opts)))
-
-
 def _one(task: str | None, op: str = OpKind.AI_GENERATE):
     def build(call: Call) -> Built:
         a = bind(call, Signature(("content",), 1), NAME)
@@ -160,24 +132,16 @@ def _build_mask(call: Call) -> Built:
                 labels=labels(a["labels"], call.name, NAME))
 
 
-def _build_parse_document(call: Call) -> Built:
-    raise UnsupportedError("ai_parse_document is not supported: quail reads text columns, not "
-                           "binary documents", call.sql(NAME), NAME)
-
-
 FUNCTIONS = {
     "AI_QUERY": _build_query,
-    "AI_EXTRACT": _build_extract,
     "AI_SUMMARIZE": _build_summarize,
     "AI_TRANSLATE": _build_translate,
     "AI_MASK": _build_mask,
     "AI_FIX_GRAMMAR": _one("fix_grammar"),
     "AI_GEN": _one(None),
-    "AI_PARSE_DOCUMENT": _build_parse_document,
 }
 
 WRAPPERS = {
-    "response_extract": {"response": Wrapper("response")},
 }
 
 

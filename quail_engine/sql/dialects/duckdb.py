@@ -25,7 +25,7 @@ from quail_engine.sql.call import Call
 from quail_engine.sql.dialects.common import append, text_input, text_prompt, untyped_ai
 from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import GenParams, OpKind, Options
-from quail_engine.sql.literals import labels, literal, parse_json
+from quail_engine.sql.literals import labels, literal
 from quail_engine.sql.prompt import Prompt
 from quail_engine.sql.validate import Site, number, refuse
 
@@ -116,24 +116,6 @@ def templated(op: str):
     return build
 
 
-def _build_extract(call: Call) -> Built:
-    if len(call.args) not in (1, 2):
-        raise ArgumentError(f"{call.name} takes an input and a field list", call.sql(NAME), NAME)
-    opts, fields, task_args = named_args(call)
-    if len(call.args) == 2:
-        check_once(call, fields, "labels")
-    found = labels(call.args[1], call.name, NAME) if len(call.args) == 2 else fields.pop(
-        "labels", None)
-    if found is None and "schema" not in dict(task_args) and fields.get("task") is None:
-        raise ArgumentError(f"{call.name} needs a field list or schema := '...'",
-                            call.sql(NAME), NAME)
-    schema = dict(task_args).get("schema")
-    if schema is not None:  # a JSON schema: read now, not when some emitter needs it
-        parse_json(schema, "the schema", call.name, call.node, NAME)
-    return make(OpKind.AI_EXTRACT, read_prompt(call, call.args[:1]), call, options=opts, labels=found,
-                task_args=task_args, **fields)
-
-
 def unary(op: str, n: int):
     def build(call: Call) -> Built:
         check_count(call, n)
@@ -146,7 +128,6 @@ def unary(op: str, n: int):
 
 FUNCTIONS = {
     "AI_GENERATE": templated(OpKind.AI_GENERATE),
-    "AI_EXTRACT": _build_extract,
 }
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from functools import partial
 
 from sqlglot import exp
@@ -14,7 +13,6 @@ from sqlglot.parsers.snowflake import SnowflakeParser
 from quail_engine.sql.build import Built, make, vendor_items
 from quail_engine.sql.call import Call, Signature, bind, fragment
 from quail_engine.sql.dialects.common import (
-    Wrapper,
     append,
     as_file,
     climb_json,
@@ -23,8 +21,8 @@ from quail_engine.sql.dialects.common import (
     untyped_ai,
 )
 from quail_engine.sql.errors import ArgumentError
-from quail_engine.sql.ir import Label, OpKind, Options
-from quail_engine.sql.literals import flag, gen_params, labels, literal, options, string
+from quail_engine.sql.ir import OpKind, Options
+from quail_engine.sql.literals import flag, gen_params, literal, options, string
 from quail_engine.sql.prompt import Prompt
 from quail_engine.sql.response_schema import snowflake_format_node
 from quail_engine.sql.shapes import SHOW_DETAILS
@@ -175,26 +173,6 @@ def _history(node: exp.Array, call: Call) -> Prompt:
     return joined([*lines, turns[-1][1]])
 
 
-def _build_extract(call: Call) -> Built:
-    a = bind(call, Signature(("text", "responseFormat"), 0, ("file", "scores", "config")), NAME)
-    source = a.get("text", a.get("file"))
-    if source is None or "responseFormat" not in a:
-        raise ArgumentError(f"{call.name} needs text (or file) and responseFormat",
-                            call.sql(NAME), NAME)
-    fmt = literal(a["responseFormat"], "responseFormat", call.name, NAME)
-    task_args = []
-    fields = None
-    if isinstance(fmt, dict) and "schema" in fmt:
-        task_args.append(("schema", json.dumps(fmt["schema"], sort_keys=True)))
-    else:
-        fields = labels(a["responseFormat"], call.name, NAME)
-    if a.get("scores") is not None:
-        task_args.append(("scores", json.dumps(literal(a["scores"], "scores", call.name, NAME))))
-    built = make(OpKind.AI_EXTRACT, text_input(source, call.name, NAME), call,
-                 shape="extract_object", labels=fields, task_args=tuple(task_args))
-    return as_file(built, source, "document") if "file" in a else built
-
-
 def _build_translate(call: Call) -> Built:
     names = ("text", "source_language", "target_language", "return_error_details")
     a = bind(call, Signature(names, 3), NAME)
@@ -212,26 +190,16 @@ def _build_summarize(call: Call) -> Built:
     return make(OpKind.AI_GENERATE, text_input(a["text"], call.name, NAME), call, task="summarize")
 
 
-def _build_extract_answer(call: Call) -> Built:
-    a = bind(call, Signature(("source_document", "question"), 2), NAME)
-    question = string(a["question"], "the question", call.name, NAME)
-    return make(OpKind.AI_EXTRACT, text_input(a["source_document"], call.name, NAME), call,
-                shape="answer_array", task="extract_answer", labels=(Label("answer", question),))
-
-
 FUNCTIONS = {
     "AI_COMPLETE": _build_complete,
-    "AI_EXTRACT": _build_extract,
     "AI_TRANSLATE": _build_translate,
     CORTEX + "COMPLETE": lambda call: _build_complete(call, legacy=True),
     CORTEX + "TRY_COMPLETE": lambda call: _build_complete(call, legacy=True, try_=True),
     CORTEX + "SUMMARIZE": _build_summarize,
     CORTEX + "TRANSLATE": _build_translate,
-    CORTEX + "EXTRACT_ANSWER": _build_extract_answer,
 }
 
 WRAPPERS = {
-    "extract_object": {"response": Wrapper("response")},
 }
 
 

@@ -9,12 +9,10 @@ from quail_engine.sql.emit.common import (
     example_outputs,
     lit,
     parts,
-    refuse,
     task_prefix,
     warn,
 )
 from quail_engine.sql.ir import AiOp, OpKind
-from quail_engine.sql.literals import IDENTIFIER
 
 NAME = "bigquery"
 TYPED = {"BIGINT": "AI.GENERATE_INT", "DOUBLE": "AI.GENERATE_DOUBLE"}
@@ -77,23 +75,8 @@ def _generate(op: AiOp, args: list[str]) -> str:
     return f"{fn}({prompt_sql(op, args, prefix)}{endpoint(op)}{_model_params(op)}).result"
 
 
-def _extract(op: AiOp, args: list[str]) -> str:
-    if dict(op.task_args).get("schema") or not op.labels:
-        raise refuse("ai_extract", NAME, "a JSON-schema response format has no output_schema "
-                     "spelling here", op)
-    if not all(IDENTIFIER.match(lb.name) for lb in op.labels):
-        raise refuse("ai_extract", NAME, "output_schema fields must be identifiers; these "
-                     f"are {', '.join(repr(lb.name) for lb in op.labels)}", op)
-    if any(lb.description and lb.description != lb.name for lb in op.labels):
-        warn("ai_extract", NAME, "field questions are dropped; output_schema names the fields")
-    schema = ", ".join(f"{lb.name} STRING" for lb in op.labels)
-    return (f"TO_JSON(AI.GENERATE({prompt_sql(op, args)}, output_schema => {lit(schema, NAME)}"
-            f"{endpoint(op)}))")
-
-
 EMITTERS = {
     OpKind.AI_GENERATE: _generate,
-    OpKind.AI_EXTRACT: _extract,
 }
 
 

@@ -3,8 +3,6 @@ idiom, prompts as `concat(...)`)."""
 
 from __future__ import annotations
 
-import json
-
 from quail_engine.sql.emit.common import (
     concat,
     dispatch,
@@ -70,14 +68,6 @@ def _generate(op: AiOp, args: list[str]) -> str:
     return sql
 
 
-def _extract(op: AiOp, args: list[str]) -> str:
-    schema = dict(op.task_args).get("schema")
-    if any(lb.description and lb.description != lb.name for lb in op.labels or ()):
-        warn("ai_extract", NAME, "field questions are dropped; the schema names the fields")
-    fmt = schema if schema is not None else json.dumps([lb.name for lb in op.labels or ()])
-    return f"ai_extract({prompt_sql(op, args)}, {lit(fmt, NAME)}):response"
-
-
 def refused(fn: str, why: str):
     def emit(op: AiOp, args: list[str]) -> str:
         raise refuse(fn, NAME, why, op)
@@ -86,7 +76,6 @@ def refused(fn: str, why: str):
 
 EMITTERS = {
     OpKind.AI_GENERATE: _generate,
-    OpKind.AI_EXTRACT: _extract,
 }
 
 

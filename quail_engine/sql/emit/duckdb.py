@@ -83,15 +83,9 @@ def prompt_call(op: AiOp, args: list[str]) -> str:
     return spelled(op, [prompt_sql(op, args)])
 
 
-def _extract(op: AiOp, args: list[str]) -> str:
-    positional = [prompt_sql(op, args)] + ([labels_sql(op)] if op.labels is not None else [])
-    return spelled(op, positional, positional_fields=("labels",))
-
-
 # OpKind -> emitter(op, args); the rest filled by quail_engine.sql.functions
 EMITTERS: dict = {
     OpKind.AI_GENERATE: prompt_call,
-    OpKind.AI_EXTRACT: _extract,
 }
 
 

@@ -91,20 +91,8 @@ def _generate(op: AiOp, args: list[str]) -> str:
     return sql
 
 
-def _extract(op: AiOp, args: list[str]) -> str:
-    schema = dict(op.task_args).get("schema")
-    if schema is not None:
-        fmt = f"PARSE_JSON({lit(json.dumps({'schema': json.loads(schema)}), NAME)})"
-    elif any(lb.description for lb in op.labels or ()):
-        fmt = object_text({lb.name: lb.description or lb.name for lb in op.labels})
-    else:
-        fmt = "[" + ", ".join(lit(lb.name, NAME) for lb in op.labels or ()) + "]"
-    return f"AI_EXTRACT({prompt_sql(op, args)}, {fmt}):response"
-
-
 EMITTERS = {
     OpKind.AI_GENERATE: _generate,
-    OpKind.AI_EXTRACT: _extract,
 }
 
 

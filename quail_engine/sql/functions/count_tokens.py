@@ -34,7 +34,7 @@ KINDS = (OpKind.AI_COUNT_TOKENS,)
 
 # AI_COUNT_TOKENS's function names (lower case, `ai_` first: "The name of the function must
 # begin with 'ai_' and use only lowercase letters") -> the arguments after the name, besides an
-# optional trailing options object. https://docs.snowflake.com/en/sql-reference/functions/ai_count_tokens
+# optional trailing options object (the module docstring's page)
 OBJECTS = (exp.Struct, exp.Map, exp.VarMap, exp.ParseJSON)
 COUNTED = {
     "ai_complete": ("model", "input"), "ai_embed": ("model", "input"),
