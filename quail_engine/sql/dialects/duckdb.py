@@ -24,7 +24,7 @@ from quail_engine.sql.build import Built, make
 from quail_engine.sql.call import Call
 from quail_engine.sql.dialects.common import append, text_input, text_prompt, untyped_ai
 from quail_engine.sql.errors import ArgumentError
-from quail_engine.sql.ir import GenParams, OpKind, Options
+from quail_engine.sql.ir import GenParams, Options
 from quail_engine.sql.literals import labels, literal
 from quail_engine.sql.prompt import Prompt
 from quail_engine.sql.validate import Site, number, refuse
@@ -127,7 +127,6 @@ def unary(op: str, n: int):
 
 
 FUNCTIONS = {
-    "AI_GENERATE": templated(OpKind.AI_GENERATE),
 }
 
 

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import json
-
 from quail_engine.sql.emit.common import (
     dispatch,
     example_outputs,
     lit,
     parts,
-    task_prefix,
     warn,
 )
-from quail_engine.sql.ir import AiOp, OpKind
+from quail_engine.sql.ir import AiOp
 
 NAME = "bigquery"
-TYPED = {"BIGINT": "AI.GENERATE_INT", "DOUBLE": "AI.GENERATE_DOUBLE"}
-
-
 def prompt_sql(op: AiOp, args: list[str], prefix: str = "") -> str:
     pieces = parts(op, args, NAME, prefix)
     return pieces[0] if len(pieces) == 1 else f"({', '.join(pieces)})"
@@ -54,29 +48,7 @@ def examples_sql(op: AiOp) -> str:
     return f", examples => [{', '.join(pairs)}]"
 
 
-def _model_params(op: AiOp) -> str:
-    g = op.options.gen
-    config = {k: v for k, v in (("maxOutputTokens", g.max_tokens), ("temperature", g.temperature),
-                                ("topP", g.top_p), ("stopSequences", list(g.stop) or None))
-              if v is not None}
-    if not config:
-        return ""
-    return f", model_params => JSON {lit(json.dumps({'generationConfig': config}), NAME)}"
-
-
-def _generate(op: AiOp, args: list[str]) -> str:
-    prefix = task_prefix(op)
-    if op.task is not None:
-        warn(f"ai_{op.task}", NAME, "spelled as AI.GENERATE with an instruction prefix")
-    if {"response_format", "responseFormat"} & set(dict(op.task_args)):
-        warn("ai_generate", NAME, "the response format is dropped (AI.GENERATE takes an "
-             "output_schema of its own)")
-    fn = TYPED.get(op.output_type, "AI.GENERATE")
-    return f"{fn}({prompt_sql(op, args, prefix)}{endpoint(op)}{_model_params(op)}).result"
-
-
 EMITTERS = {
-    OpKind.AI_GENERATE: _generate,
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from quail_engine.sql.emit.common import dispatch, drop_examples, lit, single
-from quail_engine.sql.ir import AiOp, OpKind, Options
+from quail_engine.sql.ir import AiOp, Options
 from quail_engine.sql.op_kinds import spec
 from quail_engine.sql.shapes import shows_details
 
@@ -85,7 +85,6 @@ def prompt_call(op: AiOp, args: list[str]) -> str:
 
 # OpKind -> emitter(op, args); the rest filled by quail_engine.sql.functions
 EMITTERS: dict = {
-    OpKind.AI_GENERATE: prompt_call,
 }
 
 
