@@ -2,8 +2,10 @@
 converted into the models cache; on a GPU the engine's warm-up compiles every Triton kernel
 variant a query launches and Triton keeps them under the quail cache root's `kernels/`
 (infer/gpu/compile_log.py), so the first query on this machine loads them instead of compiling
-them inside its model load. Run once after installing (or at image build); the kernels folder
-can also be copied to machines of the same GPU, Triton and CUDA."""
+them inside its model load. The model's identity (the digests of its files, which key every
+cached answer) is computed and remembered too, so the first query does not read the weights
+once more to hash them. Run once after installing (or at image build); the kernels folder can
+also be copied to machines of the same GPU, Triton and CUDA."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import time
 
 from quail_engine.exec import SessionConfig, load_engine
 from quail_engine.infer.gpu import compile_log
+from quail_engine.infer.model_ref import ModelRef
 from quail_engine.settings import DEFAULT_PRECISION, PRECISIONS
 
 
@@ -36,15 +39,20 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     load_engine(config)
     count, seconds = compile_log.totals()
+    loaded = time.perf_counter()
+    ModelRef.resolve(args.model)  # (its identity: the files' digests, remembered)
+    identity_s = time.perf_counter() - loaded
     result = {"model": args.model, "device": config.engine_device.name,
-              "precision": args.precision, "load_s": round(time.perf_counter() - start, 2),
+              "precision": args.precision, "load_s": round(loaded - start, 2),
+              "identity_s": round(identity_s, 2),
               "kernels_compiled_or_loaded": count, "kernel_s": round(seconds, 2),
               "kernel_cache_before": before, "kernel_cache": compile_log.cache_inventory()}
     if args.json:
         print(json.dumps(result))
         return 0
     cache = result["kernel_cache"]
-    print(f"model {args.model} loaded on {result['device']} in {result['load_s']} s; "
+    print(f"model {args.model} loaded on {result['device']} in {result['load_s']} s "
+          f"(its identity in {result['identity_s']} s); "
           f"{count} GPU kernels compiled or loaded in {result['kernel_s']} s; kernel cache "
           f"{cache['dir']}: {cache['kernels']} kernels (was {before['kernels']})")
     return 0

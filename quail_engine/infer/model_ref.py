@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from quail_engine.infer.file_digest import content_digest
+from quail_engine.infer.file_digest import piece_digest
 from quail_engine.infer.textio import TextCodec
 from quail_engine.infer.tokenizer import load_tokenizer
 
@@ -48,7 +48,8 @@ class ModelRef:
 
 
 def directory_identity(directory: Path) -> str:
-    """A hash of config.json and the names and content digests (infer/file_digest.py) of the
+    """A hash of config.json and the names and content digests (infer/file_digest.py's
+    piece_digest: a multi-gigabyte checkpoint hashed on several threads) of the
     model's files. Not sub-folders: a derived dtype copy there (bf16/) is read only while it
     matches the file it was made from (infer/weights.weights_dir)."""
     digest = hashlib.sha256()
@@ -56,5 +57,5 @@ def directory_identity(directory: Path) -> str:
     digest.update(config.read_bytes() if config.exists() else b"")
     for path in sorted(directory.iterdir()):
         if path.is_file() and path.suffix in _WEIGHT_SUFFIXES:
-            digest.update(json.dumps([path.name, content_digest(path)]).encode())
+            digest.update(json.dumps([path.name, piece_digest(path)]).encode())
     return digest.hexdigest()[:32]

@@ -91,3 +91,23 @@ def test_a_bf16_copy_is_read_only_while_it_matches_the_weights_it_was_made_from(
     assert weights_dir(model, torch.float32) == model
     _swap_keeping_size_and_mtime(model / "model.safetensors", other / "model.safetensors")
     assert weights_dir(model, torch.bfloat16) == model
+
+
+def test_a_piece_digest_hashes_every_piece_and_is_remembered(tmp_path, monkeypatch):
+    """piece_digest (a model's identity) is the SHA-256 of its pieces' SHA-256s, read on
+    threads: a byte changed in the last piece changes it, and a file hashed once is not read
+    again."""
+    import hashlib
+
+    monkeypatch.setattr(file_digest, "PIECE", 1000)
+    data = bytes(range(256)) * 10  # 2,560 bytes: three pieces, the last one short
+    path = _write(tmp_path / "w.safetensors", data)
+    pieces = b"".join(hashlib.sha256(data[k:k + 1000]).digest() for k in range(0, 2560, 1000))
+    assert file_digest.piece_digest(path) == hashlib.sha256(pieces).hexdigest()
+    assert file_digest.piece_digest(path) != file_digest.content_digest(path)
+    read = []
+    monkeypatch.setattr(file_digest, "_pieces", lambda p: read.append(p) or "x")
+    file_digest.piece_digest(path)
+    assert not read  # remembered
+    os.replace(_write(tmp_path / "new.bin", data[:-1] + b"\x00"), path)
+    assert file_digest.piece_digest(path) == "x" and read == [path.resolve()]
