@@ -50,16 +50,18 @@ class _GuessRunner:
 
 def estimated_plans(con, parsed, config: SessionConfig) -> list:
     """The physical plan of every core of `parsed` over the tables of `con`, costed for the
-    model and device `config` names."""
+    model and device `config` names, with its answer cache setting."""
     device = device_spec(config.engine_device.kind)
-    return estimate_plans(con, parsed, model_spec(config.model), device, config.sample_size)
+    return estimate_plans(con, parsed, model_spec(config.model), device, config.sample_size,
+                          config.use_cache)
 
 
-def estimate_plans(con, parsed, spec, device, sample_size: int = SessionConfig.sample_size
-                   ) -> list:
+def estimate_plans(con, parsed, spec, device, sample_size: int = SessionConfig.sample_size,
+                   use_cache: bool = SessionConfig.use_cache) -> list:
     """The physical plan of every core, from DuckDB scans and guessed token counts, costed for
     the model `spec` (plan.cost.ModelSpec) on `device` (plan.cost.DeviceSpec); the samples a
-    run of `sample_size` rows a predicate takes are named, not taken (they need the model)."""
+    run of `sample_size` rows a predicate takes are named, not taken (they need the model);
+    `use_cache`: the session's answer cache is on."""
     plans = []
     limit = push_limit(read_statement(parsed))[1] if parsed.ai_ops else None  # as the session
     # a CTE's operators a core saw through are answered there (it runs first): the CTE's own
@@ -79,7 +81,7 @@ def estimate_plans(con, parsed, spec, device, sample_size: int = SessionConfig.s
                           device, pair_fraction=pair_fractions(scans),
                           columns={a: s.columns for a, s in scans.items()})
         plans.append(plan_core(planned_core(core, set(ops)), ai_ops, ctx, limit,
-                               len(parsed.cores), samples))
+                               len(parsed.cores), samples, use_cache))
     return plans
 
 

@@ -1,11 +1,13 @@
 """The host's part of an operator's call before the engine: its prompts, readout and cached
 answers.
 
-Rows are tuples of binding values. A NULL value gives a NULL answer without a prompt. Answers are
-cached by text (the model's identity, the rendered prompt, the readout and its calibration
-prompt), so looking them up needs neither the model nor its tokenizer: a query whose answers are
-all cached loads nothing. Prompt parts become token ids through the session's PromptText (each
-distinct document, question and calibration text tokenized once).
+Rows are tuples of binding values. A NULL value gives a NULL answer without a prompt. Whether a
+call takes the answers the cache holds is the plan's (PhysicalPlan.cached_answers, set on the
+runner by the core it runs: plan/call_order.py). Answers are cached by text (the model's
+identity, the rendered prompt, the readout and its calibration prompt), so looking them up
+needs neither the model nor its tokenizer: a query whose answers are all cached loads nothing.
+Prompt parts become token ids through the session's PromptText (each distinct document,
+question and calibration text tokenized once).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from quail_engine.exec.answer_cache import AnswerCache, AnswerKeys, text_digest
 from quail_engine.exec.prompt_text import PromptText
 from quail_engine.exec.prompts import OpPrompt, pair_layout_for, repetition_penalty_for, value_text
 from quail_engine.infer.api import GenerateReadout
+from quail_engine.plan.call_order import REUSE_CACHED
 from quail_engine.sql.op_kinds import spec
 
 
@@ -44,6 +47,7 @@ class CallPreparer:
                  precision: str = ""):
         self.cache, self.text = cache, text
         self.calibrate, self.precision = calibrate, precision
+        self.cached_answers = REUSE_CACHED  # the plan's (plan/call_order.py), as the core sets it
         self._pair_layout: bool | None = None
         self._calibration: dict[tuple, list[int]] = {}
 
@@ -114,7 +118,7 @@ class CallPreparer:
             if digest is None:
                 digest = digests[p] = text_digest(p)
             keys[i] = keyer.key(digest, s)
-        cached = self.cache.get_many(keys.values())
+        cached = self.cache.get_many(keys.values()) if self.cached_answers == REUSE_CACHED else {}
         todo = [i for i, key in keys.items() if key not in cached]
         todo.sort(key=texts.__getitem__)  # rows that begin alike run together (shared KV)
         return CallPrep(rows, texts, keys, cached, todo, nulls)
@@ -122,8 +126,10 @@ class CallPreparer:
     def refreshed(self, prep: CallPrep) -> CallPrep:
         """`prep` with the answers the cache has gained since it was prepared (another call's
         in between: a join riding along another asks pairs the other may have just answered)
-        among the cached."""
-        gained = self.cache.get_many(prep.keys[i] for i in prep.todo) if prep.todo else {}
+        among the cached; `prep` itself where the plan takes no cached answers."""
+        if not prep.todo or self.cached_answers != REUSE_CACHED:
+            return prep
+        gained = self.cache.get_many(prep.keys[i] for i in prep.todo)
         if not gained:
             return prep
         todo = [i for i in prep.todo if prep.keys[i] not in gained]

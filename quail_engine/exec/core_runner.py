@@ -37,11 +37,13 @@ log = logging.getLogger(__name__)
 class CoreRunner:
     """`specs`: gives (ModelSpec, DeviceSpec) for the cost model, called only when the core
     has AI work to plan (resolving the model reads its config; a core over empty relations
-    needs neither it nor the model)."""
+    needs neither it nor the model). `use_cache`: the session's answer cache is on (the plan
+    says whether calls take its answers)."""
 
     def __init__(self, con, ai_ops: Sequence, runner: OpRunner, store: AnswerStore, specs,
-                 sample_size: int = 8, prepare=None):
+                 sample_size: int = 8, prepare=None, use_cache: bool = True):
         self.con, self.ai_ops, self.runner, self.store = con, list(ai_ops), runner, store
+        self.use_cache = use_cache
         self.prepare = prepare  # scans that call AI functions: to this statement's names
         self.specs, self.sample_size = specs, sample_size
         self.model = self.device = None
@@ -67,10 +69,14 @@ class CoreRunner:
                               pair_fraction=pair_fractions(scans), columns={
                                   a: s.columns for a, s in scans.items()})
             planned = planned_core(core, set(ops))
-            plan = plan_core(planned, self.ai_ops, ctx, limit, num_cores, samples)
+            plan = plan_core(planned, self.ai_ops, ctx, limit, num_cores, samples,
+                             self.use_cache)
             self.runner.report.remarks.extend(plan.hint_remarks)
         self._record_estimates(plan, infos)
         self.runner.call_order = plan.call_order
+        for runner in (self.runner, self.runner.decoder):  # (the generation model's calls too)
+            if runner is not None:
+                runner.cached_answers = plan.cached_answers
         if self.device is not None:  # (a plan costed on no device sizes no batch of its own)
             self.runner.sizer.batching = plan.batching
         has_joins = plan.has_joins

@@ -42,6 +42,7 @@ from quail_engine.exec.udfs import (
 )
 from quail_engine.exec.user_errors import statement_error
 from quail_engine.plan import batching
+from quail_engine.plan.call_order import cached_answers_for
 from quail_engine.plan.cost import ModelSpec, Work, num_passes, seconds
 from quail_engine.plan.device import device_spec
 from quail_engine.sql.query import parse
@@ -197,8 +198,8 @@ class QuailSession:
         for core in dependency_order(parsed.cores):
             CoreRunner(self.con, core.ops_of(parsed.ai_ops), runner, store, specs,
                        self.config.sample_size,
-                       lambda rel: prepare_scan(rel, suffix, parsed.group_ops)).run(
-                           core, limit, len(parsed.cores))
+                       lambda rel: prepare_scan(rel, suffix, parsed.group_ops),
+                       self.config.use_cache).run(core, limit, len(parsed.cores))
 
     def close(self) -> None:
         self.cache.close()
@@ -332,6 +333,9 @@ class _SessionRunner(OpRunner):
         # the planner's batching for the engine's device until a core's plan sets its own (the
         # same choice: plan/batching.for_spec), e.g. for the generation model's runner
         self.sizer.batching = batching.for_device(session.device.is_cuda)
+        # likewise the plan's use of cached answers, for calls before a core's plan (its
+        # samples) or outside one (a statement run as written)
+        self.cached_answers = cached_answers_for(session.config.use_cache)
         if not writes and session.decoder_text is not None:
             self.decoder = _SessionRunner(session, progress, writes=True)
 

@@ -12,8 +12,9 @@ carry's early ask, a star's anchor, the filter order, where projections run, the
 joins are re-planned from observed row counts: plan/strategy.py), the bounds on documents held
 resident at once (plan/chunking.py), each relation's filter chunks and the carry's flushes
 (plan/filter_chunks.py), the LIMIT's place (plan/row_limit.py), the predicates sampled before
-planning (plan/sampling.py), the order a call asks its rows in (plan/call_order.py) and its
-batches' sizes (plan/batching.py); `text()` shows all of it (`quail explain`).
+planning (plan/sampling.py), the order a call asks its rows in and whether it takes cached
+answers (plan/call_order.py) and its batches' sizes (plan/batching.py); `text()` shows all of
+it (`quail explain`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from quail_engine.plan.batching import DEFAULT as BATCHING
 from quail_engine.plan.batching import Batching
-from quail_engine.plan.call_order import CACHED_FIRST, call_order_text
+from quail_engine.plan.call_order import CACHED_FIRST, REUSE_CACHED, call_order_text
 from quail_engine.plan.chunking import Chunking
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.cost import Work, request_work
@@ -112,8 +113,10 @@ class PhysicalPlan:
     follow, and why; `samples`: the predicates sampled before planning (plan/sampling.py);
     `filter_runs`: each relation's filter steps over chunks of its rows, in the filter order
     (plan/filter_chunks.py); `call_order`: the order each operator call asks its rows in
-    (plan/call_order.py); `batching`: how many prompts each engine batch holds, from the
-    speed observed on the batches before (plan/batching.py)."""
+    (plan/call_order.py); `cached_answers`: whether a call takes the answers the answer cache
+    holds or asks every row (plan/call_order.py, from the session's cache setting); `batching`:
+    how many prompts each engine batch holds, from the speed observed on the batches before
+    (plan/batching.py)."""
 
     logical: Node
     steps: tuple[Step, ...]
@@ -136,6 +139,7 @@ class PhysicalPlan:
     samples: tuple[SampleStep, ...] = ()
     filter_runs: tuple[FilterRun, ...] = ()
     call_order: str = CACHED_FIRST
+    cached_answers: str = REUSE_CACHED
     batching: Batching = BATCHING
 
     def text(self) -> str:
@@ -150,7 +154,7 @@ class PhysicalPlan:
         and releasing its document, run over every row at once."""
         out = [samples_text(self.samples)] if self.samples else []
         if any(s.op is not None for s in self.steps):
-            out += [call_order_text(self.call_order), self.batching.text()]
+            out += [call_order_text(self.call_order, self.cached_answers), self.batching.text()]
         resident = any(s.kind in ("filter", "project") and not s.is_read_once
                        for s in self.steps)
         if resident or self.has_joins:

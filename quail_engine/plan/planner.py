@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from quail_engine.plan.build import build_logical
+from quail_engine.plan.call_order import cached_answers_for
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.join_choice import choose_join, join_edges
 from quail_engine.plan.nodes import AiJoin, Node, Scan, walk
@@ -53,11 +54,13 @@ def _followed_hints(ctx: PlanContext) -> tuple[PlanContext, tuple[str, ...]]:
 
 
 def plan_core(core, ai_ops: Sequence, ctx: PlanContext, limit: RowLimit | None = None,
-              num_cores: int = 1, samples: tuple[SampleStep, ...] = ()) -> PhysicalPlan:
+              num_cores: int = 1, samples: tuple[SampleStep, ...] = (),
+              use_cache: bool = True) -> PhysicalPlan:
     """`core` follows sql.query.Core; `ai_ops` are the query's operators by id; `limit`: the
     statement's LIMIT pushed below its AI calls (exec/limit_pushdown.py), of a statement of
     `num_cores` cores (plan/row_limit.core_limit says where it binds); `samples`: those taken
-    before planning, whose rates `ctx` holds (plan/sampling.sample_steps)."""
+    before planning, whose rates `ctx` holds (plan/sampling.sample_steps); `use_cache`: the
+    session's answer cache is on (its calls take the answers it holds: plan/call_order.py)."""
     ctx, hint_remarks = _followed_hints(ctx)
     logical = optimize(build_logical(core, ai_ops), ctx)
     aliases = [n.alias for n in walk(logical) if isinstance(n, Scan)]
@@ -74,5 +77,5 @@ def plan_core(core, ai_ops: Sequence, ctx: PlanContext, limit: RowLimit | None =
     # anchor costed as encoded
     return with_strategy(replace(plan, relations=tuple(r.alias for r in core.relations),
                                  edges=edges, context=ctx, hint_remarks=hint_remarks,
-                                 samples=samples),
+                                 samples=samples, cached_answers=cached_answers_for(use_cache)),
                          core.joins, ai_ops, limit, num_cores)
