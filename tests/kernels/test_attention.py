@@ -4,6 +4,7 @@ identity: prefix part + own causal part, merged, equals causal attention over th
 import pytest
 import torch
 from kernel_checks import check_fp8, fp32_tol, rel_err
+from paged_blocks import pages_each, shuffled_block_table
 
 from quail_kernels.lse_merge import lse_merge, lse_merge_ref
 from quail_kernels.prefix_attention import prefix_attention, prefix_attention_ref
@@ -122,17 +123,11 @@ def test_seq_amax_per_sequence_and_rejects_split_heads(device):
 
 def _arena(prefix_lens, hkv, head_dim, page, device, seed):
     g = torch.Generator().manual_seed(seed)
-    pages_each = [max(1, -(-n // page)) for n in prefix_lens]
-    num_pages = sum(pages_each) + 3
+    pages = pages_each(prefix_lens, page)
+    num_pages = sum(pages) + 3
     k_cache = torch.randn(num_pages, page, hkv, head_dim, generator=g).to(device)
     v_cache = torch.randn(num_pages, page, hkv, head_dim, generator=g).to(device)
-    order = torch.randperm(num_pages, generator=g)  # pages need not be contiguous
-    table = torch.zeros(len(prefix_lens), max(pages_each), dtype=torch.int32)
-    used = 0
-    for i, n in enumerate(pages_each):
-        table[i, :n] = order[used:used + n]
-        used += n
-    return k_cache, v_cache, table.to(device)
+    return k_cache, v_cache, shuffled_block_table(pages, num_pages, g).to(device)
 
 
 @pytest.mark.parametrize("q_lens,prefix_lens,hq,hkv,page", [

@@ -5,6 +5,7 @@ bound of the same keys and values held unquantized."""
 import pytest
 import torch
 from kernel_checks import fp32_tol, rel_err
+from paged_blocks import pages_each, shuffled_block_table
 
 from quail_kernels.kv_fp8 import (
     FP8_MAX,
@@ -22,18 +23,13 @@ LOOSE = 0.08
 
 def _case(q_lens, prefix_lens, hq, hkv, page, device, seed, head_dim=32):
     g = torch.Generator().manual_seed(seed)
-    pages_each = [max(1, -(-n // page)) for n in prefix_lens]
-    num_pages = sum(pages_each) + 2
+    pages = pages_each(prefix_lens, page)
+    num_pages = sum(pages) + 2
     # keys and values of very different sizes per token and head: what the scales are for
     size = torch.exp(torch.randn(num_pages, page, hkv, 1, generator=g))
     k = torch.randn(num_pages, page, hkv, head_dim, generator=g) * size
     v = torch.randn(num_pages, page, hkv, head_dim, generator=g) * size.flip(0)
-    order = torch.randperm(num_pages, generator=g)  # pages need not be contiguous
-    table = torch.zeros(len(prefix_lens), max(pages_each), dtype=torch.int32)
-    used = 0
-    for i, n in enumerate(pages_each):
-        table[i, :n] = order[used:used + n]
-        used += n
+    table = shuffled_block_table(pages, num_pages, g)
     q = torch.randn(sum(q_lens), hq, head_dim, generator=g) * 0.3
     cu = torch.tensor([0] + list(torch.tensor(q_lens).cumsum(0)), dtype=torch.int32)
     plen = torch.tensor(prefix_lens, dtype=torch.int32)
