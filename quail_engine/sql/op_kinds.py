@@ -3,8 +3,8 @@
 The front end types a call's answer by it, the planner treats predicates as filters and joins
 by it, the executor lays out prompts, reads answers and routes decodes by it, and `quail
 migrate` rates its work by it. A new operator kind is a member of `OpKind` and a row of
-`SPECS`; what differs per vendor stays in the dialect modules (sql/dialects, sql/emit) and a
-task's wording in sql/task_prompts.py.
+`SPECS`; its vendor spellings (parse and emit, every dialect) are one module of sql/functions
+and a task's wording is in sql/task_prompts.py.
 """
 
 from __future__ import annotations

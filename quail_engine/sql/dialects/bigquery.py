@@ -1,4 +1,8 @@
-"""BigQuery AI functions -> IR. Docs: https://cloud.google.com/bigquery/docs/reference/standard-sql/bigqueryml-syntax-ai-if
+"""BigQuery AI functions -> IR: what every BigQuery AI function shares (the sqlglot dialect, the
+managed functions' options and examples, `.result`). Each function's builder is in
+quail_engine/sql/functions/<kind>.py.
+
+Docs: https://cloud.google.com/bigquery/docs/reference/standard-sql/bigqueryml-syntax-ai-if
 
 sqlglot 30.30 re-parses `AI.*` calls with its own function parsers, so `AI.IF(...)` becomes the
 ordinary `IF(cond, a, b)` and `AI.AGG(x, 'i')` fails (facts.md). `QuailBigQuery` parses `AI.*`
@@ -78,8 +82,8 @@ def read_examples(a: dict, call: Call) -> tuple[tuple[str, str], ...]:
     return tuple((str(i[0]), json.dumps(i[1])) for i in items)
 
 
-FUNCTIONS = {
-}
+# vendor function name -> builder(Call) -> Built, filled by quail_engine.sql.functions
+FUNCTIONS: dict = {}
 
 
 def lookup(name: str):

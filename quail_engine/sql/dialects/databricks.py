@@ -1,4 +1,7 @@
-"""Databricks AI Functions -> IR. Docs: https://docs.databricks.com/aws/en/large-language-models/ai-functions
+"""Databricks AI Functions -> IR: what every Databricks AI function shares (the sqlglot dialect,
+result wrappers). Each function's builder is in quail_engine/sql/functions/<kind>.py.
+
+Docs: https://docs.databricks.com/aws/en/large-language-models/ai-functions
 
 Databricks has no ai_filter: its yes/no idioms (`ai_classify(x, ARRAY('yes','no')) = 'yes'`,
 `ai_query(ep, p) = 'TRUE'`, `ai_query(ep, p, responseFormat => 'STRUCT<m: BOOLEAN>'):m`) are
@@ -44,11 +47,11 @@ class QuailDatabricks(Databricks):
                       exp.JSONArray: _json_value}
 
 
-FUNCTIONS = {
-}
+# vendor function name -> builder(Call) -> Built, filled by quail_engine.sql.functions
+FUNCTIONS: dict = {}
 
-WRAPPERS = {
-}
+# shape -> {JSON path -> Wrapper}, filled by quail_engine.sql.functions
+WRAPPERS: dict = {}
 
 
 def lookup(name: str):

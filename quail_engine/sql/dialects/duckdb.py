@@ -1,13 +1,16 @@
 """DuckDB SQL with quail's canonical AI functions, for users with no warehouse:
 
-    ai_filter(prompt)                 ai_classify(input, ['a', 'b'])     ai_score(prompt)
-    ai_generate(prompt)               ai_extract(input, ['field', ...])  ai_aggregate(input, 'instruction')
-    ai_embed(input)                   ai_similarity(a, b)                ai_count_tokens(input)
+    ai_filter(prompt)          ai_classify(input, ['a', 'b'])     ai_score(prompt)
+    ai_generate(prompt)        ai_extract(input, ['field', ...])  ai_aggregate(input, 'instr')
+    ai_embed(input)            ai_similarity(a, b)                ai_count_tokens(input)
 
 `prompt` is a string, a column, `prompt('Is {0} about {1}?', a, b)`, `concat(...)` or `||`;
 `ai_filter('Is {0} good?', review)` is short for `ai_filter(prompt('Is {0} good?', review))`.
 Options are named arguments: `model := 'x'`, `max_tokens := 20`, `on_error := 'fail'`,
 `selectivity := 0.1`, `multi := true`, `instruction := '...'`, `task := 'translate'`, ...
+
+This module reads the named arguments every function shares; each function's builder is in
+quail_engine/sql/functions/<kind>.py.
 """
 
 from __future__ import annotations
@@ -126,8 +129,8 @@ def unary(op: str, n: int):
     return build
 
 
-FUNCTIONS = {
-}
+# vendor function name -> builder(Call) -> Built, filled by quail_engine.sql.functions
+FUNCTIONS: dict = {}
 
 
 def lookup(name: str):

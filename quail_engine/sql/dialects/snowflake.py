@@ -1,4 +1,9 @@
-"""Snowflake Cortex AISQL -> IR. Docs: https://docs.snowflake.com/en/user-guide/snowflake-cortex/aisql"""
+"""Snowflake Cortex AISQL -> IR: what every Snowflake AI function shares (the sqlglot dialect,
+`return_error_details`, the `SNOWFLAKE.CORTEX.` names, result wrappers). Each function's builder
+is in quail_engine/sql/functions/<kind>.py.
+
+Docs: https://docs.snowflake.com/en/user-guide/snowflake-cortex/aisql
+"""
 
 from __future__ import annotations
 
@@ -81,11 +86,11 @@ def compose(outer: str | None, inner: str | None) -> str | None:
     return "+".join(s for s in (outer, inner) if s) or None
 
 
-FUNCTIONS = {
-}
+# vendor function name -> builder(Call) -> Built, filled by quail_engine.sql.functions
+FUNCTIONS: dict = {}
 
-WRAPPERS = {
-}
+# shape -> {JSON path -> Wrapper}, filled by quail_engine.sql.functions
+WRAPPERS: dict = {}
 
 
 def lookup(name: str):

@@ -1,4 +1,5 @@
-"""IR -> BigQuery AI functions (prompts as tuples, `.result` re-added)."""
+"""IR -> BigQuery AI functions: the spellings every emitter shares (prompts as tuples, endpoint,
+managed options, examples); each kind's emitter is in quail_engine/sql/functions/<kind>.py."""
 
 from __future__ import annotations
 
@@ -48,8 +49,7 @@ def examples_sql(op: AiOp) -> str:
     return f", examples => [{', '.join(pairs)}]"
 
 
-EMITTERS = {
-}
+EMITTERS: dict = {}  # OpKind -> emitter(op, args), filled by quail_engine.sql.functions
 
 
 def emit(op: AiOp, args: list[str]) -> str:

@@ -39,7 +39,8 @@ def single(op: AiOp, args: list[str], dialect: str, prefix: str = "") -> str | N
 
 
 def concat(op: AiOp, args: list[str], dialect: str, prefix: str = "") -> str:
-    return single(op, args, dialect, prefix) or f"CONCAT({', '.join(parts(op, args, dialect, prefix))})"
+    return single(op, args, dialect, prefix) or (
+        f"CONCAT({', '.join(parts(op, args, dialect, prefix))})")
 
 
 def task_prefix(op: AiOp) -> str:

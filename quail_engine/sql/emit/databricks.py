@@ -1,5 +1,5 @@
-"""IR -> Databricks AI Functions (filters as the `ai_classify(..., ARRAY('yes','no')) = 'yes'`
-idiom, prompts as `concat(...)`)."""
+"""IR -> Databricks AI Functions: the spellings every emitter shares (prompts as `concat(...)`,
+modelParameters, refusals); each kind's emitter is in quail_engine/sql/functions/<kind>.py."""
 
 from __future__ import annotations
 
@@ -42,8 +42,7 @@ def refused(fn: str, why: str):
     return emit
 
 
-EMITTERS = {
-}
+EMITTERS: dict = {}  # OpKind -> emitter(op, args), filled by quail_engine.sql.functions
 
 
 def emit(op: AiOp, args: list[str]) -> str:

@@ -1,4 +1,6 @@
-"""IR -> quail's canonical DuckDB functions (every IR field spelled as a named argument)."""
+"""IR -> quail's canonical DuckDB functions: every IR field the kind's positional arguments do not
+carry spelled as a named argument (`spelled`); each kind's emitter, which picks its positional
+arguments, is in quail_engine/sql/functions/<kind>.py."""
 
 from __future__ import annotations
 
@@ -83,9 +85,7 @@ def prompt_call(op: AiOp, args: list[str]) -> str:
     return spelled(op, [prompt_sql(op, args)])
 
 
-# OpKind -> emitter(op, args); the rest filled by quail_engine.sql.functions
-EMITTERS: dict = {
-}
+EMITTERS: dict = {}  # OpKind -> emitter(op, args), filled by quail_engine.sql.functions
 
 
 def emit(op: AiOp, args: list[str]) -> str:

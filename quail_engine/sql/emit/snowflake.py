@@ -1,4 +1,5 @@
-"""IR -> Snowflake Cortex AISQL."""
+"""IR -> Snowflake Cortex AISQL: the spellings every emitter shares (prompts as PROMPT(...),
+constants, default models); each kind's emitter is in quail_engine/sql/functions/<kind>.py."""
 
 from __future__ import annotations
 
@@ -46,8 +47,7 @@ def no_model(fn: str, op: AiOp) -> None:
              "is dropped")
 
 
-EMITTERS = {
-}
+EMITTERS: dict = {}  # OpKind -> emitter(op, args), filled by quail_engine.sql.functions
 
 
 def emit(op: AiOp, args: list[str]) -> str:

@@ -22,6 +22,9 @@ import importlib
 import pkgutil
 from types import ModuleType
 
+from quail_engine.settings import DIALECTS
+from quail_engine.sql.op_kinds import OpKind
+
 MODULES: dict[str, ModuleType] = {}  # module name -> module, in name order
 
 
@@ -47,3 +50,9 @@ def _add(table: dict, entries: dict, module: ModuleType, dialect: str) -> None:
 for _info in pkgutil.iter_modules(__path__):
     MODULES[_info.name] = importlib.import_module(f"{__name__}.{_info.name}")
     _merge(MODULES[_info.name])
+
+_owners = [kind for module in MODULES.values() for kind in module.KINDS]
+if sorted(_owners) != sorted(OpKind) or any(
+        set(m.EMIT) != set(DIALECTS) or set(m.PARSE) != set(DIALECTS) for m in MODULES.values()):
+    raise ImportError("every operator kind needs one module in quail_engine.sql.functions, "
+                      "with PARSE and EMIT entries for every dialect")
