@@ -77,12 +77,15 @@ def _flattened_labels(lateral: exp.Expr | None) -> exp.Unnest | None:
 
 
 def read_on_error(args: dict, call: Call, default: str = "null") -> tuple[str, str | None]:
+    """(on_error, shape) of a call's `return_error_details`: TRUE answers a {value, error}
+    object (shape value_error_object) instead of NULL on an error row."""
     if flag(args.get("return_error_details"), "return_error_details", call):
         return "details", "value_error_object"
     return default, None
 
 
 def compose(outer: str | None, inner: str | None) -> str | None:
+    """One shape name for `outer` packaged around `inner` (`outer+inner`; either may be None)."""
     return "+".join(s for s in (outer, inner) if s) or None
 
 
