@@ -63,6 +63,9 @@ def write_model_dir(path: Path, tokenizer_dir: Path, tiny: bool, device: str,
     if config_file.exists() and json.loads(config_file.read_text()) == hf and \
             (path / "model.safetensors").exists():
         return hf
+    if not any((tokenizer_dir / f"tokenizer.json{gz}").exists() for gz in ("", ".gz")):
+        raise FileNotFoundError(f"no tokenizer.json (or .gz) in {tokenizer_dir}: a random-weight "
+                                "model directory takes its tokenizer from there")
     path.mkdir(parents=True, exist_ok=True)
     for name in TOKENIZER_FILES:
         if (tokenizer_dir / f"{name}.gz").exists():

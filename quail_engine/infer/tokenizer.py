@@ -56,6 +56,9 @@ class Tokenizer:
                                         add_generation_prompt=True)
 
 
+VOCAB_FILES = ("tokenizer.json", "vocab.json", "vocab.txt")  # (besides *.model, *.tiktoken)
+
+
 def load_tokenizer(directory: str | Path) -> Tokenizer:
     """The fast tokenizer saved in a HF model directory: its tokenizer.json read with the
     `tokenizers` library alone (infer/json_tokenizer.py: no transformers import, and faster
@@ -68,10 +71,16 @@ def load_tokenizer(directory: str | Path) -> Tokenizer:
         fast = None
     if fast is not None:
         return Tokenizer(fast)
+    vocab = [p.name for p in Path(directory).iterdir() if p.name in VOCAB_FILES
+             or p.suffix in (".model", ".tiktoken")] if Path(directory).is_dir() else []
+    if not vocab:  # (transformers makes a one-token tokenizer of a folder with config.json alone)
+        raise ModelError(f"no tokenizer in {str(directory)!r}: none of "
+                         f"{', '.join(VOCAB_FILES)}, *.model, *.tiktoken")
     from transformers import AutoTokenizer  # the fallback only: slow to import, optional
 
-    try:
-        hf = AutoTokenizer.from_pretrained(str(directory))
+    try:  # (the folder's own files only: one without them must fail here, not go on to the
+        # network, where a machine without one waits minutes on retries)
+        hf = AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
     except (OSError, ValueError) as exc:
         raise ModelError(f"cannot load a tokenizer from {str(directory)!r}: {exc}") from exc
     if not getattr(hf, "is_fast", False):
