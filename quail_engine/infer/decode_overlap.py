@@ -81,7 +81,7 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
             keep = [k for k, s in enumerate(stepped) if s.grammar is not None]
             # (the list is not kept: a sequence's KV must go back to the arena when it ends)
             following, kept = runner.decode_next([kv[id(s)] for s in stepped], ids, keep,
-                                                 **({} if staged is None else {"staged": staged}))
+                                                 staged=staged)
             for s in stepped:
                 issued[id(s)] += 1
         # 2. read the in-flight tokens (the GPU meanwhile runs the pass just launched)

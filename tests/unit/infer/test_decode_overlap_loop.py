@@ -42,7 +42,7 @@ class InPlace:
             if job.store_kv:
                 job.kv = Box(job.kv)
 
-    def decode_next(self, prefixes, ids, keep=()):
+    def decode_next(self, prefixes, ids, keep=(), staged=None):
         import torch
 
         from quail_engine.infer.runner import SeqJob
@@ -71,7 +71,7 @@ class Staging(InPlace):
     def decode_next(self, prefixes, ids, keep=(), staged=None):
         assert staged == tuple(map(id, prefixes)), "a step launched over other sequences"
         self.staged += 1
-        return super().decode_next(prefixes, ids, keep)
+        return super().decode_next(prefixes, ids, keep, None)
 
 
 @pytest.fixture(scope="module")
