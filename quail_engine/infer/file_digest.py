@@ -96,6 +96,7 @@ def _pieces(path: Path) -> str:
 
 
 def _record_path(path: Path, algorithm: str = "sha256") -> Path:
+    # (plain SHA-256 records keep the names they had before piece digests existed)
     name = str(path) if algorithm == "sha256" else f"{algorithm} {path}"
     return cache_path("digests") / (hashlib.sha256(name.encode()).hexdigest()[:32] + ".json")
 

@@ -71,9 +71,10 @@ def load_tokenizer(directory: str | Path) -> Tokenizer:
         fast = None
     if fast is not None:
         return Tokenizer(fast)
-    vocab = [p.name for p in Path(directory).iterdir() if p.name in VOCAB_FILES
-             or p.suffix in (".model", ".tiktoken")] if Path(directory).is_dir() else []
-    if not vocab:  # (transformers makes a one-token tokenizer of a folder with config.json alone)
+    folder = Path(directory)
+    if not (folder.is_dir() and any(p.name in VOCAB_FILES or p.suffix in (".model", ".tiktoken")
+                                    for p in folder.iterdir())):
+        # (transformers makes a one-token tokenizer of a folder with config.json alone)
         raise ModelError(f"no tokenizer in {str(directory)!r}: none of "
                          f"{', '.join(VOCAB_FILES)}, *.model, *.tiktoken")
     from transformers import AutoTokenizer  # the fallback only: slow to import, optional

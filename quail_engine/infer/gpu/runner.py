@@ -111,8 +111,7 @@ class GpuRunner:
         the host would otherwise wait (decode_overlap.py: during a grammar's masks); None
         where the step is not one graph's (graphs off, or more rows than the largest)."""
         graphs = self._decode_graphs()
-        if graphs is None or not prefixes or len(prefixes) > min(
-                self.scheduler.token_budget, graphs.largest):
+        if graphs is None or not prefixes or len(prefixes) > self._part_rows(graphs, 0):
             return None
         return graphs.stage(prefixes)
 
@@ -144,7 +143,7 @@ class GpuRunner:
         next."""
         graphs = self._decode_graphs()
         n = len(prefixes)
-        size = max(1, min(self.scheduler.token_budget, graphs.largest if graphs else n))
+        size = self._part_rows(graphs, n)
         for lo in range(0, n, size):
             part_ids, part = ids[lo:lo + size], prefixes[lo:lo + size]
             self.stop.check()
@@ -167,6 +166,11 @@ class GpuRunner:
             self.stats.decode_tokens += len(part)
             yield lo, logits
         self._count_busy()
+
+    def _part_rows(self, graphs, n: int) -> int:
+        """Rows of one part of a decode step of `n` rows: at most the token budget and, with
+        the decode graphs, their largest bucket."""
+        return max(1, min(self.scheduler.token_budget, graphs.largest if graphs else n))
 
     def _decode_graphs(self):
         """The model's decode graphs (decode_graph.py) when `decode_graphs` is on (by default
