@@ -226,9 +226,12 @@ def _advance_grammars(live: Sequence[DecodeSeq], tokens: Sequence[int], eos_ids:
 
 
 def _take(s: DecodeSeq, token: int, eos_ids: set[int],
-          detokenize: Callable[[list[int]], str], consumed: bool) -> bool:
+          detokenize: Callable[[list[int]], str], consumed: bool,
+          stopped: bool | None = None) -> bool:
     """Append `token` to `s`; False when `s` has finished (EOS, a stop string, its grammar
-    complete or in error). Under a grammar, EOS is allowed only where the grammar accepts."""
+    complete or in error). Under a grammar, EOS is allowed only where the grammar accepts.
+    `stopped`: whether the grammar can go on after `token`, when the caller read it already
+    (the overlapped loop's helper thread holds a live matcher while this runs)."""
     if token in eos_ids:
         _end(s, "eos" if s.matcher is None or s.matcher.is_accepting() else "error", detokenize)
         return False
@@ -237,7 +240,7 @@ def _take(s: DecodeSeq, token: int, eos_ids: set[int],
         return False
     s.out_tokens.append(token)
     if s.matcher is not None:
-        if s.matcher.is_stopped():  # nothing can follow: the answer is whole
+        if s.matcher.is_stopped() if stopped is None else stopped:  # the answer is whole
             _end(s, "grammar" if s.matcher.is_accepting() else "error", detokenize)
             return False
         return True

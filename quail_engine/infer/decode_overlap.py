@@ -9,11 +9,13 @@ ending sequences, admitting new ones, preparing step N+2) runs while the GPU com
 This holds for every sequence but one under a repetition penalty (its next choice needs the
 tokens so far on the host) on a runner whose decode steps take and give tokens on the device
 (`decode_next`). A grammar's choice waits for its masks, which need the sequence's tokens so
-far: they are computed on the grammars' helper thread while the step's forward pass runs (the
-matchers take the previous token as the host reads it), and the masked choice is queued behind
-the pass. Meanwhile this thread stages the step after (`decode_stage`: the sequences' KV
-growth, positions and block table), so that once the masks are in only the choice and one
-graph launch stand between the pass and the next. The
+far: as soon as the host reads a step's tokens, the grammars' helper thread feeds them to the
+matchers and goes straight on to the next masks, while the step's forward pass runs and this
+thread ends sequences, admits new ones and stages the step after (`decode_stage`: the
+sequences' KV growth, positions and block table). Once the masks are in, only the masked
+choice and one graph launch stand between the pass and the next. While the helper holds a
+sequence's matcher this thread does not touch it (llguidance refuses a matcher borrowed by
+another thread): it reads what the helper reported instead. The
 tokens are the ones `greedy_decode` picks (the same argmax of the same logits, under the same
 masks); what changes is when the host learns them: a sequence that ends (EOS, a stop string,
 its grammar complete) is known one step late, so it runs one step in vain and that step's
@@ -32,7 +34,6 @@ import torch
 from quail_engine.infer.decode import (
     DecodeSeq,
     _admit,
-    _advance_grammars,
     _end,
     _take,
     prefill_prompts,
@@ -84,16 +85,21 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
                                                  staged=staged)
             for s in stepped:
                 issued[id(s)] += 1
-        # 2. read the in-flight tokens (the GPU meanwhile runs the pass just launched)
+        # 2. read the in-flight tokens (the GPU meanwhile runs the pass just launched); the
+        #    grammars take them and go straight on to the next masks on their helper thread,
+        #    while this one does the step's bookkeeping
+        early = None
         if group:
             if ready is not None:
                 ready.synchronize()
             live = [(s, t) for s, t in zip(group, host[:len(group)].tolist()) if not s.finish]
-            taken = _advance_grammars([s for s, _ in live], [t for _, t in live], eos_ids,
-                                      grammars)
+            if grammars is not None:
+                taken, stopped, early = _advance_early(grammars, live, stepped, eos_ids)
+            else:
+                taken, stopped = [True] * len(live), [None] * len(live)
             vain, ran = 0, {id(s) for s in stepped}
-            for (s, token), ok in zip(live, taken):
-                if _take(s, token, eos_ids, detokenize, ok) and \
+            for (s, token), ok, stop in zip(live, taken, stopped):
+                if _take(s, token, eos_ids, detokenize, ok, stop) and \
                         len(s.out_tokens) >= s.max_tokens:
                     _end(s, "length", detokenize)
                 if s.finish:
@@ -110,12 +116,12 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
             first_logits = torch.stack([job.logits[-1] for job in jobs])
             firsts = first_logits.argmax(dim=-1)
             del jobs
-        # 4. the grammars' masks, from the tokens read in 2, start on the grammars' helper
-        #    thread while this one stages the next step's inputs (the pass launched in 1 still
-        #    runs); then the masked choices are queued behind that pass
+        # 4. the admitted sequences' masks queue behind those started in 2 while this thread
+        #    stages the next step's inputs (the pass launched in 1 still runs); then the
+        #    masked choices are queued behind that pass
         masks = None
         if grammars is not None:
-            masks = _start_masks(grammars, stepped, kept, admitted,
+            masks = _start_masks(grammars, stepped, kept, early, admitted,
                                  first_logits if admitted else None)
         group = stepped + admitted
         following_rows = _next_rows(group, issued)
@@ -138,16 +144,48 @@ def _next_rows(group: Sequence[DecodeSeq], issued: dict[int, int]) -> list[int]:
     return [k for k, s in enumerate(group) if not s.finish and issued[id(s)] < s.max_tokens]
 
 
-def _start_masks(grammars, stepped, kept, admitted, first_logits):
-    """Start the masks of each live constrained sequence (the stepped ones, whose logits
-    `kept` holds, then the admitted ones, `first_logits`) on the grammars' helper thread ->
-    (rows, their logits, their matchers, the pending masks), or None when there are none.
-    rows: (side, row in `stepped` (0) or `admitted` (1), row in its logits)."""
-    rows = [(0, k, k_kept) for k_kept, k in enumerate(
-        k for k, s in enumerate(stepped) if s.grammar is not None) if not stepped[k].finish]
-    rows += [(1, k, k) for k, s in enumerate(admitted) if s.grammar is not None]
-    if not rows:
+def _advance_early(grammars, live, stepped, eos_ids):
+    """Give each live constrained sequence its token read (EOS aside) and start the masks of
+    those the pass in flight steps (`stepped`) on the grammars' helper thread; waits only for
+    the tokens to be taken. -> (taken, stopped) per live row (for `_take`: True / None where
+    no grammar reads the token), and (the sequences masked, the pending masks) or None."""
+    taken, stopped = [True] * len(live), [None] * len(live)
+    in_step = {id(s) for s in stepped if s.grammar is not None}
+    at, steps, candidates = [], [], []
+    for k, (s, t) in enumerate(live):
+        if s.matcher is not None and t not in eos_ids:
+            if id(s) in in_step:
+                candidates.append(len(steps))
+            at.append(k)
+            steps.append((s.matcher, t))
+    if not steps:
+        return taken, stopped, None
+    advanced, pending = grammars.start_step(steps, candidates)
+    got, stops = advanced.result()
+    for j, k in enumerate(at):
+        taken[k], stopped[k] = got[j], stops[j]
+    masked = [live[at[j]][0] for j in candidates if got[j] and not stops[j]]
+    return taken, stopped, (masked, pending)
+
+
+def _start_masks(grammars, stepped, kept, early, admitted, first_logits):
+    """The masks of each live constrained sequence: the stepped ones `early` started (their
+    logits in `kept`), then the admitted ones, whose masks start now (their logits
+    `first_logits`) -> (rows, their logits, their matchers, the pending masks), or None when
+    there are none. rows: (side, row in `stepped` (0) or `admitted` (1), row in its logits).
+    A stepped sequence `early` masked may have ended since (by length): its choice is
+    dropped."""
+    rows, pending = [], []
+    if early is not None and early[0]:
+        kept_row = {id(s): k_kept for k_kept, s in enumerate(
+            s for s in stepped if s.grammar is not None)}
+        row_of = {id(s): k for k, s in enumerate(stepped)}
+        rows = [(0, row_of[id(s)], kept_row[id(s)]) for s in early[0]]
+        pending.append(early[1])
+    fresh = [(1, k, k) for k, s in enumerate(admitted) if s.grammar is not None]
+    if not rows and not fresh:
         return None
+    rows += fresh
     # (rows list the stepped ones first: one gather from each source, none where all are read)
     parts = []
     for side, source in ((0, kept), (1, first_logits)):
@@ -156,12 +194,13 @@ def _start_masks(grammars, stepped, kept, admitted, first_logits):
             parts.append(source if src == list(range(len(source)))
                          else source[to_device(src, source.device)])
     logits = parts[0] if len(parts) == 1 else torch.cat(parts)
+    for _, k, _ in fresh:
+        if admitted[k].matcher is None:
+            admitted[k].matcher = grammars.matcher(admitted[k].grammar, logits.shape[-1])
+    if fresh:
+        pending.append(grammars.start([admitted[k].matcher for _, k, _ in fresh]))
     seqs = [(stepped if side == 0 else admitted)[k] for side, k, _ in rows]
-    for s in seqs:
-        if s.matcher is None:
-            s.matcher = grammars.matcher(s.grammar, logits.shape[-1])
-    matchers = [s.matcher for s in seqs]
-    return rows, logits, matchers, grammars.start(matchers)
+    return rows, logits, [s.matcher for s in seqs], pending
 
 
 def _grammar_choices(grammars, masks, following, firsts):

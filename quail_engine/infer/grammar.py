@@ -67,7 +67,7 @@ class GrammarMasks:
         self._fresh: dict[tuple[Grammar, int], Any] = {}  # a matcher no token has advanced
         self._executor = None
         self._pool = None
-        self._buffer = None
+        self._buffers: list[Any] = [None, None]  # see _masks
         self._byte_bits: dict[Any, torch.Tensor] = {}  # per device: byte value -> its 8 bits
         self.mask_s = 0.0  # computing masks (on the helper thread when started ahead)
         self.wait_s = 0.0  # the decode loop waiting for masks
@@ -106,21 +106,53 @@ class GrammarMasks:
         """Begin computing the next step's masks of `matchers` on a helper thread (llguidance
         releases the GIL), so they are ready when the forward pass that runs meanwhile ends;
         `choose(..., pending=...)` takes them."""
+        return self._helper().submit(self._masks, list(matchers))
+
+    def start_step(self, steps: Sequence[tuple[Any, int]], candidates: Sequence[int]):
+        """Advance each (matcher, token) of `steps`, then compute the masks of those of
+        `candidates` (positions in `steps`) whose token was taken and whose grammar can go
+        on, all on the helper thread, so that the decode loop's own bookkeeping for the step
+        runs beside both rather than before the masks start. -> two futures: `advanced` gives
+        (taken, stopped), a flag of each per step (the loop reads these instead of the
+        matchers, which the helper holds meanwhile); `masked` gives the packed masks of the
+        candidates taken and not stopped, in order, for `choose_on_device(..., pending=)`. A second `start` queues
+        behind this work on the same thread (its masks in their own buffer)."""
+        from concurrent.futures import Future
+
+        advanced: Future = Future()
+
+        def work():
+            try:
+                taken = self.consume(steps)
+                stopped = [ok and m.is_stopped() for (m, _), ok in zip(steps, taken)]
+            except BaseException as exc:
+                advanced.set_exception(exc)
+                raise
+            advanced.set_result((taken, stopped))
+            live = [k for k in candidates if taken[k] and not stopped[k]]
+            return self._masks([steps[k][0] for k in live], buffer=0)
+
+        return advanced, self._helper().submit(work)
+
+    def _helper(self):
         from concurrent.futures import ThreadPoolExecutor
 
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="quail-grammar")
-        return self._pool.submit(self._masks, list(matchers))
+        return self._pool
 
-    def _masks(self, matchers: Sequence[Any]):
-        """The packed masks of `matchers` (n x words int32, 32 tokens a word), in a buffer
-        reused across steps (page-locked where a GPU reads it)."""
+    def _masks(self, matchers: Sequence[Any], buffer: int = 1):
+        """The packed masks of `matchers` (n x words int32, 32 tokens a word), in one of two
+        buffers reused across steps (page-locked where a GPU reads them): a step's masks for
+        the sequences it advanced (`start_step`) and for those it admitted (`start`) are
+        computed one after the other and read together."""
         t0 = time.perf_counter()
         n, words = len(matchers), (self._width + 31) // 32
-        if self._buffer is None or self._buffer.shape[0] < n or self._buffer.shape[1] != words:
-            self._buffer = torch.empty((max(n, 64), words), dtype=torch.int32,
-                                       pin_memory=torch.cuda.is_available())
-        packed = self._buffer[:n]
+        held = self._buffers[buffer]
+        if held is None or held.shape[0] < n or held.shape[1] != words:
+            held = self._buffers[buffer] = torch.empty(
+                (max(n, 64), words), dtype=torch.int32, pin_memory=torch.cuda.is_available())
+        packed = held[:n]
         self._executor.unsafe_compute_mask_ptr([(m, k) for k, m in enumerate(matchers)],
                                                packed.data_ptr(), words * 4, n)
         self.mask_s += time.perf_counter() - t0
@@ -176,15 +208,23 @@ class GrammarMasks:
 
     def choose_on_device(self, logits, matchers: Sequence[Any], pending=None):
         """What `choose` picks, as a tensor on the logits' device, without the host waiting
-        for the GPU: the masks (`pending`, from `start`, else computed now; the matchers have
+        for the GPU: the masks (`pending`: a future of packed masks from `start`, or a list of
+        them whose rows follow one another in `logits`; else computed now; the matchers have
         taken every token so far) and the choice queued behind the pass that writes `logits`
         (the overlapped decode, infer/decode_overlap.py, computes them while that pass runs)."""
         t0 = time.perf_counter()
-        packed = pending.result() if pending is not None else self._masks(matchers)
-        if pending is not None:
+        if pending is None:
+            allowed = self._allowed(logits, self._masks(matchers))
+        else:
+            parts = [p.result() for p in (pending if isinstance(pending, list) else [pending])]
             self.wait_s += time.perf_counter() - t0
+            at, allowed = 0, []
+            for packed in parts:
+                allowed.append(self._allowed(logits[at:at + len(packed)], packed))
+                at += len(packed)
+            allowed = allowed[0] if len(allowed) == 1 else torch.cat(allowed)
         accepting = to_device([m.is_accepting() for m in matchers], logits.device, torch.bool)
-        best, leaves, empty = self._masked(logits, self._allowed(logits, packed))
+        best, leaves, empty = self._masked(logits, allowed)
         return torch.where(empty | (leaves & accepting), self._eos[0], best)
 
     def _masked(self, logits, allowed):

@@ -143,3 +143,63 @@ def test_a_repetition_penalty_keeps_the_step_by_step_loop():
     assert not overlappable(runner, seqs)
     runner.decode_overlap = False
     assert not overlappable(runner, seqs[:1])
+
+
+class Guarded:
+    """An llguidance matcher that refuses to be read by any thread but the grammars' helper
+    while the helper computes its mask (as llguidance itself refuses a matcher another thread
+    has borrowed, but every time rather than when the two calls happen to meet)."""
+
+    held: set[int] = set()
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name):
+        import threading
+
+        if id(self) in Guarded.held and \
+                not threading.current_thread().name.startswith("quail-grammar"):
+            raise RuntimeError(f"the decode loop read a matcher ({name}) the helper holds")
+        return getattr(self.inner, name)
+
+
+def test_the_loop_leaves_a_matcher_alone_while_the_helper_masks_it(engine):
+    """The helper takes each step's tokens and goes straight on to the next masks while the
+    loop ends sequences and admits new ones: the loop must read what the helper reported
+    (taken, grammar stopped), never the matchers themselves, until the masks are in. Each mask
+    computation here holds its matchers for a while, so a read in that window fails."""
+    import time
+
+    from quail_engine.infer.decode import greedy_decode
+    from quail_engine.infer.decode_overlap import overlapped_decode
+    from quail_engine.infer.grammar import GrammarMasks
+
+    class SlowGuardedMasks(GrammarMasks):
+        def matcher(self, grammar, width):
+            return Guarded(super().matcher(grammar, width))
+
+        def consume(self, steps):
+            return super().consume([(m.inner, t) for m, t in steps])
+
+        def _masks(self, matchers, buffer=1):
+            Guarded.held.update(map(id, matchers))
+            try:
+                time.sleep(0.05)
+                return super()._masks([m.inner for m in matchers], buffer)
+            finally:
+                Guarded.held.difference_update(map(id, matchers))
+
+    page = 16
+
+    def room():
+        return 2 * (100 // page + 2) * page, page
+
+    want, got = _seqs(engine), _seqs(engine)
+    masks = SlowGuardedMasks(engine.codec.tokenizer, engine.codec.eos_ids)
+    greedy_decode(engine.runner, want, engine.codec.eos_ids, engine.codec.decode,
+                  engine._grammar_masks(), room)
+    overlapped_decode(Staging(engine.runner), got, engine.codec.eos_ids, engine.codec.decode,
+                      masks, room)
+    assert [(s.text, s.finish) for s in got] == [(s.text, s.finish) for s in want]
+    assert masks.wait_s > 0  # the loop did wait on masks the helper was computing
