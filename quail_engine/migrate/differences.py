@@ -1,5 +1,7 @@
 """What changes when a warehouse AI call runs on Quail: the documented differences and
-refusals of docs/migrate.md ("What moves, and how"), one rule per operator kind.
+refusals of docs/migrate.md ("What moves, and how"). Each operator kind's own difference
+and refusal wording sit with its vendor spellings (sql/functions/<kind>.py `NOTES`,
+`REFUSAL_NOTE`); what holds for every kind (a named model, snapshots, rewrites) is here.
 
 `assess(op, function, resource_type)` gives a call's status and note; `refusal(function,
 reason)` adds the documented rewrite to a refusal's reason where one exists.
@@ -8,8 +10,9 @@ reason)` adds the documented rewrite to a refusal's reason where one exists.
 from __future__ import annotations
 
 from quail_engine.exec.facade import DEFAULT_MAX_TOKENS
+from quail_engine.sql import functions
 from quail_engine.sql.ir import AiOp
-from quail_engine.sql.op_kinds import OpKind, spec
+from quail_engine.sql.op_kinds import spec
 
 # dbt's snapshot materialization runs the snapshot's SELECT straight on DuckDB (its columns
 # first), not through quail: checked with dbt-duckdb 1.11 (docs/migrate.md)
@@ -29,11 +32,6 @@ REWRITES = {
                                      "...))",
     "AI_PARSE_DOCUMENT": "parse the documents before dbt and load their text as a column",
 }
-# kind -> its refusal as docs/migrate.md words it (else the kind's OpSpec.refusal)
-REFUSED_KINDS = {
-    OpKind.AI_EMBED: ("Quail ships no embedding model: ai_embed is refused when the query is "
-                      "read; no rewrite (compute embeddings outside the model)"),
-}
 
 
 def refusal(function: str, reason: str) -> str:
@@ -51,8 +49,8 @@ def assess(op: AiOp, function: str, resource_type: str = "model") -> tuple[str, 
         return "refused", SNAPSHOT_REFUSAL
     refusal = spec(op.op).refusal
     if refusal is not None:
-        return "refused", REFUSED_KINDS.get(op.op, refusal)
-    notes = [n for n in (_model_note(op), *_kind_notes(op, function.upper())) if n]
+        return "refused", functions.REFUSAL_NOTES.get(op.op, refusal)
+    notes = [n for n in (_model_note(op), *_kind_notes(op)) if n]
     return ("difference", "; ".join(notes)) if notes else ("unchanged", "")
 
 
@@ -62,36 +60,6 @@ def _model_note(op: AiOp) -> str:
     return f"names the model {op.options.model!r}: the profile's model answers instead"
 
 
-def _kind_notes(op: AiOp, function: str) -> list[str]:
-    kind = op.op
-    if kind == OpKind.AI_CLASSIFY and op.multi:
-        return ["multi-label: one decision per label over the same document (on the default "
-                "model a likelihood threshold chosen on labelled data), not the vendor's model"]
-    if kind == OpKind.AI_SCORE and op.task == "sentiment":
-        return ["2 * P(the text is positive) - 1 in -1..1, from one yes/no prefill, not "
-                "Snowflake's sentiment model"]
-    if kind == OpKind.AI_SCORE:
-        scale = dict(op.task_args).get("range")
-        where = f"placed on the {scale.replace('..', '-')} scale the prompt states" if scale \
-            else "in 0..1 (the prompt states no scale)"
-        return [f"the probability of a yes answer {where}, not a number the model writes"]
-    if kind == OpKind.AI_SIMILARITY:
-        return ["the model's PMI of the two texts, each read after the other (the same value "
-                "whichever comes first; two prompts a row), through a logistic curve onto the "
-                "vendor's range, not the cosine of two embeddings"]
-    if kind in (OpKind.AI_GENERATE, OpKind.AI_EXTRACT):
-        limit = op.options.gen.max_tokens or DEFAULT_MAX_TOKENS
-        notes = [f"greedy decoding, at most {limit} new tokens (the profile's max_new_tokens "
-                 "caps it)"]
-        if op.options.gen.temperature or op.options.gen.top_p:
-            notes.append("temperature and top_p are ignored")
-        if kind == OpKind.AI_EXTRACT:
-            notes.append("the JSON is decoded under the fields' schema; an answer not complete "
-                         "within its tokens is NULL")
-        return notes
-    if kind == OpKind.AI_AGGREGATE:
-        return ["a group past the model's context is summarized in chunks, then from the "
-                "chunks' answers (map-reduce with the call's own instruction)"]
-    if kind == OpKind.AI_COUNT_TOKENS:
-        return ["counts the tokens of the profile's model, not the warehouse model's"]
-    return []
+def _kind_notes(op: AiOp) -> list[str]:
+    notes = functions.NOTES.get(op.op)
+    return notes(op, DEFAULT_MAX_TOKENS) if notes else []

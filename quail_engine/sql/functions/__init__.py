@@ -7,7 +7,12 @@ operator kind (filter.py: ai_filter and ai_join), each holding
 - `EMIT`: dialect -> emitter(AiOp, args) -> SQL text of its kinds, merged into that dialect's
   `EMITTERS` (sql/emit/<dialect>.py); a kind a warehouse lacks has an emitter that refuses;
 - optionally `WRAPPERS`: dialect -> {shape -> {path -> Wrapper}}, the result wrappers its
-  functions' shapes strip, merged into that dialect's `WRAPPERS`.
+  functions' shapes strip, merged into that dialect's `WRAPPERS`;
+- optionally `NOTES`: notes(AiOp, default max new tokens) -> the documented differences of a
+  call's answer on Quail (docs/migrate.md), merged into `NOTES` (kind -> notes) for `quail
+  migrate` (migrate/differences.py); a kind that answers as the vendor's does has none;
+- optionally `REFUSAL_NOTE`: `quail migrate`'s words for a refused kind, merged into
+  `REFUSAL_NOTES` (kind -> text; else the report gives OpSpec.refusal).
 
 Importing this package imports every module in it and merges its tables (sql/dialects.get and
 sql/emit/common.dispatch import it first), so a new kind is one module here besides its
@@ -20,12 +25,16 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable
 from types import ModuleType
 
 from quail_engine.settings import DIALECTS
+from quail_engine.sql.ir import AiOp
 from quail_engine.sql.op_kinds import OpKind
 
 MODULES: dict[str, ModuleType] = {}  # module name -> module, in name order
+NOTES: dict[OpKind, Callable[[AiOp, int], list[str]]] = {}
+REFUSAL_NOTES: dict[OpKind, str] = {}
 
 
 def _merge(module: ModuleType) -> None:
@@ -38,12 +47,17 @@ def _merge(module: ModuleType) -> None:
     for dialect, emitter in module.EMIT.items():
         _add(importlib.import_module(f"quail_engine.sql.emit.{dialect}").EMITTERS,
              dict.fromkeys(module.KINDS, emitter), module, dialect)
+    if hasattr(module, "NOTES"):
+        _add(NOTES, dict.fromkeys(module.KINDS, module.NOTES), module, "notes")
+    if hasattr(module, "REFUSAL_NOTE"):
+        _add(REFUSAL_NOTES, dict.fromkeys(module.KINDS, module.REFUSAL_NOTE), module,
+             "refusal note")
 
 
-def _add(table: dict, entries: dict, module: ModuleType, dialect: str) -> None:
+def _add(table: dict, entries: dict, module: ModuleType, where: str) -> None:
     taken = sorted(str(k) for k in set(entries) & set(table))
     if taken:
-        raise ImportError(f"{module.__name__}: {dialect} {taken[0]} is registered twice")
+        raise ImportError(f"{module.__name__}: {where} {taken[0]} is registered twice")
     table.update(entries)
 
 

@@ -87,6 +87,11 @@ def _emit_duckdb(op: AiOp, args: list[str]) -> str:
     return ddb_sql.spelled(op, positional, positional_fields=("instruction",))
 
 
+def _notes(op: AiOp, default_max_tokens: int) -> list[str]:
+    return ["a group past the model's context is summarized in chunks, then from the "
+            "chunks' answers (map-reduce with the call's own instruction)"]
+
+
 PARSE = {
     "snowflake": {"AI_AGG": _build_snowflake, "AI_SUMMARIZE_AGG": _build_snowflake_summarize},
     "bigquery": {"AI.AGG": _build_bigquery},
@@ -99,3 +104,4 @@ EMIT = {
     "databricks": dbx_sql.refused("ai_aggregate", "Databricks has no AI aggregate function"),
     "duckdb": _emit_duckdb,
 }
+NOTES = _notes

@@ -235,6 +235,13 @@ def _emit_duckdb(op: AiOp, args: list[str]) -> str:
                            positional_fields=("labels",))
 
 
+def _notes(op: AiOp, default_max_tokens: int) -> list[str]:
+    if not op.multi:
+        return []
+    return ["multi-label: one decision per label over the same document (on the default "
+            "model a likelihood threshold chosen on labelled data), not the vendor's model"]
+
+
 PARSE = {
     "snowflake": {
         "AI_CLASSIFY": _build_snowflake,
@@ -269,3 +276,4 @@ WRAPPERS = {
         "response_object_multi": {"response": Wrapper("response")},
     },
 }
+NOTES = _notes

@@ -152,6 +152,10 @@ def _emit_bigquery(op: AiOp, args: list[str]) -> str:
     return f"AI.COUNT_TOKENS({bq_sql.prompt_sql(op, args)}{bq_sql.endpoint(op)}).result"
 
 
+def _notes(op: AiOp, default_max_tokens: int) -> list[str]:
+    return ["counts the tokens of the profile's model, not the warehouse model's"]
+
+
 PARSE = {
     "snowflake": {"AI_COUNT_TOKENS": _build_snowflake},
     "bigquery": {"AI.COUNT_TOKENS": _build_bigquery},
@@ -164,3 +168,4 @@ EMIT = {
     "databricks": dbx_sql.refused("ai_count_tokens", "Databricks has no token-counting function"),
     "duckdb": ddb_sql.prompt_call,
 }
+NOTES = _notes

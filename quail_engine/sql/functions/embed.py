@@ -76,3 +76,6 @@ EMIT = {
                                   "ai_query against an embedding endpoint)"),
     "duckdb": ddb_sql.prompt_call,
 }
+# `quail migrate`'s words for the refusal (docs/migrate.md), in place of OpSpec.refusal's
+REFUSAL_NOTE = ("Quail ships no embedding model: ai_embed is refused when the query is read; "
+                "no rewrite (compute embeddings outside the model)")

@@ -26,6 +26,7 @@ from quail_engine.sql.emit import duckdb as ddb_sql
 from quail_engine.sql.emit import snowflake as sf_sql
 from quail_engine.sql.emit.common import lit, refuse, warn
 from quail_engine.sql.errors import ArgumentError, UnsupportedError
+from quail_engine.sql.functions.generate import decoding_notes
 from quail_engine.sql.ir import AiOp, Label, OpKind, Options
 from quail_engine.sql.literals import IDENTIFIER, labels, literal, options, parse_json, string
 
@@ -148,6 +149,12 @@ def _emit_duckdb(op: AiOp, args: list[str]) -> str:
     return ddb_sql.spelled(op, positional, positional_fields=("labels",))
 
 
+def _notes(op: AiOp, default_max_tokens: int) -> list[str]:
+    return [*decoding_notes(op, default_max_tokens),
+            "the JSON is decoded under the fields' schema; an answer not complete within its "
+            "tokens is NULL"]
+
+
 PARSE = {
     "snowflake": {
         "AI_EXTRACT": _build_snowflake,
@@ -171,3 +178,4 @@ WRAPPERS = {
     "snowflake": {"extract_object": {"response": Wrapper("response")}},
     "databricks": {"response_extract": {"response": Wrapper("response")}},
 }
+NOTES = _notes

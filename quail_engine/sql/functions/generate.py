@@ -356,6 +356,17 @@ def _emit_databricks(op: AiOp, args: list[str]) -> str:
     return sql
 
 
+def decoding_notes(op: AiOp, default_max_tokens: int) -> list[str]:
+    """What a decoded answer (ai_generate, and ai_extract's JSON) differs in: greedy, within
+    the call's token limit (else `default_max_tokens`), sampling options ignored."""
+    limit = op.options.gen.max_tokens or default_max_tokens
+    notes = [f"greedy decoding, at most {limit} new tokens (the profile's max_new_tokens "
+             "caps it)"]
+    if op.options.gen.temperature or op.options.gen.top_p:
+        notes.append("temperature and top_p are ignored")
+    return notes
+
+
 PARSE = {
     "snowflake": {
         "AI_COMPLETE": _build_snowflake,
@@ -387,3 +398,4 @@ EMIT = {
     "databricks": _emit_databricks,
     "duckdb": ddb_sql.prompt_call,
 }
+NOTES = decoding_notes

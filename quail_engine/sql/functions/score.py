@@ -66,6 +66,16 @@ def _emit_databricks(op: AiOp, args: list[str]) -> str:
             f"{dbx_sql.prompt_sql(op, args, task_prefix(op))}) AS DOUBLE)")
 
 
+def _notes(op: AiOp, default_max_tokens: int) -> list[str]:
+    if op.task == "sentiment":
+        return ["2 * P(the text is positive) - 1 in -1..1, from one yes/no prefill, not "
+                "Snowflake's sentiment model"]
+    scale = dict(op.task_args).get("range")
+    where = f"placed on the {scale.replace('..', '-')} scale the prompt states" if scale \
+        else "in 0..1 (the prompt states no scale)"
+    return [f"the probability of a yes answer {where}, not a number the model writes"]
+
+
 PARSE = {
     "snowflake": {sf.CORTEX + "SENTIMENT": _build_snowflake_sentiment},
     "bigquery": {"AI.SCORE": _build_bigquery},
@@ -78,3 +88,4 @@ EMIT = {
     "databricks": _emit_databricks,
     "duckdb": ddb_sql.prompt_call,
 }
+NOTES = _notes

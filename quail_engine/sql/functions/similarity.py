@@ -77,6 +77,12 @@ def _emit_duckdb(op: AiOp, args: list[str]) -> str:
     return ddb_sql.spelled(op, args[:2])
 
 
+def _notes(op: AiOp, default_max_tokens: int) -> list[str]:
+    return ["the model's PMI of the two texts, each read after the other (the same value "
+            "whichever comes first; two prompts a row), through a logistic curve onto the "
+            "vendor's range, not the cosine of two embeddings"]
+
+
 PARSE = {
     "snowflake": {"AI_SIMILARITY": _build_snowflake},
     "bigquery": {"AI.SIMILARITY": _build_bigquery},
@@ -89,3 +95,4 @@ EMIT = {
     "databricks": _emit_databricks,
     "duckdb": _emit_duckdb,
 }
+NOTES = _notes
