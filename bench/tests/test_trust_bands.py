@@ -50,6 +50,9 @@ def test_auto_keeps_the_seconds_of_the_machine_where_the_band_was_slowest(bands_
     from quail_engine.infer.reask import band_for
 
     trust.record_seconds("smollm2-135m", "bf16-cpu", 40.0, 43.0)  # the band slower: kept
+    # a later --bands run rewrites the band first, then records its own seconds
+    trust.write_band("smollm2-135m", {"max_shift": {"BooleanReadout": 0.1}, "matched": {}},
+                     "python -m bench trust --bands", "bf16-cpu")
     trust.record_seconds("smollm2-135m", "bf16-cpu", 28.0, 25.0)  # faster here: not kept
     entry = json.loads(bands_file.read_text())["models"]["smollm2-135m"]["bands"]["bf16-cpu"]
     assert entry["seconds"] == {"reference": 40.0, "banded": 43.0}
