@@ -98,6 +98,23 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def unique_names(table: pa.Table) -> pa.Table:
+    """`table` with repeated column names made unique as DuckDB names a table's or a COPY's
+    columns (`SELECT r.id, t.id`: id, id_1; compared without case, a taken name gets the first
+    free `_1`, `_2`, ...): a JSON row keeps one value per key, and Parquet readers refuse
+    ambiguous names, so a repeated name would lose a column or the file."""
+    used: set[str] = set()
+    names = []
+    for name in table.column_names:
+        unique, k = name, 0
+        while unique.lower() in used:
+            k += 1
+            unique = f"{name}_{k}"
+        used.add(unique.lower())
+        names.append(unique)
+    return table if names == table.column_names else table.rename_columns(names)
+
+
 def write_file(table: pa.Table, path: str) -> None:
     """Write `table` to `path` in the format its suffix names, replacing any previous file
     only once the new one is complete."""

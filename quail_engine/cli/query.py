@@ -38,7 +38,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     # pyarrow: off the start of every `quail` command, which imports this module
-    from quail_engine.cli.output import check_output, render, write_file
+    from quail_engine.cli.output import check_output, render, unique_names, write_file
 
     sql = read_sql(args.file, args.expression)
     if args.output:
@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         raise hinted from exc
     finally:
         write_report(session, args.report)
+    table = unique_names(table)
     if write is not None:
         con.close()  # the query's read-only view of the file ends before the write opens it
         rows = write_rows(args.database, write, table)

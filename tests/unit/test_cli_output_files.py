@@ -148,3 +148,25 @@ def test_a_killed_writers_temporary_files_are_removed_by_the_next_write(tmp_path
     finally:
         live.kill()
         live.wait()
+
+
+REPEATED = "SELECT 1 AS id, 2 AS id, 3 AS id_1, 4 AS ID"  # e.g. SELECT r.id, t.id FROM r JOIN t
+
+
+def test_repeated_column_names_are_made_unique_as_duckdb_names_them(tmp_path, capsys):
+    """A result whose columns repeat a name (`SELECT r.id, t.id`) keeps every column in every
+    output, named as DuckDB's own COPY names them: JSON lines kept one value per key, the
+    text table failed with an internal error, and Parquet readers refused the file."""
+    import duckdb
+
+    copy = tmp_path / "duckdb.json"
+    duckdb.connect().execute(f"COPY ({REPEATED}) TO '{copy}'")
+    want = copy.read_text().strip()
+    assert main(["query", "-e", REPEATED, "--format", "json"]) == 0
+    assert capsys.readouterr().out.replace(" ", "").strip() == want
+    assert main(["query", "-e", REPEATED]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert [c.strip() for c in head.split("|")] == ["id", "id_1", "id_1_1", "ID_2"]
+    out = tmp_path / "out.parquet"
+    assert main(["query", "-e", REPEATED, "-o", str(out), "-q"]) == 0
+    assert pq.read_table(out).to_pylist() == [{"id": 1, "id_1": 2, "id_1_1": 3, "ID_2": 4}]
