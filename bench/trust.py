@@ -8,7 +8,8 @@ engine: in float32 (the reference), in bf16 in two batchings, and in bf16 with t
 labels, the share of decisions re-asked and the seconds the answers took.
 
 `--bands` also measures each readout kind's largest bf16 - float32 margin shift (both batchings,
-and the first one's engine asked again, its prefix cache warm: matched prompt by prompt) and writes SAFETY times it as the model's band to
+and the first one's engine asked again, its prefix cache warm: matched prompt by prompt) and
+writes SAFETY times it as the model's band to
 quail_engine/infer/bands.json; the banded row then uses the band just written.
 
     python -m bench trust [--models gemma3-270m smollm2-135m] [--bands]

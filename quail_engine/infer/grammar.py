@@ -115,8 +115,9 @@ class GrammarMasks:
         runs beside both rather than before the masks start. -> two futures: `advanced` gives
         (taken, stopped), a flag of each per step (the loop reads these instead of the
         matchers, which the helper holds meanwhile); `masked` gives the packed masks of the
-        candidates taken and not stopped, in order, for `choose_on_device(..., pending=)`. A second `start` queues
-        behind this work on the same thread (its masks in their own buffer)."""
+        candidates taken and not stopped, in order, for `choose_on_device(..., pending=)`.
+        A second `start` queues behind this work on the same thread (its masks in their own
+        buffer)."""
         from concurrent.futures import Future
 
         advanced: Future = Future()
