@@ -1,11 +1,15 @@
-"""Does a row's answer on the GPU depend on anything but the row? The same yes/no prompts
-through one GpuEngine (random-weight model of `--shape`, fp8): twice as one batch, then in
-two halves, then shuffled; each row's margin compared with the first run's, bitwise and by
-sign. Run it with prefix sharing on (the default: the second run finds every prompt's KV in
-the engine's prefix cache) and off (`QUAIL_PREFIX_SHARING=0`: every run computes every
-prompt afresh), so the two sources, the batch layout and the cached KV, show apart.
+"""Does a row's answer depend on anything but the row? The same yes/no prompts through one
+engine: twice as one batch, then in two halves, then shuffled; each row's margin compared with
+the first run's, bitwise and by sign. Run it with prefix sharing on (the default: the second
+run finds every prompt's KV in the engine's prefix cache) and off (`QUAIL_PREFIX_SHARING=0`:
+every run computes every prompt afresh), so the two sources, the batch layout and the cached
+KV, show apart.
+
+On the GPU the engine is a GpuEngine over a random-weight model of `--shape` in fp8; with
+`--device cpu` it is the embedded model (`--model`, trained weights) in `--dtype`.
 
     python -m bench.probes.determinism --tokenizer DIR [--prompts 400] [--out DIR]
+    python -m bench.probes.determinism --device cpu [--model default] [--dtype bf16]
 """
 
 from __future__ import annotations
@@ -25,23 +29,41 @@ def compare(first: list[float], other: list[float]) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.probes.determinism")
-    ap.add_argument("--tokenizer", required=True)
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    ap.add_argument("--tokenizer", help="the GPU's random model's tokenizer directory")
     ap.add_argument("--shape", default="qwen3-4b")
+    ap.add_argument("--model", default="default", help="the CPU's model spec")
+    ap.add_argument("--dtype", default="bf16", help="the CPU's compute dtype")
+    ap.add_argument("--min-tokens", type=int, default=200)
+    ap.add_argument("--max-tokens", type=int, default=900)
     ap.add_argument("--prompts", type=int, default=400)
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     args = ap.parse_args(argv)
-    import torch
-
-    from bench.gpu.common import random_gpu_model
     from quail_engine.infer.api import BooleanReadout, Request
-    from quail_engine.infer.gpu.engine import GpuEngine
-    from quail_engine.infer.tokenizer import load_tokenizer
     from quail_engine.settings import prefix_sharing_enabled
 
-    config, model = random_gpu_model(args.shape, fp8=True)
-    engine = GpuEngine(model, load_tokenizer(args.tokenizer), config, model_id="random")
+    if args.device == "cuda":
+        import torch
+
+        from bench.gpu.common import random_gpu_model
+        from quail_engine.infer.gpu.engine import GpuEngine
+        from quail_engine.infer.tokenizer import load_tokenizer
+
+        if not args.tokenizer:
+            ap.error("--tokenizer is required on the GPU")
+        config, model = random_gpu_model(args.shape, fp8=True)
+        engine = GpuEngine(model, load_tokenizer(args.tokenizer), config, model_id="random")
+        machine, model_name, precision = torch.cuda.get_device_name(0), args.shape, "fp8"
+    else:
+        import platform
+
+        from quail_engine.infer.engine import LocalEngine
+
+        engine = LocalEngine.load(args.model, device="cpu", dtype=args.dtype)
+        machine, model_name, precision = platform.processor() or "cpu", args.model, args.dtype
     rng = random.Random(0)
-    requests = [Request(tuple(rng.randrange(100, 40000) for _ in range(rng.randrange(200, 900))),
+    requests = [Request(tuple(rng.randrange(100, 40000)
+                              for _ in range(rng.randrange(args.min_tokens, args.max_tokens))),
                         BooleanReadout()) for _ in range(args.prompts)]
 
     def margins(rows):
@@ -56,13 +78,14 @@ def main(argv=None) -> int:
     shuffled = [0.0] * args.prompts
     for k, m in zip(order, margins([requests[i] for i in order])):
         shuffled[k] = m
-    result = {"gpu": torch.cuda.get_device_name(0), "shape": args.shape, "precision": "fp8",
+    result = {"machine": machine, "model": model_name, "precision": precision,
               "prefix_sharing": prefix_sharing_enabled(), "prompts": args.prompts,
               "median_abs_margin": sorted(map(abs, first))[args.prompts // 2],
               "same_batch_again": compare(first, again), "halves": compare(first, halves),
               "shuffled": compare(first, shuffled)}
     print(json.dumps(result))
-    name = f"determinism-{'sharing' if result['prefix_sharing'] else 'no-sharing'}.json"
+    name = (f"determinism-{args.device}-"
+            f"{'sharing' if result['prefix_sharing'] else 'no-sharing'}.json")
     Path(args.out, name).write_text(json.dumps(result, indent=1))
     return 0
 

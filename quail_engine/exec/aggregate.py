@@ -3,13 +3,15 @@ own instruction.
 
 An aggregate's row is its group: one binding holds the list of the group's texts. A group
 whose prompt fits the context (less the answer's tokens) is answered as one prompt. A larger
-group is cut into consecutive chunks that each fit; every chunk is answered with the same
-instruction (map), and the group's answers then stand in for its texts (reduce), again until
-each group fits one prompt. All groups' chunks of a round go to the engine together, so a
-round decodes as one batch, and each text is read once, in the first round. A text too long
-for the context on its own stays one chunk (the executor's long-prompt policy cuts it); after
-the first round, a group whose answers no longer combine two to a prompt goes to its final
-prompt as it is (cut the same way) rather than round after round.
+group is cut into consecutive chunks of the plan's size (plan/chunking.map_chunk_tokens: a
+chunk as long as the context would spend most of its prefill on attention, which grows with its
+length squared); every chunk is answered with the same instruction (map), and the group's
+answers then stand in for its texts (reduce), again until each group fits one prompt. All
+groups' chunks of a round go to the engine together, so a round decodes as one batch, and each
+text is read once, in the first round. A text too long for a chunk on its own stays one chunk
+(the executor's long-prompt policy cuts it past the context); after the first round, a group
+whose answers no longer combine two to a prompt goes to its final prompt as it is (cut the same
+way) rather than round after round.
 """
 
 from __future__ import annotations
@@ -41,9 +43,13 @@ def chunks(items: list[object], fits: Callable[[list[object]], bool]) -> list[li
 
 
 def map_reduce(rows: Sequence[Sequence[object]], fits: Callable[[Sequence[object]], bool],
-               answer: Callable[[list[tuple]], list[object]]) -> list[object]:
+               answer: Callable[[list[tuple]], list[object]],
+               fits_chunk: Callable[[Sequence[object]], bool] | None = None) -> list[object]:
     """The answers of aggregate `rows`: `fits(row)` says whether a row is one prompt within
-    the context; `answer(rows)` answers rows that are (any rows, in one engine call)."""
+    the context; `answer(rows)` answers rows that are (any rows, in one engine call);
+    `fits_chunk(row)` whether a row is small enough for one chunk of a group that does not fit
+    (the plan's map chunk, no larger than the context; None: `fits`)."""
+    fits_chunk = fits_chunk or fits
     rows = [tuple(r) for r in rows]
     for round_ in range(MAX_ROUNDS):
         big = [i for i, r in enumerate(rows) if list_slot(r) is not None and not fits(r)]
@@ -59,7 +65,7 @@ def map_reduce(rows: Sequence[Sequence[object]], fits: Callable[[Sequence[object
                 return row[:slot] + (tuple(items),) + row[slot + 1:]
 
             pieces = chunks([v for v in row[slot] if v is not None],
-                            lambda items, w=with_items: fits(w(items)))
+                            lambda items, w=with_items: fits_chunk(w(items)))
             if round_ and len(pieces) >= len(row[slot]):
                 # answers alone per chunk again: another round would not shrink the group (in
                 # the first, texts alone per chunk still shrink to their answers)

@@ -28,6 +28,8 @@ from quail_engine.exec.tasks import check_supported
 from quail_engine.infer.api import Answer, GenerateReadout
 from quail_engine.infer.radix import PrefixCounter
 from quail_engine.plan.call_order import CACHED_FIRST, held_first
+from quail_engine.plan.chunking import map_chunk_tokens
+from quail_engine.plan.cost import ModelSpec
 from quail_engine.sql.op_kinds import spec
 
 QUESTION_RESERVE = 256  # tokens kept free for the question when a document is cut
@@ -104,7 +106,8 @@ class OpRunner(CallPreparer):
                 if ahead is not None:  # (runs once whatever the path: the caller relies on it)
                     ahead()
                 return map_reduce(rows, fits, lambda part: self.answer(
-                    op_id, layout, part, kv, unplanned, whole=True))
+                    op_id, layout, part, kv, unplanned, whole=True),
+                    self._fits_one_prompt(layout, chunk=True))
         if layout.is_multi_label:
             return answer_labels(self, op_id, layout, rows, kv, unplanned)
         if layout.is_similarity:
@@ -260,11 +263,16 @@ class OpRunner(CallPreparer):
         cap = getattr(self.engine, "max_new_tokens", None)
         return min(readout.max_tokens, cap) if isinstance(cap, int) else readout.max_tokens
 
-    def _fits_one_prompt(self, layout: OpPrompt):
+    def _fits_one_prompt(self, layout: OpPrompt, chunk: bool = False):
         """Whether an aggregate row's prompt, its answer's tokens included, fits the engine's
         context: the template's own tokens (measured once per row of other values) plus each
-        text's (tokenized once) and their separators."""
-        limit = self.engine.max_context - self.answer_tokens(self.readout(layout))
+        text's (tokenized once) and their separators. `chunk`: whether it fits one map chunk
+        of a group past the context instead (plan/chunking.map_chunk_tokens: the size the
+        cost model prefers, within the context)."""
+        answer = self.answer_tokens(self.readout(layout))
+        limit = self.engine.max_context - answer
+        config = getattr(self.engine, "config", None)
+        model = ModelSpec.from_attrs(config) if chunk and config is not None else None
         counts: dict[str, int] = {}
         overhead: dict[tuple, int] = {}
 
@@ -280,7 +288,9 @@ class OpRunner(CallPreparer):
             if rest not in overhead:
                 head, tail = layout.texts(tuple(row[:slot]) + ("x",) + tuple(row[slot + 1:]))
                 overhead[rest] = len(self.text.heads([head])[0]) + len(self.text.tails([tail])[0])
-            return overhead[rest] + sum(counts[t] + 2 for t in items) <= limit
+            budget = limit if model is None else \
+                map_chunk_tokens(model, answer, overhead[rest], limit)
+            return overhead[rest] + sum(counts[t] + 2 for t in items) <= budget
         return fits
 
     def _count_tokens(self, layout: OpPrompt, rows: Sequence[Sequence[object]]) -> list[object]:

@@ -47,3 +47,45 @@ def test_chunks_and_the_list_slot():
     assert chunks([1, 2, 3, 4, 5], lambda items: sum(items) <= 5) == [[1, 2], [3], [4], [5]]
     assert chunks([9], lambda items: False) == [[9]]  # one item always makes a chunk
     assert list_slot(("instruction", ["a"])) == 1 and list_slot(("a", "b")) is None
+
+
+def test_a_group_past_the_context_is_cut_at_the_plans_chunk_then_reduced_whole():
+    asked = []
+
+    def answer(rows):
+        asked.append([list(r[0]) for r in rows])
+        return [f"s{len(asked)}.{i}" for i in range(len(rows))]
+
+    group = [f"t{i}" for i in range(12)]
+    # the context holds eight texts, the plan's map chunk two: the chunks are the plan's, and
+    # the six answers, which fit the context, go to the final prompt at once
+    out = map_reduce([(group,)], lambda r: len(r[0]) <= 8, answer,
+                     fits_chunk=lambda r: len(r[0]) <= 2)
+    assert asked[0] == [group[i:i + 2] for i in range(0, 12, 2)]
+    assert len(asked) == 2 and asked[1] == [[f"s1.{i}" for i in range(6)]]
+    assert out == ["s2.0"]
+
+
+def test_the_map_chunk_is_where_the_modelled_cost_is_least_within_the_context():
+    from quail_engine.plan.chunking import map_chunk_tokens
+    from quail_engine.plan.cost import ModelSpec
+
+    qwen3_4b = ModelSpec("qwen3-4b", 36, 2560, 32, 8, 128, 9728, 151936)
+    layers = qwen3_4b.num_layers
+    pair = 4 * qwen3_4b.num_heads * qwen3_4b.head_dim * layers
+    lin = 2 * (qwen3_4b.attn_params + qwen3_4b.mlp_params) * layers
+
+    def per_token(c, answer=48, overhead=40):  # prefill FLOPs per document token
+        return pair * c / 2 + lin * (2 * answer + overhead) / c
+
+    chunk = map_chunk_tokens(qwen3_4b, 48, 40, 40000)
+    assert 1000 < chunk < 4000  # far below the 40k context
+    assert per_token(chunk) < min(per_token(chunk * 0.8), per_token(chunk * 1.25))
+    assert per_token(chunk) < 0.5 * per_token(40000)
+    # longer answers: larger chunks (fewer of them to decode and read again)
+    assert map_chunk_tokens(qwen3_4b, 256, 40, 40000) > chunk
+    # never past the context, never without a model's shape; at least 4x what it adds back
+    assert map_chunk_tokens(qwen3_4b, 48, 40, 512) == 512
+    assert map_chunk_tokens(None, 48, 40, 40000) == 40000
+    tiny = ModelSpec("tiny", 1, 8, 1, 1, 8, 8, 10)
+    assert map_chunk_tokens(tiny, 48, 40, 40000) == 4 * (48 + 40)
