@@ -69,6 +69,9 @@ class GrammarMasks:
         self._pool = None
         self._buffers: list[Any] = [None, None]  # see _masks
         self._byte_bits: dict[Any, torch.Tensor] = {}  # per device: byte value -> its 8 bits
+        self._device_words: dict[Any, torch.Tensor] = {}  # per GPU: the masks copied there
+        self._copy_streams: dict[Any, Any] = {}
+        self._copied: dict[Any, Any] = {}  # per GPU: an event after the last read of its masks
         self.mask_s = 0.0  # computing masks (on the helper thread when started ahead)
         self.wait_s = 0.0  # the decode loop waiting for masks
 
@@ -215,10 +218,15 @@ class GrammarMasks:
         (the overlapped decode, infer/decode_overlap.py, computes them while that pass runs)."""
         t0 = time.perf_counter()
         if pending is None:
-            allowed = self._allowed(logits, self._masks(matchers))
+            parts = [self._masks(matchers)]
         else:
             parts = [p.result() for p in (pending if isinstance(pending, list) else [pending])]
             self.wait_s += time.perf_counter() - t0
+        if logits.is_cuda and logits.shape[0] and sum(map(len, parts)) == logits.shape[0]:
+            return self._choose_on_gpu(logits, matchers, [p for p in parts if len(p)])
+        if len(parts) == 1:
+            allowed = self._allowed(logits, parts[0])
+        else:
             at, allowed = 0, []
             for packed in parts:
                 allowed.append(self._allowed(logits[at:at + len(packed)], packed))
@@ -227,6 +235,40 @@ class GrammarMasks:
         accepting = to_device([m.is_accepting() for m in matchers], logits.device, torch.bool)
         best, leaves, empty = self._masked(logits, allowed)
         return torch.where(empty | (leaves & accepting), self._eos[0], best)
+
+    def _choose_on_gpu(self, logits, matchers: Sequence[Any], parts: Sequence[Any]):
+        """choose_on_device on a GPU: the packed masks copied on a side stream (beside the
+        forward pass still running) and the choice made by one kernel that reads them packed
+        and the logits once (quail_kernels/masked_choice.py), where unpacking them to a
+        boolean matrix and masking a copy of the logits cost a constrained step more GPU time
+        than the rest of its choice."""
+        from quail_kernels.masked_choice import masked_choice
+
+        device, n = logits.device, logits.shape[0]
+        words = parts[0].shape[1]
+        buf = self._device_words.get(device)
+        if buf is None or buf.shape[0] < n or buf.shape[1] != words:
+            buf = self._device_words[device] = torch.empty((max(n, 64), words),
+                                                           dtype=torch.int32, device=device)
+            self._copied.pop(device, None)
+        stream = self._copy_streams.get(device)
+        if stream is None:
+            stream = self._copy_streams[device] = torch.cuda.Stream(device)
+        read = self._copied.get(device)  # the last choice that read the buffer
+        if read is not None:
+            stream.wait_event(read)
+        with torch.cuda.stream(stream):
+            at = 0
+            for packed in parts:
+                buf[at:at + len(packed)].copy_(packed, non_blocking=True)
+                at += len(packed)
+        main = torch.cuda.current_stream(device)
+        main.wait_stream(stream)
+        accepting = to_device([m.is_accepting() for m in matchers], device, torch.bool)
+        chosen = masked_choice(logits, buf[:n], accepting, self._eos[0])
+        read = self._copied[device] = torch.cuda.Event()
+        read.record(main)
+        return chosen
 
     def _masked(self, logits, allowed):
         """On the logits' device: each row's best allowed token, whether the row's own best
