@@ -55,12 +55,11 @@ def main(argv=None) -> int:
         engine = GpuEngine(model, load_tokenizer(args.tokenizer), config, model_id="random")
         machine, model_name, precision = torch.cuda.get_device_name(0), args.shape, "fp8"
     else:
-        import platform
-
+        from bench.results_io import machine as cpu_machine
         from quail_engine.infer.engine import LocalEngine
 
         engine = LocalEngine.load(args.model, device="cpu", dtype=args.dtype)
-        machine, model_name, precision = platform.processor() or "cpu", args.model, args.dtype
+        machine, model_name, precision = cpu_machine(), args.model, args.dtype
     rng = random.Random(0)
     requests = [Request(tuple(rng.randrange(100, 40000)
                               for _ in range(rng.randrange(args.min_tokens, args.max_tokens))),
@@ -84,7 +83,7 @@ def main(argv=None) -> int:
               "same_batch_again": compare(first, again), "halves": compare(first, halves),
               "shuffled": compare(first, shuffled)}
     print(json.dumps(result))
-    name = (f"determinism-{args.device}-"
+    name = (f"determinism-{args.device}-{precision}-"
             f"{'sharing' if result['prefix_sharing'] else 'no-sharing'}.json")
     Path(args.out, name).write_text(json.dumps(result, indent=1))
     return 0
