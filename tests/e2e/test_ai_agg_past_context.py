@@ -58,3 +58,43 @@ def test_ai_agg_over_a_window_gives_each_row_its_partitions_answer(require_embed
     assert [r["id"] for r in rows] == [1, 2, 3]
     assert all(isinstance(r["t"], str) and r["t"].strip() for r in rows), rows
     assert rows[0]["t"] == rows[1]["t"]  # one partition, one answer
+
+
+@pytest.mark.model
+def test_map_chunks_are_the_plans_size_not_the_whole_context(require_embedded, monkeypatch):
+    """Each group past the context is cut into map chunks of plan/chunking.map_chunk_tokens'
+    size (the writer's shape makes it smaller than this context), so it asks more prompts than
+    chunks that fill the context would, and cuts none."""
+    require_embedded("gemma3-270m")
+    require_embedded("smollm2-135m")
+    import duckdb
+
+    from quail_engine.exec import op_runner
+
+    with open(REVIEWS, newline="") as f:
+        texts = [r["review"] for r in csv.DictReader(f)] * 4
+    con = duckdb.connect()
+    con.execute("CREATE TABLE docs (id INTEGER, body VARCHAR, grp VARCHAR)")
+    con.executemany("INSERT INTO docs VALUES (?, ?, ?)",
+                    [(i, t, "ab"[i % 2]) for i, t in enumerate(texts)])
+    sql = ("SELECT grp, AI_AGG(body, 'Name the common topic') AS topic FROM docs GROUP BY grp "
+           "ORDER BY grp")
+    budgets = []
+    planned = op_runner.map_chunk_tokens
+
+    def recorded(*args):
+        budgets.append((planned(*args), args[-1]))
+        return budgets[-1][0]
+
+    prompts = {}
+    for name, chunk in (("planned", recorded), ("whole context", lambda *args: args[-1])):
+        monkeypatch.setattr(op_runner, "map_chunk_tokens", chunk)
+        session = open_session(con, SessionConfig(use_cache=False, precision="fp32",
+                                                  max_context=1024, max_new_tokens=16))
+        topics = session.execute(sql, "snowflake").column("topic").to_pylist()
+        assert all(isinstance(t, str) and t.strip() for t in topics), (name, topics)
+        (op,) = session.report.ops.values()
+        assert op.truncated == 0
+        prompts[name] = op.prompts
+    assert budgets and all(chunk < room for chunk, room in budgets), budgets
+    assert prompts["planned"] > prompts["whole context"], prompts
