@@ -205,9 +205,12 @@ class QuailSession:
         self.cache.close()
 
     def _fresh_tokens(self) -> int:
-        """The engine's token counter, read by the progress display; loads nothing."""
-        engine = self._engine.loaded
-        return engine.stats.fresh_tokens if engine is not None else 0
+        """The engines' token counter, read by the progress display; loads nothing. The
+        generation model's counts too: the operators it writes are progress as well (they read
+        as 0 tokens/s when only the session's model was counted)."""
+        engines = {id(e): e for e in (self._engine.loaded,
+                                      self._decoder.loaded if self._decoder else None) if e}
+        return sum(e.stats.fresh_tokens for e in engines.values())
 
     def _check(self, statement: str) -> None:
         try:

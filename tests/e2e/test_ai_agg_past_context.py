@@ -98,3 +98,4 @@ def test_map_chunks_are_the_plans_size_not_the_whole_context(require_embedded, m
         prompts[name] = op.prompts
     assert budgets and all(chunk < room for chunk, room in budgets), budgets
     assert prompts["planned"] > prompts["whole context"], prompts
+
