@@ -24,16 +24,24 @@ def gqa_rows(tile, kv_head, G: tl.constexpr, BLOCK_M: tl.constexpr):
 
 
 @triton.jit
-def softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale, MASKED: tl.constexpr):
-    """One K/V tile: q [M, D], k [D, N], v [N, D], allowed [M, N] (read only when MASKED)."""
-    s = tl.dot(q, k) * qk_scale
+def softmax_update(s, allowed, m_i, l_i, MASKED: tl.constexpr):
+    """The online-softmax bookkeeping of one tile's base-2 scores s [M, N] (masked by `allowed`
+    when MASKED) -> (new running max, new running sum, the tile's probabilities p [M, N], the
+    factor alpha [M] the accumulator is rescaled by). The attention kernels differ only in how
+    they form s and multiply p into V."""
     if MASKED:
         s = tl.where(allowed, s, float("-inf"))
     m_new = tl.maximum(m_i, tl.max(s, axis=1))
     m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
     p = tl.exp2(s - m_safe[:, None])
     alpha = tl.exp2(m_i - m_safe)
-    l_i = l_i * alpha + tl.sum(p, axis=1)
+    return m_new, l_i * alpha + tl.sum(p, axis=1), p, alpha
+
+
+@triton.jit
+def softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale, MASKED: tl.constexpr):
+    """One K/V tile: q [M, D], k [D, N], v [N, D], allowed [M, N] (read only when MASKED)."""
+    m_new, l_i, p, alpha = softmax_update(tl.dot(q, k) * qk_scale, allowed, m_i, l_i, MASKED)
     acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
     return m_new, l_i, acc
 

@@ -21,7 +21,14 @@ import torch
 import triton
 import triton.language as tl
 
-from quail_kernels.attention_tile import LOG2E, default_blocks, finish, gqa_rows, softmax_step
+from quail_kernels.attention_tile import (
+    LOG2E,
+    default_blocks,
+    finish,
+    gqa_rows,
+    softmax_step,
+    softmax_update,
+)
 from quail_kernels.checks import check_tensor
 from quail_kernels.kv_fp8 import KV_FP8, dequantize_kv, scales_by_token
 from quail_kernels.varlen_attention import _check_qkv, attend_ref
@@ -32,14 +39,8 @@ def _scaled_step(q, k, v, ks, vs, allowed, m_i, l_i, acc, qk_scale, MASKED: tl.c
     """softmax_step over an e4m3 tile: k [D, N], v [N, D] as stored, ks/vs [N] their scales.
     The scales go on the scores' columns and the probabilities' columns (exactly the
     dequantized tile's product, without a dequantized copy of the tile rounded to q's dtype)."""
-    s = tl.dot(q, k.to(q.dtype)) * (qk_scale * ks[None, :])
-    if MASKED:
-        s = tl.where(allowed, s, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, axis=1))
-    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-    p = tl.exp2(s - m_safe[:, None])
-    alpha = tl.exp2(m_i - m_safe)
-    l_i = l_i * alpha + tl.sum(p, axis=1)
+    m_new, l_i, p, alpha = softmax_update(tl.dot(q, k.to(q.dtype)) * (qk_scale * ks[None, :]),
+                                          allowed, m_i, l_i, MASKED)
     acc = acc * alpha[:, None] + tl.dot((p * vs[None, :]).to(q.dtype), v.to(q.dtype))
     return m_new, l_i, acc
 
