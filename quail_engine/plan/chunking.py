@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from quail_engine.plan.cost import ModelSpec
+
 
 @dataclass(frozen=True)
 class Chunking:
@@ -105,22 +107,23 @@ class Chunking:
 DEFAULT = Chunking()
 
 
-def map_chunk_tokens(model, answer_tokens: int, overhead_tokens: int, context: int) -> int:
+def map_chunk_tokens(model: ModelSpec | None, answer_tokens: int, overhead_tokens: int,
+                     context: int) -> int:
     """Prompt tokens of one map chunk of an AI aggregate over a group larger than the context
     (exec/aggregate.py): the size at which a group costs least, at most `context` (the
     prompt's room).
 
     A chunk of C tokens costs each of its tokens C/2 attention pairs of prefill (a group's
-    attention grows with C), and costs the group `answer_tokens` decoded plus, in the next
-    round, those tokens read again with the template's `overhead_tokens` (more chunks, more of
-    both). Per document token, a * C/2 + lin * (2 * answer + overhead) / C, with `a` the FLOPs of
-    one attention pair and `lin` those of one token through the weights (`model`: a
-    plan.cost.ModelSpec; None: the context). Both are compute-bound prefill work, so the
-    device's rate cancels; the decode's KV reads do not depend on C (a smaller chunk decodes
-    beside more others). The minimum is at C = sqrt(2 lin (2 answer + overhead) / a): about 1.8k
-    tokens for a 4B model writing 48 tokens, where a chunk as long as its 40k context spends
-    most of its prefill on attention. A chunk holds at least four times what it adds back, so
-    each round still shrinks its group."""
+    attention grows with C); each chunk also costs the group its template's `overhead_tokens`,
+    its `answer_tokens` decoded, and those read again in the next round (more chunks, more of
+    all three). Per document token, a * C/2 + lin * (2 * answer + overhead) / C, with `a` the
+    FLOPs of one attention pair and `lin` those of one token through the weights (None for
+    `model`: the context). Both are compute work, so the device's rate cancels; the decode's KV
+    reads do not depend on C (a smaller chunk decodes beside more others). The minimum is at
+    C = sqrt(2 lin (2 answer + overhead) / a): about 1.8k tokens for a 4B model writing 48
+    tokens, where a chunk as long as its 40k context spends most of its prefill on attention.
+    A chunk holds at least four times what it adds back, so each round still shrinks its
+    group."""
     if model is None:
         return context
     layers = model.num_layers
