@@ -44,11 +44,13 @@ def chunks(items: list[object], fits: Callable[[list[object]], bool]) -> list[li
 
 def map_reduce(rows: Sequence[Sequence[object]], fits: Callable[[Sequence[object]], bool],
                answer: Callable[[list[tuple]], list[object]],
-               fits_chunk: Callable[[Sequence[object]], bool] | None = None) -> list[object]:
+               fits_chunk: Callable[[Sequence[object]], bool] | None = None,
+               on_round: Callable[[int], None] | None = None) -> list[object]:
     """The answers of aggregate `rows`: `fits(row)` says whether a row is one prompt within
     the context; `answer(rows)` answers rows that are (any rows, in one engine call);
     `fits_chunk(row)` whether a row is small enough for one chunk of a group that does not fit
-    (the plan's map chunk, no larger than the context; None: `fits`)."""
+    (the plan's map chunk, no larger than the context; None: `fits`); `on_round(n)` is told
+    each map round's number of chunks (the report's)."""
     fits_chunk = fits_chunk or fits
     rows = [tuple(r) for r in rows]
     for round_ in range(MAX_ROUNDS):
@@ -74,6 +76,8 @@ def map_reduce(rows: Sequence[Sequence[object]], fits: Callable[[Sequence[object
             owners += [i] * len(pieces)
         if not parts:
             break
+        if on_round is not None:
+            on_round(len(parts))
         answers = answer(parts)  # (a round's chunks of every group: one engine call)
         merged: dict[int, list[object]] = {i: [] for i in set(owners)}
         for i, value in zip(owners, answers):

@@ -105,9 +105,15 @@ class OpRunner(CallPreparer):
             if any(list_slot(r) is not None and not fits(r) for r in rows):
                 if ahead is not None:  # (runs once whatever the path: the caller relies on it)
                     ahead()
+                rep = self.report.op(op_id, layout.op.op)
+
+                def counted(chunks: int) -> None:
+                    rep.map_rounds += 1
+                    rep.map_chunks += chunks
+
                 return map_reduce(rows, fits, lambda part: self.answer(
                     op_id, layout, part, kv, unplanned, whole=True),
-                    self._fits_one_prompt(layout, chunk=True))
+                    self._fits_one_prompt(layout, chunk=True), counted)
         if layout.is_multi_label:
             return answer_labels(self, op_id, layout, rows, kv, unplanned)
         if layout.is_similarity:

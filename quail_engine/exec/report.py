@@ -42,6 +42,8 @@ class OpReport:
     gpu_pass_s: float = 0.0   # the GPU inside forward passes (EngineStats.gpu_pass_s)
     decode_tokens: int = 0    # generated tokens fed back into decode steps (one fewer per
     # answer than it has tokens: an answer's last token is never fed back)
+    map_rounds: int = 0       # an aggregate's map rounds over groups past the context
+    map_chunks: int = 0       # ... and the chunk prompts they asked (in `prompts` too)
     work: Work = field(default_factory=Work)
 
     def to_json(self) -> dict:
@@ -158,6 +160,9 @@ class Report:
                 f"{_f(o['selectivity_est']):>7} {_f(o['selectivity_observed']):>7} "
                 f"{o['fresh_tokens']:>9} {o['requested_tokens']:>9} {o['kv_hit_tokens']:>8} "
                 f"{o['cache_hits']:>6} {_f(o['est_seconds']):>7} {_f(o['seconds']):>7}")
+            if o["map_rounds"]:
+                lines.append(f"    groups past the context: {o['map_chunks']} map chunks in "
+                             f"{o['map_rounds']} round(s), then one prompt per group")
         lines.append(f"total: {self.rows} rows, wall {self.wall_s:.2f} s, fresh "
                      f"{self.fresh_tokens} / requested {self.requested_tokens} tokens, "
                      f"speed of light {self.sol_seconds:.3g} s on {self.device}, "

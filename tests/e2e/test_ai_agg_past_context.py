@@ -36,6 +36,10 @@ def test_groups_past_the_context_are_summarized_by_map_reduce(require_embedded):
     (op,) = session.report.ops.values()
     # chunks of each group, then the groups from their chunks' answers; no prompt was cut
     assert op.prompts > 4 and op.truncated == 0, (op.prompts, op.truncated)
+    # the report counts the map rounds and their chunks among the prompts (the rest: the two
+    # groups' final prompts)
+    assert op.map_rounds >= 1 and op.map_chunks + 2 == op.prompts, (op.map_rounds, op.prompts)
+    assert f"{op.map_chunks} map chunks in {op.map_rounds} round" in session.report.text()
 
 
 @pytest.mark.model

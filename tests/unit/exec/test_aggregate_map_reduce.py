@@ -59,9 +59,11 @@ def test_a_group_past_the_context_is_cut_at_the_plans_chunk_then_reduced_whole()
     group = [f"t{i}" for i in range(12)]
     # the context holds eight texts, the plan's map chunk two: the chunks are the plan's, and
     # the six answers, which fit the context, go to the final prompt at once
+    rounds = []
     out = map_reduce([(group,)], lambda r: len(r[0]) <= 8, answer,
-                     fits_chunk=lambda r: len(r[0]) <= 2)
+                     fits_chunk=lambda r: len(r[0]) <= 2, on_round=rounds.append)
     assert asked[0] == [group[i:i + 2] for i in range(0, 12, 2)]
+    assert rounds == [6]  # one map round of six chunks; the final prompt is not a round
     assert len(asked) == 2 and asked[1] == [[f"s1.{i}" for i in range(6)]]
     assert out == ["s2.0"]
 
