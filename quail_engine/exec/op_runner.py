@@ -101,7 +101,7 @@ class OpRunner(CallPreparer):
             return answer_aspects(self, op_id, layout, rows, kv, unplanned,
                                   json.loads(aspects))
         if spec(layout.op.op).is_aggregate and not whole:
-            fits = self._fits_one_prompt(layout)
+            fits, fits_chunk = self._prompt_fits(layout)
             if any(list_slot(r) is not None and not fits(r) for r in rows):
                 if ahead is not None:  # (runs once whatever the path: the caller relies on it)
                     ahead()
@@ -113,7 +113,7 @@ class OpRunner(CallPreparer):
 
                 return map_reduce(rows, fits, lambda part: self.answer(
                     op_id, layout, part, kv, unplanned, whole=True),
-                    self._fits_one_prompt(layout, chunk=True), counted)
+                    fits_chunk, counted)
         if layout.is_multi_label:
             return answer_labels(self, op_id, layout, rows, kv, unplanned)
         if layout.is_similarity:
@@ -269,23 +269,24 @@ class OpRunner(CallPreparer):
         cap = getattr(self.engine, "max_new_tokens", None)
         return min(readout.max_tokens, cap) if isinstance(cap, int) else readout.max_tokens
 
-    def _fits_one_prompt(self, layout: OpPrompt, chunk: bool = False):
-        """Whether an aggregate row's prompt, its answer's tokens included, fits the engine's
-        context: the template's own tokens (measured once per row of other values) plus each
-        text's (tokenized once) and their separators. `chunk`: whether it fits one map chunk
-        of a group past the context instead (plan/chunking.map_chunk_tokens: the size the
-        cost model prefers, within the context)."""
+    def _prompt_fits(self, layout: OpPrompt):
+        """(fits, fits_chunk): whether an aggregate row's prompt, its answer's tokens included,
+        fits the engine's context, and whether it fits one map chunk of a group past the
+        context (plan/chunking.map_chunk_tokens: the size the cost model prefers, within the
+        context). A prompt's size is the template's own tokens (measured once per row of other
+        values) plus each text's (tokenized once, for both tests) and their separators."""
         answer = self.answer_tokens(self.readout(layout))
         limit = self.engine.max_context - answer
         config = getattr(self.engine, "config", None)
-        model = ModelSpec.from_attrs(config) if chunk and config is not None else None
+        model = ModelSpec.from_attrs(config) if config is not None else None
         counts: dict[str, int] = {}
         overhead: dict[tuple, int] = {}
 
-        def fits(row) -> bool:
+        def size(row) -> tuple[int, int] | None:
+            """(the prompt's tokens, its template's), None without a list of texts."""
             slot = list_slot(row)
             if slot is None:
-                return True
+                return None
             items = [str(v) for v in row[slot] if v is not None]
             new = [t for t in dict.fromkeys(items) if t not in counts]
             for t, ids in zip(new, self.text.tokenize(new) if new else ()):
@@ -294,10 +295,20 @@ class OpRunner(CallPreparer):
             if rest not in overhead:
                 head, tail = layout.texts(tuple(row[:slot]) + ("x",) + tuple(row[slot + 1:]))
                 overhead[rest] = len(self.text.heads([head])[0]) + len(self.text.tails([tail])[0])
+            return overhead[rest] + sum(counts[t] + 2 for t in items), overhead[rest]
+
+        def fits(row) -> bool:
+            measured = size(row)
+            return measured is None or measured[0] <= limit
+
+        def fits_chunk(row) -> bool:
+            measured = size(row)
+            if measured is None:
+                return True
             budget = limit if model is None else \
-                map_chunk_tokens(model, answer, overhead[rest], limit)
-            return overhead[rest] + sum(counts[t] + 2 for t in items) <= budget
-        return fits
+                map_chunk_tokens(model, answer, measured[1], limit)
+            return measured[0] <= budget
+        return fits, fits_chunk
 
     def _count_tokens(self, layout: OpPrompt, rows: Sequence[Sequence[object]]) -> list[object]:
         texts = [None if any(v is None for v in r) else layout.texts(r)[0] for r in rows]

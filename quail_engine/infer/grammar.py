@@ -224,14 +224,11 @@ class GrammarMasks:
             self.wait_s += time.perf_counter() - t0
         if logits.is_cuda and logits.shape[0] and sum(map(len, parts)) == logits.shape[0]:
             return self._choose_on_gpu(logits, matchers, [p for p in parts if len(p)])
-        if len(parts) == 1:
-            allowed = self._allowed(logits, parts[0])
-        else:
-            at, allowed = 0, []
-            for packed in parts:
-                allowed.append(self._allowed(logits[at:at + len(packed)], packed))
-                at += len(packed)
-            allowed = allowed[0] if len(allowed) == 1 else torch.cat(allowed)
+        at, allowed = 0, []
+        for packed in parts:
+            allowed.append(self._allowed(logits[at:at + len(packed)], packed))
+            at += len(packed)
+        allowed = allowed[0] if len(allowed) == 1 else torch.cat(allowed)
         accepting = to_device([m.is_accepting() for m in matchers], logits.device, torch.bool)
         best, leaves, empty = self._masked(logits, allowed)
         return torch.where(empty | (leaves & accepting), self._eos[0], best)
