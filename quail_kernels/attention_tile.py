@@ -28,10 +28,17 @@ def softmax_update(s, allowed, m_i, l_i, MASKED: tl.constexpr):
     """The online-softmax bookkeeping of one tile's base-2 scores s [M, N] (masked by `allowed`
     when MASKED) -> (new running max, new running sum, the tile's probabilities p [M, N], the
     factor alpha [M] the accumulator is rescaled by). The attention kernels differ only in how
-    they form s and multiply p into V."""
+    they form s and multiply p into V.
+
+    The running max is kept a whole number (the ceiling of the scores' max), so alpha is a
+    power of two and a tile's probabilities differ between two running maxima by a power of
+    two only: their rounding to V's dtype for the PV product is then the same whichever tiles
+    came before. A row computed in two parts (the keys of a cached prefix, then its own keys,
+    merged by LSE) thus forms the same products as the same row computed in one pass, where
+    a max taken as is would round every probability of the second part differently."""
     if MASKED:
         s = tl.where(allowed, s, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    m_new = tl.maximum(m_i, tl.ceil(tl.max(s, axis=1)))
     m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
     p = tl.exp2(s - m_safe[:, None])
     alpha = tl.exp2(m_i - m_safe)

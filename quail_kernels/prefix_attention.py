@@ -167,8 +167,9 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
                      blocks: tuple[int, int, int, int] | None = None,
                      window: int | None = None, positions: torch.Tensor | None = None,
                      max_prefix_len: int = 0, k_scale: torch.Tensor | None = None,
-                     v_scale: torch.Tensor | None = None):
-    """`window` with `positions` [T] (each query's absolute position; prefix keys sit at 0..):
+                     v_scale: torch.Tensor | None = None, out_dtype: torch.dtype | None = None):
+    """`out_dtype`: the output's dtype (q's unless given; float32 for a partial an LSE merge
+    reads). `window` with `positions` [T] (each query's absolute position; prefix keys sit at 0..):
     a query at p sees prefix key j only when p - j < window (Gemma's sliding layers).
     `max_prefix_len`: the longest of prefix_lens if the caller knows it (the tile shape;
     0: the long-prefix tiles). An e4m3 arena (kv_fp8.py) comes with `k_scale`/`v_scale`
@@ -180,7 +181,7 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     num_tokens, num_heads, head_dim = q.shape
     page = k_cache.shape[1]
     group = num_heads // k_cache.shape[2]
-    out = torch.empty_like(q)
+    out = torch.empty(q.shape, device=q.device, dtype=out_dtype or q.dtype)
     lse = torch.empty((num_tokens, num_heads), device=q.device, dtype=torch.float32)
     num_segs = cu_seqlens_q.shape[0] - 1
     if num_tokens == 0 or num_segs == 0:
@@ -203,6 +204,52 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
         G=group, D=head_dim, PAGE=page, BLOCK_M=block_m, BLOCK_N=block_n,
         HAS_WINDOW=window is not None, KV_FP8=fp8, num_warps=warps, num_stages=stages)
     return out, lse
+
+
+@triton.jit
+def _prefix_amax_kernel(v_ptr, bt_ptr, plen_ptr, out_ptr, s_vp, s_vs, s_bt,
+                        N: tl.constexpr, BLOCK: tl.constexpr, PAGE: tl.constexpr,
+                        ROWS: tl.constexpr):
+    """out[seg] = max(out[seg], max |v| over prefix rows [ROWS * chunk, +ROWS) of the
+    segment), those rows inside one page (PAGE % ROWS == 0)."""
+    seg = tl.program_id(0)
+    chunk = tl.program_id(1)
+    length = tl.load(plen_ptr + seg)
+    if chunk * ROWS < length:
+        first = chunk * ROWS
+        page = tl.load(bt_ptr + seg * s_bt + first // PAGE).to(tl.int64)
+        rows = first + tl.arange(0, ROWS)
+        cols = tl.arange(0, BLOCK)
+        mask = (rows < length)[:, None] & (cols < N)[None, :]
+        x = tl.load(v_ptr + page * s_vp + (rows % PAGE)[:, None] * s_vs + cols[None, :],
+                    mask=mask, other=0.0)
+        tl.atomic_max(out_ptr + seg, tl.max(tl.max(tl.abs(x.to(tl.float32)), axis=1), axis=0))
+
+
+def prefix_amax(v_cache: torch.Tensor, block_table: torch.Tensor, prefix_lens: torch.Tensor,
+                max_prefix_len: int) -> torch.Tensor:
+    """[S] float32: the max |v| over each segment's prefix rows in the arena (0 for none), the
+    bound an fp8 output scale of a row over that prefix takes with its own rows' max
+    (varlen_attention.seq_amax): the same bound as when the row is computed in one pass, so
+    the two routes quantize alike. A bf16 or fp16 arena (not e4m3: its values need scales)."""
+    check_tensor("v_cache", v_cache, 4)
+    if v_cache.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+        raise ValueError(f"prefix_amax reads a bf16, fp16 or fp32 arena, not {v_cache.dtype}")
+    if v_cache.stride(2) != v_cache.shape[3]:
+        raise ValueError(f"the arena's heads must be contiguous per slot, strides "
+                         f"{v_cache.stride()}")
+    num_segs, page = block_table.shape[0], v_cache.shape[1]
+    out = torch.zeros(num_segs, device=v_cache.device, dtype=torch.float32)
+    rows = min(16, page)
+    if page % rows:
+        raise ValueError(f"page size {page} is not a multiple of {rows}")
+    width = v_cache.shape[2] * v_cache.shape[3]
+    if num_segs and max_prefix_len:
+        _prefix_amax_kernel[(num_segs, triton.cdiv(max_prefix_len, rows))](
+            v_cache, block_table, prefix_lens, out, v_cache.stride(0), v_cache.stride(1),
+            block_table.stride(0), N=width, BLOCK=triton.next_power_of_2(width), PAGE=page,
+            ROWS=rows, num_warps=4)
+    return out
 
 
 def gather_prefix(cache: torch.Tensor, pages: torch.Tensor, length: int,

@@ -136,11 +136,12 @@ def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                      cu_seqlens: torch.Tensor, max_seqlen: int, scale: float,
                      blocks: tuple[int, int, int, int] | None = None,
                      window: int | None = None, seqs: torch.Tensor | None = None,
-                     last_first: bool = True):
+                     last_first: bool = True, out_dtype: torch.dtype | None = None):
     """`seqs`: compute only these sequences (`max_seqlen`: the longest of them).
-    `last_first=False`: tiles in launch order (the probe's comparison)."""
+    `last_first=False`: tiles in launch order (the probe's comparison). `out_dtype`: the
+    output's dtype (q's unless given; float32 for a partial an LSE merge reads)."""
     return _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8=False,
-                   seqs=seqs, last_first=last_first)[:2]
+                   seqs=seqs, last_first=last_first, out_dtype=out_dtype)[:2]
 
 
 def varlen_attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -158,14 +159,17 @@ def varlen_attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 def varlen_attention_grouped(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              cu_seqlens: torch.Tensor, max_seqlen: int,
                              groups: list[tuple[torch.Tensor, int]], scale: float,
-                             fp8: bool = False, window: int | None = None):
+                             fp8: bool = False, window: int | None = None,
+                             out_dtype: torch.dtype | None = None):
     """One launch per group (int32 sequence indices, the longest of them), each with the blocks
     of its own longest sequence, into shared outputs: a pass of 300-token documents with a few
     of 1,500 tokens does not run every document with the long sequences' tiles. -> (out, lse,
     scale [T, 1] or None); rows of sequences in no group are left unwritten (fp8: the groups
-    must cover every sequence, as its scales come from the sequence's max |v|)."""
+    must cover every sequence, as its scales come from the sequence's max |v|). `out_dtype`:
+    as varlen_attention's (without fp8)."""
     _check_qkv(q, k, v)
-    out = torch.empty(q.shape, device=q.device, dtype=torch.float8_e4m3fn if fp8 else q.dtype)
+    out = torch.empty(q.shape, device=q.device,
+                      dtype=torch.float8_e4m3fn if fp8 else out_dtype or q.dtype)
     lse = torch.empty(q.shape[:2], device=q.device, dtype=torch.float32)
     scales = torch.empty((q.shape[0], 1), device=q.device, dtype=torch.float32) if fp8 else None
     amax = seq_amax(v, cu_seqlens, max_seqlen) if fp8 and q.shape[0] else None
@@ -176,7 +180,8 @@ def varlen_attention_grouped(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 
 
 def _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8: bool,
-            seqs: torch.Tensor | None = None, last_first: bool = True, into=None):
+            seqs: torch.Tensor | None = None, last_first: bool = True, into=None,
+            out_dtype: torch.dtype | None = None):
     """`into`: (out, lse, scales, amax) to write into instead of new tensors (the grouped
     launches; without fp8, lse stands in for scales and amax)."""
     _check_qkv(q, k, v)
@@ -191,7 +196,7 @@ def _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8: bool,
         out, lse, scales, amax = into
     else:
         out = torch.empty(q.shape, device=q.device,
-                          dtype=torch.float8_e4m3fn if fp8 else q.dtype)
+                          dtype=torch.float8_e4m3fn if fp8 else out_dtype or q.dtype)
         lse = torch.empty((num_tokens, num_heads), device=q.device, dtype=torch.float32)
         # without fp8 the kernel never touches amax/scales: lse stands in for both pointers
         scales = torch.empty((num_tokens, 1), device=q.device, dtype=torch.float32) \

@@ -17,7 +17,7 @@ from triton.compiler import ASTSource  # noqa: E402
 from quail_kernels.add_rmsnorm import _add_rmsnorm_kernel  # noqa: E402
 from quail_kernels.kv_store_fp8 import _kv_store_fp8_kernel  # noqa: E402
 from quail_kernels.lse_merge import _lse_merge_kernel  # noqa: E402
-from quail_kernels.prefix_attention import _prefix_attention_kernel  # noqa: E402
+from quail_kernels.prefix_attention import _prefix_amax_kernel, _prefix_attention_kernel  # noqa: E402
 from quail_kernels.qk_norm_rope import _qk_norm_rope_kernel  # noqa: E402
 from quail_kernels.silu_mul import _silu_mul_kernel  # noqa: E402
 from quail_kernels.varlen_attention import _seq_amax_kernel, _varlen_attention_kernel  # noqa: E402
@@ -50,23 +50,31 @@ def attention_kernels(head_dim: int, window: bool) -> None:
         # fp8 output; bf16 over every sequence; over a subset (a launch of a pass split by
         # length or beside the library), fp8 and bf16; bf16 over a subset in launch order (the
         # probe's comparison)
-        for fp8, seqs, last_first in ((True, False, True), (False, False, True),
-                                      (True, True, True), (False, True, True),
-                                      (False, True, False)):
+        # (out: "fp8", "bf16", or "fp32": a partial an LSE merge reads)
+        for out, seqs, last_first in (("fp8", False, True), ("bf16", False, True),
+                                      ("fp32", False, True), ("fp8", True, True),
+                                      ("bf16", True, True), ("fp32", True, True),
+                                      ("bf16", True, False)):
+            fp8 = out == "fp8"
             _compile(_varlen_attention_kernel,
-                     {**ATTN, "o_ptr": FP8 if fp8 else BF16, "amax_ptr": F32, "scale_ptr": F32},
+                     {**ATTN, "o_ptr": {"fp8": FP8, "bf16": BF16, "fp32": F32}[out],
+                      "amax_ptr": F32, "scale_ptr": F32},
                      {"qk_scale": "fp32"},
                      {**common, "OUT_FP8": fp8, "HAS_SEQS": seqs, "LAST_FIRST": last_first},
                      warps, stages)
         _compile(_seq_amax_kernel, {"x_ptr": BF16, "cu_ptr": I32, "out_ptr": F32}, {},
                  {"N": 8 * head_dim, "BLOCK": 8 * head_dim, "ROWS": 16}, 4)
         # the arena in the model dtype, and in fp8 with a scale per token and KV head
-        for kv_fp8 in (False, True):
+        for kv_fp8, o in ((False, BF16), (False, F32), (True, BF16), (True, F32)):
             kv = FP8 if kv_fp8 else BF16
             _compile(_prefix_attention_kernel,
-                     {**ATTN, "k_ptr": kv, "v_ptr": kv, "ks_ptr": F32, "vs_ptr": F32},
+                     {**ATTN, "k_ptr": kv, "v_ptr": kv, "ks_ptr": F32, "vs_ptr": F32,
+                      "o_ptr": o},
                      {"qk_scale": "fp32"}, {**common, "PAGE": 64, "KV_FP8": kv_fp8},
                      warps, stages)
+        _compile(_prefix_amax_kernel, {"v_ptr": BF16, "bt_ptr": I32, "plen_ptr": I32,
+                                       "out_ptr": F32}, {},
+                 {"N": 8 * head_dim, "BLOCK": 8 * head_dim, "PAGE": 64, "ROWS": 16}, 4)
 
 
 # (hidden block, intermediate blocks, query heads, KV heads, head_dim): Qwen3-4B, Gemma-3-270M
@@ -88,11 +96,15 @@ def row_kernels(fp8: bool, shape: str) -> None:
     for gelu in (False, True):
         _compile(_silu_mul_kernel, {"x_ptr": BF16, "out_ptr": out, "scale_ptr": F32}, {},
                  {"IS_FP8": fp8, "BLOCK_A": block_a, "BLOCK_B": block_b, "GELU": gelu}, 16)
-    for parts in (1, 2, 3):
-        ptrs = {f"o{i}_ptr": BF16 for i in (1, 2, 3)} | {f"l{i}_ptr": F32 for i in (1, 2, 3)}
-        _compile(_lse_merge_kernel, {**ptrs, "out_ptr": out, "scale_ptr": F32}, {},
-                 {"H": hq, "D": head_dim, "BLOCK_H": triton.next_power_of_2(hq),
-                  "PARTS": parts, "IS_FP8": fp8}, 4)
+    # float32 partials (ours) with a bf16 third (the library's), or all bf16 (decode's one)
+    for parts, partial in ((1, F32), (2, F32), (3, F32), (1, BF16)):
+        ptrs = {f"o{i}_ptr": partial for i in (1, 2)} | {"o3_ptr": BF16} | \
+            {f"l{i}_ptr": F32 for i in (1, 2, 3)}
+        for bound in ((False, True) if fp8 else (False,)):
+            _compile(_lse_merge_kernel, {**ptrs, "out_ptr": out, "scale_ptr": F32,
+                                         "bound_ptr": F32}, {},
+                     {"H": hq, "D": head_dim, "BLOCK_H": triton.next_power_of_2(hq),
+                      "PARTS": parts, "IS_FP8": fp8, "HAS_BOUND": bound}, 4)
 
 
 def qk_norm_rope(has_norm: bool, shape: str) -> None:

@@ -38,8 +38,9 @@ from quail_engine.infer.gpu.paged_kv import PagedPrefix
 from quail_engine.infer.gpu.staging import to_device
 from quail_kernels.kv_fp8 import KV_FP8, dequantize_kv, scales_by_token
 from quail_kernels.lse_merge import lse_merge
-from quail_kernels.prefix_attention import prefix_attention
+from quail_kernels.prefix_attention import prefix_amax, prefix_attention
 from quail_kernels.varlen_attention import (
+    seq_amax,
     varlen_attention,
     varlen_attention_fp8,
     varlen_attention_grouped,
@@ -190,17 +191,21 @@ def _padded_rows(t: torch.Tensor, start: int, n: int, rows: int) -> torch.Tensor
 
 
 def own_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch, scale: float,
-                  lib: LibAttention | None, window: int | None = None):
-    """Each sequence's causal attention over its own tokens -> (o [T, Hq, D], lse [T, Hq])."""
+                  lib: LibAttention | None, window: int | None = None,
+                  out_dtype: torch.dtype | None = None):
+    """Each sequence's causal attention over its own tokens -> (o [T, Hq, D], lse [T, Hq]).
+    `out_dtype`: q's unless given; float32 for a partial that an LSE merge or the fp8
+    quantization reads, so that the row rounds once, as the row computed in one pass does."""
     plan: CausalPlan | None = batch.causal_plan
     if plan is None:
         return varlen_attention(q, k, v, batch.cu_seqlens, batch.max_seqlen, scale,
-                                window=window)
+                                window=window, out_dtype=out_dtype)
     if window is not None and plan.lib:
         raise ValueError("a sliding-window layer cannot send its sequences to the library's "
                          "causal attention (models with sliding layers stay on Triton)")
     o, lse, _ = varlen_attention_grouped(q, k, v, batch.cu_seqlens, batch.max_seqlen,
-                                         plan.groups, scale, window=window)
+                                         plan.groups, scale, window=window,
+                                         out_dtype=out_dtype)
     for start, n in plan.lib:
         rows = lib.causal_rows(n)
         lo, ll = lib.causal(*(_padded_rows(t, start, n, rows) for t in (q, k, v)), scale)
@@ -299,9 +304,16 @@ def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
                                                     batch.max_seqlen, plan_c.groups, scale,
                                                     fp8=True, window=window)
         return o.view(num_tokens, -1), scales
-    o, lse = own_attention(q, k, v, batch, scale, lib, window)
+    # a merged or separately quantized row keeps its parts in float32 and takes the one-pass
+    # kernel's fp8 bound (its sequence's max |v|): the same row, fresh or over cached keys,
+    # then rounds alike (attention_tile.softmax_update keeps the tiles' products alike)
+    partial = batch.has_prefix or fp8
+    o, lse = own_attention(q, k, v, batch, scale, lib, window,
+                           out_dtype=torch.float32 if partial else None)
     if not batch.has_prefix:
-        return lse_merge(o, lse, fp8=True) if fp8 else (o.view(num_tokens, -1), None)
+        if not fp8:
+            return o.view(num_tokens, -1), None
+        return lse_merge(o, lse, fp8=True, bound=row_bound(v, batch, None, None, {}))
     plan: PrefixPlan = batch.prefix_plan
     if window is not None and plan.lib_keys:
         raise ValueError("a sliding-window layer cannot read a prefix split for the library "
@@ -309,15 +321,17 @@ def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
     op, lp = prefix_attention(q, arena_k, arena_v, batch.seg_cu, plan.table, plan.lens,
                               batch.max_seg_len, scale, window=window,
                               positions=batch.positions if window is not None else None,
-                              max_prefix_len=plan.max_len, k_scale=k_scale, v_scale=v_scale)
-    if not plan.lib_keys:
-        return lse_merge(o, lse, op, lp, fp8=fp8)
-    rows = torch.empty(num_tokens, o.shape[1] * o.shape[2], device=q.device,
-                       dtype=torch.float8_e4m3fn if fp8 else q.dtype)
-    scales = torch.empty(num_tokens, 1, device=q.device) if fp8 else None
+                              max_prefix_len=plan.max_len, k_scale=k_scale, v_scale=v_scale,
+                              out_dtype=torch.float32)
     kv = {seg: (lib_pages(arena_k, k_scale, plan.lib_pages[seg], q.dtype),
                 lib_pages(arena_v, v_scale, plan.lib_pages[seg], q.dtype))
           for seg in plan.lib_keys}
+    bound = row_bound(v, batch, arena_v, v_scale, kv) if fp8 else None
+    if not plan.lib_keys:
+        return lse_merge(o, lse, op, lp, fp8=fp8, bound=bound, dtype=q.dtype)
+    rows = torch.empty(num_tokens, o.shape[1] * o.shape[2], device=q.device,
+                       dtype=torch.float8_e4m3fn if fp8 else q.dtype)
+    scales = torch.empty(num_tokens, 1, device=q.device) if fp8 else None
     for r0, r1, chunk in plan.runs:
         out = (rows[r0:r1], scales[r0:r1] if fp8 else None)
         third = None
@@ -326,5 +340,31 @@ def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
             qo, ql = lib.attend(q[chunk.window:chunk.window + lib.chunk_rows], kk, vv, scale)
             a, b = r0 - chunk.window, r1 - chunk.window
             third = (qo[a:b], ql[a:b])
-        lse_merge(o[r0:r1], lse[r0:r1], op[r0:r1], lp[r0:r1], fp8=fp8, third=third, out=out)
+        lse_merge(o[r0:r1], lse[r0:r1], op[r0:r1], lp[r0:r1], fp8=fp8, third=third, out=out,
+                  bound=bound[r0:r1] if bound is not None else None, dtype=q.dtype)
     return rows, scales
+
+
+def row_bound(v: torch.Tensor, batch, arena_v: torch.Tensor | None,
+              v_scale: torch.Tensor | None, lib_kv: dict) -> torch.Tensor | None:
+    """[T] float32: each packed row's fp8 scale bound, the max |v| over its whole sequence
+    (its own rows here, and its prefix's in the arena, `lib_kv` holding the library's share
+    of a segment's prefix): what varlen_attention_fp8 takes for a row computed in one pass.
+    None with an e4m3 arena (its cached values are not the fresh ones; each row then takes
+    its own max)."""
+    num_tokens = v.shape[0]
+    own = seq_amax(v, batch.cu_seqlens, batch.max_seqlen)
+    seqs = torch.arange(own.shape[0], device=v.device)
+    bound = own[torch.repeat_interleave(seqs, batch.cu_seqlens.diff(),
+                                        output_size=num_tokens)]
+    if not batch.has_prefix:
+        return bound
+    if v_scale is not None:
+        return None
+    plan: PrefixPlan = batch.prefix_plan
+    prefix = prefix_amax(arena_v, plan.table, plan.lens, plan.max_len)
+    for seg, (_, vv) in lib_kv.items():
+        prefix[seg] = torch.maximum(prefix[seg], vv.abs().amax().float())
+    segs = torch.arange(prefix.shape[0], device=v.device)
+    return torch.maximum(bound, prefix[torch.repeat_interleave(segs, batch.seg_cu.diff(),
+                                                               output_size=num_tokens)])

@@ -32,13 +32,13 @@ PASS_LOG = 4096  # passes kept until taken (the oldest dropped beyond)
 
 
 def activation_bytes_per_token(config) -> int:
-    """Peak activation bytes one packed token needs inside a layer (bf16, both attention
-    partials live at once), with 25% headroom."""
+    """Peak activation bytes one packed token needs inside a layer (bf16; both attention
+    partials live at once, in float32, beside the merged row), with 25% headroom."""
     c = config
     q_dim = c.num_heads * c.head_dim
     qkv = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim
-    elems = 4 * c.hidden_size + qkv + 3 * q_dim + 3 * c.intermediate_size
-    return int(1.25 * (2 * elems + 8 * c.num_heads))
+    elems = 4 * c.hidden_size + qkv + q_dim + 3 * c.intermediate_size
+    return int(1.25 * (2 * elems + 8 * q_dim + 8 * c.num_heads))
 
 
 def token_budget_for(config, device: torch.device, fraction: float = 0.5) -> int:
