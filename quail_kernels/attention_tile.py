@@ -24,32 +24,45 @@ def gqa_rows(tile, kv_head, G: tl.constexpr, BLOCK_M: tl.constexpr):
 
 
 @triton.jit
-def softmax_update(s, allowed, m_i, l_i, MASKED: tl.constexpr):
+def softmax_update(s, allowed, m_i, l_i, MASKED: tl.constexpr, P_DTYPE: tl.constexpr):
     """The online-softmax bookkeeping of one tile's base-2 scores s [M, N] (masked by `allowed`
-    when MASKED) -> (new running max, new running sum, the tile's probabilities p [M, N], the
-    factor alpha [M] the accumulator is rescaled by). The attention kernels differ only in how
-    they form s and multiply p into V.
+    when MASKED) -> (new running max, new running sum, the tile's probabilities p [M, N] in
+    P_DTYPE, the factor alpha [M] the accumulator is rescaled by). The attention kernels
+    differ only in how they form s and multiply p into V.
 
     The running max is kept a whole number (the ceiling of the scores' max), so alpha is a
     power of two and a tile's probabilities differ between two running maxima by a power of
-    two only: their rounding to V's dtype for the PV product is then the same whichever tiles
+    two only: their rounding to P_DTYPE for the PV product is then the same whichever tiles
     came before. A row computed in two parts (the keys of a cached prefix, then its own keys,
     merged by LSE) thus forms the same products as the same row computed in one pass, where
-    a max taken as is would round every probability of the second part differently."""
+    a max taken as is would round every probability of the second part differently. The sum
+    is taken over the rounded probabilities, the weights the PV product applies: the best
+    key's probability is no longer exactly 1 and would otherwise carry its rounding into the
+    output alone."""
     if MASKED:
         s = tl.where(allowed, s, float("-inf"))
     m_new = tl.maximum(m_i, tl.ceil(tl.max(s, axis=1)))
     m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-    p = tl.exp2(s - m_safe[:, None])
+    p = tl.exp2(s - m_safe[:, None]).to(P_DTYPE)
     alpha = tl.exp2(m_i - m_safe)
-    return m_new, l_i * alpha + tl.sum(p, axis=1), p, alpha
+    return m_new, l_i * alpha + tl.sum(p.to(tl.float32), axis=1), p, alpha
+
+
+@triton.jit
+def tile_dot(a, b):
+    """a @ b in float32; float32 operands in full precision (Triton's default rounds them to
+    tf32), as a float32 model's GEMMs take them, so that its attention stays a reference."""
+    if a.dtype == tl.float32:
+        return tl.dot(a, b, input_precision="ieee")
+    return tl.dot(a, b)
 
 
 @triton.jit
 def softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale, MASKED: tl.constexpr):
     """One K/V tile: q [M, D], k [D, N], v [N, D], allowed [M, N] (read only when MASKED)."""
-    m_new, l_i, p, alpha = softmax_update(tl.dot(q, k) * qk_scale, allowed, m_i, l_i, MASKED)
-    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+    m_new, l_i, p, alpha = softmax_update(tile_dot(q, k) * qk_scale, allowed, m_i, l_i, MASKED,
+                                          v.dtype)
+    acc = acc * alpha[:, None] + tile_dot(p, v)
     return m_new, l_i, acc
 
 

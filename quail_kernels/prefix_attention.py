@@ -40,7 +40,7 @@ def _scaled_step(q, k, v, ks, vs, allowed, m_i, l_i, acc, qk_scale, MASKED: tl.c
     The scales go on the scores' columns and the probabilities' columns (exactly the
     dequantized tile's product, without a dequantized copy of the tile rounded to q's dtype)."""
     m_new, l_i, p, alpha = softmax_update(tl.dot(q, k.to(q.dtype)) * (qk_scale * ks[None, :]),
-                                          allowed, m_i, l_i, MASKED)
+                                          allowed, m_i, l_i, MASKED, tl.float32)
     acc = acc * alpha[:, None] + tl.dot((p * vs[None, :]).to(q.dtype), v.to(q.dtype))
     return m_new, l_i, acc
 
