@@ -70,7 +70,7 @@ def estimate_plans(con, parsed, spec, device, sample_size: int = SessionConfig.s
     for n, core in enumerate(parsed.cores):
         scans = {rel.alias: load_scan(con, rel) for rel in core.relations}
         ai_ops = core.ops_of(parsed.ai_ops)
-        ops = [o for o in (*core.filters, *core.joins, *core.projections)
+        ops = [o for o in (*core.filters, *core.joins, *core.projections, *core.aggregates)
                if seen.get(o, n) == n
                and all(any(binding_column(o, i) in s.columns for s in scans.values())
                        for i in range(len(ai_ops[o].bindings)))]

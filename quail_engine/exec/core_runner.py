@@ -192,9 +192,11 @@ class PlannedCore:
     filters: tuple
     joins: tuple
     projections: tuple
+    aggregates: tuple = ()  # planned for the estimates; DuckDB groups the rows and calls them
 
 
 def planned_core(core, ops: set[int]) -> PlannedCore:
     return PlannedCore(tuple(core.relations), tuple(o for o in core.filters if o in ops),
                        tuple(o for o in core.joins if o in ops),
-                       tuple(o for o in core.projections if o in ops))
+                       tuple(o for o in core.projections if o in ops),
+                       tuple(o for o in getattr(core, "aggregates", ()) if o in ops))

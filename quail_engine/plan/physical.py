@@ -22,10 +22,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from quail_engine.infer.api import GenerateReadout
 from quail_engine.plan.batching import DEFAULT as BATCHING
 from quail_engine.plan.batching import Batching
 from quail_engine.plan.call_order import CACHED_FIRST, REUSE_CACHED, call_order_text
-from quail_engine.plan.chunking import Chunking
+from quail_engine.plan.chunking import Chunking, map_chunk_tokens
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.cost import Work, request_work
 from quail_engine.plan.filter_chunks import FilterRun
@@ -45,7 +46,7 @@ from quail_engine.sql.op_kinds import spec
 
 @dataclass(frozen=True)
 class Step:
-    kind: str                      # scan | filter | join | project
+    kind: str                      # scan | filter | join | project | aggregate
     alias: str
     op: int | None = None
     anchor: str | None = None      # joins: alias whose document is the shared prefix
@@ -56,6 +57,7 @@ class Step:
     rows_out: float = 0.0
     work: Work = Work()
     est_seconds: float = 0.0
+    map_chunk: int = 0             # aggregates: a map chunk's prompt tokens past the context
 
     @property
     def is_read_once(self) -> bool:
@@ -194,6 +196,9 @@ class PhysicalPlan:
             out.append("projections left to the statement (an outer join)")
         if self.limit is not None:
             out.append(self.limit.text())
+        out += [f"aggregate #{s.op}: one prompt per group; a group past the context in map "
+                f"chunks of about {s.map_chunk:,} tokens, their answers reduced"
+                for s in self.steps if s.kind == "aggregate"]
         return out
 
     @property
@@ -257,8 +262,9 @@ def filter_chains(plan: Node) -> dict[str, list[AiFilter]]:
 
 def build_physical(logical: Node, ctx: PlanContext, join: Candidate | None,
                    projections: dict[int, str], remarks: tuple[str, ...] = (),
-                   candidates: tuple[Candidate, ...] = ()) -> PhysicalPlan:
-    """`projections`: op -> the alias it reads ("" when several)."""
+                   candidates: tuple[Candidate, ...] = (),
+                   aggregates: Mapping[int, str] | None = None) -> PhysicalPlan:
+    """`projections`, `aggregates`: op -> the alias it reads ("" when several)."""
     steps: list[Step] = []
     rows: dict[str, float] = {}
     for node in walk(logical):
@@ -303,8 +309,27 @@ def build_physical(logical: Node, ctx: PlanContext, join: Candidate | None,
         steps.append(Step("project", alias, op, doc=key, encode=encode, rows_in=n, rows_out=n,
                           work=work, est_seconds=ctx.seconds(work)))
         resident.add(key)
+    for op, alias in (aggregates or {}).items():
+        steps.append(aggregate_step(op, alias, final_rows, ctx))
     steps, carry = _carry(_with_releases(steps), ctx)
     return PhysicalPlan(logical, steps, tuple(candidates), remarks, carry)
+
+
+def aggregate_step(op: int, alias: str, rows: float, ctx: PlanContext) -> Step:
+    """An AI aggregate over the core's `rows`: each group's texts read once in one prompt
+    (DuckDB groups the rows; the operator answers each group: exec/udfs.py), its work counted
+    as if all rows were one group up to the map chunk that bounds a group's attention past the
+    context (plan/chunking.map_chunk_tokens). The groups are not known before DuckDB forms
+    them, so rows out is the rows in, their upper bound."""
+    info = ctx.ops[op]
+    tokens = rows * (info.doc_tokens(alias) if alias else info.doc_tokens())
+    chunk = map_chunk_tokens(ctx.model, GenerateReadout.max_tokens, int(info.question_tokens),
+                             1 << 30)  # (the context only lowers it; the plan does not know it)
+    span = min(tokens, float(chunk))
+    work = Work(fresh_tokens=tokens + info.question_tokens,
+                attention_pairs=tokens * span / 2)
+    return Step("aggregate", alias, op, rows_in=rows, rows_out=rows, work=work,
+                est_seconds=ctx.seconds(work), map_chunk=chunk)
 
 
 def _carry(steps: tuple[Step, ...], ctx: PlanContext) -> tuple[tuple[Step, ...], Carry | None]:

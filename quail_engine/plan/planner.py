@@ -71,8 +71,10 @@ def plan_core(core, ai_ops: Sequence, ctx: PlanContext, limit: RowLimit | None =
     edges = tuple(join_edges(logical, ctx))
     resident = replace(ctx, resident=_resident_anchors(logical, ai_ops))
     best, cands, remarks = choose_join(aliases, edges, resident, rows=rows)
+    aggregates = {op: (ctx.ops[op].aliases[0] if len(ctx.ops[op].aliases) == 1 else "")
+                  for op in getattr(core, "aggregates", ())}
     plan = build_physical(logical, resident, best, projection_aliases(logical, ctx), remarks,
-                          tuple(cands))
+                          tuple(cands), aggregates)
     # re-planned from observed counts over the core's relations in written order, every
     # anchor costed as encoded
     return with_strategy(replace(plan, relations=tuple(r.alias for r in core.relations),

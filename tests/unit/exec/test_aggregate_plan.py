@@ -1,0 +1,37 @@
+"""`quail explain` shows an AI aggregate: its step (the rows it reads, their tokens) and how a
+group past the context is answered (map chunks of the cost model's size), where the plan
+showed the scan alone."""
+
+import duckdb
+from test_example_plans import DEVICE, EXAMPLES, MODEL
+
+from quail_engine.exec.analyze import estimate_plans
+from quail_engine.plan.chunking import map_chunk_tokens
+from quail_engine.sql.query import parse
+
+
+def _plans(sql: str, dialect: str = "snowflake"):
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW reviews AS SELECT * FROM "
+                f"read_csv_auto('{EXAMPLES / 'data' / 'reviews.csv'}')")
+    return estimate_plans(con, parse(sql, dialect), MODEL, DEVICE)
+
+
+def test_an_ai_aggregate_is_a_step_of_the_plan_with_its_map_chunk():
+    (plan,) = _plans("SELECT product_id, AI_AGG(review, 'Summarize the complaints') AS s "
+                     "FROM reviews GROUP BY product_id")
+    (step,) = [s for s in plan.steps if s.kind == "aggregate"]
+    assert (step.op, step.alias, step.rows_in) == (0, "reviews", 40.0)
+    assert step.work.fresh_tokens > 40 and step.est_seconds > 0
+    question = int(plan.context.ops[0].question_tokens)
+    assert step.map_chunk == map_chunk_tokens(MODEL, 64, question, 1 << 30) > 0
+    assert (f"aggregate #0: one prompt per group; a group past the context in map chunks of "
+            f"about {step.map_chunk:,} tokens, their answers reduced") in plan.strategy_lines()
+
+
+def test_each_vendors_aggregate_spelling_is_planned():
+    for sql, dialect in (
+            ("SELECT AI.AGG(review, 'Summarize') AS s FROM reviews", "bigquery"),
+            ("SELECT AI_SUMMARIZE_AGG(review) AS s FROM reviews", "snowflake")):
+        (plan,) = _plans(sql, dialect)
+        assert [s.kind for s in plan.steps] == ["scan", "aggregate"], sql
