@@ -352,6 +352,8 @@ def row_bound(v: torch.Tensor, batch, arena_v: torch.Tensor | None,
     of a segment's prefix): what varlen_attention_fp8 takes for a row computed in one pass.
     None with an e4m3 arena (its cached values are not the fresh ones; each row then takes
     its own max)."""
+    if batch.has_prefix and v_scale is not None:
+        return None
     num_tokens = v.shape[0]
     own = seq_amax(v, batch.cu_seqlens, batch.max_seqlen)
     seqs = torch.arange(own.shape[0], device=v.device)
@@ -359,8 +361,6 @@ def row_bound(v: torch.Tensor, batch, arena_v: torch.Tensor | None,
                                         output_size=num_tokens)]
     if not batch.has_prefix:
         return bound
-    if v_scale is not None:
-        return None
     plan: PrefixPlan = batch.prefix_plan
     prefix = prefix_amax(arena_v, plan.table, plan.lens, plan.max_len)
     for seg, (_, vv) in lib_kv.items():
