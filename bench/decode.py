@@ -17,7 +17,8 @@ directory and the first `--hf-rows` prompts, in the same device call.
 
 A run is ROWSxTOKENS with suffixes: `c` under the JSON schema, `h` free text after the very
 prompt a `c` run reads (the schema hint included: the two differ only in the grammar), `g` a grouped `AI_AGG` over the
-rows in 20 groups (map-reduce past the context; no speed of light), `s` step by step
+rows in 20 groups (map-reduce past the context; its speed of light is that of the prompts it
+asked, map chunks included, as if its rounds need not wait for one another), `s` step by step
 (QUAIL_DECODE_OVERLAP=0: the host reads each step's tokens before the next step starts, the
 loop before infer/decode_overlap.py), `k` the KV arena in fp8 (QUAIL_KV_DTYPE=fp8:
 infer/gpu/paged_kv.py, e4m3 with a scale per token and KV head). `engine s` is the operators'
@@ -202,11 +203,14 @@ def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
                engine_s=round(sum(o.get("engine_s", 0.0) for o in ops), 3),
                output_tokens_per_s=round(output / run_s, 1) if run_s > 0 else None)
     arena = re.search(r"paged KV arena: (\d+) pages of (\d+) tokens", text)
-    if args.config is not None and not run.grouped:  # (map-reduce rounds: no such bound)
+    if args.config is not None and answered:
         pages, page = (int(arena.group(1)), int(arena.group(2))) if arena else (None, 64)
         tokens = pages * page if pages else None
         sol_tokens = bf16_arena_tokens(args.config, tokens) if tokens and run.kv_fp8 else tokens
-        row.update(sol_seconds(args.config, rows, row["prompt_tokens"] / rows, output,
+        # a grouped run's bound is that of the prompts it asked (each map chunk and each
+        # group's last prompt), as if its map-reduce rounds need not wait for one another
+        asked = answered if run.grouped else rows
+        row.update(sol_seconds(args.config, asked, row["prompt_tokens"] / asked, output,
                                sol_tokens, page))
         row["sol_fraction"] = round(row["sol_s"] / run_s, 3) if run_s > 0 else None
         row["arena_tokens"] = tokens
