@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from quail_engine.infer.api import GenerateReadout
 from quail_engine.plan.batching import DEFAULT as BATCHING
 from quail_engine.plan.batching import Batching
 from quail_engine.plan.call_order import CACHED_FIRST, REUSE_CACHED, call_order_text
@@ -315,6 +314,11 @@ def build_physical(logical: Node, ctx: PlanContext, join: Candidate | None,
     return PhysicalPlan(logical, steps, tuple(candidates), remarks, carry)
 
 
+# an aggregate's answer length as the plan assumes it: a generated answer's default (the engine's
+# GenerateReadout.max_tokens; plan/ imports nothing of infer/)
+AGGREGATE_ANSWER_TOKENS = 64
+
+
 def aggregate_step(op: int, alias: str, rows: float, ctx: PlanContext) -> Step:
     """An AI aggregate over the core's `rows`: each group's texts read once in one prompt
     (DuckDB groups the rows; the operator answers each group: exec/udfs.py), its work counted
@@ -323,7 +327,7 @@ def aggregate_step(op: int, alias: str, rows: float, ctx: PlanContext) -> Step:
     them, so rows out is the rows in, their upper bound."""
     info = ctx.ops[op]
     tokens = rows * (info.doc_tokens(alias) if alias else info.doc_tokens())
-    chunk = map_chunk_tokens(ctx.model, GenerateReadout.max_tokens, int(info.question_tokens),
+    chunk = map_chunk_tokens(ctx.model, AGGREGATE_ANSWER_TOKENS, int(info.question_tokens),
                              1 << 30)  # (the context only lowers it; the plan does not know it)
     span = min(tokens, float(chunk))
     work = Work(fresh_tokens=tokens + info.question_tokens,
