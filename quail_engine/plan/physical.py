@@ -365,11 +365,12 @@ def _with_releases(steps: list[Step]) -> tuple[Step, ...]:
     return tuple(out)
 
 
+def read_alias(ctx: PlanContext, op: int) -> str:
+    """The one relation `op` reads, or "" when it reads several."""
+    aliases = ctx.ops[op].aliases
+    return aliases[0] if len(aliases) == 1 else ""
+
+
 def projection_aliases(logical: Node, ctx: PlanContext) -> dict[int, str]:
-    out: dict[int, str] = {}
-    for node in walk(logical):
-        if isinstance(node, Project):
-            for op in node.ops:
-                aliases = ctx.ops[op].aliases
-                out[op] = aliases[0] if len(aliases) == 1 else ""
-    return out
+    return {op: read_alias(ctx, op) for node in walk(logical) if isinstance(node, Project)
+            for op in node.ops}

@@ -16,6 +16,7 @@ from quail_engine.plan.physical import (
     build_physical,
     filter_chains,
     projection_aliases,
+    read_alias,
 )
 from quail_engine.plan.row_limit import RowLimit
 from quail_engine.plan.sampling import SampleStep
@@ -71,8 +72,7 @@ def plan_core(core, ai_ops: Sequence, ctx: PlanContext, limit: RowLimit | None =
     edges = tuple(join_edges(logical, ctx))
     resident = replace(ctx, resident=_resident_anchors(logical, ai_ops))
     best, cands, remarks = choose_join(aliases, edges, resident, rows=rows)
-    aggregates = {op: (ctx.ops[op].aliases[0] if len(ctx.ops[op].aliases) == 1 else "")
-                  for op in getattr(core, "aggregates", ())}
+    aggregates = {op: read_alias(ctx, op) for op in getattr(core, "aggregates", ())}
     plan = build_physical(logical, resident, best, projection_aliases(logical, ctx), remarks,
                           tuple(cands), aggregates)
     # re-planned from observed counts over the core's relations in written order, every
