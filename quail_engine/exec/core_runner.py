@@ -23,6 +23,7 @@ from quail_engine.exec.join_runner import ask_star_in_chunks, run_joins
 from quail_engine.exec.join_values import bound_aliases, tuple_values
 from quail_engine.exec.joined import Joined
 from quail_engine.exec.op_runner import OpRunner
+from quail_engine.exec.prompts import is_decoded
 from quail_engine.exec.scans import ScanData, load_scan, op_values
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.physical import PhysicalPlan
@@ -30,6 +31,7 @@ from quail_engine.plan.planner import plan_core
 from quail_engine.plan.row_limit import PROJECT_AFTER_JOINS, PROJECT_LIMITED
 from quail_engine.plan.sampling import sample_steps
 from quail_engine.sql.ir import PREDICATE_KINDS, binding_column
+from quail_engine.sql.op_kinds import spec
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +43,12 @@ class CoreRunner:
     says whether calls take its answers)."""
 
     def __init__(self, con, ai_ops: Sequence, runner: OpRunner, store: AnswerStore, specs,
-                 sample_size: int = 8, prepare=None, use_cache: bool = True):
+                 sample_size: int = 8, prepare=None, use_cache: bool = True, writer=None):
         self.con, self.ai_ops, self.runner, self.store = con, list(ai_ops), runner, store
         self.use_cache = use_cache
         self.prepare = prepare  # scans that call AI functions: to this statement's names
         self.specs, self.sample_size = specs, sample_size
+        self.writer = writer  # () -> the generation model's ModelSpec, None: the session's writes
         self.model = self.device = None
 
     def run(self, core, limit=None, num_cores: int = 1) -> PhysicalPlan:
@@ -55,7 +58,8 @@ class CoreRunner:
         phase = self.runner.report.phase
         with phase("scan"):
             scans = {rel.alias: load_scan(self.con, rel, self.prepare) for rel in core.relations}
-        ops = [o for o in (*core.filters, *core.joins, *core.projections)
+        ops = [o for o in (*core.filters, *core.joins, *core.projections,
+                           *getattr(core, "aggregates", ()))
                if _precomputable(o, self.ai_ops[o], scans)]
         if ops:
             self.model, self.device = self.specs()
@@ -67,16 +71,19 @@ class CoreRunner:
             rows = {a: float(len(s.rows)) for a, s in scans.items()}
             ctx = PlanContext(infos, rows, self.model, self.device,
                               pair_fraction=pair_fractions(scans), columns={
-                                  a: s.columns for a, s in scans.items()})
+                                  a: s.columns for a, s in scans.items()},
+                              writer=self._writer(ops))
             planned = planned_core(core, set(ops))
             plan = plan_core(planned, self.ai_ops, ctx, limit, num_cores, samples,
                              self.use_cache)
             self.runner.report.remarks.extend(plan.hint_remarks)
         self._record_estimates(plan, infos)
         self.runner.call_order = plan.call_order
+        chunks = {s.op: s.map_chunk for s in plan.steps if s.kind == "aggregate"}
         for runner in (self.runner, self.runner.decoder):  # (the generation model's calls too)
             if runner is not None:
                 runner.cached_answers = plan.cached_answers
+                runner.map_chunks.update(chunks)  # (DuckDB calls the aggregates later)
         if self.device is not None:  # (a plan costed on no device sizes no batch of its own)
             self.runner.sizer.batching = plan.batching
         has_joins = plan.has_joins
@@ -118,6 +125,13 @@ class CoreRunner:
         self.runner.report.remarks.extend(plan.remarks)
         return plan
 
+    def _writer(self, ops: list[int]):
+        """The generation model's ModelSpec when it writes an aggregate of `ops`, else None."""
+        if self.writer is None or self.runner.decoder is None or not any(
+                spec(self.ai_ops[o].op).is_aggregate and is_decoded(self.ai_ops[o]) for o in ops):
+            return None
+        return self.writer()
+
     def _key_answers(self, ops: list[int], scans: dict[str, ScanData]) -> None:
         """Hash -> value maps of the complete filters and joins, so the final statement can
         look their answers up without copying the texts (exec/keyed_answers.py)."""
@@ -146,8 +160,9 @@ class CoreRunner:
             rep.est_rows_out = (rep.est_rows_out or 0.0) + step.rows_out
             rep.est_tokens = (rep.est_tokens or 0.0) + step.work.fresh_tokens
             rep.est_seconds = (rep.est_seconds or 0.0) + step.est_seconds
-            rep.selectivity_est = info.selectivity if step.kind != "project" else None
-            rep.selectivity_source = info.selectivity_source if step.kind != "project" else None
+            chooses = step.kind in ("filter", "join")  # (a row kept or not: a selectivity)
+            rep.selectivity_est = info.selectivity if chooses else None
+            rep.selectivity_source = info.selectivity_source if chooses else None
 
     def _run_projections(self, plan: PhysicalPlan, scans, final: Joined) -> None:
         for step in (s for s in plan.steps if s.kind == "project"):
@@ -192,7 +207,7 @@ class PlannedCore:
     filters: tuple
     joins: tuple
     projections: tuple
-    aggregates: tuple = ()  # planned for the estimates; DuckDB groups the rows and calls them
+    aggregates: tuple = ()  # DuckDB groups the rows and calls them with the plan's map chunk
 
 
 def planned_core(core, ops: set[int]) -> PlannedCore:

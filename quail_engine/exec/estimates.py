@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.op_runner import OpRunner
+from quail_engine.exec.prompts import is_decoded
 from quail_engine.exec.scans import ScanData, op_values
 from quail_engine.plan.build import doc_key
 from quail_engine.plan.context import OpInfo
@@ -20,6 +21,7 @@ from quail_engine.plan.selectivity import estimate
 from quail_engine.plan.sharing import shared_prefix_fraction
 from quail_engine.settings import prefix_sharing_enabled
 from quail_engine.sql.ir import OpKind, binding_column
+from quail_engine.sql.op_kinds import spec
 
 TOKEN_SAMPLE = 16
 
@@ -180,5 +182,16 @@ def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], r
                             selectivity_source=source, anchor_hint=op.options.anchor,
                             document=document,
                             as_written=op.options.order == "as_written",
-                            shares_document=runner.layout(op).is_shared)
+                            shares_document=runner.layout(op).is_shared,
+                            answer_tokens=_aggregate_answer_tokens(op, runner))
     return out
+
+
+def _aggregate_answer_tokens(op, runner) -> float:
+    """The tokens an aggregate's answer may take (its writer's: the generation model's runner
+    writes a decoded one), which its map chunk's size depends on; 0 for other operators and
+    where no runner answers (`quail explain`: the plan assumes a length)."""
+    if not spec(op.op).is_aggregate or not hasattr(runner, "answer_tokens"):
+        return 0.0
+    writer = runner.decoder if runner.decoder is not None and is_decoded(op) else runner
+    return float(writer.answer_tokens(writer.layout(op).readout()))

@@ -154,16 +154,18 @@ def open_session(con: Any, config: SessionConfig, *, text: Any = None,
                                  None if engine_factory is not None else decoder_of(config)))
 
 
-def decoder_of(config: SessionConfig) -> tuple[Any, Callable[[], Any]] | None:
-    """(PromptText, engine factory) of the model that writes `config`'s generated text when it
-    is not `config.model` (config.decode_model), else None; nothing is loaded before use."""
+def decoder_of(config: SessionConfig
+               ) -> tuple[Any, Callable[[], Any], Callable[[], Any]] | None:
+    """(PromptText, engine factory, config getter) of the model that writes `config`'s
+    generated text when it is not `config.model` (config.decode_model), else None; nothing is
+    loaded before use (the config getter reads no weights)."""
     if config.decode_model == config.model:
         return None
     decode = dataclasses.replace(config, model=config.decode_model,
                                  generation_model=config.decode_model,
                                  workers=None, ray_address=None)  # in this process, not on Ray
-    text, _ = model_text(decode)
-    return text, lambda: load_engine(decode, text)
+    text, model_config = model_text(decode)
+    return text, lambda: load_engine(decode, text), model_config
 
 
 class RowAnswers:
@@ -191,7 +193,7 @@ class RowAnswers:
 
     def _decoder_runner(self) -> Any:
         if self._decoder is None:
-            text, factory = decoder_of(self.config)
+            text, factory, _ = decoder_of(self.config)
             self._decoder = self._new_runner(factory(), text)
         return self._decoder
 

@@ -54,6 +54,8 @@ class OpRunner(CallPreparer):
         self.sizer = BatchSizer(batch_size)
         self.share_kv = True
         self.call_order = CACHED_FIRST  # the plan's (plan/call_order.py), as the core sets it
+        # op -> its aggregate step's map chunk (plan/physical.aggregate_step), as the cores set it
+        self.map_chunks: dict[int, int] = {}
         self.decoder: OpRunner | None = None
         self._minimums: dict[int, PrefixCounter] = {}  # per operator, across its calls
 
@@ -101,7 +103,7 @@ class OpRunner(CallPreparer):
             return answer_aspects(self, op_id, layout, rows, kv, unplanned,
                                   json.loads(aspects))
         if spec(layout.op.op).is_aggregate and not whole:
-            fits, fits_chunk = self._prompt_fits(layout)
+            fits, fits_chunk = self._prompt_fits(layout, self.map_chunks.get(op_id))
             if any(list_slot(r) is not None and not fits(r) for r in rows):
                 if ahead is not None:  # (runs once whatever the path: the caller relies on it)
                     ahead()
@@ -266,15 +268,21 @@ class OpRunner(CallPreparer):
         session's cap on every answer, a LimitedEngine's), else the one it is read from."""
         if not isinstance(readout, GenerateReadout):
             return 1
-        cap = getattr(self.engine, "max_new_tokens", None)
+        cap = self.answer_cap()
         return min(readout.max_tokens, cap) if isinstance(cap, int) else readout.max_tokens
 
-    def _prompt_fits(self, layout: OpPrompt):
+    def answer_cap(self) -> int | None:
+        """The session's cap on every generated answer's tokens (a LimitedEngine's), if any."""
+        return getattr(self.engine, "max_new_tokens", None)
+
+    def _prompt_fits(self, layout: OpPrompt, planned: int | None = None):
         """(fits, fits_chunk): whether an aggregate row's prompt, its answer's tokens included,
         fits the engine's context, and whether it fits one map chunk of a group past the
-        context (plan/chunking.map_chunk_tokens: the size the cost model prefers, within the
-        context). A prompt's size is the template's own tokens (measured once per row of other
-        values) plus each text's (tokenized once, for both tests) and their separators."""
+        context: the plan's (`planned`, its aggregate step's), within the context; an
+        aggregate no core planned (its texts are not a scan's column) gets the same rule
+        (plan/chunking.map_chunk_tokens) applied here to its measured template. A prompt's
+        size is the template's own tokens (measured once per row of other values) plus each
+        text's (tokenized once, for both tests) and their separators."""
         answer = self.answer_tokens(self.readout(layout))
         limit = self.engine.max_context - answer
         config = getattr(self.engine, "config", None)
@@ -305,8 +313,11 @@ class OpRunner(CallPreparer):
             measured = size(row)
             if measured is None:
                 return True
-            budget = limit if model is None else \
-                map_chunk_tokens(model, answer, measured[1], limit)
+            if planned:
+                budget = min(planned, limit)
+            else:
+                budget = limit if model is None else \
+                    map_chunk_tokens(model, answer, measured[1], limit)
             return measured[0] <= budget
         return fits, fits_chunk
 

@@ -86,16 +86,17 @@ class QuailSession:
     config for the cost model without loading weights (default: the engine's). With both, a
     query whose answers are all cached loads no model. `display`: makes the progress display of
     one execution (the caller's, e.g. cli/progress.Progress), used when `config.progress`;
-    exec/progress_sink.py says what it is told. `decoder`: (PromptText, engine factory) of
-    another model that writes the text of generative operators (loaded on first use), None when
-    this session's model writes it. `device_spec`: the cost model's device (default: probed
+    exec/progress_sink.py says what it is told. `decoder`: (PromptText, engine factory[,
+    config getter]) of another model that writes the text of generative operators (loaded on
+    first use; its config, read without weights, sizes an aggregate's map chunk in the plan),
+    None when this session's model writes it. `device_spec`: the cost model's device (default: probed
     from the device on first use).
     """
 
     def __init__(self, con, engine_factory: Callable[[], object],
                  config: SessionConfig | None = None, *, precision: str = "", text=None,
                  model_config: Callable[[], object] | None = None,
-                 decoder: tuple[object, Callable[[], object]] | None = None,
+                 decoder: tuple | None = None,
                  display: Callable[[], object] | None = None, device_spec=None):
         self.con = con
         self.config = config if config is not None else SessionConfig(device="cpu",
@@ -105,9 +106,10 @@ class QuailSession:
         self.text = text if text is not None else PromptText.of_engine(lambda: self.engine)
         self._engine = _LazyEngine(engine_factory, lambda: getattr(self.text, "load_s", 0.0))
         self._model_config = model_config
-        self.decoder_text, self._decoder = None, None
+        self.decoder_text, self._decoder, self._decoder_config = None, None, None
         if decoder is not None:
             self.decoder_text = decoder[0]
+            self._decoder_config = decoder[2] if len(decoder) > 2 else None
             self._decoder = _LazyEngine(decoder[1],
                                         lambda: getattr(self.decoder_text, "load_s", 0.0))
         self.cache = AnswerCache.in_dir(self.config.answers_dir)
@@ -199,7 +201,8 @@ class QuailSession:
             CoreRunner(self.con, core.ops_of(parsed.ai_ops), runner, store, specs,
                        self.config.sample_size,
                        lambda rel: prepare_scan(rel, suffix, parsed.group_ops),
-                       self.config.use_cache).run(core, limit, len(parsed.cores))
+                       self.config.use_cache, self._writer_spec).run(core, limit,
+                                                                     len(parsed.cores))
 
     def close(self) -> None:
         self.cache.close()
@@ -227,6 +230,20 @@ class QuailSession:
         spec = (ModelSpec.from_attrs(config, name=name) if config is not None
                 else ModelSpec("unknown", 30, 576, 9, 3, 64, 1536, 49152))
         return spec, self._device_spec()
+
+    def _writer_spec(self):
+        """The cost model's view of the generation model when it is not the session's (its
+        config, read without its weights), else None."""
+        if self._decoder is None:
+            return None
+        engine = self._decoder.loaded
+        if engine is not None:
+            config, name = getattr(engine, "config", None), engine.model_id
+        elif self._decoder_config is not None:
+            config, name = self._decoder_config(), self.decoder_text.identity
+        else:  # (a decoder given without its config: not loaded for a plan)
+            return None
+        return ModelSpec.from_attrs(config, name=name) if config is not None else None
 
     def _device_spec(self):
         if self.device_spec is None:  # probed once per session: every figure uses the same
@@ -353,3 +370,10 @@ class _SessionRunner(OpRunner):
     def loaded_engine(self):
         lazy = self._session._decoder if self._writes else self._session._engine
         return lazy.loaded if lazy is not None else None
+
+    def answer_cap(self) -> int | None:
+        """The loaded engine's cap, else the session's (the planner asks before any load)."""
+        engine = self.loaded_engine()
+        if engine is not None:
+            return getattr(engine, "max_new_tokens", None)
+        return self._session.config.max_new_tokens

@@ -38,6 +38,7 @@ class OpInfo:
     #                              argument's): the only anchor the prompt's layout shares
     as_written: bool = False
     shares_document: bool = True  # its prompt's layout puts a document in a shareable prefix
+    answer_tokens: float = 0.0  # an aggregate's answer length, generated (0: the plan assumes)
 
     def doc_tokens(self, alias: str | None = None) -> float:
         alias = alias or (self.aliases[0] if self.aliases else "")
@@ -53,7 +54,9 @@ class OpInfo:
 class PlanContext:
     """Inputs of planning. `rows`: estimated rows per alias after relational pushdown.
     `pair_fraction`: fraction of the cross product of two aliases kept by equality conjuncts
-    (key: the sorted alias pair), 1.0 when absent. `columns`: scan columns per alias."""
+    (key: the sorted alias pair), 1.0 when absent. `columns`: scan columns per alias.
+    `writer`: the model that writes generated answers when it is not `model` (the session's
+    generation model), else None."""
 
     ops: Mapping[int, OpInfo]
     rows: Mapping[str, float]
@@ -64,6 +67,7 @@ class PlanContext:
     token_budget: int = 8192
     resident: frozenset[tuple[int, str]] = frozenset()  # (join op, alias): anchor KV is left
     #                                                     resident by that alias's filters
+    writer: ModelSpec | None = None
 
     def fraction(self, a: str, b: str) -> float:
         return float(self.pair_fraction.get(tuple(sorted((a, b))), 1.0))

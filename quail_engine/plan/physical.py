@@ -314,8 +314,8 @@ def build_physical(logical: Node, ctx: PlanContext, join: Candidate | None,
     return PhysicalPlan(logical, steps, tuple(candidates), remarks, carry)
 
 
-# an aggregate's answer length as the plan assumes it: a generated answer's default (the engine's
-# GenerateReadout.max_tokens; plan/ imports nothing of infer/)
+# an aggregate's answer length where the executor measured none (`quail explain`): a generated
+# answer's default (the engine's GenerateReadout.max_tokens; plan/ imports nothing of infer/)
 AGGREGATE_ANSWER_TOKENS = 64
 
 
@@ -323,12 +323,15 @@ def aggregate_step(op: int, alias: str, rows: float, ctx: PlanContext) -> Step:
     """An AI aggregate over the core's `rows`: each group's texts read once in one prompt
     (DuckDB groups the rows; the operator answers each group: exec/udfs.py), its work counted
     as if all rows were one group up to the map chunk that bounds a group's attention past the
-    context (plan/chunking.map_chunk_tokens). The groups are not known before DuckDB forms
-    them, so rows out is the rows in, their upper bound."""
+    context. The chunk is the step's parameter, and the executor cuts every group past the
+    context to it (exec/aggregate.py): plan/chunking.map_chunk_tokens for the model that writes
+    the answer, at its measured length. The groups are not known before DuckDB forms them, so
+    rows out is the rows in, their upper bound."""
     info = ctx.ops[op]
     tokens = rows * (info.doc_tokens(alias) if alias else info.doc_tokens())
-    chunk = map_chunk_tokens(ctx.model, AGGREGATE_ANSWER_TOKENS, int(info.question_tokens),
-                             1 << 30)  # (the context only lowers it; the plan does not know it)
+    answer = int(info.answer_tokens) or AGGREGATE_ANSWER_TOKENS
+    chunk = map_chunk_tokens(ctx.writer or ctx.model, answer, int(info.question_tokens),
+                             1 << 30)  # (the context only lowers it; the executor applies it)
     span = min(tokens, float(chunk))
     work = Work(fresh_tokens=tokens + info.question_tokens,
                 attention_pairs=tokens * span / 2)

@@ -66,14 +66,15 @@ def test_ai_agg_over_a_window_gives_each_row_its_partitions_answer(require_embed
 
 @pytest.mark.model
 def test_map_chunks_are_the_plans_size_not_the_whole_context(require_embedded, monkeypatch):
-    """Each group past the context is cut into map chunks of plan/chunking.map_chunk_tokens'
-    size (the writer's shape makes it smaller than this context), so it asks more prompts than
-    chunks that fill the context would, and cuts none."""
+    """Each group past the context is cut into map chunks of the plan's aggregate step
+    (plan/chunking.map_chunk_tokens for the writing model at the session's answer cap, smaller
+    than this context), so it asks more prompts than chunks that fill the context would, and
+    cuts none; the report carries the step's estimates."""
     require_embedded("gemma3-270m")
     require_embedded("smollm2-135m")
     import duckdb
 
-    from quail_engine.exec import op_runner
+    from quail_engine.plan import physical
 
     with open(REVIEWS, newline="") as f:
         texts = [r["review"] for r in csv.DictReader(f)] * 4
@@ -83,23 +84,27 @@ def test_map_chunks_are_the_plans_size_not_the_whole_context(require_embedded, m
                     [(i, t, "ab"[i % 2]) for i, t in enumerate(texts)])
     sql = ("SELECT grp, AI_AGG(body, 'Name the common topic') AS topic FROM docs GROUP BY grp "
            "ORDER BY grp")
-    budgets = []
-    planned = op_runner.map_chunk_tokens
+    planned = physical.map_chunk_tokens
+    calls = []
 
-    def recorded(*args):
-        budgets.append((planned(*args), args[-1]))
-        return budgets[-1][0]
+    def recorded(model, answer, overhead, context):
+        calls.append(((model.num_layers, model.hidden_size), answer, planned(model, answer, overhead, context)))
+        return calls[-1][-1]
 
     prompts = {}
     for name, chunk in (("planned", recorded), ("whole context", lambda *args: args[-1])):
-        monkeypatch.setattr(op_runner, "map_chunk_tokens", chunk)
+        monkeypatch.setattr(physical, "map_chunk_tokens", chunk)
         session = open_session(con, SessionConfig(use_cache=False, precision="fp32",
                                                   max_context=1024, max_new_tokens=16))
         topics = session.execute(sql, "snowflake").column("topic").to_pylist()
         assert all(isinstance(t, str) and t.strip() for t in topics), (name, topics)
         (op,) = session.report.ops.values()
         assert op.truncated == 0
+        assert op.est_tokens and op.est_tokens > 0 and op.selectivity_est is None
         prompts[name] = op.prompts
-    assert budgets and all(chunk < room for chunk, room in budgets), budgets
+    # planned once, for the writer (SmolLM2-135M's 30 layers of 576 write the generated text,
+    # not Gemma-3-270m's 18 of 640) at the session's 16 tokens
+    (shape, answer, chunk), = calls
+    assert shape == (30, 576) and answer == 16, calls
+    assert chunk < 1024 - 16, calls
     assert prompts["planned"] > prompts["whole context"], prompts
-

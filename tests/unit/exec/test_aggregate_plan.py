@@ -35,3 +35,24 @@ def test_each_vendors_aggregate_spelling_is_planned():
             ("SELECT AI_SUMMARIZE_AGG(review) AS s FROM reviews", "snowflake")):
         (plan,) = _plans(sql, dialect)
         assert [s.kind for s in plan.steps] == ["scan", "aggregate"], sql
+
+
+def test_the_map_chunk_is_sized_for_the_writer_at_its_measured_answer_length():
+    """The run plans the aggregate with what the executor measured (the writing model, the
+    answer's length); without them (`quail explain`) the plan assumes the session's model and
+    a default length."""
+    from dataclasses import replace
+
+    from quail_engine.plan.cost import ModelSpec
+    from quail_engine.plan.physical import aggregate_step
+
+    (plan,) = _plans("SELECT product_id, AI_AGG(review, 'Summarize') AS s FROM reviews "
+                     "GROUP BY product_id")
+    ctx = plan.context
+    question = int(ctx.ops[0].question_tokens)
+    writer = ModelSpec("writer", 30, 576, 9, 3, 64, 1536, 49152)
+    measured = replace(ctx, writer=writer,
+                       ops={0: replace(ctx.ops[0], answer_tokens=16)})
+    step = aggregate_step(0, "reviews", 40.0, measured)
+    assert step.map_chunk == map_chunk_tokens(writer, 16, question, 1 << 30)
+    assert step.map_chunk != map_chunk_tokens(MODEL, 64, question, 1 << 30)
