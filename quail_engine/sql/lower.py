@@ -48,6 +48,12 @@ def lower(tree: exp.Expr, dialect_module, *, runnable: bool = True) -> Lowered:
     replacements: list[tuple[exp.Expr, int, Built]] = []
     for node, builder, call in _find_sites(tree, dialect_module):
         one = builder(call)
+        if call.is_distinct and ("distinct", "true") not in one.op.task_args:
+            # (only an aggregate that documents DISTINCT reads it; elsewhere it would be dropped)
+            hint = (": aggregate the rows of a SELECT DISTINCT instead"
+                    if one.op.op in AGGREGATE_OPS else "")
+            raise ArgumentError(f"{call.name} takes no DISTINCT{hint}", fragment(node, name),
+                                name)
         outer, _, one = dialect_module.unwrap(one, node)
         if runnable:
             runnable_forms.refuse_op(one, call.name, outer, name)

@@ -187,16 +187,17 @@ def statement_tree(duckdb_sql: str, group_ops: frozenset[int] = frozenset()) -> 
 
 
 def _as_text(arg: exp.Expression, group: bool) -> exp.Expression:
-    """An AI call's argument as VARCHAR; an aggregate's group (`group`: `list(x)`,
-    `list(DISTINCT x)`) as a list of VARCHAR, so it reaches the function as a list and not as
-    one text."""
+    """An AI call's argument as VARCHAR; an aggregate's group (`group`: `list(x ORDER BY ...)`,
+    `list(DISTINCT x ORDER BY x)`: _aggregate_lists) as a list of VARCHAR, so it reaches the
+    function as a list and not as one text."""
     agg = arg.this if group and isinstance(arg, exp.Window) else arg
     if group and isinstance(agg, exp.ArrayAgg):
-        inner = agg.this
+        holder = agg.this if isinstance(agg.this, exp.Order) else agg
+        inner = holder.this
         if isinstance(inner, exp.Distinct):
             inner.set("expressions", [exp.cast(e, _VARCHAR) for e in inner.expressions])
         else:
-            agg.set("this", exp.cast(inner, _VARCHAR))
+            holder.set("this", exp.cast(inner, _VARCHAR))
         return arg
     return exp.cast(arg, _VARCHAR)
 
@@ -213,6 +214,18 @@ def _over(window: exp.Window, arg: exp.Expression) -> exp.Window:
     return out
 
 
+def _ordered_list(arg: exp.Expression, args: list[exp.Expression],
+                  distinct: bool) -> exp.ArrayAgg:
+    """`list(arg)` of an aggregate's group in an order of its values: the order DuckDB lists a
+    group in otherwise depends on its threads (the machine's cores), and the prompt, so the
+    answer, with it. Every list of a call is ordered by all of the call's arguments, so the
+    lists stay aligned; a DISTINCT list by its own values (DuckDB orders it by nothing else)."""
+    keys = [arg] if distinct else args
+    inner = exp.Distinct(expressions=[arg]) if distinct else arg
+    return exp.ArrayAgg(this=exp.Order(this=inner, expressions=[
+        exp.Ordered(this=k.copy(), nulls_first=False) for k in keys]))
+
+
 def _aggregate_lists(lowered: Lowered) -> None:
     """Aggregate ops read a whole group: their placeholder takes `list(<binding>)`."""
     for call in list(lowered.tree.find_all(exp.Anonymous)):
@@ -220,8 +233,7 @@ def _aggregate_lists(lowered: Lowered) -> None:
         if op_id is None or lowered.built[op_id].op.op not in AGGREGATE_OPS:
             continue
         is_distinct = ("distinct", "true") in lowered.built[op_id].op.task_args
-        args = [exp.ArrayAgg(this=exp.Distinct(expressions=[a]) if is_distinct else a)
-                for a in call.expressions]
+        args = [_ordered_list(a, call.expressions, is_distinct) for a in call.expressions]
         window = call.parent if isinstance(call.parent, exp.Window) else None
         if window is not None:
             # AI_AGG(x) OVER (...): each row's group is `list(x) OVER (...)` (the window's own

@@ -38,6 +38,13 @@ CASES = [
      "ai_classify(review)"),
     ("snowflake", "SELECT AI_AGG(review) FROM t", ArgumentError, "missing instruction",
      "AI_AGG(review)"),
+    # DISTINCT only where the vendor documents it (BigQuery AI.AGG, DuckDB ai_aggregate): it
+    # was dropped without a word
+    ("snowflake", "SELECT AI_AGG(DISTINCT review, 'Summarize') FROM t", ArgumentError,
+     "AI_AGG takes no DISTINCT: aggregate the rows of a SELECT DISTINCT",
+     "AI_AGG(DISTINCT review, 'Summarize')"),
+    ("databricks", "SELECT ai_classify(DISTINCT review, ARRAY('a', 'b')) FROM t", ArgumentError,
+     "AI_CLASSIFY takes no DISTINCT", "ai_classify(DISTINCT review, ARRAY('a', 'b'))"),
     ("snowflake", "SELECT AI_EXTRACT(text => review) FROM t", ArgumentError, "responseFormat",
      "AI_EXTRACT(text => review)"),
     ("snowflake", "SELECT AI_FILTER(PROMPT(tmpl, review)) FROM t", ArgumentError,
