@@ -13,15 +13,17 @@ from quail_engine.exec.core_runner import pair_fractions, planned_core
 from quail_engine.exec.estimates import op_infos, sample_candidates
 from quail_engine.exec.limit_pushdown import push_limit
 from quail_engine.exec.prompt_text import PromptText
-from quail_engine.exec.prompts import OpPrompt
+from quail_engine.exec.prompts import OpPrompt, is_decoded
 from quail_engine.exec.scans import load_scan
 from quail_engine.exec.udfs import read_statement
+from quail_engine.infer.api import GenerateReadout
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.cost import ModelSpec
 from quail_engine.plan.device import device_spec
 from quail_engine.plan.planner import plan_core
 from quail_engine.plan.sampling import sample_steps
 from quail_engine.sql.ir import binding_column
+from quail_engine.sql.op_kinds import spec as spec_of
 
 CHARS_PER_TOKEN = 4
 CHAT_OVERHEAD = 8
@@ -42,26 +44,44 @@ class _GuessRunner:
     engine = _TokenGuess()
     text = PromptText(lambda: _TokenGuess(), "token-guess")
     progress = None
+    decoder = None  # (the answer lengths are the session's, whichever model writes them)
+
+    def __init__(self, answer_cap: int | None = None):
+        self.answer_cap = answer_cap
 
     @staticmethod
     def layout(op):
         return OpPrompt.for_op(op)
+
+    def answer_tokens(self, readout) -> int:
+        """As OpRunner.answer_tokens: a generated answer's length within the session's cap."""
+        if not isinstance(readout, GenerateReadout):
+            return 1
+        cap = self.answer_cap
+        return min(readout.max_tokens, cap) if cap else readout.max_tokens
 
 
 def estimated_plans(con, parsed, config: SessionConfig) -> list:
     """The physical plan of every core of `parsed` over the tables of `con`, costed for the
     model and device `config` names, with its answer cache setting."""
     device = device_spec(config.engine_device.kind)
+    writer = None
+    if config.decode_model != config.model and any(
+            spec_of(op.op).is_aggregate and is_decoded(op) for op in parsed.ai_ops):
+        writer = model_spec(config.decode_model)
     return estimate_plans(con, parsed, model_spec(config.model), device, config.sample_size,
-                          config.use_cache)
+                          config.use_cache, writer, config.max_new_tokens)
 
 
 def estimate_plans(con, parsed, spec, device, sample_size: int = SessionConfig.sample_size,
-                   use_cache: bool = SessionConfig.use_cache) -> list:
+                   use_cache: bool = SessionConfig.use_cache, writer=None,
+                   max_new_tokens: int | None = None) -> list:
     """The physical plan of every core, from DuckDB scans and guessed token counts, costed for
     the model `spec` (plan.cost.ModelSpec) on `device` (plan.cost.DeviceSpec); the samples a
     run of `sample_size` rows a predicate takes are named, not taken (they need the model);
-    `use_cache`: the session's answer cache is on."""
+    `use_cache`: the session's answer cache is on; `writer`: the generation model's spec when
+    it writes an aggregate (a map chunk is sized for it), `max_new_tokens`: the session's cap
+    on a generated answer, as a run plans them."""
     plans = []
     limit = push_limit(read_statement(parsed))[1] if parsed.ai_ops else None  # as the session
     # a CTE's operators a core saw through are answered there (it runs first): the CTE's own
@@ -76,10 +96,10 @@ def estimate_plans(con, parsed, spec, device, sample_size: int = SessionConfig.s
                        for i in range(len(ai_ops[o].bindings)))]
         samples = sample_steps(sample_candidates(ops, ai_ops, scans),
                                {a: len(s.rows) for a, s in scans.items()}, sample_size)
-        infos = op_infos(ops, ai_ops, scans, _GuessRunner(), AnswerStore())
+        infos = op_infos(ops, ai_ops, scans, _GuessRunner(max_new_tokens), AnswerStore())
         ctx = PlanContext(infos, {a: float(len(s.rows)) for a, s in scans.items()}, spec,
                           device, pair_fraction=pair_fractions(scans),
-                          columns={a: s.columns for a, s in scans.items()})
+                          columns={a: s.columns for a, s in scans.items()}, writer=writer)
         plans.append(plan_core(planned_core(core, set(ops)), ai_ops, ctx, limit,
                                len(parsed.cores), samples, use_cache))
     return plans

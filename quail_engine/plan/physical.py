@@ -314,8 +314,9 @@ def build_physical(logical: Node, ctx: PlanContext, join: Candidate | None,
     return PhysicalPlan(logical, steps, tuple(candidates), remarks, carry)
 
 
-# an aggregate's answer length where the executor measured none (`quail explain`): a generated
-# answer's default (the engine's GenerateReadout.max_tokens; plan/ imports nothing of infer/)
+# an aggregate's answer length where its OpInfo names none (the executor and `quail explain`
+# always do): a generated answer's default (GenerateReadout.max_tokens; plan/ imports nothing
+# of infer/)
 AGGREGATE_ANSWER_TOKENS = 64
 
 

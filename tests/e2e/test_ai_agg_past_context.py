@@ -108,3 +108,30 @@ def test_map_chunks_are_the_plans_size_not_the_whole_context(require_embedded, m
     assert shape == (30, 576) and answer == 16, calls
     assert chunk < 1024 - 16, calls
     assert prompts["planned"] > prompts["whole context"], prompts
+
+
+@pytest.mark.model
+def test_explain_sizes_the_map_chunk_for_the_writer_too(require_embedded, monkeypatch):
+    """`quail explain` plans the aggregate as the run does: for the generation model's shape
+    (its config read, no weights) at the session's answer cap."""
+    require_embedded("gemma3-270m")
+    require_embedded("smollm2-135m")
+    import duckdb
+
+    from quail_engine.exec.facade import estimated_plans
+    from quail_engine.plan import physical
+    from quail_engine.sql.query import parse
+
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW docs AS SELECT * FROM read_csv_auto('{REVIEWS}')")
+    calls = []
+    planned = physical.map_chunk_tokens
+
+    def recorded(model, answer, overhead, context):
+        calls.append(((model.num_layers, model.hidden_size), answer))
+        return planned(model, answer, overhead, context)
+
+    monkeypatch.setattr(physical, "map_chunk_tokens", recorded)
+    sql = "SELECT product_id, AI_AGG(review, 'Name the topic') AS t FROM docs GROUP BY product_id"
+    estimated_plans(con, parse(sql, "snowflake"), SessionConfig(max_new_tokens=16))
+    assert calls == [((30, 576), 16)], calls

@@ -6,6 +6,7 @@ import duckdb
 from test_example_plans import DEVICE, EXAMPLES, MODEL
 
 from quail_engine.exec.analyze import estimate_plans
+from quail_engine.exec.prompts import DEFAULT_MAX_TOKENS
 from quail_engine.plan.chunking import map_chunk_tokens
 from quail_engine.sql.query import parse
 
@@ -24,7 +25,9 @@ def test_an_ai_aggregate_is_a_step_of_the_plan_with_its_map_chunk():
     assert (step.op, step.alias, step.rows_in) == (0, "reviews", 40.0)
     assert step.work.fresh_tokens > 40 and step.est_seconds > 0
     question = int(plan.context.ops[0].question_tokens)
-    assert step.map_chunk == map_chunk_tokens(MODEL, 64, question, 1 << 30) > 0
+    answer = plan.context.ops[0].answer_tokens  # the call's own length: no session cap here
+    assert answer == DEFAULT_MAX_TOKENS
+    assert step.map_chunk == map_chunk_tokens(MODEL, answer, question, 1 << 30) > 0
     assert (f"aggregate #0: one prompt per group; a group past the context in map chunks of "
             f"about {step.map_chunk:,} tokens, their answers reduced") in plan.strategy_lines()
 
@@ -38,9 +41,8 @@ def test_each_vendors_aggregate_spelling_is_planned():
 
 
 def test_the_map_chunk_is_sized_for_the_writer_at_its_measured_answer_length():
-    """The run plans the aggregate with what the executor measured (the writing model, the
-    answer's length); without them (`quail explain`) the plan assumes the session's model and
-    a default length."""
+    """The plan sizes the chunk for the model that writes the answer, at the answer's length
+    within the session's cap (what a run and `quail explain` both measure)."""
     from dataclasses import replace
 
     from quail_engine.plan.cost import ModelSpec
@@ -56,3 +58,12 @@ def test_the_map_chunk_is_sized_for_the_writer_at_its_measured_answer_length():
     step = aggregate_step(0, "reviews", 40.0, measured)
     assert step.map_chunk == map_chunk_tokens(writer, 16, question, 1 << 30)
     assert step.map_chunk != map_chunk_tokens(MODEL, 64, question, 1 << 30)
+
+
+def test_explain_sizes_the_chunk_at_the_sessions_answer_cap():
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW reviews AS SELECT * FROM "
+                f"read_csv_auto('{EXAMPLES / 'data' / 'reviews.csv'}')")
+    sql = "SELECT AI_AGG(review, 'Summarize') AS s FROM reviews"
+    (plan,) = estimate_plans(con, parse(sql, "snowflake"), MODEL, DEVICE, max_new_tokens=16)
+    assert plan.context.ops[0].answer_tokens == 16
