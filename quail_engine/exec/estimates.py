@@ -156,7 +156,8 @@ def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], r
     for op_id in ops:
         op = ai_ops[op_id]
         shared: dict[str, float] = {}
-        tokens, question = _token_lengths(op_id, op, scans, runner, shared)
+        reader = _aggregate_writer(op, runner)
+        tokens, question = _token_lengths(op_id, op, scans, reader, shared)
         aliases = tuple(tokens)
         hits, n = 0, 0
         sample = sample_of.get(op_id)
@@ -183,15 +184,24 @@ def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], r
                             document=document,
                             as_written=op.options.order == "as_written",
                             shares_document=runner.layout(op).is_shared,
-                            answer_tokens=_aggregate_answer_tokens(op, runner))
+                            answer_tokens=_aggregate_answer_tokens(op, reader))
     return out
 
 
+def _aggregate_writer(op, runner):
+    """The runner whose model reads and writes an aggregate's prompts (the generation model's,
+    when it writes a decoded one): its tokenizer counts the texts its map chunks hold, and no
+    other model's tokenizer is loaded for them; `runner` for other operators."""
+    decoder = getattr(runner, "decoder", None)
+    if spec(op.op).is_aggregate and decoder is not None and is_decoded(op):
+        return decoder
+    return runner
+
+
 def _aggregate_answer_tokens(op, runner) -> float:
-    """The tokens an aggregate's answer may take (its writer's: the generation model's runner
-    writes a decoded one), which its map chunk's size depends on; 0 for other operators and
-    where no runner answers (`quail explain`: the plan assumes a length)."""
+    """The tokens an aggregate's answer may take within the session's cap (`runner`: its
+    writer's), which its map chunk's size depends on; 0 for other operators and for a runner
+    that measures none (a test's)."""
     if not spec(op.op).is_aggregate or not hasattr(runner, "answer_tokens"):
         return 0.0
-    writer = runner.decoder if runner.decoder is not None and is_decoded(op) else runner
-    return float(writer.answer_tokens(writer.layout(op).readout()))
+    return float(runner.answer_tokens(runner.layout(op).readout()))
