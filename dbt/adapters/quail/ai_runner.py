@@ -90,14 +90,15 @@ class AiRunner:
             self._text = quail.model_text(self.config)
         return self._text
 
-    def decoder(self, cancelled: threading.Event) -> tuple[Any, Any] | None:
-        """(PromptText, engine factory) of the model that writes generated text when it is not
-        the profile's model; its engine is loaded once and shared like the main one."""
+    def decoder(self, cancelled: threading.Event) -> tuple[Any, Any, Any] | None:
+        """(PromptText, engine factory, config getter) of the model that writes generated text
+        when it is not the profile's model; its engine is loaded once and shared like the main
+        one, its config (no weights) sizes an aggregate's map chunk in the plan."""
         if self._decoder is None:
             self._decoder = quail.decoder_of(self.config) or ()
         if not self._decoder:
             return None
-        text, factory = self._decoder
+        text, factory, model_config = self._decoder
         key = (self.device, "writes", self.config.decode_model,
                *(self.options.get(k) for k in _ENGINE_KEYS[1:]))
 
@@ -107,7 +108,7 @@ class AiRunner:
                     self._ENGINES[key] = self._load_engine(self.config.decode_model, factory)
             return CancellableEngine(self._ENGINES[key], cancelled)
 
-        return text, engine
+        return text, engine, model_config
 
     def check_model(self) -> None:
         """What `dbt debug` says about the model: resolved, tokenizer and weights checked, no
