@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from quail_engine.exec.answer_store import AnswerStore
+from quail_engine.exec.call_gather import GatheredCalls
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.prompts import is_decoded
 from quail_engine.exec.tasks import details_object, masked
@@ -238,13 +239,14 @@ def _stored_answers(op_id: int, op, store: AnswerStore, runner: OpRunner,
                     lock: threading.Lock) -> Callable[[list[tuple]], list[object]]:
     guarded = op.op in PREDICATE_KINDS
 
-    def ask(missing: list[tuple]) -> list[object]:
-        with lock:
-            answers = runner.answer(op_id, runner.layout(op), missing, unplanned=True)
+    def asked(missing: list[tuple]) -> list[object]:  # (under the lock)
+        answers = runner.answer(op_id, runner.layout(op), missing, unplanned=True)
         rep = runner.report.op(op_id, op.op)  # rows the statement asked DuckDB's way
         rep.rows_in += len(missing)
         rep.rows_out += sum(map(op.passes, answers)) if guarded else len(missing)
         return answers
+
+    ask = GatheredCalls(asked, lock).answer  # (DuckDB's threads call at once: call_gather.py)
 
     def skip(missing: list[tuple]) -> list[object]:
         store.skipped[op_id] = store.skipped.get(op_id, 0) + len(missing)
