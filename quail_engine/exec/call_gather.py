@@ -57,12 +57,13 @@ class GatheredCalls:
         return call.answers
 
     def _answer(self, batch: list[_Call]) -> None:
-        distinct = list(dict.fromkeys(r for c in batch for r in c.rows))
         try:
-            got = dict(zip(distinct, self._ask(distinct)))
+            distinct = list(dict.fromkeys(r for c in batch for r in c.rows))
+            got = dict(zip(distinct, self._ask(distinct), strict=True))
+            answers = [[got[r] for r in c.rows] for c in batch]
         except BaseException as exc:  # noqa: BLE001 - each caller of the batch raises it
-            for c in batch:
+            for c in batch:  # (every call of the batch is done: none is left to ask again)
                 c.error, c.done = exc, True
             return
-        for c in batch:
-            c.answers, c.done = [got[r] for r in c.rows], True
+        for c, a in zip(batch, answers):
+            c.answers, c.done = a, True

@@ -94,3 +94,9 @@ def test_a_lone_call_is_answered_at_once():
     assert gathered.pending == 0
     with pytest.raises(ZeroDivisionError):
         GatheredCalls(lambda rows: [1 / 0], threading.Lock()).answer([("x",)])
+
+
+def test_a_short_answer_list_is_an_error_for_its_callers_not_a_silent_gap():
+    gathered = GatheredCalls(lambda rows: ["only one"], threading.Lock())
+    with pytest.raises(ValueError):
+        gathered.answer([("x",), ("y",)])
