@@ -38,7 +38,10 @@ class _Engine:
         return [r[0].upper() for r in rows]
 
 
-def _callers(gathered, parts):
+def _behind_a_busy_call(engine, parts):
+    """`parts[0]` called first; the others called while the engine answers it, released once
+    all of them queue. (results, errors) by caller."""
+    gathered = GatheredCalls(engine.ask, threading.Lock())
     results, errors = {}, {}
 
     def call(i, rows):
@@ -47,23 +50,22 @@ def _callers(gathered, parts):
         except RuntimeError as exc:
             errors[i] = exc
 
-    return [threading.Thread(target=call, args=(i, rows)) for i, rows in enumerate(parts)], \
-        results, errors
-
-
-def test_calls_queued_during_an_engine_call_are_answered_in_the_next_one():
-    engine = _Engine()
-    gathered = GatheredCalls(engine.ask, threading.Lock())
-    parts = [[("a",)], [("b",), ("c",)], [("c",), ("d",)], [("e",)]]
-    threads, results, errors = _callers(gathered, parts)
+    threads = [threading.Thread(target=call, args=(i, rows)) for i, rows in enumerate(parts)]
     threads[0].start()
     assert engine.started.wait(WAIT)
     for t in threads[1:]:
         t.start()
-    _until(lambda: gathered.pending == 3)
+    _until(lambda: gathered.pending == len(parts) - 1)
     engine.release.set()
     for t in threads:
         t.join(WAIT)
+    return results, errors
+
+
+def test_calls_queued_during_an_engine_call_are_answered_in_the_next_one():
+    engine = _Engine()
+    parts = [[("a",)], [("b",), ("c",)], [("c",), ("d",)], [("e",)]]
+    results, errors = _behind_a_busy_call(engine, parts)
     assert not errors
     assert results == {i: [r[0].upper() for r in rows] for i, rows in enumerate(parts)}
     # one call for the first, one for the three queued behind it (their distinct rows)
@@ -72,18 +74,7 @@ def test_calls_queued_during_an_engine_call_are_answered_in_the_next_one():
 
 
 def test_an_error_reaches_every_caller_of_its_batch_and_no_other():
-    engine = _Engine(fail_on="c")
-    gathered = GatheredCalls(engine.ask, threading.Lock())
-    parts = [[("a",)], [("b",)], [("c",)]]
-    threads, results, errors = _callers(gathered, parts)
-    threads[0].start()
-    assert engine.started.wait(WAIT)
-    for t in threads[1:]:
-        t.start()
-    _until(lambda: gathered.pending == 2)
-    engine.release.set()
-    for t in threads:
-        t.join(WAIT)
+    results, errors = _behind_a_busy_call(_Engine(fail_on="c"), [[("a",)], [("b",)], [("c",)]])
     assert results == {0: ["A"]}
     assert set(errors) == {1, 2} and all("no answer for c" in str(e) for e in errors.values())
 
