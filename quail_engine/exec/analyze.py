@@ -12,11 +12,11 @@ from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.core_runner import pair_fractions, planned_core
 from quail_engine.exec.estimates import op_infos, sample_candidates
 from quail_engine.exec.limit_pushdown import push_limit
+from quail_engine.exec.op_runner import answer_length
 from quail_engine.exec.prompt_text import PromptText
 from quail_engine.exec.prompts import OpPrompt, is_decoded
 from quail_engine.exec.scans import load_scan
 from quail_engine.exec.udfs import read_statement
-from quail_engine.infer.api import GenerateReadout
 from quail_engine.plan.context import PlanContext
 from quail_engine.plan.cost import ModelSpec
 from quail_engine.plan.device import device_spec
@@ -44,7 +44,6 @@ class _GuessRunner:
     engine = _TokenGuess()
     text = PromptText(lambda: _TokenGuess(), "token-guess")
     progress = None
-    decoder = None  # (the answer lengths are the session's, whichever model writes them)
 
     def __init__(self, answer_cap: int | None = None):
         self.answer_cap = answer_cap
@@ -54,11 +53,10 @@ class _GuessRunner:
         return OpPrompt.for_op(op)
 
     def answer_tokens(self, readout) -> int:
-        """As OpRunner.answer_tokens: a generated answer's length within the session's cap."""
-        if not isinstance(readout, GenerateReadout):
-            return 1
-        cap = self.answer_cap
-        return min(readout.max_tokens, cap) if cap else readout.max_tokens
+        return answer_length(readout, self.answer_cap)
+
+    def writer_of(self, op):
+        return self
 
 
 def estimated_plans(con, parsed, config: SessionConfig) -> list:

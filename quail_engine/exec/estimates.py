@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.op_runner import OpRunner
-from quail_engine.exec.prompts import is_decoded
 from quail_engine.exec.scans import ScanData, op_values
 from quail_engine.plan.build import doc_key
 from quail_engine.plan.context import OpInfo
@@ -189,12 +188,11 @@ def op_infos(ops: Sequence[int], ai_ops: Sequence, scans: dict[str, ScanData], r
 
 
 def _aggregate_writer(op, runner):
-    """The runner whose model reads and writes an aggregate's prompts (the generation model's,
-    when it writes a decoded one): its tokenizer counts the texts its map chunks hold, and no
-    other model's tokenizer is loaded for them; `runner` for other operators."""
-    decoder = getattr(runner, "decoder", None)
-    if spec(op.op).is_aggregate and decoder is not None and is_decoded(op):
-        return decoder
+    """The runner whose model reads and writes an aggregate's prompts (OpRunner.writer_of): its
+    tokenizer counts the texts its map chunks hold, and no other model's tokenizer is loaded
+    for them; `runner` for other operators (and a test's runner without writer_of)."""
+    if spec(op.op).is_aggregate and hasattr(runner, "writer_of"):
+        return runner.writer_of(op)
     return runner
 
 

@@ -35,6 +35,14 @@ from quail_engine.sql.op_kinds import spec
 QUESTION_RESERVE = 256  # tokens kept free for the question when a document is cut
 
 
+def answer_length(readout, cap: int | None) -> int:
+    """The context a prompt leaves for its answer: the tokens it may generate, within `cap` (the
+    session's cap on every generated answer), else the one token it is read from."""
+    if not isinstance(readout, GenerateReadout):
+        return 1
+    return min(readout.max_tokens, cap) if isinstance(cap, int) else readout.max_tokens
+
+
 class OpRunner(CallPreparer):
     """Answers AI operators' rows on `engine`, cache first. `text`: the PromptText prompts are
     tokenized through (default: the engine's tokenizer). `precision`: part of the answers'
@@ -92,10 +100,11 @@ class OpRunner(CallPreparer):
         next call, off the engine's idle path; when: BatchPipeline.run). An aggregate's groups larger
         than the context are answered by map-reduce (exec/aggregate.py) unless `whole` (its
         rows each fit one prompt)."""
-        if self.decoder is not None and is_decoded(layout.op):
+        writer = self.writer_of(layout.op)
+        if writer is not self:
             # written by the generation model: its engine, tokenizer and answers' identity (a
             # document KV of this runner's engine means nothing to it)
-            return self.decoder.answer(op_id, layout, rows, unplanned=unplanned)
+            return writer.answer(op_id, layout, rows, unplanned=unplanned)
         aspects = dict(layout.op.task_args).get("aspects")
         if aspects is not None:
             if ahead is not None:
@@ -266,10 +275,12 @@ class OpRunner(CallPreparer):
     def answer_tokens(self, readout) -> int:
         """The context a prompt leaves for its answer: the tokens it may generate (within the
         session's cap on every answer, a LimitedEngine's), else the one it is read from."""
-        if not isinstance(readout, GenerateReadout):
-            return 1
-        cap = self.answer_cap()
-        return min(readout.max_tokens, cap) if isinstance(cap, int) else readout.max_tokens
+        return answer_length(readout, self.answer_cap())
+
+    def writer_of(self, op) -> OpRunner:
+        """The runner whose model writes `op`'s answers: the generation model's for a decoded
+        operator when the session has one, else this one."""
+        return self.decoder if self.decoder is not None and is_decoded(op) else self
 
     def answer_cap(self) -> int | None:
         """The session's cap on every generated answer's tokens (a LimitedEngine's), if any."""

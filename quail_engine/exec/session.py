@@ -222,11 +222,11 @@ class QuailSession:
             raise statement_error(exc, self.parsed) from None
 
     def _specs(self):
-        if self._engine.loaded is None and self._model_config is not None:
-            config, name = self._model_config(), self.text.identity
-        else:
+        found = _unloaded_config(self._engine, self._model_config, self.text)
+        if found is None:  # (no config getter: the engine's own, loading it)
             engine = self.engine
-            config, name = getattr(engine, "config", None), engine.model_id
+            found = getattr(engine, "config", None), engine.model_id
+        config, name = found
         spec = (ModelSpec.from_attrs(config, name=name) if config is not None
                 else ModelSpec("unknown", 30, 576, 9, 3, 64, 1536, 49152))
         return spec, self._device_spec()
@@ -235,15 +235,11 @@ class QuailSession:
         """The cost model's view of the generation model when it is not the session's (its
         config, read without its weights), else None."""
         if self._decoder is None:
+            return None  # (nor for a decoder given without its config: not loaded for a plan)
+        found = _unloaded_config(self._decoder, self._decoder_config, self.decoder_text)
+        if found is None or found[0] is None:
             return None
-        engine = self._decoder.loaded
-        if engine is not None:
-            config, name = getattr(engine, "config", None), engine.model_id
-        elif self._decoder_config is not None:
-            config, name = self._decoder_config(), self.decoder_text.identity
-        else:  # (a decoder given without its config: not loaded for a plan)
-            return None
-        return ModelSpec.from_attrs(config, name=name) if config is not None else None
+        return ModelSpec.from_attrs(found[0], name=found[1])
 
     def _device_spec(self):
         if self.device_spec is None:  # probed once per session: every figure uses the same
@@ -336,6 +332,17 @@ def dependency_order(cores: Sequence) -> list:
             break
         order.append(ready[0])
     return [cores[i] for i in order]
+
+
+def _unloaded_config(lazy, config_getter, text):
+    """(config, name) of a model for the cost model without loading it: its loaded engine's,
+    else its config read without weights (either may be None); None when neither is at hand."""
+    engine = lazy.loaded
+    if engine is not None:
+        return getattr(engine, "config", None), engine.model_id
+    if config_getter is not None:
+        return config_getter(), text.identity
+    return None
 
 
 class _SessionRunner(OpRunner):

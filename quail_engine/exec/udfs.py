@@ -24,7 +24,6 @@ from sqlglot import exp
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.call_gather import GatheredCalls
 from quail_engine.exec.op_runner import OpRunner
-from quail_engine.exec.prompts import is_decoded
 from quail_engine.exec.tasks import details_object, masked
 from quail_engine.sql.ir import PREDICATE_KINDS, placeholder_name
 from quail_engine.sql.nesting import deep_stack
@@ -193,7 +192,7 @@ def _usage(op, runner: OpRunner, lock: threading.Lock) -> Usage:
     template, task wording) and of the answer's text, by that model's tokenizer, and the
     model's name."""
     def usage(rows: list[tuple], texts: Sequence[object]) -> list:
-        writer = runner.decoder if runner.decoder is not None and is_decoded(op) else runner
+        writer = runner.writer_of(op)
         layout = writer.layout(op)
         asked = [(r, t) for r, t in zip(rows, texts) if t is not None]
         with lock:
