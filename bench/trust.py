@@ -261,7 +261,8 @@ def run_model_gpu(model: str, bands: bool, command: str) -> tuple[list[dict], di
                               fingerprint.reference_for(sha), f"{model} on {device}")
     fp32 = Recorder(ref_engine)
     reference, reference_s = ask(fp32, model, rows, ops, 64)
-    gpu = "h200" if "H200" in torch.cuda.get_device_name(0) else "cuda"
+    name = torch.cuda.get_device_name(0)
+    gpu = next((g.lower() for g in ("H200", "H100") if g in name), "cuda")
     out = [_row(model, "fp32", False, reference, reference, labels, 0.0, reference_s, gpu,
                 fingerprint_max_diff=round(worst, 6), decisions=reference)]
     shifts = {}
@@ -333,7 +334,7 @@ def main(argv: list[str]) -> int:
         run = run_model_gpu if args.device == "cuda" else run_model
         got, measured = run(model, args.bands, command)
         rows += got
-        shifts[model] = measured
+        shifts[got[0]["model"] if got else model] = measured  # (a GGUF path: its model's name)
     prompts = rows[0]["prompts"] if rows else 0
     result = {"date": time.strftime("%Y-%m-%d"), "command": command,
               "machine": machine(),

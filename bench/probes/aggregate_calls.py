@@ -6,7 +6,12 @@ groups with DuckDB at `--threads`, and counts DuckDB's calls, the engine calls t
 and the statement's wall time; `--no-gather` answers each DuckDB call alone, as before.
 
     python -m bench.probes.aggregate_calls [--rows 240 --groups 12 --threads 8] [--no-gather]
-        [--model default] [--device cpu] [--max-tokens 16]
+        [--model default] [--device cpu] [--precision fp32] [--max-tokens 16]
+        [--tokenizer DIR]
+
+On the GPU machine `--tokenizer DIR` writes a random-weight Qwen3-4B model folder with that
+tokenizer (quail_testing/model_dir.py, as `python -m bench decode` does) and asks it: random
+weights measure the calls and the seconds, not the answers.
 """
 
 from __future__ import annotations
@@ -29,13 +34,24 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--model", default="default")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--precision", default="fp32")
     ap.add_argument("--max-tokens", type=int, default=16)
+    ap.add_argument("--tokenizer", type=Path, default=None,
+                    help="GPU: a random Qwen3-4B folder with this tokenizer is the model")
+    ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "quail-agg")
     ap.add_argument("--no-gather", action="store_true")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     args = ap.parse_args(argv)
 
     import duckdb
 
+    if args.tokenizer is not None:
+        from quail_testing.model_dir import write_model_dir
+
+        model_dir = args.workdir / "model"
+        write_model_dir(model_dir, args.tokenizer, tiny=False, device=args.device,
+                        vocab_size=151936)  # (Qwen3-4B's, as bench decode sizes it)
+        args.model = str(model_dir)
     from quail_engine.exec import call_gather
     from quail_engine.exec.facade import SessionConfig, open_session
 
@@ -71,7 +87,7 @@ def main(argv=None) -> int:
         con.execute(f"SET threads = {args.threads}")
         con.execute(f"CREATE VIEW docs AS SELECT * FROM read_csv_auto('{path}')")
         session = open_session(con, SessionConfig(
-            model=args.model, device=args.device, use_cache=False, precision="fp32",
+            model=args.model, device=args.device, use_cache=False, precision=args.precision,
             max_new_tokens=args.max_tokens, progress=False))
         start = time.perf_counter()
         table = session.execute("SELECT grp, AI_AGG(body, 'Name the common topic') AS t "
@@ -79,6 +95,7 @@ def main(argv=None) -> int:
         wall = time.perf_counter() - start
     result = {"rows": args.rows, "groups": args.groups, "threads": args.threads,
               "gather": not args.no_gather, "device": args.device, "model": args.model,
+              "precision": args.precision, "max_tokens": args.max_tokens,
               "groups_out": table.num_rows, "duckdb_calls": duckdb_calls,
               "engine_calls": engine_calls, "wall_s": round(wall, 2),
               "load_s": round(session.report.load_s, 2)}
