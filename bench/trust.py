@@ -10,7 +10,9 @@ labels, the share of decisions re-asked and the seconds the answers took.
 `--bands` also measures each readout kind's largest bf16 - float32 margin shift (both batchings,
 and the first one's engine asked again, its prefix cache warm: matched prompt by prompt) and
 writes SAFETY times it as the model's band to
-quail_engine/infer/bands.json; the banded row then uses the band just written.
+quail_engine/infer/bands.json; the banded row then uses the band just written. Since that row is
+in-sample, every run also checks the band on prompts it was not measured on (`holdout`: each
+half of the prompts against a band from the other half's shifts).
 
     python -m bench trust [--models gemma3-270m smollm2-135m] [--bands]
                           [--out bench/results/trust.json]
@@ -107,6 +109,39 @@ def measure_bands(reference: dict, runs: list[dict]) -> dict:
             shifts[kind] = max(shifts.get(kind, 0.0), abs(margin - ref[1]))
             counts[kind] = counts.get(kind, 0) + 1
     return {"max_shift": {k: round(v, 4) for k, v in shifts.items()}, "matched": counts}
+
+
+def holdout(reference: dict, runs: list[dict]) -> dict:
+    """Whether a band measured on some prompts holds on others: the prompts split in two by
+    a hash of their tokens, each half's band is SAFETY x the other half's largest shift per
+    readout kind, and on each half a decision outside that band (not re-asked) that differs
+    from float32's is a miss. `used`: the largest shift on a half over the other half's
+    largest, per kind (above SAFETY, a miss was possible)."""
+    import zlib
+
+    halves: list[dict[str, list[tuple[float, float, bool]]]] = [{}, {}]
+    for run in runs:
+        for full, (kind, margin, value) in run.items():
+            ref = reference.get(full)
+            if ref is None or margin is None or ref[1] is None:
+                continue
+            half = zlib.crc32(repr(full).encode()) & 1
+            halves[half].setdefault(kind, []).append(
+                (abs(margin - ref[1]), abs(margin), value == ref[2]))
+    misses, decisions, used = 0, 0, {}
+    for half in (0, 1):
+        other = halves[1 - half]
+        for kind, got in halves[half].items():
+            if not other.get(kind):
+                continue
+            widest = max(shift for shift, _, _ in other[kind])
+            band = SAFETY * widest
+            decisions += len(got)
+            misses += sum(1 for _, margin, same in got if margin > band and not same)
+            if widest > 0:
+                used[kind] = round(max(used.get(kind, 0.0),
+                                       max(shift for shift, _, _ in got) / widest), 3)
+    return {"misses": misses, "decisions": decisions, "used": used}
 
 
 def machine() -> str:
@@ -209,6 +244,7 @@ def run_model(model: str, bands: bool, command: str) -> tuple[list[dict], dict |
             out.append(_row(model, "bf16", False, got, reference, labels, 0.0, seconds,
                             batch=batch, cache="warm"))
     measured = measure_bands(fp32.seen, bf16_runs)
+    measured["holdout"] = holdout(fp32.seen, bf16_runs)
     if bands:
         write_band(model, measured, command, CPU_BAND)
     band = band_for(source_sha256(model), CPU_BAND)
@@ -277,6 +313,7 @@ def run_model_gpu(model: str, bands: bool, command: str) -> tuple[list[dict], di
             out.append(_row(model, precision, False, got, reference, labels, 0.0, seconds,
                             gpu, batch=batch, **extra))
         shifts[precision] = measured = measure_bands(fp32.seen, runs)
+        measured["holdout"] = holdout(fp32.seen, runs)
         key = f"{precision}-cuda"
         if bands:
             write_band(spec, measured, command, key)
@@ -314,8 +351,16 @@ def markdown(result: dict) -> str:
     for model, m in result["shifts"].items():
         per = {"bf16": m} if "max_shift" in m else m  # the CPU's bf16, or per GPU precision
         for precision, got in per.items():
-            lines.append(f"- {model}, {precision}: {got['max_shift']} over {got['matched']}")
+            lines.append(f"- {model}, {precision}: {got['max_shift']} over {got['matched']}"
+                         + _holdout_text(got.get("holdout")))
     return "\n".join(lines) + "\n"
+
+
+def _holdout_text(h: dict | None) -> str:
+    if not h:
+        return ""
+    return (f"; held out (each half's band from the other half): {h['misses']} misses of "
+            f"{h['decisions']} decisions, largest shift over the other half's {h['used']}")
 
 
 def main(argv: list[str]) -> int:

@@ -58,3 +58,31 @@ def test_auto_keeps_the_seconds_of_the_machine_where_the_band_was_slowest(bands_
     assert entry["seconds"] == {"reference": 40.0, "banded": 43.0}
     trust.record_seconds("smollm2-135m", "bf16-cpu", 20.0, 30.0)  # slower still: kept
     assert band_for("x", "bf16-cpu").banded_s == 30.0
+
+
+def test_the_holdout_counts_a_decision_the_other_halfs_band_would_not_reask():
+    """Each half's band comes from the other half's shifts; a decision outside it that differs
+    from float32's is a miss, one inside it or equal to float32's is not."""
+    import zlib
+
+    def half_of(full):
+        return zlib.crc32(repr(full).encode()) & 1
+
+    keys = [(i,) for i in range(40)]
+    a = next(k for k in keys if half_of(k) == 0)
+    b = [k for k in keys if half_of(k) == 1][:2]
+    # float32: (kind, margin, value); the fast run moves margins by 0.1 except one prompt
+    reference = {k: ("BooleanReadout", 1.0, True) for k in (a, *b)}
+    fast = {k: ("BooleanReadout", 0.9, True) for k in (a, *b)}
+    got = trust.holdout(reference, [fast])
+    assert got == {"misses": 0, "decisions": 3, "used": {"BooleanReadout": 1.0}}
+    # on one half a prompt flips with margin 0.5: its shift (1.5) is 15x the other half's 0.1,
+    # beyond a 2x band, so the flip went out un-re-asked
+    fast[b[0]] = ("BooleanReadout", -0.5, False)
+    got = trust.holdout(reference, [fast])
+    assert got["misses"] == 1 and got["used"]["BooleanReadout"] == 15.0
+    # the same flip with margin 0.15 lies inside its half's band (2 x the other half's 0.1):
+    # re-asked, so not a miss
+    fast[b[0]] = ("BooleanReadout", -0.15, False)
+    got = trust.holdout(reference, [fast])
+    assert got["misses"] == 0
