@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 from quail_engine.exec.answer_cache import AnswerCache
 from quail_engine.exec.device_lock import DeviceLock
@@ -40,7 +41,12 @@ def test_a_waiting_process_names_the_holder_once_and_a_killed_holder_frees_the_d
     lock = DeviceLock("cpu", path)
     with caplog.at_level(logging.INFO, logger="quail_engine.stage"):
         waiter = _acquire_in_thread(lock)
-        waiter.join(2)
+        # the waiter says it waits just before it blocks on the file lock: the kill comes after
+        # that, not after a guess at how long the thread takes to get there
+        deadline = time.monotonic() + 60
+        while not any(r.name == "quail_engine.stage" for r in caplog.records):
+            assert waiter.is_alive() and time.monotonic() < deadline, "the waiter never waited"
+            time.sleep(0.01)
         assert waiter.is_alive()  # the device is taken
         holder.kill()  # SIGKILL: no chance to release anything
         holder.wait()
