@@ -63,7 +63,8 @@ def test_multi_label_values_are_lists_of_the_given_labels(expected):
     assert any(len(expected[i]) >= 2 for i in (1, 2, 3))  # several labels, not one
 
 
-@pytest.mark.parametrize("dialect", sorted(LISTS))
+# not Snowflake's own form: `expected` is its answer, and a query compared with itself passes
+@pytest.mark.parametrize("dialect", sorted(set(LISTS) - {"snowflake"}))
 def test_every_dialect_returns_the_same_label_lists(session, expected, dialect):
     rows = session.execute(LISTS[dialect], dialect).to_pylist()
     assert {r["id"]: _labels(r["labels"]) for r in rows} == expected
