@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from quail_engine.exec import keyed_answers
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.estimates import op_infos, sample_candidates
 from quail_engine.exec.filter_runner import FilterRunner
@@ -135,8 +136,6 @@ class CoreRunner:
     def _key_answers(self, ops: list[int], scans: dict[str, ScanData]) -> None:
         """Hash -> value maps of the complete filters and joins, so the final statement can
         look their answers up without copying the texts (exec/keyed_answers.py)."""
-        from quail_engine.exec.keyed_answers import slot_maps
-
         for op_id in ops:
             op = self.ai_ops[op_id]
             if op.op not in PREDICATE_KINDS or op_id not in self.store.complete:
@@ -149,7 +148,7 @@ class CoreRunner:
                 col = binding_column(op_id, i)
                 scan = next(s for s in scans.values() if col in s.columns)
                 columns.append([r[col] for r in scan.rows])
-            self.store.keyed[op_id] = slot_maps(self.con, columns)
+            self.store.keyed[op_id] = keyed_answers.slot_maps(self.con, columns)
 
     def _record_estimates(self, plan: PhysicalPlan, infos) -> None:
         for step in plan.steps:

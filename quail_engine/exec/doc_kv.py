@@ -48,7 +48,7 @@ class DocKV:
 
     def __init__(self, engine, reserve: int | None = None, on_long: str = "truncate",
                  text=None, private: bool = False):
-        from quail_engine.exec.prompt_text import PromptText
+        from quail_engine.exec.prompt_text import PromptText  # (deferred: pyarrow; else light)
 
         self._engine = engine
         self.text = text if text is not None else PromptText.of_engine(lambda: self.engine)

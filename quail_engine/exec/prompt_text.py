@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from quail_engine.exec.token_store import TokenStore
+from quail_engine.infer.embedded import embedded_name
+from quail_engine.infer.model_ref import ModelRef
 
 
 class PromptText:
@@ -59,8 +61,6 @@ class PromptText:
         change answers beyond the model's files (appended to its identity); `resolve`: gives
         the infer.model_ref.ModelRef (default: ModelRef.resolve(spec))."""
         if resolve is None:
-            from quail_engine.infer.model_ref import ModelRef
-
             def resolve():
                 return ModelRef.resolve(spec)
 
@@ -77,8 +77,6 @@ class PromptText:
             return resolved[0]
 
         def name() -> str:  # the embedded model's name for its GGUF file given by path too
-            from quail_engine.infer.embedded import embedded_name
-
             return embedded_name(spec)
 
         text = cls(lambda: ref().codec(), lambda: ref().identity + variant, tokens_dir, name)

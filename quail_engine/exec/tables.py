@@ -7,6 +7,7 @@ read rev1.csv and `a*.csv` its siblings; their `*`, `?` and `[` are escaped as `
 
 from __future__ import annotations
 
+import csv
 import glob
 from pathlib import Path
 
@@ -82,8 +83,6 @@ def _check_csv_columns(con, name: str, path: Path) -> None:
     columns = [r[0] for r in con.execute(f"DESCRIBE {_quote(name)}").fetchall()]
     if len(columns) != 1 or not any(d in columns[0] for d in ",\t;|"):
         return
-    import csv
-
     delimiter = next(d for d in ",\t;|" if d in columns[0])
     with path.open(newline="", encoding="utf-8", errors="replace") as f:
         rows = csv.reader(f, delimiter=delimiter)
@@ -110,6 +109,7 @@ def _create_view(con, name: str, reader: str, source: str | list[str], shown: st
 
 
 def _read_arrow(name: str, path: str):
+    # (deferred: pyarrow, off the CLI's start: the facade imports this module)
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
@@ -190,7 +190,7 @@ def land_rows(path: str | Path, statement: str, result_name: str, table) -> int:
     """Run `statement` (a CREATE TABLE ... AS / INSERT INTO ... reading `result_name`) on the
     DuckDB file `path` with the Arrow `table` as `result_name`, in one transaction: it lands
     whole or not at all (a failed statement leaves the file as it was). Returns the rows."""
-    import duckdb
+    import duckdb  # (deferred: off the CLI's start, as pyarrow above)
 
     try:
         con = duckdb.connect(str(path))

@@ -21,9 +21,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from quail_engine.exec import keyed_answers
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.call_gather import GatheredCalls
 from quail_engine.exec.op_runner import OpRunner
+from quail_engine.exec.pass_tables import hashed, is_plain_conjunct, membership, pass_through
 from quail_engine.exec.tasks import details_object, masked
 from quail_engine.sql.ir import PREDICATE_KINDS, placeholder_name
 from quail_engine.sql.nesting import deep_stack
@@ -66,13 +68,6 @@ def prepare(tree: exp.Expression, suffix: str = "",
     `passes` (op id -> its table, exec/pass_tables.py) join through their passing pairs' hashes
     where the call is a plain conjunct of an inner JOIN ON or WHERE (`pass_through`), and
     are a membership test of them where it is one of an outer join's ON."""
-    from quail_engine.exec.pass_tables import (
-        hashed,
-        is_plain_conjunct,
-        membership,
-        pass_through,
-    )
-
     passes = passes or {}
     with deep_stack():
         tree = tree.copy()
@@ -213,8 +208,6 @@ def register_keyed_udfs(con, ai_ops, store: AnswerStore, maps: dict, report,
                         suffix: str = "") -> list[str]:
     """`quail_ai_<id>_k<suffix>` over the hashes of the bindings, for each op in `maps`
     (op id -> keyed_answers.slot_maps); returns the names."""
-    from quail_engine.exec import keyed_answers
-
     names = []
     for op_id, slot in maps.items():
         name = f"{placeholder_name(op_id)}_k{suffix}"
