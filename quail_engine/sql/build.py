@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -91,6 +92,4 @@ def vendor_items(values: dict[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def _json(value: Any) -> str:
-    import json
-
     return json.dumps(value, sort_keys=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from quail_engine.errors import shorten
+from quail_engine.sql.dialects import sqlglot_dialect
 from quail_engine.sql.errors import ArgumentError
 
 
@@ -40,8 +41,6 @@ class Signature:
 
 def fragment(node: exp.Expr, dialect: str) -> str:
     """`node` as SQL for an error message, function names spelled as the user wrote them."""
-    from quail_engine.sql.dialects import sqlglot_dialect
-
     return node.sql(dialect=sqlglot_dialect(dialect) if dialect else None,
                     normalize_functions=False)
 

@@ -20,7 +20,7 @@ LABELS = {"snowflake": "Snowflake", "bigquery": "BigQuery", "databricks": "Datab
 def _num_ai_ops(sql: str, dialect: str) -> int:
     """AI functions `dialect` reads in `sql`; -1 when it cannot read the statement. sqlglot's
     own warnings are not logged: they are about readings the user did not ask for."""
-    from quail_engine.sql.query import parse
+    from quail_engine.sql.query import parse  # (deferred: sqlglot; the facade imports this)
 
     sqlglot_log = logging.getLogger("sqlglot")
     level = sqlglot_log.level

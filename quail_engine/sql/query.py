@@ -16,6 +16,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
@@ -26,9 +27,9 @@ from quail_engine.sql.dialects.common import TEXT_TYPES
 from quail_engine.sql.errors import SqlError
 from quail_engine.sql.ir import AiOp
 from quail_engine.sql.lower import Lowered, lower
-from quail_engine.sql.nesting import check_nesting, nesting_guard
+from quail_engine.sql.nesting import check_nesting, deep_stack, nesting_guard
 from quail_engine.sql.op_kinds import spec
-from quail_engine.sql.placeholder import op_id_of
+from quail_engine.sql.placeholder import op_id_of, placeholder_id
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ class ParsedQuery:
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
-        from quail_engine.sql.explain import explain_json
+        from quail_engine.sql.explain import explain_json  # (deferred: cycle, explain imports us)
 
         return explain_json(self)
 
@@ -157,9 +158,6 @@ def runnable(tree: exp.Expr, group_ops: frozenset[int] = frozenset()) -> exp.Exp
     """A copy of the lowered `tree` as DuckDB runs it: every `quail_ai_<id>(...)` argument cast
     to VARCHAR, so every binding type works and reaches the function as the same text the
     scans read; an aggregate's (`group_ops`) group list as a list of VARCHAR."""
-    from quail_engine.sql.nesting import deep_stack
-    from quail_engine.sql.placeholder import placeholder_id
-
     with deep_stack():  # the front end reads nesting up to its limit; so must this
         tree = tree.copy()
         for call in list(tree.find_all(exp.Anonymous)):
@@ -173,13 +171,9 @@ def runnable(tree: exp.Expr, group_ops: frozenset[int] = frozenset()) -> exp.Exp
 def statement_tree(duckdb_sql: str, group_ops: frozenset[int] = frozenset()) -> exp.Expression:
     """`runnable` of DuckDB SQL text: a query or a relation's scan built by hand, in tests (the
     front end's own keep their trees: `ParsedQuery.statement()`, `Relation.scan`)."""
-    from sqlglot import parse_one
-
-    from quail_engine.sql.nesting import deep_stack
-
     with deep_stack():
         try:
-            tree = parse_one(duckdb_sql, read="duckdb")
+            tree = sqlglot.parse_one(duckdb_sql, read="duckdb")
         except (ParseError, TokenError) as exc:  # sqlglot wrote DuckDB SQL it cannot read back
             raise SqlError(f"the statement has no DuckDB form quail can run: {_first_line(exc)}",
                            duckdb_sql, "duckdb") from None

@@ -43,7 +43,7 @@ def scan_relation(p: Pending, alias: str):
     """The relation `alias` of core `p`: its scan built as a tree from the statement's nodes
     (copies of the bindings, equality sides, pushed-down conjuncts and the CTEs they read),
     and the DuckDB text written from it once."""
-    from quail_engine.sql.cores import Relation
+    from quail_engine.sql.cores import Relation  # (deferred: cycle, sql.cores imports this)
 
     columns: list[tuple[str, exp.Expr]] = []
     for op_id in dict.fromkeys([*p.filters, *p.joins, *p.projections, *p.aggregates]):
