@@ -19,7 +19,7 @@ __all__ = ["Answer", "BooleanReadout", "Engine", "EngineStats", "GenerateReadout
 
 def __getattr__(name: str):
     if name == "LocalEngine":
-        from quail_engine.infer.engine import LocalEngine
+        from quail_engine.infer.engine import LocalEngine  # (deferred: torch, as above)
 
         return LocalEngine
     raise AttributeError(f"module 'quail_engine.infer' has no attribute {name!r}")

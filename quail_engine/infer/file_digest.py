@@ -72,7 +72,7 @@ def _sha256(path: Path) -> str:
 
 
 def _pieces(path: Path) -> str:
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor  # (deferred: ~1 ms off the CLI's start)
 
     size = path.stat().st_size
     fd = os.open(path, os.O_RDONLY)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import llguidance
@@ -121,8 +122,6 @@ class GrammarMasks:
         candidates taken and not stopped, in order, for `choose_on_device(..., pending=)`.
         A second `start` queues behind this work on the same thread (its masks in their own
         buffer)."""
-        from concurrent.futures import Future
-
         advanced: Future = Future()
 
         def work():
@@ -139,8 +138,6 @@ class GrammarMasks:
         return advanced, self._helper().submit(work)
 
     def _helper(self):
-        from concurrent.futures import ThreadPoolExecutor
-
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="quail-grammar")
         return self._pool
@@ -239,7 +236,7 @@ class GrammarMasks:
         and the logits once (quail_kernels/masked_choice.py), where unpacking them to a
         boolean matrix and masking a copy of the logits cost a constrained step more GPU time
         than the rest of its choice."""
-        from quail_kernels.masked_choice import masked_choice
+        from quail_kernels.masked_choice import masked_choice  # (deferred: triton, GPU only)
 
         device, n = logits.device, logits.shape[0]
         words = parts[0].shape[1]

@@ -35,7 +35,7 @@ class JsonTokenizer:
 
     @classmethod
     def load(cls, directory: str | Path) -> JsonTokenizer | None:
-        from tokenizers import Tokenizer
+        from tokenizers import Tokenizer  # (deferred: off the CLI's start, which imports this)
 
         directory = Path(directory)
         if not (directory / "tokenizer.json").exists():
@@ -88,6 +88,7 @@ class JsonTokenizer:
 
     def _compiled(self):
         if self._template is None:
+            # (deferred: jinja2, only to render a chat template; off the CLI's start)
             from jinja2.ext import loopcontrols
             from jinja2.sandbox import ImmutableSandboxedEnvironment
 

@@ -62,7 +62,7 @@ class ThreadGovernor:
     @classmethod
     def for_this_process(cls) -> ThreadGovernor | None:
         """A governor when /proc/stat and the affinity mask can be read (Linux), else None."""
-        import torch
+        import torch  # (deferred: torch; this module is otherwise light)
 
         if not hasattr(os, "sched_getaffinity") or not PROC_STAT.exists():
             return None
@@ -93,6 +93,6 @@ class ThreadGovernor:
 
 
 def _torch_set_num_threads(threads: int) -> None:
-    import torch
+    import torch  # (deferred: torch, as in for_this_process)
 
     torch.set_num_threads(threads)

@@ -17,6 +17,8 @@ import os
 import threading
 from pathlib import Path
 
+from quail_engine.settings import cache_path
+
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _compiles, _seconds = 0, 0.0
@@ -26,8 +28,6 @@ _installed = False
 def use_cache_dir() -> Path:
     """Triton's cache directory: $TRITON_CACHE_DIR when set, else set to the quail cache root's
     `kernels/` (before the first compilation: Triton reads it at each one)."""
-    from quail_engine.settings import cache_path
-
     if not os.environ.get("TRITON_CACHE_DIR"):
         os.environ["TRITON_CACHE_DIR"] = str(cache_path("kernels"))
     return Path(os.environ["TRITON_CACHE_DIR"])
@@ -55,7 +55,7 @@ def install() -> None:
         return
     use_cache_dir()
     try:
-        from triton import knobs
+        from triton import knobs  # (deferred: triton, absent off the GPU; CLI start)
         if knobs.compilation.listener not in (None, _listener):
             return
         knobs.compilation.listener = _listener

@@ -24,7 +24,13 @@ import torch
 import torch.nn.functional as F
 
 from quail_engine.infer.weights import dequantize_blocks
-from quail_kernels.block_fp8_gemm import GROUP, quantize_blocks_ref
+from quail_kernels.block_fp8_gemm import (
+    GROUP,
+    block_fp8_gemm,
+    block_fp8_gemm_ref,
+    quantize_blocks_ref,
+    quantize_groups_ref,
+)
 
 log = logging.getLogger(__name__)
 
@@ -150,8 +156,6 @@ class GpuLinear:
 def block_gemm(x, x_scale, w, w_scale, w_scale_t, dtype, backend: str) -> torch.Tensor:
     """x [M, K] fp8 (x_scale [M, Kb]) @ w [N, K]^T fp8 (w_scale [Nb, Kb]) on `backend`."""
     if backend == "triton":
-        from quail_kernels.block_fp8_gemm import block_fp8_gemm
-
         return block_fp8_gemm(x, x_scale, w, w_scale, dtype)
     m = x.shape[0]
     xp, sp = _pad_rows(x, x_scale, ROW_MULTIPLE)
@@ -166,8 +170,6 @@ def probe_block_backend(device: torch.device | str) -> str:
     key = str(device)
     if key in _probed:
         return _probed[key]
-    from quail_kernels.block_fp8_gemm import block_fp8_gemm_ref, quantize_groups_ref
-
     g = torch.Generator().manual_seed(0)
     x, w = torch.randn(6, 384, generator=g), torch.randn(256, 384, generator=g)
     xq, xs = quantize_groups_ref(x)

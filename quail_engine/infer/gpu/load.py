@@ -31,6 +31,17 @@ from pathlib import Path
 import torch
 
 from quail_engine.errors import ModelError
+from quail_engine.infer import weights
+from quail_engine.infer.loader import read_config, resolve_dtype, resolve_model_dir
+from quail_engine.infer.models import build_model
+from quail_engine.infer.tokenizer import load_tokenizer
+from quail_engine.infer.weights import (
+    FP8_DTYPES,
+    SCALE_SUFFIX,
+    fp8_block_size,
+    safetensors_files,
+    weights_dir,
+)
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +101,6 @@ def read_header(path: Path, file: int = 0) -> list[TensorEntry]:
 def hf_name(name: str) -> str | None:
     """The name the models use (wrapper prefixes renamed), None for tensors nobody reads; the
     same rules as infer/weights.read_state_dict."""
-    from quail_engine.infer import weights
-
     for old, new in weights._PREFIX_RENAMES:
         if name.startswith(old):
             name = new + name[len(old):]
@@ -194,14 +203,6 @@ def checkpoint_entries(directory: Path, config) -> tuple[list[Path], list[Tensor
     """The checkpoint's files and the tensors the model reads, checked against the family's
     parameter names and shapes (ModelError otherwise, like the CPU path); an FP8 checkpoint's
     `weight_scale_inv` entries are checked against their weights' block grid."""
-    from quail_engine.infer.models import build_model
-    from quail_engine.infer.weights import (
-        FP8_DTYPES,
-        SCALE_SUFFIX,
-        fp8_block_size,
-        safetensors_files,
-    )
-
     files = safetensors_files(directory)
     with torch.device("meta"):
         expected = {k: tuple(v.shape) for k, v in build_model(config).state_dict().items()}
@@ -235,8 +236,6 @@ def checkpoint_entries(directory: Path, config) -> tuple[list[Path], list[Tensor
 
 
 def _tokenizer(directory: Path):
-    from quail_engine.infer.tokenizer import load_tokenizer
-
     return load_tokenizer(directory)
 
 
@@ -246,9 +245,6 @@ def load_checkpoint(spec: str, device: torch.device | str = "cuda",
     spec (infer/loader.py: embedded names, .gguf files, HF directories, cached hub ids).
     `tokenizer`: one the caller already loaded for this model (once the weights stream, its
     load is most of the time left), else it loads beside the weights."""
-    from quail_engine.infer.loader import read_config, resolve_dtype, resolve_model_dir
-    from quail_engine.infer.weights import FP8_DTYPES, SCALE_SUFFIX, weights_dir
-
     start = time.perf_counter()
     device, dtype = torch.device(device), resolve_dtype(dtype)
     directory = resolve_model_dir(spec)

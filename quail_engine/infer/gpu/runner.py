@@ -178,7 +178,7 @@ class GpuRunner:
         if not self.decode_graphs:
             return None
         if self._graphs is None:
-            from quail_engine.infer.gpu.decode_graph import DecodeGraphs
+            from quail_engine.infer.gpu.decode_graph import DecodeGraphs  # (deferred: triton)
 
             self._graphs = DecodeGraphs(self.model)
         return self._graphs
