@@ -12,6 +12,8 @@ Speed of light (`sol_s`): the prefill of every prompt at the datasheet fp8 rate 
 the bf16 rate), plus the decode steps at the arena's batch: as many sequences at once as the
 engine's paged KV arena holds (its size read off the query's log), each step the longer of
 reading the weights and the batch's KV at the HBM bandwidth and its FLOPs at the fp8 rate.
+The datasheet is the H200's (the issue's convention, `sol_s`, `sol_fraction`); a run on an H100
+also gets its own card's (`sol_s_h100`, `sol_fraction_h100`: the same FLOP rates, 3.35 TB/s).
 transformers: `generate` (greedy, bf16, one padded batch of `--hf-rows`) on the same model
 directory and the first `--hf-rows` prompts, in the same device call.
 
@@ -60,8 +62,16 @@ SCHEMA = ("{'type': 'json', 'schema': {'type': 'object', 'properties': {'summary
           "{'type': 'string'}, 'sentiment': {'type': 'string', 'enum': ['positive', 'negative', "
           "'neutral']}}, 'required': ['summary', 'sentiment']}}")
 VOCAB = 151936  # Qwen3-4B's: the random model's LM head has its real size
-# H200 datasheet (the QUAIL-B convention): dense fp8 and bf16 tensor FLOP/s, HBM bytes/s
-PEAK_FP8, PEAK_BF16, HBM = 1979e12, 989e12, 4.8e12
+# datasheets: dense fp8 and bf16 tensor FLOP/s, HBM bytes/s. The H200's is the QUAIL-B
+# convention and the issue's target; a run on another card is priced on its own sheet too,
+# since a decode step reads memory and the H100's HBM3 is 30% slower than the H200's HBM3e
+DATASHEETS = {"H200": (1979e12, 989e12, 4.8e12), "H100": (1979e12, 989e12, 3.35e12)}
+PEAK_FP8, PEAK_BF16, HBM = DATASHEETS["H200"]
+
+
+def sheet_of(device_name: str) -> str | None:
+    """The datasheet of the card named `device_name` (torch's name), None for one not listed."""
+    return next((k for k in DATASHEETS if k in device_name), None)
 
 
 GROUPS = 20  # a grouped run's groups (rows spread evenly by id)
@@ -131,8 +141,10 @@ def bf16_arena_tokens(config, tokens: int) -> int:
 
 
 def sol_seconds(config, rows: int, prompt_tokens: float, output_tokens: float,
-                arena_tokens: int | None, page: int = 64) -> dict:
-    """The decode speed of light of `rows` answers (see the module docstring)."""
+                arena_tokens: int | None, page: int = 64, sheet: str = "H200") -> dict:
+    """The decode speed of light of `rows` answers (see the module docstring), on `sheet`'s
+    datasheet."""
+    peak_fp8, peak_bf16, hbm = DATASHEETS[sheet]
     c = config
     layer_params = (c.hidden_size * (c.num_heads + 2 * c.num_kv_heads) * c.head_dim
                     + c.num_heads * c.head_dim * c.hidden_size
@@ -147,12 +159,12 @@ def sol_seconds(config, rows: int, prompt_tokens: float, output_tokens: float,
     batch = rows if arena_tokens is None else max(1, min(rows, arena_tokens // page
                                                          // per_seq_pages))
     prefill = rows * (2 * (params + c.vocab_size * c.hidden_size / max(prompt_tokens, 1))
-                      * prompt_tokens / PEAK_FP8 + attn * prompt_tokens ** 2 / 2 / PEAK_BF16)
+                      * prompt_tokens / peak_fp8 + attn * prompt_tokens ** 2 / 2 / peak_bf16)
     steps = math.ceil(rows / batch) * max(out_each - 1, 0)
     ctx = prompt_tokens + out_each / 2
-    step = max((weight_bytes + batch * ctx * kv_bytes) / HBM,
-               batch * (2 * params + 2 * c.vocab_size * c.hidden_size) / PEAK_FP8
-               + batch * attn * ctx / PEAK_BF16)
+    step = max((weight_bytes + batch * ctx * kv_bytes) / hbm,
+               batch * (2 * params + 2 * c.vocab_size * c.hidden_size) / peak_fp8
+               + batch * attn * ctx / peak_bf16)
     return {"sol_s": round(prefill + steps * step, 4), "sol_prefill_s": round(prefill, 4),
             "sol_step_ms": round(step * 1000, 3), "sol_batch": batch,
             "sol_decode_tokens_per_s": round(batch / step)}
@@ -213,6 +225,13 @@ def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
         row.update(sol_seconds(args.config, asked, row["prompt_tokens"] / asked, output,
                                sol_tokens, page))
         row["sol_fraction"] = round(row["sol_s"] / run_s, 3) if run_s > 0 else None
+        own = getattr(args, "sheet", None)
+        if own not in (None, "H200"):  # the card's own datasheet beside the H200 convention
+            row[f"sol_s_{own.lower()}"] = sol_seconds(args.config, asked,
+                                                      row["prompt_tokens"] / asked, output,
+                                                      sol_tokens, page, own)["sol_s"]
+            row[f"sol_fraction_{own.lower()}"] = (round(row[f"sol_s_{own.lower()}"] / run_s, 3)
+                                                  if run_s > 0 else None)
         row["arena_tokens"] = tokens
     return row
 
@@ -283,6 +302,14 @@ def markdown(result: dict) -> str:
             "engine_s", "output_tokens",
             "output_tokens_per_s", "sol_s", "sol_fraction", "sol_batch", "transformers_ratio",
             "null_answers")) + " |")
+    own = next((k[len("sol_fraction_"):] for r in result["runs"] for k in r
+                if k.startswith("sol_fraction_")), None)
+    if own:
+        lines += ["", f"sol s and sol fraction: the H200 datasheet (the issue's convention); "
+                      f"on this card's own ({own.upper()}: "
+                      f"{DATASHEETS[own.upper()][2] / 1e12:g} TB/s) the fraction is "
+                      + ", ".join(str(r.get(f"sol_fraction_{own}")) for r in result["runs"])
+                      + " (in order)."]
     for r in result.get("transformers", []):
         lines.append("")
         lines.append(f"transformers `generate`, {r['rows']} rows x {r['max_tokens']} tokens: "
@@ -314,6 +341,8 @@ def main(argv=None) -> int:
     args.model_dir = args.config = None
     model = "the embedded writer (SmolLM2-135M), CPU"
     if gpu:
+        import torch
+
         from quail_engine.infer.models import config_from_hf
         from quail_engine.infer.tokenizer import load_tokenizer
         from quail_testing.model_dir import write_model_dir
@@ -322,6 +351,7 @@ def main(argv=None) -> int:
         hf = write_model_dir(args.model_dir, args.tokenizer, tiny=False, device="cuda",
                              vocab_size=VOCAB)
         args.config = config_from_hf(hf)
+        args.sheet = sheet_of(torch.cuda.get_device_name())
         tokenizer = load_tokenizer(str(args.model_dir))
         model = f"random Qwen3-4B ({args.precision}), tokenizer of {args.tokenizer.name}"
     else:

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench.decode import bf16_arena_tokens, parse_run, sol_seconds
+from bench.decode import DATASHEETS, bf16_arena_tokens, parse_run, sheet_of, sol_seconds
 
 CONFIG = SimpleNamespace(hidden_size=2560, num_heads=32, num_kv_heads=8, head_dim=128,
                          intermediate_size=9728, num_layers=36, vocab_size=151936)
@@ -31,6 +31,19 @@ def test_fp8_kv_run_keeps_the_bf16_speed_of_light():
             for t in (bf16_tokens, bf16_arena_tokens(CONFIG, fp8_tokens))]
     assert same[0]["sol_batch"] == same[1]["sol_batch"]
     assert same[0]["sol_s"] == pytest.approx(same[1]["sol_s"], rel=1e-3)
+
+
+def test_a_run_on_an_h100_is_priced_on_its_own_datasheet_too():
+    """Same FLOP rates, slower HBM: the prefill's bound is the H200's, each decode step (here
+    memory-bound: 1,000 sequences' KV) takes the bandwidth ratio longer."""
+    assert sheet_of("NVIDIA H100 80GB HBM3") == "H100"
+    assert sheet_of("NVIDIA H200") == "H200" and sheet_of("NVIDIA A100-SXM4-80GB") is None
+    h200, h100 = (sol_seconds(CONFIG, 2000, 300, 96_000, 200_000, 64, sheet)
+                  for sheet in ("H200", "H100"))
+    assert h100["sol_prefill_s"] == h200["sol_prefill_s"]
+    assert h100["sol_step_ms"] == pytest.approx(
+        h200["sol_step_ms"] * DATASHEETS["H200"][2] / DATASHEETS["H100"][2], rel=1e-3)
+    assert h100["sol_s"] > h200["sol_s"]
 
 
 def test_decode_band_loads_an_fp8_kv_row_with_the_arena_in_fp8(monkeypatch):
