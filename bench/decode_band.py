@@ -240,10 +240,14 @@ def main(argv: list[str]) -> int:
 
     command = ("python -m bench decode_band " + " ".join(argv)).strip()
     result = {"command": command, "max_tokens": args.max_tokens, "bands": [], "rows": []}
+    device = "gpu" if args.device.startswith("cuda") else "cpu"
+    start = time.perf_counter()
     for model in args.models:
         for precision in args.precisions:
             key = band_key(precision, args.device)
             measured = measure(model, args.max_tokens, args.device, precision)
+            print(f"{Path(model).name} {precision}: measured {measured} at "
+                  f"{time.perf_counter() - start:.0f} s", flush=True)
             rows = check(model, measured["band"], args.max_tokens, args.device, precision, key,
                          args.kv_fp8)
             reasked = next(r["reasked"] for r in rows if r["precision"].endswith("-band"))
@@ -251,8 +255,10 @@ def main(argv: list[str]) -> int:
             result["bands"].append({"model": Path(model).name, "key": key, **measured,
                                     "direct": reasked > 0.5, "written": written})
             result["rows"] += rows
-    device = "gpu" if args.device.startswith("cuda") else "cpu"
-    write_result(result, f"decode-band-{device}", markdown, args.out)
+            print(f"{Path(model).name} {precision}: checked at "
+                  f"{time.perf_counter() - start:.0f} s", flush=True)
+            # (after each precision: a run its time limit stops keeps what it finished)
+            write_result(result, f"decode-band-{device}", markdown, args.out)
     return 0
 
 
