@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.results_io import write_result
+from quail_engine.plan import device as _dev
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTRUCTION = "Summarize this text in one sentence: {0}"
@@ -62,11 +63,12 @@ SCHEMA = ("{'type': 'json', 'schema': {'type': 'object', 'properties': {'summary
           "{'type': 'string'}, 'sentiment': {'type': 'string', 'enum': ['positive', 'negative', "
           "'neutral']}}, 'required': ['summary', 'sentiment']}}")
 VOCAB = 151936  # Qwen3-4B's: the random model's LM head has its real size
-# datasheets: dense fp8 and bf16 tensor FLOP/s, HBM bytes/s. The H200's is the QUAIL-B
-# convention and the issue's target; a run on another card is priced on its own sheet too,
-# since a decode step reads memory and the H100's HBM3 is 30% slower than the H200's HBM3e
-DATASHEETS = {"H200": (1979e12, 989e12, 4.8e12), "H100": (1979e12, 989e12, 3.35e12)}
-PEAK_FP8, PEAK_BF16, HBM = DATASHEETS["H200"]
+# datasheets (quail_engine/plan/device.py): dense fp8 and bf16 tensor FLOP/s, HBM bytes/s. The
+# H200's is the QUAIL-B convention and the issue's target; a run on another card is priced on
+# its own sheet too, since a decode step reads memory and the H100's HBM is the slower
+DATASHEETS = {"H200": (_dev.H200_DATASHEET_FP8.flops, _dev.H200_DATASHEET.flops,
+                       _dev.H200_DATASHEET.bandwidth),
+              "H100": (_dev.H100_SXM_FP8.flops, _dev.H100_SXM.flops, _dev.H100_SXM.bandwidth)}
 
 
 def sheet_of(device_name: str) -> str | None:
@@ -227,11 +229,10 @@ def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
         row["sol_fraction"] = round(row["sol_s"] / run_s, 3) if run_s > 0 else None
         own = getattr(args, "sheet", None)
         if own not in (None, "H200"):  # the card's own datasheet beside the H200 convention
-            row[f"sol_s_{own.lower()}"] = sol_seconds(args.config, asked,
-                                                      row["prompt_tokens"] / asked, output,
-                                                      sol_tokens, page, own)["sol_s"]
-            row[f"sol_fraction_{own.lower()}"] = (round(row[f"sol_s_{own.lower()}"] / run_s, 3)
-                                                  if run_s > 0 else None)
+            mine = sol_seconds(args.config, asked, row["prompt_tokens"] / asked, output,
+                               sol_tokens, page, own)["sol_s"]
+            row[f"sol_s_{own.lower()}"] = mine
+            row[f"sol_fraction_{own.lower()}"] = round(mine / run_s, 3) if run_s > 0 else None
         row["arena_tokens"] = tokens
     return row
 

@@ -279,6 +279,7 @@ def run_model_gpu(model: str, bands: bool, command: str) -> tuple[list[dict], di
     computes each answer over cached keys: the band covers a warm cache's route too."""
     import torch
 
+    from bench.decode import sheet_of
     from quail_engine.infer import fingerprint
     from quail_engine.infer.embedded import source_sha256
     from quail_engine.infer.engine import LocalEngine
@@ -297,8 +298,7 @@ def run_model_gpu(model: str, bands: bool, command: str) -> tuple[list[dict], di
                               fingerprint.reference_for(sha), f"{model} on {device}")
     fp32 = Recorder(ref_engine)
     reference, reference_s = ask(fp32, model, rows, ops, 64)
-    name = torch.cuda.get_device_name(0)
-    gpu = next((g.lower() for g in ("H200", "H100") if g in name), "cuda")
+    gpu = (sheet_of(torch.cuda.get_device_name(0)) or "cuda").lower()
     out = [_row(model, "fp32", False, reference, reference, labels, 0.0, reference_s, gpu,
                 fingerprint_max_diff=round(worst, 6), decisions=reference)]
     shifts = {}

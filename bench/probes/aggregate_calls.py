@@ -46,11 +46,12 @@ def main(argv=None) -> int:
     import duckdb
 
     if args.tokenizer is not None:
+        from bench.decode import VOCAB
         from quail_testing.model_dir import write_model_dir
 
         model_dir = args.workdir / "model"
         write_model_dir(model_dir, args.tokenizer, tiny=False, device=args.device,
-                        vocab_size=151936)  # (Qwen3-4B's, as bench decode sizes it)
+                        vocab_size=VOCAB)
         args.model = str(model_dir)
     from quail_engine.exec import call_gather
     from quail_engine.exec.facade import SessionConfig, open_session
