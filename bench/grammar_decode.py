@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import platform
 import sys
@@ -102,10 +103,19 @@ def run_mode(engine, texts: list[str], grammar, max_tokens: int, schema: dict) -
 
 
 def profile_run(engine, texts: list[str], grammar, max_tokens: int, out: Path) -> None:
-    """One more run of `texts` (under `grammar`, or free) with the host profiled by cProfile
-    and the kernels by torch.profiler: where a constrained step's extra time goes."""
+    """One more run of `texts` free and one under `grammar`, each with the host profiled by
+    cProfile and the kernels by torch.profiler: where a constrained step's extra time goes.
+    Besides the tables, each run's GPU busy time (the union of its kernels' intervals) and its
+    longest idle gaps, which tell GPU work added from the GPU left waiting for the host."""
+    text = io.StringIO()
+    for label, g in (("free", None), ("grammar", grammar)):
+        text.write(f"=== {label} ===\n")
+        text.write(_profiled(engine, texts, g, max_tokens))
+    out.write_text(text.getvalue())
+
+
+def _profiled(engine, texts: list[str], grammar, max_tokens: int) -> str:
     import cProfile
-    import io
     import pstats
 
     import torch
@@ -120,15 +130,44 @@ def profile_run(engine, texts: list[str], grammar, max_tokens: int, out: Path) -
         activities.append(torch.profiler.ProfilerActivity.CUDA)
     host = cProfile.Profile()
     with torch.profiler.profile(activities=activities) as kernels:
+        t0 = time.perf_counter()
         host.enable()
         engine.run(requests)
         _sync()
         host.disable()
+        wall = time.perf_counter() - t0
     text = io.StringIO()
+    text.write(f"wall {wall:.4f} s\n")
+    if torch.cuda.is_available():
+        text.write(gpu_busy(kernels.events(), wall) + "\n")
     pstats.Stats(host, stream=text).sort_stats("tottime").print_stats(30)
     sort = "cuda_time_total" if torch.cuda.is_available() else "cpu_time_total"
     text.write(kernels.key_averages().table(sort_by=sort, row_limit=30))
-    out.write_text(text.getvalue())
+    return text.getvalue()
+
+
+def gpu_busy(events, wall: float) -> str:
+    """The GPU's busy seconds (the union of its kernels' and copies' intervals), the idle
+    seconds between the first and last of them, and the ten longest idle gaps."""
+    spans = sorted((e.time_range.start, e.time_range.end) for e in events
+                   if getattr(e, "device_type", None) is not None
+                   and str(e.device_type).endswith("CUDA"))
+    if not spans:
+        return "gpu: no kernels recorded"
+    busy, gaps, (lo, hi) = 0.0, [], spans[0]
+    for start, end in spans[1:]:
+        if start > hi:
+            busy += hi - lo
+            gaps.append(start - hi)
+            lo, hi = start, end
+        else:
+            hi = max(hi, end)
+    busy += hi - lo
+    span = (spans[-1][1] if spans else 0) - spans[0][0]
+    longest = ", ".join(f"{g / 1e3:.2f}" for g in sorted(gaps, reverse=True)[:10])
+    return (f"gpu: {len(spans)} kernel/copy intervals, busy {busy / 1e6:.4f} s of "
+            f"{span / 1e6:.4f} s from first to last ({wall:.4f} s wall); idle gaps "
+            f"{len(gaps)}, {sum(gaps) / 1e6:.4f} s; longest (ms): {longest}")
 
 
 def _parses(text, schema) -> bool:
@@ -185,8 +224,9 @@ def main(argv=None) -> int:
                    choices=["free", "grammar", "grammar-short"])
     p.add_argument("--out", default=None)
     p.add_argument("--profile", metavar="FILE",
-                   help="after the timed runs, run the last mode's batch once more under "
-                        "cProfile and torch.profiler and write where its time went to FILE")
+                   help="after the timed runs, run the last batch once more free and once under "
+                        "the last mode's grammar, under cProfile and torch.profiler, and "
+                        "write where their time went to FILE")
     args = p.parse_args(argv)
     from quail_engine.infer.api import Grammar
 
