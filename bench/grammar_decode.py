@@ -140,7 +140,11 @@ def _profiled(engine, texts: list[str], grammar, max_tokens: int) -> str:
     text.write(f"wall {wall:.4f} s\n")
     if torch.cuda.is_available():
         text.write(gpu_busy(kernels.events(), wall) + "\n")
-    pstats.Stats(host, stream=text).sort_stats("tottime").print_stats(30)
+    stats = pstats.Stats(host, stream=text)
+    stats.sort_stats("tottime").print_stats(30)
+    # the decode loop's own thread: what each of its steps' parts spends, callees included
+    stats.sort_stats("cumulative").print_stats("decode_overlap|decode_graph|runner|grammar", 25)
+    stats.print_callees("stage|decode_stage|_advance_early|_start_masks|choose_on_device")
     sort = "cuda_time_total" if torch.cuda.is_available() else "cpu_time_total"
     text.write(kernels.key_averages().table(sort_by=sort, row_limit=30))
     return text.getvalue()
