@@ -11,18 +11,16 @@ tokens so far on the host) on a runner whose decode steps take and give tokens o
 (`decode_next`). A grammar's choice waits for its masks, which need the sequence's tokens so
 far: as soon as the host reads a step's tokens, the grammars' helper thread feeds them to the
 matchers and goes straight on to the next masks, while the step's forward pass runs and this
-thread ends the other sequences, admits new ones and stages the step after (`decode_stage`: the
-sequences' KV growth, positions and block table) without waiting for the matchers to take their
-tokens, which on a slow host takes as long as the staging. Once the masks are in, only the
-masked choice and one graph launch stand between the pass and the next. While the helper holds
-a sequence's matcher this thread does not touch it (llguidance refuses a matcher borrowed by
-another thread): it reads what the helper reported instead. The tokens are the ones
-`greedy_decode` picks (the same argmax of the same logits, under the same masks); what changes
-is when the host learns them: a sequence that ends (EOS, a stop string, its grammar complete) is
-known one step late, so it runs one step in vain and that step's token is dropped; one its
-grammar ends was staged before the loop knew, so it runs the staged step in vain too. Its KV
-never exceeds what admission reserved for it (a prompt and `max_tokens` answer tokens: a step
-is staged only for a sequence given fewer), so the arena still never overflows.
+thread ends sequences, admits new ones and stages the step after (`decode_stage`: the
+sequences' KV growth, positions and block table). Once the masks are in, only the masked
+choice and one graph launch stand between the pass and the next. While the helper holds a
+sequence's matcher this thread does not touch it (llguidance refuses a matcher borrowed by
+another thread): it reads what the helper reported instead. The
+tokens are the ones `greedy_decode` picks (the same argmax of the same logits, under the same
+masks); what changes is when the host learns them: a sequence that ends (EOS, a stop string,
+its grammar complete) is known one step late, so it runs one step in vain and that step's
+token is dropped. Its KV never exceeds what admission reserved for it (a prompt and
+`max_tokens` answer tokens), so the arena still never overflows.
 """
 
 from __future__ import annotations
@@ -73,13 +71,10 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
     tokens = host = ready = None  # those tokens on the device; their host copy and its event
     stage = getattr(runner, "decode_stage", None)
     staged = None  # the next step's inputs, staged at the end of the last iteration
-    staged_rows: list[int] = []  # the rows of `group` it was staged for
-    late: list[DecodeSeq] = []  # ended after that step was staged with them: it runs in vain
     while group or waiting:
         # 1. the next step's forward pass, for the sequences whose in-flight token does not
-        #    end them by length (one that ends otherwise is not known yet: it runs in vain),
-        #    or those it was staged for (with any that ended since)
-        rows = staged_rows if staged is not None else _next_rows(group, issued)
+        #    end them by length (one that ends otherwise is not known yet: it runs in vain)
+        rows = _next_rows(group, issued)
         stepped = [group[k] for k in rows]
         following = kept = None
         if rows:
@@ -90,27 +85,27 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
                                                  staged=staged)
             for s in stepped:
                 issued[id(s)] += 1
-        ran = {id(s) for s in stepped}
-        _count_vain(runner, sum(id(s) in ran for s in late))
-        for s in late:
-            del kv[id(s)], issued[id(s)]  # its pages go back to the arena
-        late = []
         # 2. read the in-flight tokens (the GPU meanwhile runs the pass just launched); the
-        #    grammars take theirs and go straight on to the next masks on their helper thread,
-        #    while this one ends the other sequences, admits new ones and stages the next step
-        #    (3-4) before it reads what the grammars made of their tokens (5)
-        advance = graded = None
-        vain = 0
+        #    grammars take them and go straight on to the next masks on their helper thread,
+        #    while this one does the step's bookkeeping
+        early = None
         if group:
             if ready is not None:
                 ready.synchronize()
             live = [(s, t) for s, t in zip(group, host[:len(group)].tolist()) if not s.finish]
             if grammars is not None:
-                advance = _advance_start(grammars, live, stepped, eos_ids)
-            graded = set(advance[0]) if advance is not None else set()
-            for k, (s, token) in enumerate(live):
-                if k not in graded:
-                    vain += _took(s, token, True, None, kv, issued, ran, eos_ids, detokenize)
+                taken, stopped, early = _advance_early(grammars, live, stepped, eos_ids)
+            else:
+                taken, stopped = [True] * len(live), [None] * len(live)
+            vain, ran = 0, {id(s) for s in stepped}
+            for (s, token), ok, stop in zip(live, taken, stopped):
+                if _take(s, token, eos_ids, detokenize, ok, stop) and \
+                        len(s.out_tokens) >= s.max_tokens:
+                    _end(s, "length", detokenize)
+                if s.finish:
+                    del kv[id(s)], issued[id(s)]  # its pages go back to the arena
+                    vain += id(s) in ran  # (stepped in 1 before its end was known)
+            _count_vain(runner, vain)
         # 3. admit waiting sequences into the room the ended ones left
         admitted = _admit(waiting, [s for s in stepped if not s.finish], room, slack=2)
         firsts = None
@@ -121,32 +116,18 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
             first_logits = torch.stack([job.logits[-1] for job in jobs])
             firsts = first_logits.argmax(dim=-1)
             del jobs
-        # 4. stage the next step's inputs (the pass launched in 1 still runs), for every
-        #    sequence not known to have ended: one its grammar ends in 5 runs that step in vain
-        group = stepped + admitted
-        staged_rows = _next_rows(group, issued)
-        staged = None
-        if stage is not None and staged_rows:
-            staged = stage([kv[id(group[k])] for k in staged_rows])
-        # 5. what the grammars made of their tokens; the admitted sequences' masks queue
-        #    behind those the helper started in 2; then the masked choices are queued
-        #    behind the pass launched in 1
-        early = None
-        if advance is not None:
-            taken, stopped, early = _advance_finish(advance, live)
-            in_staged = {id(group[k]) for k in staged_rows} if staged is not None else set()
-            for k in advance[0]:
-                s, token = live[k]
-                ended = _took(s, token, taken[k], stopped[k], kv, issued, ran, eos_ids,
-                              detokenize, keep=id(s) in in_staged)
-                vain += ended
-                if s.finish and id(s) in in_staged:
-                    late.append(s)
-        _count_vain(runner, vain)
+        # 4. the admitted sequences' masks queue behind those started in 2 while this thread
+        #    stages the next step's inputs (the pass launched in 1 still runs); then the
+        #    masked choices are queued behind that pass
         masks = None
         if grammars is not None:
             masks = _start_masks(grammars, stepped, kept, early, admitted,
                                  first_logits if admitted else None)
+        group = stepped + admitted
+        following_rows = _next_rows(group, issued)
+        staged = None
+        if stage is not None and following_rows:
+            staged = stage([kv[id(group[k])] for k in following_rows])
         if masks is not None:
             following, firsts = _grammar_choices(grammars, masks, following, firsts)
         parts = [t for t in (following, firsts) if t is not None]
@@ -157,31 +138,18 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
         host, ready = _to_host(tokens)
 
 
-def _took(s: DecodeSeq, token: int, ok: bool, stop: bool | None, kv: dict, issued: dict,
-          ran: set[int], eos_ids: set[int], detokenize, keep: bool = False) -> int:
-    """`_take` for one read token, ending `s` by length after its last one; an ended sequence's
-    KV goes back to the arena unless `keep` (a step staged with it must run first). -> 1 when
-    `s` ended and the step in flight runs it in vain, else 0."""
-    if _take(s, token, eos_ids, detokenize, ok, stop) and len(s.out_tokens) >= s.max_tokens:
-        _end(s, "length", detokenize)
-    if not s.finish:
-        return 0
-    if not keep:
-        del kv[id(s)], issued[id(s)]  # its pages go back to the arena
-    return int(id(s) in ran)  # (stepped in 1 before its end was known)
-
-
 def _next_rows(group: Sequence[DecodeSeq], issued: dict[int, int]) -> list[int]:
     """The rows of `group` the next step runs: those not ended and not given their
     `max_tokens` tokens yet."""
     return [k for k, s in enumerate(group) if not s.finish and issued[id(s)] < s.max_tokens]
 
 
-def _advance_start(grammars, live, stepped, eos_ids):
+def _advance_early(grammars, live, stepped, eos_ids):
     """Give each live constrained sequence its token read (EOS aside) and start the masks of
-    those the pass in flight steps (`stepped`), all on the grammars' helper thread, without
-    waiting. -> (the positions in `live` given a token, the steps, the positions among them
-    to mask, the helper's two futures), or None when no grammar reads a token."""
+    those the pass in flight steps (`stepped`) on the grammars' helper thread; waits only for
+    the tokens to be taken. -> (taken, stopped) per live row (for `_take`: True / None where
+    no grammar reads the token), and (the sequences masked, the pending masks) or None."""
+    taken, stopped = [True] * len(live), [None] * len(live)
     in_step = {id(s) for s in stepped if s.grammar is not None}
     at, steps, candidates = [], [], []
     for k, (s, t) in enumerate(live):
@@ -191,16 +159,11 @@ def _advance_start(grammars, live, stepped, eos_ids):
             at.append(k)
             steps.append((s.matcher, t))
     if not steps:
-        return None
-    return at, steps, candidates, grammars.start_step(steps, candidates)
-
-
-def _advance_finish(advance, live):
-    """Wait for the tokens `_advance_start` gave to be taken. -> (taken, stopped) by position
-    in `live` (for `_take`), and (the sequences masked, the pending masks)."""
-    at, steps, candidates, (advanced, pending) = advance
+        return taken, stopped, None
+    advanced, pending = grammars.start_step(steps, candidates)
     got, stops = advanced.result()
-    taken, stopped = dict(zip(at, got)), dict(zip(at, stops))
+    for j, k in enumerate(at):
+        taken[k], stopped[k] = got[j], stops[j]
     masked = [live[at[j]][0] for j in candidates if got[j] and not stops[j]]
     return taken, stopped, (masked, pending)
 
