@@ -61,9 +61,11 @@ def test_overlapped_decode_equals_step_by_step_decode(device, static):
     assert launched and all(launched) == static and any(launched) == static
 
 
-def test_decode_next_keeps_the_rows_a_grammar_chooses_from(device):
+@pytest.mark.parametrize("keep", [[1, 3], [0, 1, 2, 3, 4]])
+def test_decode_next_keeps_the_rows_a_grammar_chooses_from(device, keep):
     """decode_next's tokens are the argmax of the step's logits, and the rows it keeps are
-    those logits (decode_step's, for the same sequences at the same point)."""
+    those logits (decode_step's, for the same sequences at the same point): gathered, or, where
+    a staged step keeps every row, the step's output itself."""
     from quail_engine.infer.runner import SeqJob
 
     config, _, fast = _models("qwen3", device)
@@ -84,9 +86,10 @@ def test_decode_next_keeps_the_rows_a_grammar_chooses_from(device):
                 runner.decode_step(steps)
                 results.append(torch.stack([j.logits[-1] for j in steps]))
             else:
-                tokens, kept = runner.decode_next(kvs, first, keep=[1, 3])
-                results.append((tokens, kept))
+                staged = runner.decode_stage(kvs)
+                tokens, kept = runner.decode_next(kvs, first, keep=keep, staged=staged)
+                results.append((tokens, kept.clone()))
             del jobs, kvs
     logits, (tokens, kept) = results
     assert tokens.tolist() == logits.argmax(dim=-1).tolist()
-    assert torch.equal(kept, logits[[1, 3]])
+    assert torch.equal(kept, logits[keep])

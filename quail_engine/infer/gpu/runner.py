@@ -122,18 +122,29 @@ class GpuRunner:
         """One greedy decode step that never waits for the GPU: token b (`ids`, on the
         device) continues `prefixes[b]`, which grows by it in place as in `decode_step`.
         Returns each row's most likely next token, on the device, and the whole logits of
-        the rows in `keep` (a copy, [len(keep), V]: rows whose choice a grammar makes later).
-        The host can prepare the next step (and read this step's tokens later) while this
-        one runs (decode_overlap.py). `staged`: `decode_stage(prefixes)` done already."""
+        the rows in `keep` ([len(keep), V]: rows whose choice a grammar makes later). The host
+        can prepare the next step (and read this step's tokens later) while this one runs
+        (decode_overlap.py). `staged`: `decode_stage(prefixes)` done already.
+
+        The kept logits are a copy where the step runs in parts (a later part may replay the
+        same graph over the output) or keeps only some rows; a staged step is one part, and
+        keeping all its rows returns the step's output itself (a view the next step's launch
+        overwrites: whatever reads it must be queued before that launch, as the overlapped
+        loop's masked choice is), since copying 768 rows of full-vocabulary float32 logits
+        twice (the gather, then the concatenation) costs a constrained step GPU time that the
+        free step does not spend."""
         if staged is not None and staged.prefixes != tuple(map(id, prefixes)):
             raise ValueError("decode_next over other prefixes than were staged")
         tokens, kept = [], []
         for lo, logits in self._decode_parts(ids, prefixes, keep=False, staged=staged):
             tokens.append(logits.argmax(dim=-1))
             rows = [k - lo for k in keep if lo <= k < lo + len(logits)]
-            if rows:  # (before a later part replays the same graph over this output)
+            if staged is not None and rows == list(range(len(logits))):
+                kept.append(logits)  # (the one part of a staged step, every row kept)
+            elif rows:  # (before a later part replays the same graph over this output)
                 kept.append(logits[to_device(rows, self.device)])
-        return torch.cat(tokens), (torch.cat(kept) if kept else None)
+        return (tokens[0] if len(tokens) == 1 else torch.cat(tokens),
+                None if not kept else kept[0] if len(kept) == 1 else torch.cat(kept))
 
     def _decode_parts(self, ids, prefixes: Sequence, keep: bool, staged=None):
         """Yield (first row, logits) per part of one decode step (at most the largest decode
