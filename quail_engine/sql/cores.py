@@ -1,38 +1,29 @@
 """Cores: the SELECT blocks that hold AI operators, with what the planner needs to precompute
 their answers: the relations (each with a pushed-down scan query), the AI filters and joins that
-are top-level AND-conjuncts of WHERE / inner-join ON, and the AI projections.
+are top-level AND-conjuncts of WHERE / inner-join ON (sql/conjuncts.py), and the AI projections.
 
-A conjunct `NOT <AI predicate>` (Snowflake's `NOT AI_FILTER(...)`, Databricks' `= 'FALSE'`) is
-planned like the predicate itself, with the op marked `negated`: the same prompt (so the same
-answers and document KV), rows answering FALSE pass. AI predicates under OR or in an outer
-join's ON stay out of `filters`/`joins`: DuckDB still evaluates them through
-`quail_ai_<id>(...)` in `duckdb_sql`, they are just not planned. Calls DuckDB asks of every
-row or group outside the select list (ORDER BY, QUALIFY, HAVING, a WHERE call that is no
-conjunct of it) are the core's projections (`_row_calls`).
-
-A conjunct comparing a single-label classification to string literals (`= 'x'`, `<>`, `IN`,
-`NOT IN`) is planned as a filter of it, its passing labels in `AiOp.pass_labels`; a CTE's
-classification that the outer query filters on is planned inside the outer core
+Calls DuckDB asks of every row or group outside the select list (ORDER BY, QUALIFY, HAVING, a
+WHERE call that is no conjunct of it) are the core's projections too (sql/row_calls.py). A
+CTE's classification that the outer query filters on is planned inside the outer core
 (sql/label_ctes.py), its ops re-bound in `Core.ops`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlglot import exp
 
 from quail_engine.sql.build import AGGREGATE_OPS
+from quail_engine.sql.conjuncts import conjuncts, plan_conjuncts
 from quail_engine.sql.ir import AiOp, Equality, JoinInfo, OpKind
 from quail_engine.sql.label_ctes import see_through
 from quail_engine.sql.placeholder import op_id_of, placeholder_id, placeholder_ids
-from quail_engine.sql.scan import Pending, is_literal, scan_relation
+from quail_engine.sql.row_calls import is_row_level, reads_alias, reads_one, reads_only, row_calls
+from quail_engine.sql.scan import Pending, scan_relation
 from quail_engine.sql.sources import is_inner, sources_of
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -111,19 +102,6 @@ class Core:
                 + (f"; seen_through={[i for i, _ in self.ops]}" if self.ops else "") + ")")
 
 
-def conjuncts(node: exp.Expr | None) -> list[exp.Expr]:
-    """Top-level AND-conjuncts in order (iterative: long AND chains are deep trees)."""
-    out: list[exp.Expr] = []
-    todo = [] if node is None else [node]
-    while todo:
-        node = todo.pop().unnest()
-        if isinstance(node, exp.And):
-            todo += [node.expression, node.this]
-        else:
-            out.append(node)
-    return out
-
-
 def extract_cores(tree: exp.Expr, ops: list[AiOp]) -> tuple[list[Core], list[AiOp]]:
     """All cores of `tree` (a lowered statement), and `ops` with ai_join kinds filled in."""
     ops = list(ops)
@@ -147,7 +125,7 @@ def _extract(select: exp.Select, ops: list[AiOp], absorbed: set[int]) -> Core | 
     pending = Pending(select=select, sources=_scannable(select), ops=ops)
     if not pending.sources:
         return None
-    _predicates(pending, absorbed)
+    plan_conjuncts(pending, absorbed)
     aliases = {e.alias for e in select.expressions if e.alias}
     for node in select.expressions:
         for call in node.find_all(exp.Anonymous):
@@ -155,15 +133,15 @@ def _extract(select: exp.Select, ops: list[AiOp], absorbed: set[int]) -> Core | 
             if op_id is None or call.find_ancestor(exp.Select) is not select:
                 continue
             aggregate = ops[op_id].op in AGGREGATE_OPS
-            if not aggregate and not _row_level(call) or _reads_alias(call, aliases):
+            if not aggregate and not is_row_level(call) or reads_alias(call, aliases):
                 continue
             target = pending.aggregates if aggregate else pending.projections
-            if _reads_only(ops[op_id], pending.sources) and op_id not in target \
+            if reads_only(ops[op_id], pending.sources) and op_id not in target \
                     and op_id not in pending.filters:
                 target.append(op_id)
-    for op_id in _row_calls(select, aliases):
+    for op_id in row_calls(select, aliases):
         if op_id not in (*pending.filters, *pending.joins, *pending.projections) and \
-                ops[op_id].op not in AGGREGATE_OPS and _reads_one(ops[op_id], pending.sources):
+                ops[op_id].op not in AGGREGATE_OPS and reads_one(ops[op_id], pending.sources):
             pending.projections.append(op_id)
     if pending.filters or pending.joins or pending.projections or pending.aggregates:
         return _core(pending)
@@ -195,212 +173,6 @@ def _scannable(select: exp.Select) -> dict[str, exp.Expr]:
     return {a: s for a, s in sources_of(select).items() if isinstance(s, exp.Table | exp.Subquery)
             and not isinstance(s.this, exp.Unnest)}
 
-
-ROW_CLAUSES = ("where", "order", "qualify", "having")
-
-
-def _row_calls(select: exp.Select, aliases: set[str]) -> list[int]:
-    """AI calls of `select` outside its select list that DuckDB would ask of every row (or
-    group) the core's filters leave: in ORDER BY, QUALIFY, HAVING, and in WHERE where they are
-    no conjunct of it (inside a CASE, compared with a value). They are planned as projections
-    over the core's rows, so they run batched and cost-ordered like the select list's, and the
-    statement reads their answers. A call under OR is left to DuckDB, which asks it only of
-    the rows the other side leaves undecided (answered on the fly, a DuckDB vector at a
-    time)."""
-    out = []
-    for key in ROW_CLAUSES:
-        clause = select.args.get(key)
-        if clause is None:
-            continue
-        for call in clause.find_all(exp.Anonymous):
-            op_id = op_id_of(call)
-            if op_id is None or call.find_ancestor(exp.Select) is not select:
-                continue
-            if key in ("where", "having", "qualify") and _under_or(call, clause):
-                continue
-            if _row_level(call) and not _reads_alias(call, aliases):
-                out.append(op_id)
-    return out
-
-
-def _reads_alias(call: exp.Expr, aliases: set[str]) -> bool:
-    """Whether an argument names a select-list alias (`ORDER BY AI_FILTER(b)` with `body AS
-    b`): only DuckDB resolves it, the relation's scan has no such column."""
-    return any(not c.table and c.name in aliases for c in call.find_all(exp.Column))
-
-
-def _row_level(call: exp.Expr) -> bool:
-    """Whether an AI call's arguments are values of one row: one that reads an aggregate or
-    a window (a group's LISTAGG) has values only DuckDB forms, so it is left to DuckDB (its
-    scan would aggregate the whole relation)."""
-    return next((n for n in call.find_all(exp.AggFunc, exp.Window) if n is not call), None) \
-        is None
-
-
-def _under_or(node: exp.Expr, clause: exp.Expr) -> bool:
-    parent = node.parent
-    while parent is not None and parent is not clause:
-        if isinstance(parent, exp.Or):
-            return True
-        parent = parent.parent
-    return False
-
-
-def _reads_one(op: AiOp, sources) -> bool:
-    """Reads one of the core's relations: a row clause's call over two relations is asked
-    by DuckDB only of the pairs its joins form, which a projection over the core's relations
-    would not know (it is left to DuckDB)."""
-    read = {b.alias for b in op.bindings if not is_literal(b)}
-    return len(read) == 1 and read <= set(sources)
-
-
-def _reads_only(op: AiOp, sources) -> bool:
-    read = [b for b in op.bindings if not is_literal(b)]
-    return bool(read) and all(b.alias in sources for b in read)
-
-
-def _predicates(p: Pending, absorbed: set[int]) -> None:
-    where = p.select.args.get("where")
-    found = conjuncts(where.this if where else None)
-    exists = [c for c in found if isinstance(c, exp.Exists)
-              or (isinstance(c, exp.Not) and isinstance(c.this, exp.Exists))]
-    for c in found:
-        if not any(c is e for e in exists):
-            _conjunct(p, c, None)
-    for join in p.select.args.get("joins") or ():
-        for c in conjuncts(join.args.get("on")):
-            _conjunct(p, c, join)
-    for c in exists:
-        _exists(p, c, absorbed)
-
-
-def _conjunct(p: Pending, c: exp.Expr, join: exp.Join | None, inner_alias: str | None = None,
-              kind: str = "inner") -> None:
-    c = _is_true(c)
-    if inner_alias is None and is_inner(join) and _label_filter(p, c):
-        return
-    default = inner_alias or (next(iter(p.sources)) if len(p.sources) == 1 else None)
-    negated = _negated_id(c) is not None
-    op_id = _negated_id(c) if negated else _predicate_id(c)
-    if op_id is not None and p.ops[op_id].output_type == "BOOLEAN" and (join is None
-                                                                        or is_inner(join)):
-        aliases = _aliases_in_order(p.ops[op_id], p.sources)
-        if aliases is None:
-            return
-        if negated:
-            p.ops[op_id] = dataclasses.replace(p.ops[op_id], negated=True)
-        if len(aliases) == 1:
-            p.filters.append(op_id)
-        elif len(aliases) == 2:
-            if inner_alias is not None:
-                left = tuple(a for a in aliases if a != inner_alias)
-                right = (inner_alias,)
-            else:
-                left, right = aliases[:1], aliases[1:]
-            p.joins.append(op_id)
-            p.ops[op_id] = dataclasses.replace(p.ops[op_id], op=OpKind.AI_JOIN,
-                                               join=JoinInfo(kind, left, right))
-        return
-    if op_id is None and not any(op_id_of(n) is not None for n in c.find_all(exp.Anonymous)):
-        p.relational.append((c, join, default))
-
-
-def _label_filter(p: Pending, c: exp.Expr) -> bool:
-    """Plans `<classification> = 'x'` (`<>`, `IN (...)`, `NOT IN`) as a filter: its passing
-    labels, over the op's label names, in `pass_labels` (two conjuncts on one op intersect)."""
-    negated = isinstance(c, exp.Not)
-    node = c.this.unnest() if negated else c
-    if isinstance(node, exp.In) and not any(node.args.get(k) for k in ("query", "unnest",
-                                                                        "field")):
-        call, lits = node.this, node.expressions
-    elif isinstance(node, exp.EQ | exp.NEQ):
-        call, lits = node.this, [node.expression]
-        if isinstance(call, exp.Literal):
-            call, lits = node.expression, [node.this]
-        negated ^= isinstance(node, exp.NEQ)
-    else:
-        return False
-    op_id = _predicate_id(call)
-    if op_id is None or not lits or not all(isinstance(x, exp.Literal) and x.is_string
-                                            for x in lits):
-        return False
-    op = p.ops[op_id]
-    if op.op != OpKind.AI_CLASSIFY or op.multi or op.output_type != "VARCHAR" or not op.labels:
-        return False
-    aliases = _aliases_in_order(op, p.sources)
-    if aliases is None or len(aliases) != 1:
-        return False
-    named = {x.this for x in lits}
-    names = [lb.name for lb in op.labels]
-    passing = [n for n in names if (n in named) != negated]
-    if op.pass_labels is not None:
-        passing = [n for n in passing if n in op.pass_labels]
-    p.ops[op_id] = dataclasses.replace(op, pass_labels=tuple(passing))
-    if op_id not in p.filters:
-        p.filters.append(op_id)
-    return True
-
-
-def _predicate_id(c: exp.Expr) -> int | None:
-    """The op id when the conjunct is a bare placeholder call (`NOT` is read by the caller)."""
-    return op_id_of(c) if isinstance(c, exp.Anonymous) else None
-
-
-def _negated_id(c: exp.Expr) -> int | None:
-    """The op id of `NOT pred` or `NOT (pred = TRUE)` (not `NOT (pred IS TRUE)`: that one holds
-    for a NULL answer, which no planned filter keeps)."""
-    if not isinstance(c, exp.Not):
-        return None
-    inner = c.this.unnest()
-    if isinstance(inner, exp.EQ):
-        inner = _is_true(inner)
-    return _predicate_id(inner)
-
-
-def _is_true(c: exp.Expr) -> exp.Expr:
-    """`pred = TRUE` and `pred IS TRUE` are `pred` as a conjunct."""
-    if isinstance(c, exp.EQ | exp.Is) and isinstance(c.expression, exp.Boolean) and \
-            c.expression.this and _predicate_id(c.this) is not None:
-        return c.this
-    return c
-
-
-def _aliases_in_order(op: AiOp, sources) -> tuple[str, ...] | None:
-    used = {b.alias for b in op.bindings if not is_literal(b)}
-    if not used or None in used or not used <= set(sources):
-        log.info("%s is not planned: its bindings do not name the core's relations", op.op)
-        return None
-    return tuple(a for a in sources if a in used)
-
-
-def _exists(p: Pending, c: exp.Expr, absorbed: set[int]) -> None:
-    is_anti = isinstance(c, exp.Not)
-    query = (c.this if is_anti else c).this
-    if not isinstance(query, exp.Select) or query.args.get("joins") or any(
-            query.args.get(k) for k in ("group", "having", "limit", "qualify", "with_")):
-        _conjunct(p, c, None)
-        return
-    inner = sources_of(query)
-    if len(inner) != 1 or set(inner) & set(p.sources):
-        _conjunct(p, c, None)
-        return
-    inner_alias, source = next(iter(inner.items()))
-    outer_sources = p.sources
-    p.sources = {**p.sources, inner_alias: source}
-    before_joins, before_filters = len(p.joins), len(p.filters)
-    where = query.args.get("where")
-    kind = "anti" if is_anti else "semi"
-    rel_before = len(p.relational)
-    for conj in conjuncts(where.this if where else None):
-        _conjunct(p, conj, None, inner_alias=inner_alias, kind=kind)
-    new_joins = p.joins[before_joins:]
-    if not new_joins:
-        p.sources, p.joins, p.filters = outer_sources, p.joins[:before_joins], p.filters[:before_filters]
-        del p.relational[rel_before:]
-        _conjunct(p, c, None)  # a plain (NOT) EXISTS is a relational conjunct, pushable if local
-        return
-    p.semi[inner_alias] = source
-    absorbed.add(id(query))
 
 
 def _core(p: Pending) -> Core:
