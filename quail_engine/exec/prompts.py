@@ -23,13 +23,11 @@ bench/results/multilabel.md); on any other model, the yes/no question per label.
 A similarity is a pair layout on every model, asked in both directions (`OpPrompt.directions`):
 each text read as the answer to "write a text that means the same" after the other, its PMI with
 the other (the nats the other text adds to its likelihood over the content-free document). The
-value is the mean of the two PMIs mapped onto the vendor's range through a logistic curve
-(`similarity_value`), so it is the same whichever argument comes first, as the vendors' cosine
-is: measured, it ranks paraphrases above unrelated texts where the yes/no "do these two texts
-mean the same thing?" ranked them at chance (commit dc3bf20; bench/similarity.py;
-tests/e2e/test_function_shapes.py checks the ranking and the symmetry). The numbers the SQL
-compares a similarity with are its readout's `thresholds`, for the re-ask band, which decides on
-the mean (exec/multi_request.py).
+value is the mean of the two PMIs mapped onto the vendor's range (exec/sql_values.py): measured,
+it ranks paraphrases above unrelated texts where the yes/no "do these two texts mean the same
+thing?" ranked them at chance (bench/similarity.py; tests/e2e/test_function_shapes.py checks the
+ranking and the symmetry). The numbers the SQL compares a similarity with are its readout's
+`thresholds`, for the re-ask band, which decides on the mean (exec/multi_request.py).
 """
 
 from __future__ import annotations
@@ -41,7 +39,19 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from quail_engine.exec.tasks import default_max_tokens, shape_text, task_grammar, task_prompt
+from quail_engine.exec.model_quirks import WEAK_ON_DEFAULT
+from quail_engine.exec.model_quirks import pair_layout_for as pair_layout_for
+from quail_engine.exec.model_quirks import repetition_penalty_for as repetition_penalty_for
+from quail_engine.exec.sql_values import (
+    SIMILARITY_CENTRE,
+    probability,
+    similarity_margin,
+    sql_value,
+    value_shape,
+)
+from quail_engine.exec.sql_values import SIMILARITY_SPREAD as SIMILARITY_SPREAD
+from quail_engine.exec.sql_values import similarity_value as similarity_value
+from quail_engine.exec.tasks import default_max_tokens, task_grammar, task_prompt
 from quail_engine.infer.api import (
     BooleanReadout,
     GenerateReadout,
@@ -49,15 +59,8 @@ from quail_engine.infer.api import (
     Readout,
     ScoreReadout,
     SpanReadout,
-    logit,
-    sigmoid,
 )
-from quail_engine.infer.embedded import (
-    DECODE_MODEL,
-    DEFAULT_MODEL,
-    EMBEDDED_REPETITION_PENALTY,
-    is_embedded,
-)
+from quail_engine.infer.embedded import DECODE_MODEL, DEFAULT_MODEL
 from quail_engine.infer.prompt_layout import (
     BOOLEAN_HINT,
     CONTENT_FREE,
@@ -66,7 +69,6 @@ from quail_engine.infer.prompt_layout import (
     pair_cue,
     pair_readout,
 )
-from quail_engine.sql import scales
 from quail_engine.sql.op_kinds import OpKind, kinds, spec
 from quail_engine.sql.scan import is_string_literal
 from quail_engine.sql.task_prompts import SIMILARITY_STEM
@@ -81,12 +83,6 @@ LABEL_STEM = "Does the text above mention"  # a label decision in the pair layou
 # nats a label's likelihood must gain from the document; chosen on the odd ids of
 # bench/data/multilabel.jsonl, reported on the even ids (python -m bench multilabel)
 MULTI_LABEL_THRESHOLD = 2.75
-# a similarity's PMI (nats, the mean of both directions') at the middle of its range, and the
-# nats that move it by one logistic unit: chosen between the paraphrases and the unrelated texts
-# of bench/data/similarity.jsonl on the embedded default model (python -m bench similarity), so
-# related pairs land in the range's upper part and most unrelated ones below the middle
-SIMILARITY_CENTRE = 4.0
-SIMILARITY_SPREAD = 3.0
 
 
 @dataclass(frozen=True)
@@ -315,51 +311,13 @@ def _render(template: str, values: Sequence[str], doc_slots: Sequence[int]) -> s
     return SLOT.sub(fill, template)
 
 
-# shapes the embedded default model answers poorly whatever the layout (bench/pair_accuracy.py,
-# examples/README.md): shape -> what the user is told once
-WEAK_ON_DEFAULT = {
-    "yes/no filter on one document": (
-        "the default model's yes/no answer tracks whether the text reads positive, not the "
-        "question asked ('Is this review negative?' was right on 15% of labelled reviews); ask "
-        "for a label with a classify function, pass the topic as a second argument "
-        "(ai_filter('Does {0} mention {1}?', review, 'battery life')), or use a larger --model"),
-    "generation": (
-        "the default model (a 270M base model) writes rambling text that often ignores the "
-        "instruction; leave --generation-model at auto (the embedded smollm2-135m writes), "
-        "or use a larger model"),
-    "generation on the embedded writer": (
-        "smollm2-135m (embedded, 135M parameters) writes short summaries well but free-form "
-        "replies poorly (examples/README.md); pass --generation-model (dbt: generation_model) "
-        "a larger model for text people will read"),
-    "two-argument question that goes on after its second argument": (
-        "the default model scores how strongly the document makes the second argument likely, "
-        "and the words after the second argument's slot (e.g. 'is {1} cited by {0}') do not "
-        "reach it, so the relation they name is not asked; end the question with the second "
-        "argument, or use a larger --model"),
-}
-
-_TRAILING_NOISE = re.compile(r"^[\s?.!:;,'\")\]]*$")
-
-
-def pair_layout_for(model_name: str) -> bool:
-    """Whether two-argument questions use the pair layout with `model_name`'s answers: on the
-    embedded default model, where it was measured (yes/no answers there are at chance on
-    pairs: bench/results/pair-accuracy.md); elsewhere the yes/no readout every
-    warehouse's AI_FILTER documents (one prefill, a few answer-token logits, no full-vocabulary
-    span scoring and no threshold tuned on another model)."""
-    return model_name.split("@")[0] in ("default", DEFAULT_MODEL)
-
-
 def is_decoded(op) -> bool:
     """Whether operator `op` (an ir.AiOp) writes text (a decode), rather than reading an answer
     from one prefill's logits."""
     return spec(op.op).is_decoded
 
 
-def repetition_penalty_for(model_name: str) -> float:
-    """The repetition penalty of generated text on `model_name` (1.0: plain greedy): the
-    embedded models repeat themselves without one; any other model decodes as it is."""
-    return EMBEDDED_REPETITION_PENALTY if is_embedded(model_name) else 1.0
+_TRAILING_NOISE = re.compile(r"^[\s?.!:;,'\")\]]*$")
 
 
 def weak_shape(op, layout: OpPrompt | None = None) -> str | None:
@@ -392,53 +350,6 @@ def warn_if_weak(op, model_id: str, layout: OpPrompt | None = None) -> None:
 @functools.cache
 def _warn_once(shape: str) -> None:
     log.warning("%s: %s", shape, WEAK_ON_DEFAULT[shape])
-
-
-def probability(op, value: float) -> float:
-    """The P(yes) that is `value` in `op`'s SQL units (a score in LO..HI is LO + p (HI - LO):
-    sql_value, sql/scales.py)."""
-    lo, hi = scales.parse(dict(op.task_args).get("range"))
-    return (value - lo) / (hi - lo)
-
-
-def similarity_margin(op, value: float) -> float:
-    """The span margin (PMI - centre, nats) at which `op`'s similarity equals `value` in its SQL
-    range (`sql_value`'s curve inverted); a value at or past the range's ends is never a close
-    call (+-inf)."""
-    return SIMILARITY_SPREAD * logit(probability(op, value))
-
-
-def similarity_value(op, margin: float) -> float:
-    """`op`'s similarity in its SQL range at span margin `margin` (PMI - centre, nats; the mean
-    of both directions' for a row): a logistic curve, SIMILARITY_SPREAD nats a unit."""
-    lo, hi = scales.parse(dict(op.task_args).get("range"))
-    return lo + sigmoid(margin / SIMILARITY_SPREAD) * (hi - lo)
-
-
-def value_shape(op) -> tuple:
-    """What `sql_value` reads of `op` besides the answer: the answer cache keeps SQL values,
-    so two operators that ask the same prompt the same way but type the answer differently
-    (AI.GENERATE_DOUBLE and ai_query's returnType FLOAT; a similarity in -1..1 and in 0..1)
-    must not share them."""
-    return (str(op.op), op.output_type, op.multi, dict(op.task_args).get("range"))
-
-
-def sql_value(op, answer) -> object:
-    """The SQL value of an engine Answer for `op`'s canonical output type."""
-    if answer is None:
-        return None
-    value = answer.value
-    kind = spec(op.op).readout
-    if kind == "label" and op.multi:  # one label's decision (OpPrompt.decisions)
-        return bool(value)
-    if kind == "boolean":
-        return bool(value)
-    if kind == "score":
-        if op.op == OpKind.AI_SIMILARITY:  # a span readout: its margin is PMI - centre
-            return similarity_value(op, answer.margin)
-        lo, hi = scales.parse(dict(op.task_args).get("range"))
-        return lo + float(value) * (hi - lo)
-    return shape_text(op, value if isinstance(value, str) or value is None else str(value))
 
 
 def value_text(value: object) -> str:
