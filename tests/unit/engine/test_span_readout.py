@@ -76,14 +76,14 @@ def test_span_reference_runs_once_per_partner(engine):
 
 def test_long_spans_are_scored_on_their_first_tokens_in_bounded_chunks(tiny_llama, engine,
                                                                        monkeypatch):
-    from quail_engine.infer import engine as engine_module
+    from quail_engine.infer import engine_scoring
 
     readout = SpanReadout(CUE, calibration_prefix=CAL)
     requests = [Request(tuple(sum(engine.chat_split(d, f"{CUE} {p} great film"), [])), readout)
                 for d in DOCS for p in PARTNERS]
     full = engine.run(requests)
-    monkeypatch.setattr(engine_module, "SPAN_MAX_TOKENS", 2)
-    monkeypatch.setattr(engine_module, "SPAN_READS", 1)   # one request per runner call
+    monkeypatch.setattr(engine_scoring, "SPAN_MAX_TOKENS", 2)
+    monkeypatch.setattr(engine_scoring, "SPAN_READS", 1)   # one request per runner call
     calls = []
     monkeypatch.setattr(engine.runner, "run", lambda jobs, f=engine.runner.run: (
         calls.append(len(jobs)), f(jobs))[1])

@@ -1,0 +1,108 @@
+"""LocalEngine's generation: GenerateReadout requests decoded greedily by the decode loops
+(infer/decode.py, or infer/decode_overlap.py where the runner can stage steps), under their
+grammars' masks, with prompts that begin alike prefilled once through the prefix cache."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from quail_engine.infer.api import Answer, EngineStats, Request
+from quail_engine.infer.decode import DecodeSeq, fitting, greedy_decode
+from quail_engine.infer.decode_overlap import overlappable, overlapped_decode
+from quail_engine.infer.prefix_cache import PrefixCache
+from quail_engine.infer.runner import Runner, SeqJob
+from quail_engine.infer.textio import TextCodec
+
+
+class Generation:
+    """LocalEngine's part that decodes generated answers; LocalEngine.__init__ sets the
+    attributes below."""
+
+    runner: Runner
+    stats: EngineStats
+    codec: TextCodec
+    prefix_cache: PrefixCache | None
+    track_decode_margins: bool
+    _grammars: Any
+    _decode_holds: list[tuple[weakref.ref, tuple]]
+
+    def _generate(self, requests: Sequence[Request], prefixes: Sequence[Any]) -> list[Answer]:
+        seqs = [DecodeSeq(list(r.tokens), p, r.readout.max_tokens, tuple(r.readout.stop),
+                          repetition_penalty=r.readout.repetition_penalty,
+                          grammar=r.readout.grammar, track_margin=self.track_decode_margins)
+                for r, p in zip(requests, prefixes)]
+        decode = overlapped_decode if overlappable(self.runner, seqs) else greedy_decode
+        decode(self.runner, seqs, self.codec.eos_ids, self.codec.decode,
+               self._grammar_masks() if any(s.grammar for s in seqs) else None,
+               self._decode_room(), self._decode_prefill())
+        return [Answer(value=s.text if s.complete else None,
+                       margin=s.margin if s.track_margin else None) for s in seqs]
+
+    def _decode_prefill(self):
+        """The decode loops' prompt prefill with the prefix cache (None without one): the
+        beginnings two or more admitted prompts share (a chat template's system text, the
+        instruction before each row's document, few-shot examples) are computed once and
+        indexed, and each prompt computes only what follows the longest cached chain of pages
+        it begins with, in one pass. A sequence's KV then holds those pages by reference (its
+        decode steps grow it in place after them, copying nothing)."""
+        cache = self.prefix_cache
+        if cache is None:
+            return None
+        bounded = self._decode_room() is not None
+
+        def prefill(seqs: Sequence[DecodeSeq]) -> list[SeqJob]:
+            fresh = [list(s.tokens) for s in seqs if s.prefix is None]
+            jobs, chains = [], []
+            try:
+                if len(fresh) > 1:
+                    cache.warm(self.runner, fresh, SeqJob)
+                hits0 = cache.hit_tokens
+                for s in seqs:
+                    chain, prefix = cache.lookup(s.tokens) if s.prefix is None \
+                        else ([], s.prefix)
+                    start = chain[-1].num_tokens if chain else 0
+                    jobs.append(SeqJob(tokens=list(s.tokens[start:]), prefix=prefix,
+                                       store_kv=True, on_device=True))
+                    chains.append(chain)
+                self.stats.kv_hit_tokens += cache.hit_tokens - hits0
+                self.runner.run(jobs)
+            finally:
+                cache.end_batch()
+            if bounded:
+                self._decode_holds += [(weakref.ref(job.kv), tuple(n.page for n in chain))
+                                       for job, chain in zip(jobs, chains) if chain]
+            return jobs
+        return prefill
+
+    def _decode_held_pages(self) -> int:
+        """Cached pages that decoding sequences' KV holds: the index counts them, but evicting
+        them frees nothing while that KV lives (its sequence running, or its last step still in
+        flight)."""
+        self._decode_holds = [(kv, pages) for kv, pages in self._decode_holds
+                              if (held := kv()) is not None and held.refs > 0]
+        return len({p for _, pages in self._decode_holds for p in pages})
+
+    def _grammar_masks(self):
+        if self._grammars is None:
+            # (llguidance loads only for a constrained answer: plain runs never need it)
+            from quail_engine.infer.grammar import GrammarMasks
+
+            self._grammars = GrammarMasks(self.codec.tokenizer, self.codec.eos_ids)
+        return self._grammars
+
+    def decode_rows(self, prompt_tokens: int, max_tokens: int) -> int | None:
+        """How many answers of `prompt_tokens` + `max_tokens` tokens decode at once in the KV
+        arena as it is now; None where the KV is unbounded (the CPU's)."""
+        room = self._decode_room()
+        if room is None:
+            return None
+        free, page = room()
+        return fitting(free, page, prompt_tokens + max_tokens, self.runner)
+
+    def _decode_room(self):
+        """(KV tokens a decode may still allocate, page size) as a callable, for an engine
+        whose KV lives in a bounded arena; None: unbounded (the CPU's KV is the jobs' own
+        memory)."""
+        return None
