@@ -13,6 +13,7 @@ whitespace lets a small model pad an answer until it runs out of tokens.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -24,6 +25,23 @@ import torch
 from quail_engine.errors import ExecutionError
 from quail_engine.infer.api import Grammar
 from quail_engine.infer.gpu.staging import to_device
+
+# llguidance's default pool (80% of the CPUs) computes a batch's masks slower than two threads
+# on a 16-core GPU host: its workers crowd the decode loop's own thread, which the GPU waits on
+GRAMMAR_THREADS = 2
+
+
+def grammar_threads() -> int:
+    """Threads computing a step's grammar masks: QUAIL_GRAMMAR_THREADS, else GRAMMAR_THREADS."""
+    raw = os.environ.get("QUAIL_GRAMMAR_THREADS", "")
+    try:
+        threads = int(raw) if raw else GRAMMAR_THREADS
+    except ValueError:
+        raise ExecutionError(f"QUAIL_GRAMMAR_THREADS must be a whole number, got {raw!r}") from None
+    if threads < 1:
+        raise ExecutionError(f"QUAIL_GRAMMAR_THREADS must be at least 1, got {raw!r}")
+    return threads
+
 
 JSON_STYLE = {"item_separator": ", ", "key_separator": ": ", "whitespace_flexible": False}
 
@@ -81,7 +99,7 @@ class GrammarMasks:
             self._ll = llguidance.LLTokenizer(tokenizer_json(self._tokenizer), n_vocab=width,
                                               eos_token=self._eos)
             self._width = width
-            self._executor = llguidance.LLExecutor(num_threads=None)
+            self._executor = llguidance.LLExecutor(num_threads=grammar_threads())
         return self._ll
 
     def matcher(self, grammar: Grammar, width: int):
