@@ -168,7 +168,8 @@ class OpPrompt:
     def value_shape(self) -> tuple:
         """`value_shape` of this layout's cached values: one direction's PMI is the same
         whatever range the SQL maps the mean onto; a similarity's value is the mean of both
-        directions (not one direction's, as it once was under the same prompt)."""
+        directions, so a value cached as one direction's cannot answer it under the same
+        prompt."""
         if self.per_direction:
             return ("similarity pmi",)
         if self.is_similarity:

@@ -42,7 +42,7 @@ _BODY_REFUSES = ("joins", "group", "having", "distinct", "limit", "offset", "qua
 def see_through(select: exp.Select, ops: list[AiOp],
                 conjuncts) -> tuple[exp.Select, dict[int, AiOp]] | None:
     """(the planning view of `select`, {op id: op re-bound}) or None (module docstring).
-    `conjuncts(node)` splits a WHERE into its top-level AND-conjuncts (sql/cores.py)."""
+    `conjuncts(node)` splits a WHERE into its top-level AND-conjuncts (sql/conjuncts.py)."""
     if not _own_ops(select) or select.find(exp.Exists) is not None:
         return None
     sources = sources_of(select)

@@ -3,7 +3,7 @@
 Snowflake AI_EXTRACT and EXTRACT_ANSWER (https://docs.snowflake.com/en/sql-reference/functions/
 ai_extract), Databricks ai_extract v1/v2 (https://docs.databricks.com/aws/en/sql/
 language-manual/functions/ai_extract), DuckDB ai_extract(input, ['field', ...]); BigQuery's
-extraction is AI.GENERATE with an output_schema (functions/generate.py reads it), written
+extraction is AI.GENERATE with an output_schema (functions/generate/bigquery.py reads it), written
 back as that. Databricks' ai_parse_document is refused here: quail reads text, not documents.
 """
 
