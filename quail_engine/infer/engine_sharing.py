@@ -63,8 +63,7 @@ class PrefixSharing:
         of them: a trace's next snapshot, rows of the selectivity sample); when it does not,
         only the last row's, the one the next batch's first rows may begin with. Keeping every
         row's KV of a large batch costs arena pages, evictions and smaller passes on tables
-        whose rows share nothing (on the fp8 filter of bench/e2e_gpu.py, keeping every row ran
-        slower than no sharing at all).
+        whose rows share nothing, enough to make sharing slower than none there.
 
         A batch whose shared beginnings exceed twice that bound runs as several runs that
         each stay within it (`shared_runs`): a run's shared beginnings and the chains its rows
