@@ -1,0 +1,46 @@
+"""The grammar masks' thread count: two by default, QUAIL_GRAMMAR_THREADS overrides, and a
+value that is not a positive whole number is an error that quotes it."""
+
+from __future__ import annotations
+
+import pytest
+
+from quail_engine.errors import ExecutionError
+from quail_engine.infer.grammar import GRAMMAR_THREADS, grammar_threads
+
+
+def test_two_threads_unless_told(monkeypatch):
+    monkeypatch.delenv("QUAIL_GRAMMAR_THREADS", raising=False)
+    assert grammar_threads() == GRAMMAR_THREADS == 2
+    monkeypatch.setenv("QUAIL_GRAMMAR_THREADS", "6")
+    assert grammar_threads() == 6
+
+
+@pytest.mark.parametrize("raw", ["0", "-3", "two", "1.5"])
+def test_a_bad_thread_count_is_named(monkeypatch, raw):
+    monkeypatch.setenv("QUAIL_GRAMMAR_THREADS", raw)
+    with pytest.raises(ExecutionError, match="QUAIL_GRAMMAR_THREADS") as err:
+        grammar_threads()
+    assert repr(raw) in str(err.value)
+
+
+def test_the_masks_executor_gets_that_many_threads(monkeypatch):
+    """The executor is built with grammar_threads()' count (llguidance's default pool of 80%
+    of the CPUs computed a batch's masks slower on a 16-core GPU host)."""
+    import llguidance
+
+    from quail_engine.infer.grammar import GrammarMasks
+
+    made = []
+
+    class Recording:
+        def __init__(self, num_threads=None):
+            made.append(num_threads)
+
+    monkeypatch.setenv("QUAIL_GRAMMAR_THREADS", "3")
+    monkeypatch.setattr(llguidance, "LLExecutor", Recording)
+    monkeypatch.setattr(llguidance, "LLTokenizer", lambda *a, **k: object())
+    monkeypatch.setattr("quail_engine.infer.grammar.tokenizer_json", lambda tok: "{}")
+    masks = GrammarMasks(None, [0])
+    masks._lltokenizer(32)
+    assert made == [3]
