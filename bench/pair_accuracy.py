@@ -120,7 +120,8 @@ def evaluate_pairs(engine, rows: list[dict]) -> dict:
 
 
 def evaluate_one_arg(engine) -> dict:
-    from quail_engine.exec.prompts import OpPrompt, sql_value
+    from quail_engine.exec.prompts import OpPrompt
+    from quail_engine.exec.sql_values import sql_value
     from quail_engine.sql import parse
 
     reviews = [r for r in load_jsonl(REVIEWS) if r["kind"] == "review"]

@@ -5,7 +5,7 @@ float32 on the CPU, no answer cache) in Databricks' 0..1 range, both argument or
 
 Reported per model: the paraphrase ranked above each unrelated text of its anchor (of 32), the
 AUC over all paraphrase / unrelated pairs (16 x 32), whether the value is the same in both
-argument orders, and each pair's PMI read back through the curve (exec/prompts.sql_value
+argument orders, and each pair's PMI read back through the curve (exec/sql_values.sql_value
 inverted; the value's middle and spread are fitted on these same anchors, so no held-out
 claim). `--time N` also times an N-row query (the model loaded first, not counted).
 
@@ -47,7 +47,7 @@ def query(session, rows: list[tuple[int, str, str, bool]], call: str) -> list[fl
 
 def pmi(value: float) -> float:
     """The PMI (nats) a 0..1 similarity was read from (sql_value's curve inverted)."""
-    from quail_engine.exec.prompts import SIMILARITY_CENTRE, SIMILARITY_SPREAD
+    from quail_engine.exec.sql_values import SIMILARITY_CENTRE, SIMILARITY_SPREAD
 
     return SIMILARITY_CENTRE + SIMILARITY_SPREAD * math.log(value / (1.0 - value))
 

@@ -75,8 +75,9 @@ def decision(value):
 def ask(engine, model: str, rows: list[dict], ops: dict, batch: int) -> tuple[list, float]:
     """Every prompt's decision through the product's operator path, and the seconds taken."""
     from quail_engine.exec.answer_cache import AnswerCache
+    from quail_engine.exec.model_quirks import pair_layout_for
     from quail_engine.exec.op_runner import OpRunner
-    from quail_engine.exec.prompts import OpPrompt, pair_layout_for
+    from quail_engine.exec.prompts import OpPrompt
     from quail_engine.exec.report import Report
 
     runner = OpRunner(engine, AnswerCache(None), Report(), batch_size=batch)

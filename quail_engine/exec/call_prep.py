@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from operator import itemgetter
 
 from quail_engine.exec.answer_cache import AnswerCache, AnswerKeys, text_digest
+from quail_engine.exec.model_quirks import pair_layout_for, repetition_penalty_for
 from quail_engine.exec.prompt_text import PromptText
-from quail_engine.exec.prompts import OpPrompt, pair_layout_for, repetition_penalty_for, value_text
+from quail_engine.exec.prompts import OpPrompt, value_text
 from quail_engine.infer.api import GenerateReadout
 from quail_engine.plan.call_order import REUSE_CACHED
 from quail_engine.sql.op_kinds import spec

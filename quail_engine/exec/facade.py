@@ -15,8 +15,8 @@
 - `estimated_plans(con, parsed, config)`: each core's plan with estimates, no weights read
   (`quail explain` without --analyze; exec/analyze.py).
 - what `quail migrate` counts with, laid out and scanned as the executor does: `OpPrompt`,
-  `pair_layout_for`, `DEFAULT_MAX_TOKENS` (exec/prompts.py), `load_scan`, `ScanData`
-  (exec/scans.py) and `scan_error`.
+  `DEFAULT_MAX_TOKENS` (exec/prompts.py), `pair_layout_for` (exec/model_quirks.py), `load_scan`,
+  `ScanData` (exec/scans.py) and `scan_error`.
 
 Modules that load DuckDB, sqlglot, pyarrow or numpy (the session, the SQL front end, the
 planner) are imported on first use, as are the names of `_HOME` (PEP 562): every `quail` command
@@ -37,6 +37,7 @@ from quail_engine.exec.config import SessionConfig, default_cache_dir
 from quail_engine.exec.device_lock import device_lock
 from quail_engine.exec.engine_limits import LimitedEngine
 from quail_engine.exec.model_check import describe_model, ensure_converted
+from quail_engine.exec.model_quirks import pair_layout_for
 from quail_engine.exec.report import Report
 from quail_engine.exec.scans import ScanData, load_scan
 from quail_engine.exec.stage_routing import STAGE_LOGGER, route_stages
@@ -50,10 +51,9 @@ from quail_engine.sql.dialect_guess import with_dialect_hint as hinted
 
 if TYPE_CHECKING:
     from quail_engine.exec.analyze import estimated_plans
-    from quail_engine.exec.prompts import DEFAULT_MAX_TOKENS, OpPrompt, pair_layout_for
+    from quail_engine.exec.prompts import DEFAULT_MAX_TOKENS, OpPrompt
 
-_HOME = {"estimated_plans": "analyze", "DEFAULT_MAX_TOKENS": "prompts", "OpPrompt": "prompts",
-         "pair_layout_for": "prompts"}
+_HOME = {"estimated_plans": "analyze", "DEFAULT_MAX_TOKENS": "prompts", "OpPrompt": "prompts"}
 
 __all__ = [
     "DEFAULT_MAX_TOKENS", "ExecutionError", "MissingTableError", "ModelError", "OpPrompt",

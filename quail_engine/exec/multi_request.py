@@ -12,7 +12,8 @@ import json
 from collections.abc import Sequence
 
 from quail_engine.exec.doc_kv import DocKV
-from quail_engine.exec.prompts import OpPrompt, similarity_value
+from quail_engine.exec.prompts import OpPrompt
+from quail_engine.exec.sql_values import similarity_value
 from quail_engine.infer.api import Answer
 
 

@@ -40,8 +40,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from quail_engine.exec.model_quirks import WEAK_ON_DEFAULT
-from quail_engine.exec.model_quirks import pair_layout_for as pair_layout_for
-from quail_engine.exec.model_quirks import repetition_penalty_for as repetition_penalty_for
 from quail_engine.exec.sql_values import (
     SIMILARITY_CENTRE,
     probability,
@@ -49,8 +47,6 @@ from quail_engine.exec.sql_values import (
     sql_value,
     value_shape,
 )
-from quail_engine.exec.sql_values import SIMILARITY_SPREAD as SIMILARITY_SPREAD
-from quail_engine.exec.sql_values import similarity_value as similarity_value
 from quail_engine.exec.tasks import default_max_tokens, task_grammar, task_prompt
 from quail_engine.infer.api import (
     BooleanReadout,

@@ -15,8 +15,9 @@ from exec_fakes import (
 
 from quail_engine.errors import ExecutionError
 from quail_engine.exec.config import SessionConfig
-from quail_engine.exec.prompts import OpPrompt, sql_value
+from quail_engine.exec.prompts import OpPrompt
 from quail_engine.exec.session import QuailSession
+from quail_engine.exec.sql_values import sql_value
 from quail_engine.infer.api import Request
 from quail_engine.plan.cost import DeviceSpec
 

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from quail_engine.errors import UnsupportedError
-from quail_engine.exec.prompts import SIMILARITY_CENTRE, SIMILARITY_SPREAD, OpPrompt, sql_value
+from quail_engine.exec.prompts import OpPrompt
+from quail_engine.exec.sql_values import SIMILARITY_CENTRE, SIMILARITY_SPREAD, sql_value
 from quail_engine.exec.tasks import check_supported
 from quail_engine.infer.api import Answer, GenerateReadout, ScoreReadout, SpanReadout
 from quail_engine.sql.ir import AiOp, Binding, Label

@@ -8,8 +8,9 @@ from exec_fakes import FakeEngine
 from quail_engine.exec.answer_cache import AnswerCache
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.prompt_text import PromptText
-from quail_engine.exec.prompts import OpPrompt, similarity_margin, similarity_value
+from quail_engine.exec.prompts import OpPrompt
 from quail_engine.exec.report import Report
+from quail_engine.exec.sql_values import similarity_margin, similarity_value
 from quail_engine.infer.api import Answer, SpanReadout
 from quail_engine.infer.reask import Band, ReaskingEngine
 from quail_engine.sql.ir import AiOp, Binding

@@ -13,8 +13,8 @@ from quail_engine.errors import ExecutionError
 from quail_engine.exec.answer_cache import AnswerCache
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.prompt_text import PromptText
-from quail_engine.exec.prompts import similarity_value
 from quail_engine.exec.report import Report
+from quail_engine.exec.sql_values import similarity_value
 from quail_engine.infer.api import Request, SpanReadout
 from quail_engine.infer.reask import Band, ReaskingEngine
 from quail_engine.replicas import worker

@@ -5,7 +5,7 @@ query that reads those directions gets the reference's PMIs, not the faster prec
 import pytest
 from test_similarity_directions import DirectionEngine, answer, pmi, runner, similarity
 
-from quail_engine.exec.prompts import similarity_value
+from quail_engine.exec.sql_values import similarity_value
 from quail_engine.infer.reask import Band, ReaskingEngine
 from quail_engine.sql.ir import AiOp
 

@@ -89,8 +89,8 @@ def test_conversion_imports_no_transformers(tmp_path, require_embedded):
 def test_the_embedded_file_by_path_is_the_embedded_model(require_embedded):
     """Same bytes, same prompts: the Gemma GGUF given by its path (or its converted folder)
     gets the layouts and defaults of its embedded name."""
+    from quail_engine.exec.model_quirks import pair_layout_for
     from quail_engine.exec.prompt_text import PromptText
-    from quail_engine.exec.prompts import pair_layout_for
     from quail_engine.infer.embedded import embedded_name
     from quail_engine.infer.loader import resolve_model_dir
 

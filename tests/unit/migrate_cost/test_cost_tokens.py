@@ -7,7 +7,8 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from quail_engine.exec.prompts import DEFAULT_MAX_TOKENS, OpPrompt, pair_layout_for
+from quail_engine.exec.model_quirks import pair_layout_for
+from quail_engine.exec.prompts import DEFAULT_MAX_TOKENS, OpPrompt
 from quail_engine.migrate.calls import CompiledNode, FoundCall
 from quail_engine.migrate.cost import estimate, rate, render
 from quail_engine.sql.query import parse

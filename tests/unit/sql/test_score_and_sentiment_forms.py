@@ -2,7 +2,7 @@
 
 import pytest
 
-from quail_engine.exec.prompts import probability, sql_value
+from quail_engine.exec.sql_values import probability, sql_value
 from quail_engine.infer.api import Answer
 from quail_engine.sql.query import parse as parse_query
 from quail_engine.sql.scales import parse, range_text, stated_range

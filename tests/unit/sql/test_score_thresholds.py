@@ -35,7 +35,7 @@ def test_a_similaritys_numbers_reach_the_readout_as_span_margins():
     no margin is a decision."""
     import math
 
-    from quail_engine.exec.prompts import SIMILARITY_SPREAD, sql_value
+    from quail_engine.exec.sql_values import SIMILARITY_SPREAD, sql_value
     from quail_engine.infer.api import Answer
 
     op = parse("SELECT id FROM t WHERE AI_SIMILARITY(x, 'lamp') > 0.5", "snowflake").ai_ops[0]
