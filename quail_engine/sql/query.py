@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -78,11 +77,6 @@ class ParsedQuery:
         lines = [f"#{i} {op.to_text()}" for i, op in enumerate(self.ai_ops)]
         lines += [c.to_text() for c in self.cores]
         return "\n".join(lines)
-
-    def to_json(self) -> dict[str, Any]:
-        from quail_engine.sql.explain import explain_json  # (deferred: cycle, explain imports us)
-
-        return explain_json(self)
 
 
 def read_tree(sql: str, dialect: str) -> exp.Expr:

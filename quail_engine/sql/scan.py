@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from quail_engine.sql.ir import AiOp, Binding, binding_column, key_column
+from quail_engine.sql.relation import Relation
 from quail_engine.sql.sources import alias_of, is_inner, join_of
 
 
@@ -39,12 +40,10 @@ def is_string_literal(b: Binding) -> bool:
     return is_literal(b) and b.node.is_string
 
 
-def scan_relation(p: Pending, alias: str):
+def scan_relation(p: Pending, alias: str) -> Relation:
     """The relation `alias` of core `p`: its scan built as a tree from the statement's nodes
     (copies of the bindings, equality sides, pushed-down conjuncts and the CTEs they read),
     and the DuckDB text written from it once."""
-    from quail_engine.sql.cores import Relation  # (deferred: cycle, sql.cores imports this)
-
     columns: list[tuple[str, exp.Expr]] = []
     for op_id in dict.fromkeys([*p.filters, *p.joins, *p.projections, *p.aggregates]):
         op = p.ops[op_id]
