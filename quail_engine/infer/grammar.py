@@ -26,16 +26,18 @@ from quail_engine.errors import ExecutionError
 from quail_engine.infer.api import Grammar
 from quail_engine.infer.gpu.staging import to_device
 
-# llguidance's default pool (80% of the CPUs) computes a batch's masks slower than two threads
-# on a 16-core GPU host: its workers crowd the decode loop's own thread, which the GPU waits on
+# a few threads: llguidance's default pool (80% of the CPUs) crowds the decode loop's own
+# thread, which the GPU waits on (bench/results/grammar-h100.md), and on a small CPU the model's
+# own compute threads
 GRAMMAR_THREADS = 2
 
 
 def grammar_threads() -> int:
-    """Threads computing a step's grammar masks: QUAIL_GRAMMAR_THREADS, else GRAMMAR_THREADS."""
+    """Threads computing a step's grammar masks: QUAIL_GRAMMAR_THREADS, else GRAMMAR_THREADS
+    and at most half the CPUs (at least one)."""
     raw = os.environ.get("QUAIL_GRAMMAR_THREADS", "")
     try:
-        threads = int(raw) if raw else GRAMMAR_THREADS
+        threads = int(raw) if raw else max(1, min(GRAMMAR_THREADS, (os.cpu_count() or 1) // 2))
     except ValueError:
         raise ExecutionError(f"QUAIL_GRAMMAR_THREADS must be a whole number, got {raw!r}") from None
     if threads < 1:

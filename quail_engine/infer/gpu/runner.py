@@ -130,7 +130,7 @@ class GpuRunner:
         same graph over the output) or keeps only some rows; a staged step is one part, and
         keeping all its rows returns the step's output itself (a view the next step's launch
         overwrites: whatever reads it must be queued before that launch, as the overlapped
-        loop's masked choice is), since copying 768 rows of full-vocabulary float32 logits
+        loop's masked choice is), since copying the batch's full-vocabulary float32 logits
         twice (the gather, then the concatenation) costs a constrained step GPU time that the
         free step does not spend."""
         if staged is not None and staged.prefixes != tuple(map(id, prefixes)):

@@ -1,5 +1,5 @@
-"""The grammar masks' thread count: two by default, QUAIL_GRAMMAR_THREADS overrides, and a
-value that is not a positive whole number is an error that quotes it."""
+"""The grammar masks' thread count: two by default (at most half the CPUs), QUAIL_GRAMMAR_THREADS
+overrides, and a value that is not a positive whole number is an error that quotes it."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from quail_engine.errors import ExecutionError
 from quail_engine.infer.grammar import GRAMMAR_THREADS, grammar_threads
 
 
-def test_two_threads_unless_told(monkeypatch):
+@pytest.mark.parametrize("cpus,want", [(16, 2), (4, 2), (3, 1), (2, 1), (1, 1), (None, 1)])
+def test_two_threads_at_most_half_the_cpus_unless_told(monkeypatch, cpus, want):
     monkeypatch.delenv("QUAIL_GRAMMAR_THREADS", raising=False)
-    assert grammar_threads() == GRAMMAR_THREADS == 2
+    monkeypatch.setattr("os.cpu_count", lambda: cpus)
+    assert GRAMMAR_THREADS == 2 and grammar_threads() == want
     monkeypatch.setenv("QUAIL_GRAMMAR_THREADS", "6")
     assert grammar_threads() == 6
 
