@@ -142,7 +142,8 @@ def _profiled(engine, texts: list[str], grammar, max_tokens: int) -> str:
         text.write(gpu_busy(kernels.events(), wall) + "\n")
     stats = pstats.Stats(host, stream=text)
     stats.sort_stats("tottime").print_stats(30)
-    # the decode loop's own thread: what each of its steps' parts spends, callees included
+    # the decode loop's parts, callees included (cProfile sees every thread here: a call's
+    # time includes its wait to take the interpreter lock back)
     stats.sort_stats("cumulative").print_stats("decode_overlap|decode_graph|runner|grammar", 25)
     stats.print_callees("stage|decode_stage|_advance_early|_start_masks|choose_on_device")
     sort = "cuda_time_total" if torch.cuda.is_available() else "cpu_time_total"
@@ -167,7 +168,7 @@ def gpu_busy(events, wall: float) -> str:
         else:
             hi = max(hi, end)
     busy += hi - lo
-    span = (spans[-1][1] if spans else 0) - spans[0][0]
+    span = hi - spans[0][0]  # (hi: the latest end, the spans being sorted by start)
     longest = ", ".join(f"{g / 1e3:.2f}" for g in sorted(gaps, reverse=True)[:10])
     return (f"gpu: {len(spans)} kernel/copy intervals, busy {busy / 1e6:.4f} s of "
             f"{span / 1e6:.4f} s from first to last ({wall:.4f} s wall); idle gaps "
