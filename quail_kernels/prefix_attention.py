@@ -17,6 +17,8 @@ arena does.
 
 from __future__ import annotations
 
+import os
+
 import torch
 import triton
 import triton.language as tl
@@ -28,6 +30,7 @@ from quail_kernels.attention_tile import (
     gqa_rows,
     softmax_step,
     softmax_update,
+    tile_dot,
 )
 from quail_kernels.checks import check_tensor
 from quail_kernels.kv_fp8 import KV_FP8, dequantize_kv, scales_by_token
@@ -36,30 +39,90 @@ from quail_kernels.varlen_attention import _check_qkv, attend_ref
 
 @triton.jit
 def _scaled_step(q, k, v, ks, vs, allowed, m_i, l_i, acc, qk_scale, MASKED: tl.constexpr):
-    """softmax_step over an e4m3 tile: k [D, N], v [N, D] as stored, ks/vs [N] their scales.
-    The scales go on the scores' columns and the probabilities' columns (exactly the
-    dequantized tile's product, without a dequantized copy of the tile rounded to q's dtype)."""
-    m_new, l_i, p, alpha = softmax_update(tl.dot(q, k.to(q.dtype)) * (qk_scale * ks[None, :]),
+    """softmax_step over an e4m3 tile: q [M, D] in the compute dtype (_fp8_compute), k [D, N]
+    e4m3 as stored, v [N, D] already float16, ks/vs [N] their scales. The scales go on the
+    scores' columns and the probabilities' columns (exactly the dequantized tile's product,
+    without a dequantized copy of the tile rounded to a 16-bit type)."""
+    m_new, l_i, p, alpha = softmax_update(tile_dot(q, k.to(q.dtype)) * (qk_scale * ks[None, :]),
                                           allowed, m_i, l_i, MASKED, tl.float32)
-    acc = acc * alpha[:, None] + tl.dot((p * vs[None, :]).to(q.dtype), v.to(q.dtype))
+    acc = acc * alpha[:, None] + tile_dot((p * vs[None, :]).to(q.dtype), v.to(q.dtype))
     return m_new, l_i, acc
+
+
+@triton.jit
+def _fp8_compute(q):
+    """The dtype an e4m3 arena's products run in: float16 for a 16-bit q (bf16's too: e4m3
+    values are exact in either, one instruction converts two of them to float16 where bf16
+    takes a second per value, and q and the probabilities round finer in float16), float32 for
+    a float32 q (the reference precision stays exact)."""
+    if q.dtype == tl.float32:
+        return q
+    return q.to(tl.float16)
+
+
+@triton.jit
+def _e4m3_words_to_f16(w):
+    """int32 words of four e4m3 values [N, D // 4] -> float16 [N, D], converted where the
+    words were loaded. Converting the e4m3 tile itself would let Triton move the conversion
+    into the dot operand's layout, and an 8-bit V, whose reduction runs across its rows, is read
+    into that layout one byte at a time; converted first, the float16 tile is transposed by
+    ldmatrix as a bf16 V is."""
+    b0, b1, b2, b3 = tl.inline_asm_elementwise(
+        "{ .reg .b16 lo, hi; .reg .b32 a, b; mov.b32 {lo, hi}, $4; "
+        "cvt.rn.f16x2.e4m3x2 a, lo; cvt.rn.f16x2.e4m3x2 b, hi; "
+        "mov.b32 {$0, $1}, a; mov.b32 {$2, $3}, b; }",
+        "=h,=h,=h,=h,r", [w], dtype=(tl.float16, tl.float16, tl.float16, tl.float16),
+        is_pure=True, pack=1)
+    return tl.reshape(tl.join(tl.join(b0, b1), tl.join(b2, b3)), (w.shape[0], w.shape[1] * 4))
+
+
+@triton.jit
+def _tile_slots(bt_ptr, seg, s_bt, n0, col_ok, PAGE: tl.constexpr, BLOCK_N: tl.constexpr,
+                MASKED: tl.constexpr):
+    """The page id and slot of each of a key tile's BLOCK_N columns from n0 on ([N] each, or a
+    scalar page): a tile inside one page reads one block-table entry; a tile of several pages
+    (BLOCK_N a multiple of PAGE) reads one per column (masked past the prefix: the table's row
+    may end there)."""
+    cols = n0 + tl.arange(0, BLOCK_N)
+    if BLOCK_N > PAGE:
+        if MASKED:
+            page = tl.load(bt_ptr + seg * s_bt + cols // PAGE, mask=col_ok, other=0)
+        else:
+            page = tl.load(bt_ptr + seg * s_bt + cols // PAGE)
+    else:
+        page = tl.load(bt_ptr + seg * s_bt + n0 // PAGE)
+    return page.to(tl.int64), cols % PAGE
 
 
 @triton.jit
 def _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d, col_ok, allowed,
           m_i, l_i, acc, qk_scale, s_kp, s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_sh,
-          MASKED: tl.constexpr, KV_FP8: tl.constexpr):
-    """Load one key tile of `page` (slots `slot`; columns past col_ok masked when MASKED) and
-    take its online-softmax step."""
-    k_off = page * s_kp + slot[None, :] * s_ks + kv_head * s_kh + d[:, None]
-    v_off = page * s_vp + slot[:, None] * s_vs + kv_head * s_vh + d[None, :]
+          MASKED: tl.constexpr, KV_FP8: tl.constexpr, V_WORDS: tl.constexpr):
+    """Load one key tile (columns at `page` [N] or scalar, `slot` [N]; those past col_ok masked
+    when MASKED) and take its online-softmax step. V_WORDS: an e4m3 V read as int32 words and
+    converted by _e4m3_words_to_f16 (compiled kernels; the interpreter converts the tile)."""
+    k_off = (page * s_kp + slot * s_ks)[None, :] + kv_head * s_kh + d[:, None]
+    v_row = page * s_vp + slot * s_vs + kv_head * s_vh
     if MASKED:
         k = tl.load(k_ptr + k_off, mask=col_ok[None, :], other=0.0)
-        v = tl.load(v_ptr + v_off, mask=col_ok[:, None], other=0.0)
     else:
         k = tl.load(k_ptr + k_off)
-        v = tl.load(v_ptr + v_off)
     if KV_FP8:
+        if V_WORDS:
+            w_ptr = v_ptr.to(tl.pointer_type(tl.int32))
+            w_off = (v_row // 4)[:, None] + tl.arange(0, d.shape[0] // 4)[None, :]
+            if MASKED:
+                w = tl.load(w_ptr + w_off, mask=col_ok[:, None], other=0)
+            else:
+                w = tl.load(w_ptr + w_off)
+            v = _e4m3_words_to_f16(w)
+        else:
+            if MASKED:
+                v = tl.load(v_ptr + v_row[:, None] + d[None, :], mask=col_ok[:, None],
+                            other=0.0)
+            else:
+                v = tl.load(v_ptr + v_row[:, None] + d[None, :])
+            v = v.to(tl.float16)
         s_off = page * s_sp + kv_head * s_sh + slot
         if MASKED:
             ks = tl.load(ks_ptr + s_off, mask=col_ok, other=0.0)
@@ -69,6 +132,10 @@ def _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d, col_ok, allow
             vs = tl.load(vs_ptr + s_off)
         m_i, l_i, acc = _scaled_step(q, k, v, ks, vs, allowed, m_i, l_i, acc, qk_scale, MASKED)
     else:
+        if MASKED:
+            v = tl.load(v_ptr + v_row[:, None] + d[None, :], mask=col_ok[:, None], other=0.0)
+        else:
+            v = tl.load(v_ptr + v_row[:, None] + d[None, :])
         m_i, l_i, acc = softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale, MASKED)
     return m_i, l_i, acc
 
@@ -80,7 +147,8 @@ def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, lse_ptr
                              s_sp, s_sh, s_ot, s_oh, s_lt, s_bt,
                              G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                             HAS_WINDOW: tl.constexpr, KV_FP8: tl.constexpr):
+                             HAS_WINDOW: tl.constexpr, KV_FP8: tl.constexpr,
+                             V_WORDS: tl.constexpr):
     tile = tl.program_id(0)
     seg = tl.program_id(1)
     kv_head = tl.program_id(2)
@@ -95,6 +163,8 @@ def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, lse_ptr
         tok64 = (start + tok).to(tl.int64)
         q = tl.load(q_ptr + tok64[:, None] * s_qt + head[:, None] * s_qh + d[None, :],
                     mask=row_ok[:, None], other=0.0)
+        if KV_FP8:
+            q = _fp8_compute(q)
         m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
         l_i = tl.zeros([BLOCK_M], tl.float32)
         acc = tl.zeros([BLOCK_M, D], tl.float32)
@@ -103,28 +173,25 @@ def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, lse_ptr
             full_end = prefix_len * 0  # (zeros of the same type: the loops below do nothing)
             qpos = tl.load(pos_ptr + tok64, mask=row_ok, other=0)
             for n0 in range(0, prefix_len, BLOCK_N):
-                page = tl.load(bt_ptr + seg * s_bt + n0 // PAGE).to(tl.int64)
-                slot = n0 % PAGE + tl.arange(0, BLOCK_N)
                 cols = n0 + tl.arange(0, BLOCK_N)
                 col_ok = cols < prefix_len
+                page, slot = _tile_slots(bt_ptr, seg, s_bt, n0, col_ok, PAGE, BLOCK_N, True)
                 allowed = col_ok[None, :] & (qpos[:, None] - cols[None, :] < window)
                 m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
                                       col_ok, allowed, m_i, l_i, acc, qk_scale, s_kp, s_ks,
-                                      s_kh, s_vp, s_vs, s_vh, s_sp, s_sh, True, KV_FP8)
+                                      s_kh, s_vp, s_vs, s_vh, s_sp, s_sh, True, KV_FP8, V_WORDS)
             prefix_len = prefix_len * 0
         for n0 in range(0, full_end, BLOCK_N):  # whole tiles: no mask
-            page = tl.load(bt_ptr + seg * s_bt + n0 // PAGE).to(tl.int64)
-            slot = n0 % PAGE + tl.arange(0, BLOCK_N)
+            page, slot = _tile_slots(bt_ptr, seg, s_bt, n0, None, PAGE, BLOCK_N, False)
             m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
                                   None, None, m_i, l_i, acc, qk_scale, s_kp, s_ks, s_kh,
-                                  s_vp, s_vs, s_vh, s_sp, s_sh, False, KV_FP8)
+                                  s_vp, s_vs, s_vh, s_sp, s_sh, False, KV_FP8, V_WORDS)
         if full_end < prefix_len:  # the partial last tile
-            page = tl.load(bt_ptr + seg * s_bt + full_end // PAGE).to(tl.int64)
-            slot = full_end % PAGE + tl.arange(0, BLOCK_N)
             col_ok = full_end + tl.arange(0, BLOCK_N) < prefix_len
+            page, slot = _tile_slots(bt_ptr, seg, s_bt, full_end, col_ok, PAGE, BLOCK_N, True)
             m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
                                   col_ok, col_ok[None, :], m_i, l_i, acc, qk_scale, s_kp,
-                                  s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_sh, True, KV_FP8)
+                                  s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_sh, True, KV_FP8, V_WORDS)
         out, lse = finish(m_i, l_i, acc)
         tl.store(o_ptr + tok64[:, None] * s_ot + head[:, None] * s_oh + d[None, :],
                  out.to(o_ptr.dtype.element_ty), mask=row_ok[:, None])
@@ -161,6 +228,15 @@ def _check_arena(q, k_cache, v_cache, cu_seqlens_q, block_table, prefix_lens, k_
                          f"and prefix_lens {tuple(prefix_lens.shape)}")
 
 
+def _words_fit(v_cache: torch.Tensor) -> bool:
+    """Whether the kernel may read an e4m3 V as int32 words (_e4m3_words_to_f16): compiled
+    (the interpreter runs no PTX), every stride and the base 4-byte aligned."""
+    interpreting = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    return v_cache.is_cuda and not interpreting and v_cache.data_ptr() % 4 == 0 and \
+        all(st % 4 == 0 for st in v_cache.stride()[:3]) and v_cache.stride(3) == 1 and \
+        v_cache.shape[3] % 4 == 0
+
+
 def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                      cu_seqlens_q: torch.Tensor, block_table: torch.Tensor,
                      prefix_lens: torch.Tensor, max_seqlen_q: int, scale: float,
@@ -188,8 +264,9 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
         return out, lse
     block_m, block_n, warps, stages = blocks or default_blocks(q.device.type, head_dim,
                                                                  max_prefix_len, prefix=True)
-    block_n = min(block_n, page)
-    if page % block_n:
+    if block_n >= page:  # a tile of several whole pages, else of one
+        block_n = block_n if block_n % page == 0 else page
+    elif page % block_n:
         raise ValueError(f"page size {page} is not a multiple of BLOCK_N {block_n}")
     fp8 = k_scale is not None
     ks, vs = (k_scale, v_scale) if fp8 else (prefix_lens, prefix_lens)  # (unread without fp8)
@@ -202,7 +279,8 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
         k_scale.stride(0) if fp8 else 0, k_scale.stride(1) if fp8 else 0,
         out.stride(0), out.stride(1), lse.stride(0), block_table.stride(0),
         G=group, D=head_dim, PAGE=page, BLOCK_M=block_m, BLOCK_N=block_n,
-        HAS_WINDOW=window is not None, KV_FP8=fp8, num_warps=warps, num_stages=stages)
+        HAS_WINDOW=window is not None, KV_FP8=fp8, V_WORDS=fp8 and _words_fit(v_cache),
+        num_warps=warps, num_stages=stages)
     return out, lse
 
 

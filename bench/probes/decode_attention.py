@@ -2,7 +2,7 @@
 graphs' prefix-attention call), timed for several (BLOCK_M, BLOCK_N, warps, stages), at the
 Qwen3-4B head shape, with the KV bytes read per second beside the HBM bandwidth.
 
-    python -m bench.probes.decode_attention [--seqs 512 1024] [--keys 470] [--kv-fp8]
+    python -m bench.probes.decode_attention [--seqs 512 1024] [--keys 470 700] [--kv-fp8]
 
 `--kv-fp8`: the arena in e4m3 with a scale per token and KV head (infer/gpu/paged_kv.py); the
 bytes per second count its bytes (values and scales).
@@ -15,14 +15,16 @@ import json
 import os
 from pathlib import Path
 
+# (BLOCK_M, BLOCK_N, warps, stages); a BLOCK_N past the page (64) spans whole pages
 CANDIDATES = [(64, 64, 4, 3), (64, 32, 4, 3), (16, 64, 4, 3), (16, 64, 4, 4), (16, 32, 4, 4),
-              (16, 64, 2, 3), (32, 64, 4, 3), (16, 64, 8, 3), (16, 64, 4, 2)]
+              (16, 64, 2, 3), (32, 64, 4, 3), (16, 64, 8, 3), (16, 64, 4, 2), (16, 128, 2, 3),
+              (16, 128, 4, 3), (16, 128, 4, 2), (16, 128, 8, 3), (16, 256, 4, 2), (16, 256, 8, 2)]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seqs", type=int, nargs="+", default=[512, 1024])
-    ap.add_argument("--keys", type=int, default=470)
+    ap.add_argument("--keys", type=int, nargs="+", default=[470])
     ap.add_argument("--kv-fp8", action="store_true")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     args = ap.parse_args(argv)
@@ -33,23 +35,23 @@ def main(argv=None) -> int:
 
     hq, hkv, d, page = 32, 8, 128, 64
     rows = []
-    for n in args.seqs:
-        pages_each = -(-args.keys // page)
+    for n, keys in ((n, keys) for n in args.seqs for keys in args.keys):
+        pages_each = -(-keys // page)
         total = n * pages_each + 1
         k = torch.randn(total, page, hkv, d, device="cuda", dtype=torch.bfloat16)
         v = torch.randn_like(k)
         perm = torch.randperm(total - 1, device="cuda")[:n * pages_each].to(torch.int32)
         table = perm.view(n, pages_each).contiguous()
-        lens = torch.full((n,), args.keys, dtype=torch.int32, device="cuda")
+        lens = torch.full((n,), keys, dtype=torch.int32, device="cuda")
         cu = torch.arange(n + 1, dtype=torch.int32, device="cuda")
         q = torch.randn(n, hq, d, device="cuda", dtype=torch.bfloat16)
         ref = None
-        kv_bytes = 2 * n * args.keys * hkv * d * 2
+        kv_bytes = 2 * n * keys * hkv * d * 2
         scales = {}
         if args.kv_fp8:
             (k, ks), (v, vs) = quantize_kv(k), quantize_kv(v)
             scales = {"k_scale": scales_by_head(ks), "v_scale": scales_by_head(vs)}
-            kv_bytes = 2 * n * args.keys * hkv * (d + 4)
+            kv_bytes = 2 * n * keys * hkv * (d + 4)
         for blocks in CANDIDATES:
             try:
                 out, _ = prefix_attention(q, k, v, cu, table, lens, 1, d ** -0.5, blocks=blocks,
@@ -68,7 +70,7 @@ def main(argv=None) -> int:
                 rows.append({"seqs": n, "blocks": blocks, "error": str(exc)[:200]})
                 continue
             ref = out if ref is None else ref
-            rows.append({"seqs": n, "keys": args.keys, "blocks": blocks, "us": round(us, 1),
+            rows.append({"seqs": n, "keys": keys, "blocks": blocks, "us": round(us, 1),
                          "kv_tb_per_s": round(kv_bytes / us / 1e6, 2),
                          "max_diff": float((out.float() - ref.float()).abs().max())})
             print(json.dumps(rows[-1]), flush=True)

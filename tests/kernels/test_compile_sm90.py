@@ -41,6 +41,7 @@ def _compile(fn, pointers: dict, scalars: dict, constexprs: dict, warps: int, st
 
 ATTN = {"q_ptr": BF16, "k_ptr": BF16, "v_ptr": BF16, "o_ptr": BF16, "lse_ptr": F32,
         "cu_ptr": I32, "seqs_ptr": I32, "bt_ptr": I32, "plen_ptr": I32, "pos_ptr": "*i64"}
+DECODE_TILES = {128: [(16, 64, 2, 3), (16, 128, 4, 3)]}
 BLOCKS = {128: [(64, 64, 4, 3), (64, 32, 4, 3), (128, 128, 8, 3), (64, 16, 4, 3)], 256: [(64, 32, 4, 2)]}
 
 
@@ -70,11 +71,20 @@ def attention_kernels(head_dim: int, window: bool) -> None:
             _compile(_prefix_attention_kernel,
                      {**ATTN, "k_ptr": kv, "v_ptr": kv, "ks_ptr": F32, "vs_ptr": F32,
                       "o_ptr": o},
-                     {"qk_scale": "fp32"}, {**common, "PAGE": 64, "KV_FP8": kv_fp8},
-                     warps, stages)
+                     {"qk_scale": "fp32"},
+                     {**common, "PAGE": 64, "KV_FP8": kv_fp8, "V_WORDS": kv_fp8}, warps, stages)
         _compile(_prefix_amax_kernel, {"v_ptr": BF16, "bt_ptr": I32, "plen_ptr": I32,
                                        "out_ptr": F32}, {},
                  {"N": 8 * head_dim, "BLOCK": 8 * head_dim, "PAGE": 64, "ROWS": 16}, 4)
+    # the decode step's tiles (gpu/attention.decode_blocks), of one page and of two
+    for bm, bn, warps, stages in DECODE_TILES.get(head_dim, []):
+        for kv_fp8 in (False, True):
+            kv = FP8 if kv_fp8 else BF16
+            _compile(_prefix_attention_kernel,
+                     {**ATTN, "k_ptr": kv, "v_ptr": kv, "ks_ptr": F32, "vs_ptr": F32},
+                     {"qk_scale": "fp32"},
+                     {"G": 4, "D": head_dim, "BLOCK_M": bm, "BLOCK_N": bn, "HAS_WINDOW": window,
+                      "PAGE": 64, "KV_FP8": kv_fp8, "V_WORDS": kv_fp8}, warps, stages)
 
 
 # (hidden block, intermediate blocks, query heads, KV heads, head_dim): Qwen3-4B, Gemma-3-270M
