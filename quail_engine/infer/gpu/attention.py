@@ -251,16 +251,18 @@ def plan_prefix(segments: Sequence[tuple[PagedPrefix | None, int, int]], total_r
 
 # A decode step's prefix attention on a GPU: one query token per sequence, so the tile's rows
 # are its GQA heads (BLOCK_M 16 = 4 tokens' worth of 4 heads) and the loads dominate; two warps
-# per program keep more programs resident. Chosen by bench/probes/decode_attention.py over
-# nine tiles at the Qwen3-4B head shape (128-wide heads, pages of 64).
+# per program keep more programs resident. Chosen by bench/probes/decode_attention.py at the
+# Qwen3-4B head shape (128-wide heads, pages of 64), for each arena dtype: an e4m3 tile of the
+# same keys holds half the bytes, so its best tile need not be the bf16 one.
 DECODE_BLOCKS = (16, 64, 2, 3)
+DECODE_BLOCKS_FP8 = (16, 64, 2, 3)
 
 
 def decode_blocks(q: torch.Tensor, arena_k: torch.Tensor) -> tuple[int, int, int, int] | None:
-    """DECODE_BLOCKS where they were measured (a CUDA device, heads of at most 128, pages a
-    multiple of 64 tokens), else None (the kernel's own choice)."""
+    """The decode tile of the arena's dtype where it was measured (a CUDA device, heads of at
+    most 128, pages a multiple of 64 tokens), else None (the kernel's own choice)."""
     if q.device.type == "cuda" and q.shape[-1] <= 128 and arena_k.shape[1] % 64 == 0:
-        return DECODE_BLOCKS
+        return DECODE_BLOCKS_FP8 if arena_k.dtype == KV_FP8 else DECODE_BLOCKS
     return None
 
 
