@@ -31,13 +31,19 @@ WEAK_ON_DEFAULT = {
 }
 
 
+def is_default_model(model_id: str) -> bool:
+    """Whether `model_id` (a name, with or without its "@precision") names the embedded default
+    model, whose measured quirks the rules here apply to."""
+    return model_id.split("@")[0] in ("default", DEFAULT_MODEL)
+
+
 def pair_layout_for(model_name: str) -> bool:
     """Whether two-argument questions use the pair layout with `model_name`'s answers: on the
     embedded default model, where it was measured (yes/no answers there are at chance on
     pairs: bench/results/pair-accuracy.md); elsewhere the yes/no readout every
     warehouse's AI_FILTER documents (one prefill, a few answer-token logits, no full-vocabulary
     span scoring and no threshold tuned on another model)."""
-    return model_name.split("@")[0] in ("default", DEFAULT_MODEL)
+    return is_default_model(model_name)
 
 
 def repetition_penalty_for(model_name: str) -> float:

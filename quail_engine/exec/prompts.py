@@ -39,7 +39,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from quail_engine.exec.model_quirks import WEAK_ON_DEFAULT
+from quail_engine.exec.model_quirks import WEAK_ON_DEFAULT, is_default_model
 from quail_engine.exec.sql_values import (
     SIMILARITY_CENTRE,
     probability,
@@ -56,7 +56,7 @@ from quail_engine.infer.api import (
     ScoreReadout,
     SpanReadout,
 )
-from quail_engine.infer.embedded import DECODE_MODEL, DEFAULT_MODEL
+from quail_engine.infer.embedded import DECODE_MODEL
 from quail_engine.infer.prompt_layout import (
     BOOLEAN_HINT,
     CONTENT_FREE,
@@ -337,10 +337,9 @@ def warn_if_weak(op, model_id: str, layout: OpPrompt | None = None) -> None:
     """Log a warning, once per shape and process, when `op` (in `layout`) has a shape the
     embedded default model answers poorly and `model_id` names that model."""
     shape = weak_shape(op, layout)
-    name = model_id.split("@")[0]
-    if shape is not None and name in ("default", DEFAULT_MODEL):
+    if shape is not None and is_default_model(model_id):
         _warn_once(shape)
-    elif shape == "generation" and name == DECODE_MODEL:
+    elif shape == "generation" and model_id.split("@")[0] == DECODE_MODEL:
         _warn_once("generation on the embedded writer")
 
 
