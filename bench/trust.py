@@ -272,7 +272,8 @@ def _row(model, precision, band, got, reference, labels, reasked, seconds, devic
 GPU_PRECISIONS = ("bf16", "fp8", "fp8-block")
 
 
-def run_model_gpu(model: str, bands: bool, command: str) -> tuple[list[dict], dict]:
+def run_model_gpu(model: str, bands: bool, command: str,
+                  precisions: tuple[str, ...] = GPU_PRECISIONS) -> tuple[list[dict], dict]:
     """The same prompts on the GPU: the reference is the plain-torch engine in float32 on the
     GPU (its fingerprint checked there first), each GPU-path precision is measured in two
     batchings, its band written under "<precision>-cuda", and asked again with it. Both
@@ -303,7 +304,7 @@ def run_model_gpu(model: str, bands: bool, command: str) -> tuple[list[dict], di
     out = [_row(model, "fp32", False, reference, reference, labels, 0.0, reference_s, gpu,
                 fingerprint_max_diff=round(worst, 6), decisions=reference)]
     shifts = {}
-    for precision in GPU_PRECISIONS:
+    for precision in precisions:
         fast = load_engine(spec, device, precision)
         runs = []
         for batch in BATCHES:
@@ -373,12 +374,18 @@ def main(argv: list[str]) -> int:
                    help="measure the bf16 bands and write them to quail_engine/infer/bands.json")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     p.add_argument("--out", default=str(RESULT))
+    p.add_argument("--precisions", nargs="+", choices=GPU_PRECISIONS, default=list(GPU_PRECISIONS),
+                   help="the GPU precisions measured (--device cuda)")
     args = p.parse_args(argv)
+    if args.device != "cuda" and args.precisions != list(GPU_PRECISIONS):
+        p.error("--precisions chooses among the GPU precisions: use it with --device cuda")
     command = " ".join(["python", *sys.argv[:1], *argv]).replace("-m bench ", "-m bench ")
     rows, shifts = [], {}
     for model in args.models:
-        run = run_model_gpu if args.device == "cuda" else run_model
-        got, measured = run(model, args.bands, command)
+        if args.device == "cuda":
+            got, measured = run_model_gpu(model, args.bands, command, tuple(args.precisions))
+        else:
+            got, measured = run_model(model, args.bands, command)
         rows += got
         shifts[got[0]["model"] if got else model] = measured  # (a GGUF path: its model's name)
     prompts = rows[0]["prompts"] if rows else 0
