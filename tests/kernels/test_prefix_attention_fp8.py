@@ -123,3 +123,21 @@ def test_key_tiles_of_several_pages_match_tiles_of_one(device, fp8):
         assert torch.allclose(many_lse, one_lse, atol=fp32_tol(), rtol=fp32_tol())
     ref, _ = prefix_attention_ref(q, k, v, *args, **scales)
     assert rel_err(one, ref) < fp32_tol()
+
+
+@pytest.mark.parametrize("blocks", [(16, 64, 2, 3), (16, 128, 4, 3)])
+def test_decode_step_over_an_fp8_arena_at_the_engines_shape(device, blocks):
+    """The decode step's call as the engine makes it: one bf16 query token per sequence, heads
+    of 128, pages of 64, the engine's tiles. The products run in float16 and, compiled, V is
+    read as int32 words converted by inline PTX; the output is bf16, within its rounding of
+    attention over the dequantized arena in float32."""
+    prefix_lens = [64, 130, 1, 200]
+    q, k, v, cu, table, plen = _case([1] * 4, prefix_lens, 8, 2, 64, device, 21, head_dim=128)
+    (k8, kd, ks), (v8, vd, vs) = _quantized(k), _quantized(v)
+    args = (cu, table, plen, 1, 128 ** -0.5)
+    out, lse = prefix_attention(q.bfloat16(), k8, v8, *args, blocks=blocks, k_scale=ks,
+                                v_scale=vs)
+    ref, ref_lse = prefix_attention_ref(q, kd, vd, *args)
+    assert out.dtype == torch.bfloat16
+    assert rel_err(out.float(), ref) < 1e-2
+    assert torch.allclose(lse, ref_lse, atol=2e-2, rtol=1e-2)
