@@ -77,29 +77,19 @@ def _e4m3_words_to_f16(w):
 
 
 @triton.jit
-def _tile_slots(bt_ptr, seg, s_bt, n0, col_ok, PAGE: tl.constexpr, BLOCK_N: tl.constexpr,
-                MASKED: tl.constexpr):
-    """The page id and slot of each of a key tile's BLOCK_N columns from n0 on ([N] each, or a
-    scalar page): a tile inside one page reads one block-table entry; a tile of several pages
-    (BLOCK_N a multiple of PAGE) reads one per column (masked past the prefix: the table's row
-    may end there)."""
-    cols = n0 + tl.arange(0, BLOCK_N)
-    if BLOCK_N > PAGE:
-        if MASKED:
-            page = tl.load(bt_ptr + seg * s_bt + cols // PAGE, mask=col_ok, other=0)
-        else:
-            page = tl.load(bt_ptr + seg * s_bt + cols // PAGE)
-    else:
-        page = tl.load(bt_ptr + seg * s_bt + n0 // PAGE)
-    return page.to(tl.int64), cols % PAGE
+def _tile_slots(bt_ptr, seg, s_bt, n0, PAGE: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The page id (one block-table entry: a tile lies inside one page) and the slots of a key
+    tile's BLOCK_N columns from n0 on."""
+    page = tl.load(bt_ptr + seg * s_bt + n0 // PAGE)
+    return page.to(tl.int64), n0 % PAGE + tl.arange(0, BLOCK_N)
 
 
 @triton.jit
 def _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d, col_ok, allowed,
           m_i, l_i, acc, qk_scale, s_kp, s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_sh,
           MASKED: tl.constexpr, KV_FP8: tl.constexpr, V_WORDS: tl.constexpr):
-    """Load one key tile (columns at `page` [N] or scalar, `slot` [N]; those past col_ok masked
-    when MASKED) and take its online-softmax step. V_WORDS: an e4m3 V read as int32 words and
+    """Load one key tile (`slot` [N] of `page`; columns past col_ok masked when MASKED) and take
+    its online-softmax step. V_WORDS: an e4m3 V read as int32 words and
     converted by _e4m3_words_to_f16 (compiled kernels; the interpreter converts the tile)."""
     k_off = (page * s_kp + slot * s_ks)[None, :] + kv_head * s_kh + d[:, None]
     v_row = page * s_vp + slot * s_vs + kv_head * s_vh
@@ -175,20 +165,20 @@ def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, lse_ptr
             for n0 in range(0, prefix_len, BLOCK_N):
                 cols = n0 + tl.arange(0, BLOCK_N)
                 col_ok = cols < prefix_len
-                page, slot = _tile_slots(bt_ptr, seg, s_bt, n0, col_ok, PAGE, BLOCK_N, True)
+                page, slot = _tile_slots(bt_ptr, seg, s_bt, n0, PAGE, BLOCK_N)
                 allowed = col_ok[None, :] & (qpos[:, None] - cols[None, :] < window)
                 m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
                                       col_ok, allowed, m_i, l_i, acc, qk_scale, s_kp, s_ks,
                                       s_kh, s_vp, s_vs, s_vh, s_sp, s_sh, True, KV_FP8, V_WORDS)
             prefix_len = prefix_len * 0
         for n0 in range(0, full_end, BLOCK_N):  # whole tiles: no mask
-            page, slot = _tile_slots(bt_ptr, seg, s_bt, n0, None, PAGE, BLOCK_N, False)
+            page, slot = _tile_slots(bt_ptr, seg, s_bt, n0, PAGE, BLOCK_N)
             m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
                                   None, None, m_i, l_i, acc, qk_scale, s_kp, s_ks, s_kh,
                                   s_vp, s_vs, s_vh, s_sp, s_sh, False, KV_FP8, V_WORDS)
         if full_end < prefix_len:  # the partial last tile
             col_ok = full_end + tl.arange(0, BLOCK_N) < prefix_len
-            page, slot = _tile_slots(bt_ptr, seg, s_bt, full_end, col_ok, PAGE, BLOCK_N, True)
+            page, slot = _tile_slots(bt_ptr, seg, s_bt, full_end, PAGE, BLOCK_N)
             m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
                                   col_ok, col_ok[None, :], m_i, l_i, acc, qk_scale, s_kp,
                                   s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_sh, True, KV_FP8, V_WORDS)
@@ -264,9 +254,8 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
         return out, lse
     block_m, block_n, warps, stages = blocks or default_blocks(q.device.type, head_dim,
                                                                  max_prefix_len, prefix=True)
-    if block_n >= page:  # a tile of several whole pages, else of one
-        block_n = block_n if block_n % page == 0 else page
-    elif page % block_n:
+    block_n = min(block_n, page)
+    if page % block_n:
         raise ValueError(f"page size {page} is not a multiple of BLOCK_N {block_n}")
     fp8 = k_scale is not None
     ks, vs = (k_scale, v_scale) if fp8 else (prefix_lens, prefix_lens)  # (unread without fp8)

@@ -15,10 +15,11 @@ import json
 import os
 from pathlib import Path
 
-# (BLOCK_M, BLOCK_N, warps, stages); a BLOCK_N past the page (64) spans whole pages
+# (BLOCK_M, BLOCK_N, warps, stages), BLOCK_N at most the page (64). Tiles of two and four pages
+# (BLOCK_N 128, 256, a block-table entry per column) were measured slower than these on both
+# arenas (bench/results/decode-tiles-h100.md, session 38) and the kernel no longer takes them.
 CANDIDATES = [(64, 64, 4, 3), (64, 32, 4, 3), (16, 64, 4, 3), (16, 64, 4, 4), (16, 32, 4, 4),
-              (16, 64, 2, 3), (32, 64, 4, 3), (16, 64, 8, 3), (16, 64, 4, 2), (16, 128, 2, 3),
-              (16, 128, 4, 3), (16, 128, 4, 2), (16, 128, 8, 3), (16, 256, 4, 2), (16, 256, 8, 2)]
+              (16, 64, 2, 3), (32, 64, 4, 3), (16, 64, 8, 3), (16, 64, 4, 2)]
 
 
 def main(argv=None) -> int:

@@ -41,7 +41,7 @@ def _compile(fn, pointers: dict, scalars: dict, constexprs: dict, warps: int, st
 
 ATTN = {"q_ptr": BF16, "k_ptr": BF16, "v_ptr": BF16, "o_ptr": BF16, "lse_ptr": F32,
         "cu_ptr": I32, "seqs_ptr": I32, "bt_ptr": I32, "plen_ptr": I32, "pos_ptr": "*i64"}
-DECODE_TILES = {128: [(16, 64, 2, 3), (16, 128, 4, 3)]}
+DECODE_TILES = {128: [(16, 64, 2, 3)]}
 BLOCKS = {128: [(64, 64, 4, 3), (64, 32, 4, 3), (128, 128, 8, 3), (64, 16, 4, 3)], 256: [(64, 32, 4, 2)]}
 
 
@@ -76,7 +76,7 @@ def attention_kernels(head_dim: int, window: bool) -> None:
         _compile(_prefix_amax_kernel, {"v_ptr": BF16, "bt_ptr": I32, "plen_ptr": I32,
                                        "out_ptr": F32}, {},
                  {"N": 8 * head_dim, "BLOCK": 8 * head_dim, "PAGE": 64, "ROWS": 16}, 4)
-    # the decode step's tiles (gpu/attention.decode_blocks), of one page and of two
+    # the decode step's tile (gpu/attention.decode_blocks)
     for bm, bn, warps, stages in DECODE_TILES.get(head_dim, []):
         for kv_fp8 in (False, True):
             kv = FP8 if kv_fp8 else BF16
