@@ -5,7 +5,9 @@ Qwen3-4B head shape, with the KV bytes read per second beside the HBM bandwidth.
     python -m bench.probes.decode_attention [--seqs 512 1024] [--keys 470 700] [--kv-fp8]
 
 `--kv-fp8`: the arena in e4m3 with a scale per token and KV head (infer/gpu/paged_kv.py); the
-bytes per second count its bytes (values and scales).
+bytes per second count its bytes (values and scales). Each tile's output is checked against
+the float32 reference (prefix_attention_ref over the arena as stored, dequantized) on the first
+`--check` sequences (`ref_rel_err`), and against the first tile's (`max_diff`).
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ def main(argv=None) -> int:
     ap.add_argument("--seqs", type=int, nargs="+", default=[512, 1024])
     ap.add_argument("--keys", type=int, nargs="+", default=[470])
     ap.add_argument("--kv-fp8", action="store_true")
+    ap.add_argument("--check", type=int, default=32, help="sequences checked against float32")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     args = ap.parse_args(argv)
     import torch
 
     from quail_kernels.kv_fp8 import quantize_kv, scales_by_head
-    from quail_kernels.prefix_attention import prefix_attention
+    from quail_kernels.prefix_attention import prefix_attention, prefix_attention_ref
 
     hq, hkv, d, page = 32, 8, 128, 64
     rows = []
@@ -53,6 +56,9 @@ def main(argv=None) -> int:
             (k, ks), (v, vs) = quantize_kv(k), quantize_kv(v)
             scales = {"k_scale": scales_by_head(ks), "v_scale": scales_by_head(vs)}
             kv_bytes = 2 * n * keys * hkv * (d + 4)
+        c = min(args.check, n)
+        exact, _ = prefix_attention_ref(q[:c].float(), k, v, cu[:c + 1], table[:c], lens[:c], 1,
+                                        d ** -0.5, **scales)
         for blocks in CANDIDATES:
             try:
                 out, _ = prefix_attention(q, k, v, cu, table, lens, 1, d ** -0.5, blocks=blocks,
@@ -73,7 +79,9 @@ def main(argv=None) -> int:
             ref = out if ref is None else ref
             rows.append({"seqs": n, "keys": keys, "blocks": blocks, "us": round(us, 1),
                          "kv_tb_per_s": round(kv_bytes / us / 1e6, 2),
-                         "max_diff": float((out.float() - ref.float()).abs().max())})
+                         "max_diff": float((out.float() - ref.float()).abs().max()),
+                         "ref_rel_err": round(float((out[:c].float() - exact).norm()
+                                                    / exact.norm()), 5)})
             print(json.dumps(rows[-1]), flush=True)
     name = "decode_attention_fp8.json" if args.kv_fp8 else "decode_attention.json"
     Path(args.out, name).write_text(json.dumps(rows, indent=1))
