@@ -286,8 +286,15 @@ def run_model_gpu(model: str, bands: bool, command: str,
     from quail_engine.infer.embedded import source_sha256
     from quail_engine.infer.engine import LocalEngine
     from quail_engine.infer.factory import load_engine
+    from quail_engine.infer.gpu.engine import kv_fp8_requested
     from quail_engine.infer.reask import ReaskingEngine, band_for
 
+    # the GPU precisions' engines build their KV arena as QUAIL_KV_DTYPE says; the bands in
+    # bands.json are the bf16 arena's, so an fp8 arena's run is marked and never writes them
+    arena = {"kv_arena": "fp8"} if kv_fp8_requested() else {}
+    if arena and bands:
+        raise SystemExit("bench trust: --bands writes the bf16 arena's bands; unset "
+                         "QUAIL_KV_DTYPE to measure them (an fp8 arena's run is a comparison)")
     rows, ops = questions()
     labels = [r["label"] for r in rows]
     device = "cuda:0"
@@ -313,7 +320,7 @@ def run_model_gpu(model: str, bands: bool, command: str,
             runs.append(rec.seen)
             extra = {"cache": "warm"} if runs[:-1] else {}
             out.append(_row(model, precision, False, got, reference, labels, 0.0, seconds,
-                            gpu, batch=batch, **extra))
+                            gpu, batch=batch, **extra, **arena))
         shifts[precision] = measured = measure_bands(fp32.seen, runs)
         measured["holdout"] = holdout(fp32.seen, runs)
         key = f"{precision}-cuda"
@@ -325,7 +332,7 @@ def run_model_gpu(model: str, bands: bool, command: str,
             got, seconds = ask(banded, model, rows, ops, 64)
             out.append(_row(model, precision, True, got, reference, labels,
                             banded.reasked / len(rows), seconds, gpu,
-                            changed=banded.changed))
+                            changed=banded.changed, **arena))
             if bands:
                 record_seconds(spec, key, reference_s, seconds)
         del fast
@@ -345,7 +352,8 @@ def markdown(result: dict) -> str:
              "| model | device | precision | band | batch | agreement | accuracy | reasked | "
              "seconds |", "|---|---|---|---|---:|---:|---:|---:|---:|"]
     for r in result["rows"]:
-        lines.append(f"| {r['model']} | {r['device']} | {r['precision']} | "
+        arena = " (fp8 KV arena)" if r.get("kv_arena") == "fp8" else ""
+        lines.append(f"| {r['model']} | {r['device']} | {r['precision']}{arena} | "
                      f"{'on' if r['band'] else 'off'} | {r.get('batch', 64)}"
                      f"{' (cache warm)' if r.get('cache') == 'warm' else ''} | {r['agreement']} | "
                      f"{r['accuracy']} | {r['reasked']} | {r['seconds']} |")

@@ -86,3 +86,17 @@ def test_the_holdout_counts_a_decision_the_other_halfs_band_would_not_reask():
     fast[b[0]] = ("BooleanReadout", -0.15, False)
     got = trust.holdout(reference, [fast])
     assert got["misses"] == 0
+
+
+def test_rows_over_an_fp8_kv_arena_say_so_in_the_table():
+    """A GPU run under QUAIL_KV_DTYPE=fp8 marks its rows (kv_arena); the table shows which rows
+    read an fp8 arena, so they are not taken for the bf16 arena's."""
+    rows = [trust._row("smollm2-135m", "bf16", False, [True, False], [True, True],
+                       [True, True], 0.0, 1.0, "h100", batch=64),
+            trust._row("smollm2-135m", "bf16", False, [True, True], [True, True],
+                       [True, True], 0.0, 1.0, "h100", batch=64, kv_arena="fp8")]
+    text = trust.markdown({"date": "2026-12-06", "command": "python -m bench trust",
+                           "machine": "x", "prompts": 2, "rows": rows, "shifts": {}})
+    lines = [line for line in text.splitlines() if line.startswith("| smollm2-135m")]
+    assert lines[0].startswith("| smollm2-135m | h100 | bf16 | off |")
+    assert lines[1].startswith("| smollm2-135m | h100 | bf16 (fp8 KV arena) | off |")
