@@ -26,8 +26,7 @@ import os
 import time
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "trust.jsonl"
-QUESTION = "Summarize this review in one short sentence."
+from bench.probes.decode_trust import DATA, QUESTION, _first_difference
 
 
 def round_stored_kv(model) -> int:
@@ -47,10 +46,6 @@ def round_stored_kv(model) -> int:
     for layer in layers:
         layer.register_forward_hook(hook)
     return len(layers)
-
-
-def _first_difference(a: list[int], b: list[int]) -> int:
-    return next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
 def main(argv=None) -> int:
