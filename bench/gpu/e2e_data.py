@@ -37,9 +37,10 @@ importlib-metadata==10.2.0 lazy-importer==0.1.0 opentelemetry-api==1.45.2 pydant
 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5 typing-extensions==4.16.0
 python-dotenv==1.2.4 pytz==2026.6 referencing==0.37.0 rpds-py==2026.9.1 jsonschema==4.26.0
 jsonschema-specifications==2025.9.1 snowplow-tracker==1.1.0 sqlparse==0.5.5 click==8.5.1
-protobuf==6.33.6 deepdiff==8.6.2 orderly-set==5.5.0""".split()
-PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
-             "manylinux2014_x86_64", "manylinux1_x86_64")
+protobuf==6.33.6 deepdiff==8.6.2 orderly-set==5.5.0 llguidance==1.9.1 gguf==0.19.0""".split()
+# (llguidance publishes manylinux_2_31 wheels only; the GPU machine has neither it nor gguf)
+PLATFORMS = ("manylinux_2_31_x86_64", "manylinux_2_28_x86_64", "manylinux_2_27_x86_64",
+             "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64")
 
 
 def prepare_wheels(target: Path) -> Path:
@@ -53,12 +54,6 @@ def prepare_wheels(target: Path) -> Path:
         cmd += ["--platform", platform]
     subprocess.run(cmd + CARRY_WHEELS, check=True)
     return target
-
-
-
-
-
-
 
 
 def _text(rng: random.Random, num_tokens: int, word_tokens: dict[str, int]) -> str:
