@@ -39,7 +39,7 @@ from quail_kernels.varlen_attention import _check_qkv, attend_ref
 
 @triton.jit
 def _scaled_step(q, k, v, ks, vs, allowed, m_i, l_i, acc, qk_scale, MASKED: tl.constexpr):
-    """softmax_step over an e4m3 tile: q [M, D] in the compute dtype (_fp8_compute), k [D, N]
+    """softmax_step over an e4m3 tile: q [M, D] in the compute dtype (the kernel's QC), k [D, N]
     e4m3 as stored, v [N, D] already float16, ks/vs [N] their scales. The scales go on the
     scores' columns and the probabilities' columns (exactly the dequantized tile's product,
     without a dequantized copy of the tile rounded to a 16-bit type)."""
@@ -50,30 +50,36 @@ def _scaled_step(q, k, v, ks, vs, allowed, m_i, l_i, acc, qk_scale, MASKED: tl.c
 
 
 @triton.jit
-def _fp8_compute(q):
-    """The dtype an e4m3 arena's products run in: float16 for a 16-bit q (bf16's too: e4m3
-    values are exact in either, one instruction converts two of them to float16 where bf16
-    takes a second per value, and q and the probabilities round finer in float16), float32 for
-    a float32 q (the reference precision stays exact)."""
-    if q.dtype == tl.float32:
-        return q
-    return q.to(tl.float16)
+def _interleave4(b0, b1, b2, b3):
+    """Four [N, W] tensors (byte i of each word) -> [N, 4 W] with each word's four in order.
+    `join` adds a minor axis, so join(join(b0, b2), join(b1, b3)) puts b_(2i + j) at [.., i, j]
+    and the row-major reshape reads b0, b1, b2, b3; nesting them as (b0, b1), (b2, b3) reads
+    b0, b2, b1, b3, which swaps the middle two columns of every four."""
+    return tl.reshape(tl.join(tl.join(b0, b2), tl.join(b1, b3)), (b0.shape[0], b0.shape[1] * 4))
 
 
 @triton.jit
-def _e4m3_words_to_f16(w):
-    """int32 words of four e4m3 values [N, D // 4] -> float16 [N, D], converted where the
-    words were loaded. Converting the e4m3 tile itself would let Triton move the conversion
-    into the dot operand's layout, and an 8-bit V, whose reduction runs across its rows, is read
-    into that layout one byte at a time; converted first, the float16 tile is transposed by
-    ldmatrix as a bf16 V is."""
-    b0, b1, b2, b3 = tl.inline_asm_elementwise(
-        "{ .reg .b16 lo, hi; .reg .b32 a, b; mov.b32 {lo, hi}, $4; "
-        "cvt.rn.f16x2.e4m3x2 a, lo; cvt.rn.f16x2.e4m3x2 b, hi; "
-        "mov.b32 {$0, $1}, a; mov.b32 {$2, $3}, b; }",
-        "=h,=h,=h,=h,r", [w], dtype=(tl.float16, tl.float16, tl.float16, tl.float16),
-        is_pure=True, pack=1)
-    return tl.reshape(tl.join(tl.join(b0, b1), tl.join(b2, b3)), (w.shape[0], w.shape[1] * 4))
+def _e4m3_words_to_f16(w, PTX: tl.constexpr):
+    """int32 words of four e4m3 values [N, D // 4] (byte i of a word: column 4 w + i) ->
+    float16 [N, D], converted where the words were loaded. Converting the e4m3 tile itself would
+    let Triton move the conversion into the dot operand's layout, and an 8-bit V, whose
+    reduction runs across its rows, is read into that layout one byte at a time; converted
+    first, the float16 tile is transposed by ldmatrix as a bf16 V is. PTX: one instruction per
+    two values (compiled kernels); else the bytes are shifted out and bitcast (the interpreter,
+    which runs no PTX, so the CPU tests cover the words' layout)."""
+    if PTX:
+        b0, b1, b2, b3 = tl.inline_asm_elementwise(
+            "{ .reg .b16 lo, hi; .reg .b32 a, b; mov.b32 {lo, hi}, $4; "
+            "cvt.rn.f16x2.e4m3x2 a, lo; cvt.rn.f16x2.e4m3x2 b, hi; "
+            "mov.b32 {$0, $1}, a; mov.b32 {$2, $3}, b; }",
+            "=h,=h,=h,=h,r", [w], dtype=(tl.float16, tl.float16, tl.float16, tl.float16),
+            is_pure=True, pack=1)
+    else:
+        b0 = (w & 0xFF).to(tl.uint8).to(tl.float8e4nv, bitcast=True).to(tl.float16)
+        b1 = ((w >> 8) & 0xFF).to(tl.uint8).to(tl.float8e4nv, bitcast=True).to(tl.float16)
+        b2 = ((w >> 16) & 0xFF).to(tl.uint8).to(tl.float8e4nv, bitcast=True).to(tl.float16)
+        b3 = ((w >> 24) & 0xFF).to(tl.uint8).to(tl.float8e4nv, bitcast=True).to(tl.float16)
+    return _interleave4(b0, b1, b2, b3)
 
 
 @triton.jit
@@ -87,7 +93,8 @@ def _tile_slots(bt_ptr, seg, s_bt, n0, PAGE: tl.constexpr, BLOCK_N: tl.constexpr
 @triton.jit
 def _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d, col_ok, allowed,
           m_i, l_i, acc, qk_scale, s_kp, s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_sh,
-          MASKED: tl.constexpr, KV_FP8: tl.constexpr, V_WORDS: tl.constexpr):
+          MASKED: tl.constexpr, KV_FP8: tl.constexpr, V_WORDS: tl.constexpr,
+          PTX: tl.constexpr):
     """Load one key tile (`slot` [N] of `page`; columns past col_ok masked when MASKED) and take
     its online-softmax step. V_WORDS: an e4m3 V read as int32 words and
     converted by _e4m3_words_to_f16 (compiled kernels; the interpreter converts the tile)."""
@@ -105,7 +112,7 @@ def _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d, col_ok, allow
                 w = tl.load(w_ptr + w_off, mask=col_ok[:, None], other=0)
             else:
                 w = tl.load(w_ptr + w_off)
-            v = _e4m3_words_to_f16(w)
+            v = _e4m3_words_to_f16(w, PTX)
         else:
             if MASKED:
                 v = tl.load(v_ptr + v_row[:, None] + d[None, :], mask=col_ok[:, None],
@@ -138,7 +145,7 @@ def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, lse_ptr
                              G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                              HAS_WINDOW: tl.constexpr, KV_FP8: tl.constexpr,
-                             V_WORDS: tl.constexpr):
+                             V_WORDS: tl.constexpr, PTX: tl.constexpr, QC: tl.constexpr):
     tile = tl.program_id(0)
     seg = tl.program_id(1)
     kv_head = tl.program_id(2)
@@ -154,7 +161,7 @@ def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, lse_ptr
         q = tl.load(q_ptr + tok64[:, None] * s_qt + head[:, None] * s_qh + d[None, :],
                     mask=row_ok[:, None], other=0.0)
         if KV_FP8:
-            q = _fp8_compute(q)
+            q = q.to(QC)
         m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
         l_i = tl.zeros([BLOCK_M], tl.float32)
         acc = tl.zeros([BLOCK_M, D], tl.float32)
@@ -169,23 +176,33 @@ def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, lse_ptr
                 allowed = col_ok[None, :] & (qpos[:, None] - cols[None, :] < window)
                 m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
                                       col_ok, allowed, m_i, l_i, acc, qk_scale, s_kp, s_ks,
-                                      s_kh, s_vp, s_vs, s_vh, s_sp, s_sh, True, KV_FP8, V_WORDS)
+                                      s_kh, s_vp, s_vs, s_vh, s_sp, s_sh, True, KV_FP8, V_WORDS,
+                                      PTX)
             prefix_len = prefix_len * 0
         for n0 in range(0, full_end, BLOCK_N):  # whole tiles: no mask
             page, slot = _tile_slots(bt_ptr, seg, s_bt, n0, PAGE, BLOCK_N)
             m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
                                   None, None, m_i, l_i, acc, qk_scale, s_kp, s_ks, s_kh,
-                                  s_vp, s_vs, s_vh, s_sp, s_sh, False, KV_FP8, V_WORDS)
+                                  s_vp, s_vs, s_vh, s_sp, s_sh, False, KV_FP8, V_WORDS, PTX)
         if full_end < prefix_len:  # the partial last tile
             col_ok = full_end + tl.arange(0, BLOCK_N) < prefix_len
             page, slot = _tile_slots(bt_ptr, seg, s_bt, full_end, PAGE, BLOCK_N)
             m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
                                   col_ok, col_ok[None, :], m_i, l_i, acc, qk_scale, s_kp,
-                                  s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_sh, True, KV_FP8, V_WORDS)
+                                  s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_sh, True, KV_FP8,
+                                  V_WORDS, PTX)
         out, lse = finish(m_i, l_i, acc)
         tl.store(o_ptr + tok64[:, None] * s_ot + head[:, None] * s_oh + d[None, :],
                  out.to(o_ptr.dtype.element_ty), mask=row_ok[:, None])
         tl.store(lse_ptr + tok64 * s_lt + head, lse, mask=row_ok)
+
+
+# The dtype an e4m3 arena's products run in (the kernel's QC), by q's dtype: float16 for a
+# 16-bit q (bf16's too: e4m3 values are exact in either, one instruction converts two of them to
+# float16 where bf16 takes a second per value, and q and the probabilities round finer in
+# float16); float32 for a float32 q, so the reference precision stays exact. Chosen here rather
+# than by a branch on q's dtype inside the kernel, which older Triton (3.6) cannot compile.
+_FP8_PRODUCTS = {torch.float32: tl.float32, torch.bfloat16: tl.float16, torch.float16: tl.float16}
 
 
 def _check_arena(q, k_cache, v_cache, cu_seqlens_q, block_table, prefix_lens, k_scale,
@@ -219,12 +236,14 @@ def _check_arena(q, k_cache, v_cache, cu_seqlens_q, block_table, prefix_lens, k_
 
 
 def _words_fit(v_cache: torch.Tensor) -> bool:
-    """Whether the kernel may read an e4m3 V as int32 words (_e4m3_words_to_f16): compiled
-    (the interpreter runs no PTX), every stride and the base 4-byte aligned."""
-    interpreting = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-    return v_cache.is_cuda and not interpreting and v_cache.data_ptr() % 4 == 0 and \
-        all(st % 4 == 0 for st in v_cache.stride()[:3]) and v_cache.stride(3) == 1 and \
-        v_cache.shape[3] % 4 == 0
+    """Whether the kernel may read an e4m3 V as int32 words (_e4m3_words_to_f16): every stride
+    and the base 4-byte aligned."""
+    return v_cache.data_ptr() % 4 == 0 and all(st % 4 == 0 for st in v_cache.stride()[:3]) \
+        and v_cache.stride(3) == 1 and v_cache.shape[3] % 4 == 0
+
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
@@ -269,6 +288,7 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
         out.stride(0), out.stride(1), lse.stride(0), block_table.stride(0),
         G=group, D=head_dim, PAGE=page, BLOCK_M=block_m, BLOCK_N=block_n,
         HAS_WINDOW=window is not None, KV_FP8=fp8, V_WORDS=fp8 and _words_fit(v_cache),
+        PTX=v_cache.is_cuda and not _interpreting(), QC=_FP8_PRODUCTS[q.dtype],
         num_warps=warps, num_stages=stages)
     return out, lse
 

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 triton = pytest.importorskip("triton")
+import triton.language as tl  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
@@ -72,19 +73,24 @@ def attention_kernels(head_dim: int, window: bool) -> None:
                      {**ATTN, "k_ptr": kv, "v_ptr": kv, "ks_ptr": F32, "vs_ptr": F32,
                       "o_ptr": o},
                      {"qk_scale": "fp32"},
-                     {**common, "PAGE": 64, "KV_FP8": kv_fp8, "V_WORDS": kv_fp8}, warps, stages)
+                     {**common, "PAGE": 64, "KV_FP8": kv_fp8, "V_WORDS": kv_fp8, "PTX": kv_fp8,
+                      "QC": tl.float16}, warps, stages)
         _compile(_prefix_amax_kernel, {"v_ptr": BF16, "bt_ptr": I32, "plen_ptr": I32,
                                        "out_ptr": F32}, {},
                  {"N": 8 * head_dim, "BLOCK": 8 * head_dim, "PAGE": 64, "ROWS": 16}, 4)
     # the decode step's tile (gpu/attention.decode_blocks)
+    # (and a float32 q over the fp8 arena: the reference engine's products stay float32)
     for bm, bn, warps, stages in DECODE_TILES.get(head_dim, []):
-        for kv_fp8 in (False, True):
+        for kv_fp8, q, qc in ((False, BF16, tl.float16), (True, BF16, tl.float16),
+                              (True, F32, tl.float32)):
             kv = FP8 if kv_fp8 else BF16
             _compile(_prefix_attention_kernel,
-                     {**ATTN, "k_ptr": kv, "v_ptr": kv, "ks_ptr": F32, "vs_ptr": F32},
+                     {**ATTN, "q_ptr": q, "k_ptr": kv, "v_ptr": kv, "ks_ptr": F32,
+                      "vs_ptr": F32},
                      {"qk_scale": "fp32"},
                      {"G": 4, "D": head_dim, "BLOCK_M": bm, "BLOCK_N": bn, "HAS_WINDOW": window,
-                      "PAGE": 64, "KV_FP8": kv_fp8, "V_WORDS": kv_fp8}, warps, stages)
+                      "PAGE": 64, "KV_FP8": kv_fp8, "V_WORDS": kv_fp8, "PTX": kv_fp8, "QC": qc},
+                     warps, stages)
 
 
 # (hidden block, intermediate blocks, query heads, KV heads, head_dim): Qwen3-4B, Gemma-3-270M
