@@ -31,7 +31,8 @@ token, and the batch a bf16 arena of the same memory would hold (a `k` run's are
 its log, scaled back by its bytes per token), so a `k` run's sol equals its bf16 twin's and
 their sol fractions compare the two runs' times directly.
 
-    # H200 (device call: carry [".whl", ".carry/tok-smollm2"]):
+    # H200 (device call: carry [".whl", ".carry/tok-smollm2"]; `python -m bench e2e-gpu
+    # --prepare` writes .carry/tok-smollm2, and .carry/e2e/whl holds the wheels .whl names):
     python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && \\
       PYTHONPATH=/tmp/site:$PWD python3 -m bench decode --runs 2000x48 2000x48c 2000x256 \\
       --tokenizer .carry/tok-smollm2 --out $OUT/decode-gpu.json
@@ -313,6 +314,10 @@ def markdown(result: dict) -> str:
                       + " (in order)."]
     for r in result.get("transformers", []):
         lines.append("")
+        if "error" in r:  # (its row holds the error instead of the counts)
+            lines.append(f"transformers `generate`, {r['max_tokens']} tokens, failed: "
+                         f"{r['error'].splitlines()[0]}")
+            continue
         lines.append(f"transformers `generate`, {r['rows']} rows x {r['max_tokens']} tokens: "
                      f"{r['output_tokens']} tokens in {r['seconds']} s = "
                      f"{r['output_tokens_per_s']} tokens/s.")

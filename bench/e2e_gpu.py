@@ -12,7 +12,7 @@ One command on the H200 (the device call carries .carry/e2e, made by --prepare o
 and writes e2e-gpu.json + e2e-gpu.md under $OUT (or bench/results/local).
 Rates count time after the model is loaded (QUAIL-B's rule); load_s and wall_s are beside them.
 
-    python -m bench e2e-gpu --prepare                      # once, on the CPU
+    python -m bench e2e-gpu --prepare                      # once, on the CPU (also .carry/tok-smollm2)
     python -m bench e2e-gpu --device cpu --tiny --paths query,engine,dbt   # CPU smoke run
   on the H200 (device call: carry [".carry/e2e"]):
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
@@ -356,7 +356,9 @@ def parse_args(argv):
     p.add_argument("--carry", type=Path, default=ROOT / ".carry" / "e2e",
                    help="tok/ (gzipped tokenizer) and whl/ (wheels) for the GPU machine")
     p.add_argument("--prepare", action="store_true",
-                   help="write --carry's tok/ and whl/ and stop (on the CPU, with network)")
+                   help="write --carry's tok/ and whl/, and tok-smollm2/ beside it (the decode, "
+                        "grammar and cold-start benches' tokenizer), and stop (on the CPU, "
+                        "with network)")
     p.add_argument("--query-timeout", type=float, default=400.0)
     p.add_argument("--budget-s", type=float, default=None,
                    help="skip what would start past this many seconds")
@@ -383,7 +385,9 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     setup_logging()
     if args.prepare:
-        log.info("wrote %s and %s", prepare_tokenizer(args.carry / "tok"),
+        log.info("wrote %s, %s and %s", prepare_tokenizer(args.carry / "tok"),
+                 prepare_tokenizer(args.carry.parent / "tok-smollm2", "smollm2-135m",
+                                   gzipped=False),
                  prepare_wheels(args.carry / "whl"))
         return 0
     if args.device == "cpu":

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import torch
+from tokenizers import Tokenizer
 
 from quail_testing.random_weights import random_state_dict, shape_config
 
@@ -35,16 +36,23 @@ def qwen3_4b_config(vocab_size: int, tiny: bool = False) -> dict:
             "torch_dtype": "bfloat16"}
 
 
-def prepare_tokenizer(target: Path) -> Path:
-    """Gzip the embedded default model's tokenizer files into `target` (run on the CPU)."""
+def prepare_tokenizer(target: Path, model: str = "default", gzipped: bool = True) -> Path:
+    """Copy embedded `model`'s tokenizer files into `target`, gzipped (run on the CPU). The
+    decode, grammar and cold-start benches take SmolLM2's, plain (.carry/tok-smollm2): its
+    49,152 tokens fit the Qwen3-4B vocabulary (151,936) their random models keep, where the
+    default model's (Gemma 3: 262,144) do not."""
     from quail_engine.infer.loader import resolve_model_dir
 
-    source = resolve_model_dir("default")
+    source = resolve_model_dir(model)
     target.mkdir(parents=True, exist_ok=True)
     for name in TOKENIZER_FILES:
         if (source / name).exists():
-            with (source / name).open("rb") as src, gzip.open(target / f"{name}.gz", "wb") as dst:
-                shutil.copyfileobj(src, dst)
+            if gzipped:
+                with (source / name).open("rb") as src, gzip.open(target / f"{name}.gz",
+                                                                  "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+            else:
+                shutil.copyfile(source / name, target / name)
     return target
 
 
@@ -52,26 +60,35 @@ def write_model_dir(path: Path, tokenizer_dir: Path, tiny: bool, device: str,
                     seed: int = 0, dtype: str = "bfloat16", vocab_size: int = VOCAB) -> dict:
     """config.json + model.safetensors (random weights drawn in float32 on `device`, stored in
     `dtype`: a float32 and a bf16 directory hold the same model) + tokenizer files in `path`
-    (gzipped or plain in `tokenizer_dir`; `vocab_size` at least the tokenizer's); reused when
-    its config already matches."""
+    (gzipped or plain in `tokenizer_dir`; `vocab_size` at least the tokenizer's); its weights
+    are reused when its config already matches."""
     from safetensors.torch import save_file
 
     from quail_engine.infer.models import config_from_hf
 
     hf = dict(qwen3_4b_config(vocab_size, tiny), torch_dtype=dtype)
-    config_file = path / "config.json"
-    if config_file.exists() and json.loads(config_file.read_text()) == hf and \
-            (path / "model.safetensors").exists():
-        return hf
     if not any((tokenizer_dir / f"tokenizer.json{gz}").exists() for gz in ("", ".gz")):
         raise FileNotFoundError(f"no tokenizer.json (or .gz) in {tokenizer_dir}: a random-weight "
                                 "model directory takes its tokenizer from there")
     path.mkdir(parents=True, exist_ok=True)
+    # the tokenizer is written every time, so a directory reused for its weights never keeps
+    # another run's tokenizer (whose ids may lie past this embedding: a device-side assert)
     for name in TOKENIZER_FILES:
         if (tokenizer_dir / f"{name}.gz").exists():
             (path / name).write_bytes(gzip.open(tokenizer_dir / f"{name}.gz").read())
         elif (tokenizer_dir / name).exists():
             shutil.copyfile(tokenizer_dir / name, path / name)
+        else:
+            (path / name).unlink(missing_ok=True)
+    tokens = Tokenizer.from_file(str(path / "tokenizer.json")).get_vocab_size(True)
+    if tokens > vocab_size:
+        raise ValueError(f"the tokenizer in {tokenizer_dir} has {tokens} tokens, more than the "
+                         f"model's vocabulary of {vocab_size}: pass vocab_size >= {tokens} or a "
+                         "smaller tokenizer")
+    config_file = path / "config.json"
+    if config_file.exists() and json.loads(config_file.read_text()) == hf and \
+            (path / "model.safetensors").exists():
+        return hf
     state = random_state_dict(config_from_hf(hf), seed=seed, device=device,
                               dtype=getattr(torch, dtype))
     save_file({k: v.cpu() for k, v in state.items()}, str(path / "model.safetensors"),

@@ -55,3 +55,19 @@ def test_decode_band_loads_an_fp8_kv_row_with_the_arena_in_fp8(monkeypatch):
     decode_band.load("m", "cuda", "fp8")
     decode_band.load("m", "cuda", "fp8" + decode_band.KV_FP8)
     assert calls == [(("m", "cuda", "fp8"), {}), (("m", "cuda", "fp8"), {"kv_fp8": True})]
+
+
+def test_the_write_up_of_a_run_whose_transformers_baseline_failed():
+    """A failed `generate` leaves an error row without counts; the write-up names it (the
+    2026-12-06 device run lost its markdown to a KeyError on such a row)."""
+    from bench.decode import markdown
+
+    result = {"date": "2026-12-06", "machine": "m", "model": "x", "command": "c", "runs": [],
+              "transformers": [{"path": "transformers", "max_tokens": 48,
+                                "error": "AcceleratorError: device-side assert\nmore"},
+                               {"path": "transformers", "rows": 256, "max_tokens": 256,
+                                "output_tokens": 65535, "seconds": 50.0,
+                                "output_tokens_per_s": 1310.7}]}
+    text = markdown(result)
+    assert "48 tokens, failed: AcceleratorError: device-side assert" in text
+    assert "256 rows x 256 tokens: 65535 tokens in 50.0 s" in text
