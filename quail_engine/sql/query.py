@@ -19,7 +19,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from quail_engine.sql import dialects
+from quail_engine.sql import column_names, dialects
 from quail_engine.sql.build import AGGREGATE_OPS
 from quail_engine.sql.cores import Core, extract_cores
 from quail_engine.sql.dialects.common import TEXT_TYPES
@@ -112,7 +112,12 @@ def lower_sql(sql: str, dialect: str, *, runnable: bool = True
               ) -> tuple[Lowered, list[AiOp], list[Core]]:
     """`sql` lowered; `runnable=False` (transpile) also reads forms quail cannot run."""
     module = dialects.get(dialect)
-    lowered = lower(read_tree(sql, module.NAME), module, runnable=runnable)
+    tree = read_tree(sql, module.NAME)
+    # (a run names its AI columns as written; transpile keeps the user's projections as they are)
+    unaliased = column_names.unaliased_projections(tree, dialects.sqlglot_dialect(module.NAME)) \
+        if runnable else []
+    lowered = lower(tree, module, runnable=runnable)
+    column_names.name_ai_columns(unaliased)
     if module.NAME in PATH_TEXT_DIALECTS:
         _path_text_casts(lowered.tree)
     _aggregate_lists(lowered)

@@ -64,3 +64,14 @@ def test_create_of_an_existing_table_is_refused_and_keeps_it(database, capsys):
                 database) == 2
     assert "already exists" in capsys.readouterr().err
     assert _rows(database, "SELECT * FROM kept") == [(0,)]
+
+
+def test_unaliased_ai_columns_are_named_as_written(database):
+    """An AI call without an alias names its column after the expression in the query's own
+    dialect (as the vendors do), not after the placeholder it was lowered to, so later SQL can
+    read the saved table by that name."""
+    sql = "CREATE TABLE named AS SELECT id, AI_FILTER(review), upper(review) FROM reviews"
+    assert _run(sql, database) == 0
+    columns = [r[0] for r in _rows(database, "DESCRIBE named")]
+    assert columns == ["id", "AI_FILTER(review)", "upper(review)"]
+    assert len(_rows(database, 'SELECT "AI_FILTER(review)" FROM named')) == 2
