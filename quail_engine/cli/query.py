@@ -66,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     if write is not None:
         con.close()  # the query's read-only view of the file ends before the write opens it
         rows = write_rows(args.database, write, table)
-        print(f"quail: {rows} rows {write.verb} {write.target} in {args.database}",
+        print(f"quail: {rows} row{'s' if rows != 1 else ''} {write.verb} {write.target} in "
+              f"{args.database}",
               file=sys.stderr)
     elif args.output:
         write_file(table, args.output)
