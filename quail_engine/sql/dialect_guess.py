@@ -57,6 +57,14 @@ def dialect_hint(sql: str, dialect: str, advice: str = "add --dialect {name}") -
 
 def with_dialect_hint(exc: QuailError, sql: str, dialect: str,
                       advice: str = "add --dialect {name}") -> QuailError:
-    """`exc`, led by the dialect hint when another dialect reads `sql` better."""
+    """`exc`, led by the dialect hint when another dialect reads `sql` better. Not for an
+    error about the arguments of a function the chosen dialect knows (501 labels, an option
+    of the wrong type): the user wrote that dialect's function and the error names what is
+    wrong with it, where another dialect that happens to accept the arguments would only
+    mislead ("this looks like DuckDB SQL" for too many Snowflake labels)."""
+    from quail_engine.sql.errors import ArgumentError, LabelsNotLiteralError, PlaceholderError
+
+    if isinstance(exc, ArgumentError | LabelsNotLiteralError | PlaceholderError):
+        return exc
     hint = dialect_hint(sql, dialect, advice)
     return exc if hint is None else QuailError(f"{hint}; read as {dialect} SQL: {exc}")

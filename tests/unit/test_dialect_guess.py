@@ -73,3 +73,18 @@ def test_transpile_with_the_wrong_read_dialect_says_which_one(capsys):
     assert "this looks like Databricks SQL: use --read databricks" in capsys.readouterr().err
     assert main(["transpile", "-e", BQ_IF, "--read", "snowflake", "--write", "databricks"]) == 0
     assert "this looks like BigQuery SQL: use --read bigquery" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("sql", "dialect", "message"), [
+    ("SELECT AI_CLASSIFY(review, [" + ", ".join(f"'l{i}'" for i in range(501)) + "]) FROM r",
+     "snowflake", "labels"),
+    ("SELECT ai_classify(review, ARRAY(" + ", ".join(f"'l{i}'" for i in range(21)) + ")) FROM r",
+     "databricks", "labels"),
+    ("SELECT AI_CLASSIFY(review, ['a', 'b'], TRUE) FROM r", "snowflake", "AI_CLASSIFY"),
+])
+def test_an_argument_error_of_the_chosen_dialects_own_function_gets_no_dialect_hint(
+        sql, dialect, message, capsys):
+    """Another dialect that happens to accept the arguments is no reason to name it."""
+    assert main(["explain", "-e", sql, "--dialect", dialect]) == 2
+    err = capsys.readouterr().err
+    assert "looks like" not in err and message in err
