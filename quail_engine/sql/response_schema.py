@@ -12,9 +12,13 @@ enforces (infer/grammar.py), so the value always parses as the type asked for:
   and `returnType => 'FLOAT'`;
 - BigQuery `AI.GENERATE_INT` / `AI.GENERATE_DOUBLE`: a bare integer or number.
 
-SQL types (TYPE OBJECT, DDL, output_schema) are read by sqlglot in the vendor's dialect; a type
-with no JSON counterpart is refused with its spelling. The schema keeps the JSON Schema keywords
-a grammar can enforce and drops the rest (descriptions, Snowflake's `column_ordering`).
+SQL types (TYPE OBJECT, DDL, output_schema) are read by sqlglot in the vendor's dialect. A date,
+time, timestamp or UUID is a JSON string under a pattern of its ISO form, which DuckDB casts; a
+type with no JSON counterpart (BINARY, INTERVAL, MAP, GEOGRAPHY, ...) is refused with its
+spelling. `landing_type` is the DuckDB type such an answer is cast to where the vendor returns
+the type itself (BigQuery's output_schema fields, Databricks' returnType). The schema keeps the
+JSON Schema keywords a grammar can enforce and drops the rest (descriptions, Snowflake's
+`column_ordering`).
 """
 
 from __future__ import annotations
@@ -33,9 +37,23 @@ KEYWORDS = ("type", "properties", "required", "items", "enum", "const", "anyOf",
             "minItems", "maxItems", "minimum", "maximum", "minLength", "maxLength", "pattern",
             "additionalProperties")
 STRINGS = {exp.DType.TEXT, exp.DType.VARCHAR, exp.DType.CHAR, exp.DType.NVARCHAR,
-           exp.DType.NCHAR, exp.DType.DATE, exp.DType.DATETIME, exp.DType.TIMESTAMP,
-           exp.DType.TIMESTAMPTZ, exp.DType.TIMESTAMPLTZ, exp.DType.TIMESTAMPNTZ, exp.DType.TIME,
-           exp.DType.UUID}
+           exp.DType.NCHAR}
+# strings a grammar holds to the ISO form DuckDB's casts read, and the type they are cast to;
+# [0-9], not \d: a regex's \d takes any script's digits, which no cast reads
+_DAY = "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+_CLOCK = "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?"
+_ZONE = "(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
+_HEX = "[0-9a-f]"
+PATTERNED = {
+    exp.DType.DATE: (_DAY, "DATE"),
+    exp.DType.TIME: (_CLOCK, "TIME"),
+    exp.DType.DATETIME: (f"{_DAY}[ T]{_CLOCK}", "TIMESTAMP"),
+    exp.DType.TIMESTAMP: (f"{_DAY}[ T]{_CLOCK}", "TIMESTAMP"),
+    exp.DType.TIMESTAMPNTZ: (f"{_DAY}[ T]{_CLOCK}", "TIMESTAMP"),
+    exp.DType.TIMESTAMPTZ: (f"{_DAY}[ T]{_CLOCK}{_ZONE}?", "TIMESTAMPTZ"),
+    exp.DType.TIMESTAMPLTZ: (f"{_DAY}[ T]{_CLOCK}{_ZONE}?", "TIMESTAMPTZ"),
+    exp.DType.UUID: (f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}", "UUID"),
+}
 INTEGERS = {exp.DType.TINYINT, exp.DType.SMALLINT, exp.DType.INT, exp.DType.BIGINT,
             exp.DType.INT128, exp.DType.MEDIUMINT, exp.DType.UTINYINT, exp.DType.USMALLINT, exp.DType.UINT,
             exp.DType.UBIGINT}
@@ -134,17 +152,48 @@ def databricks_format(text: str) -> dict:
 
 def sql_type_schema(text: str, dialect: str) -> dict:
     """The JSON schema of a SQL type spelled in `dialect` (OBJECT/STRUCT fields required)."""
+    return _type(_read_type(text, dialect), text, dialect)
+
+
+def landing_type(text: str, dialect: str) -> exp.DataType:
+    """The DuckDB type an answer under the SQL type `text` (spelled in `dialect`) is cast to:
+    strings VARCHAR, whole numbers BIGINT, other numbers DOUBLE, BOOLEAN, dates, times and UUIDs
+    as themselves, JSON / VARIANT as JSON, and ARRAY / STRUCT / OBJECT of these, nested.
+    SchemaError where the type has no JSON counterpart (as `sql_type_schema`)."""
+    dtype = _read_type(text, dialect)
+    _type(dtype, text, dialect)
+    return exp.DataType.build(_landing(dtype, text, dialect), dialect="duckdb")
+
+
+def _read_type(text: str, dialect: str) -> exp.DataType:
     try:
-        dtype = exp.DataType.build(text, dialect=dialect)
+        return exp.DataType.build(text, dialect=dialect)
     except (ParseError, ValueError) as exc:
         raise SchemaError(f"cannot read the type {text!r}: {exc}") from None
-    return _type(dtype, text, dialect)
+
+
+def _landing(dtype: exp.DataType, whole: str, dialect: str) -> str:
+    kind = dtype.this
+    if kind in PATTERNED:
+        return PATTERNED[kind][1]
+    if kind == exp.DType.ARRAY:
+        return f"{_landing(dtype.expressions[0], whole, dialect)}[]"
+    if kind in (exp.DType.STRUCT, exp.DType.OBJECT):
+        fields = ", ".join(f"{exp.to_identifier(col.name, quoted=True).sql('duckdb')} "
+                           f"{_landing(col.args['kind'], whole, dialect)}"
+                           for col in dtype.expressions)
+        return f"STRUCT({fields})"
+    json_kind = _type(dtype, whole, dialect).get("type")
+    return {"string": "VARCHAR", "integer": "BIGINT", "number": "DOUBLE",
+            "boolean": "BOOLEAN"}.get(json_kind, "JSON")
 
 
 def _type(dtype: exp.DataType, whole: str, dialect: str) -> dict:
     kind = dtype.this
     if kind in STRINGS:
         return {"type": "string"}
+    if kind in PATTERNED:
+        return {"type": "string", "pattern": f"^{PATTERNED[kind][0]}$"}
     if kind in INTEGERS:
         return {"type": "integer"}
     if kind in NUMBERS:
@@ -168,8 +217,8 @@ def _type(dtype: exp.DataType, whole: str, dialect: str) -> dict:
                 raise SchemaError(f"a field of {whole!r} needs a name and a type: {col.sql()}")
             fields[col.name] = _type(col.args["kind"], whole, dialect)
         return _closed({"type": "object", "properties": fields})
-    raise SchemaError(f"the type {dtype.sql()} in {whole!r} has no JSON counterpart (use "
-                      "strings, numbers, booleans, arrays and objects)")
+    raise SchemaError(f"the type {dtype.sql(dialect)} in {whole!r} has no JSON counterpart (use "
+                      "strings, numbers, booleans, dates, times, timestamps, arrays and objects)")
 
 
 def plain(schema: Any) -> Any:

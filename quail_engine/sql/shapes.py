@@ -14,8 +14,9 @@ from sqlglot import exp, parse_one
 
 # the error a vendor reports beside a NULL answer: quail's answers are NULL where the input was
 # NULL or the model did not complete an answer of the requested type within its tokens
-NO_ANSWER = ("CASE WHEN {v} IS NULL THEN 'no answer: a NULL input, or the model did not complete "
-             "an answer of the requested type within max_tokens' END")
+NO_ANSWER_TEXT = ("no answer: a NULL input, or the model did not complete an answer of the "
+                  "requested type within max_tokens")
+NO_ANSWER = f"CASE WHEN {{v}} IS NULL THEN '{NO_ANSWER_TEXT}' END"
 
 SHAPES = {  # a NULL answer (a NULL or empty input) is a NULL object, not {"labels": [null]}
     "labels_object": "CASE WHEN {v} IS NOT NULL THEN json_object('labels', json_array({v})) END",
@@ -91,3 +92,44 @@ def wrap(shape: str | exp.Expr | None, value: exp.Expr) -> exp.Expr:
         if col.name == _SLOT:
             col.replace(value.copy())
     return tree
+
+
+def _path(key: str | None) -> exp.JSONPath:
+    """`$` or `$."key"`: the key taken as one name, not read as a path."""
+    return exp.JSONPath(expressions=[exp.JSONPathRoot(),
+                                     *([exp.JSONPathKey(this=key)] if key is not None else [])])
+
+
+def typed(answer: exp.Expr, to: exp.DataType, key: str | None = None) -> exp.Expr:
+    """The JSON `answer` (or its field `key`) as the DuckDB type `to` by DuckDB's JSON casts
+    (lists, structs, nested ones; a string without its JSON quotes). A value that does not
+    convert (an integer past BIGINT, '2024-02-30' as a DATE) is NULL, never an aborted query;
+    TRY makes the whole value NULL where TRY_CAST would null a nested field unseen, so
+    `unconverted` can say so."""
+    if to.is_type(exp.DType.TEXT, exp.DType.VARCHAR):
+        return exp.JSONExtractScalar(this=answer, expression=_path(key), only_json_types=False,
+                                     scalar_only=False)
+    value = answer if key is None else exp.JSONExtract(this=answer, expression=_path(key),
+                                                       only_json_types=False)
+    return exp.Try(this=exp.Cast(this=value, to=to.copy()))
+
+
+def unconverted(answer: exp.Expr, value: exp.Expr, type_name: str,
+                key: str | None = None) -> exp.Expr:
+    """Why `value` (`typed(answer, ..., key)`) is NULL though the model wrote a non-null JSON
+    value: `'<key>: the answer <json> is not a valid <type_name>'`; NULL otherwise."""
+    written = answer if key is None else exp.JSONExtract(this=answer, expression=_path(key),
+                                                         only_json_types=False)
+    text = exp.cast(written, exp.DType.VARCHAR)  # JSON's null is 'null', not NULL
+    failed = exp.and_(exp.Is(this=value.copy(), expression=exp.Null()),
+                      exp.NEQ(this=text.copy(), expression=exp.Literal.string("null")))
+    why = exp.DPipe(this=exp.DPipe(
+        this=exp.Literal.string(f"{key + ': ' if key else ''}the answer "), expression=text),
+        expression=exp.Literal.string(f" is not a valid {type_name}"))
+    return exp.Case(ifs=[exp.If(this=failed, true=why)])
+
+
+def no_answer(answer: exp.Expr) -> exp.Expr:
+    """NO_ANSWER around `answer`, built as a tree."""
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=answer.copy(), expression=exp.Null()),
+                                true=exp.Literal.string(NO_ANSWER_TEXT))])

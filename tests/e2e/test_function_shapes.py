@@ -8,6 +8,7 @@ per query, generation capped at a few tokens where the form allows it).
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
 
@@ -224,6 +225,49 @@ def test_a_typed_answer_the_model_cannot_finish_is_null_with_a_status(session):
     for v in session.execute(sql, "bigquery").column("v").to_pylist():
         assert (v["result"] is None) == (v["status"] != ""), v
         assert v["result"] is None or is_int(v["result"])
+
+
+def no_quotes(v):
+    return v is None or is_text(v) and not v.startswith('"')
+
+
+TYPED = [
+    # (dialect, the expression, its Arrow type, check of each row's value): a vendor's typed
+    # result is that type in DuckDB, a string field without its JSON quotes
+    ("bigquery", "AI.GENERATE(('Give two tags for: ', body), "
+                 "output_schema => 'tags ARRAY<STRING>').tags", pa.list_(pa.string()),
+     lambda v: v is None or all(no_quotes(x) for x in v)),
+    ("bigquery", "AI.GENERATE(('Who: ', body), "
+                 "output_schema => 'p STRUCT<name STRING, age INT64>').p",
+     pa.struct([("name", pa.string()), ("age", pa.int64())]),
+     lambda v: v is None or no_quotes(v["name"])),
+    ("bigquery", "AI.GENERATE(('Who: ', body), output_schema => 'p STRUCT<name STRING>').p.name",
+     pa.string(), no_quotes),
+    ("databricks", "ai_query('ep', 'Give two tags for: ' || body, returnType => 'ARRAY<STRING>')",
+     pa.list_(pa.string()), lambda v: v is None or all(no_quotes(x) for x in v)),
+    ("databricks", "ai_query('ep', 'When was this written? ' || body, returnType => 'DATE')",
+     pa.date32(), lambda v: v is None or isinstance(v, datetime.date)),
+]
+
+
+@pytest.mark.parametrize("dialect,expr,arrow_type,check", TYPED,
+                         ids=[f"{d}:{e[-50:]}" for d, e, _, _ in TYPED])
+def test_a_typed_result_is_the_vendors_type(session, dialect, expr, arrow_type, check):
+    table = session.execute(f"SELECT id, {expr} AS v FROM docs ORDER BY id", dialect)
+    assert table.schema.field("v").type == arrow_type
+    assert all(check(v) for v in table.column("v").to_pylist()), table.column("v")
+
+
+@pytest.mark.parametrize("dialect,sql", [
+    ("bigquery", "SELECT id, tag FROM docs, UNNEST(AI.GENERATE(('Give two tags for: ', body), "
+                 "output_schema => 'tags ARRAY<STRING>').tags) AS tag"),
+    ("databricks", "SELECT id, explode(ai_query('ep', 'Give two tags for: ' || body, "
+                   "returnType => 'ARRAY<STRING>')) AS tag FROM docs"),
+])
+def test_an_array_result_unnests_into_its_strings(session, dialect, sql):
+    table = session.execute(sql, dialect)
+    assert table.schema.field("tag").type == pa.string()
+    assert all(no_quotes(v) for v in table.column("tag").to_pylist())
 
 
 @pytest.mark.parametrize("dialect,expr", [

@@ -105,8 +105,12 @@ def test_the_executor_reads_no_response_format(monkeypatch, response_format):
 @pytest.mark.parametrize("dialect, sql, duckdb_sql", [
     ("bigquery", "SELECT AI.GENERATE(('About ', name), output_schema => 'city STRING, pop INT64')"
                  " AS g FROM t",
-     "SELECT {'city': CAST(quail_ai_0(name) ->> '$.city' AS TEXT), 'pop': CAST(quail_ai_0(name) "
-     "->> '$.pop' AS BIGINT), 'full_response': quail_ai_0(name), 'status': ''} AS g FROM t"),
+     "SELECT {'city': (quail_ai_0(name) ->> '$.city'), 'pop': TRY(CAST(quail_ai_0(name) -> "
+     "'$.pop' AS BIGINT)), 'full_response': quail_ai_0(name), 'status': COALESCE(CASE WHEN "
+     f"quail_ai_0(name) IS NULL THEN '{shapes.NO_ANSWER_TEXT}' END, concat_ws('; ', CASE WHEN "
+     "TRY(CAST(quail_ai_0(name) -> '$.pop' AS BIGINT)) IS NULL AND CAST(quail_ai_0(name) -> "
+     "'$.pop' AS TEXT) <> 'null' THEN 'pop: the answer ' || CAST(quail_ai_0(name) -> '$.pop' AS "
+     "TEXT) || ' is not a valid INT64' END))} AS g FROM t"),
     ("databricks", "SELECT ai_extract(body, array('person', 'place')) AS e FROM t",
      "SELECT json_transform(quail_ai_0(body), '{\"person\": \"VARCHAR\", \"place\": "
      "\"VARCHAR\"}') AS e FROM t"),

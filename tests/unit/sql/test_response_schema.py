@@ -1,10 +1,11 @@
 """Each vendor's structured-output form read as the JSON schema the decoder enforces."""
 
+import datetime
 import json
 
 import pytest
 
-from quail_engine.sql import parse
+from quail_engine.sql import parse, shapes
 from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.response_schema import json_schema
 
@@ -71,3 +72,107 @@ def test_a_format_with_no_json_schema_is_refused_at_parse_time(sql, dialect, wor
     with pytest.raises(ArgumentError, match=words) as info:
         parse(sql, dialect)
     assert info.value.fragment  # the call is quoted
+
+
+def run_typed(sql: str, dialect: str, answer: str | None) -> tuple[str, object]:
+    """`sql` (one AI call, one result column `v`, over d(t) of one row) run by DuckDB with the
+    model's JSON `answer` for the call: the column's DuckDB type and its value."""
+    import duckdb
+
+    from quail_engine.exec.udfs import create_ai_function
+
+    parsed = parse(sql, dialect)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE d AS SELECT 'a text' AS t")
+    create_ai_function(con, "quail_ai_0", parsed.ai_ops[0], lambda rows: [answer] * len(rows))
+    return con.execute(f"SELECT typeof(v), v FROM ({parsed.duckdb_sql}) AS q").fetchone()
+
+
+NO_ANSWER = {"status": shapes.NO_ANSWER_TEXT}
+TAGS = "SELECT AI.GENERATE(t, output_schema => 'tags ARRAY<STRING>')"
+PERSON = "SELECT AI.GENERATE(t, output_schema => 's STRUCT<name STRING, age INT64>')"
+NESTED = "SELECT AI.GENERATE(t, output_schema => 'a ARRAY<STRUCT<b INT64, c BOOL>>')"
+
+
+@pytest.mark.parametrize("sql,dialect,answer,sql_type,value", [
+    # BigQuery output_schema: each field its type; status '' or why a field / the answer is NULL
+    (f"{TAGS}.tags AS v FROM d", "bigquery", '{"tags": ["red", "blue"]}', "VARCHAR[]",
+     ["red", "blue"]),
+    ("SELECT tag AS v FROM d, UNNEST(AI.GENERATE(t, output_schema => 'tags ARRAY<STRING>').tags) "
+     "AS tag LIMIT 1", "bigquery", '{"tags": ["red"]}', "VARCHAR", "red"),
+    (f"{PERSON}.s.name AS v FROM d", "bigquery", '{"s": {"name": "John", "age": 34}}',
+     "VARCHAR", "John"),
+    (f"{PERSON}.s AS v FROM d", "bigquery", '{"s": {"name": "John", "age": 34}}',
+     'STRUCT("name" VARCHAR, age BIGINT)', {"name": "John", "age": 34}),
+    (f"{NESTED}.a AS v FROM d", "bigquery", '{"a": [{"b": 1, "c": true}]}',
+     'STRUCT(b BIGINT, c BOOLEAN)[]', [{"b": 1, "c": True}]),
+    (f"{NESTED} AS v FROM d", "bigquery", None,
+     "STRUCT(a STRUCT(b BIGINT, c BOOLEAN)[], full_response JSON, status VARCHAR)",
+     {"a": None, "full_response": None, **NO_ANSWER}),
+    (f"{PERSON} AS v FROM d", "bigquery", '{"s": {"name": "Al", "age": 99999999999999999999}}',
+     'STRUCT(s STRUCT("name" VARCHAR, age BIGINT), full_response JSON, status VARCHAR)',
+     {"s": None, "full_response": '{"s": {"name": "Al", "age": 99999999999999999999}}',
+      "status": 's: the answer {"name":"Al","age":99999999999999999999} is not a valid '
+                'STRUCT<name STRING, age INT64>'}),
+    ("SELECT AI.GENERATE(t, output_schema => 'name STRING, n INT64').name AS v FROM d",
+     "bigquery", '{"name": "Ann", "n": null}', "VARCHAR", "Ann"),
+    ("SELECT AI.GENERATE(t, output_schema => 'name STRING, n INT64').status AS v FROM d",
+     "bigquery", '{"name": "Ann", "n": null}', "VARCHAR", ""),  # null: the text does not say
+    # Databricks returnType: the type itself, explode / size / .field on it
+    ("SELECT explode(ai_query('ep', t, returnType => 'ARRAY<STRING>')) AS v FROM d LIMIT 1",
+     "databricks", '["red", "blue"]', "VARCHAR", "red"),
+    ("SELECT size(ai_query('ep', t, returnType => 'ARRAY<STRING>')) AS v FROM d", "databricks",
+     '["red", "blue"]', "BIGINT", 2),
+    ("SELECT ai_query('ep', t, returnType => 'STRUCT<name: STRING, age: INT>').name AS v FROM d",
+     "databricks", '{"name": "John", "age": 34}', "VARCHAR", "John"),
+    ("SELECT ai_query('ep', t, returnType => 'DATE') AS v FROM d", "databricks",
+     '"2024-02-03"', "DATE", datetime.date(2024, 2, 3)),
+    ("SELECT ai_query('ep', t, returnType => 'TIMESTAMP_NTZ') AS v FROM d", "databricks",
+     '"2024-02-03 04:05:06"', "TIMESTAMP", datetime.datetime(2024, 2, 3, 4, 5, 6)),
+    ("SELECT ai_query('ep', t, returnType => 'DATE') AS v FROM d", "databricks",
+     '"2024-02-30"', "DATE", None),
+    ("SELECT ai_query('ep', t, returnType => 'DATE', failOnError => false) AS v FROM d",
+     "databricks", '"2024-02-30"', "STRUCT(result DATE, errorMessage VARCHAR)",
+     {"result": None, "errorMessage": 'the answer "2024-02-30" is not a valid DATE'}),
+    ("SELECT ai_query('ep', t, returnType => 'ARRAY<INT>', failOnError => false) AS v FROM d",
+     "databricks", None, "STRUCT(result BIGINT[], errorMessage VARCHAR)",
+     {"result": None, "errorMessage": shapes.NO_ANSWER_TEXT}),
+    ("SELECT ai_query('ep', t, returnType => 'ARRAY<INT>', failOnError => false) AS v FROM d",
+     "databricks", "[1, 2]", "STRUCT(result BIGINT[], errorMessage VARCHAR)",
+     {"result": [1, 2], "errorMessage": None}),
+    # Snowflake's response_format answers the JSON text, as Cortex does
+    ("SELECT AI_COMPLETE('m', t, response_format => TYPE OBJECT(d DATE)) AS v FROM d",
+     "snowflake", '{"d": "2024-02-03"}', "VARCHAR", '{"d": "2024-02-03"}'),
+])
+def test_a_typed_answer_lands_as_the_vendors_type(sql, dialect, answer, sql_type, value):
+    assert run_typed(sql, dialect, answer) == (sql_type, value)
+
+
+@pytest.mark.parametrize("sql,dialect,pattern", [
+    ("SELECT ai_query('ep', t, returnType => 'DATE') FROM d", "databricks", "2024-02-03"),
+    ("SELECT ai_query('ep', t, returnType => 'TIMESTAMP') FROM d", "databricks",
+     "2024-02-03T04:05:06.5+01:00"),
+    ("SELECT AI_COMPLETE('m', t, response_format => TYPE OBJECT(ts TIMESTAMP)) FROM d",
+     "snowflake", "2024-02-03 04:05:06"),
+])
+def test_a_date_or_time_is_decoded_as_a_string_of_its_iso_form(sql, dialect, pattern):
+    import re
+
+    schema = schema_of(sql, dialect)
+    leaf = schema["properties"]["ts"] if "properties" in schema else schema
+    assert leaf["type"] == "string" and re.fullmatch(leaf["pattern"][1:-1], pattern)
+    assert not re.fullmatch(leaf["pattern"][1:-1], "next Tuesday")
+
+
+@pytest.mark.parametrize("sql,dialect,words", [
+    ("SELECT ai_query('ep', t, returnType => 'MAP<STRING, INT>') FROM d", "databricks",
+     "AI_QUERY: the type MAP"),
+    ("SELECT ai_query('ep', t, returnType => 'STRUCT<a: INTERVAL DAY>') FROM d", "databricks",
+     "AI_QUERY: the type INTERVAL"),
+    ("SELECT AI_COMPLETE('m', t, response_format => TYPE OBJECT(b BINARY)) FROM d", "snowflake",
+     "AI_COMPLETE: the type BINARY"),
+])
+def test_a_type_with_no_json_form_is_refused_naming_the_function(sql, dialect, words):
+    with pytest.raises(ArgumentError, match=words) as info:
+        parse(sql, dialect)
+    assert "has no JSON counterpart" in str(info.value) and info.value.fragment

@@ -15,38 +15,41 @@ from quail_engine.sql.dialects import bigquery as bq
 from quail_engine.sql.dialects.common import text_input
 from quail_engine.sql.emit import bigquery as bq_sql
 from quail_engine.sql.emit.common import lit, task_prefix, warn
+from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import AiOp, OpKind
 from quail_engine.sql.literals import labels, schema_fields, string
+from quail_engine.sql.response_schema import SchemaError, landing_type
 
 BIGQUERY_GENERATIVE = ("endpoint", "model_params", "connection_id", "request_type")
-BIGQUERY_TYPES = {"STRING": "VARCHAR", "INT64": "BIGINT", "FLOAT64": "DOUBLE", "BOOL": "BOOLEAN",
-                  "NUMERIC": "DOUBLE"}
 BIGQUERY_TYPED = {"BIGINT": "AI.GENERATE_INT", "DOUBLE": "AI.GENERATE_DOUBLE"}
 
 
-def _bigquery_schema(schema: str, call: Call) -> tuple[tuple[str, str], ...]:
-    return tuple((name, BIGQUERY_TYPES.get(kind.upper(), "JSON"))
-                 for name, kind in schema_fields(schema, call))
+def _bigquery_schema(schema: str, call: Call) -> tuple[tuple[str, str, exp.DataType], ...]:
+    """Each output_schema field's name, type as written and the DuckDB type it lands as."""
+    try:
+        return tuple((name, kind, landing_type(kind, bq.NAME))
+                     for name, kind in schema_fields(schema, call))
+    except SchemaError as exc:
+        raise ArgumentError(f"{call.name}: {exc}", call.sql(bq.NAME), bq.NAME) from None
 
 
-def _duckdb_type(name: str) -> exp.DataType:
-    return exp.DataType.build(name, dialect="duckdb")
-
-
-def _bigquery_struct(fields: tuple[tuple[str, str], ...]) -> exp.Expr:
+def _bigquery_struct(fields: tuple[tuple[str, str, exp.DataType], ...]) -> exp.Expr:
     """AI.GENERATE's result under output_schema, around the extraction's JSON answer (the
-    shape's slot): `struct_pack("<field>" := CAST(v->>'<field>' AS <type>), ...,
-    full_response := v, status := '')`, built as a tree from the schema's fields."""
-    def read(name: str, type_: str) -> exp.Expr:
-        path = exp.JSONPath(expressions=[exp.JSONPathRoot(), exp.JSONPathKey(this=name)])
-        return exp.Cast(this=exp.JSONExtractScalar(this=shapes.slot(), expression=path,
-                                                   only_json_types=False, scalar_only=False),
-                        to=_duckdb_type(type_).copy())
+    shape's slot): each field as its type (`ARRAY<STRING>` a VARCHAR[], `STRUCT<...>` a
+    STRUCT), `full_response` the answer, and `status` why the answer or a field is NULL
+    ('' when none is), built as a tree from the schema's fields."""
+    answer = shapes.slot()
+    values = [(name, kind, shapes.typed(answer, to, name)) for name, kind, to in fields]
+    failures = [shapes.unconverted(answer, value, kind, name) for name, kind, value in values
+                if not isinstance(value, exp.JSONExtractScalar)]  # a string always converts
+    status = exp.Coalesce(this=shapes.no_answer(answer), expressions=[
+        exp.Anonymous(this="concat_ws", expressions=[exp.Literal.string("; "), *failures])
+        if failures else exp.Literal.string("")])
     return exp.Struct(expressions=[
-        *(exp.PropertyEQ(this=exp.to_identifier(n, quoted=True), expression=read(n, t))
-          for n, t in fields),
-        exp.PropertyEQ(this=exp.to_identifier("full_response"), expression=shapes.slot()),
-        exp.PropertyEQ(this=exp.to_identifier("status"), expression=exp.Literal.string(""))])
+        *(exp.PropertyEQ(this=exp.to_identifier(n, quoted=True), expression=v)
+          for n, _, v in values),
+        exp.PropertyEQ(this=exp.to_identifier("full_response"), expression=answer.copy()),
+        exp.PropertyEQ(this=exp.to_identifier("status"), expression=status)])
 
 
 def build_bigquery(call: Call, output_type: str = "VARCHAR") -> Built:
@@ -57,7 +60,7 @@ def build_bigquery(call: Call, output_type: str = "VARCHAR") -> Built:
         fields = _bigquery_schema(schema, call)
         built = make(OpKind.AI_EXTRACT, prompt, call, options=bq.read_options(a, call),
                      labels=labels(exp.Array(expressions=[exp.Literal.string(n)
-                                                          for n, _ in fields]),
+                                                          for n, _, _ in fields]),
                                    call.name, bq.NAME),
                      task_args=(("output_schema", schema),))
         built.shape = _bigquery_struct(fields)

@@ -4,6 +4,9 @@ ai_translate, ai_mask, ai_fix_grammar
 
 from __future__ import annotations
 
+from sqlglot import exp
+
+from quail_engine.sql import shapes
 from quail_engine.sql.build import Built, make, vendor_items
 from quail_engine.sql.call import Call, Signature, bind
 from quail_engine.sql.dialects import databricks as dbx
@@ -13,12 +16,16 @@ from quail_engine.sql.emit.common import lit, refuse, warn
 from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import AiOp, OpKind, Options
 from quail_engine.sql.literals import flag, gen_params, labels, options, string, whole
-from quail_engine.sql.response_schema import SchemaError, sql_type_schema
+from quail_engine.sql.response_schema import SchemaError, landing_type
 from quail_engine.sql.validate import Site, language
 
 # https://docs.databricks.com/aws/en/sql/language-manual/functions/ai_translate
 DATABRICKS_LANGUAGES = ("en", "de", "fr", "it", "pt", "hi", "es", "th")
 DEFAULT_SUMMARY_WORDS = 50  # ai_summarize's documented default
+# returnType scalars the answer's UDF returns as themselves; any other type (ARRAY, STRUCT,
+# DATE, ...) is the answer's JSON cast to it by the call's shape
+UDF_TYPES = {exp.DType.TEXT: "VARCHAR", exp.DType.VARCHAR: "VARCHAR", exp.DType.BIGINT: "BIGINT",
+             exp.DType.DOUBLE: "DOUBLE", exp.DType.BOOLEAN: "BOOLEAN"}
 
 
 def build_databricks(call: Call) -> Built:
@@ -34,26 +41,40 @@ def build_databricks(call: Call) -> Built:
     prompt = text_input(a["request"], call.name, dbx.NAME)
     if "files" in a:  # read, so that running it is refused (sql/runnable.py), not dropped
         prompt = append(prompt, a["files"])
+    ddl = dict(task_args).get("returnType")
+    landing = None if ddl is None else _databricks_type(ddl, call)
+    is_cast = landing is not None and landing.this not in UDF_TYPES
     built = make(OpKind.AI_GENERATE, prompt, call,
                  shape=None if is_fail else "result_error_struct", task_args=task_args,
-                 output_type=_databricks_type(dict(task_args).get("returnType"), call),
+                 output_type="JSON" if is_cast else landing and UDF_TYPES[landing.this],
                  options=Options(model=string(a["endpoint"], "the endpoint", call.name, dbx.NAME),
                                  gen=gen_params(params), on_error="fail" if is_fail else "details",
                                  vendor=vendor_items(rest)))
+    if is_cast:
+        built.shape = _databricks_typed(landing, ddl, is_fail)
     return built if "files" not in a else as_file(built, a["files"])
 
 
-def _databricks_type(ddl: str | None, call: Call) -> str | None:
-    """The SQL type of ai_query's answer under `returnType => ddl`: its scalars as themselves,
-    a STRUCT or ARRAY as JSON (DuckDB reads its fields with `->>` / `.field`)."""
-    if ddl is None:
-        return None
+def _databricks_type(ddl: str, call: Call) -> exp.DataType:
+    """The DuckDB type of ai_query's answer under `returnType => ddl`."""
     try:
-        kind = sql_type_schema(ddl, dbx.NAME).get("type")
+        return landing_type(ddl, dbx.NAME)
     except SchemaError as exc:
         raise ArgumentError(f"{call.name}: {exc}", call.sql(dbx.NAME), dbx.NAME) from None
-    return {"string": "VARCHAR", "integer": "BIGINT", "number": "DOUBLE",
-            "boolean": "BOOLEAN"}.get(kind, "JSON")
+
+
+def _databricks_typed(landing: exp.DataType, ddl: str, is_fail: bool) -> exp.Expr:
+    """The returnType's value, cast from the answer's JSON (the shape's slot): with
+    `failOnError => false`, in `{result, errorMessage}`, the message saying why it is NULL."""
+    answer = shapes.slot()
+    value = shapes.typed(answer, landing)
+    if is_fail:
+        return value
+    why = exp.Coalesce(this=shapes.no_answer(answer),
+                       expressions=[shapes.unconverted(answer, value, ddl)])
+    return exp.Struct(expressions=[
+        exp.PropertyEQ(this=exp.to_identifier("result"), expression=value.copy()),
+        exp.PropertyEQ(this=exp.to_identifier("errorMessage"), expression=why)])
 
 
 def databricks_task(task: str | None, op: str = OpKind.AI_GENERATE):
