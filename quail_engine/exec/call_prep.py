@@ -19,7 +19,7 @@ from operator import itemgetter
 from quail_engine.exec.answer_cache import AnswerCache, AnswerKeys, text_digest
 from quail_engine.exec.model_quirks import pair_layout_for, repetition_penalty_for
 from quail_engine.exec.prompt_text import PromptText
-from quail_engine.exec.prompts import OpPrompt, value_text
+from quail_engine.exec.prompts import OpPrompt
 from quail_engine.infer.api import GenerateReadout
 from quail_engine.plan.call_order import REUSE_CACHED
 from quail_engine.sql.op_kinds import spec
@@ -106,11 +106,10 @@ class CallPreparer:
         render = TextMemo(layout)
         nulls = 0
         for i, values in enumerate(rows):
-            if None in values or any(isinstance(v, (str, list, tuple)) and not value_text(v).strip()
-                                     for v in values):
-                nulls += 1  # an empty argument is no input: NULL, not an answer about nothing
-            else:
+            if layout.has_input(values):
                 texts[i] = render(values)
+            else:
+                nulls += 1  # an empty argument is no input: NULL, not an answer about nothing
         keyer = AnswerKeys(self.text.identity, self.cache_readout(layout))
         digests: dict[str, bytes] = {}
         keys = {}

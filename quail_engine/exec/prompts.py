@@ -182,6 +182,16 @@ class OpPrompt:
         seen = dict.fromkeys(int(m.group(1)) for m in SLOT.finditer(self.op.template))
         return tuple(i for i in seen if i not in self.doc_slots and i < len(self.op.bindings))
 
+    def has_input(self, values: Sequence[object]) -> bool:
+        """Whether a row is something to ask about: no NULL or blank (empty or whitespace-only)
+        value, and a template that is not blank itself. A string literal argument is folded
+        into the template rather than bound (`AI_FILTER('')` has the template '' and no
+        bindings), so a blank template is a blank argument: NULL, as a blank value is."""
+        if not self.op.template.strip() or None in values:
+            return False
+        return not any(isinstance(v, (str, list, tuple)) and not value_text(v).strip()
+                       for v in values)
+
     def texts(self, values: Sequence[object]) -> tuple[str, str]:
         """(prefix_text, suffix_text) of one row; their concatenation is the user turn."""
         vals = [value_text(v) for v in values]

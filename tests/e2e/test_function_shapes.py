@@ -287,6 +287,55 @@ def test_null_and_empty_inputs_are_null_not_an_answer(session, dialect, expr):
     assert session.execute(sql, dialect).column("v").to_pylist() == [None, None, None]
 
 
+NO_ANSWER = ("no answer: a NULL input, or the model did not complete an answer of the requested "
+             "type within max_tokens")
+BLANK_LITERALS = [  # (dialect, the call with {x} its text, the value of a blank text)
+    ("snowflake", "AI_FILTER({x})", None),
+    ("snowflake", "AI_FILTER({x} || {x})", None),
+    ("snowflake", "AI_CLASSIFY({x}, ['a', 'b'])", None),
+    ("snowflake", "AI_CLASSIFY({x}, ['a', 'b'], {{'output_mode': 'multi'}})", None),
+    ("snowflake", "AI_COMPLETE('m', {x})", None),
+    ("snowflake", "AI_COMPLETE('m', {x}, show_details => TRUE)", None),
+    ("snowflake", "AI_EXTRACT({x}, ['What?'])", f'{{"response":null,"error":"{NO_ANSWER}"}}'),
+    ("snowflake", "SNOWFLAKE.CORTEX.SENTIMENT({x})", None),
+    ("snowflake", "AI_SENTIMENT({x})", None),
+    ("snowflake", "AI_SENTIMENT({x}, ['price'])", None),
+    ("snowflake", "SNOWFLAKE.CORTEX.CLASSIFY_TEXT({x}, ['a', 'b'])", None),
+    ("snowflake", "SNOWFLAKE.CORTEX.EXTRACT_ANSWER({x}, 'Who?')", None),
+    ("snowflake", "SNOWFLAKE.CORTEX.SUMMARIZE({x})", None),
+    ("snowflake", "AI_TRANSLATE({x}, 'en', 'de')", None),
+    ("snowflake", "AI_SIMILARITY({x}, 'money')", None),
+    ("bigquery", "AI.IF({x})", None),
+    ("bigquery", "AI.SCORE({x})", None),
+    ("bigquery", "AI.CLASSIFY({x}, ['a', 'b'])", None),
+    ("bigquery", "AI.GENERATE({x})", {"result": None, "full_response": None, "status": NO_ANSWER}),
+    ("databricks", "ai_query('ep', {x})", None),
+    ("databricks", "ai_analyze_sentiment({x})", None),
+    ("databricks", "ai_summarize({x})", None),
+    ("databricks", "ai_classify({x}, array('a', 'b'))", None),
+    ("databricks", "ai_extract({x}, array('person'))", None),
+    ("duckdb", "ai_filter({x})", None),
+    ("duckdb", "ai_generate({x})", None),
+    ("duckdb", "ai_classify({x}, ['a', 'b'])", None),
+]
+
+
+@pytest.mark.parametrize("dialect,call,blank", BLANK_LITERALS,
+                         ids=[f"{d}:{c}" for d, c, _ in BLANK_LITERALS])
+def test_a_blank_literal_is_answered_as_a_blank_value_is(session, dialect, call, blank):
+    """A blank text written as a literal ('' or '  ', which the front end folds into the
+    prompt instead of binding it) is no input, as a blank column value is: NULL, or the
+    vendor's packaging of NULL, with or without a FROM clause (it was answered: AI_FILTER('')
+    FALSE, AI_COMPLETE('m', '') an invented reply, AI_EXTRACT('', ['What?']) 'What?')."""
+    literals = ", ".join(f"{call.format(x=x)} AS v{k}" for k, x in enumerate(["''", "'  '"]))
+    table = session.execute(f"SELECT {literals}, {call.format(x='body')} AS c FROM (SELECT * "
+                            "FROM (VALUES (1, ''), (2, '  ')) AS t(id, body)) ORDER BY id",
+                            dialect)
+    assert table.to_pylist() == [{"v0": blank, "v1": blank, "c": blank}] * 2
+    alone = session.execute(f"SELECT {call.format(x=chr(39) * 2)} AS v", dialect)
+    assert alone.column("v").to_pylist() == [blank]
+
+
 SIMILAR = [  # anchor, a text that means the same, texts about something else
     ("comfortable running shoes", "Great shoes, very comfortable",
      ["It is okay, nothing special", "The soup was too salty"]),
