@@ -15,9 +15,9 @@ from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import wait
 
-from quail_engine.errors import ExecutionError
 from quail_engine.exec import engine_thread
 from quail_engine.exec.batch_sizing import prompt_tokens
+from quail_engine.exec.context_fit import fit_request, within_budget
 from quail_engine.exec.doc_kv import DocKV
 from quail_engine.exec.prompts import OpPrompt
 from quail_engine.infer.api import Answer, Request
@@ -40,6 +40,7 @@ class BatchPipeline:
         self.uses_kv = runner.uses_kv(layout, kv)
         self.releasable: list[str] = []  # documents the engine's worker releases next
         self.engine_s = 0.0  # engine seconds of the call's batches
+        self.shortened = False  # an answer got fewer tokens than it asked for (warned once)
 
     def run(self, texts: list[tuple[str, str]], done, release_done: bool = False,
             ahead=None) -> None:
@@ -155,9 +156,11 @@ class BatchPipeline:
                 if p in resident or p in encoded_now:
                     kv_hits += handle.num_tokens
                 encoded_now.add(p)
-                tail = fit_prompt(tail[len(kv.stem):], max_context - handle.num_tokens - reserve,
-                                  rep, runner.on_long, max_context)
-                requests.append(Request(tuple(tail), _for_question(readout, question), handle))
+                tail, budget = fit_request(tail[len(kv.stem):], handle.num_tokens, reserve,
+                                           max_context, rep, runner.on_long)
+                requests.append(Request(tuple(tail), self._within(
+                    _for_question(readout, question), budget, reserve,
+                    handle.num_tokens + len(tail)), handle))
                 prefix_lens.append(handle.num_tokens)
             rep.work = rep.work + kv.take_work()
         else:
@@ -190,9 +193,25 @@ class BatchPipeline:
         runner, rep, readout = self.runner, self.rep, self.readout
         limit = runner.engine.max_context
         reserve = runner.answer_tokens(readout)
-        return [Request(tuple(fit_prompt(head + tail, limit - reserve, rep, runner.on_long,
-                                         limit)), _for_question(readout, question))
-                for (_, question), head, tail in zip(texts, heads, tails)]
+        requests = []
+        for (_, question), head, tail in zip(texts, heads, tails):
+            tokens, budget = fit_request(head + tail, 0, reserve, limit, rep, runner.on_long)
+            requests.append(Request(tuple(tokens), self._within(
+                _for_question(readout, question), budget, reserve, len(tokens))))
+        return requests
+
+    def _within(self, readout, budget: int, requested: int, prompt: int):
+        """`readout` generating at most `budget` tokens; the call's first answer given fewer
+        than its `requested` tokens is warned about, once, naming the limit."""
+        if budget < requested and not self.shortened:
+            self.shortened = True
+            engine = self.runner.engine
+            log.warning("%s: a prompt of %d tokens and %d requested output tokens exceed the "
+                        "context of %r (%d tokens); its answer gets the %d tokens the context "
+                        "leaves (each row's prompt leaves its own), and may stop earlier",
+                        self.layout.op.op, prompt, requested,
+                        getattr(engine, "model_id", "the model"), engine.max_context, budget)
+        return within_budget(readout, budget)
 
     def _count_minimum(self, texts: list[tuple[str, str]], requests: list[Request]) -> None:
         """Add a batch's new minimum tokens and attention pairs (infer/radix.PrefixCounter) to
@@ -210,20 +229,6 @@ class BatchPipeline:
             new, pairs = new + n, pairs + q
         self.rep.minimum_tokens += new
         self.rep.minimum_attention_pairs += pairs
-
-
-def fit_prompt(tokens: list[int], limit: int, rep, on_long: str, max_context: int) -> list[int]:
-    """`tokens` within `limit`: a longer prompt keeps its beginning and its end (its question),
-    counted in `rep` as truncated; with on_long 'error' it is refused."""
-    if len(tokens) <= limit:
-        return tokens
-    if on_long == "error":
-        raise ExecutionError(f"a prompt of {len(tokens)} tokens exceeds the context of "
-                             f"{max_context} tokens (on_long='error'; "
-                             "max_context sets the context)")
-    rep.truncated += 1
-    keep_tail = min(len(tokens), max(1, limit // 2))
-    return tokens[:max(0, limit - keep_tail)] + tokens[len(tokens) - keep_tail:]
 
 
 def _for_question(readout, question: str):

@@ -224,11 +224,14 @@ class LocalEngine(PrefixSharing, Scoring, Generation):
     def _check_length(self, r: Request) -> None:
         if not r.tokens:
             raise ExecutionError("a request needs at least one token of its own")
-        total = len(r.tokens) + (r.prefix.num_tokens if r.prefix else 0)
-        if isinstance(r.readout, GenerateReadout):
-            total += r.readout.max_tokens
-        if total > self.max_context:
+        prompt = len(r.tokens) + (r.prefix.num_tokens if r.prefix else 0)
+        answer = r.readout.max_tokens if isinstance(r.readout, GenerateReadout) else 0
+        if prompt > self.max_context:
             raise ExecutionError(
-                f"a prompt of {total} tokens (prefix, own tokens and generated tokens) exceeds "
-                f"the context of {self.model_id!r} ({self.max_context} tokens); shorten the "
-                "input text")
+                f"a prompt of {prompt} tokens (prefix and own tokens) exceeds the context of "
+                f"{self.model_id!r} ({self.max_context} tokens); shorten the input text")
+        if prompt + answer > self.max_context:
+            raise ExecutionError(
+                f"{answer} requested output tokens after a prompt of {prompt} tokens exceed the "
+                f"context of {self.model_id!r} ({self.max_context} tokens) by "
+                f"{prompt + answer - self.max_context}; lower max_tokens")

@@ -55,3 +55,41 @@ def test_on_long_error_refuses_it_naming_the_size(long_doc, tmp_path):
     done = _query(long_doc, tmp_path, "--on-long", "error")
     assert done.returncode == 2, done.stderr
     assert "exceeds the context of" in done.stderr and "Traceback" not in done.stderr
+
+
+def _cli(tmp_path, sql: str, dialect: str, *extra: str) -> subprocess.CompletedProcess:
+    (tmp_path / "r.csv").write_text("id,txt\n1,Say hi to the reader.\n")
+    return subprocess.run(
+        [sys.executable, "-m", "quail_engine", "query", "-e", sql, "--dialect", dialect,
+         "--table", f"r={tmp_path / 'r.csv'}", "--no-cache", "--format", "csv", *extra],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "DO_NOT_TRACK": "1"},
+        cwd=tmp_path)
+
+
+@pytest.mark.parametrize("dialect,call", [
+    ("snowflake", "AI_COMPLETE('m', txt, {'max_tokens': 8192})"),
+    ("bigquery", "AI.GENERATE(txt, model_params => JSON "
+                 "'{\"generation_config\": {\"max_output_tokens\": 8192}}').result"),
+])
+def test_the_vendors_largest_max_tokens_runs_within_what_the_context_leaves(tmp_path, dialect,
+                                                                           call):
+    """max_tokens 8192, the vendors' documented largest, with a short prompt: answered within
+    the tokens the context leaves after the prompt, one warning naming the limit (it stopped
+    the query once the model had loaded: 'a prompt of 8193 tokens ... shorten the input
+    text'). A context of 64 tokens (--max-context) keeps the decode short on a CPU."""
+    done = _cli(tmp_path, f"SELECT id, {call} AS v FROM r", dialect, "--max-context", "64")
+    assert done.returncode == 0, done.stderr
+    rows = done.stdout.strip().splitlines()
+    assert rows[0].replace('"', "") == "id,v" and len(rows) == 2 and rows[1].split(",", 1)[1]
+    warned = [line for line in done.stderr.splitlines() if "requested output tokens" in line]
+    assert len(warned) == 1 and "8192 requested output tokens" in warned[0], done.stderr
+    assert "context of 'smollm2-135m' (64 tokens)" in warned[0]
+
+
+def test_on_long_error_names_the_prompt_when_the_prompt_alone_is_too_long(tmp_path):
+    done = _cli(tmp_path, "SELECT AI_COMPLETE('m', txt || repeat(' and hi', 40), "
+                          "{'max_tokens': 8192}) AS v FROM r", "snowflake",
+                "--max-context", "64", "--on-long", "error")
+    assert done.returncode == 2, done.stderr
+    assert "exceeds the context of 64 tokens by itself" in done.stderr, done.stderr
+    assert "requested output tokens" not in done.stderr and "Traceback" not in done.stderr

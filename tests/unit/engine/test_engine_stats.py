@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from quail_engine.errors import ExecutionError
-from quail_engine.infer.api import BooleanReadout, Request
+from quail_engine.infer.api import BooleanReadout, GenerateReadout, Request
 
 
 def test_requested_vs_fresh_tokens_with_a_shared_prefix(engine):
@@ -51,3 +51,14 @@ def test_prompt_longer_than_the_context_names_the_sizes(engine):
     with pytest.raises(ExecutionError, match="20 tokens .* exceeds the context of 'tiny-llama' "
                                              "\\(16 tokens\\)"):
         engine.run([Request(tuple(range(2, 22)), BooleanReadout())])
+
+
+def test_output_tokens_past_the_context_are_named_as_the_part_too_long(engine):
+    """A prompt that fits with more requested output tokens than the context leaves: the
+    message names the output tokens, not the input text (the executor gives such an answer
+    the rest of the context before it gets here: exec/context_fit.py)."""
+    engine.max_context = 16
+    with pytest.raises(ExecutionError, match="10 requested output tokens after a prompt of 10 "
+                                             "tokens exceed the context of 'tiny-llama' \\(16 "
+                                             "tokens\\) by 4; lower max_tokens"):
+        engine.run([Request(tuple(range(2, 12)), GenerateReadout(max_tokens=10))])

@@ -14,6 +14,7 @@ from quail_engine.errors import ExecutionError
 from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.session import QuailSession
 from quail_engine.exec.tables import register_table
+from quail_engine.infer.api import GenerateReadout
 from quail_engine.plan.cost import DeviceSpec
 
 ROWS = [{"id": 1, "review": "great PRICE, price fine"}, {"id": 2, "review": "meh"}]
@@ -96,3 +97,41 @@ def test_long_document_truncated_and_counted_or_refused(on_long):
     rows = s.execute(parsed.duckdb_sql).to_pylist()
     assert [r["id"] for r in rows] == [2]  # the long review lost its end (and its PRICE)
     assert s.report.truncated >= 1
+
+
+class SeenGenerations(TinyContext):
+    """TinyContext keeping each generation request's prompt length and max_tokens."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: list[tuple[int, int]] = []
+
+    def run(self, requests):
+        self.seen += [(len(r.tokens), r.readout.max_tokens) for r in requests
+                      if isinstance(r.readout, GenerateReadout)]
+        return super().run(requests)
+
+
+@pytest.mark.parametrize("dialect,call", [
+    ("snowflake", "AI_COMPLETE('m', review, {'max_tokens': 8192})"),
+    ("bigquery", "AI.GENERATE(review, model_params => JSON "
+                 "'{\"generation_config\": {\"max_output_tokens\": 8192}}').result"),
+])
+def test_max_tokens_past_the_context_gets_what_the_context_leaves(dialect, call, caplog):
+    """The vendors' largest max_tokens (8192) with a short prompt: each row answered within the
+    tokens its prompt leaves in the context, one warning naming the limit, no prompt cut."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE r AS SELECT * FROM (VALUES (1, 'great price'), "
+                "(2, 'the price was fair for what it is')) t(id, review)")
+    engine = SeenGenerations()
+    s = QuailSession(con, lambda: engine, SessionConfig(use_cache=False, device="cpu"),
+                     device_spec=DeviceSpec("toy", 1e11, 1e10))
+    with caplog.at_level("WARNING", logger="quail_engine.exec.batch_pipeline"):
+        values = s.execute(f"SELECT id, {call} AS v FROM r ORDER BY id", dialect).column(
+            "v").to_pylist()
+    assert all(v.startswith("about ") for v in values)
+    assert sorted(engine.seen) == sorted((n, TinyContext.max_context - n) for n, _ in engine.seen)
+    assert len({n for n, _ in engine.seen}) == 2 and s.report.truncated == 0
+    warned = [r.getMessage() for r in caplog.records if "requested output tokens" in r.getMessage()]
+    assert len(warned) == 1 and "8192 requested output tokens" in warned[0]
+    assert "context of 'fake' (40 tokens)" in warned[0]
