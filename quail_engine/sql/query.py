@@ -25,6 +25,7 @@ from quail_engine.sql.cores import Core, extract_cores
 from quail_engine.sql.dialects.common import TEXT_TYPES
 from quail_engine.sql.errors import SqlError
 from quail_engine.sql.ir import AiOp
+from quail_engine.sql.json_subscripts import json_subscripts
 from quail_engine.sql.lower import Lowered, lower
 from quail_engine.sql.nesting import check_nesting, deep_stack, nesting_guard
 from quail_engine.sql.op_kinds import spec
@@ -119,6 +120,8 @@ def lower_sql(sql: str, dialect: str, *, runnable: bool = True
     lowered = lower(tree, module, runnable=runnable)
     column_names.name_ai_columns(unaliased)
     if module.NAME in PATH_TEXT_DIALECTS:
+        json_subscripts(lowered.tree, frozenset(i for i, b in enumerate(lowered.built)
+                                                if b.op.output_type == "JSON"))
         _path_text_casts(lowered.tree)
     _aggregate_lists(lowered)
     cores, ops = extract_cores(lowered.tree, [b.op for b in lowered.built])

@@ -3,8 +3,10 @@ spelling in the query's dialect) when the query runs; transpiled SQL keeps them 
 
 import pytest
 
+# (the package's function: importing the submodule by name first would leave the package
+# attribute `transpile` bound to the module for the tests collected after this one)
+from quail_engine.sql import transpile
 from quail_engine.sql.query import parse
-from quail_engine.sql.transpile import transpile
 
 
 @pytest.mark.parametrize("dialect,sql,name", [
