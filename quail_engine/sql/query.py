@@ -231,6 +231,14 @@ def _aggregate_lists(lowered: Lowered) -> None:
         is_distinct = ("distinct", "true") in lowered.built[op_id].op.task_args
         args = [_ordered_list(a, call.expressions, is_distinct) for a in call.expressions]
         window = call.parent if isinstance(call.parent, exp.Window) else None
+        if not args and window is None:
+            # every argument a constant (folded into the prompt): still an aggregate, one row
+            # per group (NULL over no rows), not one answer per row; the group's copies of the
+            # constant are asked about once
+            wrapper = exp.AnyValue(this=exp.Null())
+            call.replace(wrapper)
+            wrapper.set("this", call)
+            continue
         if window is not None:
             # AI_AGG(x) OVER (...): each row's group is `list(x) OVER (...)` (the window's own
             # partition and frame) and the call applies to it row by row

@@ -336,6 +336,25 @@ def test_a_blank_literal_is_answered_as_a_blank_value_is(session, dialect, call,
     assert alone.column("v").to_pylist() == [blank]
 
 
+@pytest.mark.parametrize("dialect,call", [
+    ("snowflake", "AI_AGG({x}, 'Summarize these reviews')"),
+    ("snowflake", "AI_SUMMARIZE_AGG({x})"),
+    ("bigquery", "AI.AGG(({x}), 'Summarize these reviews')"),
+])
+def test_an_aggregate_of_a_constant_is_one_row_per_group(session, dialect, call):
+    """An aggregate whose argument is a constant (folded into the prompt, no binding left) is
+    still an aggregate: one row per group, not one per input row (it was answered per row)."""
+    blank = session.execute(f"SELECT {call.format(x=chr(39) * 2)} AS v FROM docs", dialect)
+    assert blank.to_pylist() == [{"v": None}]
+    grouped = session.execute(f"SELECT grp, {call.format(x=repr('Good value.'))} AS v "
+                              "FROM docs GROUP BY grp", dialect)
+    assert grouped.num_rows == len({g for _, _, g in DOCS})
+    assert all(is_text(v) for v in grouped.column("v").to_pylist())
+    empty = session.execute(f"SELECT {call.format(x=repr('Good value.'))} AS v FROM docs "
+                            "WHERE id < 0", dialect)
+    assert empty.to_pylist() == [{"v": None}]
+
+
 SIMILAR = [  # anchor, a text that means the same, texts about something else
     ("comfortable running shoes", "Great shoes, very comfortable",
      ["It is okay, nothing special", "The soup was too salty"]),
