@@ -75,11 +75,14 @@ def _e4m3_words_to_f16(w, PTX: tl.constexpr):
             "=h,=h,=h,=h,r", [w], dtype=(tl.float16, tl.float16, tl.float16, tl.float16),
             is_pure=True, pack=1)
     else:
-        b0 = (w & 0xFF).to(tl.uint8).to(tl.float8e4nv, bitcast=True).to(tl.float16)
-        b1 = ((w >> 8) & 0xFF).to(tl.uint8).to(tl.float8e4nv, bitcast=True).to(tl.float16)
-        b2 = ((w >> 16) & 0xFF).to(tl.uint8).to(tl.float8e4nv, bitcast=True).to(tl.float16)
-        b3 = ((w >> 24) & 0xFF).to(tl.uint8).to(tl.float8e4nv, bitcast=True).to(tl.float16)
+        b0, b1, b2, b3 = _e4m3_byte(w, 0), _e4m3_byte(w, 8), _e4m3_byte(w, 16), _e4m3_byte(w, 24)
     return _interleave4(b0, b1, b2, b3)
+
+
+@triton.jit
+def _e4m3_byte(w, SHIFT: tl.constexpr):
+    """The e4m3 value in bits SHIFT..SHIFT + 7 of int32 words `w`, as float16."""
+    return ((w >> SHIFT) & 0xFF).to(tl.uint8).to(tl.float8e4nv, bitcast=True).to(tl.float16)
 
 
 @triton.jit
