@@ -65,8 +65,12 @@ def run_analyze(args: argparse.Namespace, parsed) -> int:
         plans = estimated_plans(con, parsed, session_config(args))
         if fmt == "json":
             sys.stdout.write(json.dumps({"plans": plan_json(plans)}, indent=2) + "\n")
-        else:
+        elif plans:
             sys.stdout.write(plan_text(plans) + "\n")
+        else:  # nothing for the planner (no AI call, or each unplanned): the statement as run
+            from quail_engine.sql.explain import explain_text
+
+            sys.stdout.write(explain_text(parsed) + "\n")
         return 0
     _, session = open_args_session(args, con)
     try:
