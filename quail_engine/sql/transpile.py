@@ -77,6 +77,7 @@ def _rewrite(sql: str, read: str, write: str, keep_source: bool) -> str:
         return _read_back(out, ops, read, write)
     lowered, ops, _ = lower_sql(sql, read, runnable=False)
     tree = lowered.tree
+    _pick_fields(tree)
     texts: dict[str, str] = {}
     for call in list(tree.find_all(exp.Anonymous)):
         op_id = op_id_of(call)
@@ -105,6 +106,22 @@ def _rewrite(sql: str, read: str, write: str, keep_source: bool) -> str:
     for token, text in texts.items():
         out = out.replace(f"{token}()", _paren(text))
     return _read_back(out, ops, read, write)
+
+
+def _pick_fields(tree: exp.Expr) -> None:
+    """`STRUCT(a := x, b := y, ...).a` as `x`: a field read of a rebuilt vendor shape (BigQuery's
+    `AI.GENERATE(..., output_schema => 'a STRING, ...').a`) is that field's own expression.
+    The whole struct names the call once per field, plus its status; written in a target
+    without a STRUCT, each mention is a model call the warehouse runs and bills, so reading
+    one field would ask the model for every field and the status (three calls for `.a`)."""
+    for dot in list(tree.find_all(exp.Dot)):
+        struct, field = dot.this, dot.expression
+        if not isinstance(struct, exp.Struct) or not isinstance(field, exp.Identifier):
+            continue
+        values = {e.this.name.lower(): e.expression for e in struct.expressions
+                  if isinstance(e, exp.PropertyEQ)}
+        if field.name.lower() in values:
+            dot.replace(values[field.name.lower()].copy())
 
 
 def _emitted(op: AiOp, args: list[str], read: str, write: str) -> str:

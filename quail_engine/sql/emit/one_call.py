@@ -9,11 +9,13 @@ value is bound once instead, in each target's idiom:
   one-element array (NULL elements are allowed inside a query:
   https://cloud.google.com/bigquery/docs/reference/standard-sql/data-types#array_nulls);
 - Databricks: `transform(array(<call>), v -> <shape of v>)[0]`, a lambda over a one-element
-  array (https://docs.databricks.com/aws/en/sql/language-manual/functions/transform).
+  array (https://docs.databricks.com/aws/en/sql/language-manual/functions/transform);
+- Snowflake: `TRANSFORM(ARRAY_CONSTRUCT(<call>), v -> <shape of v>)[0]`, the same lambda
+  (https://docs.snowflake.com/en/sql-reference/functions/transform); another warehouse's shape
+  rebuilt there (BigQuery's output_schema STRUCT as an OBJECT) names the call once per field.
 
 DuckDB is left as written: quail plans a statement's identical calls as one operator and reads
-its answers wherever the statement names it. Snowflake's shapes are its own functions' results,
-never rebuilt.
+its answers wherever the statement names it.
 """
 
 from __future__ import annotations
@@ -37,7 +39,16 @@ def _databricks(shape: exp.Expr, call: exp.Expr) -> exp.Expr:
     return exp.Bracket(this=mapped, expressions=[exp.Literal.number(0)])
 
 
-FORMS = {"bigquery": _bigquery, "databricks": _databricks}
+def _snowflake(shape: exp.Expr, call: exp.Expr) -> exp.Expr:
+    """`TRANSFORM(ARRAY_CONSTRUCT(<call>), quail_v -> <shape>)[0]`: ARRAY_CONSTRUCT keeps a
+    NULL answer as an element, so a NULL answer's shape is still evaluated."""
+    mapped = exp.Transform(this=exp.Anonymous(this="ARRAY_CONSTRUCT", expressions=[call]),
+                           expression=exp.Lambda(this=shape,
+                                                 expressions=[exp.to_identifier(VALUE)]))
+    return exp.Bracket(this=mapped, expressions=[exp.Literal.number(0)])
+
+
+FORMS = {"bigquery": _bigquery, "databricks": _databricks, "snowflake": _snowflake}
 
 
 def bind_once(tree: exp.Expr, token: str, write: str) -> None:
