@@ -45,6 +45,17 @@ def refused(fn: str, why: str):
 EMITTERS: dict = {}  # OpKind -> emitter(op, args), filled by quail_engine.sql.functions
 
 
+def as_labels(op: AiOp, text: str) -> str:
+    """A multi-label answer as the ARRAY<STRING> it is in the IR and in BigQuery: ai_classify's
+    v2 result is a VARIANT whose `:response` is still a VARIANT, which explode, size and the
+    array functions do not take; `from_json(..., 'array<string>')` reads it as the labels
+    (https://docs.databricks.com/aws/en/sql/language-manual/functions/from_json), the form the
+    Databricks reader strips back to the canonical array."""
+    if op.multi and text.endswith(":response"):
+        return f"from_json({text}, 'array<string>')"
+    return text
+
+
 def emit(op: AiOp, args: list[str]) -> str:
     drop_examples(str(op.op), NAME, op)  # no Databricks AI function takes examples
-    return dispatch(EMITTERS, op, args, NAME)
+    return as_labels(op, dispatch(EMITTERS, op, args, NAME))

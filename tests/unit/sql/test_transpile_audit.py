@@ -19,3 +19,21 @@ def test_the_whole_output_schema_struct_in_snowflake_calls_ai_extract_once():
                           "OBJECT_CONSTRUCT('name', JSON_EXTRACT_PATH_TEXT(quail_v, 'name'), "), out
     assert out.endswith(")[0] AS r FROM t"), out
     assert len(parse(out, "snowflake").ai_ops) == 1
+
+
+MULTI_DBX = ("from_json(ai_classify(txt, '[\"a\", \"b\"]', map('multilabel', 'true')):response, "
+             "'array<string>')")
+
+
+def test_a_multi_label_array_unnested_into_databricks_is_read_with_from_json():
+    out = transpile("SELECT label FROM t CROSS JOIN UNNEST(AI.CLASSIFY(txt, categories => "
+                    "['a', 'b'], output_mode => 'multi')) AS label", "bigquery", "databricks")
+    assert out == f"SELECT label FROM t LATERAL VIEW EXPLODE({MULTI_DBX}) AS label"
+
+
+def test_a_flattened_multi_label_variant_into_databricks_is_read_with_from_json():
+    out = transpile("SELECT f.value::STRING AS label FROM t, LATERAL FLATTEN(input => "
+                    "AI_CLASSIFY(txt, ['a', 'b'], {'output_mode': 'multi'}):labels) f",
+                    "snowflake", "databricks")
+    assert out == (f"SELECT CAST(f.value AS STRING) AS label FROM t LATERAL VIEW EXPLODE("
+                   f"{MULTI_DBX}) f AS value")
