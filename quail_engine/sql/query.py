@@ -25,6 +25,7 @@ from quail_engine.sql.cores import Core, extract_cores
 from quail_engine.sql.dialects.common import TEXT_TYPES
 from quail_engine.sql.errors import SqlError
 from quail_engine.sql.flatten import lower_flatten
+from quail_engine.sql.from_json import lower_from_json
 from quail_engine.sql.ir import AiOp
 from quail_engine.sql.json_subscripts import json_subscripts
 from quail_engine.sql.lower import Lowered, lower
@@ -122,6 +123,8 @@ def lower_sql(sql: str, dialect: str, *, runnable: bool = True
     column_names.name_ai_columns(unaliased)
     if runnable and module.NAME == "snowflake":  # (transpile keeps FLATTEN as written)
         lower_flatten(lowered.tree)
+    if runnable and module.NAME == "databricks":  # (and from_json)
+        lower_from_json(lowered.tree)
     if module.NAME in PATH_TEXT_DIALECTS:
         json_subscripts(lowered.tree, frozenset(i for i, b in enumerate(lowered.built)
                                                 if b.op.output_type == "JSON"))
