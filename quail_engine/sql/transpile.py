@@ -19,6 +19,7 @@ from sqlglot import exp
 from quail_engine.errors import QUOTE_LIMIT, shorten
 from quail_engine.sql import dialects, shapes
 from quail_engine.sql.emit.one_call import bind_once
+from quail_engine.sql.emit.unnest import unnest_calls
 from quail_engine.sql.errors import SqlError, UnsupportedError
 from quail_engine.sql.ir import AiOp, placeholder_name
 from quail_engine.sql.nesting import nesting_guard
@@ -96,6 +97,7 @@ def _rewrite(sql: str, read: str, write: str, keep_source: bool) -> str:
                             "functions; strip it (e.g. :labels[0]) for a portable query", read,
                             write, read, shorten(ops[op_id].origin, QUOTE_LIMIT))
         call.replace(exp.Anonymous(this=token))
+    unnest_calls(tree, {_token(i): op for i, op in enumerate(ops)}, write)
     if write != "duckdb":
         _drop_json_transforms(tree)
     if write in PATH_DIALECTS:

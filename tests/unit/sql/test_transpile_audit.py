@@ -1,6 +1,8 @@
 """Transpile faults a user audit found: each rewritten statement asks the model as often as
 the source does and is spelled as the target vendor documents it."""
 
+import pytest
+
 from quail_engine.sql import parse, transpile
 
 GENERATE = "AI.GENERATE(('Extract the name from ', txt), output_schema => 'name STRING, age INT64')"
@@ -37,3 +39,31 @@ def test_a_flattened_multi_label_variant_into_databricks_is_read_with_from_json(
                     "snowflake", "databricks")
     assert out == (f"SELECT CAST(f.value AS STRING) AS label FROM t LATERAL VIEW EXPLODE("
                    f"{MULTI_DBX}) f AS value")
+
+
+MULTI_SRC = ("from_json(ai_classify(txt, '[\"a\",\"b\"]', map('multilabel','true')):response, "
+             "'array<string>')")
+MULTI_SF = "AI_CLASSIFY(txt, ['a', 'b'], {'output_mode': 'multi'}):labels"
+MULTI_BQ = "AI.CLASSIFY(txt, categories => ['a', 'b'], output_mode => 'multi')"
+
+
+@pytest.mark.parametrize(("write", "sql", "expected"), [
+    ("snowflake", f"SELECT id, explode({MULTI_SRC}) AS label FROM t",
+     f"SELECT id, CAST(label.value AS VARCHAR) AS label FROM t, LATERAL FLATTEN(input => "
+     f"{MULTI_SF}) AS label"),
+    ("bigquery", f"SELECT id, explode({MULTI_SRC}) AS label FROM t",
+     f"SELECT id, label FROM t CROSS JOIN UNNEST({MULTI_BQ}) AS label"),
+    ("snowflake", f"SELECT label FROM t LATERAL VIEW explode({MULTI_SRC}) x AS label "
+     "WHERE x.label <> 'a'",
+     f"SELECT CAST(x.value AS VARCHAR) AS label FROM t, LATERAL FLATTEN(input => {MULTI_SF}) "
+     "AS x WHERE CAST(x.value AS VARCHAR) <> 'a'"),
+    ("bigquery", f"SELECT label, COUNT(*) FROM t LATERAL VIEW explode({MULTI_SRC}) AS label "
+     "GROUP BY label",
+     f"SELECT label, COUNT(*) FROM t CROSS JOIN UNNEST({MULTI_BQ}) AS label GROUP BY label"),
+])
+def test_an_exploded_ai_array_is_one_call_unnested_in_the_targets_idiom(write, sql, expected):
+    """sqlglot wrote the projection's explode as a GENERATE_ARRAY position join naming the
+    call four times, and LATERAL VIEW as itself, which neither target parses."""
+    out = transpile(sql, "databricks", write)
+    assert out == expected
+    assert len(parse(out, write).ai_ops) == 1
