@@ -23,6 +23,7 @@ from quail_engine.exec.config import SessionConfig
 from quail_engine.exec.core_runner import CoreRunner
 from quail_engine.exec.device_lock import StatementLock, device_lock
 from quail_engine.exec.gc_tuning import relaxed_gc
+from quail_engine.exec.json_columns import statement_arrow
 from quail_engine.exec.limit_pushdown import push_limit
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.pass_tables import register_pass_tables, unregister_pass_tables
@@ -30,7 +31,6 @@ from quail_engine.exec.progress_sink import NullProgress
 from quail_engine.exec.prompt_text import PromptText
 from quail_engine.exec.prompts import DECODED
 from quail_engine.exec.report import Report
-from quail_engine.exec.scans import query_arrow
 from quail_engine.exec.udfs import (
     emit,
     prepare,
@@ -180,7 +180,7 @@ class QuailSession:
                     tables += passes.values()
                     statement = emit(prepare(tree, suffix, frozenset(keyed), passes))
             with self.report.phase("statement"):
-                table = query_arrow(self.con, statement)
+                table = statement_arrow(self.con, statement)
         except QuailError:
             raise
         except KeyboardInterrupt:

@@ -192,13 +192,20 @@ def land_rows(path: str | Path, statement: str, result_name: str, table) -> int:
     whole or not at all (a failed statement leaves the file as it was). Returns the rows."""
     import duckdb  # (deferred: off the CLI's start, as pyarrow above)
 
+    from quail_engine.exec.json_columns import landing_select  # (pyarrow)
+
     try:
         con = duckdb.connect(str(path))
     except duckdb.Error as exc:
         raise ExecutionError(f"database {str(path)!r}: cannot open it for writing: "
                              f"{str(exc).strip().splitlines()[0]}") from None
     try:
-        con.register(result_name, table)
+        landing = landing_select(table, f"{result_name}_rows")
+        if landing is None:
+            con.register(result_name, table)
+        else:  # JSON columns land as JSON, not as the strings Arrow carried them in
+            con.register(f"{result_name}_rows", table)
+            con.execute(f"CREATE TEMP VIEW {result_name} AS {landing}")
         con.execute("BEGIN TRANSACTION")
         try:
             con.execute(statement)
