@@ -11,7 +11,6 @@ vendor's output columns computed from `quail_ai_<id>(prompt)`:
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 from sqlglot import exp
 
@@ -23,8 +22,9 @@ from quail_engine.sql.errors import (
     UnknownAiFunctionError,
     UnsupportedPositionError,
 )
+from quail_engine.sql.functions.generate.bigquery import output_columns, schema_fields_typed
 from quail_engine.sql.ir import Binding, Label, OpKind, Options
-from quail_engine.sql.literals import gen_params, options, schema_fields
+from quail_engine.sql.literals import gen_params, options
 from quail_engine.sql.placeholder import placeholder_call
 from quail_engine.sql.prompt import Prompt
 from quail_engine.sql.validate import Site, known_keys
@@ -35,9 +35,8 @@ TEXT_KEYS = ("max_output_tokens", "top_k", "top_p", "temperature", "flatten_json
              "model_params")
 TABLE_KEYS = ("output_schema", "max_output_tokens", "top_p", "temperature", "stop_sequences",
               "safety_settings", "request_type")
-SCHEMA_TYPES = {"STRING": "VARCHAR", "INT64": "BIGINT", "FLOAT64": "DOUBLE", "BOOL": "BOOLEAN"}
-# a column's value: a shapes template over the call (`{v}`), a constant node, or a function of
-# the call that builds its node
+# a column's value: a shapes template over the call (`{v}`), a tree holding `shapes.slot()` or
+# a constant node
 NULL_JSON = exp.cast(exp.null(), exp.DataType.build("JSON", dialect="duckdb"))
 EMPTY = exp.Literal.string("")
 TEXT_COLUMNS = {
@@ -89,14 +88,13 @@ def lower_table_functions(tree: exp.Expr, dialect: str) -> list[Built]:
             if not isinstance(schema, str) or not schema.strip():
                 raise ArgumentError(f"{name} needs output_schema (a string) in its STRUCT",
                                     origin, dialect)
-            fields = schema_fields(schema, call)
+            fields = schema_fields_typed(schema, call)
             one = make(OpKind.AI_EXTRACT, prompt, call, options=opts,
                        labels=tuple(Label(f[0]) for f in fields),
                        task_args=(("output_schema", schema),))
-            columns = [(f[0], functools.partial(_field, f[0], SCHEMA_TYPES.get(f[1].upper(),
-                                                                               "JSON")))
-                       for f in fields]
-            columns += [("full_response", "{v}"), ("status", EMPTY)]
+            # the schema's columns typed, full_response JSON, status '' or the problem: as
+            # AI.GENERATE's STRUCT under the same output_schema
+            columns = output_columns(fields)
         else:
             one = make(OpKind.AI_GENERATE, prompt, call, options=opts)
             key = name + ("/flat" if name.startswith("ML.") and params.get("flatten_json_output")
@@ -115,15 +113,6 @@ def lower_table_functions(tree: exp.Expr, dialect: str) -> list[Built]:
     return out
 
 
-def _field(name: str, type_: str, call: exp.Expr) -> exp.Expr:
-    """`CAST(call ->> '$."name"' AS type_)`: one field of the call's JSON object, the schema's
-    name taken as one key (not read as a path)."""
-    path = exp.JSONPath(expressions=[exp.JSONPathRoot(), exp.JSONPathKey(this=name)])
-    value = exp.JSONExtractScalar(this=call, expression=path, only_json_types=False,
-                                  scalar_only=False)
-    return exp.cast(value, exp.DataType.build(type_, dialect="duckdb"))
-
-
 def _map_subquery(source: exp.Expr, op_id: int, columns, alias: str) -> exp.Subquery:
     if isinstance(source, exp.Subquery):
         source = source.this
@@ -136,10 +125,7 @@ def _map_subquery(source: exp.Expr, op_id: int, columns, alias: str) -> exp.Subq
     selects: list[exp.Expr] = [exp.Star()]
     for name, template in columns:
         call = placeholder_call(op_id, [exp.column("prompt")])
-        if isinstance(template, str):
-            value = shapes.wrap(template, call)
-        else:
-            value = template(call) if callable(template) else template.copy()
+        value = shapes.wrap(template, call)
         selects.append(exp.alias_(value, name))
     select = exp.Select(expressions=selects).from_(inner)
     return exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias)))

@@ -24,8 +24,9 @@ BIGQUERY_GENERATIVE = ("endpoint", "model_params", "connection_id", "request_typ
 BIGQUERY_TYPED = {"BIGINT": "AI.GENERATE_INT", "DOUBLE": "AI.GENERATE_DOUBLE"}
 
 
-def _bigquery_schema(schema: str, call: Call) -> tuple[tuple[str, str, exp.DataType], ...]:
-    """Each output_schema field's name, type as written and the DuckDB type it lands as."""
+def schema_fields_typed(schema: str, call: Call) -> tuple[tuple[str, str, exp.DataType], ...]:
+    """Each output_schema field's name, type as written and the DuckDB type it lands as (also
+    AI.GENERATE_TABLE's, sql/tvf.py)."""
     try:
         return tuple((name, kind, landing_type(kind, bq.NAME))
                      for name, kind in schema_fields(schema, call))
@@ -33,11 +34,13 @@ def _bigquery_schema(schema: str, call: Call) -> tuple[tuple[str, str, exp.DataT
         raise ArgumentError(f"{call.name}: {exc}", call.sql(bq.NAME), bq.NAME) from None
 
 
-def _bigquery_struct(fields: tuple[tuple[str, str, exp.DataType], ...]) -> exp.Expr:
-    """AI.GENERATE's result under output_schema, around the extraction's JSON answer (the
-    shape's slot): each field as its type (`ARRAY<STRING>` a VARCHAR[], `STRUCT<...>` a
-    STRUCT), `full_response` the answer, and `status` why the answer or a field is NULL
-    ('' when none is), built as a tree from the schema's fields."""
+def output_columns(fields: tuple[tuple[str, str, exp.DataType], ...]
+                   ) -> list[tuple[str, exp.Expr]]:
+    """The columns an output_schema gives, around the extraction's JSON answer (the shape's
+    slot): each field as its type (`ARRAY<STRING>` a VARCHAR[], `STRUCT<...>` a STRUCT),
+    `full_response` the answer, and `status` why the answer or a field is NULL ('' when none
+    is). AI.GENERATE packs them in its STRUCT, AI.GENERATE_TABLE adds them to its input's
+    columns; both built as trees from the schema's fields."""
     answer = shapes.slot()
     values = [(name, kind, shapes.typed(answer, to, name)) for name, kind, to in fields]
     failures = [shapes.unconverted(answer, value, kind, name) for name, kind, value in values
@@ -45,11 +48,16 @@ def _bigquery_struct(fields: tuple[tuple[str, str, exp.DataType], ...]) -> exp.E
     status = exp.Coalesce(this=shapes.no_answer(answer), expressions=[
         exp.Anonymous(this="concat_ws", expressions=[exp.Literal.string("; "), *failures])
         if failures else exp.Literal.string("")])
+    return [*((n, v) for n, _, v in values), ("full_response", answer.copy()),
+            ("status", status)]
+
+
+def _bigquery_struct(fields: tuple[tuple[str, str, exp.DataType], ...]) -> exp.Expr:
+    """AI.GENERATE's result under output_schema: its `output_columns` as one STRUCT."""
     return exp.Struct(expressions=[
-        *(exp.PropertyEQ(this=exp.to_identifier(n, quoted=True), expression=v)
-          for n, _, v in values),
-        exp.PropertyEQ(this=exp.to_identifier("full_response"), expression=answer.copy()),
-        exp.PropertyEQ(this=exp.to_identifier("status"), expression=status)])
+        exp.PropertyEQ(this=exp.to_identifier(n, quoted=n not in ("full_response", "status")),
+                       expression=v)
+        for n, v in output_columns(fields)])
 
 
 def build_bigquery(call: Call, output_type: str = "VARCHAR") -> Built:
@@ -57,7 +65,7 @@ def build_bigquery(call: Call, output_type: str = "VARCHAR") -> Built:
     prompt = text_input(a["prompt"], call.name, bq.NAME)
     if a.get("output_schema") is not None:
         schema = string(a["output_schema"], "output_schema", call.name, bq.NAME)
-        fields = _bigquery_schema(schema, call)
+        fields = schema_fields_typed(schema, call)
         built = make(OpKind.AI_EXTRACT, prompt, call, options=bq.read_options(a, call),
                      labels=labels(exp.Array(expressions=[exp.Literal.string(n)
                                                           for n, _, _ in fields]),
