@@ -64,7 +64,7 @@ def make(op: str, prompt: Prompt, call: Call, *, shape: str | None = None,
     checked for type and range (validate.py) before the node is built. `read_schema` reads the
     answer's schema off the call's own nodes where a dialect has its response format as a tree
     (else it is read from the node's task arguments: `json_schema`)."""
-    site = Site(call.name, call.sql(call.dialect), call.dialect)
+    site = Site(call.name, call.sql(call.dialect), call.dialect, tuple(call.spelled.items()))
     if "task_args" in fields:
         fields["task_args"] = tuple(sorted(fields["task_args"]))
     fields = checked_fields(fields, site)

@@ -24,6 +24,9 @@ class Call:
     is_distinct: bool = False
     dialect: str = ""                          # where it was read (errors quote it in it)
     repeated: list[str] = field(default_factory=list)  # named arguments written twice
+    # an option's name in quail's IR -> as the user wrote it (BigQuery's `endpoint` is the
+    # model, Snowflake's `task_description` the instruction): messages quote the user's name
+    spelled: dict[str, str] = field(default_factory=dict)
 
     def sql(self, dialect: str) -> str:
         return fragment(self.node, dialect)

@@ -236,19 +236,37 @@ def _description(value: Any) -> str | None:
     return json.dumps(value)
 
 
+# each generation parameter's vendor spellings (lower case), in the order they are looked for
+GEN_KEYS = {"max_tokens": ("max_tokens", "max_output_tokens", "maxoutputtokens"),
+            "temperature": ("temperature",), "top_p": ("top_p", "topp"),
+            "stop": ("stop", "stop_sequences", "stopsequences")}
+
+
+def _gen_found(values: dict[str, Any]) -> dict[str, tuple[str, Any]]:
+    """Each generation parameter found in a vendor options object (a BigQuery
+    generation_config's keys included): its IR name -> (the key as written, the value)."""
+    written = {str(k).lower(): (str(k), v) for k, v in values.items()}
+    config = written.get("generation_config", written.get("generationconfig", (None, None)))[1]
+    if isinstance(config, dict):
+        written.update({str(k).lower(): (str(k), v) for k, v in config.items()})
+    found = {}
+    for name, keys in GEN_KEYS.items():
+        hit = next((written[k] for k in keys if written.get(k, (None, None))[1] is not None),
+                   None)
+        if hit is not None:
+            found[name] = hit
+    return found
+
+
 def gen_params(values: dict[str, Any]) -> GenParams:
-    """Generation parameters from a vendor options object (names vary by vendor)."""
     """Generation parameters from a vendor options object (names vary by vendor), as written:
     `build.make` checks their types and ranges."""
-    lowered = {str(k).lower(): v for k, v in values.items()}
-    config = lowered.get("generation_config", lowered.get("generationconfig"))
-    if isinstance(config, dict):
-        lowered.update({str(k).lower(): v for k, v in config.items()})
+    found = {name: value for name, (_, value) in _gen_found(values).items()}
+    return GenParams(max_tokens=found.get("max_tokens"), temperature=found.get("temperature"),
+                     top_p=found.get("top_p"), stop=found.get("stop", ()))
 
-    def first(*names: str) -> Any:
-        return next((lowered[n] for n in names if lowered.get(n) is not None), None)
 
-    stop = first("stop", "stop_sequences", "stopsequences")
-    return GenParams(max_tokens=first("max_tokens", "max_output_tokens", "maxoutputtokens"),
-                     temperature=first("temperature"), top_p=first("top_p", "topp"),
-                     stop=() if stop is None else stop)
+def gen_spelling(values: dict[str, Any]) -> dict[str, str]:
+    """The keys of `values` the generation parameters were read from, by IR name (for
+    `Call.spelled`: `max_output_tokens` where the IR says max_tokens)."""
+    return {name: key for name, (key, _) in _gen_found(values).items()}

@@ -24,7 +24,7 @@ from quail_engine.sql.errors import (
 )
 from quail_engine.sql.functions.generate.bigquery import output_columns, schema_fields_typed
 from quail_engine.sql.ir import Binding, Label, OpKind, Options
-from quail_engine.sql.literals import gen_params, options
+from quail_engine.sql.literals import gen_params, gen_spelling, options
 from quail_engine.sql.placeholder import placeholder_call
 from quail_engine.sql.prompt import Prompt
 from quail_engine.sql.validate import Site, known_keys
@@ -81,6 +81,7 @@ def lower_table_functions(tree: exp.Expr, dialect: str) -> list[Built]:
         known_keys(Site(name, origin, dialect), "the parameter STRUCT", params,
                    TABLE_KEYS if is_table else TEXT_KEYS)
         prompt = Prompt("{0}", (exp.column("prompt"),))
+        call.spelled.update(gen_spelling(params))  # (messages: the STRUCT's field names)
         opts = Options(model=fragment(node.this, dialect).replace("`", ""),
                        gen=gen_params(params))
         if is_table:

@@ -37,6 +37,12 @@ class Site:
     fn: str
     sql: str
     dialect: str
+    names: tuple[tuple[str, str], ...] = ()  # an IR option name -> as the user wrote it
+
+    def option(self, name: str) -> str:
+        """`option <name>` in the user's spelling of the IR option `name`: a message names
+        what the user wrote (`option max_output_tokens`, not quail's `max_tokens`)."""
+        return f"option {dict(self.names).get(name, name)}"
 
 
 def show(value: Any) -> str:
@@ -115,12 +121,13 @@ def checked_gen(gen: GenParams, site: Site) -> GenParams:
     if isinstance(stop, str):
         stop = (stop,)
     if not isinstance(stop, list | tuple) or not all(isinstance(s, str) and s for s in stop):
-        raise refuse(site, "option stop", "a string or a list of non-empty strings", gen.stop)
+        raise refuse(site, site.option("stop"), "a string or a list of non-empty strings",
+                     gen.stop)
     return GenParams(
-        max_tokens=_optional(number, site, "option max_tokens", gen.max_tokens, 1, MAX_TOKENS,
-                             integer=True),
-        temperature=_optional(number, site, "option temperature", gen.temperature, 0, 2),
-        top_p=_optional(number, site, "option top_p", gen.top_p, 0, 1),
+        max_tokens=_optional(number, site, site.option("max_tokens"), gen.max_tokens, 1,
+                             MAX_TOKENS, integer=True),
+        temperature=_optional(number, site, site.option("temperature"), gen.temperature, 0, 2),
+        top_p=_optional(number, site, site.option("top_p"), gen.top_p, 0, 1),
         stop=tuple(stop))
 
 
@@ -129,15 +136,15 @@ def checked_options(options: Options, site: Site) -> Options:
     o = options
     return dataclasses.replace(
         o,
-        model=_optional(text, site, "option model", o.model),
-        selectivity=_optional(number, site, "option selectivity", o.selectivity, 0, 1,
+        model=_optional(text, site, site.option("model"), o.model),
+        selectivity=_optional(number, site, site.option("selectivity"), o.selectivity, 0, 1,
                               low_open=True),
-        anchor=_optional(text, site, "option anchor", o.anchor),
-        order=_optional(text, site, "option order", o.order, ORDERS),
+        anchor=_optional(text, site, site.option("anchor"), o.anchor),
+        order=_optional(text, site, site.option("order"), o.order, ORDERS),
         gen=checked_gen(o.gen, site),
-        on_error=text(site, "option on_error", o.on_error, ON_ERROR),
-        max_error_ratio=_optional(number, site, "option max_error_ratio", o.max_error_ratio,
-                                  0, 1))
+        on_error=text(site, site.option("on_error"), o.on_error, ON_ERROR),
+        max_error_ratio=_optional(number, site, site.option("max_error_ratio"),
+                                  o.max_error_ratio, 0, 1))
 
 
 def checked_labels(labels: Any, site: Site, what: str = "the labels") -> tuple[Label, ...]:
@@ -165,10 +172,11 @@ def checked_fields(fields: dict[str, Any], site: Site) -> dict[str, Any]:
     if out.get("labels") is not None:
         out["labels"] = checked_labels(out["labels"], site)
     if "multi" in out:
-        out["multi"] = boolean(site, "option multi", out["multi"])
+        out["multi"] = boolean(site, site.option("multi"), out["multi"])
     for name in ("instruction", "task"):
         if out.get(name) is not None:
-            out[name] = text(site, f"option {name}", out[name], TASK_NAMES if name == "task" else ())
+            out[name] = text(site, site.option(name), out[name],
+                             TASK_NAMES if name == "task" else ())
     if out.get("examples"):
         examples = out["examples"]
         if not all(isinstance(e, tuple) and len(e) == 2 and all(isinstance(x, str) for x in e)
@@ -178,7 +186,7 @@ def checked_fields(fields: dict[str, Any], site: Site) -> dict[str, Any]:
 
 
 def checked_output_type(value: Any, site: Site) -> str:
-    name = text(site, "option output_type", value, tuple(t.lower() for t in SQL_TYPES))
+    name = text(site, site.option("output_type"), value, tuple(t.lower() for t in SQL_TYPES))
     return name.upper()
 
 

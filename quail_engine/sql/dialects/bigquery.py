@@ -25,6 +25,7 @@ from quail_engine.sql.dialects.common import untyped_ai
 from quail_engine.sql.ir import Options
 from quail_engine.sql.literals import (
     gen_params,
+    gen_spelling,
     literal,
     options,
     string,
@@ -63,6 +64,7 @@ def read_options(a: dict, call: Call) -> Options:
             text(site, key, vendor[key], choices)
     rest = {k: v for k, v in params.items() if k.lower() not in ("generation_config",
                                                                  "generationconfig")}
+    call.spelled.update(gen_spelling(params), model="endpoint")  # (messages: the user's names)
     if rest:
         vendor["model_params"] = rest
     return Options(model=None if endpoint is None else string(endpoint, "endpoint", call.name,

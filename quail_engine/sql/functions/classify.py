@@ -72,6 +72,7 @@ def _build_snowflake(call: Call, legacy: bool = False) -> Built:
                      examples)
     examples = tuple((str(e.get("input")), json.dumps(e.get("labels"))) for e in examples)
     instruction = config.pop("task_description", None)
+    call.spelled["instruction"] = "task_description"  # (messages: the user's name)
     on_error, details = sf.read_on_error(a, call)
     base = "label_object" if legacy else ("labels_object_multi" if is_multi else "labels_object")
     return make(OpKind.AI_CLASSIFY, text_input(a["input"], call.name, sf.NAME), call,
@@ -137,6 +138,7 @@ def _build_databricks(call: Call) -> Built:
     known_keys(site, "the options", opts, DATABRICKS_KEYS)
     is_multi = boolean(Site(call.name, call.sql(dbx.NAME), dbx.NAME), "multilabel",
                        opts.pop("multilabel", "false"))
+    call.spelled["instruction"] = "instructions"  # (messages: the user's name)
     return make(OpKind.AI_CLASSIFY, prompt, call, labels=found, multi=is_multi,
                 shape="response_object_multi" if is_multi else "response_object",
                 instruction=opts.pop("instructions", None),

@@ -15,7 +15,7 @@ from quail_engine.sql.emit import databricks as dbx_sql
 from quail_engine.sql.emit.common import lit, refuse, warn
 from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import AiOp, OpKind, Options
-from quail_engine.sql.literals import flag, gen_params, labels, options, string, whole
+from quail_engine.sql.literals import flag, gen_params, gen_spelling, labels, options, string, whole
 from quail_engine.sql.response_schema import SchemaError, landing_type
 from quail_engine.sql.validate import Site, language
 
@@ -34,6 +34,7 @@ def build_databricks(call: Call) -> Built:
     a = bind(call, Signature(names, 2, named), dbx.NAME)
     is_fail = flag(a.get("failOnError"), "failOnError", call) is not False
     params = options(a.get("modelParameters"), "modelParameters", call.name, dbx.NAME)
+    call.spelled.update(gen_spelling(params), model="endpoint")  # (messages: the user's names)
     rest = {k: v for k, v in params.items() if k.lower() not in ("max_tokens", "temperature",
                                                                   "top_p", "stop")}
     task_args = tuple((k, string(a[k], k, call.name, dbx.NAME)) for k in ("responseFormat",

@@ -16,7 +16,7 @@ from quail_engine.sql.emit import snowflake as sf_sql
 from quail_engine.sql.emit.common import lit, refuse, warn
 from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import AiOp, OpKind, Options
-from quail_engine.sql.literals import flag, gen_params, literal, options, string
+from quail_engine.sql.literals import flag, gen_params, gen_spelling, literal, options, string
 from quail_engine.sql.prompt import Prompt
 from quail_engine.sql.response_schema import snowflake_format_node
 from quail_engine.sql.shapes import SHOW_DETAILS, shows_details
@@ -61,8 +61,10 @@ def build_snowflake(call: Call, legacy: bool = False, try_: bool = False) -> Bui
         task_args.append(SHOW_DETAILS)
     on_error = "fail" if legacy and not try_ else "null"
     gen = gen_params(opts)
+    call.spelled.update(gen_spelling(opts))  # (messages: the user's names)
     if gen.max_tokens is not None:  # "max_tokens (default 4096, max 8192)"
-        number(site, "option max_tokens", gen.max_tokens, 1, SNOWFLAKE_MAX_TOKENS, integer=True)
+        number(site, f"option {call.spelled['max_tokens']}", gen.max_tokens, 1,
+               SNOWFLAKE_MAX_TOKENS, integer=True)
     rest = {k: v for k, v in opts.items() if k.lower() not in
             ("temperature", "top_p", "max_tokens", "stop")}
     built = make(OpKind.AI_GENERATE, prompt, call, task_args=tuple(task_args),
