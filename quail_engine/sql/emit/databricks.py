@@ -3,6 +3,8 @@ modelParameters, refusals); each kind's emitter is in quail_engine/sql/functions
 
 from __future__ import annotations
 
+from quail_engine.errors import shorten
+from quail_engine.sql.emit import formats
 from quail_engine.sql.emit.common import (
     concat,
     dispatch,
@@ -56,6 +58,26 @@ def as_labels(op: AiOp, text: str) -> str:
     return text
 
 
+def own_format(op: AiOp) -> AiOp:
+    """`op` with another warehouse's response format (Snowflake's response_format) as
+    ai_query's `responseFormat` JSON schema text (emit/formats.py). ai_gen, written where the
+    call names no endpoint, takes none: there the format is dropped, and said so."""
+    found = formats.source_format(op)
+    if found is None:
+        return op
+    value = formats.schema(op)
+    why = ("ai_gen (no endpoint) takes no responseFormat" if op.options.model is None else
+           None if value is not None or found[0] == formats.DATABRICKS else
+           "it has no JSON-schema reading")
+    if why:
+        warn("ai_generate", NAME, f"the {found[0]} {shorten(found[1], 80)} is dropped: "
+             f"{why}; the answer is free text")
+        return formats.without_format(op)
+    if found[0] == formats.DATABRICKS and found in op.task_args:
+        return op
+    return formats.as_format(op, formats.DATABRICKS, formats.databricks_text(value))
+
+
 def emit(op: AiOp, args: list[str]) -> str:
     drop_examples(str(op.op), NAME, op)  # no Databricks AI function takes examples
-    return as_labels(op, dispatch(EMITTERS, op, args, NAME))
+    return as_labels(op, dispatch(EMITTERS, own_format(op), args, NAME))

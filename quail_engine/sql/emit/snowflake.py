@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from quail_engine.errors import shorten
+from quail_engine.sql.emit import formats
 from quail_engine.sql.emit.common import (
     dispatch,
     lit,
@@ -50,6 +52,22 @@ def no_model(fn: str, op: AiOp) -> None:
 EMITTERS: dict = {}  # OpKind -> emitter(op, args), filled by quail_engine.sql.functions
 
 
+def own_format(op: AiOp) -> AiOp:
+    """`op` with another warehouse's response format (Databricks' responseFormat) as
+    AI_COMPLETE's `response_format` object, the same JSON schema (emit/formats.py); a format
+    with no JSON-schema reading is dropped, and said so."""
+    found = formats.source_format(op)
+    if found is None or found in op.task_args and found[0] == formats.SNOWFLAKE:
+        return op
+    value = formats.schema(op)
+    if value is None:
+        warn("AI_COMPLETE", NAME, f"the {found[0]} {shorten(found[1], 80)} has no "
+             "JSON-schema reading; dropped, the answer is free text")
+        return formats.without_format(op)
+    return formats.as_format(op, formats.SNOWFLAKE,
+                             object_text({"type": "json", "schema": value}))
+
+
 def emit(op: AiOp, args: list[str]) -> str:
-    return dispatch(EMITTERS, op, args, NAME)
+    return dispatch(EMITTERS, own_format(op), args, NAME)
 

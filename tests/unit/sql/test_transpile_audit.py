@@ -1,6 +1,8 @@
 """Transpile faults a user audit found: each rewritten statement asks the model as often as
 the source does and is spelled as the target vendor documents it."""
 
+import logging
+
 import pytest
 
 from quail_engine.sql import parse, transpile
@@ -67,3 +69,44 @@ def test_an_exploded_ai_array_is_one_call_unnested_in_the_targets_idiom(write, s
     out = transpile(sql, "databricks", write)
     assert out == expected
     assert len(parse(out, write).ai_ops) == 1
+
+
+def _warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+DBX_FORMAT = ("SELECT ai_query('ep', CONCAT('Extract from ', txt), responseFormat => "
+              "'STRUCT<name: STRING, age: INT>') AS j FROM t")
+SF_FORMAT = ("SELECT AI_COMPLETE('m', CONCAT('Extract from ', txt), {}, {'type': 'json', 'schema': "
+             "{'type': 'object', 'properties': {'name': {'type': 'string'}, 'age': {'type': "
+             "'integer'}}, 'required': ['name', 'age']}}) AS j FROM t")
+SCHEMA_SF = ("{'type': 'object', 'properties': {'name': {'type': 'string'}, 'age': {'type': "
+             "'integer'}}, 'required': ['name', 'age'], 'additionalProperties': FALSE}")
+SCHEMA_JSON = ('{"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": '
+               '"integer"}}, "required": ["name", "age"], "additionalProperties": false}')
+
+
+def test_a_databricks_response_format_is_carried_into_ai_complete(caplog):
+    """It was dropped with a warning that AI_COMPLETE has no spelling for it."""
+    out = transpile(DBX_FORMAT, "databricks", "snowflake")
+    assert out == (f"SELECT AI_COMPLETE('ep', PROMPT('Extract from {{0}}', txt), {{}}, "
+                   f"{{'type': 'json', 'schema': {SCHEMA_SF}}}) AS j FROM t")
+    assert not [w for w in _warnings(caplog) if "esponse" in w], _warnings(caplog)
+
+
+def test_a_snowflake_response_format_is_carried_into_ai_query(caplog):
+    """It was dropped with a warning that ai_query has no spelling for it."""
+    out = transpile(SF_FORMAT, "snowflake", "databricks")
+    assert out == ("SELECT ai_query('m', CONCAT('Extract from ', txt), responseFormat => "
+                   '\'{"type": "json_schema", "json_schema": {"name": "response", "schema": '
+                   f'{SCHEMA_JSON}, "strict": true}}}}\') AS j FROM t')
+    assert not [w for w in _warnings(caplog) if "esponse" in w], _warnings(caplog)
+
+
+def test_a_response_format_ai_gen_cannot_take_is_warned_about_truly(caplog):
+    out = transpile("SELECT ai_generate(txt, response_format := 'TYPE OBJECT(name STRING)') "
+                    "AS j FROM t", "duckdb", "databricks")
+    assert out == "SELECT ai_gen(txt) AS j FROM t"
+    assert _warnings(caplog) == ["ai_generate -> databricks: the response_format TYPE OBJECT(name "
+                                 "STRING) is dropped: ai_gen (no endpoint) takes no "
+                                 "responseFormat; the answer is free text"]
