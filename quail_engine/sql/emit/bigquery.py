@@ -3,6 +3,8 @@ managed options, examples); each kind's emitter is in quail_engine/sql/functions
 
 from __future__ import annotations
 
+from quail_engine.errors import shorten
+from quail_engine.sql.emit import formats
 from quail_engine.sql.emit.common import (
     dispatch,
     example_outputs,
@@ -10,6 +12,7 @@ from quail_engine.sql.emit.common import (
     parts,
     warn,
 )
+from quail_engine.sql.emit.one_call import VALUE
 from quail_engine.sql.ir import AiOp
 
 NAME = "bigquery"
@@ -53,4 +56,31 @@ EMITTERS: dict = {}  # OpKind -> emitter(op, args), filled by quail_engine.sql.f
 
 
 def emit(op: AiOp, args: list[str]) -> str:
-    return dispatch(EMITTERS, op, args, NAME)
+    found = formats.source_format(op)
+    if found is None:
+        return dispatch(EMITTERS, op, args, NAME)
+    return _with_output_schema(op, args, found)
+
+
+def _with_output_schema(op: AiOp, args: list[str], found: tuple[str, str]) -> str:
+    """A generation under another warehouse's response format (Snowflake's response_format,
+    Databricks' responseFormat: a JSON text matching a schema) as AI.GENERATE under the same
+    fields' output_schema, its STRUCT written back as that JSON text:
+    `(SELECT IF(v.status = '', TO_JSON_STRING(STRUCT(v.a AS a, ...)), NULL) FROM
+    UNNEST([AI.GENERATE(..., output_schema => 'a STRING, ...')]) AS v)`, one call; a failed
+    row (a non-empty status) is NULL, as the source's is. A schema output_schema cannot say
+    (enums, bounds, unions, descriptions) is dropped, and said so, naming the option."""
+    plain = formats.without_format(op)
+    text = dispatch(EMITTERS, plain, args, NAME)
+    value = formats.schema(op)
+    fields = None if value is None else formats.bigquery_fields(value)
+    if fields is None or not (text.startswith("AI.GENERATE(") and text.endswith(").result")):
+        warn(op.origin.split("(", 1)[0].strip() or str(op.op), NAME, f"the {found[0]} has no output_schema spelling "
+             "(a field list of types: no enums, bounds, unions or descriptions); "
+             f"{shorten(found[1], 80)} is dropped, the answer is free text")
+        return text
+    call = f"{text[:-len(').result')]}, output_schema => {lit(fields, NAME)})"
+    names = list(value["properties"])
+    struct = ", ".join(f"{VALUE}.{n} AS {n}" for n in names)
+    return (f"(SELECT IF({VALUE}.status = '', TO_JSON_STRING(STRUCT({struct})), NULL) "
+            f"FROM UNNEST([{call}]) AS {VALUE})")

@@ -110,3 +110,33 @@ def test_a_response_format_ai_gen_cannot_take_is_warned_about_truly(caplog):
     assert _warnings(caplog) == ["ai_generate -> databricks: the response_format TYPE OBJECT(name "
                                  "STRING) is dropped: ai_gen (no endpoint) takes no "
                                  "responseFormat; the answer is free text"]
+
+
+def test_a_snowflake_response_format_becomes_a_bigquery_output_schema(caplog):
+    """It was dropped (the legacy COMPLETE's option silently): the same fields are now
+    AI.GENERATE's output_schema, its STRUCT written back as the JSON text AI_COMPLETE answers."""
+    out = transpile(SF_FORMAT, "snowflake", "bigquery")
+    assert out == ("SELECT (SELECT IF(quail_v.status = '', TO_JSON_STRING(STRUCT(quail_v.name AS "
+                   "name, quail_v.age AS age)), NULL) FROM UNNEST([AI.GENERATE(('Extract from ', "
+                   "txt), endpoint => 'm', output_schema => 'name STRING, age INT64')]) AS "
+                   "quail_v) AS j FROM t")
+    assert not [w for w in _warnings(caplog) if "esponse" in w], _warnings(caplog)
+    legacy = transpile("SELECT SNOWFLAKE.CORTEX.COMPLETE('m', [{'role': 'user', 'content': txt}], "
+                       "{'response_format': {'type': 'json', 'schema': {'type': 'object', "
+                       "'properties': {'name': {'type': 'string'}}}}}) AS j FROM t",
+                       "snowflake", "bigquery")
+    assert "output_schema => 'name STRING')]) AS quail_v" in legacy, legacy
+
+
+def test_a_response_format_output_schema_cannot_say_is_warned_about_once(caplog):
+    out = transpile("SELECT AI_COMPLETE('m', txt, {}, {'type': 'json', 'schema': {'type': "
+                    "'object', 'properties': {'kind': {'type': 'string', 'enum': ['a', 'b']}}}}) "
+                    "AS j, AI_COMPLETE('m', txt, {}, {'type': 'json', 'schema': {'type': "
+                    "'object', 'properties': {'kind': {'type': 'string', 'enum': ['a', 'b']}}}}) "
+                    "AS k FROM t", "snowflake", "bigquery")
+    assert out == ("SELECT AI.GENERATE(txt, endpoint => 'm').result AS j, AI.GENERATE(txt, "
+                   "endpoint => 'm').result AS k FROM t")
+    dropped = [w for w in _warnings(caplog) if "response_format" in w]
+    assert len(dropped) == 1, dropped
+    assert dropped[0].startswith("AI_COMPLETE -> bigquery: the response_format has no "
+                                 "output_schema spelling"), dropped
