@@ -91,9 +91,6 @@ def emit_bigquery(op: AiOp, args: list[str]) -> str:
     prefix = task_prefix(op)
     if op.task is not None:
         warn(f"ai_{op.task}", bq_sql.NAME, "spelled as AI.GENERATE with an instruction prefix")
-    if {"response_format", "responseFormat"} & set(dict(op.task_args)):
-        warn("ai_generate", bq_sql.NAME, "the response format is dropped (AI.GENERATE takes an "
-             "output_schema of its own)")
     fn = BIGQUERY_TYPED.get(op.output_type, "AI.GENERATE")
     return (f"{fn}({bq_sql.prompt_sql(op, args, prefix)}{bq_sql.endpoint(op)}"
             f"{_bigquery_params(op)}).result")

@@ -124,8 +124,6 @@ def emit_databricks(op: AiOp, args: list[str]) -> str:
         return f"ai_mask({prompt}, ARRAY({', '.join(lit(lb.name, name) for lb in op.labels)}))"
     if op.task is not None:
         raise refuse(f"ai_{op.task}", name, "Databricks has no such task function", op)
-    if "response_format" in a:
-        warn("AI_COMPLETE", name, "a Snowflake response_format has no ai_query spelling; dropped")
     fmt = f", responseFormat => {lit(a['responseFormat'], name)}" if "responseFormat" in a else ""
     if op.options.model:
         dbx_sql.fail_on_error("ai_query", op)

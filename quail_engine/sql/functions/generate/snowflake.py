@@ -141,8 +141,6 @@ def emit_snowflake(op: AiOp, args: list[str]) -> str:
         model = sf_sql.DEFAULT_MODEL
         warn("AI_COMPLETE", name, f"AI_COMPLETE needs a model; using {sf_sql.DEFAULT_MODEL!r}")
     params = _snowflake_params(op)
-    if "responseFormat" in a:
-        warn("ai_query", name, "a Databricks responseFormat has no AI_COMPLETE spelling; dropped")
     if shows_details(op):  # named arguments: positional ones cannot skip to show_details
         named = [f"model => {lit(model, name)}", f"prompt => {prompt}"]
         if params:
