@@ -140,3 +140,27 @@ def test_a_response_format_output_schema_cannot_say_is_warned_about_once(caplog)
     assert len(dropped) == 1, dropped
     assert dropped[0].startswith("AI_COMPLETE -> bigquery: the response_format has no "
                                  "output_schema spelling"), dropped
+
+
+@pytest.mark.parametrize("write, age", [
+    ("snowflake", f"TRY_CAST(CAST(GET_PATH(PARSE_JSON({EXTRACT}:response), 'age') AS VARCHAR) "
+                  "AS BIGINT)"),
+    ("databricks", "TRY_CAST(ai_extract(CONCAT('Extract the name from ', txt), "
+                   "'[\"name\", \"age\"]'):response:age AS BIGINT)"),
+])
+def test_a_typed_field_that_does_not_convert_is_null_in_the_target_not_an_aborted_query(
+        write, age, caplog):
+    # sqlglot drops DuckDB's TRY(CAST(...)) with 'Unsupported TRY function', leaving a CAST
+    # that fails the warehouse's whole query on one answer like 'about forty'
+    with caplog.at_level(logging.WARNING):
+        out = transpile(f"SELECT {GENERATE}.age AS a FROM t", "bigquery", write)
+    assert out == f"SELECT {age} AS a FROM t"
+    assert "Unsupported TRY" not in caplog.text
+
+
+def test_a_nested_field_into_snowflake_keeps_its_cast():
+    # Snowflake's TRY_CAST takes only a string; the grammar already wrote the array it casts
+    out = transpile("SELECT AI.GENERATE(('Tags of ', txt), output_schema => 'tags ARRAY<STRING>')"
+                    ".tags AS g FROM t", "bigquery", "snowflake")
+    assert "CAST(GET_PATH(PARSE_JSON(" in out and "AS ARRAY(VARCHAR))" in out, out
+    assert "TRY_CAST(CAST(GET_PATH" not in out, out
