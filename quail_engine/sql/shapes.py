@@ -18,9 +18,13 @@ NO_ANSWER_TEXT = ("no answer: a NULL input, or the model did not complete an ans
                   "requested type within max_tokens")
 NO_ANSWER = f"CASE WHEN {{v}} IS NULL THEN '{NO_ANSWER_TEXT}' END"
 
-SHAPES = {  # a NULL answer (a NULL or empty input) is a NULL object, not {"labels": [null]}
+# a NULL answer (a NULL or empty input) is a NULL object, not {"labels": [null]}; a multi-label
+# answer (a list) is given to json_object as it is: DuckDB writes it as a JSON array, and sqlglot
+# carries it as an array (Databricks NAMED_STRUCT, Snowflake OBJECT_CONSTRUCT), where a to_json
+# around it would be a JSON string inside the object ({"labels": "[\"a\"]"})
+SHAPES = {
     "labels_object": "CASE WHEN {v} IS NOT NULL THEN json_object('labels', json_array({v})) END",
-    "labels_object_multi": "CASE WHEN {v} IS NOT NULL THEN json_object('labels', to_json({v})) END",
+    "labels_object_multi": "CASE WHEN {v} IS NOT NULL THEN json_object('labels', {v}) END",
     "label_object": "CASE WHEN {v} IS NOT NULL THEN json_object('label', {v}) END",
     "sentiment_object": ("CASE WHEN {v} IS NOT NULL THEN json_object('categories', json_array("
                          "json_object('name', 'overall', 'sentiment', {v}))) END"),
@@ -32,7 +36,7 @@ SHAPES = {  # a NULL answer (a NULL or empty input) is a NULL object, not {"labe
     "list1": "CASE WHEN {v} IS NOT NULL THEN [{v}] END",
     "response_object": ("CASE WHEN {v} IS NOT NULL THEN json_object('response', json_array({v}), "
                         "'error_message', NULL) END"),
-    "response_object_multi": ("CASE WHEN {v} IS NOT NULL THEN json_object('response', to_json({v}), "
+    "response_object_multi": ("CASE WHEN {v} IS NOT NULL THEN json_object('response', {v}, "
                               "'error_message', NULL) END"),
     "response_extract": f"json_object('response', {{v}}, 'error_message', {NO_ANSWER})",
     "result_error_struct": f"struct_pack(result := {{v}}, errorMessage := {NO_ANSWER})",

@@ -164,3 +164,22 @@ def test_a_nested_field_into_snowflake_keeps_its_cast():
                     ".tags AS g FROM t", "bigquery", "snowflake")
     assert "CAST(GET_PATH(PARSE_JSON(" in out and "AS ARRAY(VARCHAR))" in out, out
     assert "TRY_CAST(CAST(GET_PATH" not in out, out
+
+
+@pytest.mark.parametrize(("read", "sql", "write", "expected"), [
+    ("snowflake", "SELECT AI_CLASSIFY(txt, ['a','b'], {'output_mode':'multi'}) AS r FROM t",
+     "databricks", f"SELECT TRANSFORM(ARRAY({MULTI_DBX}), quail_v -> CASE WHEN NOT quail_v IS "
+     "NULL THEN TO_JSON(NAMED_STRUCT('labels', quail_v)) END)[0] AS r FROM t"),
+    ("databricks", "SELECT ai_classify(txt, '[\"a\", \"b\"]', map('multilabel', 'true')) AS r "
+     "FROM t", "snowflake", f"SELECT TRANSFORM(ARRAY_CONSTRUCT({MULTI_SF}), quail_v -> CASE "
+     "WHEN NOT quail_v IS NULL THEN OBJECT_CONSTRUCT_KEEP_NULL('response', quail_v, "
+     "'error_message', NULL) END)[0] AS r FROM t"),
+    ("databricks", "SELECT ai_classify(txt, '[\"a\", \"b\"]', map('multilabel', 'true')) AS r "
+     "FROM t", "bigquery", "SELECT (SELECT CASE WHEN NOT quail_v IS NULL THEN JSON_OBJECT("
+     f"'response', quail_v, 'error_message', NULL) END FROM UNNEST([{MULTI_BQ}]) AS quail_v) "
+     "AS r FROM t"),
+])
+def test_a_rebuilt_multi_label_object_holds_the_labels_as_an_array(read, sql, write, expected):
+    """A to_json around the labels inside TO_JSON(NAMED_STRUCT(...)) (or OBJECT_CONSTRUCT)
+    made them a JSON string in the object: {"labels": "[\\"a\\"]"}, not {"labels": ["a"]}."""
+    assert transpile(sql, read, write) == expected
