@@ -12,11 +12,24 @@ from functools import lru_cache
 
 from sqlglot import exp, parse_one
 
-# the error a vendor reports beside a NULL answer: quail's answers are NULL where the input was
-# NULL or the model did not complete an answer of the requested type within its tokens
-NO_ANSWER_TEXT = ("no answer: a NULL input, or the model did not complete an answer of the "
-                  "requested type within max_tokens")
-NO_ANSWER = f"CASE WHEN {{v}} IS NULL THEN '{NO_ANSWER_TEXT}' END"
+# the option that bounds an answer's tokens as each dialect's user spells it: BigQuery's
+# generation_config / STRUCT field is max_output_tokens
+# (https://cloud.google.com/bigquery/docs/reference/standard-sql/bigqueryml-syntax-ai-generate);
+# Snowflake's model_parameters, Databricks' modelParameters and DuckDB's say max_tokens
+TOKEN_LIMIT = {"bigquery": "max_output_tokens"}
+
+
+def no_answer_text(dialect: str) -> str:
+    """The error a vendor reports beside a NULL answer, naming `dialect`'s option: quail's
+    answers are NULL where the input was NULL or the model did not complete an answer of the
+    requested type within its tokens."""
+    return ("no answer: a NULL input, or the model did not complete an answer of the requested "
+            f"type within {TOKEN_LIMIT.get(dialect, 'max_tokens')}")
+
+
+def _no_answer(dialect: str) -> str:
+    return f"CASE WHEN {{v}} IS NULL THEN '{no_answer_text(dialect)}' END"
+
 
 # a NULL answer (a NULL or empty input) is a NULL object, not {"labels": [null]}; a multi-label
 # answer (a list) is given to json_object as it is: DuckDB writes it as a JSON array, and sqlglot
@@ -28,18 +41,20 @@ SHAPES = {
     "label_object": "CASE WHEN {v} IS NOT NULL THEN json_object('label', {v}) END",
     "sentiment_object": ("CASE WHEN {v} IS NOT NULL THEN json_object('categories', json_array("
                          "json_object('name', 'overall', 'sentiment', {v}))) END"),
-    "extract_object": f"json_object('response', {{v}}, 'error', {NO_ANSWER})",
-    "value_error_object": f"json_object('value', {{v}}, 'error', {NO_ANSWER})",
+    "extract_object": f"json_object('response', {{v}}, 'error', {_no_answer('snowflake')})",
+    "value_error_object": f"json_object('value', {{v}}, 'error', {_no_answer('snowflake')})",
     "answer_array": "CASE WHEN {v} IS NOT NULL THEN json_array({v}) END",
     "result_struct": ("struct_pack(result := {v}, full_response := CAST(NULL AS JSON), "
-                      f"status := coalesce({NO_ANSWER}, ''))"),
+                      f"status := coalesce({_no_answer('bigquery')}, ''))"),
     "list1": "CASE WHEN {v} IS NOT NULL THEN [{v}] END",
     "response_object": ("CASE WHEN {v} IS NOT NULL THEN json_object('response', json_array({v}), "
                         "'error_message', NULL) END"),
     "response_object_multi": ("CASE WHEN {v} IS NOT NULL THEN json_object('response', {v}, "
                               "'error_message', NULL) END"),
-    "response_extract": f"json_object('response', {{v}}, 'error_message', {NO_ANSWER})",
-    "result_error_struct": f"struct_pack(result := {{v}}, errorMessage := {NO_ANSWER})",
+    "response_extract": (f"json_object('response', {{v}}, 'error_message', "
+                         f"{_no_answer('databricks')})"),
+    "result_error_struct": (f"struct_pack(result := {{v}}, errorMessage := "
+                            f"{_no_answer('databricks')})"),
     "negated": "NOT {v}",
 }
 
@@ -133,7 +148,7 @@ def unconverted(answer: exp.Expr, value: exp.Expr, type_name: str,
     return exp.Case(ifs=[exp.If(this=failed, true=why)])
 
 
-def no_answer(answer: exp.Expr) -> exp.Expr:
-    """NO_ANSWER around `answer`, built as a tree."""
+def no_answer(answer: exp.Expr, dialect: str) -> exp.Expr:
+    """`no_answer_text(dialect)` where `answer` is NULL, built as a tree."""
     return exp.Case(ifs=[exp.If(this=exp.Is(this=answer.copy(), expression=exp.Null()),
-                                true=exp.Literal.string(NO_ANSWER_TEXT))])
+                                true=exp.Literal.string(no_answer_text(dialect)))])

@@ -289,6 +289,7 @@ def test_null_and_empty_inputs_are_null_not_an_answer(session, dialect, expr):
 
 NO_ANSWER = ("no answer: a NULL input, or the model did not complete an answer of the requested "
              "type within max_tokens")
+NO_ANSWER_BQ = NO_ANSWER.replace("max_tokens", "max_output_tokens")  # BigQuery's option
 BLANK_LITERALS = [  # (dialect, the call with {x} its text, the value of a blank text)
     ("snowflake", "AI_FILTER({x})", None),
     ("snowflake", "AI_FILTER({x} || {x})", None),
@@ -308,7 +309,8 @@ BLANK_LITERALS = [  # (dialect, the call with {x} its text, the value of a blank
     ("bigquery", "AI.IF({x})", None),
     ("bigquery", "AI.SCORE({x})", None),
     ("bigquery", "AI.CLASSIFY({x}, ['a', 'b'])", None),
-    ("bigquery", "AI.GENERATE({x})", {"result": None, "full_response": None, "status": NO_ANSWER}),
+    ("bigquery", "AI.GENERATE({x})", {"result": None, "full_response": None,
+                                   "status": NO_ANSWER_BQ}),
     ("databricks", "ai_query('ep', {x})", None),
     ("databricks", "ai_analyze_sentiment({x})", None),
     ("databricks", "ai_summarize({x})", None),

@@ -107,7 +107,8 @@ def test_the_executor_reads_no_response_format(monkeypatch, response_format):
                  " AS g FROM t",
      "SELECT {'city': (quail_ai_0(name) ->> '$.city'), 'pop': TRY(CAST(quail_ai_0(name) -> "
      "'$.pop' AS BIGINT)), 'full_response': quail_ai_0(name), 'status': COALESCE(CASE WHEN "
-     f"quail_ai_0(name) IS NULL THEN '{shapes.NO_ANSWER_TEXT}' END, concat_ws('; ', CASE WHEN "
+     f"quail_ai_0(name) IS NULL THEN '{shapes.no_answer_text('bigquery')}' END, concat_ws('; ', "
+     "CASE WHEN "
      "TRY(CAST(quail_ai_0(name) -> '$.pop' AS BIGINT)) IS NULL AND CAST(quail_ai_0(name) -> "
      "'$.pop' AS TEXT) <> 'null' THEN 'pop: the answer ' || CAST(quail_ai_0(name) -> '$.pop' AS "
      "TEXT) || ' is not a valid INT64' END))} AS g FROM t"),

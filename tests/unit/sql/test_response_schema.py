@@ -88,7 +88,7 @@ def run_typed(sql: str, dialect: str, answer: str | None) -> tuple[str, object]:
     return con.execute(f"SELECT typeof(v), v FROM ({parsed.duckdb_sql}) AS q").fetchone()
 
 
-NO_ANSWER = {"status": shapes.NO_ANSWER_TEXT}
+NO_ANSWER = {"status": shapes.no_answer_text("bigquery")}
 TAGS = "SELECT AI.GENERATE(t, output_schema => 'tags ARRAY<STRING>')"
 PERSON = "SELECT AI.GENERATE(t, output_schema => 's STRUCT<name STRING, age INT64>')"
 NESTED = "SELECT AI.GENERATE(t, output_schema => 'a ARRAY<STRUCT<b INT64, c BOOL>>')"
@@ -136,7 +136,7 @@ NESTED = "SELECT AI.GENERATE(t, output_schema => 'a ARRAY<STRUCT<b INT64, c BOOL
      {"result": None, "errorMessage": 'the answer "2024-02-30" is not a valid DATE'}),
     ("SELECT ai_query('ep', t, returnType => 'ARRAY<INT>', failOnError => false) AS v FROM d",
      "databricks", None, "STRUCT(result BIGINT[], errorMessage VARCHAR)",
-     {"result": None, "errorMessage": shapes.NO_ANSWER_TEXT}),
+     {"result": None, "errorMessage": shapes.no_answer_text("databricks")}),
     ("SELECT ai_query('ep', t, returnType => 'ARRAY<INT>', failOnError => false) AS v FROM d",
      "databricks", "[1, 2]", "STRUCT(result BIGINT[], errorMessage VARCHAR)",
      {"result": [1, 2], "errorMessage": None}),

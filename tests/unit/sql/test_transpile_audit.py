@@ -183,3 +183,27 @@ def test_a_rebuilt_multi_label_object_holds_the_labels_as_an_array(read, sql, wr
     """A to_json around the labels inside TO_JSON(NAMED_STRUCT(...)) (or OBJECT_CONSTRUCT)
     made them a JSON string in the object: {"labels": "[\\"a\\"]"}, not {"labels": ["a"]}."""
     assert transpile(sql, read, write) == expected
+
+
+NO_ANSWER = ("'no answer: a NULL input, or the model did not complete an answer of the requested "
+             "type within {}'")
+FAILED_INT = "ai_generate(body, model := 'ep', on_error := 'details', output_type := 'BIGINT', " \
+             "returnType := 'INT')"
+
+
+@pytest.mark.parametrize(("read", "sql", "write", "expected"), [
+    ("bigquery", "SELECT AI.GENERATE(body).status AS s FROM t", "duckdb",
+     "SELECT COALESCE(CASE WHEN ai_generate(body) IS NULL THEN "
+     f"{NO_ANSWER.format('max_output_tokens')} END, '') AS s FROM t"),
+    ("bigquery", "SELECT AI.GENERATE(body).status AS s FROM t", "snowflake",
+     "SELECT COALESCE(CASE WHEN AI_COMPLETE('llama3.1-8b', body) IS NULL THEN "
+     f"{NO_ANSWER.format('max_output_tokens')} END, '') AS s FROM t"),
+    ("databricks", "SELECT ai_query('ep', body, returnType => 'INT', failOnError => false) AS r "
+     "FROM t", "duckdb", f"SELECT {{'result': {FAILED_INT}, 'errorMessage': CASE WHEN "
+     f"{FAILED_INT} IS NULL THEN {NO_ANSWER.format('max_tokens')} END}} AS r FROM t"),
+])
+def test_the_no_answer_status_names_the_token_option_of_the_users_dialect(read, sql, write,
+                                                                            expected):
+    """A BigQuery status said 'within max_tokens', an option BigQuery users do not have (theirs
+    is max_output_tokens); the other dialects' text is unchanged."""
+    assert transpile(sql, read, write) == expected

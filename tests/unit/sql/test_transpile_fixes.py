@@ -15,8 +15,9 @@ def _warnings(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
 
+# the status of a BigQuery result names BigQuery's option, whichever warehouse it is written in
 NO_ANSWER = ("'no answer: a NULL input, or the model did not complete an answer of the "
-             "requested type within max_tokens'")
+             "requested type within max_output_tokens'")
 
 
 @pytest.mark.parametrize(("write", "sql", "expected"), [

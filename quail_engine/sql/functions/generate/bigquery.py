@@ -45,7 +45,7 @@ def output_columns(fields: tuple[tuple[str, str, exp.DataType], ...]
     values = [(name, kind, shapes.typed(answer, to, name)) for name, kind, to in fields]
     failures = [shapes.unconverted(answer, value, kind, name) for name, kind, value in values
                 if not isinstance(value, exp.JSONExtractScalar)]  # a string always converts
-    status = exp.Coalesce(this=shapes.no_answer(answer), expressions=[
+    status = exp.Coalesce(this=shapes.no_answer(answer, bq.NAME), expressions=[
         exp.Anonymous(this="concat_ws", expressions=[exp.Literal.string("; "), *failures])
         if failures else exp.Literal.string("")])
     return [*((n, v) for n, _, v in values), ("full_response", answer.copy()),

@@ -71,7 +71,7 @@ def _databricks_typed(landing: exp.DataType, ddl: str, is_fail: bool) -> exp.Exp
     value = shapes.typed(answer, landing)
     if is_fail:
         return value
-    why = exp.Coalesce(this=shapes.no_answer(answer),
+    why = exp.Coalesce(this=shapes.no_answer(answer, dbx.NAME),
                        expressions=[shapes.unconverted(answer, value, ddl)])
     return exp.Struct(expressions=[
         exp.PropertyEQ(this=exp.to_identifier("result"), expression=value.copy()),
