@@ -114,17 +114,27 @@ def masked(op, values: Sequence[object], mentions: str | None) -> str | None:
 
 
 def details_object(text: str | None, created: int, model: str | None,
-                   tokens: tuple[int, int] | None) -> str | None:
+                   tokens: tuple[int, int] | None, structured: bool = False) -> str | None:
     """Snowflake's show_details object around a generated `text` (NULL stays NULL): `created`
     in epoch seconds, the `model` that wrote it, `usage` from `tokens`, the (prompt, answer)
-    token counts, or null where they are not known."""
+    token counts, or null where they are not known. An answer under a response format
+    (`structured`, its text JSON) is the object itself in `structured_output`, where the text
+    would be in `choices`
+    (https://docs.snowflake.com/en/user-guide/snowflake-cortex/complete-structured-outputs)."""
     if text is None:
         return None
     usage = None if tokens is None else {"completion_tokens": tokens[1],
                                          "prompt_tokens": tokens[0],
                                          "total_tokens": tokens[0] + tokens[1]}
-    return json.dumps({"choices": [{"messages": text}], "created": created, "model": model,
-                       "usage": usage})
+    answer = ({"structured_output": [{"raw_message": json.loads(text), "type": "json"}]}
+              if structured else {"choices": [{"messages": text}]})
+    return json.dumps(dict(sorted({**answer, "created": created, "model": model,
+                                   "usage": usage}.items())))
+
+
+def is_structured(op) -> bool:
+    """Whether `op`'s answer is decoded under a JSON schema (its text is JSON)."""
+    return _schema(op) is not None
 
 
 def check_supported(op) -> None:

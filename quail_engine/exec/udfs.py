@@ -26,7 +26,7 @@ from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.call_gather import GatheredCalls
 from quail_engine.exec.op_runner import OpRunner
 from quail_engine.exec.pass_tables import hashed, is_plain_conjunct, membership, pass_through
-from quail_engine.exec.tasks import details_object, masked
+from quail_engine.exec.tasks import details_object, is_structured, masked
 from quail_engine.sql.ir import PREDICATE_KINDS, placeholder_name
 from quail_engine.sql.nesting import deep_stack
 from quail_engine.sql.op_kinds import spec
@@ -142,7 +142,7 @@ def create_ai_function(con, name: str, op,
     vendor's object around the text: created now (the statement's time), model and usage
     from `usage` (null without it)."""
     if shows_details(op):
-        answer = _with_details(answer, usage, int(time.time()))
+        answer = _with_details(answer, usage, int(time.time()), is_structured(op))
     if op.task == "mask":
         answer = _with_masks(op, answer)
     # an aggregate's bindings are its group's values, list(...) of the cast texts: a list
@@ -165,11 +165,11 @@ def register_udfs(con, ai_ops, store: AnswerStore, runner: OpRunner,
 
 
 def _with_details(answer: Callable[[list[tuple]], Sequence[object]], usage: Usage | None,
-                  created: int) -> Callable[[list[tuple]], list[object]]:
+                  created: int, structured: bool) -> Callable[[list[tuple]], list[object]]:
     def detailed(rows: list[tuple]) -> list[object]:
         texts = answer(rows)
         facts = usage(rows, texts) if usage is not None else [(None, None)] * len(rows)
-        return [details_object(t, created, model, tokens)
+        return [details_object(t, created, model, tokens, structured)
                 for t, (model, tokens) in zip(texts, facts)]
     return detailed
 

@@ -4,6 +4,8 @@ ai_complete), read and written."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from functools import partial
 
 from sqlglot import exp
@@ -18,7 +20,7 @@ from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import AiOp, OpKind, Options
 from quail_engine.sql.literals import flag, gen_params, gen_spelling, literal, options, string
 from quail_engine.sql.prompt import Prompt
-from quail_engine.sql.response_schema import snowflake_format_node
+from quail_engine.sql.response_schema import snowflake_format, snowflake_format_node
 from quail_engine.sql.shapes import SHOW_DETAILS, shows_details
 from quail_engine.sql.validate import Site, known_keys, language, number, text
 
@@ -53,10 +55,12 @@ def build_snowflake(call: Call, legacy: bool = False, try_: bool = False) -> Bui
         prompt = append(prompt, file)
     task_args = []
     fmt = a.get("response_format")
+    read_schema = _option_format(params, opts) if legacy else None
     if fmt is not None:
         spelled = fmt.sql(dialect=sf.NAME)
         task_args.append(("response_format", f"TYPE {spelled}" if isinstance(fmt, exp.DataType)
                           else spelled))
+        read_schema = partial(snowflake_format_node, fmt)
     if legacy and params is not None or flag(a.get("show_details"), "show_details", call):
         task_args.append(SHOW_DETAILS)
     on_error = "fail" if legacy and not try_ else "null"
@@ -70,8 +74,26 @@ def build_snowflake(call: Call, legacy: bool = False, try_: bool = False) -> Bui
     built = make(OpKind.AI_GENERATE, prompt, call, task_args=tuple(task_args),
                  options=Options(model=string(a["model"], "the model", call.name, sf.NAME),
                                  gen=gen, on_error=on_error, vendor=vendor_items(rest)),
-                 read_schema=None if fmt is None else partial(snowflake_format_node, fmt))
+                 read_schema=read_schema)
     return built if file is None else as_file(built, file)
+
+
+def _option_format(params: exp.Expr | None, opts: dict) -> Callable[[], dict] | None:
+    """The schema reader of COMPLETE's `response_format` option, read as AI_COMPLETE's
+    argument is, so the answer is decoded under it
+    (https://docs.snowflake.com/en/user-guide/snowflake-cortex/complete-structured-outputs).
+    The option itself stays a vendor option: transpile writes it from there (emit/formats.py).
+    The option's own tree where the options are an object constant (messages quote it as
+    written), its value where they are JSON text."""
+    key = next((k for k in opts if str(k).lower() == "response_format"), None)
+    if key is None:
+        return None
+    node = next((e.expression for e in getattr(params, "expressions", ())
+                 if isinstance(e, exp.PropertyEQ) and e.this.name.lower() == "response_format"),
+                None)
+    if node is not None:
+        return partial(snowflake_format_node, node)
+    return partial(snowflake_format, json.dumps(opts[key]))
 
 
 def _snowflake_history(node: exp.Array, call: Call) -> Prompt:
