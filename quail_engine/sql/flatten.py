@@ -7,9 +7,10 @@ NULL for an object), VALUE (the element, a VARIANT) and THIS (the value flattene
 NULL or an empty container gives no row, or with OUTER one row of NULLs
 (https://docs.snowflake.com/en/sql-reference/functions/flatten). sqlglot writes it for DuckDB as
 an UNNEST with named arguments, which DuckDB cannot parse. Here it becomes a lateral subquery over
-DuckDB's `json_each` with those columns, VALUE and THIS typed JSON (DuckDB's VARIANT). Only the
-run is lowered: transpile keeps FLATTEN as written. The multi-label `AI_CLASSIFY(...):labels` form
-is an UNNEST of the labels already (dialects/snowflake.py) and is not seen here.
+DuckDB's `json_each` with those columns, VALUE and THIS typed JSON (DuckDB's VARIANT), for a run
+and for a transpile into DuckDB (into Databricks and BigQuery: emit/flatten.py). The multi-label
+`AI_CLASSIFY(...):labels` form is an UNNEST of the labels already (dialects/snowflake.py) and is
+not seen here.
 """
 
 from __future__ import annotations
@@ -57,12 +58,12 @@ def lower_flatten(tree: exp.Expr) -> None:
         explode = node.this
         if not isinstance(explode, exp.Explode) or node.args.get("view"):
             continue
-        args = _arguments(explode, node)
+        args = arguments(explode, node)
         alias = node.args.get("alias")
         name = alias.name if alias is not None and alias.name else UNNAMED
         _refuse_seq(tree, name, node)
         query = _subquery(args, node)
-        is_outer = _flag(args.get("outer"), "outer", node)
+        is_outer = flag_arg(args.get("outer"), "outer", node)
         join = node.parent if isinstance(node.parent, exp.Join) else None
         sub = exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(name)))
         if join is None:
@@ -76,7 +77,7 @@ def lower_flatten(tree: exp.Expr) -> None:
         _read_columns(tree, name, is_named=name != UNNAMED)
 
 
-def _arguments(explode: exp.Explode, node: exp.Expr) -> dict[str, exp.Expr]:
+def arguments(explode: exp.Explode, node: exp.Expr) -> dict[str, exp.Expr]:
     """FLATTEN's arguments by name (`input` the one positional form)."""
     out: dict[str, exp.Expr] = {}
     for position, arg in enumerate([explode.this, *explode.expressions]):
@@ -94,7 +95,7 @@ def _arguments(explode: exp.Explode, node: exp.Expr) -> dict[str, exp.Expr]:
                                 fragment(node, NAME), NAME)
     if "input" not in out:
         raise ArgumentError("FLATTEN needs input => <value>", fragment(node, NAME), NAME)
-    if _flag(out.get("recursive"), "recursive", node):
+    if flag_arg(out.get("recursive"), "recursive", node):
         raise UnsupportedError("FLATTEN(recursive => TRUE) is not supported: flatten each "
                                "level with its own LATERAL FLATTEN", fragment(node, NAME), NAME)
     return out
@@ -102,12 +103,12 @@ def _arguments(explode: exp.Explode, node: exp.Expr) -> dict[str, exp.Expr]:
 
 def _subquery(args: dict[str, exp.Expr], node: exp.Expr) -> exp.Select:
     value: exp.Expr = exp.cast(args["input"].copy(), exp.DataType.build("JSON"))
-    path = _text(args.get("path"), "path", node)
+    path = text_arg(args.get("path"), "path", node)
     if path:
         # Snowflake's path `a.b[0]` is the JSON path `$.a.b[0]`
         step = path if path.startswith("[") else f".{path}"
         value = exp.JSONExtract(this=value, expression=exp.Literal.string(f"${step}"))
-    mode = (_text(args.get("mode"), "mode", node) or "BOTH").upper()
+    mode = (text_arg(args.get("mode"), "mode", node) or "BOTH").upper()
     if mode not in MODES:
         raise ArgumentError(f"FLATTEN mode must be 'OBJECT', 'ARRAY' or 'BOTH', not {mode!r}",
                             fragment(node, NAME), NAME)
@@ -148,7 +149,8 @@ def _read_columns(tree: exp.Expr, name: str, *, is_named: bool) -> None:
                                                expression=exp.Literal.string(f"$[{index.this}]")))
 
 
-def _flag(node: exp.Expr | None, what: str, call: exp.Expr) -> bool:
+def flag_arg(node: exp.Expr | None, what: str, call: exp.Expr) -> bool:
+    """FLATTEN's boolean argument `what` (False when absent)."""
     if node is None:
         return False
     if isinstance(node, exp.Boolean):
@@ -156,7 +158,8 @@ def _flag(node: exp.Expr | None, what: str, call: exp.Expr) -> bool:
     raise ArgumentError(f"FLATTEN {what} must be TRUE or FALSE", fragment(call, NAME), NAME)
 
 
-def _text(node: exp.Expr | None, what: str, call: exp.Expr) -> str:
+def text_arg(node: exp.Expr | None, what: str, call: exp.Expr) -> str:
+    """FLATTEN's string argument `what` ('' when absent)."""
     if node is None:
         return ""
     if isinstance(node, exp.Literal) and node.is_string:

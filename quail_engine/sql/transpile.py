@@ -18,9 +18,11 @@ from sqlglot import exp
 
 from quail_engine.errors import QUOTE_LIMIT, shorten
 from quail_engine.sql import dialects, shapes
+from quail_engine.sql.emit.flatten import write_flatten
 from quail_engine.sql.emit.one_call import bind_once
 from quail_engine.sql.emit.unnest import unnest_calls
 from quail_engine.sql.errors import SqlError, UnsupportedError
+from quail_engine.sql.flatten import lower_flatten
 from quail_engine.sql.ir import AiOp, OpKind, placeholder_name
 from quail_engine.sql.nesting import nesting_guard
 from quail_engine.sql.placeholder import op_id_of
@@ -97,7 +99,12 @@ def _rewrite(sql: str, read: str, write: str, keep_source: bool) -> str:
                             "functions; strip it (e.g. :labels[0]) for a portable query", read,
                             write, read, shorten(ops[op_id].origin, QUOTE_LIMIT))
         call.replace(exp.Anonymous(this=token))
-    unnest_calls(tree, {_token(i): op for i, op in enumerate(ops)}, write)
+    calls = {_token(i): op for i, op in enumerate(ops)}
+    if read == "snowflake" and write == "duckdb":
+        lower_flatten(tree)  # the run's own DuckDB form: sqlglot's UNNEST(input => ...) is none
+    elif read == "snowflake":
+        write_flatten(tree, calls, write)
+    unnest_calls(tree, calls, write)
     if write != "duckdb":
         _drop_json_transforms(tree)
         _safe_casts(tree, write)

@@ -2,10 +2,13 @@
 the source does and is spelled as the target vendor documents it."""
 
 import logging
+import re
 
+import duckdb
 import pytest
 
 from quail_engine.sql import parse, transpile
+from quail_engine.sql.errors import UnsupportedError
 
 GENERATE = "AI.GENERATE(('Extract the name from ', txt), output_schema => 'name STRING, age INT64')"
 EXTRACT = "AI_EXTRACT(PROMPT('Extract the name from {0}', txt), ['name', 'age'])"
@@ -207,3 +210,86 @@ def test_the_no_answer_status_names_the_token_option_of_the_users_dialect(read, 
     """A BigQuery status said 'within max_tokens', an option BigQuery users do not have (theirs
     is max_output_tokens); the other dialects' text is unchanged."""
     assert transpile(sql, read, write) == expected
+
+
+FLAT_JSON = "FROM_JSON(t.j, 'array<string>')"
+FLAT_AI = "AI_CLASSIFY(txt, ['a', 'b'], {'output_mode': 'multi'}):labels"
+
+
+@pytest.mark.parametrize(("write", "sql", "expected"), [
+    ("databricks", "SELECT f.value FROM t, TABLE(FLATTEN(input => PARSE_JSON(t.j))) f",
+     f"SELECT f.value FROM t LATERAL VIEW EXPLODE({FLAT_JSON}) f AS value"),
+    ("databricks", "SELECT f.value, f.index FROM t, LATERAL FLATTEN(input => PARSE_JSON(t.j)) f",
+     f"SELECT f.value, f.index FROM t LATERAL VIEW POSEXPLODE({FLAT_JSON}) f AS index, value"),
+    ("databricks", "SELECT value::STRING AS v FROM t, LATERAL FLATTEN(PARSE_JSON(t.j), "
+     "outer => TRUE)",
+     f"SELECT CAST(value AS STRING) AS v FROM t LATERAL VIEW OUTER EXPLODE({FLAT_JSON}) AS value"),
+    ("databricks", "SELECT f.value:name::STRING AS n FROM t, LATERAL FLATTEN(input => t.v, "
+     "path => 'a.items', mode => 'ARRAY') f",
+     "SELECT GET_JSON_OBJECT(f.value, '$.name') AS n FROM t LATERAL VIEW EXPLODE(FROM_JSON("
+     "t.v:a.items, 'array<string>')) f AS value"),
+    ("databricks", f"SELECT f.value, f.index FROM t, TABLE(FLATTEN(input => {FLAT_AI})) f",
+     f"SELECT f.value, f.index FROM t LATERAL VIEW POSEXPLODE({MULTI_DBX}) f AS index, value"),
+    ("databricks", f"SELECT f.index FROM t, LATERAL FLATTEN(input => {FLAT_AI}) f",
+     f"SELECT f.index FROM t LATERAL VIEW POSEXPLODE({MULTI_DBX}) f AS index, value"),
+    ("bigquery", "SELECT f.value FROM t, TABLE(FLATTEN(input => PARSE_JSON(t.j))) f",
+     "SELECT f AS value FROM t, UNNEST(JSON_QUERY_ARRAY(PARSE_JSON(t.j))) AS f"),
+    ("bigquery", "SELECT f.value::STRING AS v, f.index FROM t, LATERAL FLATTEN(input => "
+     "PARSE_JSON(t.j)) f",
+     "SELECT JSON_VALUE(f) AS v, f_index AS index FROM t, UNNEST(JSON_QUERY_ARRAY(PARSE_JSON("
+     "t.j))) AS f WITH OFFSET AS f_index"),
+    ("bigquery", "SELECT value FROM t, LATERAL FLATTEN(PARSE_JSON(t.j), outer => TRUE)",
+     "SELECT value FROM t LEFT JOIN UNNEST(JSON_QUERY_ARRAY(PARSE_JSON(t.j))) AS value"),
+    ("bigquery", "SELECT g.value::STRING AS x FROM t, LATERAL FLATTEN(input => t.j) f, "
+     "LATERAL FLATTEN(input => f.value:items) g",
+     "SELECT JSON_VALUE(g) AS x FROM t, UNNEST(JSON_QUERY_ARRAY(t.j)) AS f, UNNEST("
+     "JSON_QUERY_ARRAY(f, '$.items')) AS g"),
+    ("bigquery", f"SELECT f.value::STRING AS label, f.index FROM t, LATERAL FLATTEN(input => "
+     f"{FLAT_AI}) f",
+     f"SELECT CAST(f AS STRING) AS label, f_index AS index FROM t, UNNEST({MULTI_BQ}) AS f "
+     "WITH OFFSET AS f_index"),
+])
+def test_a_snowflake_flatten_is_the_targets_own_unnesting(write, sql, expected):
+    """sqlglot wrote FLATTEN as TABLE(EXPLODE(input => ...)) / LATERAL EXPLODE(input => ...),
+    which neither warehouse parses, and an AI list's INDEX as a column its UNNEST lacked."""
+    out = transpile(sql, "snowflake", write)
+    assert out == expected
+    assert len(parse(out, write).ai_ops) == sql.count("AI_CLASSIFY")
+
+
+@pytest.mark.parametrize(("write", "sql", "named"), [
+    ("databricks", "SELECT f.key FROM t, LATERAL FLATTEN(input => PARSE_JSON(t.j)) f",
+     "FLATTEN's KEY column cannot be written in databricks"),
+    ("bigquery", "SELECT f.this FROM t, TABLE(FLATTEN(input => PARSE_JSON(t.j))) f",
+     "FLATTEN's THIS column cannot be written in bigquery"),
+    ("bigquery", "SELECT path FROM t, LATERAL FLATTEN(input => t.j)",
+     "FLATTEN's PATH column cannot be written in bigquery"),
+    ("databricks", "SELECT * FROM t, LATERAL FLATTEN(input => t.j, mode => 'ARRAY') f",
+     "FLATTEN's columns read by * include KEY, PATH, THIS and SEQ"),
+    ("databricks", "SELECT f.value FROM t, LATERAL FLATTEN(input => t.j, mode => 'OBJECT') f",
+     "FLATTEN(mode => 'OBJECT') cannot be written in databricks"),
+])
+def test_a_flatten_column_the_target_cannot_spell_is_refused_by_name(write, sql, named):
+    with pytest.raises(UnsupportedError, match=re.escape(named)):
+        transpile(sql, "snowflake", write)
+
+
+def test_a_flatten_over_json_warns_that_an_object_gives_no_rows(caplog):
+    with caplog.at_level(logging.WARNING, logger="quail_engine.sql.transpile"):
+        transpile("SELECT f.value FROM t, LATERAL FLATTEN(input => t.j) f", "snowflake",
+                  "databricks")
+        transpile("SELECT f.value FROM t, LATERAL FLATTEN(input => t.j, mode => 'ARRAY') f",
+                  "snowflake", "databricks")
+    assert _warnings(caplog) == ["FLATTEN -> databricks: written as an unnesting of a JSON "
+                                 "array: an OBJECT input gives no rows there (Snowflake gives "
+                                 "its fields)"]
+
+
+def test_a_flatten_into_duckdb_runs_there_as_snowflake_answers():
+    """sqlglot wrote TABLE(UNNEST(input => JSON(t.j))), which DuckDB does not parse; it is the
+    run's own json_each form now."""
+    out = transpile("SELECT f.value::STRING AS v, f.index AS i FROM t, TABLE(FLATTEN(input => "
+                    "PARSE_JSON(t.j))) f ORDER BY i", "snowflake", "duckdb")
+    con = duckdb.connect()
+    con.execute("""CREATE TABLE t AS SELECT '["a", "b"]' AS j""")
+    assert con.execute(out).fetchall() == [("a", 0), ("b", 1)]
