@@ -4,8 +4,10 @@ arguments, is in quail_engine/sql/functions/<kind>.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+from quail_engine.sql.emit import formats
 from quail_engine.sql.emit.common import dispatch, drop_examples, lit, single
 from quail_engine.sql.ir import AiOp, Options
 from quail_engine.sql.op_kinds import spec
@@ -88,6 +90,18 @@ def prompt_call(op: AiOp, args: list[str]) -> str:
 EMITTERS: dict = {}  # OpKind -> emitter(op, args), filled by quail_engine.sql.functions
 
 
+def own_format(op: AiOp) -> AiOp:
+    """`op` with COMPLETE's `response_format` option as ai_generate's `response_format :=`
+    argument, AI_COMPLETE's spelling here: the front end keeps the option as a vendor option,
+    which no DuckDB function takes, so the call read back would answer free text. Written
+    before show_details, where AI_COMPLETE's argument stands."""
+    found = formats.source_format(op)
+    if found is None or found in op.task_args:
+        return op
+    plain = formats.without_format(op)
+    return dataclasses.replace(plain, task_args=(found, *plain.task_args))
+
+
 def emit(op: AiOp, args: list[str]) -> str:
     drop_examples(str(op.op), NAME, op)  # quail's functions take no examples
-    return dispatch(EMITTERS, op, args, NAME)
+    return dispatch(EMITTERS, own_format(op), args, NAME)

@@ -293,3 +293,26 @@ def test_a_flatten_into_duckdb_runs_there_as_snowflake_answers():
     con = duckdb.connect()
     con.execute("""CREATE TABLE t AS SELECT '["a", "b"]' AS j""")
     assert con.execute(out).fetchall() == [("a", 0), ("b", 1)]
+
+
+SENTIMENT_FORMAT = ("{'type': 'json', 'schema': {'type': 'object', 'properties': {'sentiment': "
+                    "{'type': 'string', 'enum': ['positive', 'negative']}}, 'required': "
+                    "['sentiment']}}")
+COMPLETE_FORMAT = ("SELECT SNOWFLAKE.CORTEX.COMPLETE('m', [{'role': 'user', 'content': "
+                   f"'Review: ' || body}}], {{'temperature': 0, 'response_format': "
+                   f"{SENTIMENT_FORMAT}}}) AS r FROM reviews")
+
+
+def test_completes_response_format_option_is_carried_into_duckdb():
+    """It was dropped: `ai_generate(..., show_details := true)` alone, whose run answers free
+    text in `choices`; the option is now ai_generate's response_format, AI_COMPLETE's spelling,
+    and the call read back is decoded under the same schema."""
+    out = transpile(COMPLETE_FORMAT, "snowflake", "duckdb")
+    assert out == ("SELECT ai_generate(prompt('Review: {0}', body), model := 'm', on_error := "
+                   "'fail', temperature := 0, response_format := '{\"schema\": {\"properties\": "
+                   "{\"sentiment\": {\"enum\": [\"positive\", \"negative\"], \"type\": "
+                   "\"string\"}}, \"required\": [\"sentiment\"], \"type\": \"object\"}, "
+                   "\"type\": \"json\"}', show_details := true) AS r FROM reviews")
+    (source,) = parse(COMPLETE_FORMAT, "snowflake").ai_ops
+    (again,) = parse(out, "duckdb").ai_ops
+    assert again.schema == source.schema and isinstance(again.schema, dict)
