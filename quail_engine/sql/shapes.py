@@ -66,8 +66,20 @@ SHAPES = {
 SHOW_DETAILS = ("show_details", "true")
 DETAILS_REBUILT = ("json_object('choices', json_array(json_object('messages', {v})), "
                    "'created', quail_created(), 'model', NULL, 'usage', NULL)")
+# a call under a response format answers the object itself in `structured_output`, as quail
+# answers its source (exec/tasks.details_object)
+# (https://docs.snowflake.com/en/user-guide/snowflake-cortex/complete-structured-outputs)
+DETAILS_STRUCTURED = ("json_object('created', quail_created(), 'model', NULL, "
+                      "'structured_output', json_array(json_object('raw_message', "
+                      "quail_parsed({v}), 'type', 'json')), 'usage', NULL)")
 # the statement's time in epoch seconds, in the warehouses DETAILS_REBUILT is written for
 CREATED = {"bigquery": "UNIX_SECONDS(CURRENT_TIMESTAMP())", "databricks": "UNIX_TIMESTAMP()"}
+# the answer's JSON text as the value it holds, NULL where it holds none (a target that cannot
+# spell the format answers free text, and said so): BigQuery SAFE.PARSE_JSON
+# (https://cloud.google.com/bigquery/docs/reference/standard-sql/json_functions#parse_json),
+# Databricks try_parse_json, a VARIANT to_json writes as the object
+# (https://docs.databricks.com/aws/en/sql/language-manual/functions/try_parse_json)
+PARSED = {"bigquery": "SAFE.PARSE_JSON", "databricks": "try_parse_json"}
 
 PORTABLE = ("negated",)  # plain SQL in every dialect: no vendor shape to warn about
 

@@ -18,6 +18,7 @@ from sqlglot import exp
 
 from quail_engine.errors import QUOTE_LIMIT, shorten
 from quail_engine.sql import dialects, shapes
+from quail_engine.sql.emit import formats
 from quail_engine.sql.emit.flatten import write_flatten
 from quail_engine.sql.emit.one_call import bind_once
 from quail_engine.sql.emit.unnest import unnest_calls
@@ -137,19 +138,21 @@ def _pick_fields(tree: exp.Expr) -> None:
 def _emitted(op: AiOp, args: list[str], read: str, write: str) -> str:
     """`op` in `write`'s spelling. A show_details call is Snowflake's and DuckDB's own form
     (`show_details := true`); elsewhere (shapes.CREATED's targets) the text call is packaged
-    in the vendor's object, its model and token counts NULL."""
+    in the vendor's object, its model and token counts NULL: the text in `choices`, or under
+    a response format the parsed answer in `structured_output`, as quail answers the source."""
     if not shapes.shows_details(op) or write not in shapes.CREATED:
         return emit_op(op, args, write)
     plain = dataclasses.replace(op, output_type="VARCHAR", task_args=tuple(
         a for a in op.task_args if a != shapes.SHOW_DETAILS))
     inner = _token(-1)
-    packaged = shapes.wrap(shapes.DETAILS_REBUILT, exp.Anonymous(this=inner))
+    shape = shapes.DETAILS_REBUILT if formats.schema(op) is None else shapes.DETAILS_STRUCTURED
+    packaged = shapes.wrap(shape, exp.Anonymous(this=inner))
     log.warning("%s -> %s: the show_details object of %s is rebuilt around the text; its model "
                 "and usage are NULL there", read, write, shorten(op.origin, QUOTE_LIMIT))
     text = packaged.sql(dialect=dialects.sqlglot_dialect(write))
-    created = re.compile(r"quail_created\(\)", re.IGNORECASE)
-    return created.sub(shapes.CREATED[write], text).replace(
-        f"{inner}()", emit_op(plain, args, write))
+    text = re.sub(r"quail_created\(\)", shapes.CREATED[write], text, flags=re.IGNORECASE)
+    text = re.sub(r"quail_parsed\(", f"{shapes.PARSED[write]}(", text, flags=re.IGNORECASE)
+    return text.replace(f"{inner}()", emit_op(plain, args, write))
 
 
 # where a call's rebuilt vendor shape is an OBJECT (OBJECT_CONSTRUCT), whose fields are read

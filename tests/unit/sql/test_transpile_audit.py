@@ -316,3 +316,40 @@ def test_completes_response_format_option_is_carried_into_duckdb():
     (source,) = parse(COMPLETE_FORMAT, "snowflake").ai_ops
     (again,) = parse(out, "duckdb").ai_ops
     assert again.schema == source.schema and isinstance(again.schema, dict)
+
+
+NAME_FORMAT = ("{'type': 'json', 'schema': {'type': 'object', 'properties': {'name': {'type': "
+               "'string'}}}}")
+NAME_DBX = ('responseFormat => \'{"type": "json_schema", "json_schema": {"name": "response", '
+            '"schema": {"type": "object", "properties": {"name": {"type": "string"}}, '
+            '"required": ["name"], "additionalProperties": false}, "strict": true}}\'')
+CHAT = "SNOWFLAKE.CORTEX.COMPLETE('m', [{'role': 'user', 'content': txt}]"
+
+
+@pytest.mark.parametrize(("write", "sql", "expected"), [
+    ("databricks", f"SELECT {CHAT}, {{'response_format': {NAME_FORMAT}}}) AS j FROM t",
+     "SELECT TO_JSON(NAMED_STRUCT('created', UNIX_TIMESTAMP(), 'model', NULL, "
+     "'structured_output', ARRAY(NAMED_STRUCT('raw_message', try_parse_json(ai_query('m', txt, "
+     f"{NAME_DBX})), 'type', 'json')), 'usage', NULL)) AS j FROM t"),
+    ("databricks", f"SELECT AI_COMPLETE('m', txt, {{}}, {NAME_FORMAT}, TRUE) AS j FROM t",
+     "SELECT TO_JSON(NAMED_STRUCT('created', UNIX_TIMESTAMP(), 'model', NULL, "
+     "'structured_output', ARRAY(NAMED_STRUCT('raw_message', try_parse_json(ai_query('m', txt, "
+     f"{NAME_DBX})), 'type', 'json')), 'usage', NULL)) AS j FROM t"),
+    ("bigquery", f"SELECT {CHAT}, {{'response_format': {NAME_FORMAT}}}) AS j FROM t",
+     "SELECT JSON_OBJECT('created', UNIX_SECONDS(CURRENT_TIMESTAMP()), 'model', NULL, "
+     "'structured_output', JSON_ARRAY(JSON_OBJECT('raw_message', SAFE.PARSE_JSON((SELECT "
+     "IF(quail_v.status = '', TO_JSON_STRING(STRUCT(quail_v.name AS name)), NULL) FROM "
+     "UNNEST([AI.GENERATE(txt, endpoint => 'm', output_schema => 'name STRING')]) AS quail_v)), "
+     "'type', 'json')), 'usage', NULL) AS j FROM t"),
+    # no response format: the text in choices, as quail answers that source
+    ("bigquery", f"SELECT {CHAT}, {{'max_tokens': 10}}) AS j FROM t",
+     "SELECT JSON_OBJECT('choices', JSON_ARRAY(JSON_OBJECT('messages', AI.GENERATE(txt, "
+     "endpoint => 'm', model_params => JSON '{\"generationConfig\": {\"maxOutputTokens\": "
+     "10}}').result)), 'created', UNIX_SECONDS(CURRENT_TIMESTAMP()), 'model', NULL, 'usage', "
+     "NULL) AS j FROM t"),
+])
+def test_a_show_details_object_under_a_response_format_is_rebuilt_as_structured_output(
+        write, sql, expected):
+    """It was rebuilt as `choices` around the answer's text, where quail answers the source
+    (and Snowflake documents it) as the parsed object in structured_output[0].raw_message."""
+    assert transpile(sql, "snowflake", write) == expected
