@@ -80,7 +80,14 @@ def _with_output_schema(op: AiOp, args: list[str], found: tuple[str, str]) -> st
              f"{shorten(found[1], 80)} is dropped, the answer is free text")
         return text
     call = f"{text[:-len(').result')]}, output_schema => {lit(fields, NAME)})"
-    names = list(value["properties"])
+    return fields_json(call, list(value["properties"]), "TO_JSON_STRING")
+
+
+def fields_json(call: str, names: list[str], to_json: str) -> str:
+    """The output_schema fields `names` of the AI.GENERATE `call` as one JSON value by
+    `to_json` (TO_JSON, or TO_JSON_STRING for its text), without the `full_response` and
+    `status` its STRUCT also holds: `(SELECT IF(v.status = '', to_json(STRUCT(v.a AS a, ...)),
+    NULL) FROM UNNEST([call]) AS v)`, one call; a failed row (a non-empty status) is NULL."""
     struct = ", ".join(f"{VALUE}.{n} AS {n}" for n in names)
-    return (f"(SELECT IF({VALUE}.status = '', TO_JSON_STRING(STRUCT({struct})), NULL) "
+    return (f"(SELECT IF({VALUE}.status = '', {to_json}(STRUCT({struct})), NULL) "
             f"FROM UNNEST([{call}]) AS {VALUE})")

@@ -130,8 +130,11 @@ def _emit_bigquery(op: AiOp, args: list[str]) -> str:
         warn("ai_extract", bq_sql.NAME, "field questions are dropped; output_schema names the "
              "fields")
     schema = ", ".join(f"{lb.name} STRING" for lb in op.labels)
-    return (f"TO_JSON(AI.GENERATE({bq_sql.prompt_sql(op, args)}, "
-            f"output_schema => {lit(schema, bq_sql.NAME)}{bq_sql.endpoint(op)}))")
+    call = (f"AI.GENERATE({bq_sql.prompt_sql(op, args)}, "
+            f"output_schema => {lit(schema, bq_sql.NAME)}{bq_sql.endpoint(op)})")
+    # the fields alone, as the extraction's response is: TO_JSON of the whole STRUCT would
+    # hold AI.GENERATE's full_response and status beside them
+    return bq_sql.fields_json(call, [lb.name for lb in op.labels], "TO_JSON")
 
 
 def _emit_databricks(op: AiOp, args: list[str]) -> str:

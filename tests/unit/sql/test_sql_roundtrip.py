@@ -92,9 +92,11 @@ LOSSY = {("sf_translate", "bigquery"), ("db_translate", "bigquery"), ("db_summar
          ("sf_sentiment_score", "bigquery")}
 
 # a generation under a response format is BigQuery's AI.GENERATE(..., output_schema => ...),
-# which reads back as the extraction of those fields (the JSON text rebuilt from its STRUCT)
+# which reads back as the extraction of those fields (the JSON text rebuilt from its STRUCT);
+# an extraction is written the same way, its fields without full_response and status
 AS_OUTPUT_SCHEMA = {("sf_complete_typed", "bigquery"): "sentiment STRING",
-                    ("db_query_format", "bigquery"): "summary STRING"}
+                    ("db_query_format", "bigquery"): "summary STRING",
+                    ("sf_extract", "bigquery"): "product STRING, price STRING"}
 
 
 def semantic(ops):

@@ -353,3 +353,21 @@ def test_a_show_details_object_under_a_response_format_is_rebuilt_as_structured_
     """It was rebuilt as `choices` around the answer's text, where quail answers the source
     (and Snowflake documents it) as the parsed object in structured_output[0].raw_message."""
     assert transpile(sql, "snowflake", write) == expected
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT AI_EXTRACT(body, ['name', 'city']):response AS r FROM t",
+     "SELECT (SELECT IF(quail_v.status = '', TO_JSON(STRUCT(quail_v.name AS name, quail_v.city "
+     "AS city)), NULL) FROM UNNEST([AI.GENERATE(body, output_schema => 'name STRING, city "
+     "STRING')]) AS quail_v) AS r FROM t"),
+    ("SELECT AI_EXTRACT(body, ['name']) AS r FROM t",
+     "SELECT (SELECT JSON_OBJECT('response', quail_v, 'error', CASE WHEN quail_v IS NULL THEN "
+     "'no answer: a NULL input, or the model did not complete an answer of the requested type "
+     "within max_tokens' END) FROM UNNEST([(SELECT IF(quail_v.status = '', TO_JSON(STRUCT("
+     "quail_v.name AS name)), NULL) FROM UNNEST([AI.GENERATE(body, output_schema => 'name "
+     "STRING')]) AS quail_v)]) AS quail_v) AS r FROM t"),
+])
+def test_an_extractions_response_in_bigquery_holds_only_the_fields(sql, expected):
+    """It was TO_JSON(AI.GENERATE(..., output_schema => ...)): the whole STRUCT, with
+    BigQuery's full_response and status beside the fields Snowflake's response holds."""
+    assert transpile(sql, "snowflake", "bigquery") == expected
