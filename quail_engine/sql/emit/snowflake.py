@@ -57,8 +57,12 @@ def own_format(op: AiOp) -> AiOp:
     AI_COMPLETE's `response_format` object, the same JSON schema (emit/formats.py); a format
     with no JSON-schema reading is dropped, and said so."""
     found = formats.source_format(op)
-    if found is None or found in op.task_args and found[0] == formats.SNOWFLAKE:
+    if found is None:
         return op
+    if found in op.task_args and found[0] == formats.SNOWFLAKE:
+        written = _json_value(found[1])  # DuckDB's response_format := '<JSON text>'
+        return op if written is None else formats.as_format(op, formats.SNOWFLAKE,
+                                                            value_text(written))
     value = formats.schema(op)
     if value is None:
         warn("AI_COMPLETE", NAME, f"the {found[0]} {shorten(found[1], 80)} has no "
@@ -66,6 +70,15 @@ def own_format(op: AiOp) -> AiOp:
         return formats.without_format(op)
     return formats.as_format(op, formats.SNOWFLAKE,
                              object_text({"type": "json", "schema": value}))
+
+
+def _json_value(text: str) -> object | None:
+    """The value of a format written as JSON text, which Snowflake SQL cannot hold as it is
+    (its double quotes name identifiers); None for Snowflake's own spelling."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def emit(op: AiOp, args: list[str]) -> str:

@@ -371,3 +371,15 @@ def test_an_extractions_response_in_bigquery_holds_only_the_fields(sql, expected
     """It was TO_JSON(AI.GENERATE(..., output_schema => ...)): the whole STRUCT, with
     BigQuery's full_response and status beside the fields Snowflake's response holds."""
     assert transpile(sql, "snowflake", "bigquery") == expected
+
+
+def test_a_json_text_response_format_is_written_as_a_snowflake_object():
+    """DuckDB's `response_format := '<JSON text>'` (COMPLETE's option written there) was put
+    into AI_COMPLETE as it is, JSON Snowflake does not parse, so the transpile was refused."""
+    out = transpile("SELECT ai_generate(txt, model := 'm', response_format := '{\"type\": "
+                    "\"json\", \"schema\": {\"type\": \"object\", \"properties\": {\"name\": "
+                    "{\"type\": \"string\"}}}}', show_details := true) AS j FROM t",
+                    "duckdb", "snowflake")
+    assert out == ("SELECT AI_COMPLETE(model => 'm', prompt => txt, response_format => {'type': "
+                   "'json', 'schema': {'type': 'object', 'properties': {'name': {'type': "
+                   "'string'}}}}, show_details => TRUE) AS j FROM t")
