@@ -26,7 +26,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     # sqlglot: off the start of every `quail` command, which imports this module
     from quail_engine.sql.query import parse
-    from quail_engine.sql.transpile import transpile
+    from quail_engine.sql.transpiler import transpile
 
     sql = read_sql(args.file, args.expression)
     advice = "use --read {name}"

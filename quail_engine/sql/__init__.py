@@ -16,10 +16,10 @@ if TYPE_CHECKING:
     from quail_engine.sql.explain import explain_json, explain_text
     from quail_engine.sql.prompt import render_prompt
     from quail_engine.sql.query import ParsedQuery, parse
-    from quail_engine.sql.transpile import transpile
+    from quail_engine.sql.transpiler import transpile
 
 _HOME = {"explain_json": "explain", "explain_text": "explain", "render_prompt": "prompt",
-         "ParsedQuery": "query", "parse": "query", "transpile": "transpile"}
+         "ParsedQuery": "query", "parse": "query", "transpile": "transpiler"}
 
 __all__ = ["ParsedQuery", "explain_json", "explain_text", "parse", "render_prompt", "transpile"]
 

@@ -36,7 +36,7 @@ from quail_engine.sql import dialects
 from quail_engine.sql.explain import explain_json, explain_text
 from quail_engine.sql.query import parse
 from quail_engine.sql.source_text import read_sql
-from quail_engine.sql.transpile import transpile
+from quail_engine.sql.transpiler import transpile
 
 ROOT = Path(__file__).resolve().parents[2]
 DIALECTS = dialects.DIALECTS

@@ -201,7 +201,7 @@ def test_opposite_answer_rows_equal_not_ai_filter_on_the_embedded_model(run):
 @pytest.mark.parametrize("form,expected", [
     (FORMS[10][1], "WHERE AI_FILTER(PROMPT("), (NEGATED[3][1], "WHERE NOT AI_FILTER(PROMPT(")])
 def test_transpiles_to_snowflake_ai_filter_without_a_shape_warning(form, expected, caplog):
-    from quail_engine.sql.transpile import transpile
+    from quail_engine.sql.transpiler import transpile
 
     out = transpile(where_sql(form), "databricks", "snowflake")
     assert expected + f"'{Q}{{0}}', review))" in out

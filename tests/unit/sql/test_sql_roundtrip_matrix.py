@@ -52,7 +52,7 @@ def test_output_that_does_not_read_back_is_refused(monkeypatch):
     """The last check before SQL reaches the user: unreadable output is a refusal."""
     import sys
 
-    monkeypatch.setattr(sys.modules["quail_engine.sql.transpile"], "emit_op", lambda op, args, write: "ai_classify(((")
+    monkeypatch.setattr(sys.modules["quail_engine.sql.transpiler"], "emit_op", lambda op, args, write: "ai_classify(((")
     with pytest.raises(UnsupportedError, match="AI_FILTER cannot be written in databricks: "
                                                "the rewritten SQL does not read back"):
         transpile("SELECT AI_FILTER(review) FROM t", "snowflake", "databricks")

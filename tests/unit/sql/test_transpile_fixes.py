@@ -72,7 +72,7 @@ def test_each_warning_once_per_transpile(caplog):
 
 
 def test_read_back_refusal_names_kinds_not_enums(monkeypatch):
-    monkeypatch.setattr(sys.modules["quail_engine.sql.transpile"], "emit_op",
+    monkeypatch.setattr(sys.modules["quail_engine.sql.transpiler"], "emit_op",
                         lambda op, args, write: "AI.GENERATE(review).result")
     with pytest.raises(UnsupportedError) as info:
         transpile("SELECT AI_FILTER(review) FROM t", "snowflake", "bigquery")

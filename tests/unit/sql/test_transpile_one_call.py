@@ -4,7 +4,7 @@ times, each a model call the warehouse runs and bills per row."""
 
 import pytest
 
-from quail_engine.sql.transpile import transpile
+from quail_engine.sql.transpiler import transpile
 
 CASES = [  # read, write, sql, the target's call, the one-call form it sits in
     ("snowflake", "databricks", "SELECT AI_CLASSIFY(body, ['a', 'b']) AS c FROM t",

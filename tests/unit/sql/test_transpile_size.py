@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from quail_engine.errors import QUOTE_LIMIT
-from quail_engine.sql.transpile import transpile
+from quail_engine.sql.transpiler import transpile
 
 
 @pytest.mark.parametrize("write", ["snowflake", "bigquery", "duckdb"])

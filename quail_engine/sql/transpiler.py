@@ -29,7 +29,10 @@ from quail_engine.sql.nesting import nesting_guard
 from quail_engine.sql.placeholder import op_id_of
 from quail_engine.sql.query import lower_sql, read_tree
 
-log = logging.getLogger(__name__)
+# the name users see on warnings ("WARNING quail_engine.sql.transpile: ...") and tests filter on;
+# the module is transpiler.py so that importing it by name cannot rebind the package's
+# `transpile` (the function) to the module
+log = logging.getLogger("quail_engine.sql.transpile")
 
 
 def _token(op_id: int) -> str:
