@@ -24,6 +24,7 @@ from quail_engine.exec.facade import (
     model_text,
     open_session,
     resolve_device,
+    result_select,
     route_stages,
     split_write,
     to_duckdb_sql,
@@ -35,5 +36,5 @@ __all__ = [
     "ExecutionError", "ai_ops", "create_ai_function", "decoder_of", "MissingTableError", "ModelError", "QuailError", "RowAnswers",
     "SessionConfig", "SqlError", "connect", "default_cache_dir", "describe_model", "ensure_converted",
     "has_ai_calls", "load_engine", "model_text", "open_session", "resolve_device",
-    "route_stages", "split_write", "to_duckdb_sql", "with_dialect_hint", "write_rows",
+    "result_select", "route_stages", "split_write", "to_duckdb_sql", "with_dialect_hint", "write_rows",
 ]

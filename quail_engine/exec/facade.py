@@ -7,6 +7,8 @@
   identity, config; no weights) and its engine, for callers that share them between sessions.
 - `RowAnswers`: one AI operator's answers for rows of values, outside a planned statement.
 - `describe_model`, `ensure_converted`: the model check of `dbt debug` (no weights loaded).
+- `result_select(table, source)`: the SELECT that lands a statement's Arrow result with its
+  JSON columns as JSON (dbt's materializations).
 - `create_ai_function`: one AI operator as a DuckDB function (views' functions in dbt).
 - `to_duckdb_sql`, `has_ai_calls`, `ai_ops`, `with_dialect_hint`: the SQL front end as callers
   need it.
@@ -61,7 +63,7 @@ __all__ = [
     "ai_ops", "connect", "create_ai_function", "decoder_of", "default_cache_dir",
     "describe_model", "ensure_converted", "estimated_plans", "has_ai_calls", "load_engine",
     "load_scan", "model_text", "open_session", "pair_layout_for", "resolve_device",
-    "route_stages", "scan_error", "split_write", "to_duckdb_sql", "with_dialect_hint",
+    "result_select", "route_stages", "scan_error", "split_write", "to_duckdb_sql", "with_dialect_hint",
     "write_rows",
 ]
 
@@ -248,6 +250,15 @@ def write_rows(database: str, write: Any, table: Any) -> int:
     from quail_engine.sql.writes import RESULT  # sqlglot
 
     return land_rows(database, write.statement, RESULT, table)
+
+
+def result_select(table: Any, source: str) -> str:
+    """A SELECT of the Arrow `table` (a statement's result) registered as `source` (SQL text, a
+    quoted name) with the DuckDB types the statement gave it: Arrow carries JSON columns as
+    strings, and they are cast back (exec/json_columns.py)."""
+    from quail_engine.exec.json_columns import landing_select  # pyarrow
+
+    return landing_select(table, source) or f"SELECT * FROM {source}"
 
 
 def with_dialect_hint(exc: QuailError, sql: str, dialect: str,

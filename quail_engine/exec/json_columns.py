@@ -2,8 +2,8 @@
 
 DuckDB hands a JSON column (an AI call's object, PARSE_JSON, a STRUCT holding one) to Arrow as
 plain strings, so rows landed again from that Arrow table (`CREATE TABLE ... AS` through
-`quail query --database`, exec/tables.land_rows) became VARCHAR where the SELECT itself returns
-JSON. `statement_arrow` notes each such column's DuckDB type in its Arrow field's metadata (the
+`quail query --database`, exec/tables.land_rows; a dbt model's table, facade.result_select)
+became VARCHAR where the SELECT itself returns JSON. `statement_arrow` notes each such column's DuckDB type in its Arrow field's metadata (the
 values, and every reader of the table, are unchanged); `landing_select` casts them back.
 """
 

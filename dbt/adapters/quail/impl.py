@@ -4,8 +4,9 @@ Every SQL materialization dbt-duckdb ships (table, incremental with any strategy
 writes its rows through `create_table_as`. Our `quail__create_table_as` macro asks
 `adapter.quail_model_sql` for the SELECT to put there: unchanged for plain DuckDB SQL, the
 DuckDB transpilation for plain warehouse SQL, and for SQL with AI functions a scan of the Arrow
-result the executor computed before any DDL runs. So a run killed during inference has written
-nothing, and dbt-duckdb's swap-and-commit does the rest exactly as for any other model.
+result the executor computed before any DDL runs (its JSON columns cast back to JSON: Arrow
+carries them as strings). So a run killed during inference has written nothing, and
+dbt-duckdb's swap-and-commit does the rest exactly as for any other model.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class QuailAdapter(DuckDBAdapter):
         name = f"__quail_result_{next(_RESULT_IDS)}"
         cursor.register(name, table)
         self._results.setdefault(threading.get_ident(), []).append((cursor, name))
-        return f'select * from "{name}"'
+        return quail.result_select(table, f'"{name}"')
 
     @available
     def quail_ai_runs_table(self, database: str) -> str | None:
