@@ -32,6 +32,7 @@ from quail_engine.sql.lower import Lowered, lower
 from quail_engine.sql.nesting import check_nesting, deep_stack, nesting_guard
 from quail_engine.sql.op_kinds import spec
 from quail_engine.sql.placeholder import op_id_of, placeholder_id
+from quail_engine.sql.to_json import lower_to_json
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +126,8 @@ def lower_sql(sql: str, dialect: str, *, runnable: bool = True
         lower_flatten(lowered.tree)
     if runnable and module.NAME == "databricks":  # (and from_json)
         lower_from_json(lowered.tree)
+    if runnable and module.NAME == "bigquery":  # (and TO_JSON)
+        lower_to_json(lowered.tree)
     if module.NAME in PATH_TEXT_DIALECTS:
         json_subscripts(lowered.tree, frozenset(i for i, b in enumerate(lowered.built)
                                                 if b.op.output_type == "JSON"))

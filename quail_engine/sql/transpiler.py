@@ -28,6 +28,7 @@ from quail_engine.sql.ir import AiOp, OpKind, placeholder_name
 from quail_engine.sql.nesting import nesting_guard
 from quail_engine.sql.placeholder import op_id_of
 from quail_engine.sql.query import lower_sql, read_tree
+from quail_engine.sql.to_json import lower_to_json
 
 # the name users see on warnings ("WARNING quail_engine.sql.transpile: ...") and tests filter on;
 # the module is transpiler.py so that importing it by name cannot rebind the package's
@@ -108,6 +109,8 @@ def _rewrite(sql: str, read: str, write: str, keep_source: bool) -> str:
         lower_flatten(tree)  # the run's own DuckDB form: sqlglot's UNNEST(input => ...) is none
     elif read == "snowflake":
         write_flatten(tree, calls, write)
+    if read == "bigquery" and write == "duckdb":
+        lower_to_json(tree)  # DuckDB's JSON-typed to_json, not sqlglot's text of it
     unnest_calls(tree, calls, write)
     if write != "duckdb":
         _drop_json_transforms(tree)
