@@ -5,7 +5,9 @@ are top-level AND-conjuncts of WHERE / inner-join ON (sql/conjuncts.py), and the
 Calls DuckDB asks of every row or group outside the select list (ORDER BY, QUALIFY, HAVING, a
 WHERE call that is no conjunct of it) are the core's projections too (sql/row_calls.py). A
 CTE's classification that the outer query filters on is planned inside the outer core
-(sql/label_ctes.py), its ops re-bound in `Core.ops`.
+(sql/label_ctes.py), its ops re-bound in `Core.ops`. A call in the input of a lateral source
+(`LATERAL FLATTEN(input => AI_CLASSIFY(...):labels)`, `UNNEST(AI.CLASSIFY(...))`) that reads one
+of the core's relations is a projection too (sql/lateral_calls.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from quail_engine.sql.build import AGGREGATE_OPS
 from quail_engine.sql.conjuncts import conjuncts, plan_conjuncts
 from quail_engine.sql.ir import AiOp, Equality, JoinInfo, OpKind
 from quail_engine.sql.label_ctes import see_through
+from quail_engine.sql.lateral_calls import lateral_calls
 from quail_engine.sql.placeholder import op_id_of
 from quail_engine.sql.relation import Relation
 from quail_engine.sql.row_calls import is_row_level, reads_alias, reads_one, reads_only, row_calls
@@ -114,7 +117,7 @@ def _extract(select: exp.Select, ops: list[AiOp], absorbed: set[int]) -> Core | 
             if reads_only(ops[op_id], pending.sources) and op_id not in target \
                     and op_id not in pending.filters:
                 target.append(op_id)
-    for op_id in row_calls(select, aliases):
+    for op_id in [*row_calls(select, aliases), *lateral_calls(select, ops, pending.sources)]:
         if op_id not in (*pending.filters, *pending.joins, *pending.projections) and \
                 ops[op_id].op not in AGGREGATE_OPS and reads_one(ops[op_id], pending.sources):
             pending.projections.append(op_id)
@@ -144,7 +147,8 @@ def _seen_through(view: exp.Select, rebound: dict[int, AiOp], ops: list[AiOp],
 
 def _scannable(select: exp.Select) -> dict[str, exp.Expr]:
     """Relations that can be scanned on their own (tables, subqueries); LATERAL / UNNEST
-    sources depend on another relation's row, so AI ops reading them are not planned."""
+    sources depend on another relation's row, so AI ops reading them are not planned (calls in
+    their input that read the scanned relations are: lateral_calls)."""
     return {a: s for a, s in sources_of(select).items() if isinstance(s, exp.Table | exp.Subquery)
             and not isinstance(s.this, exp.Unnest)}
 

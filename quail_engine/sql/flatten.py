@@ -29,7 +29,8 @@ UNNAMED = "_flattened"  # sqlglot's alias of a FLATTEN written without one
 
 # The columns as Snowflake documents them, computed from json_each's (whose `key` is an array's
 # position as text, and whose `fullkey`/`path` are JSON paths, not Snowflake's). The input is
-# evaluated once, in its own derived table, so an AI call in it is asked once per row.
+# evaluated once, in its own derived table, so an AI call in it is read once per row (its answers
+# computed by the core beforehand: sql/lateral_calls.py).
 _TEMPLATE = """
 SELECT
   CASE WHEN json_type(quail_flatten_input.this) = 'OBJECT' THEN quail_flatten_each.key END AS key,

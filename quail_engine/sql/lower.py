@@ -180,9 +180,14 @@ def _context(node: exp.Expr, dialect: str) -> str:
 
 def _resolve(one: Built, outer: exp.Expr) -> tuple[Binding, ...]:
     """Fill `alias` for bindings that read one relation (unqualified columns belong to the
-    enclosing SELECT's only relation, when it has one)."""
+    enclosing SELECT's only relation, when it has one; a call in a lateral source's input,
+    `FROM docs, LATERAL FLATTEN(input => AI_CLASSIFY(body, ...)) f`, reads the others)."""
     select = outer.find_ancestor(exp.Select)
     sources = sources_of(select) if select is not None else {}
+    up = outer
+    while up is not None and up is not select:
+        sources = {a: s for a, s in sources.items() if s is not up}
+        up = up.parent
     only = next(iter(sources)) if len(sources) == 1 else None
     out = []
     for b, node in zip(one.op.bindings, one.exprs):

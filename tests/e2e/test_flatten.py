@@ -130,6 +130,46 @@ def test_the_multi_label_flatten_still_gives_label_strings(ai_session):
     assert not any(v.startswith('"') for v in table.column("value").to_pylist())
 
 
+# (dialect, the labels unnested, the same labels as one list per row)
+UNNESTED_LABELS = [
+    ("snowflake",
+     "SELECT d.id, f.value::string AS label FROM docs d, LATERAL FLATTEN(input => AI_CLASSIFY("
+     "d.body, ['money', 'refund', 'travel'], {'output_mode': 'multi'}):labels) f",
+     "SELECT d.id, AI_CLASSIFY(d.body, ['money', 'refund', 'travel'], {'output_mode': 'multi'})"
+     ":labels AS labels FROM docs d"),
+    ("bigquery",
+     "SELECT d.id, label FROM docs d, UNNEST(AI.CLASSIFY(d.body, ['money', 'refund', 'travel'], "
+     "output_mode => 'multi')) AS label",
+     "SELECT d.id, AI.CLASSIFY(d.body, ['money', 'refund', 'travel'], output_mode => 'multi') "
+     "AS labels FROM docs d"),
+    ("databricks",
+     "SELECT d.id, label FROM docs d LATERAL VIEW explode(from_json(ai_classify(d.body, "
+     "'[\"money\", \"refund\", \"travel\"]', map('multilabel', 'true')):response, "
+     "'array<string>')) x AS label",
+     "SELECT d.id, from_json(ai_classify(d.body, '[\"money\", \"refund\", \"travel\"]', "
+     "map('multilabel', 'true')):response, 'array<string>') AS labels FROM docs d"),
+]
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("dialect", "unnested", "listed"), UNNESTED_LABELS,
+                         ids=[c[0] for c in UNNESTED_LABELS])
+def test_unnested_labels_are_planned_and_equal_the_listed_ones(ai_session, dialect, unnested,
+                                                               listed):
+    """The classification in FLATTEN's / UNNEST's / explode's input is asked by the planned
+    operator over the docs' rows (it ran row by row inside DuckDB's lateral join, unplanned);
+    DuckDB still gives one row per label, the labels the query without the unnesting lists."""
+    table = ai_session.execute(unnested, dialect)
+    ops = ai_session.report.ops.values()
+    assert ai_session.report.plans and ops
+    assert all(o.prompts > 0 and o.unplanned == 0 for o in ops)
+    got = sorted((r["id"], r["label"]) for r in table.to_pylist())
+    lists = ai_session.execute(listed, dialect).to_pylist()
+    want = sorted((r["id"], label) for r in lists for label in r["labels"])
+    assert want, "the model decided no label: the comparison would not test anything"
+    assert got == want
+
+
 def test_explain_with_a_database_shows_the_lowered_statement(tmp_path, capsys):
     """`quail explain --database` of a statement with nothing to plan printed an empty line; it
     shows the statement as DuckDB runs it, FLATTEN as json_each."""
