@@ -34,6 +34,7 @@ from quail_engine.sql.emit.common import (
     refuse_aspects,
     warn,
 )
+from quail_engine.sql.errors import ArgumentError
 from quail_engine.sql.ir import AiOp, Label, OpKind, Options
 from quail_engine.sql.literals import labels, options, string
 from quail_engine.sql.validate import (
@@ -131,6 +132,11 @@ def _build_databricks(call: Call) -> Built:
     site = Site(call.name, call.sql(dbx.NAME), dbx.NAME)
     if isinstance(a["labels"], exp.Array):
         label_count(site, found, 20, "with an ARRAY of labels (v1)")
+        if a.get("options") is not None:  # (v1 has none: an ignored multilabel is a wrong answer)
+            raise ArgumentError(f"{call.name} with an ARRAY of labels (v1) takes no options; "
+                                "write the labels as a JSON string for options (v2): "
+                                "ai_classify(content, '[\"a\", \"b\"]', map(...))",
+                                site.sql, site.dialect)
         return make(OpKind.AI_CLASSIFY, prompt, call, labels=found)
     label_count(site, found, 500, "with JSON labels (v2)")
     opts = {k: str(v) for k, v in options(a.get("options"), "options", call.name,

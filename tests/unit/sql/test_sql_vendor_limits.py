@@ -40,6 +40,9 @@ CASES = [
      "ML.GENERATE_TEXT", "unknown key 'temprature' in the parameter STRUCT", "ML.GENERATE_TEXT("),
     ("databricks", f"SELECT ai_classify(body, ARRAY({LABELS_21})) FROM t", "AI_CLASSIFY",
      "with an ARRAY of labels (v1) takes at most 20 labels, got 21", "ai_classify(body, ARRAY("),
+    ("databricks", "SELECT ai_classify(body, ARRAY('a', 'b'), map('multilabel', 'true')) FROM t",
+     "AI_CLASSIFY", "with an ARRAY of labels (v1) takes no options; write the labels as a JSON "
+     "string", "ai_classify(body, ARRAY("),
     ("databricks", f"SELECT ai_classify(body, '{LABELS_501}') FROM t", "AI_CLASSIFY",
      "with JSON labels (v2) takes at most 500 labels, got 501", "ai_classify(body, '["),
     ("snowflake", f"SELECT AI_CLASSIFY(body, {LABELS_501.replace(chr(34), chr(39))}) FROM t",
