@@ -1,10 +1,12 @@
 """Conformance: dbt-duckdb's own functional suite (the tests/functional of the PyPI sdist of
-the pinned dbt-duckdb) passes on `type: quail` wherever it passes on plain `type: duckdb`, run
-side by side by tests/dbt_duckdb_suite/run.py (issue 13). Skipped there, in both runs, only
-what needs the network or a plugin that is not installed; the summary lists them.
+the pinned dbt-duckdb) passes on `type: quail` wherever it passes on plain `type: duckdb`,
+checked by tests/dbt_duckdb_suite/run.py (issue 13): the whole suite on quail, then on plain
+duckdb the tests quail did not pass (`--both` runs the whole suite on both). Skipped there, in
+both runs, only what needs the network or a plugin that is not installed; the summary lists
+them.
 
-It takes minutes (two runs of ~260 tests, 2 pytest-xdist workers each); leave it out locally
-with `-m "not dbt_duckdb_suite"`, or run it alone with `python tests/dbt_duckdb_suite/run.py`.
+It takes minutes (~260 tests on quail, 2 pytest-xdist workers); leave it out locally with
+`-m "not dbt_duckdb_suite"`, or run it alone with `python tests/dbt_duckdb_suite/run.py`.
 """
 
 import subprocess

@@ -35,11 +35,11 @@ def test_overlapped_decode_equals_step_by_step_decode(device, static):
         *a, staged=staged)
     assert overlappable(runner, _seqs(tok, 4))
     with torch.inference_mode():
-        free = _seqs(tok, 20)
+        free = _seqs(tok, 14)
         greedy_decode(runner, free, set(), tok.decode, None, room)
         # EOS ids the answers write part way: some sequences end early, mid-flight
         eos = {free[0].out_tokens[3], free[4].out_tokens[9]}
-        want, got = _seqs(tok, 20), _seqs(tok, 20)
+        want, got = _seqs(tok, 14), _seqs(tok, 14)
         before = gpu.stats.decode_tokens
         greedy_decode(runner, want, eos, tok.decode, None, room)
         decoded, before = gpu.stats.decode_tokens - before, gpu.stats.decode_tokens
@@ -51,8 +51,8 @@ def test_overlapped_decode_equals_step_by_step_decode(device, static):
     assert {s.finish for s in want} == {"eos", "length"}
     for w, g in zip(want, got):
         assert (g.out_tokens, g.text, g.finish) == (w.out_tokens, w.text, w.finish)
-    # 7 answers of 20 tokens after prompts of up to 28 do not fit the 16-page arena at once
-    assert gpu.decode_rows(28, 20) < 7
+    # 7 answers of 14 tokens after prompts of up to 28 do not fit the 16-page arena at once
+    assert gpu.decode_rows(28, 14) < 7
     del want, got, free
     gc.collect()
     gpu.prefix_cache.index.clear()
