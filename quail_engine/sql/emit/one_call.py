@@ -12,10 +12,12 @@ value is bound once instead, in each target's idiom:
   array (https://docs.databricks.com/aws/en/sql/language-manual/functions/transform);
 - Snowflake: `TRANSFORM(ARRAY_CONSTRUCT(<call>), v -> <shape of v>)[0]`, the same lambda
   (https://docs.snowflake.com/en/sql-reference/functions/transform); another warehouse's shape
-  rebuilt there (BigQuery's output_schema STRUCT as an OBJECT) names the call once per field.
-
-DuckDB is left as written: quail plans a statement's identical calls as one operator and reads
-its answers wherever the statement names it.
+  rebuilt there (BigQuery's output_schema STRUCT as an OBJECT) names the call once per field;
+- DuckDB: `LIST_TRANSFORM([<call>], LAMBDA v : <shape of v>)[1]`, the same lambda, 1-based
+  (https://duckdb.org/docs/stable/sql/functions/lambda). quail plans a statement's identical
+  calls as one operator, but the statement is also what a user reads and may run where nothing
+  deduplicates them. quail plans this form as one operator too; a correlated `(SELECT <shape>
+  FROM (SELECT <call> AS v))` it leaves unplanned (the call runs row by row in DuckDB).
 """
 
 from __future__ import annotations
@@ -48,7 +50,16 @@ def _snowflake(shape: exp.Expr, call: exp.Expr) -> exp.Expr:
     return exp.Bracket(this=mapped, expressions=[exp.Literal.number(0)])
 
 
-FORMS = {"bigquery": _bigquery, "databricks": _databricks, "snowflake": _snowflake}
+def _duckdb(shape: exp.Expr, call: exp.Expr) -> exp.Expr:
+    """`LIST_TRANSFORM([<call>], LAMBDA quail_v : <shape>)[1]`: a NULL answer is an element
+    of the list, so its shape is still evaluated."""
+    mapped = exp.Transform(this=exp.Array(expressions=[call]), expression=exp.Lambda(
+        this=shape, expressions=[exp.to_identifier(VALUE)]))
+    return exp.Bracket(this=mapped, expressions=[exp.Literal.number(1)], offset=1)
+
+
+FORMS = {"bigquery": _bigquery, "databricks": _databricks, "duckdb": _duckdb,
+         "snowflake": _snowflake}
 
 
 def bind_once(tree: exp.Expr, token: str, write: str) -> None:

@@ -28,6 +28,31 @@ def test_the_whole_output_schema_struct_in_snowflake_calls_ai_extract_once():
     assert len(parse(out, "snowflake").ai_ops) == 1
 
 
+EXTRACT_DUCKDB = ("ai_extract(prompt('Extract the name from {0}', txt), ['name', 'age'], "
+                  "output_schema := 'name STRING, age INT64')")
+
+
+def test_the_whole_output_schema_struct_in_duckdb_calls_ai_extract_once():
+    """It named ai_extract four times (name, age, full_response, status): four model calls per
+    row wherever quail does not plan the statement."""
+    out = transpile(f"SELECT {GENERATE} AS r FROM t", "bigquery", "duckdb")
+    assert out == (
+        f"SELECT LIST_TRANSFORM([{EXTRACT_DUCKDB}], LAMBDA quail_v : {{'name': (quail_v ->> "
+        "'$.name'), 'age': TRY(CAST(quail_v -> '$.age' AS BIGINT)), 'full_response': quail_v, "
+        "'status': COALESCE(CASE WHEN quail_v IS NULL THEN 'no answer: a NULL input, or the "
+        "model did not complete an answer of the requested type within max_output_tokens' END, "
+        "CONCAT_WS('; ', CASE WHEN TRY(CAST(quail_v -> '$.age' AS BIGINT)) IS NULL AND "
+        "CAST(quail_v -> '$.age' AS TEXT) <> 'null' THEN 'age: the answer ' || CAST(quail_v -> "
+        "'$.age' AS TEXT) || ' is not a valid INT64' END))})[1] AS r FROM t")
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT 'Ann is 41' AS txt")
+    answered = out.replace(EXTRACT_DUCKDB, """'{"name": "Ann", "age": 41}'::JSON""")
+    assert con.execute(answered).fetchone()[0] == {
+        "name": "Ann", "age": 41, "full_response": '{"name": "Ann", "age": 41}', "status": ""}
+    unanswered = con.execute(out.replace(EXTRACT_DUCKDB, "NULL::JSON")).fetchone()[0]
+    assert unanswered["name"] is None and unanswered["status"].startswith("no answer"), unanswered
+
+
 MULTI_DBX = ("from_json(ai_classify(txt, '[\"a\", \"b\"]', map('multilabel', 'true')):response, "
              "'array<string>')")
 
@@ -202,8 +227,9 @@ FAILED_INT = "ai_generate(body, model := 'ep', on_error := 'details', output_typ
      "SELECT COALESCE(CASE WHEN AI_COMPLETE('llama3.1-8b', body) IS NULL THEN "
      f"{NO_ANSWER.format('max_output_tokens')} END, '') AS s FROM t"),
     ("databricks", "SELECT ai_query('ep', body, returnType => 'INT', failOnError => false) AS r "
-     "FROM t", "duckdb", f"SELECT {{'result': {FAILED_INT}, 'errorMessage': CASE WHEN "
-     f"{FAILED_INT} IS NULL THEN {NO_ANSWER.format('max_tokens')} END}} AS r FROM t"),
+     "FROM t", "duckdb", f"SELECT LIST_TRANSFORM([{FAILED_INT}], LAMBDA quail_v : {{'result': "
+     f"quail_v, 'errorMessage': CASE WHEN quail_v IS NULL THEN {NO_ANSWER.format('max_tokens')} "
+     "END})[1] AS r FROM t"),
 ])
 def test_the_no_answer_status_names_the_token_option_of_the_users_dialect(read, sql, write,
                                                                             expected):

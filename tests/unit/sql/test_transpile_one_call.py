@@ -34,6 +34,23 @@ CASES = [  # read, write, sql, the target's call, the one-call form it sits in
      "AI.CLASSIFY(body, categories => ['a', 'b'])", "'response', JSON_ARRAY(quail_v)"),
     ("databricks", "bigquery", "SELECT ai_extract(body, '[\"name\"]') AS c FROM t",
      "AI.GENERATE(body, output_schema => 'name STRING')", "'error_message', CASE WHEN quail_v"),
+    ("bigquery", "duckdb", "SELECT AI.GENERATE(body, output_schema => 'name STRING, city STRING') "
+     "AS c FROM t", "ai_extract(body, ['name', 'city'], output_schema := 'name STRING, city "
+     "STRING')", "LIST_TRANSFORM([ai_extract"),
+    ("bigquery", "duckdb", "SELECT AI.GENERATE_BOOL(body) AS c FROM t", "ai_filter(body)",
+     "LAMBDA quail_v : {'result': quail_v"),
+    ("bigquery", "duckdb", "SELECT AI.CLASSIFY(body, ['a', 'b'], output_mode => 'single') AS c "
+     "FROM t", "ai_classify(body, ['a', 'b'])", "THEN [quail_v] END)[1] AS c"),
+    ("snowflake", "duckdb", "SELECT AI_CLASSIFY(body, ['a', 'b']) AS c FROM t",
+     "ai_classify(body, ['a', 'b'])", "LIST_TRANSFORM([ai_classify"),
+    ("snowflake", "duckdb", "SELECT AI_SENTIMENT(body) AS c FROM t", "ai_classify(body",
+     "'sentiment', quail_v)"),
+    ("snowflake", "duckdb", "SELECT AI_EXTRACT(body, {'name': 'who?'}) AS c FROM t",
+     "ai_extract(body, {'name': 'who?'})", "JSON_OBJECT('response', quail_v"),
+    ("databricks", "duckdb", "SELECT ai_extract(body, '[\"name\"]') AS c FROM t",
+     "ai_extract(body, ['name'])", "'error_message', CASE WHEN quail_v"),
+    ("databricks", "duckdb", "SELECT ai_query('ep', body, failOnError => false) AS c FROM t",
+     "ai_generate(body, model := 'ep', on_error := 'details')", "'errorMessage': CASE WHEN quail_v"),
 ]
 
 
@@ -50,8 +67,9 @@ def test_a_rebuilt_shape_calls_the_function_once(read, write, sql, call, form):
     ("SELECT AI_CLASSIFY(body, ['a', 'b']):labels[0]::string AS c, "
      "AI_CLASSIFY(body, ['a', 'b']):labels[0]::string || body AS d FROM t", "snowflake",
      "bigquery", 2),
-    # DuckDB: quail asks identical calls of a statement once (one operator)
-    ("SELECT AI_CLASSIFY(body, ['a', 'b']) AS c FROM t", "snowflake", "duckdb", 2),
+    ("SELECT AI_CLASSIFY(body, ['a', 'b']):labels[0]::string AS c, "
+     "AI_CLASSIFY(body, ['a', 'b']):labels[0]::string || body AS d FROM t", "snowflake",
+     "duckdb", 2),
     # one mention: nothing to bind
     ("SELECT AI_CLASSIFY(body, ['a', 'b']):labels[0]::string AS c FROM t", "snowflake",
      "bigquery", 1),
