@@ -255,10 +255,19 @@ def _kinds(ops: list[AiOp]) -> str:
 def _same_kinds(ops: list[AiOp], again: list[AiOp]) -> bool:
     """Whether `again` reads back as `ops`' operators. A generation under a response format
     and an extraction count as one: BigQuery spells the first as AI.GENERATE(...,
-    output_schema => ...), which quail reads as ai_extract (emit/bigquery.py)."""
+    output_schema => ...), which quail reads as ai_extract (emit/bigquery.py). Each side counts
+    one call per distinct question: the same call read whole and through a path
+    (`AI_CLASSIFY(b, [...])` and `AI_CLASSIFY(b, [...]):labels[0]`) is two operators in the
+    source and one call in a target that writes both mentions alike."""
     def family(op: AiOp) -> str:
         return str(OpKind.AI_GENERATE if op.op == OpKind.AI_EXTRACT else op.op)
-    return sorted(map(family, ops)) == sorted(map(family, again))
+
+    def calls(side: list[AiOp]) -> list[str]:
+        asked = {(family(op), op.template, tuple((b.index, b.sql) for b in op.bindings),
+                  op.labels, op.multi, op.task, op.task_args, op.instruction, op.examples)
+                 for op in side}  # (a binding's alias: a target's subquery may not resolve it)
+        return sorted(key[0] for key in asked)
+    return calls(ops) == calls(again)
 
 
 def _name(op: AiOp) -> str:

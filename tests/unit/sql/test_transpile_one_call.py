@@ -77,3 +77,34 @@ def test_a_rebuilt_shape_calls_the_function_once(read, write, sql, call, form):
 def test_calls_the_statement_names_are_kept(sql, read, write, count):
     out = transpile(sql, read, write)
     assert "quail_v" not in out and out.lower().count("classify(body") == count, out
+
+
+@pytest.mark.parametrize("write", ["bigquery", "databricks", "duckdb", "snowflake"])
+def test_a_call_read_whole_and_through_a_path_transpiles(write):
+    """The same call named whole and through `:labels[0]`: two operators in the source (their
+    shapes differ), one call in a target that writes both mentions alike. It was refused,
+    'reads back as ai_classify, not ai_classify, ai_classify'."""
+    sql = ("SELECT AI_CLASSIFY(body, ['a', 'b']) AS c, "
+           "AI_CLASSIFY(body, ['a', 'b']):labels[0]::string AS d FROM t")
+    out = transpile(sql, "snowflake", write)
+    assert out.lower().count("classify(body") == 2, out
+    assert " AS c" in out and " AS d" in out, out
+
+
+def test_the_read_back_still_tells_two_questions_from_one():
+    """Counting one call per distinct question must not merge two questions of one kind:
+    classifying into other labels is another call, and a target that lost it is refused."""
+    from quail_engine.sql.query import lower_sql
+    from quail_engine.sql.transpiler import _same_kinds
+
+    def ops(sql):
+        return lower_sql(sql, "snowflake", runnable=False)[1]
+
+    two = ops("SELECT AI_CLASSIFY(body, ['a', 'b']) AS c, "
+              "AI_CLASSIFY(body, ['x', 'y']):labels[0]::string AS d FROM t")
+    one = ops("SELECT AI_CLASSIFY(body, ['a', 'b']) AS c FROM t")
+    same_twice = ops("SELECT AI_CLASSIFY(body, ['a', 'b']) AS c, "
+                     "AI_CLASSIFY(body, ['a', 'b']):labels[0]::string AS d FROM t")
+    assert len(two) == 2 and len(same_twice) == 2
+    assert not _same_kinds(two, one)
+    assert _same_kinds(same_twice, one)
