@@ -188,10 +188,31 @@ def _resolve(one: Built, outer: exp.Expr) -> tuple[Binding, ...]:
     while up is not None and up is not select:
         sources = {a: s for a, s in sources.items() if s is not up}
         up = up.parent
-    only = next(iter(sources)) if len(sources) == 1 else None
     out = []
     for b, node in zip(one.op.bindings, one.exprs):
-        aliases = {c.table or only for c in node.find_all(exp.Column)}
+        aliases = {c.table or _owner(c.name, sources) for c in node.find_all(exp.Column)}
         alias = aliases.pop() if len(aliases) == 1 else None
         out.append(dataclasses.replace(b, alias=alias))
     return tuple(out)
+
+
+def _owner(name: str, sources: dict[str, exp.Expr]) -> str | None:
+    """The relation an unqualified column `name` belongs to: the only one, or the only one that
+    may hold it, where the others' columns are known and do not include it (a lateral FLATTEN's
+    SEQ ... THIS, an UNNEST's alias columns: `SELECT AI_CLASSIFY(body, ...), f.value FROM docs,
+    LATERAL FLATTEN(input => docs.tags) f` reads docs.body). None when that is not one."""
+    if len(sources) == 1:
+        return next(iter(sources))
+    may = [a for a, source in sources.items()
+           if (known := _known_columns(source)) is None or name.lower() in known]
+    return may[0] if len(may) == 1 else None
+
+
+def _known_columns(source: exp.Expr) -> set[str] | None:
+    """The columns a lateral or UNNEST source gives, named by its alias (`AS f(seq, ..., this)`,
+    `AS t(tag)`); None for any other source (a table's columns are not known here)."""
+    if not isinstance(source, exp.Lateral | exp.Unnest):
+        return None
+    alias = source.args.get("alias")
+    columns = alias.columns if isinstance(alias, exp.TableAlias) else []
+    return {c.name.lower() for c in columns} or None

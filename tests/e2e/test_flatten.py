@@ -183,3 +183,37 @@ def test_explain_with_a_database_shows_the_lowered_statement(tmp_path, capsys):
                  "PARSE_JSON(t.j)) f", "--dialect", "snowflake", "--database", str(path)]) == 0
     out = capsys.readouterr().out
     assert "duckdb sql:" in out and "json_each(" in out
+
+
+# (dialect, a select-list call with an unqualified column beside an unnesting, the same call
+# without it)
+BESIDE_UNNESTING = [
+    ("snowflake",
+     "SELECT d.id, f.value::string AS tag, AI_CLASSIFY(body, ['money', 'refund', 'travel'])"
+     ":labels[0]::string AS label FROM docs d, LATERAL FLATTEN(input => PARSE_JSON('[\"x\", "
+     "\"y\"]')) f",
+     "SELECT d.id, AI_CLASSIFY(d.body, ['money', 'refund', 'travel']):labels[0]::string AS label "
+     "FROM docs d"),
+    ("bigquery",
+     "SELECT d.id, tag, AI.CLASSIFY(body, ['money', 'refund', 'travel'], output_mode => "
+     "'single') AS label FROM docs d, UNNEST(['x', 'y']) AS tag",
+     "SELECT d.id, AI.CLASSIFY(d.body, ['money', 'refund', 'travel'], output_mode => 'single') "
+     "AS label FROM docs d"),
+]
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("dialect", "beside", "alone"), BESIDE_UNNESTING,
+                         ids=[c[0] for c in BESIDE_UNNESTING])
+def test_an_unqualified_call_beside_an_unnesting_is_planned(ai_session, dialect, beside, alone):
+    """`body` can only be the docs' column (FLATTEN gives SEQ ... THIS, the UNNEST its alias):
+    the call is the core's projection over the docs' rows (it ran row by row, unplanned, as its
+    column had two relations to come from), with the answers the call without the unnesting
+    gives, once per tag."""
+    table = ai_session.execute(beside, dialect)
+    ops = ai_session.report.ops.values()
+    assert ai_session.report.plans and ops
+    assert all(o.prompts > 0 and o.unplanned == 0 for o in ops)
+    got = sorted((r["id"], r["tag"], r["label"]) for r in table.to_pylist())
+    labels = {r["id"]: r["label"] for r in ai_session.execute(alone, dialect).to_pylist()}
+    assert got == sorted((i, tag, label) for i, label in labels.items() for tag in ("x", "y"))

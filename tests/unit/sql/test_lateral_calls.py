@@ -47,6 +47,25 @@ CASES = [
      "'[\"billing\", \"shipping\"]', map('multilabel', 'true')):response, 'array<string>')) "
      "x AS label",
      ["core(relations=[t[b_0_0]]; filters=[]; joins=[]; projections=[0])"]),
+    # a select-list call's unqualified column beside an unnesting: FLATTEN's columns are SEQ ...
+    # THIS and an UNNEST's its alias, so `body` is the docs' (it had two relations to come from)
+    ("select_list_unqualified_beside_flatten", "snowflake",
+     f"SELECT AI_CLASSIFY(body, {LABELS_SF}):labels[0]::string AS c, f.value FROM docs, "
+     f"LATERAL FLATTEN(input => docs.tags) f",
+     ["core(relations=[docs[b_0_0]]; filters=[]; joins=[]; projections=[0])"]),
+    ("select_list_unqualified_beside_unnest", "bigquery",
+     "SELECT AI.CLASSIFY(body, ['billing', 'shipping']) AS c, tag FROM docs, "
+     "UNNEST(docs.tags) AS tag",
+     ["core(relations=[docs[b_0_0]]; filters=[]; joins=[]; projections=[0])"]),
+    # ... but FLATTEN's own `value`, or a column two tables may hold, stays DuckDB's
+    ("select_list_unqualified_flatten_column", "snowflake",
+     f"SELECT AI_CLASSIFY(value::string, {LABELS_SF}) AS c FROM docs, "
+     f"LATERAL FLATTEN(input => docs.tags) f",
+     []),
+    ("select_list_unqualified_two_tables", "snowflake",
+     f"SELECT AI_CLASSIFY(body, {LABELS_SF}) AS c FROM docs, tags, "
+     f"LATERAL FLATTEN(input => docs.tags) f",
+     []),
     # a call over the lateral's own column is asked per element: DuckDB's
     ("call_over_the_flattened_value", "snowflake",
      "SELECT t.id FROM docs t, LATERAL FLATTEN(input => PARSE_JSON(t.j)) f "
