@@ -118,7 +118,7 @@ def test_gpu_engine_decodes_over_an_fp8_arena_and_returns_every_page(device):
     from quail_engine.infer.gpu.decode_graph import DecodeGraphs
 
     tok = CharTokenizer()
-    readout = GenerateReadout(max_tokens=12)
+    readout = GenerateReadout(max_tokens=8)
     texts = ["continue this text:", "a", "a longer prompt that spans a page or two"]
     answers = {}
     for kv_fp8, static in ((True, False), (False, False), (True, True)):

@@ -40,7 +40,7 @@ from quail_engine.sql.transpiler import transpile
 
 ROOT = Path(__file__).resolve().parents[2]
 DIALECTS = dialects.DIALECTS
-CASES = int(os.environ.get("QUAIL_FUZZ_CASES", "2000"))
+CASES = int(os.environ.get("QUAIL_FUZZ_CASES", "1500"))
 SEED = int(os.environ.get("QUAIL_FUZZ_SEED", "20240613"))
 MESSAGE_CHARS = 320
 PLAN_MESSAGE_CHARS = 700
