@@ -213,6 +213,4 @@ def _known_columns(source: exp.Expr) -> set[str] | None:
     `AS t(tag)`); None for any other source (a table's columns are not known here)."""
     if not isinstance(source, exp.Lateral | exp.Unnest):
         return None
-    alias = source.args.get("alias")
-    columns = alias.columns if isinstance(alias, exp.TableAlias) else []
-    return {c.name.lower() for c in columns} or None
+    return {c.lower() for c in source.alias_column_names} or None

@@ -130,6 +130,15 @@ def test_the_multi_label_flatten_still_gives_label_strings(ai_session):
     assert not any(v.startswith('"') for v in table.column("value").to_pylist())
 
 
+def _run_planned(session, sql: str, dialect: str):
+    """`sql`'s rows, after checking every AI operator was asked by a plan (none unplanned)."""
+    table = session.execute(sql, dialect)
+    ops = session.report.ops.values()
+    assert session.report.plans and ops
+    assert all(o.prompts > 0 and o.unplanned == 0 for o in ops)
+    return table
+
+
 # (dialect, the labels unnested, the same labels as one list per row)
 UNNESTED_LABELS = [
     ("snowflake",
@@ -159,10 +168,7 @@ def test_unnested_labels_are_planned_and_equal_the_listed_ones(ai_session, diale
     """The classification in FLATTEN's / UNNEST's / explode's input is asked by the planned
     operator over the docs' rows (it ran row by row inside DuckDB's lateral join, unplanned);
     DuckDB still gives one row per label, the labels the query without the unnesting lists."""
-    table = ai_session.execute(unnested, dialect)
-    ops = ai_session.report.ops.values()
-    assert ai_session.report.plans and ops
-    assert all(o.prompts > 0 and o.unplanned == 0 for o in ops)
+    table = _run_planned(ai_session, unnested, dialect)
     got = sorted((r["id"], r["label"]) for r in table.to_pylist())
     lists = ai_session.execute(listed, dialect).to_pylist()
     want = sorted((r["id"], label) for r in lists for label in r["labels"])
@@ -210,10 +216,7 @@ def test_an_unqualified_call_beside_an_unnesting_is_planned(ai_session, dialect,
     the call is the core's projection over the docs' rows (it ran row by row, unplanned, as its
     column had two relations to come from), with the answers the call without the unnesting
     gives, once per tag."""
-    table = ai_session.execute(beside, dialect)
-    ops = ai_session.report.ops.values()
-    assert ai_session.report.plans and ops
-    assert all(o.prompts > 0 and o.unplanned == 0 for o in ops)
+    table = _run_planned(ai_session, beside, dialect)
     got = sorted((r["id"], r["tag"], r["label"]) for r in table.to_pylist())
     labels = {r["id"]: r["label"] for r in ai_session.execute(alone, dialect).to_pylist()}
     assert got == sorted((i, tag, label) for i, label in labels.items() for tag in ("x", "y"))
