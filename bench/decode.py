@@ -52,7 +52,7 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench.results_io import write_result
@@ -116,24 +116,27 @@ class Run:
     step_by_step: bool = False  # QUAIL_DECODE_OVERLAP=0: the host reads each step's tokens
     #                             before the next step starts
     kv_fp8: bool = False       # QUAIL_KV_DTYPE=fp8: the paged KV arena in e4m3
+    stepped_start: bool = False  # QUAIL_FORCED_START=0: the tokens a grammar forces first
+    #                              decoded step by step instead of in the prompt's prefill
 
     @property
     def name(self) -> str:
         return (f"decode-{self.rows}x{self.max_tokens}{'c' if self.constrained else ''}"
                 f"{'h' if self.hinted else ''}"
                 f"{'g' if self.grouped else ''}{'s' if self.step_by_step else ''}"
-                f"{'k' if self.kv_fp8 else ''}")
+                f"{'k' if self.kv_fp8 else ''}{'n' if self.stepped_start else ''}")
 
 
 def parse_run(spec: str) -> Run:
     """'2000x48' -> 2,000 rows, 48 tokens; suffixes: 'c' under the JSON schema, 'h' free after
     the constrained run's prompt, 'g' AI_AGG over 20 groups, 's' step by step (the decode loop
-    without overlap), 'k' the KV arena in fp8."""
-    m = re.fullmatch(r"(\d+)x(\d+)(c?)(h?)(g?)(s?)(k?)", spec)
+    without overlap), 'k' the KV arena in fp8, 'n' a grammar's forced first tokens decoded step by
+    step (not prefilled with the prompt)."""
+    m = re.fullmatch(r"(\d+)x(\d+)(c?)(h?)(g?)(s?)(k?)(n?)", spec)
     if not m:
-        raise argparse.ArgumentTypeError(f"a run is ROWSxTOKENS[c][h][g][s][k], e.g. 2000x48; "
-                                         f"got {spec!r}")
-    return Run(int(m.group(1)), int(m.group(2)), *(bool(m.group(k)) for k in (3, 4, 5, 6, 7)))
+        raise argparse.ArgumentTypeError(f"a run is ROWSxTOKENS[c][h][g][s][k][n], e.g. "
+                                         f"2000x48; got {spec!r}")
+    return Run(int(m.group(1)), int(m.group(2)), *(bool(m.group(k)) for k in range(3, 9)))
 
 
 def bf16_arena_tokens(config, tokens: int) -> int:
@@ -187,7 +190,8 @@ def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
         cmd += ["--model", str(args.model_dir), "--precision", args.precision]
     env = dict(os.environ, DO_NOT_TRACK="1", QUAIL_CACHE_DIR=str(workdir / f"cache-{name}"),
                QUAIL_DECODE_OVERLAP="0" if run.step_by_step else "1",
-               QUAIL_KV_DTYPE="fp8" if run.kv_fp8 else "bf16")
+               QUAIL_KV_DTYPE="fp8" if run.kv_fp8 else "bf16",
+               QUAIL_FORCED_START="0" if run.stepped_start else "1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(ROOT)) if p)
     t0 = time.perf_counter()
     with log_file.open("w") as out:
@@ -198,7 +202,8 @@ def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
             code = 124
     row = {"rows": rows, "max_tokens": max_tokens, "constrained": constrained,
            "hinted": run.hinted, "grouped": run.grouped, "overlap": not run.step_by_step,
-           "kv": "fp8" if run.kv_fp8 else "bf16", "exit": code,
+           "kv": "fp8" if run.kv_fp8 else "bf16", "forced_start": not run.stepped_start,
+           "exit": code,
            "process_s": round(time.perf_counter() - t0, 2)}
     text = log_file.read_text()
     if code != 0 or not report.exists():
@@ -206,7 +211,8 @@ def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
         return row
     rep = json.loads(report.read_text())
     ops = rep["operators"]
-    decoded = sum(o.get("decode_tokens", 0) for o in ops)
+    # (a grammar's forced first tokens are the answer's, computed in the prompt's prefill)
+    decoded = sum(o.get("decode_tokens", 0) + o.get("forced_tokens", 0) for o in ops)
     answered = sum(o["prompts"] for o in ops)
     output = decoded + answered
     run_s = rep["wall_s"] - rep["load_s"]
@@ -217,6 +223,7 @@ def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
                gpu_pass_s=round(sum(o.get("gpu_pass_s", 0.0) for o in ops), 3),
                engine_s=round(sum(o.get("engine_s", 0.0) for o in ops), 3),
                output_tokens_per_s=round(output / run_s, 1) if run_s > 0 else None)
+    row.update(gpu_split(rep, row["engine_s"], row["gpu_pass_s"]))
     arena = re.search(r"paged KV arena: (\d+) pages of (\d+) tokens", text)
     if args.config is not None and answered:
         pages, page = (int(arena.group(1)), int(arena.group(2))) if arena else (None, 64)
@@ -236,6 +243,49 @@ def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
             row[f"sol_fraction_{own.lower()}"] = round(mine / run_s, 3) if run_s > 0 else None
         row["arena_tokens"] = tokens
     return row
+
+
+def gpu_split(report: dict, engine_s: float, gpu_pass_s: float) -> dict:
+    """Where a run's GPU time went, from its report's timeline: the prompts' prefill passes
+    (each batch's `pass_log`, with their GPU seconds) against the decode steps (the rest of
+    the passes), and the operator's time the GPU spent outside any pass (`gpu_idle_s`: the
+    host's share, which the overlapped loop exists to hide). Empty where the passes carry no
+    GPU time (the CPU)."""
+    batches = report.get("timeline", {}).get("batches", [])
+    logged = [p for b in batches for p in b.get("pass_log", [])]
+    if not any("gpu_s" in p for p in logged):
+        return {}
+    prefill_s = sum(p.get("gpu_s", 0.0) for p in logged)
+    tokens = sum(p["tokens"] for p in logged)
+    steps = sum(b.get("passes", 0) for b in batches) - len(logged)
+    decode_s = gpu_pass_s - prefill_s
+    return {"prefill_passes": len(logged), "prefill_gpu_s": round(prefill_s, 3),
+            "prefill_tokens_per_gpu_s": round(tokens / prefill_s) if prefill_s > 0 else None,
+            "decode_passes": steps, "decode_gpu_s": round(decode_s, 3),
+            "decode_ms_per_pass": round(1e3 * decode_s / steps, 2) if steps > 0 else None,
+            "gpu_idle_s": round(engine_s - gpu_pass_s, 3)}
+
+
+def forced_start_agreement(runs, workdir: Path) -> list[dict]:
+    """For each constrained run made both ways (its forced first tokens prefilled, and 'n':
+    decoded step by step), how many rows' answers the two give alike (the last run of each)."""
+    import pyarrow.parquet as pq
+
+    out = []
+    for run in runs:
+        other = replace(run, stepped_start=True)
+        if not run.constrained or run.stepped_start or other not in runs:
+            continue
+        paths = [workdir / f"{r.name}.parquet" for r in (run, other)]
+        if not all(p.exists() for p in paths):
+            continue
+        a, b = (pq.read_table(p).sort_by("id").column("s").to_pylist() for p in paths)
+        same = sum(x == y for x, y in zip(a, b))
+        if not any(d["run"] == run.name for d in out):
+            out.append({"run": run.name, "rows": len(a), "same_answers": same,
+                        "parsed_both": sum(x is not None and y is not None
+                                           for x, y in zip(a, b))})
+    return out
 
 
 def _nulls(path: Path) -> int | None:
@@ -304,6 +354,16 @@ def markdown(result: dict) -> str:
             "engine_s", "output_tokens",
             "output_tokens_per_s", "sol_s", "sol_fraction", "sol_batch", "transformers_ratio",
             "null_answers")) + " |")
+    split = ("prefill_gpu_s", "prefill_tokens_per_gpu_s", "decode_passes", "decode_gpu_s",
+             "decode_ms_per_pass", "gpu_idle_s")
+    if any("prefill_gpu_s" in r for r in result["runs"]):
+        lines += ["", "Where the operator's time went (`gpu_split`): the prompts' prefill "
+                      "passes, the decode steps, and the GPU outside any pass.", "",
+                  "| rows | max tokens | constrained | " + " | ".join(split) + " |",
+                  "|---|---|---|" + "---:|" * len(split)]
+        for r in result["runs"]:
+            lines.append("| " + " | ".join(str(r.get(k, "")) for k in (
+                "rows", "max_tokens", "constrained") + split) + " |")
     own = next((k[len("sol_fraction_"):] for r in result["runs"] for k in r
                 if k.startswith("sol_fraction_")), None)
     if own:
@@ -321,6 +381,10 @@ def markdown(result: dict) -> str:
         lines.append(f"transformers `generate`, {r['rows']} rows x {r['max_tokens']} tokens: "
                      f"{r['output_tokens']} tokens in {r['seconds']} s = "
                      f"{r['output_tokens_per_s']} tokens/s.")
+    for a in result.get("forced_start_agreement", []):
+        lines += ["", f"{a['run']} against its 'n' twin (forced first tokens decoded step by "
+                      f"step): {a['same_answers']} of {a['rows']} answers alike "
+                      f"({a['parsed_both']} parsed in both)."]
     for r in result["runs"]:
         if r.get("error"):
             lines += ["", f"{r['rows']}x{r['max_tokens']} failed:", "```", r["error"][-800:],
@@ -389,6 +453,7 @@ def main(argv=None) -> int:
         theirs = None if r["grouped"] else rates.get(r["max_tokens"])
         if theirs and r.get("output_tokens_per_s"):
             r["transformers_ratio"] = round(r["output_tokens_per_s"] / theirs, 2)
+    agreement = forced_start_agreement(args.runs, args.workdir)
     machine = platform.node()
     if gpu:
         import torch
@@ -396,7 +461,7 @@ def main(argv=None) -> int:
         machine = torch.cuda.get_device_name()
     result = {"date": time.strftime("%Y-%m-%d"), "machine": machine, "model": model,
               "command": "python -m bench decode " + " ".join(argv or sys.argv[1:]),
-              "runs": runs, "transformers": hf}
+              "runs": runs, "transformers": hf, "forced_start_agreement": agreement}
     write_result(result, "decode-gpu" if gpu else "decode-cpu", markdown, args.out)
     return 0 if all(r["exit"] == 0 for r in runs) else 1
 

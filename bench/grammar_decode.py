@@ -83,12 +83,14 @@ def run_mode(engine, texts: list[str], grammar, max_tokens: int, schema: dict) -
     timings = []
     masks = engine._grammar_masks()
     for _ in range(1 + REPEATS):  # the first run builds the grammar tokenizer, compiles kernels
-        before = engine.stats.decode_tokens
+        # (a grammar's forced first tokens are answer tokens, computed in the prompt's prefill)
+        before = engine.stats.decode_tokens + engine.stats.forced_tokens
         masks.mask_s = masks.wait_s = 0.0
         start = time.perf_counter()
         answers = engine.run(requests)
         _sync()
-        timings.append((time.perf_counter() - start, engine.stats.decode_tokens - before,
+        timings.append((time.perf_counter() - start,
+                        engine.stats.decode_tokens + engine.stats.forced_tokens - before,
                         masks.mask_s, masks.wait_s))
     seconds, fed_back, mask_s, wait_s = sorted(timings[1:])[REPEATS // 2]  # the median run
     output = fed_back + len(requests)  # each row's last token is not fed back

@@ -7,8 +7,13 @@ that the host owns (on the H200 the GPU waits through the engine thread's share 
 
     python -m bench.probes.host_overhead --workload join --anchors 40 --partners 1100 [--profile]
     python -m bench.probes.host_overhead --quailb IMDB-2 --scale 0.1 [--profile]
+    python -m bench.probes.host_overhead --workload complete --docs 2000 --max-tokens 48 [--constrained]
 
 `--quailb ID`: that QUAIL-B query (bench/quailb) over its generated tables at `--scale` instead.
+`--workload complete`: bench/decode.py's AI_COMPLETE (`--constrained`: under its JSON schema)
+over the filter's documents; the tiny model's logits favour one plain token, so every answer
+runs to `--max-tokens` (as random weights do on the GPU) and the decode loop's host work per
+step is all there is besides packing.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 
 import torch
 
+from bench.decode import sql as decode_sql
 from bench.e2e_gpu import FILTER_SQL, JOIN_SQL
 from bench.gpu.e2e_data import write_corpora
 from quail_testing.model_dir import write_model_dir
@@ -29,9 +35,9 @@ from quail_testing.model_dir import write_model_dir
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def packing_engine(spec: str, pages: int, tokenizer=None):
+def packing_engine(spec: str, pages: int, tokenizer=None, token: int | None = None):
     """GpuEngine on a tiny GpuCausalLM (CPU) whose forward packs the batch and returns zeros."""
-    from quail_engine.infer.gpu.batch import pack
+    from quail_engine.infer.gpu.batch import pack, pack_decode
     from quail_engine.infer.gpu.engine import GpuEngine
     from quail_engine.infer.gpu.load import load_checkpoint
     from quail_engine.infer.gpu.model import GpuCausalLM
@@ -47,25 +53,36 @@ def packing_engine(spec: str, pages: int, tokenizer=None):
                  model.lib_attention)
         return torch.zeros(len(reads), config.hidden_size), b.stored
 
-    model.forward = forward
+    def decode(ids, prefixes):  # (a decode step packs its batch and grows its KV in place)
+        pack_decode(ids, prefixes, model.arena, model.device)
+        return torch.zeros(len(prefixes), config.hidden_size)
+
+    model.forward, model.decode = forward, decode
+    if token is not None:  # (one plain token always wins: no answer ends early)
+        plain = torch.zeros(config.vocab_size)
+        plain[token] = 1.0
+        model.vocab_logits = lambda hidden: plain.expand(hidden.shape[0], -1)
     return GpuEngine(model, tok, config, model_id=spec, token_budget=65536)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--workload", choices=("filter", "join"), default="join")
+    p.add_argument("--workload", choices=("filter", "join", "complete"), default="join")
     p.add_argument("--docs", type=int, default=2000)
     p.add_argument("--anchors", type=int, default=50)
     p.add_argument("--partners", type=int, default=1100)
     p.add_argument("--workdir", type=Path, default=Path("/tmp/quail-host"))
     p.add_argument("--carry", type=Path, default=ROOT / ".carry" / "e2e")
     p.add_argument("--pages", type=int, default=4096, help="KV arena pages of 64 tokens")
+    p.add_argument("--max-tokens", type=int, default=48, help="--workload complete's answers")
+    p.add_argument("--constrained", action="store_true", help="--workload complete under a schema")
     p.add_argument("--profile", action="store_true")
     p.add_argument("--quailb", default="", help="a QUAIL-B query id (quail_testing/quailb/queries.py)")
     p.add_argument("--scale", default="0.1", help="QUAIL-B scale of --quailb's tables")
     args = p.parse_args(argv)
 
     from quail_engine.cli import main as cli_main
+    from quail_engine.exec import facade
     from quail_engine.infer import factory
     from quail_engine.infer.tokenizer import load_tokenizer
 
@@ -82,11 +99,17 @@ def main(argv=None) -> int:
     else:
         paths = write_corpora(args.workdir / "data", tokenizer, args.docs, args.anchors,
                               args.partners, 0)
-        sql = FILTER_SQL if args.workload == "filter" else JOIN_SQL
-        tables = ["docs"] if args.workload == "filter" else ["reports", "terms"]
+        sql = {"filter": FILTER_SQL, "join": JOIN_SQL,
+               "complete": decode_sql(args.max_tokens, args.constrained)}[args.workload]
+        tables = ["reports", "terms"] if args.workload == "join" else ["docs"]
 
-    factory.load_engine = lambda spec, device="cpu", precision="bf16", tokenizer=None, **_: \
-        packing_engine(spec, args.pages, tokenizer)
+    token = tokenizer.encode(" the")[-1] if args.workload == "complete" else None
+    def load_engine(spec, device="cpu", precision="bf16", tokenizer=None, **_):
+        return packing_engine(spec, args.pages, tokenizer, token)
+
+    # (the session loads through facade's own binding of factory.load_engine: both are
+    # replaced, or the query runs the CPU engine and the probe measures that instead)
+    factory.load_engine = facade.load = load_engine
     report = args.workdir / f"{args.workload}.report.json"
     cmd = ["query", "-e", sql, "--dialect",
            "snowflake", "--model", str(model_dir), "--no-cache", "--report", str(report), "-q",
@@ -106,7 +129,9 @@ def main(argv=None) -> int:
     print(json.dumps({"workload": args.quailb or args.workload, "exit": code, "wall_s": round(wall, 2),
                       "load_s": rep["load_s"], "prompts": prompts,
                       "host_us_per_prompt": round(1e6 * (wall - rep["load_s"]) / max(1, prompts)),
-                      "requested_tokens": rep["requested_tokens"]}))
+                      "requested_tokens": rep["requested_tokens"],
+                      "decode_tokens": sum(o.get("decode_tokens", 0) for o in rep["operators"]),
+                      "engine_s": round(sum(o.get("engine_s", 0.0) for o in rep["operators"]), 2)}))
     if prof:
         pstats.Stats(prof).sort_stats("cumulative").print_stats(45)
     return code

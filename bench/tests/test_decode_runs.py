@@ -15,6 +15,7 @@ CONFIG = SimpleNamespace(hidden_size=2560, num_heads=32, num_kv_heads=8, head_di
     ("2000x48", "decode-2000x48", False, False),
     ("2000x48k", "decode-2000x48k", True, False),
     ("16x8sk", "decode-16x8sk", True, True),
+    ("2000x48cn", "decode-2000x48cn", False, False),
 ])
 def test_run_suffixes(spec, name, kv_fp8, step_by_step):
     run = parse_run(spec)
@@ -71,3 +72,41 @@ def test_the_write_up_of_a_run_whose_transformers_baseline_failed():
     text = markdown(result)
     assert "48 tokens, failed: AcceleratorError: device-side assert" in text
     assert "256 rows x 256 tokens: 65535 tokens in 50.0 s" in text
+
+
+def test_a_run_splits_its_gpu_time_into_prefill_decode_and_idle():
+    """The report's prefill passes (with GPU seconds) against the rest of the passes."""
+    from bench.decode import gpu_split, markdown
+
+    report = {"timeline": {"batches": [
+        {"passes": 10, "pass_log": [{"tokens": 4000, "gpu_s": 0.03},
+                                    {"tokens": 6000, "gpu_s": 0.05}]},
+        {"passes": 5, "pass_log": [{"tokens": 2000, "gpu_s": 0.02}]}]}}
+    split = gpu_split(report, engine_s=1.5, gpu_pass_s=1.1)
+    assert split == {"prefill_passes": 3, "prefill_gpu_s": 0.1,
+                     "prefill_tokens_per_gpu_s": 120000, "decode_passes": 12,
+                     "decode_gpu_s": 1.0, "decode_ms_per_pass": 83.33, "gpu_idle_s": 0.4}
+    # (the CPU's passes carry no GPU time: nothing to split)
+    assert gpu_split({"timeline": {"batches": [{"passes": 3, "pass_log": [{"tokens": 9}]}]}},
+                     1.0, 0.0) == {}
+    result = {"date": "d", "machine": "m", "model": "x", "command": "c",
+              "runs": [dict(rows=2, max_tokens=4, constrained=False, **split)]}
+    assert "| 2 | 4 | False | 0.1 | 120000 | 12 | 1.0 | 83.33 | 0.4 |" in markdown(result)
+
+
+def test_a_constrained_run_made_both_ways_counts_the_answers_alike(tmp_path):
+    """'c' (forced first tokens prefilled) against 'cn' (decoded step by step): answers
+    compared row by row (by id), the last run of each."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bench.decode import forced_start_agreement
+
+    pq.write_table(pa.table({"id": [2, 0, 1], "s": ['{"a": 1}', None, '{"a": 2}']}),
+                   tmp_path / "decode-3x8c.parquet")
+    pq.write_table(pa.table({"id": [0, 1, 2], "s": [None, '{"a": 3}', '{"a": 1}']}),
+                   tmp_path / "decode-3x8cn.parquet")
+    runs = [parse_run(s) for s in ("3x8c", "3x8cn", "3x8h", "3x8c")]
+    assert forced_start_agreement(runs, tmp_path) == [
+        {"run": "decode-3x8c", "rows": 3, "same_answers": 2, "parsed_both": 2}]
+    assert forced_start_agreement([parse_run("3x8c")], tmp_path) == []

@@ -167,6 +167,7 @@ class OpRunner(CallPreparer):
         hits0 = getattr(stats, "kv_hit_tokens", 0)
         gpu0 = getattr(stats, "gpu_pass_s", 0.0)
         decoded0 = getattr(stats, "decode_tokens", 0)
+        forced0 = getattr(stats, "forced_tokens", 0)
         if self.progress is not None:  # after the model load, which shows as its own stage
             self.progress.op_start(f"{layout.op.op} #{op_id}", len(todo),
                                    sum(len(p) + len(q) for p, q in (texts[i] for i in todo)) // 4)
@@ -188,6 +189,7 @@ class OpRunner(CallPreparer):
             rep.kv_hit_tokens += getattr(stats, "kv_hit_tokens", 0) - hits0
             rep.gpu_pass_s += getattr(stats, "gpu_pass_s", 0.0) - gpu0
             rep.decode_tokens += getattr(stats, "decode_tokens", 0) - decoded0
+            rep.forced_tokens += getattr(stats, "forced_tokens", 0) - forced0
             if own_kv and kv is not None:
                 kv.release()
             if self.progress is not None:

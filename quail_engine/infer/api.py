@@ -132,6 +132,9 @@ class EngineStats:
     (prefix computation, request suffixes, calibration prompts, teacher-forced label tokens);
     decode_tokens = tokens of answers fed back during greedy decode (vain_decode_tokens: those
     fed for sequences that had ended, which the overlapped decode learns a step late);
+    forced_tokens = answer tokens a grammar forced (decode.force_starts), computed in their
+    prompt's prefill (in fresh_tokens too) rather than fed back: an answer they end counts its
+    last token apart, as every answer's last is never fed back;
     forward_passes counts every pass;
     gpu_pass_s = GPU seconds from each forward pass's first kernel to its last (CUDA events in
     stream order, so gaps between passes are not in it; 0 on the CPU), counted as passes
@@ -144,6 +147,7 @@ class EngineStats:
     gpu_pass_s: float = 0.0
     decode_tokens: int = 0
     vain_decode_tokens: int = 0
+    forced_tokens: int = 0
     prefixes_resident: int = 0
     kv_hit_tokens: int = 0
 

@@ -89,7 +89,7 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
     for s in seqs:
         if s.max_tokens <= 0:
             s.finish = "length"
-    waiting = deque(s for s in seqs if s.max_tokens > 0)
+    waiting = deque(s for s in seqs if not s.finish)
     # a runner whose KV grows in place (GpuRunner.decode_step) holds at most one page beyond
     # a sequence's whole pages; one that stores each token apart and joins it, three
     grow = getattr(runner, "decode_step", None)
@@ -123,6 +123,36 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
             else:
                 runner.run(step_jobs, count_as_decode=True)
         live, jobs = still + admitted, step_jobs + new_jobs
+
+
+def force_starts(seqs: Sequence[DecodeSeq], grammars: Any, width: int,
+                 detokenize: Callable[[list[int]], str]) -> int:
+    """Give each constrained seq that has not started the tokens its grammar forces first
+    (grammar.GrammarMasks.forced_start): they join its prompt, so its prefill computes them,
+    and its answer, its matcher having taken them. The tokens are those the decode steps would
+    have picked one by one. A seq they end (its `max_tokens`, a grammar they complete) is
+    finished here. A seq with stop strings keeps the steps (its text is cut at each).
+    -> the answer tokens forced (EngineStats.forced_tokens: one fewer for a seq they end)."""
+    count = 0
+    for s in seqs:
+        if s.grammar is None or s.out_tokens or s.stop or s.finish or s.max_tokens <= 0:
+            continue
+        forced = grammars.forced_start(s.grammar, width)[:s.max_tokens]
+        if not forced:
+            continue
+        s.matcher = grammars.matcher(s.grammar, width)
+        for token in forced:
+            s.matcher.consume_token(token)
+        s.tokens = list(s.tokens) + forced
+        s.out_tokens = list(forced)
+        count += len(forced)
+        if len(s.out_tokens) >= s.max_tokens:
+            _end(s, "length", detokenize)
+        elif s.matcher.is_stopped():
+            _end(s, "grammar" if s.matcher.is_accepting() else "error", detokenize)
+        if s.finish:
+            count -= 1
+    return count
 
 
 def prefill_prompts(runner: Runner, seqs: Sequence[DecodeSeq]) -> list[SeqJob]:

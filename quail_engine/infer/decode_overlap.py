@@ -64,7 +64,7 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
     for s in seqs:
         if s.max_tokens <= 0:
             s.finish = "length"
-    waiting = deque(s for s in seqs if s.max_tokens > 0)
+    waiting = deque(s for s in seqs if not s.finish)
     kv: dict[int, Any] = {}      # each running sequence's KV (grown in place by each step)
     issued: dict[int, int] = {}  # tokens each running sequence has been given, read or not
     group: list[DecodeSeq] = []  # the sequences whose next token is in flight, in row order
@@ -112,7 +112,8 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
         if admitted:
             jobs = prefill(admitted)
             for s, job in zip(admitted, jobs):
-                kv[id(s)], issued[id(s)] = job.kv, 1
+                # (the first token, from the prefill's logits, after any the grammar forced)
+                kv[id(s)], issued[id(s)] = job.kv, 1 + len(s.out_tokens)
             first_logits = torch.stack([job.logits[-1] for job in jobs])
             firsts = first_logits.argmax(dim=-1)
             del jobs

@@ -4,12 +4,13 @@ grammars' masks, with prompts that begin alike prefilled once through the prefix
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from quail_engine.infer.api import Answer, EngineStats, Request
-from quail_engine.infer.decode import DecodeSeq, fitting, greedy_decode
+from quail_engine.infer.decode import DecodeSeq, fitting, force_starts, greedy_decode
 from quail_engine.infer.decode_overlap import overlappable, overlapped_decode
 from quail_engine.infer.prefix_cache import PrefixCache
 from quail_engine.infer.runner import Runner, SeqJob
@@ -33,12 +34,22 @@ class Generation:
                           repetition_penalty=r.readout.repetition_penalty,
                           grammar=r.readout.grammar, track_margin=self.track_decode_margins)
                 for r, p in zip(requests, prefixes)]
+        grammars = self._grammar_masks() if any(s.grammar for s in seqs) else None
+        width = self._logits_width()
+        if grammars is not None and width and os.environ.get("QUAIL_FORCED_START", "1") != "0":
+            self.stats.forced_tokens += force_starts(seqs, grammars, width, self.codec.decode)
         decode = overlapped_decode if overlappable(self.runner, seqs) else greedy_decode
-        decode(self.runner, seqs, self.codec.eos_ids, self.codec.decode,
-               self._grammar_masks() if any(s.grammar for s in seqs) else None,
+        decode(self.runner, seqs, self.codec.eos_ids, self.codec.decode, grammars,
                self._decode_room(), self._decode_prefill())
         return [Answer(value=s.text if s.complete else None,
                        margin=s.margin if s.track_margin else None) for s in seqs]
+
+    def _logits_width(self) -> int | None:
+        """The width of the logits the decode loops read (the LM head's rows, which a
+        grammar's masks must match), None where the runner's model does not say."""
+        head = getattr(getattr(self.runner, "model", None), "lm_head", None)
+        weight = getattr(head, "weight", head)
+        return int(weight.shape[0]) if getattr(weight, "ndim", 0) == 2 else None
 
     def _decode_prefill(self):
         """The decode loops' prompt prefill with the prefix cache (None without one): the

@@ -86,6 +86,7 @@ class GrammarMasks:
         self._width = 0
         self._compiled: dict[Grammar, str] = {}
         self._fresh: dict[tuple[Grammar, int], Any] = {}  # a matcher no token has advanced
+        self._forced: dict[tuple[Grammar, int], list[int]] = {}  # see forced_start
         self._executor = None
         self._pool = None
         self._buffers: list[Any] = [None, None]  # see _masks
@@ -120,6 +121,35 @@ class GrammarMasks:
                                      f"({matcher.get_error()}): {grammar.source}")
             self._fresh[key] = matcher
         return self._fresh[key].deep_copy()
+
+    def forced_start(self, grammar: Grammar, width: int) -> list[int]:
+        """The tokens every answer under `grammar` begins with, whatever the model: while the
+        grammar allows exactly one token and could not end instead (where it could, the model's
+        own choice outside the mask ends the answer: `choose`), the masked argmax picks that
+        token whatever the logits say. A JSON schema's answer begins '{"' 'summary' '":' in
+        SmolLM2's tokens. The decode loops put these tokens after the prompt, in its prefill
+        pass, where they would each have cost a decode step; the answer's tokens are the
+        same. Computed once per grammar and width."""
+        key = (grammar, width)
+        if key not in self._forced:
+            matcher, forced = self.matcher(grammar, width), []
+            words = (width + 31) // 32
+            while not matcher.is_accepting() and not matcher.is_stopped() and \
+                    not matcher.is_error():
+                mask = torch.frombuffer(bytearray(matcher.compute_bitmask()), dtype=torch.uint8)
+                bits = mask[:words * 4].view(torch.int32)
+                nonzero = bits.nonzero().flatten().tolist()
+                if len(nonzero) != 1:
+                    break
+                word = int(bits[nonzero[0]]) & 0xFFFFFFFF
+                if word & (word - 1):  # (two tokens in one word)
+                    break
+                token = nonzero[0] * 32 + word.bit_length() - 1
+                if token >= width or token in self._eos or not matcher.consume_token(token):
+                    break
+                forced.append(token)
+            self._forced[key] = forced
+        return self._forced[key]
 
     def consume(self, steps: Sequence[tuple[Any, int]]) -> list[bool]:
         """Advance each (matcher, token) in one parallel call; whether each token was

@@ -150,3 +150,57 @@ def test_matchers_of_one_grammar_are_independent(engine):
     assert not first.is_error() and second.is_error()
     third = masks.matcher(grammar, width)
     assert not third.is_error() and not third.is_accepting()
+
+
+def test_a_grammar_forces_the_tokens_only_it_allows(engine):
+    """An object's opening brace and its first key are the only tokens the grammar allows: they
+    are computed once per grammar; a constant is forced whole; a number forces nothing."""
+    grammars = engine._grammar_masks()
+    width = engine._logits_width()
+    decode = engine.codec.decode
+    assert decode(grammars.forced_start(Grammar(json.dumps(OBJECT)), width)) == '{"name":'
+    const = {"type": "object", "required": ["a"], "additionalProperties": False,
+             "properties": {"a": {"const": "xyz"}}}
+    assert decode(grammars.forced_start(Grammar(json.dumps(const)), width)) == '{"a": "xyz"}'
+    assert grammars.forced_start(Grammar(json.dumps({"type": "integer"})), width) == []
+
+
+def test_forced_tokens_are_prefilled_and_the_answers_do_not_change(engine, monkeypatch):
+    """The forced tokens ride in the prompt's prefill, not in decode steps (each constrained
+    answer takes len(forced) fewer), and every answer is the one the steps gave."""
+    obj = Grammar(json.dumps(OBJECT))
+    forced = len(engine._grammar_masks().forced_start(obj, engine._logits_width()))
+    assert forced >= 2
+    requests = [_request(engine, f"{t}\n\nExtract a JSON object with keys name and city.", obj)
+                for t in TEXTS]
+    requests.append(_request(engine, "Say hello.", None, max_tokens=8))
+
+    def run():
+        stats = engine.stats
+        before = stats.decode_tokens, stats.forced_tokens
+        answers = [a.value for a in engine.run(requests)]
+        return answers, stats.decode_tokens - before[0], stats.forced_tokens - before[1]
+
+    prefilled, prefilled_steps, prefilled_forced = run()
+    monkeypatch.setenv("QUAIL_FORCED_START", "0")
+    stepped, stepped_steps, stepped_forced = run()
+    assert prefilled == stepped
+    assert all(json.loads(a) is not None for a in prefilled[:3])
+    assert stepped_steps - prefilled_steps == forced * len(TEXTS)
+    assert (prefilled_forced, stepped_forced) == (forced * len(TEXTS), 0)
+
+
+def test_an_answer_the_grammar_forces_whole_takes_no_decode_step(engine):
+    const = {"type": "object", "required": ["a"], "additionalProperties": False,
+             "properties": {"a": {"const": "xyz"}}}
+    before = engine.stats.decode_tokens, engine.stats.forced_tokens
+    grammar = Grammar(json.dumps(const))
+    answer = engine.run([_request(engine, "Say something.", grammar)])[0]
+    assert json.loads(answer.value) == {"a": "xyz"}
+    assert engine.stats.decode_tokens == before[0]
+    # (its tokens count as forced, its last apart, as every answer's last)
+    whole = len(engine._grammar_masks().forced_start(grammar, engine._logits_width()))
+    assert engine.stats.forced_tokens - before[1] == whole - 1
+    # (cut by max_tokens first: unfinished, as when the steps ran out)
+    short = _request(engine, "Say something.", Grammar(json.dumps(const)), max_tokens=3)
+    assert engine.run([short])[0].value is None
