@@ -49,6 +49,7 @@ import math
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -193,6 +194,10 @@ def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
                QUAIL_KV_DTYPE="fp8" if run.kv_fp8 else "bf16",
                QUAIL_FORCED_START="0" if run.stepped_start else "1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(ROOT)) if p)
+    if args.host_profile is not None:  # the host's stacks, every thread, beside the report
+        args.host_profile.mkdir(parents=True, exist_ok=True)
+        cmd = ["py-spy", "record", "-r", "100", "--nonblocking", "--threads", "-f", "raw",
+               "-o", str(args.host_profile / f"{name}.raw"), "--"] + cmd
     t0 = time.perf_counter()
     with log_file.open("w") as out:
         try:
@@ -210,6 +215,9 @@ def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
         row["error"] = text[-1500:]
         return row
     rep = json.loads(report.read_text())
+    if args.host_profile is not None:
+        shutil.copy(report, args.host_profile / report.name)
+        shutil.copy(log_file, args.host_profile / log_file.name)
     ops = rep["operators"]
     # (a grammar's forced first tokens are the answer's, computed in the prompt's prefill)
     decoded = sum(o.get("decode_tokens", 0) + o.get("forced_tokens", 0) for o in ops)
@@ -403,6 +411,10 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=590)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/quail-decode"))
     ap.add_argument("--out", default=None)
+    ap.add_argument("--host-profile", type=Path, default=None, metavar="DIR",
+                    help="run each query under py-spy (on PATH): DIR/NAME.raw, the host's "
+                         "stacks per thread, DIR/NAME.report.json, its timeline, and "
+                         "DIR/NAME.log, its log")
     args = ap.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
     gpu = args.device.startswith("cuda")

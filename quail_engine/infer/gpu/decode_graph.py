@@ -20,6 +20,7 @@ padding can be checked where CUDA graphs do not exist (the CPU tests).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,6 +34,23 @@ from quail_engine.infer.gpu.staging import to_device
 log = logging.getLogger(__name__)
 
 BUCKETS = (8, 16, 32, 64, 128, 256, 384, 512, 768, 1024)
+
+
+def buckets_from_env(default: Sequence[int] = BUCKETS) -> tuple[int, ...]:
+    """QUAIL_DECODE_BUCKETS ("8,16,...,1024", increasing), else `default`: a finer set pads
+    fewer rows per step (a padded row costs its GEMM share) and captures more graphs."""
+    raw = os.environ.get("QUAIL_DECODE_BUCKETS", "").strip()
+    if not raw:
+        return tuple(default)
+    try:
+        sizes = tuple(int(x) for x in raw.split(","))
+    except ValueError:
+        raise ValueError(f"QUAIL_DECODE_BUCKETS must be increasing whole numbers separated "
+                         f"by commas, got {raw!r}") from None
+    if not sizes or sizes[0] < 1 or any(a >= b for a, b in zip(sizes, sizes[1:])):
+        raise ValueError(f"QUAIL_DECODE_BUCKETS must be increasing whole numbers separated "
+                         f"by commas, got {raw!r}")
+    return sizes
 
 
 def bucket_for(n: int, buckets: Sequence[int] = BUCKETS) -> int | None:
@@ -125,10 +143,10 @@ class DecodeGraphs:
     as a CUDA graph on a CUDA device), all sharing one memory pool and one scratch page."""
 
     def __init__(self, model, capture: bool | None = None,
-                 buckets: Sequence[int] = BUCKETS):
+                 buckets: Sequence[int] | None = None):
         self.model = model
         self.capture = model.device.type == "cuda" if capture is None else capture
-        self.buckets = tuple(buckets)
+        self.buckets = tuple(buckets) if buckets is not None else buckets_from_env()
         self.steps: dict[int, StaticDecode] = {}
         self.scratch: int | None = None
         self.pool = torch.cuda.graph_pool_handle() if self.capture else None
