@@ -117,7 +117,7 @@ class Run:
     step_by_step: bool = False  # QUAIL_DECODE_OVERLAP=0: the host reads each step's tokens
     #                             before the next step starts
     kv_fp8: bool = False       # QUAIL_KV_DTYPE=fp8: the paged KV arena in e4m3
-    stepped_start: bool = False  # QUAIL_FORCED_START=0: the tokens a grammar forces first
+    stepped_start: bool = False  # QUAIL_FORCED_TOKENS=0: the tokens a grammar forces first
     #                              decoded step by step instead of in the prompt's prefill
 
     @property
@@ -192,7 +192,7 @@ def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
     env = dict(os.environ, DO_NOT_TRACK="1", QUAIL_CACHE_DIR=str(workdir / f"cache-{name}"),
                QUAIL_DECODE_OVERLAP="0" if run.step_by_step else "1",
                QUAIL_KV_DTYPE="fp8" if run.kv_fp8 else "bf16",
-               QUAIL_FORCED_START="0" if run.stepped_start else "1")
+               QUAIL_FORCED_TOKENS="0" if run.stepped_start else "1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(ROOT)) if p)
     if args.host_profile is not None:  # the host's stacks, every thread, beside the report
         args.host_profile.mkdir(parents=True, exist_ok=True)

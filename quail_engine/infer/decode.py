@@ -70,7 +70,8 @@ def _gaps(logits) -> list[float]:
 def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
                   detokenize: Callable[[list[int]], str], grammars: Any = None,
                   room: Callable[[], tuple[int, int]] | None = None,
-                  prefill: Callable[[Sequence[DecodeSeq]], list[SeqJob]] | None = None) -> None:
+                  prefill: Callable[[Sequence[DecodeSeq]], list[SeqJob]] | None = None,
+                  forced: bool = False) -> None:
     """Fill each seq's `out_tokens`, `text` and `finish` (EOS and stop strings not included).
     `grammars` (grammar.GrammarMasks) serves the seqs that have a grammar. Per step the host
     does little per sequence: tokens are picked on the logits' device in one argmax, grammar
@@ -84,7 +85,11 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
     any number of sequences completes and the arena never overflows.
 
     `prefill`: admitted seqs -> their prompts' jobs, run (default `prefill_prompts`; an engine
-    with a prefix cache computes the beginnings the prompts share once: engine.py)."""
+    with a prefix cache computes the beginnings the prompts share once: engine.py).
+
+    `forced`: the tokens a grammar forces after a step's token ride in the next step with it
+    (`_forced_next`), on a runner whose steps take several tokens a sequence (not
+    `decode_step`'s one); the answers are the same."""
     prefill = prefill or (lambda admitted: prefill_prompts(runner, admitted))
     for s in seqs:
         if s.max_tokens <= 0:
@@ -106,11 +111,16 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
             for s, job, token, ok in zip(live, jobs, tokens, consumed):
                 if not _take(s, token, eos_ids, detokenize, ok):
                     continue
+                # (a runner whose steps take one token per sequence grows the KV in place)
+                fed = [token] + (_forced_next(s, grammars, job, detokenize)
+                                 if forced and grow is None and s.matcher is not None else [])
+                if s.finish:
+                    continue
                 if len(s.out_tokens) >= s.max_tokens:
                     _end(s, "length", detokenize)
                 else:
                     still.append(s)
-                    step_jobs.append(SeqJob(tokens=[token], prefix=job.kv, store_kv=True,
+                    step_jobs.append(SeqJob(tokens=fed, prefix=job.kv, store_kv=True,
                                             on_device=True))
             del jobs, job  # the finished seqs' KV goes back to the arena before admitting
         admitted = _admit(waiting, still, room, slack)
@@ -141,8 +151,7 @@ def force_starts(seqs: Sequence[DecodeSeq], grammars: Any, width: int,
         if not forced:
             continue
         s.matcher = grammars.matcher(s.grammar, width)
-        for token in forced:
-            s.matcher.consume_token(token)
+        s.matcher.consume_tokens(forced)
         s.tokens = list(s.tokens) + forced
         s.out_tokens = list(forced)
         count += len(forced)
@@ -153,6 +162,19 @@ def force_starts(seqs: Sequence[DecodeSeq], grammars: Any, width: int,
         if s.finish:
             count -= 1
     return count
+
+
+def _forced_next(s: DecodeSeq, grammars: Any, job: SeqJob,
+                 detokenize: Callable[[list[int]], str]) -> list[int]:
+    """The tokens `s`'s grammar forces after the one it just took (GrammarMasks.force): they
+    join its answer and ride in its next step with that token, one pass where each would have
+    cost a step (a JSON object's next key and its quotes). Ends `s` where they complete its
+    grammar."""
+    forced = grammars.force(s.matcher, job.logits.shape[-1], s.max_tokens - len(s.out_tokens))
+    s.out_tokens += forced
+    if forced and s.matcher.is_stopped():
+        _end(s, "grammar" if s.matcher.is_accepting() else "error", detokenize)
+    return forced
 
 
 def prefill_prompts(runner: Runner, seqs: Sequence[DecodeSeq]) -> list[SeqJob]:

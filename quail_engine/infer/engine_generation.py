@@ -36,11 +36,16 @@ class Generation:
                 for r, p in zip(requests, prefixes)]
         grammars = self._grammar_masks() if any(s.grammar for s in seqs) else None
         width = self._logits_width()
-        if grammars is not None and width and os.environ.get("QUAIL_FORCED_START", "1") != "0":
+        # (QUAIL_FORCED_TOKENS=0: every forced token its own decode step, for comparison)
+        forced = grammars is not None and os.environ.get("QUAIL_FORCED_TOKENS", "1") != "0"
+        if forced and width:
             self.stats.forced_tokens += force_starts(seqs, grammars, width, self.codec.decode)
-        decode = overlapped_decode if overlappable(self.runner, seqs) else greedy_decode
-        decode(self.runner, seqs, self.codec.eos_ids, self.codec.decode, grammars,
-               self._decode_room(), self._decode_prefill())
+        args = (self.runner, seqs, self.codec.eos_ids, self.codec.decode, grammars,
+                self._decode_room(), self._decode_prefill())
+        if overlappable(self.runner, seqs):
+            overlapped_decode(*args)
+        else:
+            greedy_decode(*args, forced=forced)
         return [Answer(value=s.text if s.complete else None,
                        margin=s.margin if s.track_margin else None) for s in seqs]
 

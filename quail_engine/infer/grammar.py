@@ -123,33 +123,38 @@ class GrammarMasks:
         return self._fresh[key].deep_copy()
 
     def forced_start(self, grammar: Grammar, width: int) -> list[int]:
-        """The tokens every answer under `grammar` begins with, whatever the model: while the
-        grammar allows exactly one token and could not end instead (where it could, the model's
-        own choice outside the mask ends the answer: `choose`), the masked argmax picks that
-        token whatever the logits say. A JSON schema's answer begins '{"' 'summary' '":' in
-        SmolLM2's tokens. The decode loops put these tokens after the prompt, in its prefill
-        pass, where they would each have cost a decode step; the answer's tokens are the
-        same. Computed once per grammar and width."""
+        """The tokens every answer under `grammar` begins with, whatever the model (`force`
+        from a fresh matcher): a JSON schema's answer begins '{"' 'summary' '":' in SmolLM2's
+        tokens. The decode loops put these tokens after the prompt, in its prefill pass, where
+        they would each have cost a decode step; the answer's tokens are the same. Computed
+        once per grammar and width."""
         key = (grammar, width)
         if key not in self._forced:
-            matcher, forced = self.matcher(grammar, width), []
-            words = (width + 31) // 32
-            while not matcher.is_accepting() and not matcher.is_stopped() and \
-                    not matcher.is_error():
-                mask = torch.frombuffer(bytearray(matcher.compute_bitmask()), dtype=torch.uint8)
-                bits = mask[:words * 4].view(torch.int32)
-                nonzero = bits.nonzero().flatten().tolist()
-                if len(nonzero) != 1:
-                    break
-                word = int(bits[nonzero[0]]) & 0xFFFFFFFF
-                if word & (word - 1):  # (two tokens in one word)
-                    break
-                token = nonzero[0] * 32 + word.bit_length() - 1
-                if token >= width or token in self._eos or not matcher.consume_token(token):
-                    break
-                forced.append(token)
-            self._forced[key] = forced
+            self._forced[key] = self.force(self.matcher(grammar, width), width)
         return self._forced[key]
+
+    def force(self, matcher, width: int, limit: int | None = None) -> list[int]:
+        """Advance `matcher` by the tokens its grammar forces next (at most `limit`) and
+        return them: while the grammar allows exactly one token and could not end instead
+        (where it could, the model's own choice outside the mask ends the answer: `choose`),
+        the masked argmax picks that token whatever the logits say."""
+        forced: list[int] = []
+        words = (width + 31) // 32
+        while (limit is None or len(forced) < limit) and not matcher.is_accepting() and \
+                not matcher.is_stopped() and not matcher.is_error():
+            mask = torch.frombuffer(bytearray(matcher.compute_bitmask()), dtype=torch.uint8)
+            bits = mask[:words * 4].view(torch.int32)
+            nonzero = bits.nonzero().flatten().tolist()
+            if len(nonzero) != 1:
+                break
+            word = int(bits[nonzero[0]]) & 0xFFFFFFFF
+            if word & (word - 1):  # (two tokens in one word)
+                break
+            token = nonzero[0] * 32 + word.bit_length() - 1
+            if token >= width or token in self._eos or not matcher.consume_token(token):
+                break
+            forced.append(token)
+        return forced
 
     def consume(self, steps: Sequence[tuple[Any, int]]) -> list[bool]:
         """Advance each (matcher, token) in one parallel call; whether each token was

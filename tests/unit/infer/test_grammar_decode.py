@@ -166,8 +166,9 @@ def test_a_grammar_forces_the_tokens_only_it_allows(engine):
 
 
 def test_forced_tokens_are_prefilled_and_the_answers_do_not_change(engine, monkeypatch):
-    """The forced tokens ride in the prompt's prefill, not in decode steps (each constrained
-    answer takes len(forced) fewer), and every answer is the one the steps gave."""
+    """The first forced tokens ride in the prompt's prefill, not in decode steps (each
+    constrained answer feeds len(forced) fewer), those forced mid-answer (the second key) in
+    one step with the token before them, and every answer is the one the steps gave."""
     obj = Grammar(json.dumps(OBJECT))
     forced = len(engine._grammar_masks().forced_start(obj, engine._logits_width()))
     assert forced >= 2
@@ -177,17 +178,20 @@ def test_forced_tokens_are_prefilled_and_the_answers_do_not_change(engine, monke
 
     def run():
         stats = engine.stats
-        before = stats.decode_tokens, stats.forced_tokens
+        before = stats.decode_tokens, stats.forced_tokens, stats.forward_passes
         answers = [a.value for a in engine.run(requests)]
-        return answers, stats.decode_tokens - before[0], stats.forced_tokens - before[1]
+        return (answers, stats.decode_tokens - before[0], stats.forced_tokens - before[1],
+                stats.forward_passes - before[2])
 
-    prefilled, prefilled_steps, prefilled_forced = run()
-    monkeypatch.setenv("QUAIL_FORCED_START", "0")
-    stepped, stepped_steps, stepped_forced = run()
+    prefilled, prefilled_fed, prefilled_forced, prefilled_passes = run()
+    monkeypatch.setenv("QUAIL_FORCED_TOKENS", "0")
+    stepped, stepped_fed, stepped_forced, stepped_passes = run()
     assert prefilled == stepped
     assert all(json.loads(a) is not None for a in prefilled[:3])
-    assert stepped_steps - prefilled_steps == forced * len(TEXTS)
+    assert stepped_fed - prefilled_fed == forced * len(TEXTS)
     assert (prefilled_forced, stepped_forced) == (forced * len(TEXTS), 0)
+    # (the steps the first forced tokens saved, and more: the second key's)
+    assert prefilled_passes < stepped_passes - forced
 
 
 def test_an_answer_the_grammar_forces_whole_takes_no_decode_step(engine):
