@@ -42,18 +42,24 @@ def test_fp8_arena_holds_about_twice_the_pages_of_a_bf16_one():
 
 
 def test_fp8_arena_stores_quantized_and_copies_scales_with_values():
-    """What a join (a partial last page copied) and a copy-on-write grow move is each token's
-    e4m3 bytes with its scale: the copies dequantize to the very values stored."""
+    """What an extension (a partial last page copied, the new tokens stored after it) and a
+    copy-on-write grow move is each token's e4m3 bytes with its scale: the copies dequantize to
+    the very values stored."""
     arena = PagedKVArena(2, 2, 8, 16, 8, torch.float32, "cpu", kv_fp8=True)
     g = torch.Generator().manual_seed(0)
-    doc, stem = arena.allocate(11), arena.allocate(3)
+    doc = arena.allocate(11)
     stored = {}
-    for p in (doc, stem):
+
+    def write(name, slots):
         for layer in range(2):
-            k = torch.randn(p.num_tokens, 2, 8, generator=g) * torch.rand(p.num_tokens, 2, 1,
-                                                                          generator=g) * 9
-            arena.store(layer, p.slots(), k, -k)
-            stored[id(p), layer] = dequantize_kv(*quantize_kv(k))
+            n = len(slots)
+            k = torch.randn(n, 2, 8, generator=g) * torch.rand(n, 2, 1, generator=g) * 9
+            arena.store(layer, slots, k, -k)
+            stored[name, layer] = dequantize_kv(*quantize_kv(k))
+
+    write("doc", doc.slots())
+    ((joined, stem_slots),) = arena.extend([(doc, 3)])
+    write("stem", stem_slots)
 
     def read(p, layer, num_tokens=None):
         k, v, ks, vs = arena.layer(layer)
@@ -63,15 +69,14 @@ def test_fp8_arena_stores_quantized_and_copies_scales_with_values():
         assert torch.equal(values, -keys)
         return keys
 
-    (joined,) = arena.join([(doc, stem)])
     chain = arena.chain(doc.pages, 11)
     arena.grow([chain])  # its shared partial page copied first (token 11 unwritten)
     assert chain.pages[1] != doc.pages[1]
     for layer in range(2):
-        assert torch.equal(read(doc, layer), stored[id(doc), layer])
+        assert torch.equal(read(doc, layer), stored["doc", layer])
         assert torch.equal(read(joined, layer),
-                           torch.cat([stored[id(doc), layer], stored[id(stem), layer]]))
-        assert torch.equal(read(chain, layer, 11), stored[id(doc), layer])
+                           torch.cat([stored["doc", layer], stored["stem", layer]]))
+        assert torch.equal(read(chain, layer, 11), stored["doc", layer])
 
 
 def test_library_pages_of_an_fp8_arena_are_dequantized():

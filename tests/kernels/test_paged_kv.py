@@ -1,4 +1,4 @@
-"""The GPU path's paged KV arena on the host: slot indices and joins (a document's KV followed by
+"""The GPU path's paged KV arena on the host: slot indices and extensions (a document's KV followed by
 a question stem's), checked on CPU tensors."""
 
 import torch
@@ -19,19 +19,28 @@ def test_slots_from_an_offset_are_the_tail_of_all_slots():
         assert p.slots(start).tolist() == every[start:]
 
 
-def test_join_shares_whole_pages_and_copies_the_partial_page_and_the_other():
+def test_extend_shares_whole_pages_copies_the_partial_page_and_writes_after_it():
+    """A pass that stores a sequence after a prefix (a question stem after a document, a row
+    after a beginning shared to the token) gets the whole sequence's KV: the prefix's whole
+    pages by reference, its partial last page copied into a fresh page, and the slots where
+    the new tokens go right after that copy, so nothing of the new tokens is ever copied."""
     arena = _arena()
-    doc, stem = arena.allocate(19), arena.allocate(6)  # 19 tokens: two whole pages and 3
+    doc = arena.allocate(19)  # 19 tokens: two whole pages and 3
+    for cache in (arena.k, arena.v):
+        cache.flatten(1, 2)[:, doc.slots()] = torch.arange(19.0)[None, :, None, None]
+    ((joined, slots), (aligned, own), (alone, first)) = arena.extend(
+        [(doc, 6), (arena.chain(doc.pages[:2], 16), 2), (None, 3)])
+    assert joined.num_tokens == 25 and joined.pages[:2] == doc.pages[:2]
+    assert joined.pages[2] not in doc.pages
+    assert slots.tolist() == joined.slots(19).tolist()
+    assert aligned.pages[:2] == doc.pages[:2] and own.tolist() == aligned.slots(16).tolist()
+    assert alone.num_tokens == 3 and first.tolist() == alone.slots().tolist()
     for cache in (arena.k, arena.v):
         flat = cache.flatten(1, 2)
-        flat[:, doc.slots()] = torch.arange(19.0)[None, :, None, None]
-        flat[:, stem.slots()] = 100 + torch.arange(6.0)[None, :, None, None]
-    (joined,) = arena.join([(doc, stem)])
-    assert joined.num_tokens == 25 and joined.pages[:2] == doc.pages[:2]
-    assert joined.pages[2] not in doc.pages + stem.pages
-    for cache in (arena.k, arena.v):
-        got = cache.flatten(1, 2)[:, joined.slots()][0, :, 0, 0]
+        flat[:, slots] = 100 + torch.arange(6.0)[None, :, None, None]
+        got = flat[:, joined.slots()][0, :, 0, 0]
         assert got.tolist() == list(range(19)) + [100.0 + i for i in range(6)]
+        assert flat[:, doc.slots()][0, :, 0, 0].tolist() == list(range(19))
 
 
 def test_grow_appends_in_place_and_copies_a_shared_partial_page_first():

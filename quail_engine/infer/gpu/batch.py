@@ -107,16 +107,18 @@ def pack(input_ids: torch.Tensor, positions: torch.Tensor, cu_seqlens: torch.Ten
         plan = plan_prefix(segs, pos, arena.page_size, device, lib)
         max_seg = max(e - s for _, s, e in segs)
 
+    # a stored sequence's KV is its prefix's followed by its own tokens, written in place
     stored: list[PagedPrefix | None] = [None] * num_seqs
     rows, slots = [], []
-    for b in range(num_seqs):
-        if store[b]:
-            if arena is None:
-                raise ValueError("store_kv needs a KV arena")
-            entry = arena.allocate(lengths[b])
+    kept = [b for b in range(num_seqs) if store[b]]
+    if kept and arena is None:
+        raise ValueError("store_kv needs a KV arena")
+    if kept:
+        for b, (entry, own) in zip(kept, arena.extend([(prefixes[b], lengths[b])
+                                                       for b in kept])):
             stored[b] = entry
             rows.append(torch.arange(new_start[b], new_start[b] + lengths[b]))
-            slots.append(entry.slots())
+            slots.append(own)
     return PackedBatch(
         input_ids=ids, positions=poss,
         cu_seqlens=to_device(new_cu, device, torch.int32),

@@ -136,8 +136,8 @@ class GpuCausalLM:
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, cu_seqlens: torch.Tensor,
                 prefixes: Sequence[PagedPrefix | None], read_index: torch.Tensor,
                 store_kv: Sequence[bool] | None = None):
-        """-> (hidden [R, H] before the final norm, per sequence PagedPrefix of its own tokens
-        when store_kv[b] else None)."""
+        """-> (hidden [R, H] before the final norm, per sequence the PagedPrefix of its prefix
+        followed by its own tokens when store_kv[b], else None)."""
         if positions.device.type == "cpu" and positions.numel() and \
                 int(positions.max()) >= self.config.max_position:
             raise ValueError(f"position {int(positions.max())} beyond max_position "

@@ -63,7 +63,7 @@ class PagedPrefix:
 
     def slots(self, start: int = 0) -> torch.Tensor:
         """[num_tokens - start] flat slot index (page * page_size + offset) of every token
-        from `start` on (a join copies only the last partial page: no index of the pages
+        from `start` on (an extension copies only the last partial page: no index of the pages
         before it is built)."""
         size = self.arena.page_size
         first = start // size
@@ -158,26 +158,33 @@ class PagedKVArena:
         self.hold_pages(pages)
         return PagedPrefix(self, list(pages), num_tokens)
 
-    def join(self, pairs: list[tuple[PagedPrefix, PagedPrefix]]) -> list[PagedPrefix]:
-        """For each (prefix, other), a new prefix holding the prefix's tokens followed by
-        other's. The prefix's whole pages are shared; the tokens of its partial last page, if
-        any, and other's are copied into new pages, all pairs in one copy per cache (a join's
-        question stem after each of its anchor documents copies at most a page and the stem per
-        document, not the document, which may run to thousands of tokens)."""
+    def extend(self, items: list[tuple[PagedPrefix | None, int]]
+               ) -> list[tuple[PagedPrefix, torch.Tensor]]:
+        """For each (prefix or None, n): a new prefix of the prefix's tokens followed by n more,
+        and the flat slots [n] where a pass writes those n tokens' K/V. The prefix's whole
+        pages are shared; the tokens of its partial last page, if any, are copied into the first
+        new page and the n tokens follow them there, all prefixes' partial pages in one copy per
+        cache. So a pass stores a sequence's KV where it will stay: a question stem after each
+        of a join's anchor documents, or a row after a beginning shared to the token, copies at
+        most a page per sequence, never its own tokens."""
         size = self.page_size
-        out: list[PagedPrefix] = []
+        out: list[tuple[PagedPrefix, torch.Tensor]] = []
         src: list[torch.Tensor] = []
         dst: list[torch.Tensor] = []
-        for prefix, other in pairs:
-            whole = prefix.num_tokens // size
-            total = prefix.num_tokens + other.num_tokens
-            if whole * size == prefix.num_tokens:
-                out.append(self.chain(prefix.pages + other.pages, total))
+        for prefix, n in items:
+            if prefix is None or prefix.num_tokens == 0:
+                entry = self.allocate(n)
+                out.append((entry, entry.slots()))
                 continue
-            fresh = self.allocate(total - whole * size)
-            src += [prefix.slots(whole * size), other.slots()]
-            dst.append(fresh.slots())
-            out.append(self.chain(prefix.pages[:whole] + fresh.pages, total))
+            whole = prefix.num_tokens // size
+            part = prefix.num_tokens - whole * size
+            fresh = self.allocate(part + n)
+            slots = fresh.slots()
+            if part:
+                src.append(prefix.slots(whole * size))
+                dst.append(slots[:part])
+            out.append((self.chain(prefix.pages[:whole] + fresh.pages, prefix.num_tokens + n),
+                        slots[part:]))
             fresh.release()  # (its pages stay, held by the new prefix)
         self._copy(src, dst)
         return out

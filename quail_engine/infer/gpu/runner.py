@@ -94,8 +94,8 @@ class GpuRunner:
         """One decode step: each job is one token over its sequence's own KV (`prefix`, held by
         that sequence alone), which grows by the token in place and becomes the job's `kv`;
         its logits over the whole vocabulary stay on the device. (`run` would store each
-        token's KV apart and join it to the prefix: a page per sequence per step and a copy of
-        the prefix's last partial page.) On a CUDA device the step replays a CUDA graph
+        token's KV in a fresh extension of the prefix: a page per sequence per step and a copy
+        of the prefix's last partial page.) On a CUDA device the step replays a CUDA graph
         (decode_graph.py); more sequences than its largest graph holds run in parts."""
         parts = self._decode_parts([j.tokens[0] for j in jobs], [j.prefix for j in jobs],
                                    keep=True)
@@ -262,15 +262,8 @@ class GpuRunner:
             self.stats.decode_tokens += len(ids)
         else:
             self.stats.fresh_tokens += len(ids)
-        extended = []  # (one copy for all: a chunk of anchor documents extended by a stem)
-        for job, kv in zip(jobs, kvs):
+        for job, kv in zip(jobs, kvs):  # (each the whole sequence's, prefix included)
             if job.store_kv:
-                job.kv = kv
-                if job.prefix is not None:
-                    extended.append(job)
-        if extended:
-            joined = extended[0].prefix.arena.join([(job.prefix, job.kv) for job in extended])
-            for job, kv in zip(extended, joined):
                 job.kv = kv
         vocabs = [j.vocab for j in jobs if j.read]
         if not vocabs:
