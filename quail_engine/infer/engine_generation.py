@@ -78,7 +78,7 @@ class Generation:
                 for s in seqs:
                     chain, prefix = cache.lookup(s.tokens) if s.prefix is None \
                         else ([], s.prefix)
-                    start = chain[-1].num_tokens if chain else 0
+                    start = prefix.num_tokens if prefix is not None else 0
                     jobs.append(SeqJob(tokens=list(s.tokens[start:]), prefix=prefix,
                                        store_kv=True, on_device=True))
                     chains.append(chain)

@@ -38,15 +38,15 @@ class PrefixSharing:
                      base: Any = None, **job: Any) -> list[SeqJob]:
         """Jobs for sequences that start from scratch (or after `base`); with the prefix cache,
         the beginnings they share are computed first and each job starts after the longest
-        cached chain of pages its tokens begin with."""
+        cached beginning of its tokens (whole pages, or a tail shared to the token)."""
         if cache is None:
             return [SeqJob(tokens=t, prefix=base, **job) for t in token_lists]
         cache.warm(self.runner, token_lists, SeqJob)
         hits0 = cache.hit_tokens
         jobs = []
         for tokens in token_lists:
-            chain, prefix = cache.lookup(tokens)
-            start = chain[-1].num_tokens if chain else 0
+            _, prefix = cache.lookup(tokens)
+            start = prefix.num_tokens if prefix is not None else 0
             jobs.append(SeqJob(tokens=tokens[start:], prefix=prefix, **job))
         self.stats.kv_hit_tokens += cache.hit_tokens - hits0
         return jobs

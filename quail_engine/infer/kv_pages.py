@@ -33,6 +33,11 @@ class CpuPageStore:
     def done(self, kv: PrefixKV) -> None:
         """Pages are plain tensors: they live as long as the index or a reader holds them."""
 
+    def view(self, kv: PrefixKV, num_tokens: int) -> PrefixKV:
+        """The first `num_tokens` of `kv`, sliced (no copy)."""
+        return PrefixKV([k[:num_tokens] for k in kv.keys], [v[:num_tokens] for v in kv.values],
+                        num_tokens)
+
 
 def pages_for_bytes(kv_bytes_per_token: int, page_size: int, budget_bytes: int) -> int:
     return max(1, budget_bytes // max(1, kv_bytes_per_token * page_size))

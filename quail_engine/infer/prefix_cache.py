@@ -4,19 +4,32 @@
 infer/kv_pages.py, or the GPU's paged arena, gpu/paged_kv.py). Before a batch runs, `warm`
 computes and indexes the beginnings two or more of its sequences share (the forks among those
 first, so a common instruction header is computed once too); then each sequence attends over
-the longest cached chain of pages it begins with (`lookup`) and computes only the rest, its
-partial last page included. Torch-free: the store builds the prefix objects the runner takes.
+the longest cached chain of pages it begins with (`lookup`) and computes only the rest.
+
+A beginning shared to the token, not to the page (a chat template and an instruction of a few
+dozen tokens before each row's document: less than a GPU page of 64), is a batch's *tail*: the
+tokens past its whole pages computed once (`warm`, after the pages), kept until `end_batch`,
+and each row that begins with at least `MIN_TAIL` of them past its own cached pages starts from
+a view of the tail's first tokens (`PageStore.view`; on the GPU its whole pages by reference and
+the partial one copied into the row's first page). Tails are not indexed: a later batch
+computes its own. Torch-free: the store builds the prefix objects the runner takes.
 """
 
 from __future__ import annotations
 
+import bisect
 import logging
+import os
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from quail_engine.infer.radix import RadixIndex, RadixNode, branch_points
+from quail_engine.infer.radix import RadixIndex, RadixNode, branch_points, common_prefix_length
 
 log = logging.getLogger(__name__)
+
+# Tokens past a row's cached pages that a tail must save it: fewer are not worth a tail's
+# pass and the copy of its partial page (a chat template's opening alone is 3-5 tokens).
+MIN_TAIL = 8
 
 
 class PageStore(Protocol):
@@ -34,6 +47,11 @@ class PageStore(Protocol):
         """A prefix object or stored KV from this store will not be read again."""
         ...
 
+    def view(self, kv: Any, num_tokens: int) -> Any:
+        """A prefix object over the first `num_tokens` tokens of computed KV `kv` (its own
+        holder: `done` it apart from `kv`)."""
+        ...
+
 
 class PrefixCache:
     """`max_pages`: unpinned pages kept (None: until the store asks for room)."""
@@ -42,28 +60,75 @@ class PrefixCache:
         self.store = store
         self.page_size = store.page_size
         self.index = RadixIndex(store.page_size, max_pages, hold, drop)
-        self._memo: dict[int, Any] = {}  # id(last node) -> prefix object, within one batch
+        # within one batch: id(last node) or (id(tail KV), tokens) -> (owner, prefix object)
+        self._memo: dict[Any, tuple[Any, Any]] = {}
+        self._tail_tokens: list[tuple[int, ...]] = []  # this batch's tails, sorted
+        self._tail_kv: list[Any] = []  # their KV, in the same order
         self.hit_tokens = 0
+        # QUAIL_PREFIX_TAILS=0: whole pages only, as before tails (for A/B runs)
+        self.tails = os.environ.get("QUAIL_PREFIX_TAILS", "1") != "0"
 
     def lookup(self, tokens: Sequence[int], keep_last: bool = True
                ) -> tuple[list[RadixNode], Any]:
-        """(chain, prefix object or None) for the longest cached beginning of `tokens`; with
-        `keep_last` at least one token is left to compute. Sequences with the same chain get
-        the same prefix object until `end_batch` (the runner groups them by it)."""
-        chain = self.index.match(tokens, len(tokens) - 1 if keep_last else None)
+        """(chain, prefix object or None) for the longest cached beginning of `tokens`: the
+        chain of whole pages it begins with, or a view of this batch's tail that it shares
+        `MIN_TAIL` or more tokens beyond that chain with (the prefix object's `num_tokens` says
+        where the sequence's own tokens start). With `keep_last` at least one token is left to
+        compute. Sequences with the same beginning get the same prefix object until
+        `end_batch` (the runner groups them by it)."""
+        limit = len(tokens) - 1 if keep_last else len(tokens)
+        chain = self.index.match(tokens, limit)
+        start = chain[-1].num_tokens if chain else 0
+        k, shared = self._tail_for(tokens, limit)
+        if shared - start >= MIN_TAIL:
+            kv = self._tail_kv[k]
+            key = (id(kv), shared)
+            if key not in self._memo:
+                self._memo[key] = (kv, self.store.view(kv, shared))
+            self.hit_tokens += shared
+            return chain, self._memo[key][1]
+        self.hit_tokens += start
+        return chain, self._chain_prefix(chain)
+
+    def _chain_prefix(self, chain: list[RadixNode]) -> Any:
+        """The prefix object over a chain of pages (None for none), one per chain a batch."""
         if not chain:
-            return chain, None
+            return None
         key = id(chain[-1])
         if key not in self._memo:
             self._memo[key] = (chain[-1], self.store.prefix([n.page for n in chain],
                                                             chain[-1].num_tokens))
-        self.hit_tokens += chain[-1].num_tokens
-        return chain, self._memo[key][1]
+        return self._memo[key][1]
+
+    def _tail_for(self, tokens: Sequence[int], limit: int) -> tuple[int, int]:
+        """(position, tokens shared) of this batch's tail sharing the longest beginning with
+        `tokens` (at most `limit`): in sorted order it is one of the two tails beside them."""
+        tails = self._tail_tokens
+        if not tails:
+            return -1, 0
+        i = bisect.bisect_left(tails, tuple(tokens[:limit]))
+        best = (-1, 0)
+        for k in (i - 1, i):
+            if 0 <= k < len(tails):
+                n = common_prefix_length(tails[k], tokens, limit)
+                if n > best[1]:
+                    best = (k, n)
+        return best
+
+    def _covered(self, tokens: Sequence[int]) -> int:
+        """Leading tokens of `tokens` a lookup would not compute (pages or a tail)."""
+        chain = self.index.match(tokens)
+        start = chain[-1].num_tokens if chain else 0
+        shared = self._tail_for(tokens, len(tokens))[1]
+        return shared if shared - start >= MIN_TAIL else start
 
     def end_batch(self) -> None:
         for _, prefix in self._memo.values():
             self.store.done(prefix)
         self._memo.clear()
+        for kv in self._tail_kv:
+            self.store.done(kv)
+        self._tail_tokens, self._tail_kv = [], []
 
     def insert(self, tokens: Sequence[int], kv: Any) -> list[RadixNode]:
         """Index the full pages of a computed sequence (`kv` holds all of `tokens`' KV)."""
@@ -74,9 +139,18 @@ class PrefixCache:
 
     def warm(self, runner: Any, token_lists: Sequence[Sequence[int]], job_type: Any,
              keep_last: bool = True) -> None:
-        """Compute and index every page-aligned beginning that two or more of `token_lists`
-        share and the index lacks, in as few passes as the forks among them allow.
+        """Compute what two or more of `token_lists` share and the cache lacks: the
+        page-aligned beginnings, indexed (`_warm_pages`), then the tokens past them where the
+        sequences share `MIN_TAIL` or more, as this batch's tails (`_warm_tails`).
         `job_type`: the runner's SeqJob class (this module imports no torch)."""
+        self._warm_pages(runner, token_lists, job_type, keep_last)
+        if self.tails:
+            self._warm_tails(runner, token_lists, job_type, keep_last)
+
+    def _warm_pages(self, runner: Any, token_lists: Sequence[Sequence[int]], job_type: Any,
+                    keep_last: bool) -> None:
+        """Compute and index every page-aligned beginning that two or more of `token_lists`
+        share and the index lacks, in as few passes as the forks among them allow."""
         todo = []
         for i, n in branch_points(token_lists, self.page_size, keep_last):
             target = list(token_lists[i][:n])
@@ -85,16 +159,47 @@ class PrefixCache:
         if not todo:
             return
         if len(todo) > 1:
-            self.warm(runner, todo, job_type, keep_last=False)
+            self._warm_pages(runner, todo, job_type, keep_last=False)
         jobs = []
         for target in todo:
-            chain, prefix = self.lookup(target, keep_last=False)
-            self.hit_tokens -= chain[-1].num_tokens if chain else 0  # not a request's hit
+            chain = self.index.match(target)
             start = chain[-1].num_tokens if chain else 0
-            jobs.append(job_type(tokens=target[start:], prefix=prefix, read=(), store_kv=True))
+            jobs.append(job_type(tokens=target[start:], prefix=self._chain_prefix(chain),
+                                 read=(), store_kv=True))
         runner.run(jobs)
         for target, job in zip(todo, jobs):
             self.insert(target, job.kv)
             self.store.done(job.kv)
         log.debug("shared beginnings: computed %d (%d tokens)", len(todo),
+                  sum(len(j.tokens) for j in jobs))
+
+    def _warm_tails(self, runner: Any, token_lists: Sequence[Sequence[int]], job_type: Any,
+                    keep_last: bool) -> None:
+        """Compute, as tails, the longest beginnings two or more of `token_lists` share where
+        they run `MIN_TAIL` or more tokens past what the cache holds (a shorter beginning of a
+        tail is read from it: a view of its first tokens). Tails that share a beginning of
+        their own have it computed first, as `_warm_pages` does with forks."""
+        todo: list[tuple[int, ...]] = []
+        for i, n in branch_points(token_lists, 1, keep_last):
+            target = tuple(token_lists[i][:n])
+            if n - self._covered(target) >= MIN_TAIL and target not in todo:
+                todo.append(target)
+        if len(todo) > 1:
+            self._warm_tails(runner, todo, job_type, keep_last=False)
+            todo = [t for t in todo if len(t) - self._covered(t) >= MIN_TAIL]
+        if not todo:
+            return
+        jobs = []
+        for target in todo:
+            _, prefix = self.lookup(target, keep_last=False)
+            start = prefix.num_tokens if prefix is not None else 0
+            self.hit_tokens -= start  # (not a request's hit)
+            jobs.append(job_type(tokens=list(target[start:]), prefix=prefix, read=(),
+                                 store_kv=True))
+        runner.run(jobs)
+        for target, job in zip(todo, jobs):
+            k = bisect.bisect_left(self._tail_tokens, target)
+            self._tail_tokens.insert(k, target)
+            self._tail_kv.insert(k, job.kv)
+        log.debug("shared tails: computed %d (%d tokens)", len(todo),
                   sum(len(j.tokens) for j in jobs))

@@ -278,3 +278,8 @@ class PagedPageStore:
 
     def done(self, kv: PagedPrefix) -> None:
         kv.release()
+
+    def view(self, kv: PagedPrefix, num_tokens: int) -> PagedPrefix:
+        """The first `num_tokens` of `kv`: its pages up to the one holding the last of them,
+        held once more (a sequence after it copies the partial one: PagedKVArena.extend)."""
+        return self.arena.chain(kv.pages[:-(-num_tokens // self.page_size)], num_tokens)

@@ -69,3 +69,29 @@ def _common(a, b) -> int:
     while n < min(len(a), len(b)) and a[n] == b[n]:
         n += 1
     return n
+
+
+# 44 tokens of SmolLM2's template and this instruction: two CPU pages of 16 and 12 more
+LONG_INSTRUCTION = ("Summarize this text in one short sentence for a busy reader, keeping every "
+                    "name and number: ")
+
+
+def test_a_beginning_shared_past_whole_pages_is_read_to_the_token(engines):
+    """The rows share 44 tokens, 12 past their last whole page: each reads all 44 from the
+    batch's tail (prefix_cache.MIN_TAIL) and decodes what it decodes alone."""
+    from quail_engine.infer.prefix_cache import MIN_TAIL
+
+    got = {}
+    for share, engine in engines.items():
+        requests = [Request(tuple(sum(engine.chat_split(LONG_INSTRUCTION + t, ""), [])),
+                            GenerateReadout(max_tokens=12)) for t in TEXTS]
+        hits0, fresh0 = engine.stats.kv_hit_tokens, engine.stats.fresh_tokens
+        got[share] = ([a.value for a in engine.run(requests)],
+                      engine.stats.kv_hit_tokens - hits0, engine.stats.fresh_tokens - fresh0)
+    prompts = [r.tokens for r in requests]
+    page = engines[True].prefix_cache.page_size
+    common = min(_common(prompts[0], p) for p in prompts[1:])
+    assert common - common // page * page >= MIN_TAIL  # (the case this test is about)
+    assert got[True][0] == got[False][0]
+    assert got[True][1] == len(prompts) * common
+    assert got[False][2] - got[True][2] >= (len(prompts) - 1) * common
