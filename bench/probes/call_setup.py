@@ -38,7 +38,7 @@ TIMED = {  # module path -> (owner name or "", attribute)
     "quail_engine.infer.engine": [("LocalEngine", "extend_prefixes"),
                                   ("LocalEngine", "add_prefixes"), ("LocalEngine", "run")],
     "quail_engine.infer.gpu.runner": [("GpuRunner", "run"), ("GpuRunner", "_run_pass")],
-    "quail_engine.infer.gpu.paged_kv": [("PagedKVArena", "join")],
+    "quail_engine.infer.gpu.paged_kv": [("PagedKVArena", "extend")],
     "quail_engine.infer.gpu.batch": [("", "pack")],
 }
 

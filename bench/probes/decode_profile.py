@@ -24,7 +24,7 @@ SYNCED = 4  # decode steps after those timed part by part (synchronizing around 
 def _profile_steps(engine):
     """Patch the engine's runner so that decode steps PROFILED run under torch.profiler and the
     SYNCED steps after them are timed part by part: the forward's batch packing, the forward
-    itself, the prefix joins, the logits."""
+    itself, the prefix extensions, the logits."""
     import torch
 
     from quail_engine.infer.gpu import batch as batch_mod

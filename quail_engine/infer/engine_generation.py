@@ -76,9 +76,10 @@ class Generation:
                     cache.warm(self.runner, fresh, SeqJob)
                 hits0 = cache.hit_tokens
                 for s in seqs:
-                    chain, prefix = cache.lookup(s.tokens) if s.prefix is None \
-                        else ([], s.prefix)
-                    start = prefix.num_tokens if prefix is not None else 0
+                    chain, prefix, start = [], s.prefix, 0  # (a prefix of its own: all fresh)
+                    if s.prefix is None:
+                        chain, prefix = cache.lookup(s.tokens)
+                        start = prefix.num_tokens if prefix is not None else 0
                     jobs.append(SeqJob(tokens=list(s.tokens[start:]), prefix=prefix,
                                        store_kv=True, on_device=True))
                     chains.append(chain)
