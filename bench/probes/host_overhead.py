@@ -76,6 +76,9 @@ def main(argv=None) -> int:
     p.add_argument("--pages", type=int, default=4096, help="KV arena pages of 64 tokens")
     p.add_argument("--max-tokens", type=int, default=48, help="--workload complete's answers")
     p.add_argument("--constrained", action="store_true", help="--workload complete under a schema")
+    p.add_argument("--tokenizer", type=Path, default=None,
+                   help="the tiny model's tokenizer dir (default: --carry's tok; bench decode's "
+                        "GPU runs read .carry/tok-smollm2)")
     p.add_argument("--profile", action="store_true")
     p.add_argument("--quailb", default="", help="a QUAIL-B query id (quail_testing/quailb/queries.py)")
     p.add_argument("--scale", default="0.1", help="QUAIL-B scale of --quailb's tables")
@@ -87,7 +90,7 @@ def main(argv=None) -> int:
     from quail_engine.infer.tokenizer import load_tokenizer
 
     model_dir = args.workdir / "model-tiny"
-    write_model_dir(model_dir, args.carry / "tok", True, "cpu", 0)
+    write_model_dir(model_dir, args.tokenizer or args.carry / "tok", True, "cpu", 0)
     tokenizer = load_tokenizer(model_dir)
     if args.quailb:
         from quail_testing.quailb import data
@@ -130,6 +133,8 @@ def main(argv=None) -> int:
                       "load_s": rep["load_s"], "prompts": prompts,
                       "host_us_per_prompt": round(1e6 * (wall - rep["load_s"]) / max(1, prompts)),
                       "requested_tokens": rep["requested_tokens"],
+                      "fresh_tokens": sum(o.get("fresh_tokens", 0) for o in rep["operators"]),
+                      "kv_hit_tokens": sum(o.get("kv_hit_tokens", 0) for o in rep["operators"]),
                       "decode_tokens": sum(o.get("decode_tokens", 0) for o in rep["operators"]),
                       "engine_s": round(sum(o.get("engine_s", 0.0) for o in rep["operators"]), 2)}))
     if prof:

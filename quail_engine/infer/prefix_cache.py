@@ -23,13 +23,22 @@ import os
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from quail_engine.infer.radix import RadixIndex, RadixNode, branch_points, common_prefix_length
+from quail_engine.infer.radix import (
+    RadixIndex,
+    RadixNode,
+    adjacent_shares,
+    branch_points,
+    common_prefix_length,
+)
 
 log = logging.getLogger(__name__)
 
 # Tokens past a row's cached pages that a tail must save it: fewer are not worth a tail's
 # pass and the copy of its partial page (a chat template's opening alone is 3-5 tokens).
 MIN_TAIL = 8
+# Tails are computed for a batch only where rows would read at least this share of their
+# tokens from them.
+MIN_TAIL_SHARE = 0.01
 
 
 class PageStore(Protocol):
@@ -62,8 +71,11 @@ class PrefixCache:
         self.index = RadixIndex(store.page_size, max_pages, hold, drop)
         # within one batch: id(last node) or (id(tail KV), tokens) -> (owner, prefix object)
         self._memo: dict[Any, tuple[Any, Any]] = {}
-        self._tail_tokens: list[tuple[int, ...]] = []  # this batch's tails, sorted
-        self._tail_kv: list[Any] = []  # their KV, in the same order
+        # this batch's tails: their KV, and under each page chain a tail runs through (by its
+        # last node's id, 0 for the root; the node is held, so no other object takes its id)
+        # the tail's next page of tokens with its position, sorted
+        self._tail_kv: list[Any] = []
+        self._tails_at: dict[int, tuple[Any, list[tuple[tuple[int, ...], int]]]] = {}
         self.hit_tokens = 0
         # QUAIL_PREFIX_TAILS=0: whole pages only, as before tails (for A/B runs)
         self.tails = os.environ.get("QUAIL_PREFIX_TAILS", "1") != "0"
@@ -79,7 +91,7 @@ class PrefixCache:
         limit = len(tokens) - 1 if keep_last else len(tokens)
         chain = self.index.match(tokens, limit)
         start = chain[-1].num_tokens if chain else 0
-        k, shared = self._tail_for(tokens, limit)
+        k, shared = self._tail_for(tokens, limit, chain)
         if shared - start >= MIN_TAIL:
             kv = self._tail_kv[k]
             key = (id(kv), shared)
@@ -100,27 +112,46 @@ class PrefixCache:
                                                             chain[-1].num_tokens))
         return self._memo[key][1]
 
-    def _tail_for(self, tokens: Sequence[int], limit: int) -> tuple[int, int]:
+    def _tail_for(self, tokens: Sequence[int], limit: int, chain: list[RadixNode]
+                  ) -> tuple[int, int]:
         """(position, tokens shared) of this batch's tail sharing the longest beginning with
-        `tokens` (at most `limit`): in sorted order it is one of the two tails beside them."""
-        tails = self._tail_tokens
-        if not tails:
+        `tokens` (at most `limit`), whose cached pages are `chain`. A tail sharing more than
+        the chain runs through the chain's last page (the same pages, the same node) and then
+        shares less than a page with `tokens` (a whole one more would be cached): so only the
+        next page's tokens are compared, against the tails under that node in sorted order,
+        of which the two beside them share the most. The cost of a row is one page of
+        tokens, not its length (agent traces run to tens of thousands)."""
+        node, tails = self._tails_at.get(id(chain[-1]) if chain else 0, (None, None))
+        if not tails or (chain and node is not chain[-1]):
             return -1, 0
-        i = bisect.bisect_left(tails, tuple(tokens[:limit]))
+        start = chain[-1].num_tokens if chain else 0
+        window = tuple(tokens[start:min(limit, start + self.page_size)])
+        i = bisect.bisect_left(tails, (window,))
         best = (-1, 0)
-        for k in (i - 1, i):
-            if 0 <= k < len(tails):
-                n = common_prefix_length(tails[k], tokens, limit)
+        for j in (i - 1, i):
+            if 0 <= j < len(tails):
+                n = common_prefix_length(tails[j][0], window)
                 if n > best[1]:
-                    best = (k, n)
-        return best
+                    best = (tails[j][1], n)
+        return best[0], start + best[1]
 
     def _covered(self, tokens: Sequence[int]) -> int:
         """Leading tokens of `tokens` a lookup would not compute (pages or a tail)."""
         chain = self.index.match(tokens)
         start = chain[-1].num_tokens if chain else 0
-        shared = self._tail_for(tokens, len(tokens))[1]
+        shared = self._tail_for(tokens, len(tokens), chain)[1]
         return shared if shared - start >= MIN_TAIL else start
+
+    def _add_tail(self, tokens: tuple[int, ...], kv: Any) -> None:
+        """Make `tokens` (computed: `kv`) a tail of this batch, under each page of its chain."""
+        k = len(self._tail_kv)
+        self._tail_kv.append(kv)
+        size = self.page_size
+        for depth, node in enumerate([None, *self.index.match(tokens)]):
+            window = tokens[depth * size:(depth + 1) * size]
+            if window:
+                held = self._tails_at.setdefault(id(node) if node else 0, (node, []))
+                bisect.insort(held[1], (window, k))
 
     def end_batch(self) -> None:
         for _, prefix in self._memo.values():
@@ -128,7 +159,7 @@ class PrefixCache:
         self._memo.clear()
         for kv in self._tail_kv:
             self.store.done(kv)
-        self._tail_tokens, self._tail_kv = [], []
+        self._tail_kv, self._tails_at = [], {}
 
     def insert(self, tokens: Sequence[int], kv: Any) -> list[RadixNode]:
         """Index the full pages of a computed sequence (`kv` holds all of `tokens`' KV)."""
@@ -143,16 +174,17 @@ class PrefixCache:
         page-aligned beginnings, indexed (`_warm_pages`), then the tokens past them where the
         sequences share `MIN_TAIL` or more, as this batch's tails (`_warm_tails`).
         `job_type`: the runner's SeqJob class (this module imports no torch)."""
-        self._warm_pages(runner, token_lists, job_type, keep_last)
+        shares = adjacent_shares(token_lists, keep_last)
+        self._warm_pages(runner, token_lists, job_type, keep_last, shares)
         if self.tails:
-            self._warm_tails(runner, token_lists, job_type, keep_last)
+            self._warm_tails(runner, token_lists, job_type, keep_last, shares)
 
     def _warm_pages(self, runner: Any, token_lists: Sequence[Sequence[int]], job_type: Any,
-                    keep_last: bool) -> None:
+                    keep_last: bool, shares: list[tuple[int, int]] | None = None) -> None:
         """Compute and index every page-aligned beginning that two or more of `token_lists`
         share and the index lacks, in as few passes as the forks among them allow."""
         todo = []
-        for i, n in branch_points(token_lists, self.page_size, keep_last):
+        for i, n in branch_points(token_lists, self.page_size, keep_last, shares):
             target = list(token_lists[i][:n])
             if len(self.index.match(target)) * self.page_size < n:
                 todo.append(target)
@@ -174,13 +206,24 @@ class PrefixCache:
                   sum(len(j.tokens) for j in jobs))
 
     def _warm_tails(self, runner: Any, token_lists: Sequence[Sequence[int]], job_type: Any,
-                    keep_last: bool) -> None:
+                    keep_last: bool, shares: list[tuple[int, int]] | None = None) -> None:
         """Compute, as tails, the longest beginnings two or more of `token_lists` share where
         they run `MIN_TAIL` or more tokens past what the cache holds (a shorter beginning of a
         tail is read from it: a view of its first tokens). Tails that share a beginning of
         their own have it computed first, as `_warm_pages` does with forks."""
         todo: list[tuple[int, ...]] = []
-        for i, n in branch_points(token_lists, 1, keep_last):
+        if shares is None:
+            shares = adjacent_shares(token_lists, keep_last)
+        # (a share of fewer than MIN_TAIL tokens past its whole pages, which the pages'
+        # warm-up computed, is no tail: dropped before the longest of nested ones is kept)
+        size = self.page_size
+        shares = [(i, n) for i, n in shares if n % size >= MIN_TAIL]
+        # (about what the rows would read from tails: where it is a small share of their
+        # tokens, agent traces of thousands sharing their beginnings, finding and computing
+        # the tails costs the host more than the passes save)
+        if sum(n % size for _, n in shares) < MIN_TAIL_SHARE * sum(map(len, token_lists)):
+            return
+        for i, n in branch_points(token_lists, 1, keep_last, shares):
             target = tuple(token_lists[i][:n])
             if n - self._covered(target) >= MIN_TAIL and target not in todo:
                 todo.append(target)
@@ -198,8 +241,6 @@ class PrefixCache:
                                  store_kv=True))
         runner.run(jobs)
         for target, job in zip(todo, jobs):
-            k = bisect.bisect_left(self._tail_tokens, target)
-            self._tail_tokens.insert(k, target)
-            self._tail_kv.insert(k, job.kv)
+            self._add_tail(target, job.kv)
         log.debug("shared tails: computed %d (%d tokens)", len(todo),
                   sum(len(j.tokens) for j in jobs))

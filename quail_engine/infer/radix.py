@@ -145,20 +145,31 @@ class RadixIndex:
         return out
 
 
-def branch_points(token_lists: Sequence[Sequence[int]], page_size: int,
-                  keep_last: bool) -> list[tuple[int, int]]:
-    """(index into token_lists, length) of each maximal page-aligned beginning shared by two or
-    more sequences: adjacent sequences in sorted order share their longest common prefix,
-    floored to whole pages; one that is the start of another is dropped. With `keep_last`, a
-    shared beginning stops before each sequence's last token (a request keeps one own token)."""
+def adjacent_shares(token_lists: Sequence[Sequence[int]], keep_last: bool
+                    ) -> list[tuple[int, int]]:
+    """(index into token_lists, tokens shared with the next) for each sequence but the last in
+    sorted order: its longest common prefix with its successor (with `keep_last`, stopping
+    before either one's last token: a request keeps one own token). `branch_points` at any
+    granularity reads these, so a caller asking at two sorts the sequences once."""
     order = sorted(range(len(token_lists)), key=lambda i: token_lists[i])
-    found: list[tuple[int, int]] = []
+    out = []
     for a, b in zip(order, order[1:]):
         x, y = token_lists[a], token_lists[b]
         limit = min(len(x), len(y)) - (1 if keep_last else 0)
-        n = common_prefix_length(x, y, limit) // page_size * page_size
-        if n > 0:
-            found.append((a, n))
+        out.append((a, common_prefix_length(x, y, limit)))
+    return out
+
+
+def branch_points(token_lists: Sequence[Sequence[int]], page_size: int, keep_last: bool,
+                  shares: list[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
+    """(index into token_lists, length) of each maximal page-aligned beginning shared by two or
+    more sequences: adjacent sequences in sorted order share their longest common prefix,
+    floored to whole pages; one that is the start of another is dropped. With `keep_last`, a
+    shared beginning stops before each sequence's last token (a request keeps one own token).
+    `shares`: `adjacent_shares(token_lists, keep_last)`, when the caller has them."""
+    if shares is None:
+        shares = adjacent_shares(token_lists, keep_last)
+    found = [(a, n // page_size * page_size) for a, n in shares if n >= page_size]
     # in sorted order, two beginnings one of which starts the other are found next to each
     # other (every pair between them shares the shorter one): keep the longer
     out: list[tuple[int, int]] = []

@@ -136,3 +136,20 @@ def test_a_row_keeps_its_last_token_to_compute():
     assert runner.passes == [[((), tuple(T[:-1]))]]
     assert [cache.lookup(row)[1].num_tokens for row in rows] == [29, 29]
     cache.end_batch()
+
+
+def test_no_tails_where_they_would_save_a_sliver_of_the_rows():
+    """Rows of thousands of tokens that share a beginning just past a page (agent traces):
+    under MIN_TAIL_SHARE of their tokens would come from tails, so none is computed (finding
+    them costs the host more than the passes save)."""
+    from quail_engine.infer.prefix_cache import MIN_TAIL_SHARE
+
+    store = Store(64)
+    cache, runner = PrefixCache(store), Runner(store)
+    shared = list(range(64 + 20))  # a page and 20 tokens
+    rows = [shared + [9000 + i] * 4000 for i in range(4)]
+    assert 3 * 20 < MIN_TAIL_SHARE * sum(map(len, rows))
+    cache.warm(runner, rows, Job)
+    assert runner.passes == [[((), tuple(shared[:64]))]]  # the page only
+    assert all(cache.lookup(r)[1].num_tokens == 64 for r in rows)
+    cache.end_batch()
