@@ -212,6 +212,7 @@ class PrefixCache:
         tail is read from it: a view of its first tokens). Tails that share a beginning of
         their own have it computed first, as `_warm_pages` does with forks."""
         todo: list[tuple[int, ...]] = []
+        seen: set[tuple[int, ...]] = set()
         if shares is None:
             shares = adjacent_shares(token_lists, keep_last)
         # (a share of fewer than MIN_TAIL tokens past its whole pages, which the pages'
@@ -225,7 +226,8 @@ class PrefixCache:
             return
         for i, n in branch_points(token_lists, 1, keep_last, shares):
             target = tuple(token_lists[i][:n])
-            if n - self._covered(target) >= MIN_TAIL and target not in todo:
+            if target not in seen and n - self._covered(target) >= MIN_TAIL:
+                seen.add(target)
                 todo.append(target)
         if len(todo) > 1:
             self._warm_tails(runner, todo, job_type, keep_last=False)
