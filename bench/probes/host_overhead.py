@@ -8,6 +8,7 @@ that the host owns (on the H200 the GPU waits through the engine thread's share 
     python -m bench.probes.host_overhead --workload join --anchors 40 --partners 1100 [--profile]
     python -m bench.probes.host_overhead --quailb IMDB-2 --scale 0.1 [--profile]
     python -m bench.probes.host_overhead --workload complete --docs 2000 --max-tokens 48 [--constrained]
+        [--tokenizer .carry/tok-smollm2]   (bench decode's GPU prompts, token for token)
 
 `--quailb ID`: that QUAIL-B query (bench/quailb) over its generated tables at `--scale` instead.
 `--workload complete`: bench/decode.py's AI_COMPLETE (`--constrained`: under its JSON schema)
