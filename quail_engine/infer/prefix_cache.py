@@ -71,11 +71,10 @@ class PrefixCache:
         self.index = RadixIndex(store.page_size, max_pages, hold, drop)
         # within one batch: id(last node) or (id(tail KV), tokens) -> (owner, prefix object)
         self._memo: dict[Any, tuple[Any, Any]] = {}
-        # this batch's tails: their KV, and under each page chain a tail runs through (by its
-        # last node's id, 0 for the root; the node is held, so no other object takes its id)
-        # the tail's next page of tokens with its position, sorted
+        # this batch's tails: their KV, and under each page chain a tail runs through (its
+        # last node, None for the root) the tail's next page of tokens with its position, sorted
         self._tail_kv: list[Any] = []
-        self._tails_at: dict[int, tuple[Any, list[tuple[tuple[int, ...], int]]]] = {}
+        self._tails_at: dict[RadixNode | None, list[tuple[tuple[int, ...], int]]] = {}
         self.hit_tokens = 0
         # QUAIL_PREFIX_TAILS=0: whole pages only, as before tails (for A/B runs)
         self.tails = os.environ.get("QUAIL_PREFIX_TAILS", "1") != "0"
@@ -88,19 +87,24 @@ class PrefixCache:
         where the sequence's own tokens start). With `keep_last` at least one token is left to
         compute. Sequences with the same beginning get the same prefix object until
         `end_batch` (the runner groups them by it)."""
-        limit = len(tokens) - 1 if keep_last else len(tokens)
+        chain, k, start = self._beginning(tokens, len(tokens) - 1 if keep_last else len(tokens))
+        self.hit_tokens += start
+        if k < 0:
+            return chain, self._chain_prefix(chain)
+        kv = self._tail_kv[k]
+        key = (id(kv), start)
+        if key not in self._memo:
+            self._memo[key] = (kv, self.store.view(kv, start))
+        return chain, self._memo[key][1]
+
+    def _beginning(self, tokens: Sequence[int], limit: int) -> tuple[list[RadixNode], int, int]:
+        """(chain of cached pages, the tail to read or -1, tokens a lookup would not compute)
+        for the first `limit` of `tokens`: a tail counts where it shares `MIN_TAIL` or more
+        tokens past the chain."""
         chain = self.index.match(tokens, limit)
         start = chain[-1].num_tokens if chain else 0
         k, shared = self._tail_for(tokens, limit, chain)
-        if shared - start >= MIN_TAIL:
-            kv = self._tail_kv[k]
-            key = (id(kv), shared)
-            if key not in self._memo:
-                self._memo[key] = (kv, self.store.view(kv, shared))
-            self.hit_tokens += shared
-            return chain, self._memo[key][1]
-        self.hit_tokens += start
-        return chain, self._chain_prefix(chain)
+        return (chain, k, shared) if shared - start >= MIN_TAIL else (chain, -1, start)
 
     def _chain_prefix(self, chain: list[RadixNode]) -> Any:
         """The prefix object over a chain of pages (None for none), one per chain a batch."""
@@ -121,8 +125,8 @@ class PrefixCache:
         next page's tokens are compared, against the tails under that node in sorted order,
         of which the two beside them share the most. The cost of a row is one page of
         tokens, not its length (agent traces run to tens of thousands)."""
-        node, tails = self._tails_at.get(id(chain[-1]) if chain else 0, (None, None))
-        if not tails or (chain and node is not chain[-1]):
+        tails = self._tails_at.get(chain[-1] if chain else None)
+        if not tails:
             return -1, 0
         start = chain[-1].num_tokens if chain else 0
         window = tuple(tokens[start:min(limit, start + self.page_size)])
@@ -137,10 +141,7 @@ class PrefixCache:
 
     def _covered(self, tokens: Sequence[int]) -> int:
         """Leading tokens of `tokens` a lookup would not compute (pages or a tail)."""
-        chain = self.index.match(tokens)
-        start = chain[-1].num_tokens if chain else 0
-        shared = self._tail_for(tokens, len(tokens), chain)[1]
-        return shared if shared - start >= MIN_TAIL else start
+        return self._beginning(tokens, len(tokens))[2]
 
     def _add_tail(self, tokens: tuple[int, ...], kv: Any) -> None:
         """Make `tokens` (computed: `kv`) a tail of this batch, under each page of its chain."""
@@ -150,8 +151,7 @@ class PrefixCache:
         for depth, node in enumerate([None, *self.index.match(tokens)]):
             window = tokens[depth * size:(depth + 1) * size]
             if window:
-                held = self._tails_at.setdefault(id(node) if node else 0, (node, []))
-                bisect.insort(held[1], (window, k))
+                bisect.insort(self._tails_at.setdefault(node, []), (window, k))
 
     def end_batch(self) -> None:
         for _, prefix in self._memo.values():
