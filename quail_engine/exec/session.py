@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 
 from quail_engine.errors import QuailError
+from quail_engine.exec import engine_thread
 from quail_engine.exec.answer_cache import AnswerCache
 from quail_engine.exec.answer_store import AnswerStore
 from quail_engine.exec.config import SessionConfig
@@ -31,6 +32,7 @@ from quail_engine.exec.progress_sink import NullProgress
 from quail_engine.exec.prompt_text import PromptText
 from quail_engine.exec.prompts import DECODED
 from quail_engine.exec.report import Report
+from quail_engine.exec.tasks import task_grammar
 from quail_engine.exec.udfs import (
     emit,
     prepare,
@@ -59,6 +61,7 @@ class _LazyEngine:
                  inner_load: Callable[[], float] = lambda: 0.0):
         self._factory, self._engine, self._inner_load = factory, None, inner_load
         self.load_s = self.nested_s = 0.0
+        self._on_load: list[Callable[[object], None]] = []
 
     def get(self):
         if self._engine is None:
@@ -66,7 +69,18 @@ class _LazyEngine:
             self._engine = self._factory()
             self.load_s = time.perf_counter() - start
             self.nested_s = self._inner_load() - inner0
+            hooks, self._on_load = self._on_load, []
+            for hook in hooks:
+                hook(self._engine)
         return self._engine
+
+    def when_loaded(self, hook: Callable[[object], None]) -> None:
+        """hook(engine) once the engine is loaded: now if it is, else right after its load
+        (never, if nothing loads it: a query whose answers are all cached)."""
+        if self._engine is not None:
+            hook(self._engine)
+        else:
+            self._on_load.append(hook)
 
     @property
     def loaded(self):
@@ -196,6 +210,7 @@ class QuailSession:
         return table
 
     def _run_cores(self, parsed, runner, store: AnswerStore, suffix: str, limit) -> None:
+        self._expect_grammars(parsed.ai_ops)
         specs = functools.cache(self._specs)
         for core in dependency_order(parsed.cores):
             CoreRunner(self.con, core.ops_of(parsed.ai_ops), runner, store, specs,
@@ -203,6 +218,32 @@ class QuailSession:
                        lambda rel: prepare_scan(rel, suffix, parsed.group_ops),
                        self.config.use_cache, self._writer_spec).run(core, limit,
                                                                      len(parsed.cores))
+
+    def _expect_grammars(self, ops) -> None:
+        """Tell the engine that writes the plan's structured answers (the generation model's
+        where the session has one) their grammars as soon as it is loaded, so that it builds
+        them while the operators before them run and their prompts are prepared, not when
+        their first prefill waits for them (LocalEngine.expect_grammars). A hint: an engine
+        without it, or a grammar that cannot be built, is left to the operator's own call."""
+        grammars = []
+        for op in ops:
+            if op.op not in DECODED:
+                continue
+            try:
+                grammar = task_grammar(op)
+            except QuailError:
+                continue  # (the operator reports it, with its SQL)
+            if grammar is not None and grammar not in grammars:
+                grammars.append(grammar)
+        if not grammars:
+            return
+        writer = self._decoder if self._decoder is not None else self._engine
+
+        def expect(engine) -> None:
+            hook = getattr(engine, "expect_grammars", None)
+            if hook is not None:  # (on the engine thread, which owns the engine's state)
+                engine_thread.submit(hook, grammars)
+        writer.when_loaded(expect)
 
     def close(self) -> None:
         self.cache.close()

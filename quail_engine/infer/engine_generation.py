@@ -101,6 +101,14 @@ class Generation:
                               if (held := kv()) is not None and held.refs > 0]
         return len({p for _, pages in self._decode_holds for p in pages})
 
+    def expect_grammars(self, grammars: Sequence[Any]) -> None:
+        """Answers under `grammars` are coming (the plan says so): their grammar machinery is
+        built now on its helper thread (GrammarMasks.prepare), not when their first prompts
+        wait for it. Called on the engine thread; returns at once."""
+        width = self._logits_width()
+        if grammars and width:
+            self._grammar_masks().prepare(list(grammars), width)
+
     def _grammar_masks(self):
         if self._grammars is None:
             # (llguidance loads only for a constrained answer: plain runs never need it)

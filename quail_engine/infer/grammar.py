@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -87,6 +88,9 @@ class GrammarMasks:
         self._compiled: dict[Grammar, str] = {}
         self._fresh: dict[tuple[Grammar, int], Any] = {}  # a matcher no token has advanced
         self._forced: dict[tuple[Grammar, int], list[int]] = {}  # see forced_start
+        # (the llguidance tokenizer, compiled grammars and fresh matchers are built either by
+        # `prepare` on the helper thread or on first use by the decode loop: one at a time)
+        self._building = threading.RLock()
         self._executor = None
         self._pool = None
         self._buffers: list[Any] = [None, None]  # see _masks
@@ -111,16 +115,17 @@ class GrammarMasks:
         grammar again (about a thousand times a copy's cost, paid per admitted row while the
         GPU waits for the step's choices)."""
         key = (grammar, width)
-        if key not in self._fresh:
-            if grammar not in self._compiled:
-                self._compiled[grammar] = compile_grammar(grammar)
-            matcher = llguidance.LLMatcher(self._lltokenizer(width), self._compiled[grammar],
-                                           log_level=0)
-            if matcher.is_error():
-                raise ExecutionError(f"the response format cannot be decoded under a grammar "
-                                     f"({matcher.get_error()}): {grammar.source}")
-            self._fresh[key] = matcher
-        return self._fresh[key].deep_copy()
+        with self._building:
+            if key not in self._fresh:
+                if grammar not in self._compiled:
+                    self._compiled[grammar] = compile_grammar(grammar)
+                matcher = llguidance.LLMatcher(self._lltokenizer(width), self._compiled[grammar],
+                                               log_level=0)
+                if matcher.is_error():
+                    raise ExecutionError(f"the response format cannot be decoded under a "
+                                         f"grammar ({matcher.get_error()}): {grammar.source}")
+                self._fresh[key] = matcher
+            return self._fresh[key].deep_copy()
 
     def forced_start(self, grammar: Grammar, width: int) -> list[int]:
         """The tokens every answer under `grammar` begins with, whatever the model (`force`
@@ -129,9 +134,25 @@ class GrammarMasks:
         they would each have cost a decode step; the answer's tokens are the same. Computed
         once per grammar and width."""
         key = (grammar, width)
-        if key not in self._forced:
-            self._forced[key] = self.force(self.matcher(grammar, width), width)
-        return self._forced[key]
+        with self._building:
+            if key not in self._forced:
+                self._forced[key] = self.force(self.matcher(grammar, width), width)
+            return self._forced[key]
+
+    def prepare(self, grammars: Sequence[Grammar], width: int) -> Future:
+        """Build what the first answers under `grammars` need before their first pass (the
+        llguidance tokenizer of the model's vocabulary, the compiled grammars, their fresh
+        matchers and forced starts) on the helper thread, from the moment the plan knows them:
+        built on first use, the tokenizer alone is a large vocabulary's seconds that the
+        first prompts' prefill waits for (its forced start is part of each prompt). A grammar
+        that cannot be built is left for its first use to report, with its SQL."""
+        def build():
+            for grammar in grammars:
+                try:
+                    self.forced_start(grammar, width)
+                except Exception:  # noqa: BLE001, S110 - raised again where it is used
+                    pass
+        return self._helper().submit(build)
 
     def force(self, matcher, width: int, limit: int | None = None) -> list[int]:
         """Advance `matcher` by the tokens its grammar forces next (at most `limit`) and

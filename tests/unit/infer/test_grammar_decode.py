@@ -208,3 +208,27 @@ def test_an_answer_the_grammar_forces_whole_takes_no_decode_step(engine):
     # (cut by max_tokens first: unfinished, as when the steps ran out)
     short = _request(engine, "Say something.", Grammar(json.dumps(const)), max_tokens=3)
     assert engine.run([short])[0].value is None
+
+
+def test_grammars_built_ahead_answer_alike_and_a_bad_one_still_fails_where_asked(engine):
+    """expect_grammars (the plan's structured answers, before their first prompt) builds
+    their machinery on the helper thread; the answers are those of grammars built on first
+    use, and a grammar that cannot be built is reported where its answer is asked for, with
+    its schema, as before."""
+    import torch
+
+    from quail_engine.errors import ExecutionError
+    from quail_engine.infer.engine import LocalEngine
+
+    ahead = LocalEngine.load("smollm2-135m", dtype=torch.float32)
+    obj, bad = Grammar(json.dumps(OBJECT)), Grammar(json.dumps({"type": "no-such-type"}))
+    ahead.expect_grammars([bad, obj])
+    masks = ahead._grammar_masks()
+    masks._helper().submit(lambda: None).result()  # (the helper ran the build before this)
+    width = ahead._logits_width()
+    assert (obj, width) in masks._forced and (bad, width) not in masks._forced
+    requests = [_request(engine, f"{t}\n\nExtract a JSON object with keys name and city.", obj)
+                for t in TEXTS]
+    assert [a.value for a in ahead.run(requests)] == [a.value for a in engine.run(requests)]
+    with pytest.raises(ExecutionError, match="no-such-type"):
+        ahead.run([_request(ahead, TEXTS[0], bad)])
