@@ -63,6 +63,10 @@ def packing_engine(spec: str, pages: int, tokenizer=None, token: int | None = No
         plain = torch.zeros(config.vocab_size)
         plain[token] = 1.0
         model.vocab_logits = lambda hidden: plain.expand(hidden.shape[0], -1)
+        # (and the prefill's logits, where an answer's first token comes from: all-zero logits
+        # choose token 0, an end-of-text id in SmolLM2's vocabulary, which ended every answer)
+        model.logits = lambda hidden, token_ids=None: (
+            plain if token_ids is None else plain[token_ids]).expand(hidden.shape[0], -1)
     return GpuEngine(model, tok, config, model_id=spec, token_budget=65536)
 
 
