@@ -41,8 +41,31 @@ def kv_fp8_requested() -> bool:
     return value == "fp8"
 
 
+KV_FRACTION = 0.4  # of the GPU memory free after loading; QUAIL_KV_FRACTION overrides
+
+
+def kv_fraction_requested() -> float:
+    """The share of the GPU memory free after the weights load that the KV arena takes:
+    QUAIL_KV_FRACTION, else KV_FRACTION. An environment setting for the machine, as
+    QUAIL_KV_DTYPE is: lower where another process shares the GPU; higher gives the decode
+    loop more sequences at once, and what is left must still hold a pass's activations
+    (gpu/runner.token_budget_for sizes passes from it). Answers do not depend on it."""
+    raw = os.environ.get("QUAIL_KV_FRACTION", "").strip()
+    if not raw:
+        return KV_FRACTION
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0.05 <= value <= 0.9:
+        raise QuailError(f"QUAIL_KV_FRACTION must be a number from 0.05 to 0.9 (the share of "
+                         f"free GPU memory the KV arena takes); got {raw!r}")
+    return value
+
+
 def build_gpu_model(config: Any, state_dict: dict, fp8: bool = False, device: str = "cuda",
-                    kv_fraction: float = 0.4, page_size: int = 64, kv_fp8: bool | None = None,
+                    kv_fraction: float | None = None, page_size: int = 64,
+                    kv_fp8: bool | None = None,
                     **options: Any) -> GpuCausalLM:
     """GpuCausalLM + a paged arena taking `kv_fraction` of the GPU memory free after loading
     (`kv_fp8`: e4m3 K/V, gpu/paged_kv.py; None: as QUAIL_KV_DTYPE says). `options`:
@@ -51,12 +74,14 @@ def build_gpu_model(config: Any, state_dict: dict, fp8: bool = False, device: st
                         kv_fraction, page_size, kv_fp8)
 
 
-def attach_arena(model: GpuCausalLM, kv_fraction: float = 0.4, page_size: int = 64,
+def attach_arena(model: GpuCausalLM, kv_fraction: float | None = None, page_size: int = 64,
                  kv_fp8: bool | None = None) -> GpuCausalLM:
-    """Give `model` a paged arena of `kv_fraction` of the GPU memory free now; an fp8 one
-    (`kv_fp8`; None: as QUAIL_KV_DTYPE says, so benches and probes that build their model
-    follow it too) holds about twice the pages in the same bytes."""
+    """Give `model` a paged arena of `kv_fraction` of the GPU memory free now (None: as
+    QUAIL_KV_FRACTION says); an fp8 one (`kv_fp8`; None: as QUAIL_KV_DTYPE says, so benches
+    and probes that build their model follow it too) holds about twice the pages in the same
+    bytes."""
     kv_fp8 = kv_fp8_requested() if kv_fp8 is None else kv_fp8
+    kv_fraction = kv_fraction_requested() if kv_fraction is None else kv_fraction
     config = model.config
     free, _ = torch.cuda.mem_get_info(model.device)
     model.arena = PagedKVArena.for_budget(config.num_layers, config.num_kv_heads, config.head_dim,

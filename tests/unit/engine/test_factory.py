@@ -103,3 +103,22 @@ def test_a_band_is_refused_over_an_fp8_kv_cache(monkeypatch):
     with pytest.raises(QuailError, match="'fp8-band'.*QUAIL_KV_DTYPE=fp8 has none measured"):
         factory.load_engine("default", "cuda:0", precision="fp8-band")
     assert factory.load_engine("default", "cuda:0", precision="fp8") == "gpu"
+
+
+@pytest.mark.parametrize("raw,want", [("", 0.4), ("0.65", 0.65), (" 0.3 ", 0.3)])
+def test_kv_fraction_defaults_and_is_read_from_the_environment(monkeypatch, raw, want):
+    from quail_engine.infer.gpu.engine import kv_fraction_requested
+
+    monkeypatch.setenv("QUAIL_KV_FRACTION", raw)
+    assert kv_fraction_requested() == want
+
+
+@pytest.mark.parametrize("raw", ["0", "0.95", "half", "nan", "-0.4"])
+def test_a_kv_fraction_out_of_range_is_named(monkeypatch, raw):
+    from quail_engine.errors import QuailError
+    from quail_engine.infer.gpu.engine import kv_fraction_requested
+
+    monkeypatch.setenv("QUAIL_KV_FRACTION", raw)
+    with pytest.raises(QuailError, match="QUAIL_KV_FRACTION") as err:
+        kv_fraction_requested()
+    assert repr(raw) in str(err.value)
