@@ -49,7 +49,8 @@ def kv_fraction_requested() -> float:
     QUAIL_KV_FRACTION, else KV_FRACTION. An environment setting for the machine, as
     QUAIL_KV_DTYPE is: lower where another process shares the GPU; higher gives the decode
     loop more sequences at once, and what is left must still hold a pass's activations
-    (gpu/runner.token_budget_for sizes passes from it). Answers do not depend on it."""
+    (gpu/runner.token_budget_for sizes passes from it). It sets how many rows decode
+    together, as batch sizes do (which in bf16 or fp8 can round a near tie either way)."""
     raw = os.environ.get("QUAIL_KV_FRACTION", "").strip()
     if not raw:
         return KV_FRACTION
