@@ -74,13 +74,15 @@ class _LazyEngine:
                 hook(self._engine)
         return self._engine
 
-    def when_loaded(self, hook: Callable[[object], None]) -> None:
+    def when_loaded(self, hook: Callable[[object], None]) -> Callable[[], None]:
         """hook(engine) once the engine is loaded: now if it is, else right after its load
-        (never, if nothing loads it: a query whose answers are all cached)."""
+        (never, if nothing loads it: a query whose answers are all cached). -> a callable that
+        drops the hook if it has not run (a statement's hooks end with it)."""
         if self._engine is not None:
             hook(self._engine)
-        else:
-            self._on_load.append(hook)
+            return lambda: None
+        self._on_load.append(hook)
+        return lambda: self._on_load.remove(hook) if hook in self._on_load else None
 
     @property
     def loaded(self):
@@ -210,21 +212,25 @@ class QuailSession:
         return table
 
     def _run_cores(self, parsed, runner, store: AnswerStore, suffix: str, limit) -> None:
-        self._expect_grammars(parsed.ai_ops)
+        unexpect = self._expect_grammars(parsed.ai_ops)
         specs = functools.cache(self._specs)
-        for core in dependency_order(parsed.cores):
-            CoreRunner(self.con, core.ops_of(parsed.ai_ops), runner, store, specs,
-                       self.config.sample_size,
-                       lambda rel: prepare_scan(rel, suffix, parsed.group_ops),
-                       self.config.use_cache, self._writer_spec).run(core, limit,
-                                                                     len(parsed.cores))
+        try:
+            for core in dependency_order(parsed.cores):
+                CoreRunner(self.con, core.ops_of(parsed.ai_ops), runner, store, specs,
+                           self.config.sample_size,
+                           lambda rel: prepare_scan(rel, suffix, parsed.group_ops),
+                           self.config.use_cache, self._writer_spec).run(core, limit,
+                                                                         len(parsed.cores))
+        finally:
+            unexpect()
 
-    def _expect_grammars(self, ops) -> None:
+    def _expect_grammars(self, ops) -> Callable[[], None]:
         """Tell the engine that writes the plan's structured answers (the generation model's
         where the session has one) their grammars as soon as it is loaded, so that it builds
         them while the operators before them run and their prompts are prepared, not when
         their first prefill waits for them (LocalEngine.expect_grammars). A hint: an engine
-        without it, or a grammar that cannot be built, is left to the operator's own call."""
+        without it, or a grammar that cannot be built, is left to the operator's own call.
+        -> what drops the hint if the statement ends without loading that engine."""
         grammars = []
         for op in ops:
             if op.op not in DECODED:
@@ -236,14 +242,14 @@ class QuailSession:
             if grammar is not None and grammar not in grammars:
                 grammars.append(grammar)
         if not grammars:
-            return
+            return lambda: None
         writer = self._decoder if self._decoder is not None else self._engine
 
         def expect(engine) -> None:
             hook = getattr(engine, "expect_grammars", None)
             if hook is not None:  # (on the engine thread, which owns the engine's state)
                 engine_thread.submit(hook, grammars)
-        writer.when_loaded(expect)
+        return writer.when_loaded(expect)
 
     def close(self) -> None:
         self.cache.close()

@@ -72,3 +72,17 @@ def test_a_hook_waits_for_the_load_and_an_unloaded_engine_runs_none():
     lazy.get()
     lazy.when_loaded(seen.append)
     assert seen == [engine, engine]
+
+
+def test_a_statement_that_loads_no_engine_leaves_no_hook_behind():
+    """Every answer cached: the statement's hint is dropped with it, so a later statement's
+    load does not build grammars nobody asked for."""
+    from quail_engine.exec.session import _LazyEngine
+
+    seen = []
+    lazy = _LazyEngine(ExpectingEngine)
+    drop = lazy.when_loaded(seen.append)
+    drop()
+    drop()  # (twice: nothing left to drop)
+    lazy.get()
+    assert seen == []
