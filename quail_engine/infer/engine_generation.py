@@ -16,6 +16,13 @@ from quail_engine.infer.prefix_cache import PrefixCache
 from quail_engine.infer.runner import Runner, SeqJob
 from quail_engine.infer.textio import TextCodec
 
+# A CPU decode step reads every weight whatever its rows, so answers decoded together cost
+# little more a step than one does: where the KV is unbounded (the CPU's), a generating batch
+# holds at least this many answers (the batching's decode_waves times this decode at once),
+# and at most what CPU_DECODE_KV_BYTES of float32 KV holds (long prompts: fewer).
+CPU_DECODE_ROWS = 16
+CPU_DECODE_KV_BYTES = 1 << 30
+
 
 class Generation:
     """LocalEngine's part that decodes generated answers; LocalEngine.__init__ sets the
@@ -118,11 +125,20 @@ class Generation:
         return self._grammars
 
     def decode_rows(self, prompt_tokens: int, max_tokens: int) -> int | None:
-        """How many answers of `prompt_tokens` + `max_tokens` tokens decode at once in the KV
-        arena as it is now; None where the KV is unbounded (the CPU's)."""
+        """How many answers of `prompt_tokens` + `max_tokens` tokens decode at once: in the KV
+        arena as it is now, or where the KV is unbounded (the CPU's) CPU_DECODE_ROWS within
+        CPU_DECODE_KV_BYTES (a batch sized by its prompts' tokens alone held one answer on a
+        CPU, and each decode step read all the weights for it); None where the model's
+        shape is not known."""
         room = self._decode_room()
         if room is None:
-            return None
+            config = getattr(self, "config", None)
+            try:
+                per_token = 2 * 4 * config.num_layers * config.num_kv_heads * config.head_dim
+            except (AttributeError, TypeError):
+                return None
+            fits = CPU_DECODE_KV_BYTES // max(1, per_token * (prompt_tokens + max_tokens))
+            return max(1, min(CPU_DECODE_ROWS, fits))
         free, page = room()
         return fitting(free, page, prompt_tokens + max_tokens, self.runner)
 
