@@ -18,8 +18,9 @@ from quail_engine.infer.textio import TextCodec
 
 # A CPU decode step reads every weight whatever its rows, so answers decoded together cost
 # little more a step than one does: where the KV is unbounded (the CPU's), a generating batch
-# holds at least this many answers (the batching's decode_waves times this decode at once),
-# and at most what CPU_DECODE_KV_BYTES of float32 KV holds (long prompts: fewer).
+# holds the batching's decode_waves times this many answers, which decode at once; fewer where
+# this many would need more than CPU_DECODE_KV_BYTES of float32 KV (long prompts), so a batch's
+# KV stays within decode_waves times that.
 CPU_DECODE_ROWS = 16
 CPU_DECODE_KV_BYTES = 1 << 30
 
