@@ -18,7 +18,7 @@ from quail_engine.infer.textio import TextCodec
 
 # A CPU decode step reads every weight whatever its rows, so answers decoded together cost
 # little more a step than one does: where the KV is unbounded (the CPU's), a generating batch
-# holds the batching's decode_waves times this many answers, which decode at once; fewer where
+# holds at least decode_waves (the batching's) times this many answers, decoding at once; fewer where
 # this many would need more than CPU_DECODE_KV_BYTES of float32 KV (long prompts), so a batch's
 # KV stays within decode_waves times that.
 CPU_DECODE_ROWS = 16
