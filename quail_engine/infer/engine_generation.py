@@ -12,6 +12,7 @@ from typing import Any
 from quail_engine.infer.api import Answer, EngineStats, Request
 from quail_engine.infer.decode import DecodeSeq, fitting, force_starts, greedy_decode
 from quail_engine.infer.decode_overlap import overlappable, overlapped_decode
+from quail_engine.infer.kv_pages import cpu_kv_bytes_per_token
 from quail_engine.infer.prefix_cache import PrefixCache
 from quail_engine.infer.runner import Runner, SeqJob
 from quail_engine.infer.textio import TextCodec
@@ -133,10 +134,8 @@ class Generation:
         shape is not known."""
         room = self._decode_room()
         if room is None:
-            config = getattr(self, "config", None)
-            try:
-                per_token = 2 * 4 * config.num_layers * config.num_kv_heads * config.head_dim
-            except (AttributeError, TypeError):
+            per_token = cpu_kv_bytes_per_token(getattr(self, "config", None))
+            if not per_token:
                 return None
             fits = CPU_DECODE_KV_BYTES // max(1, per_token * (prompt_tokens + max_tokens))
             return max(1, min(CPU_DECODE_ROWS, fits))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from quail_engine.infer.api import EngineStats
-from quail_engine.infer.kv_pages import CpuPageStore, pages_for_bytes
+from quail_engine.infer.kv_pages import CpuPageStore, cpu_kv_bytes_per_token, pages_for_bytes
 from quail_engine.infer.prefix_cache import PrefixCache
 from quail_engine.infer.radix import shared_runs
 from quail_engine.infer.runner import Runner, SeqJob
@@ -28,10 +28,7 @@ class PrefixSharing:
     def _prefix_cache(self) -> PrefixCache:
         """Content-shared pages on the CPU: copies of computed KV, up to SHARED_KV_BYTES."""
         store = CpuPageStore()
-        per_token = 0
-        if self.config is not None:
-            c = self.config
-            per_token = 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4
+        per_token = cpu_kv_bytes_per_token(self.config)
         return PrefixCache(store, pages_for_bytes(per_token, store.page_size, SHARED_KV_BYTES))
 
     def _shared_jobs(self, token_lists: list[list[int]], cache: PrefixCache | None,

@@ -41,3 +41,11 @@ class CpuPageStore:
 
 def pages_for_bytes(kv_bytes_per_token: int, page_size: int, budget_bytes: int) -> int:
     return max(1, budget_bytes // max(1, kv_bytes_per_token * page_size))
+
+
+def cpu_kv_bytes_per_token(config) -> int:
+    """A token's keys and values across the layers as the CPU keeps them (float32); 0 where
+    the model's shape is not known (no config)."""
+    if config is None:
+        return 0
+    return 2 * config.num_layers * config.num_kv_heads * config.head_dim * 4
