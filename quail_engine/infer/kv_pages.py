@@ -14,6 +14,10 @@ CPU_PAGE_SIZE = 16
 
 
 class CpuPageStore:
+    # (a row over cached pages merges two attentions here too, but at 16-token pages a shared
+    # beginning is mostly whole pages, which the row reads anyway; its cost is unmeasured)
+    prefix_row_cost = 0.0
+
     def __init__(self, page_size: int = CPU_PAGE_SIZE):
         self.page_size = page_size
 

@@ -43,6 +43,10 @@ MIN_TAIL_SHARE = 0.01
 
 class PageStore(Protocol):
     page_size: int
+    # What a row that reads a prefix pays beyond a fresh row's compute, as a share of its own
+    # tokens (its attention over cached keys takes another path on some devices): a tail a
+    # row would read instead of no pages at all must save it more than this costs.
+    prefix_row_cost: float
 
     def pages_of(self, kv: Any, first: int, count: int) -> list[Any]:
         """Payloads of full pages first..first+count-1 of a computed sequence's KV."""
@@ -219,10 +223,14 @@ class PrefixCache:
         # warm-up computed, is no tail: dropped before the longest of nested ones is kept)
         size = self.page_size
         shares = [(i, n) for i, n in shares if n % size >= MIN_TAIL]
-        # (about what the rows would read from tails: where it is a small share of their
+        # (about what the rows would read from tails, less what rows that would otherwise
+        # read no pages pay for reading a prefix at all: where that is a small share of their
         # tokens, agent traces of thousands sharing their beginnings, finding and computing
-        # the tails costs the host more than the passes save)
-        if sum(n % size for _, n in shares) < MIN_TAIL_SHARE * sum(map(len, token_lists)):
+        # the tails costs more than the passes save)
+        saved = sum(n % size for _, n in shares)
+        cost = self.store.prefix_row_cost * sum(len(token_lists[i]) for i, n in shares
+                                                if n < size)
+        if saved - cost < MIN_TAIL_SHARE * sum(map(len, token_lists)):
             return
         for i, n in branch_points(token_lists, 1, keep_last, shares):
             target = tuple(token_lists[i][:n])

@@ -266,6 +266,12 @@ class PagedPageStore:
     """prefix_cache.PageStore over the arena: a page is a page id; a chain of them is a
     PagedPrefix holding each page once more (no copy)."""
 
+    # A row over cached pages runs the merged attention (the prefix's pages and its own keys
+    # apart, in float32, then merged and rounded: gpu/attention.layer_attention) where a fresh
+    # row runs one kernel; its prefill took about this much more GPU time per token (the prefix
+    # tails A/B of bench/results/decode-gpu.md).
+    prefix_row_cost = 0.16
+
     def __init__(self, arena: PagedKVArena):
         self.arena = arena
         self.page_size = arena.page_size

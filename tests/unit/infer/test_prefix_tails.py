@@ -30,8 +30,9 @@ class Job:
 
 
 class Store:
-    def __init__(self, page_size: int):
+    def __init__(self, page_size: int, prefix_row_cost: float = 0.0):
         self.page_size = page_size
+        self.prefix_row_cost = prefix_row_cost
         self.made: list[KV] = []  # every prefix object or KV handed out
         self.done_ids: list[int] = []
 
@@ -152,4 +153,28 @@ def test_no_tails_where_they_would_save_a_sliver_of_the_rows():
     cache.warm(runner, rows, Job)
     assert runner.passes == [[((), tuple(shared[:64]))]]  # the page only
     assert all(cache.lookup(r)[1].num_tokens == 64 for r in rows)
+    cache.end_batch()
+
+
+def test_no_tails_where_reading_a_prefix_costs_the_rows_more_than_they_save():
+    """On the GPU a row over cached keys pays for the merged attention path (the store's
+    `prefix_row_cost` of its tokens): a 30-token template before 300-token documents saves
+    each row less than that, so rows that would read no pages get no tail. Rows that read a
+    page anyway pay nothing more for its tail, which is computed."""
+    doc = [list(range(5000 + 300 * i, 5300 + 300 * i)) for i in range(3)]
+    store = Store(64, prefix_row_cost=0.16)
+    cache, runner = PrefixCache(store), Runner(store)
+    rows = [_seq(T, d) for d in doc]
+    assert 30 < 0.16 * len(rows[0])
+    cache.warm(runner, rows, Job)
+    assert runner.passes == []
+    assert all(cache.lookup(r)[1] is None for r in rows)
+    cache.end_batch()
+
+    page = list(range(100, 164))  # a whole page before the template: rows read it anyway
+    cache, runner = PrefixCache(store), Runner(store)
+    rows = [_seq(page, T, d) for d in doc]
+    cache.warm(runner, rows, Job)
+    assert runner.passes == [[((), tuple(page))], [(tuple(page), tuple(T))]]
+    assert all(cache.lookup(r)[1].num_tokens == 64 + 30 for r in rows)
     cache.end_batch()
