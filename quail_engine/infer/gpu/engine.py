@@ -102,11 +102,13 @@ def attach_arena(model: GpuCausalLM, kv_fraction: float | None = None, page_size
     kv_fraction = kv_fraction_requested() if kv_fraction is None else kv_fraction
     config = model.config
     free, _ = torch.cuda.mem_get_info(model.device)
+    budget = arena_bytes(free, config, kv_fraction)
     model.arena = PagedKVArena.for_budget(config.num_layers, config.num_kv_heads, config.head_dim,
-                                          arena_bytes(free, config, kv_fraction), page_size,
-                                          model.dtype, model.device, kv_fp8)
-    log.info("paged KV arena: %d pages of %d tokens (%s KV)", model.arena.num_pages, page_size,
-             "fp8" if kv_fp8 else str(model.dtype).removeprefix("torch."))
+                                          budget, page_size, model.dtype, model.device, kv_fp8)
+    log.info("paged KV arena: %d pages of %d tokens (%s KV; %.1f of %.1f GiB free)",
+             model.arena.num_pages, page_size,
+             "fp8" if kv_fp8 else str(model.dtype).removeprefix("torch."), budget / 2**30,
+             free / 2**30)
     return model
 
 
