@@ -44,8 +44,9 @@ def kv_fp8_requested() -> bool:
 # The arena's share of the GPU memory free after loading, where QUAIL_KV_FRACTION does not set
 # one: up to KV_FRACTION_MAX, as long as what is left still holds the largest pass's
 # activations twice over (token_budget_for sizes passes from half of it), never less than
-# KV_FRACTION. A larger arena decodes more answers at once; on a card too small for both, the
-# passes keep their size and the arena its old share.
+# KV_FRACTION. Only the decode loop takes the pages past the KV_FRACTION share
+# (`decode_only_pages`): the bounds of the KV that filters, joins and label scoring keep are
+# those of a KV_FRACTION arena, whose batches, sized by them, a larger bound made slower.
 KV_FRACTION, KV_FRACTION_MAX = 0.4, 0.65
 
 
@@ -70,14 +71,17 @@ def kv_fraction_requested() -> float | None:
     return value
 
 
-def arena_bytes(free: int, config: Any, kv_fraction: float | None = None) -> int:
-    """Bytes of the KV arena out of `free` GPU bytes: `kv_fraction` of them where one is given,
-    else the default share (KV_FRACTION..KV_FRACTION_MAX) that leaves room for the largest
-    pass's activations."""
+def arena_bytes(free: int, config: Any, kv_fraction: float | None = None) -> tuple[int, int]:
+    """(bytes of the KV arena, bytes of it the caches' bounds count) out of `free` GPU bytes:
+    `kv_fraction` of them where one is given, else the default share
+    (KV_FRACTION..KV_FRACTION_MAX) that leaves room for the largest pass's activations; the
+    caches count at most the KV_FRACTION share of them."""
     if kv_fraction is not None:
-        return int(free * kv_fraction)
-    reserve = 2 * MAX_BUDGET * activation_bytes_per_token(config)
-    return int(max(KV_FRACTION * free, min(KV_FRACTION_MAX * free, free - reserve)))
+        total = int(free * kv_fraction)
+    else:
+        reserve = 2 * MAX_BUDGET * activation_bytes_per_token(config)
+        total = int(max(KV_FRACTION * free, min(KV_FRACTION_MAX * free, free - reserve)))
+    return total, min(total, int(KV_FRACTION * free))
 
 
 def build_gpu_model(config: Any, state_dict: dict, fp8: bool = False, device: str = "cuda",
@@ -102,13 +106,15 @@ def attach_arena(model: GpuCausalLM, kv_fraction: float | None = None, page_size
     kv_fraction = kv_fraction_requested() if kv_fraction is None else kv_fraction
     config = model.config
     free, _ = torch.cuda.mem_get_info(model.device)
-    budget = arena_bytes(free, config, kv_fraction)
+    budget, cached = arena_bytes(free, config, kv_fraction)
     model.arena = PagedKVArena.for_budget(config.num_layers, config.num_kv_heads, config.head_dim,
                                           budget, page_size, model.dtype, model.device, kv_fp8)
-    log.info("paged KV arena: %d pages of %d tokens (%s KV; %.1f of %.1f GiB free)",
-             model.arena.num_pages, page_size,
+    arena = model.arena
+    arena.decode_only_pages = max(0, arena.num_pages - max(1, cached // arena.page_bytes))
+    log.info("paged KV arena: %d pages of %d tokens (%s KV; %.1f of %.1f GiB free; %d pages "
+             "for decoding only)", arena.num_pages, page_size,
              "fp8" if kv_fp8 else str(model.dtype).removeprefix("torch."), budget / 2**30,
-             free / 2**30)
+             free / 2**30, arena.decode_only_pages)
     return model
 
 
@@ -151,11 +157,12 @@ class GpuEngine(LocalEngine):
         return self.runner.take_pass_log()
 
     def _stored_kv_tokens(self) -> int:
-        """A quarter of the pages a batch can get (free, or cached and evictable): a batch's
-        rows hold their KV in the arena until its run ends (an fp8 filter's batch, sized by
-        engine time, can hold more tokens than the whole arena)."""
+        """A quarter of the pages a batch can get (free, or cached and evictable) but those
+        only decoding takes: a batch's rows hold their KV in the arena until its run ends (an
+        fp8 filter's batch, sized by engine time, can hold more tokens than the whole arena)."""
         arena = self.model.arena
-        return (arena.num_free_pages + self.prefix_cache.index.num_pages) * arena.page_size // 4
+        room = arena.num_free_pages + self.prefix_cache.index.num_pages - arena.decode_only_pages
+        return max(0, room) * arena.page_size // 4
 
     def _decode_room(self):
         """Free pages and the prefix cache's (evicted on demand when an allocation is short), less
@@ -170,10 +177,12 @@ class GpuEngine(LocalEngine):
         return room
 
     def _label_kv_tokens(self) -> int:
-        """A quarter of the paged arena: label scoring keeps each prompt's KV for its label
-        spellings (a few thousand reviews at once can fill the arena)."""
+        """A quarter of the paged arena but the pages only decoding takes: label scoring keeps
+        each prompt's KV for its label spellings (a few thousand reviews at once can fill the
+        arena)."""
         arena = self.model.arena
-        return max(arena.page_size, arena.num_pages * arena.page_size // 4)
+        return max(arena.page_size,
+                   (arena.num_pages - arena.decode_only_pages) * arena.page_size // 4)
 
     @classmethod
     def load(cls, spec: str = "default", device: str = "cuda", dtype: Any = None,

@@ -116,7 +116,8 @@ def test_kv_fraction_defaults_and_is_read_from_the_environment(monkeypatch, raw,
 def test_the_default_arena_grows_only_where_the_largest_pass_still_fits():
     """Unset, the arena takes 0.65 of a large card's free memory, but never the room the
     largest pass's activations need (then down to, and no lower than, 0.4); a fraction given
-    is taken as it is."""
+    is taken as it is. The bounds of kept KV count 0.4 of the free memory at most: the rest
+    is the decode loop's alone."""
     from types import SimpleNamespace
 
     from quail_engine.infer.gpu.engine import arena_bytes
@@ -126,12 +127,14 @@ def test_the_default_arena_grows_only_where_the_largest_pass_still_fits():
                                intermediate_size=9728)
     reserve = 2 * MAX_BUDGET * activation_bytes_per_token(qwen3_4b)
     gib = 1 << 30
-    assert arena_bytes(74 * gib, qwen3_4b) == int(0.65 * 74 * gib)  # an H100 after the weights
-    assert arena_bytes(134 * gib, qwen3_4b) == int(0.65 * 134 * gib)  # an H200
-    assert arena_bytes(43 * gib, qwen3_4b) == 43 * gib - reserve  # a 48 GB card
-    assert 0.4 * 43 * gib < 43 * gib - reserve < 0.65 * 43 * gib
-    assert arena_bytes(19 * gib, qwen3_4b) == int(0.4 * 19 * gib)  # a 24 GB card
-    assert arena_bytes(74 * gib, qwen3_4b, kv_fraction=0.3) == int(0.3 * 74 * gib)
+    for free in (74 * gib, 134 * gib):  # an H100, an H200 after the weights
+        assert arena_bytes(free, qwen3_4b) == (int(0.65 * free), int(0.4 * free))
+    assert arena_bytes(43 * gib, qwen3_4b) == (43 * gib - reserve, int(0.4 * 43 * gib))
+    assert 0.4 * 43 * gib < 43 * gib - reserve < 0.65 * 43 * gib  # (a 48 GB card)
+    assert arena_bytes(19 * gib, qwen3_4b) == (int(0.4 * 19 * gib),) * 2  # a 24 GB card
+    assert arena_bytes(74 * gib, qwen3_4b, kv_fraction=0.3) == (int(0.3 * 74 * gib),) * 2
+    assert arena_bytes(74 * gib, qwen3_4b, kv_fraction=0.8) == (int(0.8 * 74 * gib),
+                                                                int(0.4 * 74 * gib))
 
 
 @pytest.mark.parametrize("raw", ["0", "0.95", "half", "nan", "-0.4"])
