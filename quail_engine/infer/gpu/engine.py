@@ -18,7 +18,7 @@ from quail_engine.infer.gpu import attention, compile_log
 from quail_engine.infer.gpu.load import load_checkpoint
 from quail_engine.infer.gpu.model import GpuCausalLM
 from quail_engine.infer.gpu.paged_kv import PagedKVArena, PagedPageStore
-from quail_engine.infer.gpu.runner import MAX_BUDGET, GpuRunner, activation_bytes_per_token
+from quail_engine.infer.gpu.runner import GpuRunner
 from quail_engine.infer.prefix_cache import PrefixCache
 from quail_engine.infer.runner import SeqJob
 
@@ -41,26 +41,19 @@ def kv_fp8_requested() -> bool:
     return value == "fp8"
 
 
-# The arena's share of the GPU memory free after loading, where QUAIL_KV_FRACTION does not set
-# one: up to KV_FRACTION_MAX, as long as what is left still holds the largest pass's
-# activations twice over (token_budget_for sizes passes from half of it), never less than
-# KV_FRACTION. Only the decode loop takes the pages past the KV_FRACTION share
-# (`decode_only_pages`): the bounds of the KV that filters, joins and label scoring keep are
-# those of a KV_FRACTION arena, whose batches, sized by them, a larger bound made slower.
-KV_FRACTION, KV_FRACTION_MAX = 0.4, 0.65
+KV_FRACTION = 0.4  # of the GPU memory free after loading; QUAIL_KV_FRACTION overrides
 
 
-def kv_fraction_requested() -> float | None:
-    """The share of the GPU memory free after the weights load that QUAIL_KV_FRACTION gives the
-    KV arena, or None where it is not set (`arena_bytes` sizes it). An environment setting for
-    the machine, as QUAIL_KV_DTYPE is: lower where another process shares the GPU; higher gives
-    the decode loop more sequences at once, and what is left must still hold a pass's
-    activations (gpu/runner.token_budget_for sizes passes from it). It sets how many rows
-    decode together, as batch sizes do (which in bf16 or fp8 can round a near tie either
-    way)."""
+def kv_fraction_requested() -> float:
+    """The share of the GPU memory free after the weights load that the KV arena takes:
+    QUAIL_KV_FRACTION, else KV_FRACTION. An environment setting for the machine, as
+    QUAIL_KV_DTYPE is: lower where another process shares the GPU; higher gives the decode
+    loop more sequences at once, and what is left must still hold a pass's activations
+    (gpu/runner.token_budget_for sizes passes from it). It sets how many rows decode
+    together, as batch sizes do (which in bf16 or fp8 can round a near tie either way)."""
     raw = os.environ.get("QUAIL_KV_FRACTION", "").strip()
     if not raw:
-        return None
+        return KV_FRACTION
     try:
         value = float(raw)
     except ValueError:
@@ -71,26 +64,12 @@ def kv_fraction_requested() -> float | None:
     return value
 
 
-def arena_bytes(free: int, config: Any, kv_fraction: float | None = None) -> tuple[int, int]:
-    """(bytes of the KV arena, bytes of it the caches' bounds count) out of `free` GPU bytes:
-    `kv_fraction` of them where one is given, else the default share
-    (KV_FRACTION..KV_FRACTION_MAX) that leaves room for the largest pass's activations; the
-    caches count at most the KV_FRACTION share of them."""
-    if kv_fraction is not None:
-        total = int(free * kv_fraction)
-    else:
-        reserve = 2 * MAX_BUDGET * activation_bytes_per_token(config)
-        total = int(max(KV_FRACTION * free, min(KV_FRACTION_MAX * free, free - reserve)))
-    return total, min(total, int(KV_FRACTION * free))
-
-
 def build_gpu_model(config: Any, state_dict: dict, fp8: bool = False, device: str = "cuda",
                     kv_fraction: float | None = None, page_size: int = 64,
                     kv_fp8: bool | None = None,
                     **options: Any) -> GpuCausalLM:
     """GpuCausalLM + a paged arena taking `kv_fraction` of the GPU memory free after loading
-    (None: as `attach_arena` sizes it; `kv_fp8`: e4m3 K/V, gpu/paged_kv.py; None: as
-    QUAIL_KV_DTYPE says). `options`:
+    (`kv_fp8`: e4m3 K/V, gpu/paged_kv.py; None: as QUAIL_KV_DTYPE says). `options`:
     GpuCausalLM keywords (fp8_proj, fp32_residual)."""
     return attach_arena(GpuCausalLM(config, state_dict, fp8=fp8, device=device, **options),
                         kv_fraction, page_size, kv_fp8)
@@ -99,22 +78,20 @@ def build_gpu_model(config: Any, state_dict: dict, fp8: bool = False, device: st
 def attach_arena(model: GpuCausalLM, kv_fraction: float | None = None, page_size: int = 64,
                  kv_fp8: bool | None = None) -> GpuCausalLM:
     """Give `model` a paged arena of `kv_fraction` of the GPU memory free now (None: as
-    QUAIL_KV_FRACTION says, else `arena_bytes`' default share); an fp8 one (`kv_fp8`; None: as
-    QUAIL_KV_DTYPE says, so benches and probes that build their model follow it too) holds
-    about twice the pages in the same bytes."""
+    QUAIL_KV_FRACTION says); an fp8 one (`kv_fp8`; None: as QUAIL_KV_DTYPE says, so benches
+    and probes that build their model follow it too) holds about twice the pages in the same
+    bytes."""
     kv_fp8 = kv_fp8_requested() if kv_fp8 is None else kv_fp8
     kv_fraction = kv_fraction_requested() if kv_fraction is None else kv_fraction
     config = model.config
     free, _ = torch.cuda.mem_get_info(model.device)
-    budget, cached = arena_bytes(free, config, kv_fraction)
+    budget = int(free * kv_fraction)
     model.arena = PagedKVArena.for_budget(config.num_layers, config.num_kv_heads, config.head_dim,
                                           budget, page_size, model.dtype, model.device, kv_fp8)
-    arena = model.arena
-    arena.decode_only_pages = max(0, arena.num_pages - max(1, cached // arena.page_bytes))
-    log.info("paged KV arena: %d pages of %d tokens (%s KV; %.1f of %.1f GiB free; %d pages "
-             "for decoding only)", arena.num_pages, page_size,
+    log.info("paged KV arena: %d pages of %d tokens (%s KV; %.1f of %.1f GiB free)",
+             model.arena.num_pages, page_size,
              "fp8" if kv_fp8 else str(model.dtype).removeprefix("torch."), budget / 2**30,
-             free / 2**30, arena.decode_only_pages)
+             free / 2**30)
     return model
 
 
@@ -157,12 +134,11 @@ class GpuEngine(LocalEngine):
         return self.runner.take_pass_log()
 
     def _stored_kv_tokens(self) -> int:
-        """A quarter of the pages a batch can get (free, or cached and evictable) but those
-        only decoding takes: a batch's rows hold their KV in the arena until its run ends (an
-        fp8 filter's batch, sized by engine time, can hold more tokens than the whole arena)."""
+        """A quarter of the pages a batch can get (free, or cached and evictable): a batch's
+        rows hold their KV in the arena until its run ends (an fp8 filter's batch, sized by
+        engine time, can hold more tokens than the whole arena)."""
         arena = self.model.arena
-        room = arena.num_free_pages + self.prefix_cache.index.num_pages - arena.decode_only_pages
-        return max(0, room) * arena.page_size // 4
+        return (arena.num_free_pages + self.prefix_cache.index.num_pages) * arena.page_size // 4
 
     def _decode_room(self):
         """Free pages and the prefix cache's (evicted on demand when an allocation is short), less
@@ -177,12 +153,10 @@ class GpuEngine(LocalEngine):
         return room
 
     def _label_kv_tokens(self) -> int:
-        """A quarter of the paged arena but the pages only decoding takes: label scoring keeps
-        each prompt's KV for its label spellings (a few thousand reviews at once can fill the
-        arena)."""
+        """A quarter of the paged arena: label scoring keeps each prompt's KV for its label
+        spellings (a few thousand reviews at once can fill the arena)."""
         arena = self.model.arena
-        return max(arena.page_size,
-                   (arena.num_pages - arena.decode_only_pages) * arena.page_size // 4)
+        return max(arena.page_size, arena.num_pages * arena.page_size // 4)
 
     @classmethod
     def load(cls, spec: str = "default", device: str = "cuda", dtype: Any = None,

@@ -100,9 +100,6 @@ class PagedKVArena:
         self._free = list(range(num_pages - 1, -1, -1))
         self._refs = [0] * num_pages
         self.reclaim = None  # callable(num_pages) -> pages it let go of, or None
-        # pages past the share the bounds of kept KV count (gpu/engine.attach_arena): only
-        # decode sequences take them
-        self.decode_only_pages = 0
 
     @classmethod
     def for_budget(cls, num_layers: int, num_kv_heads: int, head_dim: int, budget_bytes: int,

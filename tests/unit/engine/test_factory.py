@@ -105,36 +105,12 @@ def test_a_band_is_refused_over_an_fp8_kv_cache(monkeypatch):
     assert factory.load_engine("default", "cuda:0", precision="fp8") == "gpu"
 
 
-@pytest.mark.parametrize("raw,want", [("", None), ("0.65", 0.65), (" 0.3 ", 0.3)])
+@pytest.mark.parametrize("raw,want", [("", 0.4), ("0.65", 0.65), (" 0.3 ", 0.3)])
 def test_kv_fraction_defaults_and_is_read_from_the_environment(monkeypatch, raw, want):
     from quail_engine.infer.gpu.engine import kv_fraction_requested
 
     monkeypatch.setenv("QUAIL_KV_FRACTION", raw)
     assert kv_fraction_requested() == want
-
-
-def test_the_default_arena_grows_only_where_the_largest_pass_still_fits():
-    """Unset, the arena takes 0.65 of a large card's free memory, but never the room the
-    largest pass's activations need (then down to, and no lower than, 0.4); a fraction given
-    is taken as it is. The bounds of kept KV count 0.4 of the free memory at most: the rest
-    is the decode loop's alone."""
-    from types import SimpleNamespace
-
-    from quail_engine.infer.gpu.engine import arena_bytes
-    from quail_engine.infer.gpu.runner import MAX_BUDGET, activation_bytes_per_token
-
-    qwen3_4b = SimpleNamespace(hidden_size=2560, num_heads=32, num_kv_heads=8, head_dim=128,
-                               intermediate_size=9728)
-    reserve = 2 * MAX_BUDGET * activation_bytes_per_token(qwen3_4b)
-    gib = 1 << 30
-    for free in (74 * gib, 134 * gib):  # an H100, an H200 after the weights
-        assert arena_bytes(free, qwen3_4b) == (int(0.65 * free), int(0.4 * free))
-    assert arena_bytes(43 * gib, qwen3_4b) == (43 * gib - reserve, int(0.4 * 43 * gib))
-    assert 0.4 * 43 * gib < 43 * gib - reserve < 0.65 * 43 * gib  # (a 48 GB card)
-    assert arena_bytes(19 * gib, qwen3_4b) == (int(0.4 * 19 * gib),) * 2  # a 24 GB card
-    assert arena_bytes(74 * gib, qwen3_4b, kv_fraction=0.3) == (int(0.3 * 74 * gib),) * 2
-    assert arena_bytes(74 * gib, qwen3_4b, kv_fraction=0.8) == (int(0.8 * 74 * gib),
-                                                                int(0.4 * 74 * gib))
 
 
 @pytest.mark.parametrize("raw", ["0", "0.95", "half", "nan", "-0.4"])
