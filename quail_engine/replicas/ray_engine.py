@@ -167,6 +167,21 @@ class RayEngine:
                                  "precision to ask")
         return self._answer(requests, reference=True)
 
+    def decode_rows(self, prompt_tokens: int, max_tokens: int) -> int | None:
+        """Answers of `prompt_tokens` + `max_tokens` tokens the replicas decode at once: the sum
+        of the live workers' (a batch of generating rows is cut into equal shares of tokens,
+        one a worker, and each decodes its share at the batch its own engine holds); None where
+        a worker's engine does not say, or a worker died while asked (the next call that sends
+        it work finds it gone and drops it)."""
+        try:
+            rows = self._get([a.decode_rows.remote(prompt_tokens, max_tokens)
+                              for a in self._actors.values()])
+        except self._dead_errors:
+            return None
+        if not rows or any(r is None for r in rows):
+            return None
+        return sum(rows)
+
     def _answer(self, requests: Sequence[Request], reference: bool) -> list[Answer]:
         if not requests:
             return []

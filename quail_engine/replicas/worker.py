@@ -75,6 +75,13 @@ class EngineWorker:
         answers = ask(unpack_requests(requests, self.handles))
         return pack_answers(answers), self._stats()
 
+    def decode_rows(self, prompt_tokens: int, max_tokens: int) -> int | None:
+        """How many answers of that length this replica's engine decodes at once (its
+        `decode_rows`; None where it has none), for the driver's sizing of generating
+        batches."""
+        fits = getattr(self.engine, "decode_rows", None)
+        return fits(prompt_tokens, max_tokens) if fits is not None else None
+
     def release(self, released: Sequence[int]) -> dict:
         self._release(released)
         return self._stats()
