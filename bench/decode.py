@@ -231,6 +231,7 @@ def query_run(args, run: Run, docs: Path, workdir: Path) -> dict:
                prompt_tokens=sum(o["fresh_tokens"] for o in ops),
                gpu_pass_s=round(sum(o.get("gpu_pass_s", 0.0) for o in ops), 3),
                engine_s=round(sum(o.get("engine_s", 0.0) for o in ops), 3),
+               alloc_retries=sum(o.get("alloc_retries", 0) for o in ops),
                output_tokens_per_s=round(output / run_s, 1) if run_s > 0 else None)
     row.update(gpu_split(rep, row["engine_s"], row["gpu_pass_s"]))
     arena = re.search(r"paged KV arena: (\d+) pages of (\d+) tokens", text)

@@ -88,7 +88,8 @@ def _where_time_went(row: dict, report: dict | None, specs, reports: Path) -> No
     row["phases"] = report.get("phases")
     row["ops"] = [{k: o.get(k) for k in ("op", "kind", "rows_in", "rows_out", "fresh_tokens",
                                          "requested_tokens", "kv_hit_tokens", "est_seconds",
-                                         "seconds", "gpu_pass_s")} for o in report["operators"]]
+                                         "seconds", "gpu_pass_s", "alloc_retries")}
+                 for o in report["operators"]]
     row["passes"] = pass_summary.summarize(report, model, sheet)
     reports.mkdir(parents=True, exist_ok=True)
     (reports / f"{row['id']}-{row['dialect']}.json").write_text(json.dumps(report, default=str))

@@ -168,6 +168,7 @@ class OpRunner(CallPreparer):
         gpu0 = getattr(stats, "gpu_pass_s", 0.0)
         decoded0 = getattr(stats, "decode_tokens", 0)
         forced0 = getattr(stats, "forced_tokens", 0)
+        retries0 = getattr(stats, "alloc_retries", 0)
         if self.progress is not None:  # after the model load, which shows as its own stage
             self.progress.op_start(f"{layout.op.op} #{op_id}", len(todo),
                                    sum(len(p) + len(q) for p, q in (texts[i] for i in todo)) // 4)
@@ -190,6 +191,7 @@ class OpRunner(CallPreparer):
             rep.gpu_pass_s += getattr(stats, "gpu_pass_s", 0.0) - gpu0
             rep.decode_tokens += getattr(stats, "decode_tokens", 0) - decoded0
             rep.forced_tokens += getattr(stats, "forced_tokens", 0) - forced0
+            rep.alloc_retries += getattr(stats, "alloc_retries", 0) - retries0
             if own_kv and kv is not None:
                 kv.release()
             if self.progress is not None:

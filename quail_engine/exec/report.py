@@ -43,6 +43,7 @@ class OpReport:
     decode_tokens: int = 0    # generated tokens fed back into decode steps (one fewer per
     # answer than it has tokens: an answer's last token is never fed back)
     forced_tokens: int = 0    # answer tokens a grammar forced, in their prompts' prefill
+    alloc_retries: int = 0    # the CUDA caching allocator's retries (EngineStats.alloc_retries)
     map_rounds: int = 0       # an aggregate's map rounds over groups past the context
     map_chunks: int = 0       # ... and the chunk prompts they asked (in `prompts` too)
     work: Work = field(default_factory=Work)

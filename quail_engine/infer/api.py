@@ -139,7 +139,9 @@ class EngineStats:
     gpu_pass_s = GPU seconds from each forward pass's first kernel to its last (CUDA events in
     stream order, so gaps between passes are not in it; 0 on the CPU), counted as passes
     complete. kv_hit_tokens = prompt tokens read from content-shared KV pages (prefix sharing
-    across rows) instead of being run."""
+    across rows) instead of being run. alloc_retries = times the CUDA caching allocator found no
+    block to fit and emptied its cache to retry (a device synchronization and cudaFree and
+    cudaMalloc calls inside a pass), counted after each call's prefill passes; 0 on the CPU."""
 
     requested_tokens: int = 0
     fresh_tokens: int = 0
@@ -150,6 +152,7 @@ class EngineStats:
     forced_tokens: int = 0
     prefixes_resident: int = 0
     kv_hit_tokens: int = 0
+    alloc_retries: int = 0
 
 
 class Engine(Protocol):

@@ -69,6 +69,8 @@ class GpuRunner:
         # for the host (the step-by-step loop, kept for comparison)
         self.decode_overlap = os.environ.get("QUAIL_DECODE_OVERLAP", "1") != "0"
         self._graphs = None
+        self._retries0 = (torch.cuda.memory_stats(self.device).get("num_alloc_retries", 0)
+                          if self.device.type == "cuda" else 0)
         log.info("GPU runner: %d tokens per pass", budget)
 
     def run(self, jobs: Sequence[SeqJob], count_as_decode: bool = False) -> None:
@@ -88,6 +90,9 @@ class GpuRunner:
         if previous is not None:
             _read_back(*previous)
         self._count_busy()
+        if self.device.type == "cuda":  # (a dict of the allocator's counters: once a call)
+            retries = torch.cuda.memory_stats(self.device).get("num_alloc_retries", 0)
+            self.stats.alloc_retries = retries - self._retries0
 
     @torch.inference_mode()
     def decode_step(self, jobs: Sequence[SeqJob]) -> None:

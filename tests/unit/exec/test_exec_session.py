@@ -456,3 +456,26 @@ def test_an_operators_seconds_leave_out_the_model_load_it_waited_for(con):
     # the load and the operator's own seconds are disjoint parts of the filter phase; counted
     # in the operator too, their sum would pass the phase by the load's 0.5 s
     assert rep["operators"][0]["seconds"] + rep["load_s"] <= rep["phases"]["filters"] + 1e-3
+
+
+def test_each_operator_reports_the_allocator_retries_its_calls_caused(con):
+    """An engine's `alloc_retries` (the CUDA caching allocator emptying its cache to retry an
+    allocation, a stall inside a pass) reach the report per operator, as its GPU seconds do."""
+    ops = (bfilter("Mentions PRICE?"), bfilter("Mentions BATTERY?"), classify())
+    parsed = filters_query(ops)
+    engine = FakeEngine()
+    calls = []
+    run = engine.run
+
+    def retrying_run(requests):
+        engine.stats.alloc_retries += 2
+        calls.append(len(requests))
+        return run(requests)
+
+    engine.run = retrying_run
+    s = session(con, parsed, engine, sample_size=0)
+    s.execute(parsed.duckdb_sql)
+    reports = list(s.report.ops.values())
+    by_op = [op.alloc_retries for op in reports]
+    assert len(by_op) == 3 and sum(by_op) == 2 * len(calls) and all(n > 0 for n in by_op)
+    assert all(op.to_json()["alloc_retries"] == op.alloc_retries for op in reports)
