@@ -90,6 +90,7 @@ command_of() {  # the command line of a step
     setup) echo "python3 -m bench.probes.call_setup --ids ${SETUP_IDS:-IMDB-8} --workdir /tmp/quail-e2e" ;;
     ab) echo "python3 -m bench.probes.ab_routes --ids ${AB_IDS:-BIO-1} --order ${AB_ORDER:-on,off,on} \
       --workdir /tmp/quail-e2e" ;;
+    kvshare) echo "bash bench/gpu/kv_share_ab.sh" ;;
     *) echo "unknown step $1" >&2; return 1 ;;
   esac
 }
