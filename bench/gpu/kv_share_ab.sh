@@ -4,7 +4,8 @@
 # QUAIL-B's FEV-6 6-8% slower with the same passes (bench/results/decode-gpu.md); the QUAIL-B
 # rows now carry the allocator's retries per operator (`alloc_retries`), which says whether the
 # caching allocator's cache, smaller beside a larger arena, is why. The device_session.sh step
-# `kvshare` runs it (results under $OUT).
+# `kvshare` runs it (results under $OUT; the device call carries .carry/e2e, with its tok/, and
+# .carry/tok-smollm2: `python -m bench e2e-gpu --prepare` writes them).
 #
 #   KVSHARE_IDS=FEV-6,IMDB-1,LEP-1 KVSHARE_SHARES="0.4 0.65" bash bench/gpu/kv_share_ab.sh
 set -u
