@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # The KV arena's share, A/B on one machine: QUAIL_KV_FRACTION=0.4 (the default) against 0.65,
-# interleaved, two rounds. Session 45 measured 256-token generation 10-13% faster at 0.65 and
+# interleaved, KVSHARE_ROUNDS rounds (1: ~450 s with the untimed model writes; a second call
+# with the arms in reverse order makes the second round). Session 45 measured 256-token generation 10-13% faster at 0.65 and
 # QUAIL-B's FEV-6 6-8% slower with the same passes (bench/results/decode-gpu.md); the QUAIL-B
 # rows now carry the allocator's retries per operator (`alloc_retries`), which says whether the
 # caching allocator's cache, smaller beside a larger arena, is why. The device_session.sh step
 # `kvshare` runs it (results under $OUT; the device call carries .carry/e2e, with its tok/, and
 # .carry/tok-smollm2: `python -m bench e2e-gpu --prepare` writes them).
 #
-#   KVSHARE_IDS=FEV-6,IMDB-1,LEP-1 KVSHARE_SHARES="0.4 0.65" bash bench/gpu/kv_share_ab.sh
+# An arm "0.65e" is the share 0.65 with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (the
+# allocator maps more memory into a segment rather than keeping blocks of fixed sizes: fewer
+# retries where blocks fragment).
+#
+#   KVSHARE_IDS=FEV-6,IMDB-1,LEP-1 KVSHARE_SHARES="0.4 0.65 0.65e" KVSHARE_ROUNDS=1 \
+#     bash bench/gpu/kv_share_ab.sh
 set -u
 OUT=${OUT:?OUT: where the results go}
 IDS=${KVSHARE_IDS:-FEV-6,IMDB-1,LEP-1}
-SHARES=${KVSHARE_SHARES:-0.4 0.65}
+SHARES=${KVSHARE_SHARES:-0.4 0.65 0.65e}
+ROUNDS=${KVSHARE_ROUNDS:-1}
 mkdir -p "$OUT"
 QB="python3 -m bench quailb --device cuda --scale sf0.1 --random-model qwen3-4b --precision fp8
     --override --workdir /tmp/quail-e2e --baseline-sample 0 --resume bench/results/quailb-gpu.json"
@@ -21,15 +28,18 @@ DEC="python3 -m bench decode --hf-rows 0 --tokenizer .carry/tok-smollm2 --timeou
 # slower (its file still being written back when the queries load it)
 $QB --only LEP-1 --redo LEP-1 --out "$OUT/quailb-warm.json" > "$OUT/quailb-warm.log" 2>&1
 $DEC --runs 8x8 --out "$OUT/decode-warm.json" > "$OUT/decode-warm.log" 2>&1
-for round in 1 2; do
-  for share in $SHARES; do
-    echo "== round $round, QUAIL_KV_FRACTION=$share"
-    QUAIL_KV_FRACTION=$share $QB --only "$IDS" --redo "$IDS" \
-      --out "$OUT/quailb-$share-$round.json" > "$OUT/quailb-$share-$round.log" 2>&1
-    grep -E "^\| [A-Z]+-[0-9]+ \| snowflake|paged KV arena" "$OUT/quailb-$share-$round.log" \
+for round in $(seq "$ROUNDS"); do
+  for arm in $SHARES; do
+    share=${arm%e}
+    envs=(QUAIL_KV_FRACTION="$share")
+    [ "$arm" != "$share" ] && envs+=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)
+    echo "== round $round: ${envs[*]}"
+    env "${envs[@]}" $QB --only "$IDS" --redo "$IDS" \
+      --out "$OUT/quailb-$arm-$round.json" > "$OUT/quailb-$arm-$round.log" 2>&1
+    grep -E "^\| [A-Z]+-[0-9]+ \| snowflake|paged KV arena" "$OUT/quailb-$arm-$round.log" \
       | cut -c1-160
-    QUAIL_KV_FRACTION=$share $DEC --runs 2000x256 --out "$OUT/decode-$share-$round.json" \
-      > "$OUT/decode-$share-$round.log" 2>&1
-    grep -E "^\| 2000" "$OUT/decode-$share-$round.log" | head -1
+    env "${envs[@]}" $DEC --runs 2000x256 \
+      --out "$OUT/decode-$arm-$round.json" > "$OUT/decode-$arm-$round.log" 2>&1
+    grep -E "^\| 2000" "$OUT/decode-$arm-$round.log" | head -1
   done
 done
