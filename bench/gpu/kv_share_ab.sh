@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The KV arena's share, A/B on one machine: QUAIL_KV_FRACTION=0.4 (the default) against 0.65,
 # interleaved, KVSHARE_ROUNDS rounds (1: ~450 s with the untimed model writes; a second call
-# with the arms in reverse order makes the second round). Session 45 measured 256-token generation 11-14% faster at 0.65 and
-# QUAIL-B's FEV-6 6-8% slower with the same passes (bench/results/decode-gpu.md); the QUAIL-B
-# rows now carry the allocator's retries per operator (`alloc_retries`), which says whether the
-# caching allocator's cache, smaller beside a larger arena, is why. The device_session.sh step
-# `kvshare` runs it (results under $OUT; the device call carries .carry/e2e, with its tok/, and
+# with the arms in reverse order makes the second round). Session 45 measured 256-token
+# generation 11-14% faster at 0.65 and QUAIL-B's FEV-6 6-8% slower with the same passes
+# (bench/results/decode-gpu.md); the QUAIL-B rows now carry the allocator's retries per
+# operator (`alloc_retries`), which say whether the caching allocator, with less memory beside a
+# larger arena, is why. The device_session.sh step `kvshare` runs it (results under $OUT; the
+# device call carries .carry/e2e, with its tok/, and
 # .carry/tok-smollm2: `python -m bench e2e-gpu --prepare` writes them).
 #
 # An arm "0.65e" is the share 0.65 with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (the
