@@ -17,53 +17,15 @@ from quail_engine.exec.report import Report
 from quail_engine.exec.sql_values import similarity_value
 from quail_engine.infer.api import Request, SpanReadout
 from quail_engine.infer.reask import Band, ReaskingEngine
-from quail_engine.replicas import worker
 from quail_engine.replicas.ray_engine import RayEngine
+from quail_testing.ray_fakes import fake_replicas
 
 BAND = Band(boolean=0.1, label=0.1, span=0.5)
 
 
-class _Dead(Exception):
-    pass
-
-
-class FakeRay:
-    """Ray's surface RayEngine uses: `get` of results computed at `.remote()`, and its
-    exception types (none raised here)."""
-
-    class exceptions:
-        RayActorError = WorkerCrashedError = ObjectLostError = RayTaskError = _Dead
-
-    @staticmethod
-    def get(refs):
-        return refs
-
-    @staticmethod
-    def kill(actor) -> None:
-        pass
-
-
-class _Remote:
-    def __init__(self, method):
-        self.remote = method
-
-
-class FakeActor:
-    """An EngineWorker called in process, its methods behind `.remote`."""
-
-    def __init__(self, body: worker.EngineWorker):
-        self.body = body
-        self.info, self.run, self.release = (_Remote(body.info), _Remote(body.run),
-                                             _Remote(body.release))
-
-
 def replicas(monkeypatch, engines) -> RayEngine:
-    """A RayEngine over one worker per engine of `engines` (what load_engine returns there)."""
-    pending = list(engines)
-    monkeypatch.setattr(worker, "load_engine", lambda spec, **kwargs: pending.pop(0))
-    actors = [FakeActor(worker.EngineWorker(i, "fake", "cpu", "bf16-band", {}))
-              for i in range(len(engines))]
-    return RayEngine(FakeRay(), actors, "fake")
+    """A RayEngine over one banded worker per engine of `engines`."""
+    return fake_replicas(monkeypatch, engines, "bf16-band")
 
 
 def banded(tok: DirectionEngine) -> tuple[ReaskingEngine, DirectionEngine, DirectionEngine]:

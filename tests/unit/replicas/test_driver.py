@@ -3,42 +3,19 @@ many answers its workers decode at once, the sum of each replica engine's `decod
 batch of generating rows holds every worker's arena-fulls (a batch sized by its prompts' tokens
 alone gave each GPU a fraction of the answers its arena decodes together); and the counters the
 report reads, summed over the workers. Ray is replaced by a stand-in that calls the actors in
-process: the driver's and the workers' code run as they are."""
+process (quail_testing/ray_fakes.py): the driver's and the workers' code run as they are."""
 
 from __future__ import annotations
 
 from quail_engine.exec.batch_sizing import BatchSizer
-from quail_engine.infer.api import GenerateReadout
-from quail_engine.replicas import worker
-from quail_engine.replicas.ray_engine import RayEngine
-
-
-class _Dead(Exception):
-    pass
-
-
-class FakeRay:
-    class exceptions:
-        RayActorError = WorkerCrashedError = ObjectLostError = RayTaskError = _Dead
-
-    @staticmethod
-    def get(refs):
-        return refs
-
-
-class _Remote:
-    def __init__(self, method):
-        self.remote = method
-
-
-class FakeActor:
-    def __init__(self, body: worker.EngineWorker, dead: bool = False):
-        self.info = _Remote(body.info)
-        self.decode_rows = _Remote(self._dead if dead else body.decode_rows)
-
-    @staticmethod
-    def _dead(*args):
-        raise _Dead("the worker's process exited")
+from quail_engine.infer.api import (
+    Answer,
+    BooleanReadout,
+    EngineStats,
+    GenerateReadout,
+    Request,
+)
+from quail_testing.ray_fakes import fake_replicas
 
 
 class Engine:
@@ -58,17 +35,9 @@ class NoDecode:
     model_id, max_context, config = "fake", 4096, None
 
 
-def replicas(monkeypatch, engines, dead=()) -> RayEngine:
-    pending = list(engines)
-    monkeypatch.setattr(worker, "load_engine", lambda spec, **kwargs: pending.pop(0))
-    actors = [FakeActor(worker.EngineWorker(i, "fake", "cpu", "bf16", {}), dead=i in dead)
-              for i in range(len(engines))]
-    return RayEngine(FakeRay(), actors, "fake")
-
-
 def test_the_replicas_decode_the_sum_of_their_engines_rows(monkeypatch):
     engines = [Engine(300), Engine(280)]
-    ray_engine = replicas(monkeypatch, engines)
+    ray_engine = fake_replicas(monkeypatch, engines)
     assert ray_engine.decode_rows(339, 48) == 580
     assert [e.asked for e in engines] == [[(339, 48)], [(339, 48)]]
     # a generating batch then holds the batching's waves of every worker's answers
@@ -79,10 +48,10 @@ def test_the_replicas_decode_the_sum_of_their_engines_rows(monkeypatch):
 
 
 def test_no_count_where_a_replica_cannot_say_or_a_worker_is_dead(monkeypatch):
-    assert replicas(monkeypatch, [Engine(300), Engine(None)]).decode_rows(339, 48) is None
-    assert replicas(monkeypatch, [Engine(300), NoDecode()]).decode_rows(339, 48) is None
-    assert replicas(monkeypatch, [Engine(300), Engine(280)], dead={1}).decode_rows(339, 48) \
-        is None
+    assert fake_replicas(monkeypatch, [Engine(300), Engine(None)]).decode_rows(339, 48) is None
+    assert fake_replicas(monkeypatch, [Engine(300), NoDecode()]).decode_rows(339, 48) is None
+    dead = fake_replicas(monkeypatch, [Engine(300), Engine(280)], dead={1: ("decode_rows",)})
+    assert dead.decode_rows(339, 48) is None
 
 
 class Counting(Engine):
@@ -91,13 +60,9 @@ class Counting(Engine):
 
     def __init__(self):
         super().__init__(None)
-        from quail_engine.infer.api import EngineStats
-
         self.stats = EngineStats()
 
     def run(self, requests):
-        from quail_engine.infer.api import Answer
-
         for r in requests:
             self.stats.requested_tokens += len(r.tokens)
             self.stats.kv_hit_tokens += len(r.tokens) // 2
@@ -109,18 +74,8 @@ class Counting(Engine):
 def test_the_driver_counts_the_workers_kv_hits_and_allocator_retries(monkeypatch):
     """The executor's report reads the driver's stats: the KV the workers read from their
     prefix caches, and their allocators' retries, sum over the workers as tokens do."""
-    from quail_engine.infer.api import BooleanReadout, Request
-
-    class RunActor(FakeActor):
-        def __init__(self, body):
-            super().__init__(body)
-            self.run, self.release = _Remote(body.run), _Remote(body.release)
-
     engines = [Counting(), Counting()]
-    pending = list(engines)
-    monkeypatch.setattr(worker, "load_engine", lambda spec, **kwargs: pending.pop(0))
-    actors = [RunActor(worker.EngineWorker(i, "fake", "cpu", "bf16", {})) for i in range(2)]
-    ray_engine = RayEngine(FakeRay(), actors, "fake")
+    ray_engine = fake_replicas(monkeypatch, engines)
     requests = [Request(tuple(range(10 + i)), BooleanReadout()) for i in range(8)]
     assert [a.value for a in ray_engine.run(requests)] == [True] * 8
     assert all(e.stats.alloc_retries == 1 for e in engines)  # both workers got a shard
