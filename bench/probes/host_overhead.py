@@ -36,8 +36,10 @@ from quail_testing.model_dir import write_model_dir
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def packing_engine(spec: str, pages: int, tokenizer=None, token: int | None = None):
-    """GpuEngine on a tiny GpuCausalLM (CPU) whose forward packs the batch and returns zeros."""
+def packing_engine(spec: str, pages: int, tokenizer=None, token: int | None = None,
+                   passes: list | None = None):
+    """GpuEngine on a tiny GpuCausalLM (CPU) whose forward packs the batch and returns zeros.
+    `passes` (if given) collects ("prefill", tokens) and ("decode", sequences) per pass."""
     from quail_engine.infer.gpu.batch import pack, pack_decode
     from quail_engine.infer.gpu.engine import GpuEngine
     from quail_engine.infer.gpu.load import load_checkpoint
@@ -50,11 +52,15 @@ def packing_engine(spec: str, pages: int, tokenizer=None, token: int | None = No
                                64, torch.float32, model.device)
 
     def forward(ids, positions, cu, prefixes, reads, store_kv=None):
+        if passes is not None:
+            passes.append(("prefill", len(ids)))
         b = pack(ids, positions, cu, prefixes, reads, store_kv, model.arena, model.device,
                  model.lib_attention)
         return torch.zeros(len(reads), config.hidden_size), b.stored
 
     def decode(ids, prefixes):  # (a decode step packs its batch and grows its KV in place)
+        if passes is not None:
+            passes.append(("decode", len(prefixes)))
         pack_decode(ids, prefixes, model.arena, model.device)
         return torch.zeros(len(prefixes), config.hidden_size)
 
@@ -85,6 +91,8 @@ def main(argv=None) -> int:
                    help="the tiny model's tokenizer dir (default: --carry's tok; bench decode's "
                         "GPU runs read .carry/tok-smollm2)")
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--passes", action="store_true",
+                   help="print the engine's passes in order: prefill tokens, decode sequences")
     p.add_argument("--quailb", default="", help="a QUAIL-B query id (quail_testing/quailb/queries.py)")
     p.add_argument("--scale", default="0.1", help="QUAIL-B scale of --quailb's tables")
     args = p.parse_args(argv)
@@ -112,8 +120,10 @@ def main(argv=None) -> int:
         tables = ["reports", "terms"] if args.workload == "join" else ["docs"]
 
     token = tokenizer.encode(" the")[-1] if args.workload == "complete" else None
+    passes: list | None = [] if args.passes else None
+
     def load_engine(spec, device="cpu", precision="bf16", tokenizer=None, **_):
-        return packing_engine(spec, args.pages, tokenizer, token)
+        return packing_engine(spec, args.pages, tokenizer, token, passes)
 
     # (the session loads through facade's own binding of factory.load_engine: both are
     # replaced, or the query runs the CPU engine and the probe measures that instead)
@@ -142,9 +152,24 @@ def main(argv=None) -> int:
                       "kv_hit_tokens": sum(o.get("kv_hit_tokens", 0) for o in rep["operators"]),
                       "decode_tokens": sum(o.get("decode_tokens", 0) for o in rep["operators"]),
                       "engine_s": round(sum(o.get("engine_s", 0.0) for o in rep["operators"]), 2)}))
+    if passes:
+        print(json.dumps({"passes": _runs(passes)}))
     if prof:
         pstats.Stats(prof).sort_stats("cumulative").print_stats(45)
     return code
+
+
+def _runs(passes: list) -> list:
+    """Consecutive passes of one kind folded: [kind, count, first size, last size, total]."""
+    out: list = []
+    for kind, size in passes:
+        if out and out[-1][0] == kind:
+            out[-1][1] += 1
+            out[-1][3] = size
+            out[-1][4] += size
+        else:
+            out.append([kind, 1, size, size, size])
+    return out
 
 
 if __name__ == "__main__":

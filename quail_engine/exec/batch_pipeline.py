@@ -16,15 +16,16 @@ from collections.abc import Sequence
 from concurrent.futures import wait
 
 from quail_engine.exec import engine_thread
-from quail_engine.exec.batch_sizing import prompt_tokens
+from quail_engine.exec.batch_sizing import prompt_tokens, whole_waves
 from quail_engine.exec.context_fit import fit_request, within_budget
 from quail_engine.exec.doc_kv import DocKV
 from quail_engine.exec.prompts import OpPrompt
-from quail_engine.infer.api import Answer, Request
+from quail_engine.infer.api import Answer, GenerateReadout, Request
 from quail_engine.infer.radix import PrefixCounter
 from quail_engine.plan.cost import Work
 
 log = logging.getLogger(__name__)
+WAVE_CHUNK = 512  # prompts tokenized at a time while a generating batch is sized in waves
 
 
 class BatchPipeline:
@@ -65,8 +66,10 @@ class BatchPipeline:
                 submitted = None
                 if lo < len(texts):
                     tokens = prompt_tokens(texts[lo:lo + 64], self.uses_kv, runner.engine)
-                    hi = lo + max(sizer.batch_prompts(tokens, rep.op),
-                                  sizer.decode_rows(runner.engine, self.readout, tokens))
+                    rows = sizer.batch_prompts(tokens, rep.op)
+                    waved = self._decode_waves(texts, lo, rows)
+                    hi = lo + (waved if waved is not None else max(
+                        rows, sizer.decode_rows(runner.engine, self.readout, tokens)))
                     guess = (min(hi, len(texts)) - lo) * tokens
                     prepared = self._prepare(texts[lo:hi])
                     submitted = (lo, min(hi, len(texts)), guess, engine_thread.submit(
@@ -118,6 +121,34 @@ class BatchPipeline:
             wait(in_flight)
         finally:
             engine.resume()
+
+    def _decode_waves(self, texts: list[tuple[str, str]], lo: int, rows: int) -> int | None:
+        """Rows of the generating batch from `lo` in whole waves of the engine's decode arena
+        (batch_sizing.whole_waves), counted from the prompts' own tokens, which the batch's
+        preparation then reads from the token store; None where the answers are not generated
+        from whole prompts or the engine's KV is unbounded (the batch is sized as the sizer's
+        decode_rows says)."""
+        engine = self.runner.engine
+        if self.uses_kv or not isinstance(self.readout, GenerateReadout) or \
+                getattr(engine, "decode_capacity", None) is None:
+            return None
+        capacity = engine.decode_capacity()
+        if capacity is None:
+            return None
+        text, answer = self.runner.text, self.runner.answer_tokens(self.readout)
+        limit = engine.max_context
+        needs: list[int] = []
+        while lo + len(needs) < len(texts):
+            chunk = texts[lo + len(needs):lo + len(needs) + WAVE_CHUNK]
+            heads = text.heads([p for p, _ in chunk])
+            tails = text.tails([s for _, s in chunk])
+            needs += [engine.decode_pages(min(len(h) + len(t) + answer, limit))
+                      for h, t in zip(heads, tails)]
+            sizer = self.runner.sizer
+            taken = whole_waves(needs, capacity[0], rows, sizer.batching.decode_waves)
+            if taken is not None:
+                return min(taken, sizer.batch_size)
+        return min(len(needs), self.runner.sizer.batch_size)
 
     def _prepare(self, texts: list[tuple[str, str]]):
         """Host side of a batch: token ids of its questions and documents (a shared document's

@@ -63,6 +63,34 @@ class BatchSizer:
             self.tokens_per_s, self._rate_tokens, tokens, seconds)
 
 
+WAVE_SPARE = 2  # rows' pages (the largest's) a wave is counted short of the arena: whole_waves
+
+
+def whole_waves(needs: list[int], capacity: int, rows: int, waves: int) -> int | None:
+    """How many rows (from the first) a generating batch takes, each row's answer needing
+    `needs` pages of a decode arena of `capacity` pages: whole arena-fulls ("waves"), at least
+    `waves` of them and as many as the `rows` engine time asks for reach into, never the start
+    of one more. A wave that starts with few answers runs its every decode step (which reads
+    all the weights) for them alone, while the next batch waits for it. The waves are counted
+    as admission (infer/decode._admit) fills them when a wave's answers end together: in
+    order, the next wave starting where the next row does not fit (a row larger than the arena
+    alone), each wave counted WAVE_SPARE rows short of the arena: the room a wave finds is a
+    few pages less than the arena's when cached pages the last wave's final step still holds
+    count as taken, and a row that misses its wave by a page decodes alone. None: more rows
+    must be counted first (`needs` ends before the batch does)."""
+    room = capacity - WAVE_SPARE * max(needs, default=0)
+    used, fill, target = 1, 0, None
+    for i, need in enumerate(needs):
+        if fill and fill + need > room:
+            if target is not None and used >= target:
+                return i
+            used, fill = used + 1, 0
+        fill += need
+        if i + 1 == rows:
+            target = max(waves, used)
+    return None
+
+
 def prompt_tokens(sample: list[tuple[str, str]], resident_prefix: bool, engine) -> float:
     """Fresh tokens a prompt like those of `sample` costs, guessed as characters / 4: its
     question alone when its document is resident (a join partner, a second predicate), else

@@ -200,7 +200,9 @@ def _admit(waiting: deque, running: Sequence[DecodeSeq],
                                 for s in running)
     admitted = []
     while waiting:
-        need = _pages(len(waiting[0].tokens) + waiting[0].max_tokens, page, slack)
+        # (a grammar's forced first tokens are in both its prompt and its answer: force_starts)
+        s = waiting[0]
+        need = _pages(len(s.tokens) + s.max_tokens - len(s.out_tokens), page, slack)
         if (running or admitted) and need > budget:
             break
         budget -= need
@@ -211,8 +213,13 @@ def _admit(waiting: deque, running: Sequence[DecodeSeq],
 def fitting(free_tokens: int, page: int, tokens: int, runner: Runner) -> int:
     """How many sequences of `tokens` KV tokens (prompt and answer) `runner`'s decode holds at
     once in `free_tokens` of an arena of `page`-token pages (at least 1)."""
-    slack = 2 if getattr(runner, "decode_step", None) is not None else 3
-    return max(1, free_tokens // page // _pages(tokens, page, slack))
+    return max(1, free_tokens // page // sequence_pages(tokens, page, runner))
+
+
+def sequence_pages(tokens: int, page: int, runner: Runner) -> int:
+    """The pages `runner`'s decode loop reserves for a sequence of `tokens` KV tokens (prompt
+    and answer) when it admits it (_admit)."""
+    return _pages(tokens, page, 2 if getattr(runner, "decode_step", None) is not None else 3)
 
 
 def _pages(tokens: int, page: int, slack: int = 3) -> int:

@@ -67,6 +67,8 @@ class LocalEngine(PrefixSharing, Scoring, Generation):
         self._pinned: dict[int, list] = {}  # arena entry -> radix nodes its prefix holds
         # decoding sequences' KV (weakly) and the cached pages it begins with (_decode_prefill)
         self._decode_holds: list[tuple[weakref.ref, tuple]] = []
+        # the decode room when the last generating batch began (Generation.decode_capacity)
+        self._decode_room_start: tuple[int, int] | None = None
 
     @classmethod
     def load(cls, spec: str = "default", device: str = "cpu", dtype: Any = None,

@@ -10,7 +10,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from quail_engine.infer.api import Answer, EngineStats, Request
-from quail_engine.infer.decode import DecodeSeq, fitting, force_starts, greedy_decode
+from quail_engine.infer.decode import (
+    DecodeSeq,
+    fitting,
+    force_starts,
+    greedy_decode,
+    sequence_pages,
+)
 from quail_engine.infer.decode_overlap import overlappable, overlapped_decode
 from quail_engine.infer.kv_pages import cpu_kv_bytes_per_token
 from quail_engine.infer.prefix_cache import PrefixCache
@@ -37,6 +43,7 @@ class Generation:
     track_decode_margins: bool
     _grammars: Any
     _decode_holds: list[tuple[weakref.ref, tuple]]
+    _decode_room_start: tuple[int, int] | None
 
     def _generate(self, requests: Sequence[Request], prefixes: Sequence[Any]) -> list[Answer]:
         seqs = [DecodeSeq(list(r.tokens), p, r.readout.max_tokens, tuple(r.readout.stop),
@@ -49,8 +56,11 @@ class Generation:
         forced = grammars is not None and os.environ.get("QUAIL_FORCED_TOKENS", "1") != "0"
         if forced and width:
             self.stats.forced_tokens += force_starts(seqs, grammars, width, self.codec.decode)
-        args = (self.runner, seqs, self.codec.eos_ids, self.codec.decode, grammars,
-                self._decode_room(), self._decode_prefill())
+        room = self._decode_room()
+        if room is not None:
+            self._decode_room_start = room()
+        args = (self.runner, seqs, self.codec.eos_ids, self.codec.decode, grammars, room,
+                self._decode_prefill())
         if overlappable(self.runner, seqs):
             overlapped_decode(*args)
         else:
@@ -141,6 +151,22 @@ class Generation:
             return max(1, min(CPU_DECODE_ROWS, fits))
         free, page = room()
         return fitting(free, page, prompt_tokens + max_tokens, self.runner)
+
+    def decode_capacity(self) -> tuple[int, int] | None:
+        """(pages, page size) of the KV arena a generating batch decodes in, as it was when the
+        last one began (a batch sized while another decodes would see that one's pages taken,
+        and its size would follow the timing), else as it is now; None where the KV is
+        unbounded (the CPU's)."""
+        room = self._decode_room()
+        if room is None:
+            return None
+        free, page = self._decode_room_start or room()
+        return free // page, page
+
+    def decode_pages(self, kv_tokens: int) -> int:
+        """The pages the decode loop reserves for a sequence of `kv_tokens` KV tokens (prompt
+        and answer) when it admits it, in the arena decode_capacity describes."""
+        return sequence_pages(kv_tokens, self.decode_capacity()[1], self.runner)
 
     def _decode_room(self):
         """(KV tokens a decode may still allocate, page size) as a callable, for an engine

@@ -5,6 +5,8 @@ few seconds)."""
 
 from types import SimpleNamespace
 
+from exec_fakes import FakeEngine
+
 from quail_engine.exec.answer_cache import AnswerCache
 from quail_engine.exec.batch_sizing import (
     BATCH_SECONDS,
@@ -150,3 +152,82 @@ def test_a_generating_batch_holds_two_arena_fulls_of_answers():
     assert runner.sizer.decode_rows(runner.engine, boolean, tokens) == 1
     unbounded = _runner(SimpleNamespace(decode_rows=lambda *a: None))
     assert unbounded.sizer.decode_rows(unbounded.engine, generate, tokens) == 1
+
+
+def test_whole_waves_fills_arena_fulls_without_starting_another():
+    """A generating batch takes whole decode waves: at least `waves` arena-fulls, as many as
+    engine time asks for, never the first rows of one more (they would decode alone)."""
+    from quail_engine.exec.batch_sizing import whole_waves
+
+    needs = [5] * 100  # an arena of 62 pages less two rows' spare: 10 rows a wave
+    assert whole_waves(needs, 62, 1, 2) == 20
+    assert whole_waves(needs, 62, 20, 2) == 20
+    assert whole_waves(needs, 62, 21, 2) == 30  # 21 rows reach into a third wave: all of it
+    assert whole_waves(needs[:15], 62, 1, 2) is None  # more rows must be counted first
+    assert whole_waves(needs[:25], 62, 30, 2) is None
+    assert whole_waves([60, 5, 5], 52, 1, 1) == 1  # a row larger than the arena decodes alone
+    assert whole_waves([3, 9, 3, 3], 28, 1, 1) == 1  # (3, then 9 does not fit beside it)
+    assert whole_waves([3, 6, 3, 3], 24, 1, 1) == 3  # 12 of the 24 less two rows of 6 counted
+
+
+class WaveEngine(FakeEngine):
+    """FakeEngine with a bounded decode arena (decode_capacity, decode_pages, and decode_rows
+    from a typical prompt's tokens) keeping the prompts' KV pages of each generating batch it
+    runs."""
+
+    CAPACITY = 300
+
+    def __init__(self):
+        super().__init__()
+        self.batches: list[list[int]] = []
+
+    def decode_capacity(self):
+        return self.CAPACITY, 8
+
+    def decode_pages(self, kv_tokens: int) -> int:
+        return kv_tokens // 8 + 2
+
+    def decode_rows(self, prompt_tokens: int, max_tokens: int) -> int:
+        return max(1, self.CAPACITY // self.decode_pages(prompt_tokens + max_tokens))
+
+    def run(self, requests):
+        self.batches.append([self.decode_pages(len(r.tokens) + r.readout.max_tokens)
+                             for r in requests])
+        return super().run(requests)
+
+
+def _waves(needs: list[int], capacity: int) -> list[int]:
+    """The pages of each wave the decode loop's admission fills from `needs` in order."""
+    waves = [0]
+    for need in needs:
+        if waves[-1] + need > capacity:
+            waves.append(0)
+        waves[-1] += need
+    return waves
+
+
+def test_generating_batches_end_on_full_waves():
+    """Through a session: AI_COMPLETE over rows of several lengths runs in batches of whole
+    decode waves, at least DECODE_WAVES of them a batch, counted from the prompts' own tokens:
+    no batch but the query's last ends on a wave of a few rows (they would decode alone)."""
+    import duckdb
+
+    from quail_engine.exec.batch_sizing import DECODE_WAVES
+    from quail_engine.exec.config import SessionConfig
+    from quail_engine.exec.session import QuailSession
+    from quail_engine.plan.cost import DeviceSpec
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE r AS SELECT i AS id, 'doc ' || i || ' ' || repeat('word ', 3 + i % 29) AS review "
+                "FROM range(400) t(i)")
+    engine = WaveEngine()
+    s = QuailSession(con, lambda: engine, SessionConfig(use_cache=False, device="cpu"),
+                     device_spec=DeviceSpec("toy", 1e11, 1e10))
+    rows = s.execute("SELECT id, AI_COMPLETE('m', review, {'max_tokens': 16}) AS v FROM r",
+                     "snowflake").num_rows
+    assert rows == 400 and sum(map(len, engine.batches)) == 400
+    assert len(engine.batches) > 2
+    for needs in engine.batches[:-1]:
+        waves = _waves(needs, WaveEngine.CAPACITY)
+        assert len(waves) >= DECODE_WAVES, waves
+        assert min(waves) >= WaveEngine.CAPACITY // 2, waves  # no wave of a few rows alone
