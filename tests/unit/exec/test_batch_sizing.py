@@ -226,7 +226,7 @@ def test_generating_batches_end_on_full_waves():
     rows = s.execute("SELECT id, AI_COMPLETE('m', review, {'max_tokens': 16}) AS v FROM r",
                      "snowflake").num_rows
     assert rows == 400 and sum(map(len, engine.batches)) == 400
-    assert len(engine.batches) > 2
+    assert len(engine.batches) >= 2
     for needs in engine.batches[:-1]:
         waves = _waves(needs, WaveEngine.CAPACITY)
         assert len(waves) >= DECODE_WAVES, waves
