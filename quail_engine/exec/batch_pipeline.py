@@ -68,8 +68,16 @@ class BatchPipeline:
                     tokens = prompt_tokens(texts[lo:lo + 64], self.uses_kv, runner.engine)
                     rows = sizer.batch_prompts(tokens, rep.op)
                     waved = self._decode_waves(texts, lo, rows)
-                    hi = lo + (waved if waved is not None else max(
-                        rows, sizer.decode_rows(runner.engine, self.readout, tokens)))
+                    if waved is not None:
+                        hi = lo + waved
+                    else:
+                        decode = sizer.decode_rows(runner.engine, self.readout, tokens)
+                        hi = lo + max(rows, decode)
+                        # a generating call's last rows, fewer than one wave of answers, join
+                        # this batch: a batch of them alone would run its every decode step
+                        # (reading every weight) for a few rows, after this one's
+                        if decode > 1 and len(texts) - hi < decode // sizer.batching.decode_waves:
+                            hi = len(texts)
                     guess = (min(hi, len(texts)) - lo) * tokens
                     prepared = self._prepare(texts[lo:hi])
                     submitted = (lo, min(hi, len(texts)), guess, engine_thread.submit(

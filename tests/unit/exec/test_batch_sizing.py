@@ -231,3 +231,46 @@ def test_generating_batches_end_on_full_waves():
         waves = _waves(needs, WaveEngine.CAPACITY)
         assert len(waves) >= DECODE_WAVES, waves
         assert min(waves) >= WaveEngine.CAPACITY // 2, waves  # no wave of a few rows alone
+
+
+class RowsEngine(FakeEngine):
+    """FakeEngine whose KV is unbounded (no decode_capacity), as the CPU's: decode_rows answers
+    decode at once; keeps the size of each generating batch it runs."""
+
+    def __init__(self):
+        super().__init__()
+        self.batches: list[int] = []
+
+    def decode_rows(self, prompt_tokens: int, max_tokens: int) -> int:
+        return 16
+
+    def run(self, requests):
+        self.batches.append(len(requests))
+        return super().run(requests)
+
+
+def test_a_generating_calls_last_rows_under_a_wave_join_its_batch():
+    """Where the KV is unbounded (the CPU's), a generating call's rows left after a batch that
+    are fewer than one wave of answers (decode_rows) join that batch instead of decoding alone
+    after it; more than a wave left runs as a batch of its own."""
+    import duckdb
+
+    from quail_engine.exec.batch_sizing import DECODE_WAVES
+    from quail_engine.exec.config import SessionConfig
+    from quail_engine.exec.session import QuailSession
+    from quail_engine.plan.cost import DeviceSpec
+
+    sizes = {}
+    for n in (40, 50):
+        con = duckdb.connect()
+        con.execute(f"CREATE TABLE r AS SELECT i AS id, 'doc ' || i || ' ' || repeat('word ', 120)"
+                    f" AS review FROM range({n}) t(i)")
+        engine = RowsEngine()
+        s = QuailSession(con, lambda e=engine: e, SessionConfig(use_cache=False, device="cpu"),
+                         device_spec=DeviceSpec("toy", 1e11, 1e10))
+        s.execute("SELECT id, AI_COMPLETE('m', review, {'max_tokens': 16}) AS v FROM r",
+                  "snowflake")
+        sizes[n] = engine.batches
+    batch = DECODE_WAVES * 16
+    assert sizes[40] == [40]  # 32 + 8: the 8 join the first batch
+    assert sizes[50] == [batch, 50 - batch]  # 18 left: a batch of their own
