@@ -144,7 +144,7 @@ class BatchPipeline:
         if capacity is None:
             return None
         text, answer = self.runner.text, self.runner.answer_tokens(self.readout)
-        limit = engine.max_context
+        sizer, limit = self.runner.sizer, engine.max_context
         needs: list[int] = []
         while lo + len(needs) < len(texts):
             chunk = texts[lo + len(needs):lo + len(needs) + WAVE_CHUNK]
@@ -152,11 +152,10 @@ class BatchPipeline:
             tails = text.tails([s for _, s in chunk])
             needs += [engine.decode_pages(min(len(h) + len(t) + answer, limit))
                       for h, t in zip(heads, tails)]
-            sizer = self.runner.sizer
             taken = whole_waves(needs, capacity[0], rows, sizer.batching.decode_waves)
             if taken is not None:
                 return min(taken, sizer.batch_size)
-        return min(len(needs), self.runner.sizer.batch_size)
+        return min(len(needs), sizer.batch_size)
 
     def _prepare(self, texts: list[tuple[str, str]]):
         """Host side of a batch: token ids of its questions and documents (a shared document's
