@@ -74,11 +74,12 @@ def whole_waves(needs: list[int], capacity: int, rows: int, waves: int) -> int |
     all the weights) for them alone, while the next batch waits for it. The waves are counted
     as admission (infer/decode._admit) fills them when a wave's answers end together: in
     order, the next wave starting where the next row does not fit (a row larger than the arena
-    alone), each wave counted WAVE_SPARE rows short of the arena: the room a wave finds is a
-    few pages less than the arena's when cached pages the last wave's final step still holds
-    count as taken, and a row that misses its wave by a page decodes alone. None: more rows
-    must be counted first (`needs` ends before the batch does)."""
-    room = capacity - WAVE_SPARE * max(needs, default=0)
+    alone), each wave counted WAVE_SPARE rows short of the arena, at most a sixteenth of it:
+    the room a wave finds is a few pages less than the arena's when cached pages the last
+    wave's final step still holds count as taken, and a row that misses its wave by a page
+    decodes alone (the bound keeps one long row from counting every wave as nearly empty).
+    None: more rows must be counted first (`needs` ends before the batch does)."""
+    room = capacity - min(WAVE_SPARE * max(needs, default=0), capacity // 16)
     used, fill, target = 1, 0, None
     for i, need in enumerate(needs):
         if fill and fill + need > room:

@@ -159,15 +159,19 @@ def test_whole_waves_fills_arena_fulls_without_starting_another():
     engine time asks for, never the first rows of one more (they would decode alone)."""
     from quail_engine.exec.batch_sizing import whole_waves
 
-    needs = [5] * 100  # an arena of 62 pages less two rows' spare: 10 rows a wave
-    assert whole_waves(needs, 62, 1, 2) == 20
-    assert whole_waves(needs, 62, 20, 2) == 20
-    assert whole_waves(needs, 62, 21, 2) == 30  # 21 rows reach into a third wave: all of it
-    assert whole_waves(needs[:15], 62, 1, 2) is None  # more rows must be counted first
-    assert whole_waves(needs[:25], 62, 30, 2) is None
+    needs = [5] * 100  # an arena of 170 pages less two rows' spare: 32 rows a wave
+    assert whole_waves(needs, 170, 1, 2) == 64
+    assert whole_waves(needs, 170, 64, 2) == 64
+    assert whole_waves(needs, 170, 65, 2) == 96  # 65 rows reach into a third wave: all of it
+    assert whole_waves(needs[:40], 170, 1, 2) is None  # more rows must be counted first
+    assert whole_waves(needs[:50], 170, 70, 2) is None
+    # the H100's arena at the default share (3,368 pages) and rows of 8 pages: 419 a wave,
+    # two rows' pages spare
+    assert whole_waves([8] * 1000, 3368, 1, 2) == 838
     assert whole_waves([60, 5, 5], 52, 1, 1) == 1  # a row larger than the arena decodes alone
-    assert whole_waves([3, 9, 3, 3], 28, 1, 1) == 1  # (3, then 9 does not fit beside it)
-    assert whole_waves([3, 6, 3, 3], 24, 1, 1) == 3  # 12 of the 24 less two rows of 6 counted
+    # one long row among short ones: the short ones still fill their waves (37 to the arena's
+    # 120 pages less its sixteenth), the long one starts a wave of its own
+    assert whole_waves([3] * 50 + [100] + [3] * 50, 120, 1, 2) == 50
 
 
 class WaveEngine(FakeEngine):
