@@ -150,8 +150,8 @@ class BatchPipeline:
             chunk = texts[lo + len(needs):lo + len(needs) + WAVE_CHUNK]
             heads = text.heads([p for p, _ in chunk])
             tails = text.tails([s for _, s in chunk])
-            needs += [engine.decode_pages(min(len(h) + len(t) + answer, limit))
-                      for h, t in zip(heads, tails)]
+            needs += engine.decode_pages([min(len(h) + len(t) + answer, limit)
+                                          for h, t in zip(heads, tails)])
             taken = whole_waves(needs, capacity[0], rows, sizer.batching.decode_waves)
             if taken is not None:
                 return min(taken, sizer.batch_size)

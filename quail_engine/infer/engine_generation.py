@@ -163,10 +163,11 @@ class Generation:
         free, page = self._decode_room_start or room()
         return free // page, page
 
-    def decode_pages(self, kv_tokens: int) -> int:
-        """The pages the decode loop reserves for a sequence of `kv_tokens` KV tokens (prompt
-        and answer) when it admits it, in the arena decode_capacity describes."""
-        return sequence_pages(kv_tokens, self.decode_capacity()[1], self.runner)
+    def decode_pages(self, kv_tokens: Sequence[int]) -> list[int]:
+        """The pages the decode loop reserves for each sequence of `kv_tokens` KV tokens
+        (prompt and answer) when it admits it, in the arena decode_capacity describes."""
+        page = self.decode_capacity()[1]
+        return [sequence_pages(t, page, self.runner) for t in kv_tokens]
 
     def _decode_room(self):
         """(KV tokens a decode may still allocate, page size) as a callable, for an engine
