@@ -188,15 +188,15 @@ class WaveEngine(FakeEngine):
     def decode_capacity(self):
         return self.CAPACITY, 8
 
-    def decode_pages(self, kv_tokens: int) -> int:
-        return kv_tokens // 8 + 2
+    def decode_pages(self, kv_tokens):
+        return [t // 8 + 2 for t in kv_tokens]
 
     def decode_rows(self, prompt_tokens: int, max_tokens: int) -> int:
-        return max(1, self.CAPACITY // self.decode_pages(prompt_tokens + max_tokens))
+        return max(1, self.CAPACITY // self.decode_pages([prompt_tokens + max_tokens])[0])
 
     def run(self, requests):
-        self.batches.append([self.decode_pages(len(r.tokens) + r.readout.max_tokens)
-                             for r in requests])
+        self.batches.append(self.decode_pages([len(r.tokens) + r.readout.max_tokens
+                                               for r in requests]))
         return super().run(requests)
 
 
@@ -210,25 +210,32 @@ def _waves(needs: list[int], capacity: int) -> list[int]:
     return waves
 
 
-def test_generating_batches_end_on_full_waves():
-    """Through a session: AI_COMPLETE over rows of several lengths runs in batches of whole
-    decode waves, at least DECODE_WAVES of them a batch, counted from the prompts' own tokens:
-    no batch but the query's last ends on a wave of a few rows (they would decode alone)."""
+def _complete(engine, n: int, words: str) -> int:
+    """AI_COMPLETE (16 tokens) over `n` distinct rows, each 'doc I' and the SQL `words` of
+    row i, through a session on `engine`; the rows answered."""
     import duckdb
 
-    from quail_engine.exec.batch_sizing import DECODE_WAVES
     from quail_engine.exec.config import SessionConfig
     from quail_engine.exec.session import QuailSession
     from quail_engine.plan.cost import DeviceSpec
 
     con = duckdb.connect()
-    con.execute("CREATE TABLE r AS SELECT i AS id, 'doc ' || i || ' ' || repeat('word ', 3 + i % 29) AS review "
-                "FROM range(400) t(i)")
-    engine = WaveEngine()
+    con.execute(f"CREATE TABLE r AS SELECT i AS id, 'doc ' || i || ' ' || {words} AS review "
+                f"FROM range({n}) t(i)")
     s = QuailSession(con, lambda: engine, SessionConfig(use_cache=False, device="cpu"),
                      device_spec=DeviceSpec("toy", 1e11, 1e10))
-    rows = s.execute("SELECT id, AI_COMPLETE('m', review, {'max_tokens': 16}) AS v FROM r",
+    return s.execute("SELECT id, AI_COMPLETE('m', review, {'max_tokens': 16}) AS v FROM r",
                      "snowflake").num_rows
+
+
+def test_generating_batches_end_on_full_waves():
+    """Through a session: AI_COMPLETE over rows of several lengths runs in batches of whole
+    decode waves, at least DECODE_WAVES of them a batch, counted from the prompts' own tokens:
+    no batch but the query's last ends on a wave of a few rows (they would decode alone)."""
+    from quail_engine.exec.batch_sizing import DECODE_WAVES
+
+    engine = WaveEngine()
+    rows = _complete(engine, 400, "repeat('word ', 3 + i % 29)")
     assert rows == 400 and sum(map(len, engine.batches)) == 400
     assert len(engine.batches) >= 2
     for needs in engine.batches[:-1]:
@@ -257,23 +264,12 @@ def test_a_generating_calls_last_rows_under_a_wave_join_its_batch():
     """Where the KV is unbounded (the CPU's), a generating call's rows left after a batch that
     are fewer than one wave of answers (decode_rows) join that batch instead of decoding alone
     after it; more than a wave left runs as a batch of its own."""
-    import duckdb
-
     from quail_engine.exec.batch_sizing import DECODE_WAVES
-    from quail_engine.exec.config import SessionConfig
-    from quail_engine.exec.session import QuailSession
-    from quail_engine.plan.cost import DeviceSpec
 
     sizes = {}
     for n in (40, 50):
-        con = duckdb.connect()
-        con.execute(f"CREATE TABLE r AS SELECT i AS id, 'doc ' || i || ' ' || repeat('word ', 120)"
-                    f" AS review FROM range({n}) t(i)")
         engine = RowsEngine()
-        s = QuailSession(con, lambda e=engine: e, SessionConfig(use_cache=False, device="cpu"),
-                         device_spec=DeviceSpec("toy", 1e11, 1e10))
-        s.execute("SELECT id, AI_COMPLETE('m', review, {'max_tokens': 16}) AS v FROM r",
-                  "snowflake")
+        _complete(engine, n, "repeat('word ', 120)")
         sizes[n] = engine.batches
     batch = DECODE_WAVES * 16
     assert sizes[40] == [40]  # 32 + 8: the 8 join the first batch
