@@ -37,9 +37,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def packing_engine(spec: str, pages: int, tokenizer=None, token: int | None = None,
-                   passes: list | None = None):
+                   passes: list | None = None, end_every: int = 0):
     """GpuEngine on a tiny GpuCausalLM (CPU) whose forward packs the batch and returns zeros.
-    `passes` (if given) collects ("prefill", tokens) and ("decode", sequences) per pass."""
+    `passes` (if given) collects ("prefill", tokens) and ("decode", sequences) per pass.
+    `end_every` (with `token`): a decode step whose sequence's KV holds a multiple of this many
+    tokens writes end-of-sequence, so answers end after 1 to `end_every` tokens, spread by
+    their prompts' lengths, as a trained model's answers end (random weights' run to
+    max_tokens)."""
     from quail_engine.infer.gpu.batch import pack, pack_decode
     from quail_engine.infer.gpu.engine import GpuEngine
     from quail_engine.infer.gpu.load import load_checkpoint
@@ -62,13 +66,26 @@ def packing_engine(spec: str, pages: int, tokenizer=None, token: int | None = No
         if passes is not None:
             passes.append(("decode", len(prefixes)))
         pack_decode(ids, prefixes, model.arena, model.device)
-        return torch.zeros(len(prefixes), config.hidden_size)
+        hidden = torch.zeros(len(prefixes), config.hidden_size)
+        if end_every:  # (each row's KV length, for vocab_logits to end some answers)
+            hidden[:, 0] = torch.tensor([float(p.num_tokens) for p in prefixes])
+        return hidden
 
     model.forward, model.decode = forward, decode
     if token is not None:  # (one plain token always wins: no answer ends early)
         plain = torch.zeros(config.vocab_size)
         plain[token] = 1.0
         model.vocab_logits = lambda hidden: plain.expand(hidden.shape[0], -1)
+        if end_every:
+            from quail_engine.infer.textio import TextCodec
+
+            ended = torch.zeros(config.vocab_size)
+            ended[min(TextCodec(tok, config).eos_ids)] = 1.0
+
+            def vocab_logits(hidden):
+                ends = (hidden[:, 0].long() % end_every == 0).unsqueeze(1)
+                return torch.where(ends, ended, plain)
+            model.vocab_logits = vocab_logits
         # (and the prefill's logits, where an answer's first token comes from: all-zero logits
         # choose token 0, an end-of-text id in SmolLM2's vocabulary, which ended every answer)
         model.logits = lambda hidden, token_ids=None: (
@@ -87,6 +104,9 @@ def main(argv=None) -> int:
     p.add_argument("--pages", type=int, default=4096, help="KV arena pages of 64 tokens")
     p.add_argument("--max-tokens", type=int, default=48, help="--workload complete's answers")
     p.add_argument("--constrained", action="store_true", help="--workload complete under a schema")
+    p.add_argument("--end-every", type=int, default=0,
+                   help="--workload complete: answers end after 1 to N tokens (spread by their "
+                        "prompts' lengths), as trained weights' do; 0: all run to --max-tokens")
     p.add_argument("--tokenizer", type=Path, default=None,
                    help="the tiny model's tokenizer dir (default: --carry's tok; bench decode's "
                         "GPU runs read .carry/tok-smollm2)")
@@ -123,7 +143,7 @@ def main(argv=None) -> int:
     passes: list | None = [] if args.passes else None
 
     def load_engine(spec, device="cpu", precision="bf16", tokenizer=None, **_):
-        return packing_engine(spec, args.pages, tokenizer, token, passes)
+        return packing_engine(spec, args.pages, tokenizer, token, passes, args.end_every)
 
     # (the session loads through facade's own binding of factory.load_engine: both are
     # replaced, or the query runs the CPU engine and the probe measures that instead)
@@ -151,6 +171,7 @@ def main(argv=None) -> int:
                       "fresh_tokens": sum(o.get("fresh_tokens", 0) for o in rep["operators"]),
                       "kv_hit_tokens": sum(o.get("kv_hit_tokens", 0) for o in rep["operators"]),
                       "decode_tokens": sum(o.get("decode_tokens", 0) for o in rep["operators"]),
+                      "preemptions": sum(o.get("preemptions", 0) for o in rep["operators"]),
                       "engine_s": round(sum(o.get("engine_s", 0.0) for o in rep["operators"]), 2)}))
     if passes:
         print(json.dumps({"passes": _runs(passes)}))

@@ -169,6 +169,7 @@ class OpRunner(CallPreparer):
         decoded0 = getattr(stats, "decode_tokens", 0)
         forced0 = getattr(stats, "forced_tokens", 0)
         retries0 = getattr(stats, "alloc_retries", 0)
+        preempted0 = getattr(stats, "preemptions", 0)
         if self.progress is not None:  # after the model load, which shows as its own stage
             self.progress.op_start(f"{layout.op.op} #{op_id}", len(todo),
                                    sum(len(p) + len(q) for p, q in (texts[i] for i in todo)) // 4)
@@ -192,6 +193,7 @@ class OpRunner(CallPreparer):
             rep.decode_tokens += getattr(stats, "decode_tokens", 0) - decoded0
             rep.forced_tokens += getattr(stats, "forced_tokens", 0) - forced0
             rep.alloc_retries += getattr(stats, "alloc_retries", 0) - retries0
+            rep.preemptions += getattr(stats, "preemptions", 0) - preempted0
             if own_kv and kv is not None:
                 kv.release()
             if self.progress is not None:

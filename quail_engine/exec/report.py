@@ -44,6 +44,7 @@ class OpReport:
     # answer than it has tokens: an answer's last token is never fed back)
     forced_tokens: int = 0    # answer tokens a grammar forced, in their prompts' prefill
     alloc_retries: int = 0    # the CUDA caching allocator's retries (EngineStats.alloc_retries)
+    preemptions: int = 0      # answers sent back to wait for KV room (EngineStats.preemptions)
     map_rounds: int = 0       # an aggregate's map rounds over groups past the context
     map_chunks: int = 0       # ... and the chunk prompts they asked (in `prompts` too)
     work: Work = field(default_factory=Work)

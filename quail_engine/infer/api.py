@@ -141,7 +141,10 @@ class EngineStats:
     complete. kv_hit_tokens = prompt tokens read from content-shared KV pages (prefix sharing
     across rows) instead of being run. alloc_retries = times the CUDA caching allocator found no
     block to fit and emptied its cache to retry (a device synchronization and cudaFree and
-    cudaMalloc calls inside a pass), counted after each call's prefill passes; 0 on the CPU."""
+    cudaMalloc calls inside a pass), counted after each call's prefill passes; 0 on the CPU.
+    preemptions = decoding sequences sent back to wait (their KV dropped, their answer so far
+    recomputed with their prompt on readmission: in fresh_tokens) because the arena could not
+    hold the answers admitted with less than max_tokens reserved (decode._make_room)."""
 
     requested_tokens: int = 0
     fresh_tokens: int = 0
@@ -153,6 +156,7 @@ class EngineStats:
     prefixes_resident: int = 0
     kv_hit_tokens: int = 0
     alloc_retries: int = 0
+    preemptions: int = 0
 
 
 class Engine(Protocol):

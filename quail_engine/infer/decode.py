@@ -5,7 +5,9 @@ step for all such sequences: infer/grammar.py) and ends when its grammar is comp
 
 from __future__ import annotations
 
+import itertools
 import math
+import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +36,14 @@ class DecodeSeq:
     # gap; a grammar's, see GrammarMasks.choose): a re-ask band compares it (infer/reask.py)
     track_margin: bool = False
     margin: float = math.inf
+    # answer tokens the arena holds room for (admission's reservation: `max_tokens`, or less
+    # where AnswerLengths expects a shorter answer; grown as the answer reaches it), the
+    # answer tokens already in `tokens` (a grammar's forced start, or a preempted sequence's
+    # answer so far, recomputed with its prompt when it is admitted again), and the order in
+    # which it was admitted (preemption takes the latest first)
+    reserved: int = 0
+    prompt_out: int = 0
+    admitted_at: int = 0
 
     @property
     def complete(self) -> bool:
@@ -71,7 +81,7 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
                   detokenize: Callable[[list[int]], str], grammars: Any = None,
                   room: Callable[[], tuple[int, int]] | None = None,
                   prefill: Callable[[Sequence[DecodeSeq]], list[SeqJob]] | None = None,
-                  forced: bool = False) -> None:
+                  forced: bool = False, lengths: AnswerLengths | None = None) -> None:
     """Fill each seq's `out_tokens`, `text` and `finish` (EOS and stop strings not included).
     `grammars` (grammar.GrammarMasks) serves the seqs that have a grammar. Per step the host
     does little per sequence: tokens are picked on the logits' device in one argmax, grammar
@@ -89,7 +99,13 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
 
     `forced`: the tokens a grammar forces after a step's token ride in the next step with it
     (`_forced_next`), on a runner whose steps take several tokens a sequence (not
-    `decode_step`'s one); the answers are the same."""
+    `decode_step`'s one); the answers are the same.
+
+    `lengths` (with `room`): the recent answers' lengths, which admission holds room for
+    (AnswerLengths.reserve; default `max_tokens`, so no sequence ever waits for room once
+    admitted) and which each answer's length joins as it ends; an answer that outgrows its
+    reservation grows it, preempting the latest admitted where the arena is full
+    (`_make_room`)."""
     prefill = prefill or (lambda admitted: prefill_prompts(runner, admitted))
     for s in seqs:
         if s.max_tokens <= 0:
@@ -123,7 +139,21 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
                     step_jobs.append(SeqJob(tokens=fed, prefix=job.kv, store_kv=True,
                                             on_device=True))
             del jobs, job  # the finished seqs' KV goes back to the arena before admitting
-        admitted = _admit(waiting, still, room, slack)
+            if lengths is not None:
+                lengths.record([s for s in live if s.finish])
+        if lengths is not None and still:
+            at = {id(s): k for k, s in enumerate(still)}
+
+            def release(v: DecodeSeq, jobs=step_jobs, at=at) -> None:
+                jobs[at[id(v)]] = None  # (its KV's last holder)
+
+            preempted = _make_room(still, lambda s: len(s.out_tokens), room, slack, release)
+            if preempted:
+                kept = [k for k, j in enumerate(step_jobs) if j is not None]
+                still, step_jobs = [still[k] for k in kept], [step_jobs[k] for k in kept]
+                waiting.extendleft(reversed(preempted))
+                count_preempted(runner, len(preempted))
+        admitted = _admit(waiting, still, room, slack, lengths)
         new_jobs = prefill(admitted) if admitted else []
         if step_jobs:
             constrained = [s.matcher for s in still if s.grammar is not None]
@@ -133,6 +163,12 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
             else:
                 runner.run(step_jobs, count_as_decode=True)
         live, jobs = still + admitted, step_jobs + new_jobs
+
+
+def count_preempted(runner: Runner, seqs: int) -> None:
+    stats = getattr(runner, "stats", None)
+    if seqs and stats is not None:
+        stats.preemptions += seqs
 
 
 def force_starts(seqs: Sequence[DecodeSeq], grammars: Any, width: int,
@@ -154,6 +190,7 @@ def force_starts(seqs: Sequence[DecodeSeq], grammars: Any, width: int,
         s.matcher.consume_tokens(forced)
         s.tokens = list(s.tokens) + forced
         s.out_tokens = list(forced)
+        s.prompt_out = len(forced)
         count += len(forced)
         if len(s.out_tokens) >= s.max_tokens:
             _end(s, "length", detokenize)
@@ -186,28 +223,113 @@ def prefill_prompts(runner: Runner, seqs: Sequence[DecodeSeq]) -> list[SeqJob]:
     return jobs
 
 
+_ADMISSIONS = itertools.count(1)  # admission order across loops (preemption's victims)
+
+
+def _left(s: DecodeSeq) -> int:
+    """Answer tokens `s` may still add within its reservation."""
+    return max(0, (s.reserved or s.max_tokens) - len(s.out_tokens))
+
+
 def _admit(waiting: deque, running: Sequence[DecodeSeq],
-           room: Callable[[], tuple[int, int]] | None, slack: int = 3) -> list[DecodeSeq]:
-    """The waiting seqs (from the front) whose prompt and answer fit the arena beside what
-    `running` may still generate; at least one when nothing runs (a seq larger than the whole
-    arena then fails on its own, naming its size)."""
+           room: Callable[[], tuple[int, int]] | None, slack: int = 3,
+           lengths: AnswerLengths | None = None) -> list[DecodeSeq]:
+    """The waiting seqs (from the front) whose prompt and reserved answer fit the arena beside
+    what `running` may still generate within theirs; at least one when nothing runs (a seq
+    larger than the whole arena then fails on its own, naming its size). `lengths`: the answer
+    tokens to hold room for (AnswerLengths.reserve; default `max_tokens`)."""
     if room is None:
         admitted = list(waiting)
         waiting.clear()
         return admitted
     free, page = room()
-    budget = free // page - sum(_pages(s.max_tokens - len(s.out_tokens), page, slack)
-                                for s in running)
+    budget = free // page - sum(_pages(_left(s), page, slack) for s in running)
     admitted = []
     while waiting:
-        # (a grammar's forced first tokens are in both its prompt and its answer: force_starts)
         s = waiting[0]
-        need = _pages(len(s.tokens) + s.max_tokens - len(s.out_tokens), page, slack)
+        reserved = s.max_tokens if lengths is None else \
+            min(s.max_tokens, max(lengths.reserve(s), len(s.out_tokens) + 1))
+        # (answer tokens already in its prompt, a grammar's forced start or a preempted
+        # answer so far, count once: they are in both `tokens` and `out_tokens`)
+        need = _pages(len(s.tokens) + reserved - len(s.out_tokens), page, slack)
         if (running or admitted) and need > budget:
             break
         budget -= need
+        s.reserved, s.admitted_at = reserved, next(_ADMISSIONS)
         admitted.append(waiting.popleft())
     return admitted
+
+
+def _make_room(running: Sequence[DecodeSeq], fed: Callable[[DecodeSeq], int],
+               room: Callable[[], tuple[int, int]] | None, slack: int,
+               release: Callable[[DecodeSeq], None]) -> list[DecodeSeq]:
+    """Grow the reservation of each running seq whose answer outgrows it at the next step
+    (`fed`: the answer tokens its KV holds after that step) to twice its size (at most
+    `max_tokens`); where the arena cannot hold every running seq's reservation then, preempt
+    the latest admitted ones (never one under a grammar, never the last one running) until it
+    can: `release` drops each one's KV, and it is to wait again with its answer so far in its
+    prompt (recomputed when it is admitted again, and continued from there). -> the preempted
+    seqs, earliest admitted first."""
+    if room is None:
+        return []
+    short = [s for s in running if fed(s) > s.reserved and s.reserved < s.max_tokens]
+    if not short:
+        return []
+    for s in short:
+        s.reserved = min(s.max_tokens, max(2 * s.reserved, fed(s)))
+    kept = sorted(running, key=lambda s: s.admitted_at)
+    victims = [s for s in kept if s.grammar is None]
+    preempted: list[DecodeSeq] = []
+    free, page = room()
+    while victims and len(kept) > 1 and \
+            sum(_pages(_left(s), page, slack) for s in kept) > free // page:
+        v = victims.pop()
+        kept.remove(v)
+        release(v)
+        v.tokens = list(v.tokens) + v.out_tokens[v.prompt_out:]
+        v.prompt_out, v.reserved = len(v.out_tokens), 0
+        preempted.append(v)
+        free, page = room()
+    return preempted[::-1]
+
+
+class AnswerLengths:
+    """The lengths of recent answers, per kind of answer (its max_tokens and stop strings), and
+    from them the answer tokens admission reserves for the next one: the recent answers'
+    90th percentile and a quarter more, once RECENT_MIN have been seen, else `max_tokens`.
+    Answers that run to `max_tokens` (as random weights' do) keep it at `max_tokens`; answers
+    that end early let more sequences decode at once, an answer that outgrows its reservation
+    growing it (`_make_room`, preempting others where the arena is full). Answers under a
+    grammar keep `max_tokens`: their matchers cannot be rewound."""
+
+    RECENT = 512
+    RECENT_MIN = 32
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple, deque] = {}
+        self._lock = threading.Lock()  # (the host sizes batches by it while answers end)
+
+    def reserve(self, s: DecodeSeq) -> int:
+        return self.answer_tokens(s.max_tokens, s.stop, s.grammar)
+
+    def answer_tokens(self, max_tokens: int, stop: Sequence[str] = (), grammar: Any = None
+                      ) -> int:
+        """The answer tokens to reserve for an answer of at most `max_tokens`."""
+        with self._lock:
+            seen = self._seen.get((max_tokens, tuple(stop)))
+            ranked = sorted(seen) if seen is not None else []
+        if grammar is not None or len(ranked) < self.RECENT_MIN:
+            return max_tokens
+        q90 = ranked[(len(ranked) - 1) * 9 // 10]
+        return min(max_tokens, max(1, math.ceil(1.25 * q90)))
+
+    def record(self, seqs: Sequence[DecodeSeq]) -> None:
+        with self._lock:
+            for s in seqs:
+                if s.grammar is None and s.finish in ("eos", "stop", "length") and \
+                        s.max_tokens > 0:
+                    self._seen.setdefault((s.max_tokens, tuple(s.stop)),
+                                          deque(maxlen=self.RECENT)).append(len(s.out_tokens))
 
 
 def fitting(free_tokens: int, page: int, tokens: int, runner: Runner) -> int:

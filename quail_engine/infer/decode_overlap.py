@@ -32,10 +32,13 @@ from typing import Any
 import torch
 
 from quail_engine.infer.decode import (
+    AnswerLengths,
     DecodeSeq,
     _admit,
     _end,
+    _make_room,
     _take,
+    count_preempted,
     prefill_prompts,
 )
 from quail_engine.infer.gpu.staging import to_device
@@ -53,11 +56,13 @@ def overlappable(runner: Any, seqs: Sequence[DecodeSeq]) -> bool:
 def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
                       detokenize: Callable[[list[int]], str], grammars: Any = None,
                       room: Callable[[], tuple[int, int]] | None = None,
-                      prefill: Callable[[Sequence[DecodeSeq]], list[SeqJob]] | None = None
-                      ) -> None:
+                      prefill: Callable[[Sequence[DecodeSeq]], list[SeqJob]] | None = None,
+                      lengths: AnswerLengths | None = None) -> None:
     """What `decode.greedy_decode` does for `overlappable` seqs (grammars, stop strings,
-    continuous batching, admission by arena room and `prefill` included), each step launched
-    before the previous one's tokens reach the host."""
+    continuous batching, admission by arena room and `lengths`, preemption and `prefill`
+    included), each step launched before the previous one's tokens reach the host. A
+    preempted sequence's step in flight is dropped with its KV (its token is recomputed by
+    its prefill when it is admitted again)."""
     prefill = prefill or (lambda admitted: prefill_prompts(runner, admitted))
     if grammars is None and any(s.grammar is not None for s in seqs):
         raise ValueError("a sequence has a grammar but the engine has no grammar masks")
@@ -106,8 +111,26 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
                     del kv[id(s)], issued[id(s)]  # its pages go back to the arena
                     vain += id(s) in ran  # (stepped in 1 before its end was known)
             _count_vain(runner, vain)
-        # 3. admit waiting sequences into the room the ended ones left
-        admitted = _admit(waiting, [s for s in stepped if not s.finish], room, slack=2)
+            if lengths is not None:
+                lengths.record([s for s, _ in live if s.finish])
+        # 3. grow the reservations the next step outgrows (preempting where the arena is
+        #    full), then admit waiting sequences into the room the ended ones left
+        running = [s for s in stepped if not s.finish]
+        if lengths is not None and running:
+            def release(v: DecodeSeq) -> None:
+                del kv[id(v)], issued[id(v)]  # (its step in flight finishes before reuse)
+
+            preempted = _make_room(running, lambda s: issued[id(s)], room, 2, release)
+            if preempted:
+                gone = {id(v) for v in preempted}
+                rows_kept = [k for k, s in enumerate(stepped) if id(s) not in gone]
+                following = following[to_device(rows_kept, following.device)]
+                stepped = [stepped[k] for k in rows_kept]
+                running = [s for s in running if id(s) not in gone]
+                waiting.extendleft(reversed(preempted))
+                count_preempted(runner, len(preempted))
+                _count_vain(runner, len(preempted))  # (their steps in flight)
+        admitted = _admit(waiting, running, room, slack=2, lengths=lengths)
         firsts = None
         if admitted:
             jobs = prefill(admitted)

@@ -11,6 +11,7 @@ from typing import Any
 
 from quail_engine.infer.api import Answer, EngineStats, Request
 from quail_engine.infer.decode import (
+    AnswerLengths,
     DecodeSeq,
     fitting,
     force_starts,
@@ -30,6 +31,13 @@ from quail_engine.infer.textio import TextCodec
 # KV stays within decode_waves times that.
 CPU_DECODE_ROWS = 16
 CPU_DECODE_KV_BYTES = 1 << 30
+
+
+def reserve_expected() -> bool:
+    """Whether a bounded arena admits answers with the room recent answers needed rather than
+    max_tokens (decode.AnswerLengths; QUAIL_DECODE_RESERVE=full: always max_tokens, no
+    preemption)."""
+    return os.environ.get("QUAIL_DECODE_RESERVE", "expected") != "full"
 
 
 class Generation:
@@ -57,16 +65,35 @@ class Generation:
         if forced and width:
             self.stats.forced_tokens += force_starts(seqs, grammars, width, self.codec.decode)
         room = self._decode_room()
+        lengths = None
         if room is not None:
             self._decode_room_start = room()
+            lengths = self._answer_lengths() if reserve_expected() else None
         args = (self.runner, seqs, self.codec.eos_ids, self.codec.decode, grammars, room,
                 self._decode_prefill())
         if overlappable(self.runner, seqs):
-            overlapped_decode(*args)
+            overlapped_decode(*args, lengths=lengths)
         else:
-            greedy_decode(*args, forced=forced)
+            greedy_decode(*args, forced=forced, lengths=lengths)
         return [Answer(value=s.text if s.complete else None,
                        margin=s.margin if s.track_margin else None) for s in seqs]
+
+    def _answer_lengths(self) -> AnswerLengths:
+        """The recent answers' lengths admission reserves by (kept across calls: an operator's
+        later batches admit as its earlier answers ran)."""
+        lengths = getattr(self, "_lengths", None)
+        if lengths is None:
+            lengths = self._lengths = AnswerLengths()
+        return lengths
+
+    def answer_reserve(self, max_tokens: int, stop: Sequence[str] = (), grammar: Any = None
+                       ) -> int:
+        """The answer tokens the decode loop holds KV room for when it admits an answer of at
+        most `max_tokens` (recent answers' lengths: decode.AnswerLengths), for sizing batches
+        in the waves it will decode in; `max_tokens` where the KV is unbounded."""
+        if self._decode_room() is None or not reserve_expected():
+            return max_tokens
+        return self._answer_lengths().answer_tokens(max_tokens, stop, grammar)
 
     def _logits_width(self) -> int | None:
         """The width of the logits the decode loops read (the LM head's rows, which a

@@ -294,7 +294,7 @@ class RayEngine:
     def _sync_stats(self) -> None:
         for f in ("requested_tokens", "fresh_tokens", "forward_passes", "gpu_pass_s",
                   "decode_tokens", "vain_decode_tokens", "forced_tokens", "alloc_retries",
-                  "kv_hit_tokens"):
+                  "kv_hit_tokens", "preemptions"):
             setattr(self.stats, f, sum(s.get(f, 0) for s in self._worker_stats.values()))
         self.stats.prefixes_resident = len(self._prefixes)
 

@@ -93,3 +93,37 @@ def test_decode_next_keeps_the_rows_a_grammar_chooses_from(device, keep):
     logits, (tokens, kept) = results
     assert tokens.tolist() == logits.argmax(dim=-1).tolist()
     assert torch.equal(kept, logits[keep])
+
+
+@pytest.mark.parametrize("loop", [greedy_decode, overlapped_decode])
+def test_preempted_answers_in_the_paged_arena_are_the_uninterrupted_ones(device, loop):
+    """Admitted with room for two answer tokens each (the recent answers were one token long),
+    answers that run to 14 tokens outgrow their reservations in the 16-page arena: the latest
+    admitted are preempted (their pages back to the arena, a step in flight dropped) and
+    recomputed later from prompt and answer so far. The answers are those decoded without
+    preemption, and every page comes back."""
+    from quail_engine.infer.decode import AnswerLengths
+
+    config, _, fast = _models("qwen3", device)
+    tok = CharTokenizer()
+    gpu = GpuEngine(fast, tok, config, token_budget=64)
+    runner, room = gpu.runner, gpu._decode_room()
+    lengths = AnswerLengths()
+    seen = _seqs(tok, 14) * 6
+    for s in seen:
+        s.out_tokens, s.finish = [5], "eos"
+    lengths.record(seen)
+    assert lengths.answer_tokens(14) == 2
+    with torch.inference_mode():
+        want, got = _seqs(tok, 14), _seqs(tok, 14)
+        greedy_decode(runner, want, set(), tok.decode, None, room)
+        before = gpu.stats.preemptions
+        loop(runner, got, set(), tok.decode, None, room, lengths=lengths)
+    assert gpu.stats.preemptions - before > 0
+    for w, g in zip(want, got):
+        assert (g.out_tokens, g.text, g.finish) == (w.out_tokens, w.text, w.finish)
+    del want, got
+    gc.collect()
+    gpu.prefix_cache.index.clear()
+    scratch = getattr(runner._graphs, "scratch", None) is not None  # (the graphs' own page)
+    assert fast.arena.num_free_pages == fast.arena.num_pages - scratch

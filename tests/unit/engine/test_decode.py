@@ -75,3 +75,86 @@ def test_zero_max_tokens_generates_nothing(engine):
     seqs = [DecodeSeq([5, 6], max_tokens=0)]
     greedy_decode(engine.runner, seqs, {1}, engine.codec.decode)
     assert seqs[0].out_tokens == [] and seqs[0].finish == "length"
+
+
+def _short_answers_seen(max_tokens: int, n: int = 40):
+    """AnswerLengths that has seen `n` answers of one token: it reserves two for the next."""
+    from quail_engine.infer.decode import AnswerLengths
+
+    lengths = AnswerLengths()
+    seen = [DecodeSeq([2], max_tokens=max_tokens) for _ in range(n)]
+    for s in seen:
+        s.out_tokens, s.finish = [3], "eos"
+    lengths.record(seen)
+    assert lengths.answer_tokens(max_tokens) == 2
+    return lengths
+
+
+def test_preempted_answers_are_recomputed_to_the_same_tokens(tiny_llama, engine):
+    """Admitted with room for two answer tokens each (the recent answers were one token long),
+    answers that run to ten grow their reservations; the small arena cannot hold them all, so
+    the latest admitted are preempted (their KV dropped) and recomputed later from their prompt
+    and answer so far. Every answer is still transformers' greedy continuation."""
+    hf, _, _ = tiny_llama
+    ps = prompts([5, 9, 3, 7, 6, 4, 8], seed=24)
+
+    seqs = [DecodeSeq(p, max_tokens=10) for p in ps]
+
+    def room():  # an arena of 20 pages of 4 tokens, less the running answers' KV
+        used = sum(-(-(len(s.tokens) + len(s.out_tokens) - s.prompt_out) // 4)
+                   for s in seqs if s.reserved and not s.finish)
+        return (20 - used) * 4, 4
+
+    before = engine.stats.preemptions
+    greedy_decode(engine.runner, seqs, {1}, engine.codec.decode, room=room,
+                  lengths=_short_answers_seen(10))
+    assert engine.stats.preemptions - before > 0
+    for s, p in zip(seqs, ps):
+        assert s.out_tokens == hf_greedy(hf, p, 10)
+        assert s.finish in ("eos", "length")
+
+
+def test_make_room_preempts_the_latest_admitted_plain_answers():
+    """Growing one reservation past the arena preempts the latest admitted answers without a
+    grammar, never the last one running; a preempted answer waits with its answer so far
+    appended to its prompt, counted once."""
+    from quail_engine.infer.decode import _make_room
+
+    seqs = [DecodeSeq([1] * 8, max_tokens=16, reserved=2, admitted_at=k) for k in range(4)]
+    seqs[3].grammar = object()  # (latest admitted, but under a grammar: kept)
+    seqs[3].reserved = 16
+    for s in seqs:
+        s.out_tokens = [5, 6]
+    released = []
+
+    def room():  # 10 free pages of 4 tokens
+        return 40, 4
+
+    out = _make_room(seqs, lambda s: len(s.out_tokens) + 1, room, 2, released.append)
+    # every plain answer outgrows its reservation (3 tokens fed, 2 reserved): each doubled to
+    # 4, 2 more tokens in 0 + 2 pages; the grammar's 14 more take 3 + 2: 5 + 3 * 2 > 10 pages,
+    # and without the latest plain answer 5 + 2 * 2 fit
+    assert [s.admitted_at for s in out] == [2] and released == out
+    assert out[0].tokens == [1] * 8 + [5, 6] and out[0].prompt_out == 2 and out[0].reserved == 0
+    assert [s.reserved for s in seqs[:2]] == [4, 4]
+
+
+def test_answer_lengths_reserve_the_recent_answers_with_a_margin():
+    from quail_engine.infer.decode import AnswerLengths
+
+    lengths = AnswerLengths()
+    seqs = [DecodeSeq([2], max_tokens=64) for _ in range(40)]
+    for k, s in enumerate(seqs):
+        s.out_tokens, s.finish = [3] * (k % 20 + 1), "eos"
+    assert lengths.answer_tokens(64) == 64  # nothing seen yet: max_tokens
+    lengths.record(seqs[:10])
+    assert lengths.answer_tokens(64) == 64  # too few seen
+    lengths.record(seqs[10:])
+    assert lengths.answer_tokens(64) == 23  # 90th percentile 18, a quarter more
+    assert lengths.answer_tokens(64, grammar=object()) == 64
+    assert lengths.answer_tokens(32) == 32  # another kind of answer
+    runs = [DecodeSeq([2], max_tokens=64) for _ in range(40)]
+    for s in runs:  # answers that run to max_tokens (random weights') keep it reserved
+        s.out_tokens, s.finish = [3] * 64, "length"
+    lengths.record(runs)
+    assert lengths.answer_tokens(64) == 64

@@ -203,3 +203,41 @@ def test_the_loop_leaves_a_matcher_alone_while_the_helper_masks_it(engine):
                       masks, room)
     assert [(s.text, s.finish) for s in got] == [(s.text, s.finish) for s in want]
     assert masks.wait_s > 0  # the loop did wait on masks the helper was computing
+
+
+def test_preempted_answers_decode_as_uninterrupted_ones(engine):
+    """Admitted with room for two answer tokens (the recent answers of their kinds were one
+    token long), the plain answers outgrow their reservations and, the arena being small,
+    the latest admitted are preempted, their step in flight dropped with their KV, and
+    recomputed later from prompt and answer so far: real weights, float32, and every answer
+    the same as the step-by-step loop's without preemption. Grammar answers keep max_tokens
+    reserved and are never preempted."""
+    from quail_engine.infer.decode import AnswerLengths, DecodeSeq, greedy_decode
+    from quail_engine.infer.decode_overlap import overlapped_decode
+
+    page, pages = 16, 40
+    want, got = _seqs(engine), _seqs(engine)
+    lengths = AnswerLengths()
+    seen = [DecodeSeq([2], max_tokens=s.max_tokens, stop=s.stop) for s in got for _ in range(40)
+            if s.grammar is None]
+    for s in seen:
+        s.out_tokens, s.finish = [3], "eos"
+    lengths.record(seen)
+    assert lengths.answer_tokens(12) == 2
+
+    def room():  # the arena less the running answers' KV
+        used = sum(-(-(len(s.tokens) + len(s.out_tokens) - s.prompt_out) // page)
+                   for s in got if s.reserved and not s.finish)
+        return (pages - used) * page, page
+
+    masks = engine._grammar_masks()
+    greedy_decode(engine.runner, want, engine.codec.eos_ids, engine.codec.decode, masks)
+    before = engine.stats.preemptions
+    overlapped_decode(InPlace(engine.runner), got, engine.codec.eos_ids, engine.codec.decode,
+                      masks, room, lengths=lengths)
+    assert engine.stats.preemptions - before > 0
+    assert [(s.text, s.finish, s.out_tokens) for s in got] == \
+        [(s.text, s.finish, s.out_tokens) for s in want]
+    # (recomputed: answer tokens in their prompts; the grammar answers never were)
+    assert any(s.prompt_out for s in got if s.grammar is None)
+    assert all(s.prompt_out == 0 for s in got if s.grammar is not None)
