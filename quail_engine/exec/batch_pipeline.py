@@ -10,6 +10,7 @@ and its retry resumes there.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -60,6 +61,7 @@ class BatchPipeline:
         waited, batches = 0.0, 0
         pending = None
         in_flight: list = []
+        streams = self._streams()
         try:
             lo = 0
             while lo < len(texts) or pending is not None:
@@ -80,6 +82,10 @@ class BatchPipeline:
                             hi = len(texts)
                     guess = (min(hi, len(texts)) - lo) * tokens
                     prepared = self._prepare(texts[lo:hi])
+                    if streams:  # (its requests, offered to the batch in flight: below)
+                        prepared = (*prepared[:3], self._whole(texts[lo:hi], *prepared[:2]))
+                        if pending is not None:
+                            runner.engine.offer(prepared[3])
                     submitted = (lo, min(hi, len(texts)), guess, engine_thread.submit(
                         self._execute, texts[lo:hi], prepared, into=in_flight))
                     lo = hi
@@ -109,6 +115,8 @@ class BatchPipeline:
             raise
         finally:  # nothing of this call may still run on the engine once it returns or raises
             wait(in_flight)
+            if streams:  # (what a failed call had started of a batch that will not run)
+                engine_thread.submit(runner.engine.drop_carried).result()
         rep.engine_s += self.engine_s
         rep.host_wait_s += waited
         log.info("%s: %d prompts in %d batches, engine %.2f s, host waited %.2f s for it",
@@ -161,16 +169,31 @@ class BatchPipeline:
                 return min(taken, sizer.batch_size)
         return min(len(needs), sizer.batch_size)
 
+    def _streams(self) -> bool:
+        """Whether this call's batches are offered to the engine while the batch before runs
+        (engine.offer: generated answers of whole prompts on an engine whose decode arena is
+        bounded), so the next batch's answers start as the running one's last answers end,
+        instead of the arena draining to its longest answer first (QUAIL_DECODE_STREAM=0:
+        never)."""
+        engine = self.runner.engine
+        capacity = getattr(engine, "decode_capacity", None)
+        return (os.environ.get("QUAIL_DECODE_STREAM", "1") != "0"
+                and not self.uses_kv and isinstance(self.readout, GenerateReadout)
+                and getattr(engine, "offer", None) is not None
+                and getattr(engine, "drop_carried", None) is not None
+                and capacity is not None and capacity() is not None)
+
     def _prepare(self, texts: list[tuple[str, str]]):
         """Host side of a batch: token ids of its questions and documents (a shared document's
-        ids go to its DocKV), so the engine's thread never tokenizes."""
+        ids go to its DocKV), so the engine's thread never tokenizes -> (heads, tails,
+        truncated, requests: None, or the batch's requests where they are built here)."""
         text, kv = self.runner.text, self.kv
         tails = text.tails([s for _, s in texts])
         if self.uses_kv:
             before = kv.truncated
             kv.tokenize([p for p, _ in texts])
-            return None, tails, kv.truncated - before
-        return text.heads([p for p, _ in texts]), tails, 0
+            return None, tails, kv.truncated - before, None
+        return text.heads([p for p, _ in texts]), tails, 0, None
 
     def _execute(self, texts: list[tuple[str, str]], prepared
                  ) -> tuple[list[Answer], list[Request]]:
@@ -182,8 +205,9 @@ class BatchPipeline:
         if kv is not None and self.releasable:
             done, self.releasable = self.releasable, []
             kv.release(done)
-        heads, tails, truncated = prepared
-        rep.truncated += truncated
+        heads, tails, truncated, built = prepared
+        if truncated:  # (the host thread counts a streamed batch's, building its requests)
+            rep.truncated += truncated
         reserve = runner.answer_tokens(readout)
         max_context = engine.max_context
         requests: list[Request] = []
@@ -206,7 +230,7 @@ class BatchPipeline:
                 prefix_lens.append(handle.num_tokens)
             rep.work = rep.work + kv.take_work()
         else:
-            requests = self._whole(texts, heads, tails)
+            requests = built if built is not None else self._whole(texts, heads, tails)
             prefix_lens = [0] * len(requests)
         rep.work = rep.work + batch_work(prefix_lens, [len(r.tokens) for r in requests])
         reasked0 = getattr(engine, "reasked", 0)  # a ReaskingEngine's (infer/reask.py)
@@ -224,7 +248,7 @@ class BatchPipeline:
         (the engine's `ask_reference`, infer/reask.py), in one engine call: for a value put
         together from several answers, whose closeness to the SQL's numbers only the caller
         that combines them can judge (a similarity's mean of its two directions)."""
-        heads, tails, _ = self._prepare(texts)
+        heads, tails, _, _ = self._prepare(texts)
         requests = self._whole(texts, heads, tails)
         return engine_thread.submit(self.runner.engine.ask_reference, requests).result()
 

@@ -36,6 +36,13 @@ class LimitedEngine:
             requests = [self._capped(r) for r in requests]
         return self._engine.run(requests)
 
+    def offer(self, requests: Sequence[Request]) -> None:
+        """The next call's requests, capped as `run` will cap them (infer's Generation.offer)."""
+        offer = getattr(self._engine, "offer", None)
+        if offer is not None:
+            offer([self._capped(r) for r in requests] if self._max_new_tokens is not None
+                  else requests)
+
     def _capped(self, request: Request) -> Request:
         readout = request.readout
         if isinstance(readout, GenerateReadout) and readout.max_tokens > self._max_new_tokens:

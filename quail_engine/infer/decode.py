@@ -52,6 +52,40 @@ class DecodeSeq:
         return self.grammar is None or self.finish in ("grammar", "eos")
 
 
+@dataclass
+class Carry:
+    """What a decode loop hands the next call when its own answers are done and it had started
+    some of the next call's (`more`), so the arena does not drain to this call's longest answers
+    while the next call's wait: the seqs running, each with what its loop needs to go on
+    (`greedy_decode`: its last pass's job; `overlapped_decode`: its KV and its next token, read
+    already), those waiting (preempted ones included), and those done. The next call's loop of
+    the same kind (`loop`) takes them up (infer/engine_generation.py); a Carry no call takes up
+    is dropped, its KV with it."""
+
+    loop: str
+    running: list[tuple[DecodeSeq, Any]] = field(default_factory=list)
+    waiting: list[DecodeSeq] = field(default_factory=list)
+    done: list[DecodeSeq] = field(default_factory=list)
+
+    def seqs(self) -> list[DecodeSeq]:
+        return [s for s, _ in self.running] + self.waiting + self.done
+
+
+def _start(seqs: Sequence[DecodeSeq], carry: Carry | None) -> tuple[deque, list, list]:
+    """A loop's waiting seqs (a carry's waiting, then this call's not begun) and a carry's
+    running seqs with their state."""
+    carried = {id(s) for s in carry.seqs()} if carry is not None else set()
+    for s in seqs:
+        if s.max_tokens <= 0 and id(s) not in carried:
+            s.finish = "length"
+    waiting = deque([*(carry.waiting if carry is not None else ()),
+                     *(s for s in seqs if not s.finish and id(s) not in carried)])
+    running = list(carry.running) if carry is not None else []
+    if carry is not None:  # (taken up: a seq's KV goes back to the arena when the loop ends it)
+        carry.running, carry.waiting, carry.done = [], [], []
+    return waiting, [s for s, _ in running], [state for _, state in running]
+
+
 def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     """`text` up to the earliest stop string, and whether one was found."""
     hits = [text.find(s) for s in stop if s and s in text]
@@ -81,7 +115,9 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
                   detokenize: Callable[[list[int]], str], grammars: Any = None,
                   room: Callable[[], tuple[int, int]] | None = None,
                   prefill: Callable[[Sequence[DecodeSeq]], list[SeqJob]] | None = None,
-                  forced: bool = False, lengths: AnswerLengths | None = None) -> None:
+                  forced: bool = False, lengths: AnswerLengths | None = None,
+                  more: Callable[[], list[DecodeSeq]] | None = None,
+                  carry: Carry | None = None) -> Carry | None:
     """Fill each seq's `out_tokens`, `text` and `finish` (EOS and stop strings not included).
     `grammars` (grammar.GrammarMasks) serves the seqs that have a grammar. Per step the host
     does little per sequence: tokens are picked on the logits' device in one argmax, grammar
@@ -105,20 +141,25 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
     (AnswerLengths.reserve; default `max_tokens`, so no sequence ever waits for room once
     admitted) and which each answer's length joins as it ends; an answer that outgrows its
     reservation grows it, preempting the latest admitted where the arena is full
-    (`_make_room`)."""
+    (`_make_room`).
+
+    `more` (plain answers only): the next call's seqs, taken once this call's have all been
+    admitted, so they decode as this call's last answers end; the loop returns when this call's
+    `seqs` are done, handing what it started of the next call's on (a Carry, which that call
+    passes back as `carry`: its running seqs go on from their last pass, this call's seqs
+    include them). None: nothing of another call was started."""
     prefill = prefill or (lambda admitted: prefill_prompts(runner, admitted))
-    for s in seqs:
-        if s.max_tokens <= 0:
-            s.finish = "length"
-    waiting = deque(s for s in seqs if not s.finish)
+    waiting, live, jobs = _start(seqs, carry)
     # a runner whose KV grows in place (GpuRunner.decode_step) holds at most one page beyond
     # a sequence's whole pages; one that stores each token apart and joins it, three
     grow = getattr(runner, "decode_step", None)
     slack = 2 if grow is not None else 3
-    live: list[DecodeSeq] = []
-    jobs: list[SeqJob] = []
+    extras: list[DecodeSeq] = []  # the next call's seqs this loop started (`more`)
     pending = None  # the constrained seqs' next masks, computed during the forward pass
     while live or waiting:
+        if extras and all(s.finish for s in seqs):  # this call's answers are done
+            return Carry("greedy", list(zip(live, jobs)), list(waiting),
+                         [s for s in extras if s.finish])
         still, step_jobs = [], []
         if live:
             tokens = _choose(live, jobs, grammars, pending)
@@ -152,7 +193,10 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
                 kept = [k for k, j in enumerate(step_jobs) if j is not None]
                 still, step_jobs = [still[k] for k in kept], [step_jobs[k] for k in kept]
                 waiting.extendleft(reversed(preempted))
-                count_preempted(runner, len(preempted))
+                count_preempted(runner, preempted)
+        if more is not None and not waiting:
+            extras += (started := more())
+            waiting.extend(started)
         admitted = _admit(waiting, still, room, slack, lengths)
         new_jobs = prefill(admitted) if admitted else []
         if step_jobs:
@@ -163,12 +207,16 @@ def greedy_decode(runner: Runner, seqs: Sequence[DecodeSeq], eos_ids: set[int],
             else:
                 runner.run(step_jobs, count_as_decode=True)
         live, jobs = still + admitted, step_jobs + new_jobs
+    return Carry("greedy", done=extras) if extras else None
 
 
-def count_preempted(runner: Runner, seqs: int) -> None:
+def count_preempted(runner: Runner, seqs: Sequence[DecodeSeq]) -> None:
+    """Preempted `seqs` in the runner's stats; the prompts (with answers so far) they will
+    recompute count as requested tokens, work beyond the requests' own."""
     stats = getattr(runner, "stats", None)
     if seqs and stats is not None:
-        stats.preemptions += seqs
+        stats.preemptions += len(seqs)
+        stats.requested_tokens += sum(len(s.tokens) for s in seqs)
 
 
 def force_starts(seqs: Sequence[DecodeSeq], grammars: Any, width: int,

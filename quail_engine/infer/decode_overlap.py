@@ -25,7 +25,6 @@ token is dropped. Its KV never exceeds what admission reserved for it (a prompt 
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,10 +32,12 @@ import torch
 
 from quail_engine.infer.decode import (
     AnswerLengths,
+    Carry,
     DecodeSeq,
     _admit,
     _end,
     _make_room,
+    _start,
     _take,
     count_preempted,
     prefill_prompts,
@@ -57,25 +58,30 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
                       detokenize: Callable[[list[int]], str], grammars: Any = None,
                       room: Callable[[], tuple[int, int]] | None = None,
                       prefill: Callable[[Sequence[DecodeSeq]], list[SeqJob]] | None = None,
-                      lengths: AnswerLengths | None = None) -> None:
+                      lengths: AnswerLengths | None = None,
+                      more: Callable[[], list[DecodeSeq]] | None = None,
+                      carry: Carry | None = None) -> Carry | None:
     """What `decode.greedy_decode` does for `overlappable` seqs (grammars, stop strings,
     continuous batching, admission by arena room and `lengths`, preemption and `prefill`
     included), each step launched before the previous one's tokens reach the host. A
     preempted sequence's step in flight is dropped with its KV (its token is recomputed by
-    its prefill when it is admitted again)."""
+    its prefill when it is admitted again). `more` and `carry`: as `greedy_decode`'s (a
+    carried seq goes on from its KV and its next token, read when this loop returned)."""
     prefill = prefill or (lambda admitted: prefill_prompts(runner, admitted))
     if grammars is None and any(s.grammar is not None for s in seqs):
         raise ValueError("a sequence has a grammar but the engine has no grammar masks")
-    for s in seqs:
-        if s.max_tokens <= 0:
-            s.finish = "length"
-    waiting = deque(s for s in seqs if not s.finish)
-    kv: dict[int, Any] = {}      # each running sequence's KV (grown in place by each step)
-    issued: dict[int, int] = {}  # tokens each running sequence has been given, read or not
-    group: list[DecodeSeq] = []  # the sequences whose next token is in flight, in row order
+    waiting, group, states = _start(seqs, carry)
+    # each running sequence's KV (grown in place by each step), and the tokens it has been
+    # given, read or not; `group`: the sequences whose next token is in flight, in row order
+    kv: dict[int, Any] = {id(s): state[0] for s, state in zip(group, states)}
+    issued: dict[int, int] = {id(s): len(s.out_tokens) + 1 for s in group}
     tokens = host = ready = None  # those tokens on the device; their host copy and its event
+    if group:  # (a carry's next tokens, read already: as if from the admission's prefill)
+        host = torch.tensor([state[1] for state in states], dtype=torch.long)
+        tokens = to_device(host, runner.device) if hasattr(runner, "device") else host
     stage = getattr(runner, "decode_stage", None)
     staged = None  # the next step's inputs, staged at the end of the last iteration
+    extras: list[DecodeSeq] = []  # the next call's seqs this loop started (`more`)
     while group or waiting:
         # 1. the next step's forward pass, for the sequences whose in-flight token does not
         #    end them by length (one that ends otherwise is not known yet: it runs in vain)
@@ -113,6 +119,12 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
             _count_vain(runner, vain)
             if lengths is not None:
                 lengths.record([s for s, _ in live if s.finish])
+        if extras and all(s.finish for s in seqs):  # this call's answers are done: the
+            # next call's running ones go on from their KV and the token in flight, read here
+            ahead = following.tolist() if following is not None else []
+            return Carry("overlapped",
+                         [(s, (kv[id(s)], t)) for s, t in zip(stepped, ahead) if not s.finish],
+                         list(waiting), [s for s in extras if s.finish])
         # 3. grow the reservations the next step outgrows (preempting where the arena is
         #    full), then admit waiting sequences into the room the ended ones left
         running = [s for s in stepped if not s.finish]
@@ -128,8 +140,11 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
                 stepped = [stepped[k] for k in rows_kept]
                 running = [s for s in running if id(s) not in gone]
                 waiting.extendleft(reversed(preempted))
-                count_preempted(runner, len(preempted))
+                count_preempted(runner, preempted)
                 _count_vain(runner, len(preempted))  # (their steps in flight)
+        if more is not None and not waiting:
+            extras += (started := more())
+            waiting.extend(started)
         admitted = _admit(waiting, running, room, slack=2, lengths=lengths)
         firsts = None
         if admitted:
@@ -160,6 +175,7 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
             continue
         tokens = parts[0] if len(parts) == 1 else torch.cat(parts)
         host, ready = _to_host(tokens)
+    return Carry("overlapped", done=extras) if extras else None
 
 
 def _next_rows(group: Sequence[DecodeSeq], issued: dict[int, int]) -> list[int]:

@@ -12,7 +12,9 @@ and prefix sharing (engine_sharing.py).
 
 from __future__ import annotations
 
+import threading
 import weakref
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -69,6 +71,13 @@ class LocalEngine(PrefixSharing, Scoring, Generation):
         self._decode_holds: list[tuple[weakref.ref, tuple]] = []
         # the decode room when the last generating batch began (Generation.decode_capacity)
         self._decode_room_start: tuple[int, int] | None = None
+        # the next generating call's requests, offered from the host's thread, and what the
+        # last call started of them (Generation.offer)
+        self._offer_lock = threading.Lock()
+        self._offered: list[Request] = []
+        self._carry = None
+        self._started: dict[Request, deque] = {}
+        self._streamed = False  # whether the running call did either
 
     @classmethod
     def load(cls, spec: str = "default", device: str = "cpu", dtype: Any = None,
@@ -160,11 +169,16 @@ class LocalEngine(PrefixSharing, Scoring, Generation):
     def run(self, requests: Sequence[Request]) -> list[Answer]:
         """Answers of `requests`. Tokens the engine runs beyond the requests' own (calibration
         and span references, teacher-forced label tokens) count as requested too, so a call
-        never reports more fresh tokens than requested ones."""
+        never reports more fresh tokens than requested ones. (Not a generating call that
+        started another call's answers or went on with those the last one started:
+        Generation.offer; its fresh tokens are partly another call's prompts.)"""
         fresh0, requested0 = self.stats.fresh_tokens, self.stats.requested_tokens
+        self._streamed = False
         answers = self._run(requests)
-        extra = (self.stats.fresh_tokens - fresh0) - (self.stats.requested_tokens - requested0)
-        self.stats.requested_tokens += max(0, extra)
+        if not self._streamed:
+            extra = (self.stats.fresh_tokens - fresh0) - (self.stats.requested_tokens
+                                                          - requested0)
+            self.stats.requested_tokens += max(0, extra)
         return answers
 
     def _run(self, requests: Sequence[Request]) -> list[Answer]:

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import os
 import weakref
+from collections import deque
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
-from quail_engine.infer.api import Answer, EngineStats, Request
+from quail_engine.infer.api import Answer, EngineStats, GenerateReadout, Request
 from quail_engine.infer.decode import (
     AnswerLengths,
+    Carry,
     DecodeSeq,
     fitting,
     force_starts,
@@ -52,12 +55,21 @@ class Generation:
     _grammars: Any
     _decode_holds: list[tuple[weakref.ref, tuple]]
     _decode_room_start: tuple[int, int] | None
+    _offer_lock: Any
+    _offered: list[Request]
+    _carry: Carry | None
+    _started: dict[Request, deque]
+    _streamed: bool
+    max_context: int
 
     def _generate(self, requests: Sequence[Request], prefixes: Sequence[Any]) -> list[Answer]:
-        seqs = [DecodeSeq(list(r.tokens), p, r.readout.max_tokens, tuple(r.readout.stop),
-                          repetition_penalty=r.readout.repetition_penalty,
-                          grammar=r.readout.grammar, track_margin=self.track_decode_margins)
-                for r, p in zip(requests, prefixes)]
+        carry, begun = self._take_carry(requests)
+        seqs = [begun.pop(k, None) or self._decode_seq(r, p)
+                for k, (r, p) in enumerate(zip(requests, prefixes))]
+        overlapped = overlappable(self.runner, seqs)
+        if carry is not None and carry.loop != ("overlapped" if overlapped else "greedy"):
+            carry = None  # (another loop's state: those answers start again)
+            seqs = [self._decode_seq(r, p) for r, p in zip(requests, prefixes)]
         grammars = self._grammar_masks() if any(s.grammar for s in seqs) else None
         width = self._logits_width()
         # (QUAIL_FORCED_TOKENS=0: every forced token its own decode step, for comparison)
@@ -65,18 +77,89 @@ class Generation:
         if forced and width:
             self.stats.forced_tokens += force_starts(seqs, grammars, width, self.codec.decode)
         room = self._decode_room()
-        lengths = None
+        lengths = more = None
         if room is not None:
-            self._decode_room_start = room()
+            if carry is None:  # (with a carry running, the room is not the whole arena's)
+                self._decode_room_start = room()
             lengths = self._answer_lengths() if reserve_expected() else None
+            if grammars is None:  # (the next call's plain answers may start as these end)
+                more = partial(self._more, overlapped)
         args = (self.runner, seqs, self.codec.eos_ids, self.codec.decode, grammars, room,
                 self._decode_prefill())
-        if overlappable(self.runner, seqs):
-            overlapped_decode(*args, lengths=lengths)
+        if overlapped:
+            self._carry = overlapped_decode(*args, lengths=lengths, more=more, carry=carry)
         else:
-            greedy_decode(*args, forced=forced, lengths=lengths)
+            self._carry = greedy_decode(*args, forced=forced, lengths=lengths, more=more,
+                                        carry=carry)
         return [Answer(value=s.text if s.complete else None,
                        margin=s.margin if s.track_margin else None) for s in seqs]
+
+    def _decode_seq(self, r: Request, prefix: Any) -> DecodeSeq:
+        return DecodeSeq(list(r.tokens), prefix, r.readout.max_tokens, tuple(r.readout.stop),
+                         repetition_penalty=r.readout.repetition_penalty,
+                         grammar=r.readout.grammar, track_margin=self.track_decode_margins)
+
+    # -- the next call's answers, started as this call's end ----------------------------------
+    def offer(self, requests: Sequence[Request]) -> None:
+        """The next generating call's requests (equal to those it will run), from the host's
+        thread while this call decodes: once this call's answers are all admitted, plain
+        answers among them start decoding as this call's end, where the arena would otherwise
+        drain to this call's longest answers with the next call waiting (GPU engines: a
+        bounded arena). That call takes up what was started (its answers the same: each is the
+        same greedy continuation of its prompt); an empty offer withdraws it."""
+        with self._offer_lock:
+            self._offered = list(requests)
+
+    def drop_carried(self) -> None:
+        """Forget the offer and what was started of it (its KV goes back to the arena): the
+        call it was for will not come (the caller's batches ended or failed)."""
+        with self._offer_lock:
+            self._offered = []
+        self._carry, self._started = None, {}
+
+    def _more(self, overlapped: bool) -> list[DecodeSeq]:
+        """The offered requests as seqs to decode now (taken once), where every one is a
+        whole plain prompt whose answer fits the context (else none: they run in their call)."""
+        with self._offer_lock:
+            offered, self._offered = self._offered, []
+        if not offered or not all(self._streamable(r, overlapped) for r in offered):
+            return []
+        seqs = []
+        self._streamed = True
+        for r in offered:
+            s = self._decode_seq(r, None)
+            self._started.setdefault(r, deque()).append(s)
+            seqs.append(s)
+        return seqs
+
+    def _streamable(self, r: Request, overlapped: bool) -> bool:
+        ro = r.readout
+        return (isinstance(ro, GenerateReadout) and r.prefix is None and ro.grammar is None
+                and 0 < len(r.tokens) and len(r.tokens) + ro.max_tokens <= self.max_context
+                and (ro.repetition_penalty == 1.0 or not overlapped))
+
+    def _take_carry(self, requests: Sequence[Request]) -> tuple[Carry | None, dict[int, Any]]:
+        """What the last call started of this call's `requests` -> (its Carry, filtered to
+        them, or None; the started seq of each request by position). Anything else started is
+        dropped, and an offer of these very requests withdrawn."""
+        carry, started = self._carry, self._started
+        self._carry, self._started = None, {}
+        with self._offer_lock:
+            if self._offered and self._offered[0] in set(requests):
+                self._offered = []
+        if carry is None:
+            return None, {}
+        begun: dict[int, Any] = {}
+        for k, r in enumerate(requests):
+            queue = started.get(r)
+            if queue:
+                begun[k] = queue.popleft()
+        self._streamed = True
+        mine = {id(s) for s in begun.values()}
+        carry.running = [(s, state) for s, state in carry.running if id(s) in mine]
+        carry.waiting = [s for s in carry.waiting if id(s) in mine]
+        carry.done = [s for s in carry.done if id(s) in mine]
+        return (carry if begun else None), begun
 
     def _answer_lengths(self) -> AnswerLengths:
         """The recent answers' lengths admission reserves by (kept across calls: an operator's

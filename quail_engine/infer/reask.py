@@ -197,6 +197,12 @@ class ReaskingEngine:
             self.reasked += len(close)
         return answers  # type: ignore[return-value]
 
+    def offer(self, requests: Sequence[Request]) -> None:
+        """The next call's requests that `run` will ask the fast engine (Generation.offer)."""
+        offer = getattr(self._fast, "offer", None)
+        if offer is not None:
+            offer([r for r in requests if not self._writes_direct(r.readout)])
+
     def ask_reference(self, requests: Sequence[Request]) -> list[Answer]:
         """`requests` answered at the reference precision, counted as re-asked: for a value
         made of several answers (a similarity's two directions), whose closeness to the SQL's

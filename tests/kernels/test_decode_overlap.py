@@ -127,3 +127,42 @@ def test_preempted_answers_in_the_paged_arena_are_the_uninterrupted_ones(device,
     gpu.prefix_cache.index.clear()
     scratch = getattr(runner._graphs, "scratch", None) is not None  # (the graphs' own page)
     assert fast.arena.num_free_pages == fast.arena.num_pages - scratch
+
+
+def _requests(tok, first, count, max_tokens=14):
+    from quail_engine.infer.api import GenerateReadout, Request
+
+    return [Request(tuple(tok.encode(f"row {i}: " + "xyz" * (i % 6))),
+                    GenerateReadout(max_tokens=max_tokens)) for i in range(first, first + count)]
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_the_next_batchs_answers_start_as_this_ones_end(device, overlap):
+    """A generating call offered the next call's requests starts their answers once its own
+    are all admitted, and returns when its own are done; the next call goes on with what was
+    started. Every answer is the one each batch gets alone, and every page comes back; an
+    offer dropped (its call never comes) gives its pages back too."""
+    config, _, fast = _models("qwen3", device)
+    tok = CharTokenizer()
+    gpu = GpuEngine(fast, tok, config, token_budget=64)
+    gpu.runner.decode_overlap = overlap  # (False: the step-by-step loop, its KV grown in place)
+    first, second = _requests(tok, 0, 7), _requests(tok, 7, 7)
+    with torch.inference_mode():
+        alone = gpu.run(first) + gpu.run(second)
+        gpu.offer(second)
+        one = gpu.run(first)
+        started = gpu._carry  # (the second call's answers begun while the first's ended)
+        begun = len(started.seqs()) if started is not None else 0
+        del started
+        two = gpu.run(second)
+    assert begun
+    assert [a.value for a in one + two] == [a.value for a in alone]
+    assert gpu._carry is None
+    with torch.inference_mode():
+        gpu.offer(second)
+        gpu.run(first)
+    gpu.drop_carried()
+    gc.collect()
+    gpu.prefix_cache.index.clear()
+    scratch = getattr(gpu.runner._graphs, "scratch", None) is not None
+    assert fast.arena.num_free_pages == fast.arena.num_pages - scratch

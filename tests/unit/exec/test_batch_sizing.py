@@ -274,3 +274,37 @@ def test_a_generating_calls_last_rows_under_a_wave_join_its_batch():
     batch = DECODE_WAVES * 16
     assert sizes[40] == [40]  # 32 + 8: the 8 join the first batch
     assert sizes[50] == [batch, 50 - batch]  # 18 left: a batch of their own
+
+
+class OfferEngine(WaveEngine):
+    """WaveEngine taking offers of the next generating batch (infer's Generation.offer): keeps
+    the requests offered and those each run got."""
+
+    def __init__(self):
+        super().__init__()
+        self.offers: list[list] = []
+        self.ran: list[list] = []
+        self.dropped = 0
+
+    def offer(self, requests):
+        self.offers.append(list(requests))
+
+    def drop_carried(self):
+        self.dropped += 1
+
+    def run(self, requests):
+        self.ran.append(list(requests))
+        return super().run(requests)
+
+
+def test_each_generating_batch_is_offered_while_the_batch_before_runs():
+    """Every generating batch after the first is offered to the engine while the batch before
+    it runs, as the very requests its own run then gets (so the engine can start its answers as
+    the running batch's end), and the call ends by dropping whatever was started of an offer."""
+    engine = OfferEngine()
+    assert _complete(engine, 400, "repeat('word ', 3 + i % 29)") == 400
+    assert len(engine.ran) >= 2
+    assert len(engine.offers) == len(engine.ran) - 1
+    for offered, ran in zip(engine.offers, engine.ran[1:]):
+        assert len(offered) == len(ran) and all(a is b for a, b in zip(offered, ran))
+    assert engine.dropped == 1
