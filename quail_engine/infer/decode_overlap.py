@@ -79,6 +79,7 @@ def overlapped_decode(runner: Any, seqs: Sequence[DecodeSeq], eos_ids: set[int],
     if group:  # (a carry's next tokens, read already: as if from the admission's prefill)
         host = torch.tensor([state[1] for state in states], dtype=torch.long)
         tokens = to_device(host, runner.device) if hasattr(runner, "device") else host
+    del states  # (the KV lives in `kv` alone: an ended sequence's goes back to the arena)
     stage = getattr(runner, "decode_stage", None)
     staged = None  # the next step's inputs, staged at the end of the last iteration
     extras: list[DecodeSeq] = []  # the next call's seqs this loop started (`more`)

@@ -4,6 +4,7 @@ sequences as the step-by-step loop (infer/decode.greedy_decode), with sequences 
 while the next step already runs, by length, and admitted as the small arena frees room."""
 
 import gc
+import weakref
 
 import pytest
 import torch
@@ -95,13 +96,14 @@ def test_decode_next_keeps_the_rows_a_grammar_chooses_from(device, keep):
     assert torch.equal(kept, logits[keep])
 
 
-@pytest.mark.parametrize("loop", [greedy_decode, overlapped_decode])
-def test_preempted_answers_in_the_paged_arena_are_the_uninterrupted_ones(device, loop):
+def test_preempted_answers_in_the_paged_arena_are_the_uninterrupted_ones(device):
     """Admitted with room for two answer tokens each (the recent answers were one token long),
-    answers that run to 14 tokens outgrow their reservations in the 16-page arena: the latest
+    answers that run to 12 tokens outgrow their reservations in the 16-page arena: the latest
     admitted are preempted (their pages back to the arena, a step in flight dropped) and
     recomputed later from prompt and answer so far. The answers are those decoded without
-    preemption, and every page comes back."""
+    preemption, and every page comes back. (The step-by-step loop's preemption:
+    tests/unit/engine/test_decode.py.)"""
+    loop = overlapped_decode
     from quail_engine.infer.decode import AnswerLengths
 
     config, _, fast = _models("qwen3", device)
@@ -109,13 +111,13 @@ def test_preempted_answers_in_the_paged_arena_are_the_uninterrupted_ones(device,
     gpu = GpuEngine(fast, tok, config, token_budget=64)
     runner, room = gpu.runner, gpu._decode_room()
     lengths = AnswerLengths()
-    seen = _seqs(tok, 14) * 6
+    seen = _seqs(tok, 12) * 6
     for s in seen:
         s.out_tokens, s.finish = [5], "eos"
     lengths.record(seen)
-    assert lengths.answer_tokens(14) == 2
+    assert lengths.answer_tokens(12) == 2
     with torch.inference_mode():
-        want, got = _seqs(tok, 14), _seqs(tok, 14)
+        want, got = _seqs(tok, 12)[2:], _seqs(tok, 12)[2:]
         greedy_decode(runner, want, set(), tok.decode, None, room)
         before = gpu.stats.preemptions
         loop(runner, got, set(), tok.decode, None, room, lengths=lengths)
@@ -129,7 +131,7 @@ def test_preempted_answers_in_the_paged_arena_are_the_uninterrupted_ones(device,
     assert fast.arena.num_free_pages == fast.arena.num_pages - scratch
 
 
-def _requests(tok, first, count, max_tokens=14):
+def _requests(tok, first, count, max_tokens=8):
     from quail_engine.infer.api import GenerateReadout, Request
 
     return [Request(tuple(tok.encode(f"row {i}: " + "xyz" * (i % 6))),
@@ -146,16 +148,24 @@ def test_the_next_batchs_answers_start_as_this_ones_end(device, overlap):
     tok = CharTokenizer()
     gpu = GpuEngine(fast, tok, config, token_budget=64)
     gpu.runner.decode_overlap = overlap  # (False: the step-by-step loop, its KV grown in place)
-    first, second = _requests(tok, 0, 7), _requests(tok, 7, 7)
+    first, second = _requests(tok, 0, 7), _requests(tok, 7, 5)
     with torch.inference_mode():
         alone = gpu.run(first) + gpu.run(second)
         gpu.offer(second)
         one = gpu.run(first)
-        started = gpu._carry  # (the second call's answers begun while the first's ended)
-        begun = len(started.seqs()) if started is not None else 0
-        del started
+        # the second call's answers begun while the first's ended, and their KV (weakly)
+        carried = [(seq, weakref.ref(state[0] if overlap else state.kv))
+                   for seq, state in gpu._carry.running]
+        room, kept = gpu._decode_room(), []
+
+        def spy():  # (each admission: the carried answers ended by then hold no KV)
+            kept.extend(seq for seq, kv in carried if seq.finish and kv() is not None)
+            return room()
+
+        gpu._decode_room = lambda: spy
         two = gpu.run(second)
-    assert begun
+        del gpu._decode_room
+    assert carried and all(seq.finish for seq, _ in carried) and not kept
     assert [a.value for a in one + two] == [a.value for a in alone]
     assert gpu._carry is None
     with torch.inference_mode():
