@@ -153,9 +153,9 @@ class BatchPipeline:
             return None
         text, answer = self.runner.text, self.runner.answer_tokens(self.readout)
         reserve = getattr(engine, "answer_reserve", None)
-        if reserve is not None:  # (answers reserve what recent ones took: waves hold more)
-            answer = min(answer, reserve(self.readout.max_tokens, self.readout.stop,
-                                         self.readout.grammar))
+        if reserve is not None:  # (answers reserve what recent ones took: waves hold more;
+            # by the answer's length as capped, as the engine's decode loop sees it)
+            answer = min(answer, reserve(answer, self.readout.stop, self.readout.grammar))
         sizer, limit = self.runner.sizer, engine.max_context
         needs: list[int] = []
         while lo + len(needs) < len(texts):
