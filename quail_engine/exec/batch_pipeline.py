@@ -84,7 +84,7 @@ class BatchPipeline:
                     prepared = self._prepare(texts[lo:hi])
                     if streams:  # (its requests, offered to the batch in flight: below)
                         prepared = (*prepared[:3], self._whole(texts[lo:hi], *prepared[:2]))
-                        if pending is not None:
+                        if pending is not None and self._lengths_vary():
                             runner.engine.offer(prepared[3])
                     submitted = (lo, min(hi, len(texts)), guess, engine_thread.submit(
                         self._execute, texts[lo:hi], prepared, into=in_flight))
@@ -182,6 +182,20 @@ class BatchPipeline:
                 and getattr(engine, "offer", None) is not None
                 and getattr(engine, "drop_carried", None) is not None
                 and capacity is not None and capacity() is not None)
+
+    def _lengths_vary(self) -> bool:
+        """Whether recent answers of this kind ended before max_tokens (the engine reserves
+        less than max_tokens for them: answer_reserve), so a batch's answers end apart and its
+        last steps would run for its longest few. Answers that all run to max_tokens end
+        together, wave by wave: the next batch then gains nothing from starting early, and its
+        small admissions' prefill passes and the hand-over cost GPU time (on one H100, 2,000 x
+        256 random-weight answers: 30.5 s streamed against 28.4 s)."""
+        engine = self.runner.engine
+        reserve = getattr(engine, "answer_reserve", None)
+        if reserve is None:
+            return True
+        answer = self.runner.answer_tokens(self.readout)
+        return reserve(answer, self.readout.stop, self.readout.grammar) < answer
 
     def _prepare(self, texts: list[tuple[str, str]]):
         """Host side of a batch: token ids of its questions and documents (a shared document's

@@ -308,3 +308,18 @@ def test_each_generating_batch_is_offered_while_the_batch_before_runs():
     for offered, ran in zip(engine.offers, engine.ran[1:]):
         assert len(offered) == len(ran) and all(a is b for a, b in zip(offered, ran))
     assert engine.dropped == 1
+
+
+class FullAnswersEngine(OfferEngine):
+    """OfferEngine whose recent answers ran to max_tokens (it reserves max_tokens for them)."""
+
+    def answer_reserve(self, max_tokens, stop=(), grammar=None):
+        return max_tokens
+
+
+def test_answers_that_run_to_max_tokens_are_not_offered():
+    """Where recent answers ran to max_tokens (random weights'), a batch's answers end together
+    wave by wave and the next batch is not offered early."""
+    engine = FullAnswersEngine()
+    assert _complete(engine, 400, "repeat('word ', 3 + i % 29)") == 400
+    assert len(engine.ran) >= 2 and engine.offers == []
