@@ -105,8 +105,10 @@ class Generation:
         thread while this call decodes: once this call's answers are all admitted, plain
         answers among them start decoding as this call's end, where the arena would otherwise
         drain to this call's longest answers with the next call waiting (GPU engines: a
-        bounded arena). That call takes up what was started (its answers the same: each is the
-        same greedy continuation of its prompt); an empty offer withdraws it."""
+        bounded arena). That call takes up what was started (each answer the greedy
+        continuation of its prompt, decoded beside other rows than in its own call: on a GPU the
+        same batch-layout rounding as any batching, bench/results/determinism.md); an empty
+        offer withdraws it."""
         with self._offer_lock:
             self._offered = list(requests)
 
