@@ -147,7 +147,7 @@ class Generation:
         carry, started = self._carry, self._started
         self._carry, self._started = None, {}
         with self._offer_lock:
-            if self._offered and self._offered[0] in set(requests):
+            if self._offered and self._offered[0] in requests:  # (compared until one is equal)
                 self._offered = []
         if carry is None:
             return None, {}
