@@ -43,6 +43,9 @@ SUITES = {
                   "how often an instruction inside a document flips its answer"),
     "multilabel": ("bench.multilabel", "CPU",
                    "multi-label classify: per-label precision/recall, exact sets, fp32"),
+    "label_scoring": ("bench.label_scoring", "CPU",
+                      "label sets whose case variants share a first token: teacher-forced vs "
+                      "each label's own first tokens, accuracy on MedDRA organ classes, fp32"),
     "similarity": ("bench.similarity", "CPU",
                    "AI_SIMILARITY: paraphrases ranked above unrelated texts, both argument "
                    "orders, fp32"),

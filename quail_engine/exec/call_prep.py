@@ -20,7 +20,7 @@ from quail_engine.exec.answer_cache import AnswerCache, AnswerKeys, text_digest
 from quail_engine.exec.model_quirks import pair_layout_for, repetition_penalty_for
 from quail_engine.exec.prompt_text import PromptText
 from quail_engine.exec.prompts import OpPrompt
-from quail_engine.infer.api import GenerateReadout
+from quail_engine.infer.api import LABEL_RULE, GenerateReadout, LabelReadout
 from quail_engine.plan.call_order import REUSE_CACHED
 from quail_engine.sql.op_kinds import spec
 
@@ -67,9 +67,13 @@ class CallPreparer:
 
     def cache_readout(self, layout: OpPrompt) -> str:
         """The readout as the answer cache keys it: its kind and labels, and the calibration
-        prompt's text (not its token ids, which would need the tokenizer)."""
-        return repr((self._model_readout(layout.readout()), self._calibration_texts(layout),
-                     self.precision, layout.value_shape()))
+        prompt's text (not its token ids, which would need the tokenizer); a label readout's
+        with the engine's label scoring rule, so answers scored by an earlier rule are not
+        mixed with this one's in one table."""
+        readout = self._model_readout(layout.readout())
+        rule = (LABEL_RULE,) if isinstance(readout, LabelReadout) else ()
+        return repr((readout, self._calibration_texts(layout), self.precision,
+                     layout.value_shape(), *rule))
 
     def _model_readout(self, readout):
         """`readout` with what this model needs on it (a repetition penalty on the embedded

@@ -29,9 +29,16 @@ class BooleanReadout:
     calibration_tokens: tuple[int, ...] | None = None
 
 
+# How an engine scores a label set, as the answer cache keys label answers (exec/call_prep.py):
+# raised when a change gives some label set other answers (2: first tokens that labels' case
+# variants share are dropped, infer/readout._owned_firsts)
+LABEL_RULE = 2
+
+
 @dataclass(frozen=True)
 class LabelReadout:
-    """Pick one of `labels` (one forward when first tokens differ, else teacher-forced scoring)."""
+    """Pick one of `labels` (one forward when their own first tokens differ, else
+    teacher-forced scoring: infer/readout.label_tokens)."""
 
     labels: tuple[str, ...]
     calibration_tokens: tuple[int, ...] | None = None

@@ -71,8 +71,10 @@ def boolean_tokens(encode: Encode, true_words: Sequence[str],
 
 @dataclass(frozen=True)
 class LabelTokens:
-    """Per label: the first tokens of its variants (`first_ids`), and its full token spellings
-    for teacher-forced scoring (`spellings`: the label as written, bare and after a space)."""
+    """Per label: the first tokens of its variants (`first_ids`; less those other labels'
+    variants begin with too, where that leaves every label its own: `_owned_firsts`), and its
+    full token spellings for teacher-forced scoring (`spellings`: the label as written, bare
+    and after a space)."""
 
     labels: tuple[str, ...]
     first_ids: tuple[tuple[int, ...], ...]
@@ -111,7 +113,25 @@ def label_tokens(encode: Encode, labels: Sequence[str]) -> LabelTokens:
             raise ValueError(f"label {label!r} has no tokens")
         firsts.append(tuple(dict.fromkeys(e[0] for e in encoded)))
         spellings.append(tuple(dict.fromkeys(tuple(encode(s)) for s in (label, " " + label))))
-    return LabelTokens(tuple(labels), tuple(firsts), tuple(spellings))
+    return LabelTokens(tuple(labels), _owned_firsts(firsts, spellings), tuple(spellings))
+
+
+def _owned_firsts(firsts: list[tuple[int, ...]], spellings: list[tuple[tuple[int, ...], ...]]
+                  ) -> tuple[tuple[int, ...], ...]:
+    """Each label's first tokens less those another label's variants begin with too, when every
+    label's own spellings (as written, bare and after a space) begin with tokens no other label
+    has: a shared token of a case variant (" IN" of "INFECTIONS" and "INJURY") says nothing
+    about which label follows, as a shared piece of TRUE and FALSE words says nothing
+    (boolean_tokens drops it), and keeping it would send the whole set to teacher-forced scoring
+    of every label. Where a label's own spelling shares its first token, the set is kept as
+    it is (it is not single-step: labels are told apart by their later tokens)."""
+    owners: dict[int, set[int]] = {}
+    for k, ids in enumerate(firsts):
+        for t in ids:
+            owners.setdefault(t, set()).add(k)
+    if any(len(owners[sp[0]]) > 1 for sps in spellings for sp in sps if sp):
+        return tuple(firsts)
+    return tuple(tuple(t for t in ids if len(owners[t]) == 1) for ids in firsts)
 
 
 def calibrated(values: torch.Tensor, reference: torch.Tensor | None) -> torch.Tensor:

@@ -55,6 +55,38 @@ def test_label_single_step_iff_first_tokens_distinct(labels, single_step):
     assert label_tokens(ENC, labels).is_single_step is single_step
 
 
+def _capitals_split(text: str) -> list[int]:
+    """An encoder whose upper-case words begin with a piece of their first two letters (as
+    Gemma's splits " INFECTIONS" and " INJURY" after " IN"); other words are one token each."""
+    ids = []
+    for k, word in enumerate(text.split(" ")):
+        lead = " " if k or text.startswith(" ") else ""
+        if not word:
+            continue
+        pieces = [word[:2], word[2:]] if word.isupper() and len(word) > 2 else [word]
+        ids += [VOCAB.setdefault(lead + pieces[0], len(VOCAB))]
+        ids += [VOCAB.setdefault(p, len(VOCAB)) for p in pieces[1:]]
+    return ids
+
+
+VOCAB: dict[str, int] = {}
+
+
+def test_labels_drop_first_tokens_only_case_variants_share():
+    lt = label_tokens(_capitals_split, ("infections", "injury", "cardiac"))
+    shared = {VOCAB["IN"], VOCAB[" IN"]}
+    assert lt.is_single_step  # teacher forcing of every label before the shared piece was dropped
+    assert not shared & set(lt.vocab)
+    assert {VOCAB[" infections"], VOCAB["Infections"]} <= set(lt.first_ids[0])
+    assert lt.first_ids[2] == label_tokens(_capitals_split, ("cardiac", "renal")).first_ids[0]
+
+
+def test_labels_whose_own_spellings_share_a_first_token_keep_every_token():
+    lt = label_tokens(_capitals_split, ("IN vitro", "INJURY"))  # " IN" begins both as written
+    assert not lt.is_single_step
+    assert VOCAB[" IN"] in lt.first_ids[0] and VOCAB[" IN"] in lt.first_ids[1]
+
+
 @pytest.mark.parametrize("labels", [("a",), ("x", "x")])
 def test_label_list_must_be_two_distinct(labels):
     with pytest.raises(ValueError, match="at least two distinct"):

@@ -140,6 +140,23 @@ def test_cache_rerun_computes_nothing_and_no_cache_recomputes(con, tmp_path):
     assert uncached.report.cache_hits == 0 and uncached.report.fresh_tokens > 0
 
 
+def test_label_answers_of_an_earlier_label_rule_are_not_read(con, tmp_path, monkeypatch):
+    """A change of how label sets are scored (infer/api.LABEL_RULE) recomputes cached label
+    answers: one table never mixes answers of two rules. Yes/no answers stay cached."""
+    from quail_engine.exec import call_prep
+
+    ops = (bfilter("Mentions PRICE?"), classify())
+    parsed = filters_query(ops, where=(0,), project=(1,))
+    monkeypatch.setattr(call_prep, "LABEL_RULE", call_prep.LABEL_RULE - 1)
+    session(con, parsed, FakeEngine(), tmp_path).execute(parsed.duckdb_sql)
+    monkeypatch.undo()
+    again = session(con, parsed, FakeEngine(), tmp_path)
+    again.execute(parsed.duckdb_sql)
+    ops_report = {o.kind: o for o in again.report.ops.values()}
+    assert ops_report["ai_classify"].cache_hits == 0 and ops_report["ai_classify"].prompts > 0
+    assert ops_report["ai_filter"].cache_hits == ops_report["ai_filter"].prompts > 0
+
+
 def test_null_document_gives_null_answer(con):
     parsed = filters_query((classify(),), where=(), project=(0,))
     rows = session(con, parsed, FakeEngine()).execute(parsed.duckdb_sql).to_pylist()
