@@ -356,17 +356,11 @@ def row_bound(v: torch.Tensor, batch, arena_v: torch.Tensor | None,
     its own max)."""
     if batch.has_prefix and v_scale is not None:
         return None
-    num_tokens = v.shape[0]
-    own = seq_amax(v, batch.cu_seqlens, batch.max_seqlen)
-    seqs = torch.arange(own.shape[0], device=v.device)
-    bound = own[torch.repeat_interleave(seqs, batch.cu_seqlens.diff(),
-                                        output_size=num_tokens)]
+    bound = seq_amax(v, batch.cu_seqlens, batch.max_seqlen)[batch.row_seq()]
     if not batch.has_prefix:
         return bound
     plan: PrefixPlan = batch.prefix_plan
     prefix = prefix_amax(arena_v, plan.table, plan.lens, plan.max_len)
     for seg, (_, vv) in lib_kv.items():
         prefix[seg] = torch.maximum(prefix[seg], vv.abs().amax().float())
-    segs = torch.arange(prefix.shape[0], device=v.device)
-    return torch.maximum(bound, prefix[torch.repeat_interleave(segs, batch.seg_cu.diff(),
-                                                               output_size=num_tokens)])
+    return torch.maximum(bound, prefix[batch.row_seg()])

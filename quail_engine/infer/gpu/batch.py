@@ -9,7 +9,7 @@ Reads are remapped into the new order, so callers see rows in their own order.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -40,6 +40,29 @@ class PackedBatch:
     stored: list[PagedPrefix | None]  # per sequence in the caller's order
     causal_plan: CausalPlan | None = None  # long sequences' own attention in the library
     decode: bool = False  # one token per sequence, its K/V stored at the end of its prefix
+    # [T] long: each packed row's sequence and prefix segment, built on first use (the fp8
+    # rows' scale bound reads them in every layer: attention.row_bound)
+    _row_seq: torch.Tensor | None = field(default=None, repr=False)
+    _row_seg: torch.Tensor | None = field(default=None, repr=False)
+
+    def row_seq(self) -> torch.Tensor:
+        """[T] long: the sequence each packed row belongs to (the same in every layer of the
+        pass, so built once, not once a layer: a small pass's time is its launches)."""
+        if self._row_seq is None:
+            self._row_seq = _row_groups(self.cu_seqlens, self.input_ids.shape[0])
+        return self._row_seq
+
+    def row_seg(self) -> torch.Tensor:
+        """[T] long: the prefix segment each packed row reads (a batch with prefixes)."""
+        if self._row_seg is None:
+            self._row_seg = _row_groups(self.seg_cu, self.input_ids.shape[0])
+        return self._row_seg
+
+
+def _row_groups(cu: torch.Tensor, rows: int) -> torch.Tensor:
+    """[rows] long: the group of each row of groups laid out by the offsets `cu`."""
+    groups = torch.arange(cu.shape[0] - 1, device=cu.device)
+    return torch.repeat_interleave(groups, cu.diff(), output_size=rows)
 
 
 def _order(prefixes: Sequence[PagedPrefix | None]) -> list[int]:
