@@ -55,7 +55,7 @@ def run(model: str, rows: list[dict], forced: bool) -> dict:
         start = time.perf_counter()
         out = session.execute(QUERIES["BIO-5"].sql, "snowflake").to_pylist()
         seconds = time.perf_counter() - start
-        single = engine._labels(_readout(rows)).is_single_step
+        single = engine._labels(_organ_classes()).is_single_step
     finally:
         readout._owned_firsts = owned
     got = {r["m"]: r["organ_class"] for r in out}
@@ -63,7 +63,8 @@ def run(model: str, rows: list[dict], forced: bool) -> dict:
             "fresh_tokens": engine.stats.fresh_tokens - fresh0, "single_step": single}
 
 
-def _readout(rows):
+def _organ_classes():
+    """The label readout BIO-5 asks (its single-step flag is the engine's rule's outcome)."""
     from quail_engine.infer.api import LabelReadout
     from quail_testing.quailb.prompts import BIO_ORGAN_CLASS_LABELS
     return LabelReadout(BIO_ORGAN_CLASS_LABELS)
