@@ -151,11 +151,8 @@ class BatchPipeline:
         capacity = engine.decode_capacity()
         if capacity is None:
             return None
-        text, answer = self.runner.text, self.runner.answer_tokens(self.readout)
-        reserve = getattr(engine, "answer_reserve", None)
-        if reserve is not None:  # (answers reserve what recent ones took: waves hold more;
-            # by the answer's length as capped, as the engine's decode loop sees it)
-            answer = min(answer, reserve(answer, self.readout.stop, self.readout.grammar))
+        longest, reserved = self._answer_lengths()
+        text, answer = self.runner.text, longest if reserved is None else reserved
         sizer, limit = self.runner.sizer, engine.max_context
         needs: list[int] = []
         while lo + len(needs) < len(texts):
@@ -188,14 +185,20 @@ class BatchPipeline:
         less than max_tokens for them: answer_reserve), so a batch's answers end apart and its
         last steps would run for its longest few. Answers that all run to max_tokens end
         together, wave by wave: the next batch then gains nothing from starting early, and its
-        small admissions' prefill passes and the hand-over cost GPU time (on one H100, 2,000 x
-        256 random-weight answers: 30.5 s streamed against 28.4 s)."""
-        engine = self.runner.engine
-        reserve = getattr(engine, "answer_reserve", None)
-        if reserve is None:
-            return True
+        small admissions' prefill passes and the hand-over cost GPU time. An engine that
+        keeps no recent lengths is offered every batch."""
+        longest, reserved = self._answer_lengths()
+        return reserved is None or reserved < longest
+
+    def _answer_lengths(self) -> tuple[int, int | None]:
+        """(an answer's tokens as capped, as the engine's decode loop sees them; what the
+        engine reserves for one, from what recent answers of the kind took: `answer_reserve`,
+        None where the engine keeps no such lengths)."""
         answer = self.runner.answer_tokens(self.readout)
-        return reserve(answer, self.readout.stop, self.readout.grammar) < answer
+        reserve = getattr(self.runner.engine, "answer_reserve", None)
+        if reserve is None:
+            return answer, None
+        return answer, min(answer, reserve(answer, self.readout.stop, self.readout.grammar))
 
     def _prepare(self, texts: list[tuple[str, str]]):
         """Host side of a batch: token ids of its questions and documents (a shared document's
