@@ -6,8 +6,9 @@ strided views are fine (e.g. cuDNN's [1, Hq, T, 1] LSE seen as [T, Hq]). o2/lse2
 "no second partial": the kernel then only flattens (and quantizes) o1.
 Returns out [T, Hq * D] (o1's dtype unless `dtype` says, or float8_e4m3fn with scale [T, 1]
 float32). The fp8 scale is a token's own max |out| / 448, or, given `bound` [T], that bound /
-448: the bound the one-pass kernel uses (its sequence's max |v|; varlen_attention_fp8), so a
-row merged from parts is quantized as the same row computed in one pass is.
+448: the bound the one-pass kernel uses (the max |v| over its sequence up to the row;
+varlen_attention.causal_amax), so a row merged from parts is quantized as the same row
+computed in one pass is.
 
 Kernel: grid (T,), one program per token over a [BLOCK_H, D] tile of all its heads, so the
 per-token fp8 amax needs no second pass.

@@ -319,9 +319,9 @@ def _prefix_amax_kernel(v_ptr, bt_ptr, plen_ptr, out_ptr, s_vp, s_vs, s_bt,
 def prefix_amax(v_cache: torch.Tensor, block_table: torch.Tensor, prefix_lens: torch.Tensor,
                 max_prefix_len: int) -> torch.Tensor:
     """[S] float32: the max |v| over each segment's prefix rows in the arena (0 for none), the
-    bound an fp8 output scale of a row over that prefix takes with its own rows' max
-    (varlen_attention.seq_amax): the same bound as when the row is computed in one pass, so
-    the two routes quantize alike. A bf16 or fp16 arena (not e4m3: its values need scales)."""
+    bound an fp8 output scale of a row over that prefix starts from (varlen_attention.
+    causal_amax's `start`): the same bound as when the row is computed in one pass, so the
+    two routes quantize alike. A bf16 or fp16 arena (not e4m3: its values need scales)."""
     check_tensor("v_cache", v_cache, 4)
     if v_cache.dtype not in (torch.bfloat16, torch.float16, torch.float32):
         raise ValueError(f"prefix_amax reads a bf16, fp16 or fp32 arena, not {v_cache.dtype}")

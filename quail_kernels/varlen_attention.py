@@ -76,46 +76,86 @@ def _varlen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu_ptr, seqs_p
                 allowed = allowed & (tok[:, None] - cols[None, :] < window)
             m_i, l_i, acc = softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale, True)
         out, lse = finish(m_i, l_i, acc)
-        if OUT_FP8:  # every output row is a convex mix of its sequence's V rows: |out| <= amax
-            row_scale = tl.maximum(tl.load(amax_ptr + seq), 1e-6) / 448.0
-            out = tl.clamp(out / row_scale, -448.0, 448.0)
-            tl.store(scale_ptr + start + tok, tl.zeros([BLOCK_M], tl.float32) + row_scale,
-                     mask=row_ok)
+        if OUT_FP8:  # a row is a convex mix of the V rows it sees: |out| <= its bound
+            row_scale = tl.maximum(tl.load(amax_ptr + start + tok, mask=row_ok, other=1.0),
+                                   1e-6) / 448.0
+            out = tl.clamp(out / row_scale[:, None], -448.0, 448.0)
+            tl.store(scale_ptr + start + tok, row_scale, mask=row_ok)
         tl.store(o_ptr + tok64[:, None] * s_ot + head[:, None] * s_oh + d[None, :],
                  out.to(o_ptr.dtype.element_ty), mask=row_ok[:, None])
         tl.store(lse_ptr + tok64 * s_lt + head, lse, mask=row_ok)
 
 
 @triton.jit
-def _seq_amax_kernel(x_ptr, cu_ptr, out_ptr, s_xt, N: tl.constexpr, BLOCK: tl.constexpr,
+def _row_amax_kernel(x_ptr, out_ptr, T, s_xt, N: tl.constexpr, BLOCK: tl.constexpr,
                      ROWS: tl.constexpr):
-    """out[seq] = max(out[seq], max |x| over rows [ROWS * chunk, +ROWS) of the sequence)."""
+    """out[t] = max |x[t]| over the token's N values, for ROWS tokens a program."""
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK)
+    mask = (rows < T)[:, None] & (cols < N)[None, :]
+    x = tl.load(x_ptr + rows.to(tl.int64)[:, None] * s_xt + cols[None, :], mask=mask, other=0.0)
+    tl.store(out_ptr + rows, tl.max(tl.abs(x.to(tl.float32)), axis=1), mask=rows < T)
+
+
+@triton.jit
+def _max2(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def _running_max_kernel(x_ptr, cu_ptr, start_ptr, out_ptr, HAS_START: tl.constexpr,
+                        BLOCK: tl.constexpr):
+    """out[t] = max(start[seq], x over the sequence's rows up to t): one program a sequence,
+    BLOCK rows a step (a sequence's row maxima are floats, so even a long one is few steps)."""
     seq = tl.program_id(0)
-    chunk = tl.program_id(1)
-    start = tl.load(cu_ptr + seq)
-    seqlen = tl.load(cu_ptr + seq + 1) - start
-    if chunk * ROWS < seqlen:
-        rows = chunk * ROWS + tl.arange(0, ROWS)
-        cols = tl.arange(0, BLOCK)
-        mask = (rows < seqlen)[:, None] & (cols < N)[None, :]
-        x = tl.load(x_ptr + (start + rows).to(tl.int64)[:, None] * s_xt + cols[None, :],
-                    mask=mask, other=0.0)
-        tl.atomic_max(out_ptr + seq, tl.max(tl.max(tl.abs(x.to(tl.float32)), axis=1), axis=0))
+    first = tl.load(cu_ptr + seq)
+    end = tl.load(cu_ptr + seq + 1)
+    carry = tl.load(start_ptr + seq) if HAS_START else 0.0
+    for r0 in range(first, end, BLOCK):
+        rows = r0 + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + rows, mask=rows < end, other=0.0)
+        run = tl.maximum(tl.associative_scan(x, 0, _max2), carry)
+        tl.store(out_ptr + rows, run, mask=rows < end)
+        carry = tl.max(run, axis=0)
 
 
-def seq_amax(x: torch.Tensor, cu_seqlens: torch.Tensor, max_seqlen: int) -> torch.Tensor:
-    """x [T, H, D] (each token's H x D values contiguous) -> [B] float32 max |x| per sequence."""
+def causal_amax(x: torch.Tensor, cu_seqlens: torch.Tensor,
+                start: torch.Tensor | None = None) -> torch.Tensor:
+    """x [T, H, D] (each token's H x D values contiguous) -> [T] float32: each row's max |x|
+    over its sequence's rows up to and including it, at least `start` [B] float32 (the max
+    over keys before the sequence's first row: a cached prefix's). An attention output row is
+    a convex mix of the V rows it sees, all of them among these, so this bounds it; and it
+    reads nothing after the row, so a row's bound is the same wherever its sequence is split
+    into a cached prefix and fresh rows (a whole prompt in one pass, a document stored as a
+    prefix and a question after it, a join partner's tokens over its anchor)."""
     check_tensor("x", x, 3)
     if x.stride(1) != x.shape[2]:
         raise ValueError(f"x's heads must be contiguous per token, strides {x.stride()}")
-    num_seqs = cu_seqlens.shape[0] - 1
-    out = torch.zeros(num_seqs, device=x.device, dtype=torch.float32)
-    width = x.shape[1] * x.shape[2]
-    rows = 16
-    if num_seqs and max_seqlen:
-        _seq_amax_kernel[(num_seqs, triton.cdiv(max_seqlen, rows))](
-            x, cu_seqlens, out, x.stride(0), N=width, BLOCK=triton.next_power_of_2(width),
-            ROWS=rows, num_warps=4)
+    num_seqs, num_tokens = cu_seqlens.shape[0] - 1, x.shape[0]
+    if start is not None and (start.shape != (num_seqs,) or start.dtype != torch.float32):
+        raise ValueError(f"start is one float32 per sequence ({num_seqs}); got "
+                         f"{tuple(start.shape)} {start.dtype}")
+    rows = torch.empty(num_tokens, device=x.device, dtype=torch.float32)
+    out = torch.empty_like(rows)
+    if num_tokens == 0 or num_seqs == 0:
+        return out
+    width, per = x.shape[1] * x.shape[2], 16
+    _row_amax_kernel[(triton.cdiv(num_tokens, per),)](
+        x, rows, num_tokens, x.stride(0), N=width, BLOCK=triton.next_power_of_2(width),
+        ROWS=per, num_warps=4)
+    _running_max_kernel[(num_seqs,)](rows, cu_seqlens, start if start is not None else rows,
+                                     out, HAS_START=start is not None, BLOCK=1024, num_warps=4)
+    return out
+
+
+def causal_amax_ref(x: torch.Tensor, cu_seqlens: torch.Tensor,
+                    start: torch.Tensor | None = None) -> torch.Tensor:
+    out = torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
+    bounds = cu_seqlens.tolist()
+    for s, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        if b > a:
+            run = x[a:b].float().abs().flatten(1).amax(dim=1).cummax(dim=0).values
+            out[a:b] = run if start is None else torch.maximum(run, start[s])
     return out
 
 
@@ -149,10 +189,11 @@ def varlen_attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                          blocks: tuple[int, int, int, int] | None = None,
                          window: int | None = None):
     """The O projection's fp8 input straight from the attention: -> (out [T, Hq, D] e4m3,
-    lse [T, Hq], scale [T, 1] float32). A token's scale is the max |v| over its sequence / 448:
-    an output row is a convex combination of the V rows it sees, so it never overflows, and
-    e4m3's exponent keeps a row up to 2^6 below that bound at full mantissa precision. Saves the
-    separate quantize pass (read bf16 out, write fp8) of lse_merge."""
+    lse [T, Hq], scale [T, 1] float32). A token's scale is its causal_amax of v / 448 (the max
+    |v| over its sequence up to it): an output row is a convex combination of those V rows, so
+    it never overflows, and e4m3's exponent keeps a row up to 2^6 below that bound at full
+    mantissa precision. Saves the separate quantize pass (read bf16 out, write fp8) of
+    lse_merge."""
     return _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8=True)
 
 
@@ -165,14 +206,14 @@ def varlen_attention_grouped(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     of its own longest sequence, into shared outputs: a pass of 300-token documents with a few
     of 1,500 tokens does not run every document with the long sequences' tiles. -> (out, lse,
     scale [T, 1] or None); rows of sequences in no group are left unwritten (fp8: the groups
-    must cover every sequence, as its scales come from the sequence's max |v|). `out_dtype`:
+    must cover every sequence, as its scales come from causal_amax over all of them). `out_dtype`:
     as varlen_attention's (without fp8)."""
     _check_qkv(q, k, v)
     out = torch.empty(q.shape, device=q.device,
                       dtype=torch.float8_e4m3fn if fp8 else out_dtype or q.dtype)
     lse = torch.empty(q.shape[:2], device=q.device, dtype=torch.float32)
     scales = torch.empty((q.shape[0], 1), device=q.device, dtype=torch.float32) if fp8 else None
-    amax = seq_amax(v, cu_seqlens, max_seqlen) if fp8 and q.shape[0] else None
+    amax = causal_amax(v, cu_seqlens) if fp8 and q.shape[0] else None
     for seqs, longest in groups:
         _launch(q, k, v, cu_seqlens, longest, scale, None, window, fp8=fp8, seqs=seqs,
                 into=(out, lse, scales if fp8 else lse, amax if fp8 else lse))
@@ -212,7 +253,7 @@ def _launch(q, k, v, cu_seqlens, max_seqlen, scale, blocks, window, fp8: bool,
     if num_tokens == 0 or num_seqs == 0:
         return out, lse, scales
     if amax is None:
-        amax = seq_amax(v, cu_seqlens, max_seqlen) if fp8 else lse
+        amax = causal_amax(v, cu_seqlens) if fp8 else lse
     block_m, block_n, warps, stages = blocks or default_blocks(q.device.type, head_dim,
                                                                  max_seqlen)
     if block_m < group:
@@ -244,10 +285,7 @@ def attend_ref(q, k, v, allowed, scale):
 
 def varlen_attention_fp8_ref(q, k, v, cu_seqlens, max_seqlen, scale, blocks=None, window=None):
     out, lse = varlen_attention_ref(q, k, v, cu_seqlens, max_seqlen, scale, window=window)
-    bounds = cu_seqlens.tolist()
-    scales = torch.empty((q.shape[0], 1), device=q.device, dtype=torch.float32)
-    for start, end in zip(bounds[:-1], bounds[1:]):
-        scales[start:end] = v[start:end].float().abs().amax().clamp_min(1e-6) / 448.0
+    scales = (causal_amax_ref(v, cu_seqlens).clamp_min(1e-6) / 448.0)[:, None]
     q8 = (out.float() / scales[:, :, None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
     return q8, lse, scales
 

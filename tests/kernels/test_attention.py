@@ -9,7 +9,8 @@ from paged_blocks import pages_each, shuffled_block_table
 from quail_kernels.lse_merge import lse_merge, lse_merge_ref
 from quail_kernels.prefix_attention import prefix_attention, prefix_attention_ref
 from quail_kernels.varlen_attention import (
-    seq_amax,
+    causal_amax,
+    causal_amax_ref,
     varlen_attention,
     varlen_attention_fp8,
     varlen_attention_fp8_ref,
@@ -94,8 +95,8 @@ def test_grouped_launches_write_every_sequence_like_one_launch(device):
 
 @pytest.mark.parametrize("lengths,hq,hkv,head_dim", SEQ_CASES)
 def test_varlen_attention_fp8_out_matches_reference(device, lengths, hq, hkv, head_dim):
-    """fp8 epilogue: one scale per token from its sequence's max |v| (the bound on any output
-    row); the unquantized lse as before; a sequence of large values next to one of small ones
+    """fp8 epilogue: one scale per token from the max |v| of its sequence up to it (the bound
+    on its output row); the unquantized lse as before; a sequence of large values next to one of small ones
     keeps each its own scale."""
     q, k, v, cu = _packed(lengths, hq, hkv, head_dim, device, sum(lengths) + 1)
     v[: lengths[0]] *= 50.0
@@ -110,15 +111,47 @@ def test_varlen_attention_fp8_out_matches_reference(device, lengths, hq, hkv, he
         assert float(scale[0]) > 10 * float(scale[-1])
 
 
-def test_seq_amax_per_sequence_and_rejects_split_heads(device):
-    x = torch.randn(12, 3, 16, device=device)
-    x[7, 2, 5] = -40.0
-    cu = torch.tensor([0, 5, 5, 12], dtype=torch.int32, device=device)
-    got = seq_amax(x, cu, 7)
-    want = [float(x[:5].abs().max()), 0.0, 40.0]
-    assert torch.allclose(got.cpu(), torch.tensor(want))
+def test_causal_amax_is_each_rows_running_max_from_its_start(device):
+    """Each row's bound is the max |x| over its sequence's rows up to it (and the sequence's
+    `start`, a cached prefix's max): a peak raises the rows from it on, never the rows before
+    it; an empty sequence is skipped; a sequence longer than one scan block carries its max."""
+    g = torch.Generator().manual_seed(11)
+    lengths = [5, 0, 7, 1500]
+    x = torch.randn(sum(lengths), 3, 16, generator=g).to(device)
+    x[7, 2, 5] = -40.0  # third row of the third sequence (rows 5..11)
+    x[12 + 1200, 0, 0] = 90.0  # in the long sequence's second scan block
+    cu = torch.tensor([0, 5, 5, 12, 1512], dtype=torch.int32, device=device)
+    got = causal_amax(x, cu)
+    assert torch.equal(got.cpu(), causal_amax_ref(x, cu).cpu())
+    assert float(got[6]) < 40.0 and float(got[7]) == 40.0 and float(got[11]) == 40.0
+    assert float(got[12 + 1199]) < 90.0 and float(got[-1]) == 90.0
+    start = torch.tensor([100.0, 0.0, 1.0, 0.0], device=device)
+    with_start = causal_amax(x, cu, start)
+    assert torch.equal(with_start.cpu(), causal_amax_ref(x, cu, start).cpu())
+    assert bool((with_start[:5] == 100.0).all())
     with pytest.raises(ValueError, match="contiguous"):
-        seq_amax(x.transpose(0, 1).contiguous().transpose(0, 1), cu, 7)
+        causal_amax(x.transpose(0, 1).contiguous().transpose(0, 1), cu)
+    with pytest.raises(ValueError, match="one float32 per sequence"):
+        causal_amax(x, cu, start[:2])
+
+
+def test_fp8_rows_round_alike_wherever_their_sequence_is_split(device):
+    """A sequence's first rows computed on their own (stored as a prefix, a document before its
+    questions) and the same rows inside the whole sequence in one pass: the same fp8 codes and
+    scales, since a row's scale reads no row after it (its whole sequence's max would give the
+    stored prefix other KV than the whole prompt)."""
+    g = torch.Generator().manual_seed(17)
+    total, split = 90, 37
+    q, k, v = (torch.randn(total, h, 32, generator=g).to(device, DTYPE) for h in (4, 2, 2))
+    v[70] *= 40.0  # a peak after the split: it must not reach the rows before it
+    whole, _, whole_scale = varlen_attention_fp8(
+        q, k, v, torch.tensor([0, total], dtype=torch.int32, device=device), total, 0.25)
+    head, _, head_scale = varlen_attention_fp8(
+        q[:split], k[:split], v[:split],
+        torch.tensor([0, split], dtype=torch.int32, device=device), split, 0.25)
+    assert torch.equal(whole_scale[:split], head_scale)
+    assert torch.equal(whole[:split].view(torch.uint8), head.view(torch.uint8))
+    assert float(whole_scale[-1]) > 10 * float(whole_scale[0])
 
 
 def _arena(prefix_lens, hkv, head_dim, page, device, seed):
@@ -298,8 +331,7 @@ def _one_row_two_routes(device, fp8: bool, split: int = 64, total: int = 112):
                                     0.25, out_dtype=torch.float32)
     bound = None
     if fp8:
-        bound = torch.maximum(seq_amax(v[split:], own_cu, rest),
-                              prefix_amax(v_cache, table, plen, split)).expand(rest).contiguous()
+        bound = causal_amax(v[split:], own_cu, start=prefix_amax(v_cache, table, plen, split))
     two = lse_merge(o_own, l_own, o_pre, l_pre, fp8=fp8, bound=bound, dtype=DTYPE)
     return one, two
 
@@ -310,8 +342,8 @@ def test_a_row_over_cached_keys_rounds_like_the_row_in_one_pass(device, fp8):
     Over cached keys a row is two partials merged; in one pass it is one accumulation. They
     agree value for value (up to a rare last-bit rounding) because the partials stay float32,
     the running max is a whole number (a tile's bf16 probabilities then differ between the
-    routes by powers of two only), and an fp8 row takes its sequence's max |v| as its scale
-    in both routes."""
+    routes by powers of two only), and an fp8 row takes the max |v| up to it as its scale in
+    both routes."""
     (one, one_scale), (two, two_scale) = _one_row_two_routes(device, fp8)
     if fp8:
         assert torch.equal(one_scale, two_scale)

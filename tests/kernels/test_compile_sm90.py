@@ -21,7 +21,11 @@ from quail_kernels.lse_merge import _lse_merge_kernel  # noqa: E402
 from quail_kernels.prefix_attention import _prefix_amax_kernel, _prefix_attention_kernel  # noqa: E402
 from quail_kernels.qk_norm_rope import _qk_norm_rope_kernel  # noqa: E402
 from quail_kernels.silu_mul import _silu_mul_kernel  # noqa: E402
-from quail_kernels.varlen_attention import _seq_amax_kernel, _varlen_attention_kernel  # noqa: E402
+from quail_kernels.varlen_attention import (  # noqa: E402
+    _row_amax_kernel,
+    _running_max_kernel,
+    _varlen_attention_kernel,
+)
 
 SM90 = GPUTarget("cuda", 90, 32)
 BF16, F32, I32, FP8 = "*bf16", "*fp32", "*i32", "*fp8e4nv"
@@ -64,8 +68,12 @@ def attention_kernels(head_dim: int, window: bool) -> None:
                      {"qk_scale": "fp32"},
                      {**common, "OUT_FP8": fp8, "HAS_SEQS": seqs, "LAST_FIRST": last_first},
                      warps, stages)
-        _compile(_seq_amax_kernel, {"x_ptr": BF16, "cu_ptr": I32, "out_ptr": F32}, {},
+        _compile(_row_amax_kernel, {"x_ptr": BF16, "out_ptr": F32}, {},
                  {"N": 8 * head_dim, "BLOCK": 8 * head_dim, "ROWS": 16}, 4)
+        for has_start in (False, True):
+            _compile(_running_max_kernel, {"x_ptr": F32, "cu_ptr": I32, "start_ptr": F32,
+                                           "out_ptr": F32}, {},
+                     {"HAS_START": has_start, "BLOCK": 1024}, 4)
         # the arena in the model dtype, and in fp8 with a scale per token and KV head
         for kv_fp8, o in ((False, BF16), (False, F32), (True, BF16), (True, F32)):
             kv = FP8 if kv_fp8 else BF16

@@ -40,7 +40,7 @@ from quail_kernels.kv_fp8 import KV_FP8, dequantize_kv, scales_by_token
 from quail_kernels.lse_merge import lse_merge
 from quail_kernels.prefix_attention import prefix_amax, prefix_attention
 from quail_kernels.varlen_attention import (
-    seq_amax,
+    causal_amax,
     varlen_attention,
     varlen_attention_fp8,
     varlen_attention_grouped,
@@ -307,8 +307,9 @@ def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
                                                     fp8=True, window=window)
         return o.view(num_tokens, -1), scales
     # a merged or separately quantized row keeps its parts in float32 and takes the one-pass
-    # kernel's fp8 bound (its sequence's max |v|): the same row, fresh or over cached keys,
-    # then rounds alike (attention_tile.softmax_update keeps the tiles' products alike)
+    # kernel's fp8 bound (row_bound: the max |v| up to the row): the same row, fresh or over
+    # cached keys, then rounds alike (attention_tile.softmax_update keeps the tiles' products
+    # alike)
     partial = batch.has_prefix or fp8
     o, lse = own_attention(q, k, v, batch, scale, lib, window,
                            out_dtype=torch.float32 if partial else None)
@@ -349,18 +350,18 @@ def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
 
 def row_bound(v: torch.Tensor, batch, arena_v: torch.Tensor | None,
               v_scale: torch.Tensor | None, lib_kv: dict) -> torch.Tensor | None:
-    """[T] float32: each packed row's fp8 scale bound, the max |v| over its whole sequence
-    (its own rows here, and its prefix's in the arena, `lib_kv` holding the library's share
-    of a segment's prefix): what varlen_attention_fp8 takes for a row computed in one pass.
-    None with an e4m3 arena (its cached values are not the fresh ones; each row then takes
-    its own max)."""
+    """[T] float32: each packed row's fp8 scale bound, the max |v| over the keys it sees and
+    those before them (its sequence's rows up to it, and its cached prefix's in the arena,
+    `lib_kv` holding the library's share of a segment's prefix): varlen_attention.causal_amax,
+    what the one-pass kernel takes. It reads nothing after the row, so a row rounds alike
+    however its sequence was split into cached and fresh rows. None with an e4m3 arena (its
+    cached values are not the fresh ones; each row then takes its own max)."""
     if batch.has_prefix and v_scale is not None:
         return None
-    bound = seq_amax(v, batch.cu_seqlens, batch.max_seqlen)[batch.row_seq()]
     if not batch.has_prefix:
-        return bound
+        return causal_amax(v, batch.cu_seqlens)
     plan: PrefixPlan = batch.prefix_plan
     prefix = prefix_amax(arena_v, plan.table, plan.lens, plan.max_len)
     for seg, (_, vv) in lib_kv.items():
         prefix[seg] = torch.maximum(prefix[seg], vv.abs().amax().float())
-    return torch.maximum(bound, prefix[batch.row_seg()])
+    return causal_amax(v, batch.cu_seqlens, start=prefix[batch.seq_seg()])

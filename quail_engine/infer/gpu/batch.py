@@ -40,29 +40,18 @@ class PackedBatch:
     stored: list[PagedPrefix | None]  # per sequence in the caller's order
     causal_plan: CausalPlan | None = None  # long sequences' own attention in the library
     decode: bool = False  # one token per sequence, its K/V stored at the end of its prefix
-    # [T] long: each packed row's sequence and prefix segment, built on first use (the fp8
-    # rows' scale bound reads them in every layer: attention.row_bound)
-    _row_seq: torch.Tensor | None = field(default=None, repr=False)
-    _row_seg: torch.Tensor | None = field(default=None, repr=False)
+    # [B] long: each sequence's prefix segment, built on first use (the fp8 rows' scale bound
+    # reads it in every layer: attention.row_bound)
+    _seq_seg: torch.Tensor | None = field(default=None, repr=False)
 
-    def row_seq(self) -> torch.Tensor:
-        """[T] long: the sequence each packed row belongs to (the same in every layer of the
-        pass, so built once, not once a layer: a small pass's time is its launches)."""
-        if self._row_seq is None:
-            self._row_seq = _row_groups(self.cu_seqlens, self.input_ids.shape[0])
-        return self._row_seq
-
-    def row_seg(self) -> torch.Tensor:
-        """[T] long: the prefix segment each packed row reads (a batch with prefixes)."""
-        if self._row_seg is None:
-            self._row_seg = _row_groups(self.seg_cu, self.input_ids.shape[0])
-        return self._row_seg
-
-
-def _row_groups(cu: torch.Tensor, rows: int) -> torch.Tensor:
-    """[rows] long: the group of each row of groups laid out by the offsets `cu`."""
-    groups = torch.arange(cu.shape[0] - 1, device=cu.device)
-    return torch.repeat_interleave(groups, cu.diff(), output_size=rows)
+    def seq_seg(self) -> torch.Tensor:
+        """[B] long: the prefix segment each packed sequence reads (a batch with prefixes; the
+        same in every layer of the pass, so built once, not once a layer: a small pass's time
+        is its launches). A segment is whole sequences, so a sequence's first row says it."""
+        if self._seq_seg is None:
+            self._seq_seg = torch.searchsorted(self.seg_cu, self.cu_seqlens[:-1],
+                                               right=True) - 1
+        return self._seq_seg
 
 
 def _order(prefixes: Sequence[PagedPrefix | None]) -> list[int]:
