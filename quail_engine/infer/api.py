@@ -151,7 +151,9 @@ class EngineStats:
     cudaMalloc calls inside a pass), counted after each call's prefill passes; 0 on the CPU.
     preemptions = decoding sequences sent back to wait (their KV dropped, their answer so far
     recomputed with their prompt on readmission: in fresh_tokens) because the arena could not
-    hold the answers admitted with less than max_tokens reserved (decode._make_room)."""
+    hold the answers admitted with less than max_tokens reserved (decode._make_room).
+    path_prefixes = beginnings that rows over one prefix share, computed once as a prefix of
+    their own (a join's partners that begin alike under their anchor: infer/shared_paths.py)."""
 
     requested_tokens: int = 0
     fresh_tokens: int = 0
@@ -164,6 +166,7 @@ class EngineStats:
     kv_hit_tokens: int = 0
     alloc_retries: int = 0
     preemptions: int = 0
+    path_prefixes: int = 0
 
 
 class Engine(Protocol):

@@ -204,10 +204,15 @@ class LocalEngine(PrefixSharing, Scoring, Generation):
         jobs = [SeqJob(list(requests[i].tokens), prefixes[i], vocab=vocabs[id(requests[i].readout)])
                 for i in one_step]
         fresh = [k for k, i in enumerate(one_step) if prefixes[i] is None]
-        if self.prefix_cache is None or not fresh:
-            self.runner.run(jobs)
-        else:
-            self._run_shared(jobs, fresh)
+        paths = self._shared_paths(jobs)
+        try:
+            if self.prefix_cache is None or not fresh:
+                self.runner.run(jobs)
+            else:
+                self._run_shared(jobs, fresh)
+        finally:
+            for kv in paths:
+                self._free_path(kv)
         for i, answer in zip(one_step, self._one_step_answers(
                 [requests[i].readout for i in one_step], [job.logits for job in jobs])):
             answers[i] = answer

@@ -12,8 +12,13 @@ from quail_engine.infer.kv_pages import CpuPageStore, cpu_kv_bytes_per_token, pa
 from quail_engine.infer.prefix_cache import PrefixCache
 from quail_engine.infer.radix import shared_runs
 from quail_engine.infer.runner import Runner, SeqJob
+from quail_engine.infer.shared_paths import shared_paths
 
 SHARED_KV_BYTES = 1 << 30  # CPU: content-shared prefix pages kept beyond the planner's
+# a path prefix's cost beyond its tokens, in tokens (its page copy, a sequence more in a pass),
+# and the fewest tokens a call's paths must save to be computed (an extra pass's fixed cost)
+PATH_COST = 8
+MIN_PATH_SAVING = 2048
 
 
 class PrefixSharing:
@@ -99,6 +104,54 @@ class PrefixSharing:
                 cache.store.done(shared[j].kv)
         finally:
             self._end_batch(cache)
+
+    def _path_budget(self) -> int:
+        """Path prefixes one call may hold (0: none). The CPU's prefixes are copies of their
+        parent's KV (PrefixKV.concat), so a path there would copy its whole anchor: none."""
+        return 0
+
+    def _shared_paths(self, jobs: list[SeqJob]) -> list[Any]:
+        """Rows over one prefix that begin alike (a join's partners under their anchor) run the
+        beginnings they share once: each such beginning is computed as a path prefix over the
+        prefix (infer/shared_paths.py), and the rows in `jobs` are rewritten to run only their
+        tokens after it. -> the paths' KV, to free (`_free_path`) once the rows ran. A row's
+        answer is read at its last token, which it keeps, and its keys are the same tokens'
+        (the fp8 scale bound reads no row after a row: attention.row_bound)."""
+        budget = self._path_budget() if self.prefix_cache is not None else 0
+        if budget <= 0:
+            return []
+        groups: dict[int, list[int]] = {}
+        for k, job in enumerate(jobs):
+            if job.prefix is not None:
+                groups.setdefault(id(job.prefix), []).append(k)
+        planned, paths, saved = [], [], 0
+        plans: dict[tuple, Any] = {}  # a join's anchors in one call mostly share their partners
+        for ks in groups.values():
+            if len(ks) < 2 or len(paths) >= budget:
+                continue
+            rows = tuple(tuple(jobs[k].tokens) for k in ks)
+            plan = plans.get(rows)
+            if plan is None or len(plan.paths) > budget - len(paths):
+                plan = plans[rows] = shared_paths(rows, PATH_COST, budget - len(paths))
+            if plan.paths:
+                planned.append((ks, plan, len(paths)))
+                paths += [SeqJob(list(jobs[ks[row]].tokens[:depth]), jobs[ks[row]].prefix,
+                                 read=(), store_kv=True) for row, depth in plan.paths]
+                saved += plan.saved
+        if saved < MIN_PATH_SAVING:
+            return []
+        self.runner.run(paths)
+        self.stats.path_prefixes += len(paths)
+        for ks, plan, first in planned:
+            for row, p in enumerate(plan.start):
+                if p >= 0:
+                    job = jobs[ks[row]]
+                    job.tokens = job.tokens[plan.paths[p][1]:]
+                    job.prefix = paths[first + p].kv
+        return [p.kv for p in paths]
+
+    def _free_path(self, kv: Any) -> None:
+        """Free a path prefix's KV (the CPU's is the job's own memory: nothing to do)."""
 
     def _stored_kv_tokens(self) -> int | None:
         """Tokens of rows' KV one batch may keep in the prefix cache; None: no bound (the

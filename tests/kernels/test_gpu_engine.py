@@ -86,6 +86,41 @@ def test_gpu_engine_extended_prefixes_answer_like_flat_prompts(device):
     assert fast.arena.num_free_pages == fast.arena.num_pages
 
 
+def test_partners_that_begin_alike_share_their_beginning_once(device, monkeypatch):
+    """Rows over one anchor that begin alike (a join's partners) run their common beginnings
+    once, as path prefixes over the anchor: the same answers as every row run whole over the
+    anchor, fewer fresh tokens, and every path's page back when the call ends."""
+    from quail_engine.infer import engine_sharing
+
+    monkeypatch.setattr(engine_sharing, "MIN_PATH_SAVING", 0)
+    config, _, fast = _models("qwen3", device)
+    tok = CharTokenizer()
+    readout = BooleanReadout(true_words=("y",), false_words=("n",))
+    anchor = tok.encode("the anchor report, in which every partner is asked about.")
+    partners = [" tachycardia", " tachycardia and pain", " tachypnoea", " headache",
+                " headache, severe", " rash"]
+    tails = [tok.encode(p + " as experienced?") for p in partners]
+    runs = {}
+    for paths in (False, True):
+        gpu = GpuEngine(fast, tok, config, token_budget=64)
+        if not paths:
+            gpu._path_budget = lambda: 0
+        with torch.inference_mode():
+            handle = gpu.add_prefix(anchor)
+            fresh0 = gpu.stats.fresh_tokens
+            answers = gpu.run([Request(tuple(t), readout, prefix=handle) for t in tails])
+            runs[paths] = (answers, gpu.stats.fresh_tokens - fresh0, gpu.stats.path_prefixes)
+            gpu.release(handle)
+        gpu.prefix_cache.index.clear()
+        assert fast.arena.num_free_pages == fast.arena.num_pages
+    (plain, plain_fresh, none), (shared, fresh, made) = runs[False], runs[True]
+    assert none == 0 and made >= 2
+    assert fresh < plain_fresh
+    for got, want in zip(shared, plain):
+        assert got.value == want.value
+        assert abs(got.margin - want.margin) < max(1e-3, fp32_tol())
+
+
 @pytest.mark.parametrize("family", ["qwen3", "gemma3"])
 def test_gpu_engine_greedy_decode_matches_local_engine(device, family):
     """Decoding grows each sequence's paged KV in place, one token per step (a fresh page when

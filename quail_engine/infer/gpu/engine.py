@@ -133,6 +133,14 @@ class GpuEngine(LocalEngine):
         """The forward passes' shapes and GPU seconds since the last call (gpu/runner.py)."""
         return self.runner.take_pass_log()
 
+    def _path_budget(self) -> int:
+        """Path prefixes a call may hold: one page of its own each (the rest are its anchor's),
+        within what a batch may keep (_stored_kv_tokens)."""
+        return self._stored_kv_tokens() // self.model.arena.page_size
+
+    def _free_path(self, kv: Any) -> None:
+        kv.release()
+
     def _stored_kv_tokens(self) -> int:
         """A quarter of the pages a batch can get (free, or cached and evictable): a batch's
         rows hold their KV in the arena until its run ends (an fp8 filter's batch, sized by

@@ -171,6 +171,7 @@ class PagedKVArena:
         out: list[tuple[PagedPrefix, torch.Tensor]] = []
         src: list[torch.Tensor] = []
         dst: list[torch.Tensor] = []
+        partial: dict[int, torch.Tensor] = {}  # (a join's paths extend one anchor many times)
         for prefix, n in items:
             if prefix is None or prefix.num_tokens == 0:
                 entry = self.allocate(n)
@@ -181,7 +182,9 @@ class PagedKVArena:
             fresh = self.allocate(part + n)
             slots = fresh.slots()
             if part:
-                src.append(prefix.slots(whole * size))
+                if id(prefix) not in partial:
+                    partial[id(prefix)] = prefix.slots(whole * size)
+                src.append(partial[id(prefix)])
                 dst.append(slots[:part])
             out.append((self.chain(prefix.pages[:whole] + fresh.pages, prefix.num_tokens + n),
                         slots[part:]))
