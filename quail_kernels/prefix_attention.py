@@ -95,12 +95,13 @@ def _tile_slots(bt_ptr, seg, s_bt, n0, PAGE: tl.constexpr, BLOCK_N: tl.constexpr
 
 @triton.jit
 def _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d, col_ok, allowed,
-          m_i, l_i, acc, qk_scale, s_kp, s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_sh,
+          m_i, l_i, acc, vmax, qk_scale, s_kp, s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_sh,
           MASKED: tl.constexpr, KV_FP8: tl.constexpr, V_WORDS: tl.constexpr,
-          PTX: tl.constexpr):
+          PTX: tl.constexpr, TRACK_V: tl.constexpr):
     """Load one key tile (`slot` [N] of `page`; columns past col_ok masked when MASKED) and take
     its online-softmax step. V_WORDS: an e4m3 V read as int32 words and
-    converted by _e4m3_words_to_f16 (compiled kernels; the interpreter converts the tile)."""
+    converted by _e4m3_words_to_f16 (compiled kernels; the interpreter converts the tile).
+    TRACK_V (a model-dtype arena): `vmax` also takes the tile's max |v|."""
     k_off = (page * s_kp + slot * s_ks)[None, :] + kv_head * s_kh + d[:, None]
     v_row = page * s_vp + slot * s_vs + kv_head * s_vh
     if MASKED:
@@ -136,19 +137,22 @@ def _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d, col_ok, allow
             v = tl.load(v_ptr + v_row[:, None] + d[None, :], mask=col_ok[:, None], other=0.0)
         else:
             v = tl.load(v_ptr + v_row[:, None] + d[None, :])
+        if TRACK_V:
+            vmax = tl.maximum(vmax, tl.max(tl.max(tl.abs(v.to(tl.float32)), axis=1), axis=0))
         m_i, l_i, acc = softmax_step(q, k, v, allowed, m_i, l_i, acc, qk_scale, MASKED)
-    return m_i, l_i, acc
+    return m_i, l_i, acc, vmax
 
 
 @triton.jit
 def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, lse_ptr, cu_ptr,
-                             bt_ptr, plen_ptr, pos_ptr, window,
+                             bt_ptr, plen_ptr, pos_ptr, vmax_ptr, window,
                              qk_scale, s_qt, s_qh, s_kp, s_ks, s_kh, s_vp, s_vs, s_vh,
                              s_sp, s_sh, s_ot, s_oh, s_lt, s_bt,
                              G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                              HAS_WINDOW: tl.constexpr, KV_FP8: tl.constexpr,
-                             V_WORDS: tl.constexpr, PTX: tl.constexpr, QC: tl.constexpr):
+                             V_WORDS: tl.constexpr, PTX: tl.constexpr, QC: tl.constexpr,
+                             TRACK_V: tl.constexpr):
     tile = tl.program_id(0)
     seg = tl.program_id(1)
     kv_head = tl.program_id(2)
@@ -168,6 +172,7 @@ def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, lse_ptr
         m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
         l_i = tl.zeros([BLOCK_M], tl.float32)
         acc = tl.zeros([BLOCK_M, D], tl.float32)
+        vmax = tl.full([], 0.0, tl.float32)
         full_end = prefix_len // BLOCK_N * BLOCK_N
         if HAS_WINDOW:  # every tile masked by the query's absolute position
             full_end = prefix_len * 0  # (zeros of the same type: the loops below do nothing)
@@ -177,27 +182,30 @@ def _prefix_attention_kernel(q_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, o_ptr, lse_ptr
                 col_ok = cols < prefix_len
                 page, slot = _tile_slots(bt_ptr, seg, s_bt, n0, PAGE, BLOCK_N)
                 allowed = col_ok[None, :] & (qpos[:, None] - cols[None, :] < window)
-                m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
-                                      col_ok, allowed, m_i, l_i, acc, qk_scale, s_kp, s_ks,
-                                      s_kh, s_vp, s_vs, s_vh, s_sp, s_sh, True, KV_FP8, V_WORDS,
-                                      PTX)
+                m_i, l_i, acc, vmax = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head,
+                                            d, col_ok, allowed, m_i, l_i, acc, vmax, qk_scale,
+                                            s_kp, s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_sh, True,
+                                            KV_FP8, V_WORDS, PTX, False)
             prefix_len = prefix_len * 0
         for n0 in range(0, full_end, BLOCK_N):  # whole tiles: no mask
             page, slot = _tile_slots(bt_ptr, seg, s_bt, n0, PAGE, BLOCK_N)
-            m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
-                                  None, None, m_i, l_i, acc, qk_scale, s_kp, s_ks, s_kh,
-                                  s_vp, s_vs, s_vh, s_sp, s_sh, False, KV_FP8, V_WORDS, PTX)
+            m_i, l_i, acc, vmax = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
+                                        None, None, m_i, l_i, acc, vmax, qk_scale, s_kp, s_ks,
+                                        s_kh, s_vp, s_vs, s_vh, s_sp, s_sh, False, KV_FP8,
+                                        V_WORDS, PTX, TRACK_V)
         if full_end < prefix_len:  # the partial last tile
             col_ok = full_end + tl.arange(0, BLOCK_N) < prefix_len
             page, slot = _tile_slots(bt_ptr, seg, s_bt, full_end, PAGE, BLOCK_N)
-            m_i, l_i, acc = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
-                                  col_ok, col_ok[None, :], m_i, l_i, acc, qk_scale, s_kp,
-                                  s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_sh, True, KV_FP8,
-                                  V_WORDS, PTX)
+            m_i, l_i, acc, vmax = _tile(q, k_ptr, v_ptr, ks_ptr, vs_ptr, page, slot, kv_head, d,
+                                        col_ok, col_ok[None, :], m_i, l_i, acc, vmax, qk_scale,
+                                        s_kp, s_ks, s_kh, s_vp, s_vs, s_vh, s_sp, s_sh, True,
+                                        KV_FP8, V_WORDS, PTX, TRACK_V)
         out, lse = finish(m_i, l_i, acc)
         tl.store(o_ptr + tok64[:, None] * s_ot + head[:, None] * s_oh + d[None, :],
                  out.to(o_ptr.dtype.element_ty), mask=row_ok[:, None])
         tl.store(lse_ptr + tok64 * s_lt + head, lse, mask=row_ok)
+        if TRACK_V:
+            tl.atomic_max(vmax_ptr + seg, vmax)
 
 
 # The dtype an e4m3 arena's products run in (the kernel's QC), by q's dtype: float16 for a
@@ -255,9 +263,13 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
                      blocks: tuple[int, int, int, int] | None = None,
                      window: int | None = None, positions: torch.Tensor | None = None,
                      max_prefix_len: int = 0, k_scale: torch.Tensor | None = None,
-                     v_scale: torch.Tensor | None = None, out_dtype: torch.dtype | None = None):
+                     v_scale: torch.Tensor | None = None, out_dtype: torch.dtype | None = None,
+                     vmax: torch.Tensor | None = None):
     """`out_dtype`: the output's dtype (q's unless given; float32 for a partial an LSE merge
-    reads). `window` with `positions` [T] (each query's absolute position; prefix keys sit at 0..):
+    reads). `vmax` [S] float32 (a model-dtype arena, no window): each segment's entry is
+    raised to the max |v| over its prefix keys, read from the tiles the kernel loads anyway
+    (a decode step's fp8 scale bound over every key it sees: prefix_amax without a second
+    read of the prefix). `window` with `positions` [T] (each query's absolute position; prefix keys sit at 0..):
     a query at p sees prefix key j only when p - j < window (Gemma's sliding layers).
     `max_prefix_len`: the longest of prefix_lens if the caller knows it (the tile shape;
     0: the long-prefix tiles). An e4m3 arena (kv_fp8.py) comes with `k_scale`/`v_scale`
@@ -280,11 +292,17 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     if page % block_n:
         raise ValueError(f"page size {page} is not a multiple of BLOCK_N {block_n}")
     fp8 = k_scale is not None
+    if vmax is not None and (fp8 or window is not None or vmax.shape != (num_segs,)
+                             or vmax.dtype != torch.float32):
+        raise ValueError(f"vmax is one float32 per segment ({num_segs}) of a model-dtype arena "
+                         f"without a window; got {tuple(vmax.shape)} {vmax.dtype}, "
+                         f"fp8 arena {fp8}, window {window}")
     ks, vs = (k_scale, v_scale) if fp8 else (prefix_lens, prefix_lens)  # (unread without fp8)
     grid = (triton.cdiv(max_seqlen_q, block_m // group), num_segs, k_cache.shape[2])
     _prefix_attention_kernel[grid](
         q, k_cache, v_cache, ks, vs, out, lse, cu_seqlens_q, block_table, prefix_lens,
-        positions if window is not None else prefix_lens, window or 0, scale * LOG2E,
+        positions if window is not None else prefix_lens,
+        vmax if vmax is not None else lse, window or 0, scale * LOG2E,
         q.stride(0), q.stride(1), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
         v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
         k_scale.stride(0) if fp8 else 0, k_scale.stride(1) if fp8 else 0,
@@ -292,7 +310,7 @@ def prefix_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
         G=group, D=head_dim, PAGE=page, BLOCK_M=block_m, BLOCK_N=block_n,
         HAS_WINDOW=window is not None, KV_FP8=fp8, V_WORDS=fp8 and _words_fit(v_cache),
         PTX=v_cache.is_cuda and not _interpreting(), QC=_FP8_PRODUCTS[q.dtype],
-        num_warps=warps, num_stages=stages)
+        TRACK_V=vmax is not None, num_warps=warps, num_stages=stages)
     return out, lse
 
 

@@ -371,6 +371,30 @@ def test_prefix_amax_reads_each_segments_pages_only(device):
         prefix_amax(cache.transpose(2, 3).contiguous().transpose(2, 3), table, plen, 37)
 
 
+def test_prefix_attention_raises_vmax_to_the_prefix_keys_it_reads(device):
+    """`vmax`: the max |v| over each segment's prefix keys, taken from the tiles the kernel
+    loads (a decode step's fp8 bound), equal to prefix_amax's and leaving the attention as it
+    was; refused where the kernel does not load every key (a window) or reads e4m3 values."""
+    from quail_kernels.prefix_attention import prefix_amax
+
+    g = torch.Generator().manual_seed(8)
+    lens, page = [37, 0, 16, 5], 16
+    k_cache, v_cache = (torch.randn(12, page, 2, 32, generator=g).to(device) for _ in range(2))
+    v_cache[3, 4, 1, 9] = -60.0
+    table = shuffled_block_table(pages_each(lens, page), 12, g).to(device)
+    plen = torch.tensor(lens, dtype=torch.int32, device=device)
+    q = torch.randn(4, 4, 32, generator=g).to(device)
+    cu = torch.arange(5, dtype=torch.int32, device=device)
+    vmax = torch.zeros(4, device=device)
+    out, lse = prefix_attention(q, k_cache, v_cache, cu, table, plen, 1, 0.2, vmax=vmax)
+    plain, plain_lse = prefix_attention(q, k_cache, v_cache, cu, table, plen, 1, 0.2)
+    assert torch.equal(vmax, prefix_amax(v_cache, table, plen, max(lens)))
+    assert torch.equal(out, plain) and torch.equal(lse, plain_lse)
+    with pytest.raises(ValueError, match="without a window"):
+        prefix_attention(q, k_cache, v_cache, cu, table, plen, 1, 0.2, vmax=vmax, window=4,
+                         positions=torch.zeros(4, dtype=torch.long, device=device))
+
+
 def test_lse_merge_takes_a_given_scale_bound(device):
     g = torch.Generator().manual_seed(6)
     o1, o2 = (torch.randn(5, 4, 32, generator=g).to(device) for _ in range(2))

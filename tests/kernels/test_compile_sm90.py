@@ -79,10 +79,10 @@ def attention_kernels(head_dim: int, window: bool) -> None:
             kv = FP8 if kv_fp8 else BF16
             _compile(_prefix_attention_kernel,
                      {**ATTN, "k_ptr": kv, "v_ptr": kv, "ks_ptr": F32, "vs_ptr": F32,
-                      "o_ptr": o},
+                      "o_ptr": o, "vmax_ptr": F32},
                      {"qk_scale": "fp32"},
                      {**common, "PAGE": 64, "KV_FP8": kv_fp8, "V_WORDS": kv_fp8, "PTX": kv_fp8,
-                      "QC": tl.float16}, warps, stages)
+                      "QC": tl.float16, "TRACK_V": False}, warps, stages)
         _compile(_prefix_amax_kernel, {"v_ptr": BF16, "bt_ptr": I32, "plen_ptr": I32,
                                        "out_ptr": F32}, {},
                  {"N": 8 * head_dim, "BLOCK": 8 * head_dim, "PAGE": 64, "ROWS": 16}, 4)
@@ -94,10 +94,12 @@ def attention_kernels(head_dim: int, window: bool) -> None:
             kv = FP8 if kv_fp8 else BF16
             _compile(_prefix_attention_kernel,
                      {**ATTN, "q_ptr": q, "k_ptr": kv, "v_ptr": kv, "ks_ptr": F32,
-                      "vs_ptr": F32},
+                      "vs_ptr": F32, "vmax_ptr": F32},
                      {"qk_scale": "fp32"},
                      {"G": 4, "D": head_dim, "BLOCK_M": bm, "BLOCK_N": bn, "HAS_WINDOW": window,
-                      "PAGE": 64, "KV_FP8": kv_fp8, "V_WORDS": kv_fp8, "PTX": kv_fp8, "QC": qc},
+                      "PAGE": 64, "KV_FP8": kv_fp8, "V_WORDS": kv_fp8, "PTX": kv_fp8, "QC": qc,
+                      # a bf16 arena's fp8 decode takes its rows' bound from the tiles
+                      "TRACK_V": not kv_fp8 and not window},
                      warps, stages)
 
 

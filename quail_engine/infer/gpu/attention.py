@@ -288,13 +288,21 @@ def layer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch,
     k_scale, v_scale = kv_scales if kv_scales else (None, None)
     if batch.decode:  # each token over its prefix, itself included (batch.pack_decode)
         plan = batch.prefix_plan
+        # an fp8 row's bound: the max |v| over every key it sees, all of them before it or
+        # itself, as the prefill of the same tokens takes it (row_bound), so an answer
+        # recomputed by prefill after a preemption rounds as its decode did. Read from the
+        # tiles the kernel loads; a sliding layer (it loads its window only) and an e4m3
+        # arena take each row's own max.
+        bound = (torch.zeros(num_tokens, device=q.device) if fp8 and window is None
+                 and k_scale is None else None)
         op, lp = prefix_attention(q, arena_k, arena_v, batch.seg_cu, plan.table, plan.lens, 1,
                                   scale, blocks=decode_blocks(q, arena_k),
                                   window=window,
                                   positions=batch.positions if window is not None else None,
                                   max_prefix_len=plan.max_len, k_scale=k_scale,
-                                  v_scale=v_scale)
-        return lse_merge(op, lp, fp8=True) if fp8 else (op.view(num_tokens, -1), None)
+                                  v_scale=v_scale, vmax=bound)
+        return lse_merge(op, lp, fp8=True, bound=bound) if fp8 else \
+            (op.view(num_tokens, -1), None)
     plan_c: CausalPlan | None = batch.causal_plan
     if not batch.has_prefix and fp8 and (plan_c is None or not plan_c.lib):
         # quantized in the attention's epilogue
