@@ -140,4 +140,5 @@ def shared_paths(rows: Sequence[Sequence[int]], cost: int, max_paths: int) -> Pa
         for pos in range(nd.lb, nd.rb + 1):
             start[order[pos]] = p
     ran = sum(len(rows[r]) - (paths[start[r]][1] if start[r] >= 0 else 0) for r in range(n))
-    return Paths(paths, start, sum(lengths) - ran - sum(d + cost for _, d in paths))
+    saved = sum(lengths) - ran - sum(d + cost for _, d in paths)
+    return Paths(paths, start, saved) if saved > 0 else none  # (a cut set can save nothing)
