@@ -18,6 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
+
+from quail_engine.infer.radix import common_prefix_length
 
 MAX_NESTING = 48
 
@@ -32,22 +35,13 @@ class _Node:
     own_tokens: int = 0
 
 
-def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def _trie(keys: list[tuple[int, ...]]) -> _Node | None:
     """The compressed trie of the sorted `keys` as nested lcp intervals (each node: the rows
     whose keys share its first `depth` tokens, more than any larger range of them shares);
     None where nodes nest deeper than MAX_NESTING (rows that extend one another, whose choice
     the recursion below would not bound)."""
     n = len(keys)
-    lcp = [_lcp(keys[i - 1], keys[i]) for i in range(1, n)] + [0]
+    lcp = [common_prefix_length(keys[i - 1], keys[i]) for i in range(1, n)] + [0]
     root = _Node(0, 0, n - 1)
     stack = [root]
     deepest = 1
@@ -66,20 +60,15 @@ def _trie(keys: list[tuple[int, ...]]) -> _Node | None:
     return root if deepest <= MAX_NESTING else None
 
 
-def _rows(node: _Node) -> list[int]:
-    """Positions of the node's rows that no child holds."""
-    held = set()
-    for c in node.children:
-        held.update(range(c.lb, c.rb + 1))
-    return [p for p in range(node.lb, node.rb + 1) if p not in held]
-
-
-def _count(node: _Node, lengths: list[int]) -> None:
-    """Fill each node's `own` and `own_tokens` (its rows that no child holds)."""
-    rows = _rows(node)
-    node.own, node.own_tokens = len(rows), sum(lengths[p] for p in rows)
+def _count(node: _Node, upto: list[int]) -> None:
+    """Fill each node's `own` and `own_tokens` (its rows that no child holds), `upto` the
+    running sum of the rows' lengths in sorted order."""
+    node.own = node.rb - node.lb + 1
+    node.own_tokens = upto[node.rb + 1] - upto[node.lb]
     for child in node.children:
-        _count(child, lengths)
+        _count(child, upto)
+        node.own -= child.rb - child.lb + 1
+        node.own_tokens -= upto[child.rb + 1] - upto[child.lb]
 
 
 def _best(node: _Node, above: int, cost: int,
@@ -126,7 +115,7 @@ def shared_paths(rows: Sequence[Sequence[int]], cost: int, max_paths: int) -> Pa
     root = _trie(keys)
     if root is None:
         return none
-    _count(root, lengths)
+    _count(root, [0, *accumulate(lengths)])
     total, nodes = _best(root, 0, cost, {})
     nodes = [nd for nd in nodes if nd.depth > 0]
     if not nodes or total >= sum(lengths):
