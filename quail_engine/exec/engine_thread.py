@@ -7,6 +7,14 @@ operator call rebuilt every graph in every call, and a star join asked chunk by 
 per chunk and join) spent much of its passes' time with the GPU waiting on such builds. One
 long-lived worker builds each shape once.
 
+The worker starts the interpreter's thread switch interval short (`handoff_interval`). Every
+torch operator the worker launches lets go of the GIL and must take it back; while another
+thread runs Python (the pipeline tokenizing the next batch, counting the last one's minimum,
+the progress display), CPython hands the GIL back only after `sys.getswitchinterval()`, 5 ms by
+default, so each launch of a pass waits up to that long and the GPU runs dry between kernels.
+A shorter interval bounds that wait; the other threads' Python runs a little slower, and it is
+off the device's critical path.
+
 A call made from the worker itself runs inline (an engine call that nests another must not wait
 on the thread that runs it). Statements on several threads (dbt's) share the worker, each
 waiting on its own calls; they share the device anyway. A forked child starts a worker of its
@@ -17,6 +25,7 @@ from __future__ import annotations
 
 import os
 import queue
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -25,6 +34,7 @@ from typing import Any
 _lock = threading.Lock()
 _queue: queue.SimpleQueue | None = None
 _ident: int | None = None  # the worker's thread
+HANDOFF_MS = 0.1  # the switch interval while the worker exists (QUAIL_GIL_HANDOFF_MS)
 
 
 def submit(fn: Callable[..., Any], *args: Any, into: list | None = None) -> Future:
@@ -54,11 +64,33 @@ def _worker() -> queue.SimpleQueue:
     global _queue
     with _lock:
         if _queue is None:
+            interval = handoff_interval()
+            if interval is not None:
+                sys.setswitchinterval(interval)
             work: queue.SimpleQueue = queue.SimpleQueue()
             threading.Thread(target=_serve, args=(work,), name="quail-engine",
                              daemon=True).start()
             _queue = work
         return _queue
+
+
+def handoff_interval() -> float | None:
+    """The switch interval, in seconds, the process takes when the worker starts:
+    QUAIL_GIL_HANDOFF_MS (milliseconds; 0 or "off": the interpreter's own left as it is), else
+    HANDOFF_MS."""
+    raw = os.environ.get("QUAIL_GIL_HANDOFF_MS", "").strip().lower()
+    if raw in ("0", "off"):
+        return None
+    if not raw:
+        return HANDOFF_MS / 1000.0
+    try:
+        ms = float(raw)
+    except ValueError:
+        ms = -1.0
+    if not ms > 0 or ms != ms or ms > 1000:
+        raise ValueError(f"QUAIL_GIL_HANDOFF_MS must be a number of milliseconds in (0, 1000] "
+                         f"or 0/off, got {raw!r}")
+    return ms / 1000.0
 
 
 def _serve(work: queue.SimpleQueue) -> None:

@@ -80,3 +80,29 @@ def test_rows_whose_documents_are_still_cached_run_first():
     assert runner.cached_first(list(range(6)), docs) == [1, 3, 4, 0, 2, 5]
     runner.engine.held = set()
     assert runner.cached_first(list(range(6)), docs) == list(range(6))
+
+
+def _interval_after_first_call(env: dict) -> float:
+    import os
+    import subprocess
+    import sys
+    code = ("import sys; from quail_engine.exec import engine_thread; "
+            "engine_thread.submit(lambda: None).result(timeout=60); print(sys.getswitchinterval())")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env},
+                         capture_output=True, text=True, timeout=300, check=True)
+    return float(out.stdout)
+
+
+def test_the_engine_thread_takes_the_gil_back_within_a_tenth_of_a_millisecond():
+    # each torch launch of the worker lets go of the GIL; with CPython's 5 ms handoff, another
+    # thread's Python would hold every launch of a pass up to that long
+    assert _interval_after_first_call({"QUAIL_GIL_HANDOFF_MS": ""}) == pytest.approx(1e-4)
+    assert _interval_after_first_call({"QUAIL_GIL_HANDOFF_MS": "0.5"}) == pytest.approx(5e-4)
+    assert _interval_after_first_call({"QUAIL_GIL_HANDOFF_MS": "off"}) == pytest.approx(5e-3)
+
+
+@pytest.mark.parametrize("raw", ["fast", "-1", "nan", "5000"])
+def test_a_bad_handoff_setting_is_named(monkeypatch, raw):
+    monkeypatch.setenv("QUAIL_GIL_HANDOFF_MS", raw)
+    with pytest.raises(ValueError, match=f"QUAIL_GIL_HANDOFF_MS .*{raw!r}"):
+        engine_thread.handoff_interval()
