@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+from array import array
 from collections.abc import Sequence
 
 import torch
@@ -228,24 +229,10 @@ class GpuRunner:
 
     @torch.inference_mode()
     def _run_pass(self, jobs: list[SeqJob], count_as_decode: bool):
-        ids, positions, cu, reads, spans = [], [], [0], [], []
-        prefix_tokens = pairs = 0
-        for job in jobs:
-            n, start = len(job.tokens), job.num_prefix_tokens
-            prefix_tokens += start
-            pairs += n * start + n * (n + 1) // 2
-            ids.extend(job.tokens)
-            positions.extend(range(start, start + n))
-            spans.append((len(reads), len(job.read)))
-            for r in job.read:
-                off = r if r >= 0 else n + r
-                if not 0 <= off < n:
-                    raise ValueError(f"read offset {r} outside a sequence of {n} tokens")
-                reads.append(cu[-1] + off)
-            cu.append(cu[-1] + n)
+        ids, positions, cu, reads, spans, prefix_tokens, pairs = host_inputs(jobs)
         dev = self.device
         timing = None
-        shape = {"tokens": cu[-1], "seqs": len(jobs), "prefix_tokens": prefix_tokens,
+        shape = {"tokens": len(ids), "seqs": len(jobs), "prefix_tokens": prefix_tokens,
                  "attention_pairs": pairs}
         if not count_as_decode:  # prefill passes (decode steps are many and tiny)
             self._pass_log.append(shape)
@@ -256,11 +243,7 @@ class GpuRunner:
                       shape)
             timing[0].record()
         # host tensors: the model stages them to the GPU without waiting for queued passes
-        long = torch.long
-        hidden, kvs = self.model.forward(torch.tensor(ids, dtype=long),
-                                         torch.tensor(positions, dtype=long),
-                                         torch.tensor(cu, dtype=torch.int32),
-                                         [j.prefix for j in jobs], torch.tensor(reads, dtype=long),
+        hidden, kvs = self.model.forward(ids, positions, cu, [j.prefix for j in jobs], reads,
                                          [j.store_kv for j in jobs])
         self.stats.forward_passes += 1
         if count_as_decode:
@@ -315,6 +298,41 @@ class GpuRunner:
         if timing is not None:
             timing[1].record()
             self._timing.append(timing)
+
+
+def host_inputs(jobs: Sequence[SeqJob]):
+    """A pass's inputs as host tensors -> (token ids [T], positions [T], cu_seqlens [B+1] int32,
+    read rows, each job's (first read, reads), prefix tokens, attention pairs). The ids go
+    through an array and the positions are computed per sequence in torch: building both as
+    Python lists and converting them took most of the engine thread's host time on passes of
+    tens of thousands of tokens (torch.tensor over a list costs per element)."""
+    ids = array("q")
+    lens, starts, reads, spans = [], [], [], []
+    prefix_tokens = pairs = total = 0
+    for job in jobs:
+        n, start = len(job.tokens), job.num_prefix_tokens
+        prefix_tokens += start
+        pairs += n * start + n * (n + 1) // 2
+        ids.extend(job.tokens)
+        lens.append(n)
+        starts.append(start)
+        spans.append((len(reads), len(job.read)))
+        for r in job.read:
+            off = r if r >= 0 else n + r
+            if not 0 <= off < n:
+                raise ValueError(f"read offset {r} outside a sequence of {n} tokens")
+            reads.append(total + off)
+        total += n
+    long = torch.long
+    lengths = torch.tensor(lens, dtype=long)
+    cu = torch.zeros(len(lens) + 1, dtype=long)
+    torch.cumsum(lengths, 0, out=cu[1:])
+    # (frombuffer shares the array's memory: the tensor keeps the array alive)
+    ids_t = torch.frombuffer(ids, dtype=long) if total else torch.zeros(0, dtype=long)
+    positions = torch.arange(total, dtype=long) + torch.repeat_interleave(
+        torch.tensor(starts, dtype=long) - cu[:-1], lengths, output_size=total)
+    return (ids_t, positions, cu.to(torch.int32), torch.tensor(reads, dtype=long), spans,
+            prefix_tokens, pairs)
 
 
 def _read_back(jobs: list[SeqJob], spans, host, columns, done) -> None:
