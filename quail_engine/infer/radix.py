@@ -213,6 +213,7 @@ class PrefixCounter:
         self._last_hashes: list[int] = []  # chain hash after each whole chunk of `_last`
         self._chunks: set[int] = set()
         self._after: dict[tuple[int, int], PrefixCounter] = {}  # add_after's, by head
+        self._first: tuple | None = None  # the last new head's tails, count and end state
 
     def add_after(self, head: Sequence[int], tails: Sequence[Sequence[int]]) -> tuple[int, int]:
         """Count sequences `head + tail` for each of `tails` without building them: `head` (a
@@ -226,10 +227,31 @@ class PrefixCounter:
         if after is None:
             new, pairs = self.add([head])
             after = self._after[key] = PrefixCounter(self.grain, self.offset + len(head))
-        n, q = after.add(tails)
+            n, q = self._first_tails(after, tails)
+        else:
+            n, q = after.add(tails)
         self.tokens += n
         self.attention_pairs += q
         return new + n, pairs + q
+
+    def _first_tails(self, after: PrefixCounter, tails: Sequence[Sequence[int]]
+                     ) -> tuple[int, int]:
+        """`after.add(tails)` on a head's new counter. A join's batch asks every anchor about
+        the same partners, so each new head's first tails are mostly the last new head's: a
+        new counter's count depends on the tails alone (its offset moves each new token's
+        pairs by the same amount), so the last one's result and end state are reused."""
+        rows = tuple(t if isinstance(t, tuple) else tuple(t) for t in tails)
+        memo = self._first
+        if memo is not None and memo[0] == rows:
+            _, n, pairs0, last, hashes, chunks = memo
+            after._last, after._last_hashes, after._chunks = last, hashes, set(chunks)
+            q = pairs0 + n * after.offset
+            after.tokens, after.attention_pairs = n, q
+            return n, q
+        n, q = after.add(rows)
+        self._first = (rows, n, q - n * after.offset, after._last, after._last_hashes,
+                       set(after._chunks))
+        return n, q
 
     def add(self, token_lists: Sequence[Sequence[int]]) -> tuple[int, int]:
         """Count a batch; returns its new distinct tokens and their attention pairs."""

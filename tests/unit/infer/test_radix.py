@@ -141,3 +141,25 @@ def test_rows_after_a_head_count_as_their_concatenations_without_building_them()
             assert parts.add_after(head, batch) == whole.add([head + t for t in batch])
     assert (parts.tokens, parts.attention_pairs) == (whole.tokens, whole.attention_pairs)
     assert parts.tokens < sum(len(h) + len(t) for h in heads for t in tails)
+
+
+def test_new_heads_over_the_same_rows_count_as_without_reuse():
+    """A join asks each new anchor about the same partners, so a new head's first rows reuse the
+    last new head's count and end state: heads met in later batches, rows that change between
+    heads, rows as lists or tuples, all count exactly as each head's rows counted afresh."""
+
+    class Afresh(PrefixCounter):
+        def _first_tails(self, after, tails):
+            return after.add(tails)
+
+    rng = random.Random(5)
+    heads = [[100 + h] + [rng.randrange(9) for _ in range(20)] for h in range(6)]
+    rows = [[rng.randrange(3) for _ in range(rng.randint(1, 12))] for _ in range(40)]
+    batches = [(heads[:3], rows[:25]), (heads[1:5], rows[25:]), (heads[4:], rows[:25]),
+               (heads[5:], [tuple(r) for r in rows[:25]]), (heads[:2], rows[5:30]),
+               ([[7] * 30, [8] * 30], rows[:25])]
+    fresh, reused = Afresh(grain=4), PrefixCounter(grain=4)
+    for hs, batch in batches:
+        for head in hs:
+            assert reused.add_after(head, batch) == fresh.add_after(head, batch)
+    assert (reused.tokens, reused.attention_pairs) == (fresh.tokens, fresh.attention_pairs)
