@@ -77,6 +77,34 @@ def _cprofile(fn, lines: int = 30) -> str:
     return buf.getvalue()
 
 
+def launch_costs(reps: int = 2000) -> dict:
+    """Host microseconds per call, the GPU left to queue (no sync inside the loop): a torch
+    operator, and kernel wrappers a layer calls (each a Triton launch plus its own torch
+    operators), on small inputs whose kernels take microseconds."""
+    from quail_kernels.silu_mul import silu_mul
+    from quail_kernels.varlen_attention import causal_amax
+
+    x = torch.randn(64, 2 * 9728, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(64, 8, 128, device="cuda", dtype=torch.bfloat16)
+    cu = torch.tensor([0, 64], dtype=torch.int32, device="cuda")
+    small = torch.zeros(16, device="cuda")
+    calls = {"torch.add": lambda: torch.add(small, 1.0),
+             "silu_mul fp8": lambda: silu_mul(x, fp8=True),
+             "causal_amax": lambda: causal_amax(v, cu)}
+    out = {}
+    for name, fn in calls.items():
+        for _ in range(20):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        host = (time.perf_counter() - t0) / reps * 1e6
+        torch.cuda.synchronize()
+        out[name] = round(host, 2)
+    return out
+
+
 def measure(runner: GpuRunner, vocab: int, shape: tuple, reps: int) -> dict:
     name, prefix_len, rows, per_row = shape
     g = torch.Generator().manual_seed(len(name))
@@ -120,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {"device": torch.cuda.get_device_name(), "shape": args.shape,
               "precision": "bf16" if args.bf16 else "fp8", "layers": config.num_layers,
               "passes": []}
+    result["launch_us"] = launch_costs()
+    print("host us per call:", result["launch_us"], flush=True)
     for shape in SHAPES:
         row = measure(runner, config.vocab_size, shape, args.reps)
         result["passes"].append(row)
