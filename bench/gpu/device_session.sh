@@ -91,6 +91,8 @@ command_of() {  # the command line of a step
     ab) echo "python3 -m bench.probes.ab_routes --ids ${AB_IDS:-BIO-1} --order ${AB_ORDER:-on,off,on} \
       --workdir /tmp/quail-e2e" ;;
     kvshare) echo "bash bench/gpu/kv_share_ab.sh" ;;
+    gilab) echo "bash bench/gpu/gil_ab.sh" ;;
+    small) echo "python3 -m bench.probes.small_passes --out \$OUT/small_passes.json" ;;
     *) echo "unknown step $1" >&2; return 1 ;;
   esac
 }
