@@ -87,7 +87,7 @@ def handoff_interval() -> float | None:
         ms = float(raw)
     except ValueError:
         ms = -1.0
-    if not ms > 0 or ms != ms or ms > 1000:
+    if not 0 < ms <= 1000:  # (NaN fails it too)
         raise ValueError(f"QUAIL_GIL_HANDOFF_MS must be a number of milliseconds in (0, 1000] "
                          f"or 0/off, got {raw!r}")
     return ms / 1000.0
