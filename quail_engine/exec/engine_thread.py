@@ -11,8 +11,8 @@ The worker starts the interpreter's thread switch interval short (`handoff_inter
 torch operator the worker launches lets go of the GIL and must take it back; while another
 thread runs Python (the pipeline tokenizing the next batch, counting the last one's minimum,
 the progress display), CPython hands the GIL back only after `sys.getswitchinterval()`, 5 ms by
-default, so each launch of a pass waits up to that long and the GPU runs dry between kernels.
-A shorter interval bounds that wait; the other threads' Python runs a little slower, and it is
+default, so each launch of a pass can wait up to that long (bench/probes/gil_handoff.py). A
+shorter interval bounds that wait; the other threads' Python runs a little slower, and it is
 off the device's critical path.
 
 A call made from the worker itself runs inline (an engine call that nests another must not wait
