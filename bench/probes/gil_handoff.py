@@ -19,6 +19,7 @@ import platform
 import sys
 import threading
 import time
+from contextlib import contextmanager
 
 import torch
 
@@ -40,34 +41,36 @@ def _busy(stop: threading.Event, count: list[int]) -> None:
         count[0] += 1
 
 
-def _loop_rate(seconds: float) -> float:
+@contextmanager
+def _python_thread():
+    """A thread running a pure-Python loop for the block -> its iteration count (a list)."""
     stop, count = threading.Event(), [0]
     t = threading.Thread(target=_busy, args=(stop, count))
     t.start()
-    time.sleep(seconds)
-    stop.set()
-    t.join()
-    return count[0] / seconds
+    time.sleep(0.05)
+    try:
+        yield count
+    finally:
+        stop.set()
+        t.join()
 
 
 def measure(ops: int, seconds: float = 1.0) -> list[dict]:
     x = torch.zeros(16)
-    alone_rate = _loop_rate(seconds)
+    with _python_thread() as count:
+        c0, t0 = count[0], time.perf_counter()
+        time.sleep(seconds)
+        alone_rate = (count[0] - c0) / (time.perf_counter() - t0)
     before = sys.getswitchinterval()
     rows = []
     try:
         for ms in INTERVALS_MS:
             sys.setswitchinterval(ms / 1000.0)
             alone = _ops(x, ops)
-            stop, count = threading.Event(), [0]
-            t = threading.Thread(target=_busy, args=(stop, count))
-            t.start()
-            time.sleep(0.05)
-            c0, t0 = count[0], time.perf_counter()
-            beside = _ops(x, ops)
-            rate = (count[0] - c0) / (time.perf_counter() - t0)
-            stop.set()
-            t.join()
+            with _python_thread() as count:
+                c0, t0 = count[0], time.perf_counter()
+                beside = _ops(x, ops)
+                rate = (count[0] - c0) / (time.perf_counter() - t0)
             rows.append({"interval_ms": ms, "us_per_op_alone": round(1e6 * alone / ops, 2),
                          "us_per_op_beside_python": round(1e6 * beside / ops, 2),
                          "python_loop_rate": round(rate / alone_rate, 2)})

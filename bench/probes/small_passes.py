@@ -23,6 +23,7 @@ import torch
 
 from bench.gpu.common import random_gpu_model
 from bench.gpu.quail_runs import ANSWER_IDS
+from bench.gpu.workloads import join_work
 from quail_engine.infer.api import EngineStats
 from quail_engine.infer.gpu.runner import GpuRunner
 from quail_engine.infer.runner import SeqJob
@@ -34,10 +35,6 @@ SHAPES = [("plain_1x65", 0, 1, 65), ("plain_4x220", 0, 4, 220),
 RUNTIME = ("cudaLaunchKernel", "cuLaunchKernel", "cudaMemcpy", "Synchronize", "cudaMalloc",
            "cudaFree", "cudaEventRecord", "cudaStreamWait", "cudaHostAlloc", "cudaMemset",
            "cudaGraphLaunch")
-
-
-def _tokens(g: torch.Generator, vocab: int, n: int) -> list[int]:
-    return torch.randint(0, vocab, (n,), generator=g).tolist()
 
 
 def _profile(fn) -> dict:
@@ -107,12 +104,13 @@ def launch_costs(reps: int = 2000) -> dict:
 
 def measure(runner: GpuRunner, vocab: int, shape: tuple, reps: int) -> dict:
     name, prefix_len, rows, per_row = shape
-    g = torch.Generator().manual_seed(len(name))
+    work = join_work(1, rows, vocab, seed=len(name), anchor_len=(prefix_len, prefix_len),
+                     partner_len=(per_row, per_row))
     store = None
     if prefix_len:
-        store = SeqJob(_tokens(g, vocab, prefix_len), read=(), store_kv=True)
+        store = SeqJob(work.anchors[0], read=(), store_kv=True)
         runner.run([store])
-    rows_tokens = [_tokens(g, vocab, per_row) for _ in range(rows)]
+    rows_tokens = work.partners
 
     def once():
         prefix = store.kv if store is not None else None
